@@ -1,0 +1,4 @@
+# Warnings are on for every target of the project and must stay clean.
+add_library(nautilus_warnings INTERFACE)
+target_compile_options(nautilus_warnings INTERFACE
+  $<$<CXX_COMPILER_ID:GNU,Clang>:-Wall -Wextra -Wpedantic -Wshadow=local -Wnon-virtual-dtor>)

@@ -1,0 +1,22 @@
+// Structural and type checks of a scalar IR program. A failure is a compiler bug (an internal
+// error), never a user error: every pass's output is verified in the pipeline and in tests.
+//
+// Checked: every variable is bound exactly once and used only in scope (loop variables in
+// bindings and index expressions of their loops; a block's iteration variables only inside its
+// init and body); bindings match iteration variables one to one; iteration extents and loop
+// extents are positive; buffers referenced are declared and indexed with their rank; indices
+// are Index-typed; operand dtypes agree; a store's value has the buffer's dtype; `init` only in
+// blocks with reduce variables; block, buffer and variable names are unique.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/scalar/ir.h"
+
+namespace nautilus::scalar {
+
+// Returns one message per problem; empty when the program is well formed.
+std::vector<std::string> verify(const Program& program);
+
+}  // namespace nautilus::scalar

@@ -1,0 +1,38 @@
+// Seeded random numbers that are identical on every platform and compiler.
+//
+// std::uniform_real_distribution is implementation-defined, so inputs generated with it would
+// differ between the CI machine, a user's machine and the GPU runner. SplitMix64 plus a fixed
+// mapping to doubles gives the same inputs everywhere for the same seed.
+#pragma once
+
+#include <cstdint>
+
+namespace nautilus {
+
+class SplitMix64 {
+ public:
+  explicit SplitMix64(uint64_t seed) : state_(seed) {}
+
+  uint64_t next() {
+    uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+  // Uniform in [0, 1) with 53 random bits.
+  double next_unit() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+  // Uniform in [lo, hi).
+  double uniform(double lo, double hi) { return lo + (hi - lo) * next_unit(); }
+
+ private:
+  uint64_t state_;
+};
+
+// A per-tensor seed derived from the run seed and the tensor's position, so adding an input does
+// not change the values of the others.
+inline uint64_t derive_seed(uint64_t seed, uint64_t stream) {
+  SplitMix64 mix(seed ^ (0xd1b54a32d192ed03ULL * (stream + 1)));
+  return mix.next();
+}
+
+}  // namespace nautilus
