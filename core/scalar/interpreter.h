@@ -9,20 +9,16 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <string>
 #include <vector>
 
 #include "core/scalar/ir.h"
+#include "core/support/tensor.h"
 
 namespace nautilus::scalar {
 
-struct TensorData {
-  std::vector<int64_t> shape;
-  DType dtype = DType::F32;
-  std::vector<double> values;  // row-major
-};
-using TensorMap = std::map<std::string, TensorData>;
+using nautilus::TensorData;  // core/support/tensor.h
+using nautilus::TensorMap;
 
 struct InterpretOptions {
   // Upper bound on executed block instances plus stores; 0 means unlimited.

@@ -78,8 +78,9 @@ using Buffer = std::shared_ptr<const BufferNode>;
 Buffer make_buffer(std::string name, std::vector<int64_t> shape, DType dtype, MemoryScope scope,
                    BufferRole role, Provenance provenance = {});
 
-// A loop or iteration variable. Identity is the node's address; names are for printing and are
-// unique within a Program (the verifier checks).
+// A loop or iteration variable. Identity is the node's address; names are for printing. Two
+// variables visible at the same point never share a name (no shadowing; the verifier checks),
+// but separate loop nests and blocks reuse names freely (every statement's nest uses `m`).
 struct VarNode {
   std::string name;
 };

@@ -6,7 +6,8 @@
 // init and body); bindings match iteration variables one to one; iteration extents and loop
 // extents are positive; buffers referenced are declared and indexed with their rank; indices
 // are Index-typed; operand dtypes agree; a store's value has the buffer's dtype; `init` only in
-// blocks with reduce variables; block, buffer and variable names are unique.
+// blocks with reduce variables; block and buffer names are unique; a variable name is never
+// shadowed (two variables visible at one point have different names; separate nests may reuse).
 #pragma once
 
 #include <string>

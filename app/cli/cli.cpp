@@ -1,0 +1,392 @@
+#include "app/cli/cli.h"
+
+#include <cmath>
+#include <fstream>
+#include <functional>
+#include <iomanip>
+#include <ostream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "app/cli/options.h"
+#include "core/driver/evaluate.h"
+#include "core/scalar/printer.h"
+#include "core/spec/printer.h"
+
+namespace nautilus::cli {
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitFailure = 1;
+constexpr int kExitInternal = 2;
+
+const OptionSpec kSizeOption{"D", "NAME=VALUE",
+                             "bind a size symbol (overrides the spec's `let`); repeatable", true};
+
+const CommandSpec kCheck{
+    "check", "nautilus check FILE [-D NAME=VALUE]...",
+    "Checks a spec and prints its diagnostics. Exits 0 when it has no errors, 1 otherwise.",
+    {kSizeOption}};
+
+const CommandSpec kLower{
+    "lower", "nautilus lower FILE [--stage STAGE] [--format text|dot|json] [-D NAME=VALUE]...",
+    "Lowers a spec and prints the IR of one stage, or of every stage (--stage all, the default).",
+    {kSizeOption,
+     {"stage", "STAGE", "spec, scalar or all (default all)"},
+     {"format", "FORMAT", "text (default), dot or json"},
+     {"print-after-all", "", "print the IR after every pass of the pipeline, with timings"},
+     {"output", "FILE", "write to FILE instead of standard output"}}};
+
+const CommandSpec kEval{
+    "eval", "nautilus eval FILE [--stage scalar] [--seed N] [--save DIR] [-D NAME=VALUE]...",
+    "Runs a stage's CPU interpreter on seeded random inputs and compares every output with the\n"
+    "float64 reference of the spec. Prints the maximum relative error per output and exits 1\n"
+    "when one exceeds its dtype's tolerance (f32 1e-4, f16 5e-3, bf16 2e-2).",
+    {kSizeOption,
+     {"stage", "STAGE", "the stage to evaluate (default scalar)"},
+     {"seed", "N", "seed of the random inputs (default 0)"},
+     {"save", "DIR", "write inputs, reference and outputs as .npy files plus manifest.json"},
+     {"max-ops", "N", "refuse sizes needing more scalar operations (default 2e9)"}}};
+
+const std::vector<const CommandSpec*>& all_commands() {
+  static const std::vector<const CommandSpec*> commands = {&kCheck, &kLower, &kEval};
+  return commands;
+}
+
+std::string general_help() {
+  std::ostringstream out;
+  out << "nautilus " << NAUTILUS_VERSION
+      << " — the command line of Nautilus Studio, an auto-scheduling tensor compiler.\n\n"
+         "usage: nautilus COMMAND [options]\n\ncommands:\n";
+  for (const CommandSpec* command : all_commands()) {
+    std::string first_line = command->summary.substr(0, command->summary.find('\n'));
+    out << "  " << std::left << std::setw(9) << command->name << first_line << "\n";
+  }
+  out << "  " << std::left << std::setw(9) << "help"
+      << "Shows help for a command: nautilus help COMMAND\n"
+         "\nStages: "
+      << driver::stage_names()
+      << ". Sizes bound with -D override the spec's `let` values.\n"
+         "Exit status: 0 success, 1 user error or failed check, 2 internal compiler error.\n";
+  return out.str();
+}
+
+// Shared by the commands that compile a spec: reads the file, parses -D, runs the pipeline and
+// prints diagnostics. Returns nullopt-like (ok == false) with the exit status when it failed.
+struct Loaded {
+  driver::Compilation compilation;
+  int exit_status = kExitOk;
+  bool ok = false;
+};
+
+Loaded load(const ParsedOptions& options, driver::Stage last_stage, const CliHooks& hooks,
+            std::ostream& err) {
+  Loaded loaded;
+  driver::CompileOptions compile_options;
+  compile_options.last_stage = last_stage;
+  compile_options.extra_passes = hooks.extra_passes;
+  for (const std::string& text : options.all("D")) {
+    std::string error;
+    auto binding = spec::parse_size_override(text, &error);
+    if (!binding) {
+      err << "nautilus: error: -D " << text << ": " << error << "\n";
+      loaded.exit_status = kExitFailure;
+      return loaded;
+    }
+    compile_options.sizes.push_back(*binding);
+  }
+  std::string error;
+  SourceFilePtr file = SourceFile::read(options.positionals.front(), &error);
+  if (!file) {
+    err << "nautilus: error: " << error << "\n";
+    loaded.exit_status = kExitFailure;
+    return loaded;
+  }
+  loaded.compilation = driver::compile(file, compile_options);
+  err << loaded.compilation.diagnostics->render_all();
+  if (!loaded.compilation.internal_error.empty()) {
+    err << "nautilus: internal error: " << loaded.compilation.internal_error << "\n";
+    loaded.exit_status = kExitInternal;
+    return loaded;
+  }
+  if (!loaded.compilation.ok()) {
+    loaded.exit_status = kExitFailure;
+    return loaded;
+  }
+  loaded.ok = true;
+  return loaded;
+}
+
+int run_check(const ParsedOptions& options, std::ostream& out, std::ostream& err,
+              const CliHooks& hooks) {
+  Loaded loaded = load(options, driver::Stage::Spec, hooks, err);
+  if (!loaded.ok) return loaded.exit_status;
+  const spec::Spec& spec = *loaded.compilation.spec;
+  out << spec.file->path() << ": ok: " << spec.definitions.size() << " statements, "
+      << spec.inputs.size() << (spec.inputs.size() == 1 ? " input, " : " inputs, ")
+      << spec.outputs.size() << (spec.outputs.size() == 1 ? " output" : " outputs") << "\n";
+  return kExitOk;
+}
+
+std::string render_snapshot(const driver::Snapshot& snapshot, const std::string& format,
+                            const SourceFile& file) {
+  if (snapshot.stage == driver::Stage::Spec) {
+    if (format == "dot") return spec::spec_to_dot(*snapshot.spec);
+    if (format == "json") return spec::spec_to_json(*snapshot.spec).dump(2) + "\n";
+    return spec::print_spec(*snapshot.spec);
+  }
+  if (format == "dot") return scalar::program_to_dot(*snapshot.program);
+  if (format == "json") return scalar::program_to_json(*snapshot.program).dump(2) + "\n";
+  return scalar::print_program(*snapshot.program, &file);
+}
+
+nlohmann::ordered_json snapshot_json(const driver::Snapshot& snapshot) {
+  if (snapshot.stage == driver::Stage::Spec) return spec::spec_to_json(*snapshot.spec);
+  return scalar::program_to_json(*snapshot.program);
+}
+
+int run_lower(const ParsedOptions& options, std::ostream& out, std::ostream& err,
+              const CliHooks& hooks) {
+  const std::string format = options.get("format", "text");
+  if (format != "text" && format != "dot" && format != "json") {
+    err << "nautilus: error: unknown format '" << format << "'; expected text, dot or json\n";
+    return kExitFailure;
+  }
+  const std::string stage_text = options.get("stage", "all");
+  std::optional<driver::Stage> stage;
+  if (stage_text != "all") {
+    stage = driver::parse_stage(stage_text);
+    if (!stage) {
+      err << "nautilus: error: unknown stage '" << stage_text << "'; expected "
+          << driver::stage_names() << " or all\n";
+      return kExitFailure;
+    }
+  }
+  const bool after_all = options.has("print-after-all");
+  if (format == "dot" && (!stage || after_all)) {
+    err << "nautilus: error: --format dot shows one graph: choose one --stage ("
+        << driver::stage_names() << ")\n";
+    return kExitFailure;
+  }
+  Loaded loaded = load(options, stage.value_or(driver::Stage::Scalar), hooks, err);
+  if (!loaded.ok) return loaded.exit_status;
+  const driver::Compilation& compilation = loaded.compilation;
+
+  // The snapshots to print: every pass, or the final snapshot of each requested stage.
+  std::vector<const driver::Snapshot*> shown;
+  if (after_all) {
+    for (const driver::Snapshot& snapshot : compilation.log) shown.push_back(&snapshot);
+  } else {
+    for (driver::Stage s : driver::all_stages()) {
+      if (stage && *stage != s) continue;
+      if (const driver::Snapshot* snapshot = compilation.final_snapshot(s)) shown.push_back(snapshot);
+    }
+  }
+
+  std::ostringstream text;
+  if (format == "json") {
+    nlohmann::ordered_json document = nlohmann::ordered_json::array();
+    for (const driver::Snapshot* snapshot : shown) {
+      document.push_back({{"stage", driver::stage_name(snapshot->stage)},
+                          {"pass", snapshot->pass},
+                          {"unchanged", snapshot->unchanged},
+                          {"milliseconds", snapshot->milliseconds},
+                          {"ir", snapshot_json(*snapshot)}});
+    }
+    if (shown.size() == 1 && !after_all) document = document[0]["ir"];
+    text << document.dump(2) << "\n";
+  } else {
+    const bool banners = shown.size() > 1 || after_all;
+    for (size_t i = 0; i < shown.size(); ++i) {
+      const driver::Snapshot& snapshot = *shown[i];
+      if (banners) {
+        if (i > 0) text << "\n";
+        text << "# ===== " << (after_all ? "after pass " + snapshot.pass + ", stage " : "stage ")
+             << driver::stage_name(snapshot.stage);
+        if (after_all) {
+          text << std::fixed << std::setprecision(2) << " (" << snapshot.milliseconds << " ms"
+               << (snapshot.unchanged ? ", unchanged" : "") << ")";
+        }
+        text << " =====\n";
+      }
+      text << render_snapshot(snapshot, format, *compilation.file);
+    }
+  }
+
+  const std::string path = options.get("output");
+  if (path.empty() || path == "-") {
+    out << text.str();
+  } else {
+    std::ofstream file(path, std::ios::binary);
+    file << text.str();
+    if (!file) {
+      err << "nautilus: error: cannot write '" << path << "'\n";
+      return kExitFailure;
+    }
+  }
+  return kExitOk;
+}
+
+std::optional<uint64_t> parse_unsigned(const std::string& text) {
+  if (text.empty() || text.size() > 19) return std::nullopt;
+  uint64_t value = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return std::nullopt;
+    value = value * 10 + static_cast<uint64_t>(c - '0');
+  }
+  return value;
+}
+
+// "[0, 3, 1]" for a flat row-major index.
+std::string coordinates(int64_t flat, const std::vector<int64_t>& shape) {
+  std::vector<int64_t> coords(shape.size());
+  for (size_t i = shape.size(); i-- > 0;) {
+    coords[i] = shape[i] > 0 ? flat % shape[i] : 0;
+    flat = shape[i] > 0 ? flat / shape[i] : 0;
+  }
+  std::string text = "[";
+  for (size_t i = 0; i < coords.size(); ++i) text += (i ? ", " : "") + std::to_string(coords[i]);
+  return text + "]";
+}
+
+int run_eval(const ParsedOptions& options, std::ostream& out, std::ostream& err,
+             const CliHooks& hooks) {
+  driver::EvalOptions eval_options;
+  const std::string stage_text = options.get("stage", "scalar");
+  auto stage = driver::parse_stage(stage_text);
+  if (!stage) {
+    err << "nautilus: error: unknown stage '" << stage_text << "'; expected "
+        << driver::stage_names() << "\n";
+    return kExitFailure;
+  }
+  eval_options.stage = *stage;
+  if (options.has("seed")) {
+    auto seed = parse_unsigned(options.get("seed"));
+    if (!seed) {
+      err << "nautilus: error: --seed expects a non-negative integer, got '" << options.get("seed")
+          << "'\n";
+      return kExitFailure;
+    }
+    eval_options.seed = *seed;
+  }
+  if (options.has("max-ops")) {
+    char* end = nullptr;
+    std::string text = options.get("max-ops");
+    double value = std::strtod(text.c_str(), &end);
+    if (text.empty() || *end != '\0' || !(value > 0)) {
+      err << "nautilus: error: --max-ops expects a positive number, got '" << text << "'\n";
+      return kExitFailure;
+    }
+    eval_options.max_operations = value;
+  }
+  Loaded loaded = load(options, *stage, hooks, err);
+  if (!loaded.ok) return loaded.exit_status;
+
+  driver::EvalResult result = driver::evaluate(loaded.compilation, eval_options);
+  if (!result.ran) {
+    err << "nautilus: error: " << result.error << "\n";
+    return kExitFailure;
+  }
+  const spec::Spec& spec = *loaded.compilation.spec;
+  out << "eval " << spec.file->path() << " --stage " << driver::stage_name(*stage) << " --seed "
+      << eval_options.seed << "\n  sizes:";
+  for (const auto& [name, value] : spec.sizes) out << " " << name << "=" << value;
+  out << "\n";
+  std::string first_failure;
+  for (const driver::OutputCheck& check : result.outputs) {
+    out << "  output " << check.name << " (" << dtype_name(check.dtype)
+        << "): max relative error " << std::scientific << std::setprecision(2)
+        << check.error.max_relative_error << " (tolerance " << check.tolerance << ")  "
+        << (check.passed ? "ok" : "FAILED") << std::defaultfloat << "\n";
+    if (!check.passed && first_failure.empty()) {
+      const TensorData& actual = result.actual.at(check.name);
+      const TensorData& expected = result.reference.at(check.name);
+      std::ostringstream message;
+      message << "output " << check.name << " differs from the float64 reference: max relative error "
+              << std::scientific << std::setprecision(3) << check.error.max_relative_error
+              << " > tolerance " << std::setprecision(1) << check.tolerance;
+      if (check.error.worst_index >= 0) {
+        size_t w = static_cast<size_t>(check.error.worst_index);
+        message << std::defaultfloat << std::setprecision(6) << "; worst at " << check.name
+                << coordinates(check.error.worst_index, expected.shape) << ": got "
+                << actual.values[w] << ", expected " << expected.values[w];
+      }
+      first_failure = message.str();
+    }
+  }
+  if (options.has("save")) {
+    std::string error = driver::save_evaluation(result, options.get("save"));
+    if (!error.empty()) {
+      err << "nautilus: error: " << error << "\n";
+      return kExitFailure;
+    }
+    out << "  saved inputs, reference and outputs to " << options.get("save") << "\n";
+  }
+  if (!first_failure.empty()) {
+    out << "FAIL\n";
+    err << "nautilus: error: " << first_failure << "\n";
+    return kExitFailure;
+  }
+  out << "PASS\n";
+  return kExitOk;
+}
+
+using CommandRunner = std::function<int(const ParsedOptions&, std::ostream&, std::ostream&,
+                                        const CliHooks&)>;
+
+}  // namespace
+
+int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
+            const CliHooks& hooks) {
+  if (args.empty()) {
+    err << general_help();
+    return kExitFailure;
+  }
+  const std::string& command = args.front();
+  std::vector<std::string> rest(args.begin() + 1, args.end());
+  if (command == "--help" || command == "-h") {
+    out << general_help();
+    return kExitOk;
+  }
+  if (command == "--version") {
+    out << "nautilus " << NAUTILUS_VERSION << "\n";
+    return kExitOk;
+  }
+  if (command == "help") {
+    if (rest.empty()) {
+      out << general_help();
+      return kExitOk;
+    }
+    for (const CommandSpec* spec : all_commands()) {
+      if (spec->name == rest.front()) {
+        out << command_help(*spec);
+        return kExitOk;
+      }
+    }
+    err << "nautilus: error: unknown command '" << rest.front() << "'\n";
+    return kExitFailure;
+  }
+
+  const std::vector<std::pair<const CommandSpec*, CommandRunner>> runners = {
+      {&kCheck, run_check}, {&kLower, run_lower}, {&kEval, run_eval}};
+  for (const auto& [spec, runner] : runners) {
+    if (spec->name != command) continue;
+    if (!rest.empty() && (rest.front() == "--help" || rest.front() == "-h")) {
+      out << command_help(*spec);
+      return kExitOk;
+    }
+    std::string error;
+    auto parsed = parse_options(*spec, rest, &error);
+    if (!parsed) {
+      err << "nautilus: error: " << error << "\n";
+      return kExitFailure;
+    }
+    return runner(*parsed, out, err, hooks);
+  }
+  err << "nautilus: error: unknown command '" << command
+      << "'; expected check, lower, eval or help (see 'nautilus --help')\n";
+  return kExitFailure;
+}
+
+}  // namespace nautilus::cli

@@ -1,0 +1,49 @@
+// Command-line option parsing shared by every `nautilus` command.
+//
+// Accepted forms: `--name value`, `--name=value`, boolean `--flag`, `-D NAME=VALUE` and
+// `-DNAME=VALUE` (repeatable), and positional arguments. Unknown options and missing values are
+// errors that name the option and the command.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace nautilus::cli {
+
+struct OptionSpec {
+  std::string name;         // without leading dashes, e.g. "stage"
+  std::string value_name;   // empty for boolean flags, e.g. "NAME"
+  std::string help;
+  bool repeatable = false;
+};
+
+struct CommandSpec {
+  std::string name;
+  std::string usage;        // e.g. "nautilus lower FILE [options]"
+  std::string summary;
+  std::vector<OptionSpec> options;
+  int min_positionals = 1;
+  int max_positionals = 1;
+};
+
+struct ParsedOptions {
+  std::vector<std::string> positionals;
+  std::map<std::string, std::vector<std::string>> values;  // option name → values in order
+
+  bool has(const std::string& name) const { return values.count(name) > 0; }
+  // The last value given for `name`, or `fallback`.
+  std::string get(const std::string& name, const std::string& fallback = {}) const;
+  const std::vector<std::string>& all(const std::string& name) const;
+};
+
+// Parses `args` (without the command name). On failure returns nullopt and sets `error`.
+std::optional<ParsedOptions> parse_options(const CommandSpec& command,
+                                           const std::vector<std::string>& args,
+                                           std::string* error);
+
+// Multi-line help of one command.
+std::string command_help(const CommandSpec& command);
+
+}  // namespace nautilus::cli

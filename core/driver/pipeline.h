@@ -1,0 +1,82 @@
+// The compilation pipeline: one flat list of stages and passes, with a log of snapshots.
+//
+//   parse+check   .nt text → Spec               (stage "spec")
+//   lower         Spec → scalar IR               (stage "scalar")
+//   verify        scalar IR structural checks    (internal errors only)
+//
+// After every pass the pipeline records a Snapshot: the stage, the pass name and summary, the IR
+// (shared, immutable), whether the pass left the IR unchanged (pointer identity) and its wall
+// time. The CLI (`--print-after-all`), the tests and every view of the app read this log; nothing
+// recomputes compiler state on its own. Extra passes can be inserted after a stage (`extra_passes`):
+// tests use this to perturb IR on purpose, and later schedules plug in the same way.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/scalar/ir.h"
+#include "core/spec/ast.h"
+#include "core/spec/sema.h"
+#include "core/support/diagnostics.h"
+
+namespace nautilus::driver {
+
+enum class Stage { Spec, Scalar };
+const char* stage_name(Stage stage);
+std::optional<Stage> parse_stage(std::string_view name);
+// "spec, scalar" — for messages listing the valid stage names.
+std::string stage_names();
+std::vector<Stage> all_stages();
+
+// Static description of a pass: the same text feeds CLI help, pass logs and GUI tooltips.
+struct PassInfo {
+  std::string name;
+  Stage stage;
+  std::string summary;
+};
+const std::vector<PassInfo>& pass_registry();
+
+struct Snapshot {
+  Stage stage = Stage::Spec;
+  std::string pass;
+  std::string summary;
+  spec::SpecPtr spec;            // stage Spec
+  scalar::ProgramPtr program;    // stage Scalar
+  bool unchanged = false;
+  double milliseconds = 0.0;
+};
+
+// A user-supplied rewrite of scalar IR run after the built-in scalar passes.
+struct ScalarPass {
+  std::string name;
+  std::string summary;
+  std::function<scalar::ProgramPtr(const scalar::ProgramPtr&)> run;
+};
+
+struct CompileOptions {
+  std::vector<spec::SizeOverride> sizes;
+  Stage last_stage = Stage::Scalar;
+  std::vector<ScalarPass> extra_passes;
+};
+
+struct Compilation {
+  SourceFilePtr file;
+  std::shared_ptr<DiagnosticEngine> diagnostics;
+  spec::SpecPtr spec;
+  scalar::ProgramPtr program;  // the scalar IR after every scalar pass
+  std::vector<Snapshot> log;
+  // A compiler bug (e.g. the verifier rejected a pass's output); empty when none.
+  std::string internal_error;
+
+  bool ok() const { return spec && !diagnostics->has_errors() && internal_error.empty(); }
+  // The last snapshot of `stage`, or nullptr when the pipeline did not reach it.
+  const Snapshot* final_snapshot(Stage stage) const;
+};
+
+Compilation compile(SourceFilePtr file, const CompileOptions& options);
+
+}  // namespace nautilus::driver

@@ -1,0 +1,39 @@
+// Float64 reference evaluation of a checked spec: the meaning of the math, and the oracle every
+// stage of the compiler is compared with.
+//
+// Each statement is evaluated point by point over its left-hand index space, straight from the
+// syntax tree: a reduction loops over its variables and combines in float64 (sum from 0,
+// max from -inf, min from +inf); nested reductions are re-evaluated where they appear, exactly as
+// written, with no fusion or reuse. Declared dtypes of intermediates and outputs are not applied:
+// the reference is the exact math on the given (already rounded) inputs.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/spec/ast.h"
+#include "core/support/tensor.h"
+
+namespace nautilus::spec {
+
+// Seeded random inputs for every `input` of the spec: uniform in [-1, 1), rounded to the input's
+// dtype. Input k (in declaration order) uses derive_seed(seed, k), so inputs are independent.
+TensorMap make_random_inputs(const Spec& spec, uint64_t seed);
+
+// Number of scalar operations the reference evaluation performs (saturates at ~1.8e19).
+double estimate_reference_operations(const Spec& spec);
+
+struct ReferenceOptions {
+  double max_operations = 2e9;  // refuse to start above this estimate
+};
+
+struct ReferenceResult {
+  bool ok = false;
+  std::string error;
+  TensorMap tensors;  // every defined tensor (intermediates and outputs), dtype F64
+};
+
+ReferenceResult evaluate_reference(const Spec& spec, const TensorMap& inputs,
+                                   const ReferenceOptions& options = {});
+
+}  // namespace nautilus::spec

@@ -1,0 +1,54 @@
+#include "core/support/tensor.h"
+
+#include <cmath>
+#include <limits>
+
+#include "core/support/rng.h"
+
+namespace nautilus {
+
+TensorData random_tensor(const std::vector<int64_t>& shape, DType dtype, uint64_t seed, double lo,
+                         double hi) {
+  TensorData tensor;
+  tensor.shape = shape;
+  tensor.dtype = dtype;
+  SplitMix64 rng(seed);
+  tensor.values.resize(static_cast<size_t>(tensor.element_count()));
+  for (double& v : tensor.values) v = round_to(dtype, rng.uniform(lo, hi));
+  return tensor;
+}
+
+ErrorReport compare_tensors(const TensorData& actual, const TensorData& expected) {
+  ErrorReport report;
+  const size_t n = std::min(actual.values.size(), expected.values.size());
+  double worst = -1.0;
+  for (size_t i = 0; i < n; ++i) {
+    double a = actual.values[i], e = expected.values[i];
+    if (std::isfinite(e)) report.max_abs_reference = std::max(report.max_abs_reference, std::fabs(e));
+    double diff;
+    if (!std::isfinite(e) || !std::isfinite(a)) {
+      // Equal infinities (e.g. a row that is entirely masked) agree; anything else is a mismatch.
+      if (a == e) continue;
+      ++report.mismatched_nonfinite;
+      diff = std::numeric_limits<double>::infinity();
+    } else {
+      diff = std::fabs(a - e);
+    }
+    if (diff > worst) {
+      worst = diff;
+      report.worst_index = static_cast<int64_t>(i);
+    }
+  }
+  if (actual.values.size() != expected.values.size()) {
+    report.max_abs_error = std::numeric_limits<double>::infinity();
+    report.max_relative_error = std::numeric_limits<double>::infinity();
+    return report;
+  }
+  report.max_abs_error = std::max(worst, 0.0);
+  report.max_relative_error = report.max_abs_reference > 0
+                                  ? report.max_abs_error / report.max_abs_reference
+                                  : report.max_abs_error;
+  return report;
+}
+
+}  // namespace nautilus
