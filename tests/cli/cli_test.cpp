@@ -1,0 +1,198 @@
+// The `nautilus` command line, run in-process (run_cli) and as the real executable.
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "app/cli/cli.h"
+#include "core/scalar/visitor.h"
+#include "tests/common/golden.h"
+#include "tests/driver/spec_test_util.h"
+
+namespace nautilus {
+namespace {
+
+using testing::source_path;
+
+struct CliRun {
+  int status = -1;
+  std::string out;
+  std::string err;
+};
+
+CliRun run(std::vector<std::string> args, const cli::CliHooks& hooks = {}) {
+  std::ostringstream out, err;
+  CliRun result;
+  result.status = cli::run_cli(args, out, err, hooks);
+  result.out = out.str();
+  result.err = err.str();
+  return result;
+}
+
+std::vector<std::string> with_sizes(std::vector<std::string> args, const std::string& asset) {
+  for (const std::string& size : testing::small_sizes(asset)) {
+    args.push_back("-D");
+    args.push_back(size);
+  }
+  return args;
+}
+
+std::string asset(const std::string& name) { return source_path("assets/specs/" + name + ".nt"); }
+
+class EveryAssetCli : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(EveryAssetCli, CheckLowerAndEvalSucceed) {
+  const std::string name = GetParam();
+  CliRun check = run({"check", asset(name)});
+  EXPECT_EQ(check.status, 0) << check.err;
+  EXPECT_NE(check.out.find(": ok:"), std::string::npos);
+
+  for (std::string stage : {"spec", "scalar"}) {
+    CliRun text = run({"lower", asset(name), "--stage", stage});
+    EXPECT_EQ(text.status, 0) << text.err;
+    EXPECT_FALSE(text.out.empty());
+    CliRun dot = run({"lower", asset(name), "--stage", stage, "--format", "dot"});
+    EXPECT_EQ(dot.status, 0) << dot.err;
+    EXPECT_EQ(dot.out.rfind("digraph", 0), 0u) << dot.out.substr(0, 40);
+    CliRun json = run({"lower", asset(name), "--stage", stage, "--format=json"});
+    EXPECT_EQ(json.status, 0) << json.err;
+    EXPECT_NO_THROW((void)nlohmann::json::parse(json.out)) << stage;
+  }
+
+  CliRun eval = run(with_sizes({"eval", asset(name), "--stage", "scalar", "--seed", "3"}, name));
+  EXPECT_EQ(eval.status, 0) << eval.out << eval.err;
+  EXPECT_NE(eval.out.find("max relative error"), std::string::npos);
+  EXPECT_NE(eval.out.find("PASS"), std::string::npos);
+}
+
+INSTANTIATE_TEST_SUITE_P(Assets, EveryAssetCli, ::testing::ValuesIn(testing::asset_names()),
+                         [](const auto& info) { return info.param; });
+
+TEST(Cli, LowerAllPrintsEveryStageWithBanners) {
+  CliRun lower = run({"lower", asset("attention")});
+  ASSERT_EQ(lower.status, 0) << lower.err;
+  EXPECT_NE(lower.out.find("# ===== stage spec ====="), std::string::npos);
+  EXPECT_NE(lower.out.find("# ===== stage scalar ====="), std::string::npos);
+  EXPECT_LT(lower.out.find("stage spec"), lower.out.find("stage scalar"));
+}
+
+TEST(Cli, PrintAfterAllShowsEveryPassWithTiming) {
+  CliRun lower = run({"lower", asset("gemm"), "--print-after-all"});
+  ASSERT_EQ(lower.status, 0) << lower.err;
+  EXPECT_NE(lower.out.find("after pass parse-and-check, stage spec ("), std::string::npos);
+  EXPECT_NE(lower.out.find("after pass lower-to-scalar, stage scalar ("), std::string::npos);
+}
+
+TEST(Cli, BadSpecGivesDiagnosticsAndExitOne) {
+  std::string path = ::testing::TempDir() + "/bad.nt";
+  std::ofstream(path) << "input A[M, K] : bf16\nC[m, n] = sum(k) A[m, k] * Bx[k, n]\n";
+  CliRun check = run({"check", path, "-D", "M=4", "-D", "K=4"});
+  EXPECT_EQ(check.status, 1);
+  EXPECT_NE(check.err.find("bad.nt:2:28: error: unknown tensor 'Bx'"), std::string::npos)
+      << check.err;
+  EXPECT_NE(check.err.find("^"), std::string::npos);  // the caret under the column
+}
+
+TEST(Cli, UserErrorsAreOneClearLine) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  std::vector<Case> cases = {
+      {{"lower", "/nonexistent/x.nt"}, "nautilus: error: cannot open '/nonexistent/x.nt'"},
+      {{"lower", asset("gemm"), "--stage", "vrtile"}, "unknown stage 'vrtile'; expected spec, scalar or all"},
+      {{"lower", asset("gemm"), "--format", "svg"}, "unknown format 'svg'"},
+      {{"lower", asset("gemm"), "--format", "dot"}, "--format dot shows one graph"},
+      {{"lower", asset("gemm"), "--bogus"}, "unknown option '--bogus' for 'nautilus lower'"},
+      {{"lower"}, "expects a spec file"},
+      {{"eval", asset("gemm"), "--seed", "abc"}, "--seed expects a non-negative integer"},
+      {{"eval", asset("gemm"), "-D", "M"}, "-D M:"},
+      {{"eval", asset("gemm")}, "bind smaller sizes with -D"},
+      {{"frobnicate"}, "unknown command 'frobnicate'"},
+  };
+  for (const Case& c : cases) {
+    CliRun result = run(c.args);
+    EXPECT_EQ(result.status, 1) << c.args.front();
+    EXPECT_NE(result.err.find(c.message), std::string::npos) << result.err;
+    EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << result.err;
+  }
+}
+
+TEST(Cli, EvalOfPerturbedIrFailsWithExitOneAndNamesTheOutput) {
+  cli::CliHooks hooks;
+  hooks.extra_passes.push_back(
+      {"perturb", "replaces every exp by exp2",
+       [](const scalar::ProgramPtr& program) {
+         struct ExpToExp2 : scalar::Mutator {
+           scalar::Expr mutate_Unary(const scalar::Unary& node, const scalar::Expr& self) override {
+             if (node.op != scalar::UnaryOp::Exp) return Mutator::mutate_Unary(node, self);
+             return scalar::unary(scalar::UnaryOp::Exp2, mutate(node.a), node.provenance);
+           }
+         } mutator;
+         auto perturbed = std::make_shared<scalar::Program>(*program);
+         perturbed->body = mutator.mutate(program->body);
+         return scalar::ProgramPtr(perturbed);
+       }});
+  CliRun eval = run(with_sizes({"eval", asset("softmax")}, "softmax"), hooks);
+  EXPECT_EQ(eval.status, 1);
+  EXPECT_NE(eval.out.find("FAILED"), std::string::npos) << eval.out;
+  EXPECT_NE(eval.err.find("nautilus: error: output Y differs from the float64 reference"),
+            std::string::npos)
+      << eval.err;
+}
+
+TEST(Cli, EvalSaveWritesNpyFilesAndManifest) {
+  std::string dir = ::testing::TempDir() + "/nautilus_eval_save";
+  std::filesystem::remove_all(dir);
+  CliRun eval = run(with_sizes({"eval", asset("gemm"), "--save", dir}, "gemm"));
+  ASSERT_EQ(eval.status, 0) << eval.err;
+  for (std::string file : {"input_A.npy", "input_B.npy", "reference_C.npy", "output_C.npy",
+                           "manifest.json"}) {
+    EXPECT_TRUE(std::filesystem::exists(dir + "/" + file)) << file;
+  }
+  std::string npy = testing::read_text(dir + "/reference_C.npy");
+  ASSERT_GT(npy.size(), 128u);
+  EXPECT_EQ(npy.substr(0, 6), "\x93NUMPY");
+  EXPECT_NE(npy.find("'descr': '<f8'"), std::string::npos);
+  EXPECT_NE(npy.find("'shape': (12, 10)"), std::string::npos);
+  EXPECT_EQ((npy.size() - 128) % 8, 0u);
+  EXPECT_EQ(npy.size(), 128u + 12 * 10 * 8);  // header padded to 128 bytes here
+  auto manifest = nlohmann::json::parse(testing::read_text(dir + "/manifest.json"));
+  EXPECT_EQ(manifest["outputs"][0]["tensor"], "C");
+  EXPECT_EQ(manifest["outputs"][0]["passed"], true);
+}
+
+TEST(Cli, HelpListsCommands) {
+  CliRun help = run({"--help"});
+  EXPECT_EQ(help.status, 0);
+  for (std::string command : {"check", "lower", "eval"}) {
+    EXPECT_NE(help.out.find(command), std::string::npos);
+  }
+  CliRun lower_help = run({"help", "lower"});
+  EXPECT_NE(lower_help.out.find("--print-after-all"), std::string::npos);
+}
+
+// The real executable: exit codes and streams as a shell script sees them.
+TEST(CliExecutable, ExitCodesAndStreams) {
+  std::string cli = NAUTILUS_CLI_PATH;
+  std::string err_file = ::testing::TempDir() + "/cli_err.txt";
+  auto shell = [&](const std::string& args) {
+    std::string command = cli + " " + args + " >/dev/null 2>" + err_file;
+    int status = std::system(command.c_str());
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  };
+  EXPECT_EQ(shell("check " + asset("attention")), 0);
+  EXPECT_EQ(shell("check " + source_path("assets/specs/errors") + "/does-not-exist.nt"), 1);
+  EXPECT_NE(testing::read_text(err_file).find("cannot open"), std::string::npos);
+  EXPECT_EQ(shell("eval " + asset("gemm") + " -D M=8 -D N=8 -D K=8"), 0);
+}
+
+}  // namespace
+}  // namespace nautilus

@@ -1,0 +1,79 @@
+#include "tests/driver/spec_test_util.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+
+#include <gtest/gtest.h>
+
+#include "tests/common/golden.h"
+
+namespace nautilus::testing {
+
+namespace {
+
+driver::Compilation compile_file(SourceFilePtr file, const std::vector<std::string>& sizes,
+                                 driver::Stage last_stage,
+                                 std::vector<driver::ScalarPass> extra_passes) {
+  driver::CompileOptions options;
+  options.last_stage = last_stage;
+  options.extra_passes = std::move(extra_passes);
+  for (const std::string& text : sizes) {
+    std::string error;
+    auto binding = spec::parse_size_override(text, &error);
+    EXPECT_TRUE(binding.has_value()) << text << ": " << error;
+    if (binding) options.sizes.push_back(*binding);
+  }
+  driver::Compilation compilation = driver::compile(file, options);
+  EXPECT_TRUE(compilation.ok()) << compilation.diagnostics->render_all()
+                                << compilation.internal_error;
+  return compilation;
+}
+
+}  // namespace
+
+driver::Compilation compile_asset(const std::string& name, const std::vector<std::string>& sizes,
+                                  driver::Stage last_stage,
+                                  std::vector<driver::ScalarPass> extra_passes) {
+  std::string error;
+  SourceFilePtr file = SourceFile::read(source_path("assets/specs/" + name + ".nt"), &error);
+  EXPECT_TRUE(file) << error;
+  if (!file) file = std::make_shared<SourceFile>(name, "");
+  return compile_file(file, sizes, last_stage, std::move(extra_passes));
+}
+
+driver::Compilation compile_text(const std::string& text, const std::vector<std::string>& sizes) {
+  return compile_file(std::make_shared<SourceFile>("inline.nt", text), sizes,
+                      driver::Stage::Scalar, {});
+}
+
+std::vector<std::string> small_sizes(const std::string& asset) {
+  static const std::map<std::string, std::vector<std::string>> sizes = {
+      {"attention", {"B=1", "H=2", "M=12", "N=20", "D=8"}},
+      {"causal_attention", {"B=1", "H=2", "M=12", "N=12", "D=8"}},
+      {"gqa_attention", {"B=1", "H=8", "KH=2", "M=6", "N=10", "D=8"}},
+      {"attention_one_statement", {"B=1", "H=1", "M=5", "N=7", "D=4"}},
+      {"gemm", {"M=12", "N=10", "K=24"}},
+      {"batched_gemm", {"Z=3", "M=6", "N=5", "K=16"}},
+      {"softmax", {"R=7", "C=33"}},
+      {"logsumexp", {"R=7", "C=33"}},
+      {"rmsnorm", {"T=6", "H=40"}},
+      {"layernorm", {"T=6", "H=40"}},
+      {"gated_mlp", {"T=5", "H=16", "F=24"}},
+  };
+  auto it = sizes.find(asset);
+  return it == sizes.end() ? std::vector<std::string>{} : it->second;
+}
+
+std::vector<std::string> asset_names() {
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(source_path("assets/specs"))) {
+    if (entry.is_regular_file() && entry.path().extension() == ".nt") {
+      names.push_back(entry.path().stem().string());
+    }
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+}  // namespace nautilus::testing

@@ -1,0 +1,26 @@
+// Helpers for tests that compile asset specs through the driver.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/driver/pipeline.h"
+#include "core/spec/sema.h"
+
+namespace nautilus::testing {
+
+// Compiles assets/specs/<name>.nt with the given -D bindings ("M=16"); fails the test on errors.
+driver::Compilation compile_asset(const std::string& name, const std::vector<std::string>& sizes,
+                                  driver::Stage last_stage = driver::Stage::Scalar,
+                                  std::vector<driver::ScalarPass> extra_passes = {});
+
+// Compiles spec text given inline.
+driver::Compilation compile_text(const std::string& text, const std::vector<std::string>& sizes = {});
+
+// Small sizes at which every asset spec evaluates in well under a second.
+std::vector<std::string> small_sizes(const std::string& asset);
+
+// Every asset spec name (stems of assets/specs/*.nt), sorted.
+std::vector<std::string> asset_names();
+
+}  // namespace nautilus::testing
