@@ -5,6 +5,24 @@ find_package(CUDAToolkit)   # optional here: NVRTC/CUPTI are used by later stage
 if(NAUTILUS_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()
+
 if(NAUTILUS_BUILD_STUDIO)
-  find_package(Qt6 REQUIRED COMPONENTS Widgets Gui Core)
+  # Widgets for the main window and panels; OpenGL/OpenGLWidgets host the Dear ImGui panels;
+  # Svg renders icons. (libqt6opengl6-dev must be installed by name: it is only a Recommends of
+  # qt6-base-dev.)
+  find_package(Qt6 REQUIRED COMPONENTS Core Gui Widgets OpenGL OpenGLWidgets Svg)
+
+  # Dear ImGui and Graphviz ship no CMake packages on Debian; pkg-config describes them. Debian's
+  # libimgui-dev is one static library that already contains the OpenGL3 backend (1.86, pre-1.87
+  # input API). The imported targets are PkgConfig::NAUTILUS_IMGUI and
+  # PkgConfig::NAUTILUS_GRAPHVIZ.
+  find_package(PkgConfig REQUIRED)
+  pkg_check_modules(NAUTILUS_IMGUI REQUIRED IMPORTED_TARGET imgui)
+  pkg_check_modules(NAUTILUS_GRAPHVIZ REQUIRED IMPORTED_TARGET libgvc libcgraph)
+endif()
+
+# The libFuzzer build instruments code with clang's -fsanitize=fuzzer; GCC has no libFuzzer.
+if(NAUTILUS_LIBFUZZER AND NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+  message(FATAL_ERROR "NAUTILUS_LIBFUZZER=ON needs clang (configure with CXX=clang++); "
+                      "the C++ compiler is ${CMAKE_CXX_COMPILER_ID}.")
 endif()
