@@ -15,11 +15,12 @@ build_dir="${NAUTILUS_BUILD_DIR:-$root/build}"
 
 "$root/tools/install-deps.sh"
 
-# The generator can only be chosen when a build directory is first configured.
+# The generator can only be chosen when a build directory is first configured. Build progress
+# goes to stderr so that stdout carries only what nautilus prints (tools/run.sh ... > out.txt).
 generator=()
 [[ -f "$build_dir/CMakeCache.txt" ]] || generator=(-G Ninja)
 cmake -S "$root" -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$build_dir" --target nautilus -j "$(nproc)"
+cmake --build "$build_dir" --target nautilus -j "$(nproc)" >&2
 
 if (($# == 0)); then
   # From the source root, so the spec's path in the output reads as in the README.
