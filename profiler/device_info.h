@@ -46,7 +46,9 @@ struct DeviceInfo {
   int memory_clock_khz = 0;  // peak memory clock
   int memory_bus_width_bits = 0;
   int l2_cache_bytes = 0;
-  int shared_memory_per_block_optin_bytes = 0;  // with cudaFuncAttributeMaxDynamicSharedMemorySize
+  // The most shared memory one block can use once the kernel opts in (cuFuncSetAttribute with
+  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES); bounds tile sizes x pipeline stages.
+  int shared_memory_per_block_optin_bytes = 0;
   int shared_memory_per_sm_bytes = 0;
   int registers_per_sm = 0;
   int max_threads_per_sm = 0;
