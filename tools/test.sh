@@ -66,7 +66,15 @@ configure() {
 
 step "configure" configure "$build_dir" -DNAUTILUS_BUILD_TESTS=ON -DNAUTILUS_BUILD_STUDIO=ON \
   || finish
-step "build" cmake --build "$build_dir" -j "$(nproc)" || finish
+# Ninja keeps going after a failed target (-k 0) so one run reports every broken target.
+build_all() {
+  local keep_going=()
+  if grep -q '^CMAKE_GENERATOR:INTERNAL=Ninja$' "$build_dir/CMakeCache.txt"; then
+    keep_going=(-- -k 0)
+  fi
+  cmake --build "$build_dir" -j "$(nproc)" "${keep_going[@]}"
+}
+step "build" build_all || finish
 
 run_ctest() {
   local log="$build_dir/ctest.log"
