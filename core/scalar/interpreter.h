@@ -6,6 +6,13 @@
 // it checks everything it can and reports (never crashes on) out-of-bounds accesses, reads of
 // elements that were never written, a missing or mis-shaped input, and running past a step
 // budget. Errors name the block and the spec statement (provenance) where they happened.
+//
+// Where ir.h leaves evaluation order open: `select` evaluates only the chosen branch and
+// `and`/`or` short-circuit, as the generated CUDA does; max/min ignore a NaN operand (fmaxf).
+// Index arithmetic is int64 with floor division and a modulo that has the divisor's sign;
+// division by zero and overflow are errors. Every output element must be written by the end;
+// intermediates never written are NaN in `intermediates`. A malformed program (verify() fails)
+// is reported, not run.
 #pragma once
 
 #include <cstdint>
@@ -21,7 +28,8 @@ using nautilus::TensorData;  // core/support/tensor.h
 using nautilus::TensorMap;
 
 struct InterpretOptions {
-  // Upper bound on executed block instances plus stores; 0 means unlimited.
+  // Upper bound on executed block instances plus stores; 0 means unlimited. A block instance
+  // counts whether or not its predicate holds, so every loop iteration costs a step.
   uint64_t max_steps = 2'000'000'000;
 };
 

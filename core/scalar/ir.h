@@ -21,6 +21,9 @@
 //                                `body` runs. Inside init/body only the block's own iteration
 //                                variables are visible (a block is opaque to its loop nest, so
 //                                loops can be split, reordered or fused by changing bindings).
+//                                The predicate, like the bindings, is over the enclosing loop
+//                                variables; when it holds, every binding must lie in
+//                                [0, extent) of its iteration variable (the interpreter checks).
 //
 //   Example (one reduction statement of a spec, unoptimized):
 //     for m in 0..64:

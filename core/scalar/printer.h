@@ -19,10 +19,26 @@
 // infinities print as `inf`/`-inf`. Loop nests that come from one spec statement are preceded by
 // a comment with the statement's source line when a SourceFile is given.
 //
+// Details: every line ends in a newline and nesting indents by two spaces; a blank line precedes
+// each top-level statement of the body. Iteration variables print in order, runs of one kind
+// separated by `;` and reduce runs prefixed `reduce`; a predicate follows the signature as
+// `block C(m = mo * 8 + mi, n = n; reduce k = k) if mo * 8 + mi < 20:`. Other float dtypes
+// print in call form, `bf16(0.5)`; index floordiv and mod print as `a // b` and `a % b`;
+// parentheses appear only where C-like precedence and left associativity need them, so
+// `a - (b - c)` keeps its grouping. Float immediates print the value of their dtype.
+//
 // DOT: buffers are nodes ("buffer:NAME", boxes; inputs and outputs styled apart), blocks are
 // nodes ("block:NAME", records with iteration variables and body), each top-level loop nest is a
 // cluster labelled with its loops; edges go from read buffers to blocks and from blocks to
-// written buffers.
+// written buffers. A buffer a block both reads and writes (an accumulator) gets one edge with
+// `dir=both`, which keeps the graph acyclic.
+//
+// JSON: {"name", "buffers": [{name, shape, dtype, scope, role, provenance}] (params, then
+// allocations), "body"}. Statements and expressions are objects with a "kind" (for, seq, store,
+// block; int, float, var, load, cast, unary, binary, compare, logical, select) and the node's
+// fields; expressions carry "dtype". Provenance is {"statement", "begin", "end"} (byte offsets;
+// begin/end only when the range is valid); every statement has one, an expression only when it
+// is not empty. Non-finite float immediates are the strings "inf", "-inf", "nan".
 #pragma once
 
 #include <string>
@@ -35,7 +51,7 @@
 namespace nautilus::scalar {
 
 std::string print_program(const Program& program, const SourceFile* source = nullptr);
-std::string print_stmt(const Stmt& stmt, int indent = 0);
+std::string print_stmt(const Stmt& stmt, int indent = 0);  // indent: levels of two spaces
 std::string print_expr(const Expr& expr);
 
 std::string program_to_dot(const Program& program);
