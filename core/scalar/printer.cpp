@@ -644,9 +644,20 @@ std::string print_program(const Program& program, const SourceFile* source) {
   for (const Stmt& stmt : top_level_statements(program.body)) {
     out += "\n";
     if (source && stmt && stmt->provenance.range.valid) {
-      const uint32_t line = source->line_column(stmt->provenance.range.begin).line;
-      out += "# " + std::string(trim(source->line_text(line))) + "   (line " +
-             std::to_string(line) + ")\n";
+      // The source of the nest: the whole statement, or for a reduction extracted from inside an
+      // expression, just that reduction, with its column so it can be found in a long line.
+      const LineColumn where = source->line_column(stmt->provenance.range.begin);
+      const std::string_view line_text = source->line_text(where.line);
+      const std::string_view trimmed = trim(line_text);
+      const bool whole_line =
+          where.column - 1 <= static_cast<uint32_t>(trimmed.data() - line_text.data());
+      std::string location = "line " + std::to_string(where.line);
+      std::string_view shown = trimmed;
+      if (!whole_line) {
+        shown = trim(source->slice(stmt->provenance.range));
+        location += ", column " + std::to_string(where.column);
+      }
+      out += "# " + std::string(shown) + "   (" + location + ")\n";
     }
     print_stmt_to(stmt, 0, &out);
   }

@@ -73,7 +73,7 @@ TEST_P(EveryAssetCli, CheckLowerAndEvalSucceed) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Assets, EveryAssetCli, ::testing::ValuesIn(testing::asset_names()),
-                         [](const auto& info) { return info.param; });
+                         [](const auto& test_info) { return test_info.param; });
 
 TEST(Cli, LowerAllPrintsEveryStageWithBanners) {
   CliRun lower = run({"lower", asset("attention")});

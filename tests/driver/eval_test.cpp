@@ -45,7 +45,7 @@ TEST_P(EveryAsset, LoweredScalarIrMatchesGolden) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Assets, EveryAsset, ::testing::ValuesIn(asset_names()),
-                         [](const auto& info) { return info.param; });
+                         [](const auto& test_info) { return test_info.param; });
 
 TEST(Lowering, AttentionDotMatchesGolden) {
   auto compilation = compile_asset("attention", small_sizes("attention"));
