@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "app/cli/devices_command.h"
 #include "app/cli/options.h"
 #include "core/driver/evaluate.h"
 #include "core/scalar/printer.h"
@@ -31,7 +32,7 @@ const CommandSpec kCheck{
 
 const CommandSpec kLower{
     "lower", "nautilus lower FILE [--stage STAGE] [--format text|dot|json] [-D NAME=VALUE]...",
-    "Lowers a spec and prints the IR of one stage, or of every stage (--stage all, the default).",
+    "Lowers a spec and prints the IR of one stage or of all (--stage all, the default).",
     {kSizeOption,
      {"stage", "STAGE", "spec, scalar or all (default all)"},
      {"format", "FORMAT", "text (default), dot or json"},
@@ -40,9 +41,10 @@ const CommandSpec kLower{
 
 const CommandSpec kEval{
     "eval", "nautilus eval FILE [--stage scalar] [--seed N] [--save DIR] [-D NAME=VALUE]...",
-    "Runs a stage's CPU interpreter on seeded random inputs and compares every output with the\n"
-    "float64 reference of the spec. Prints the maximum relative error per output and exits 1\n"
-    "when one exceeds its dtype's tolerance (f32 1e-4, f16 5e-3, bf16 2e-2).",
+    "Checks a stage on the CPU against the float64 reference of the spec.\n"
+    "Runs the stage's interpreter on seeded random inputs, prints the maximum relative error\n"
+    "max|out - ref| / max|ref| of every output and exits 1 when one exceeds its dtype's\n"
+    "tolerance (f32 1e-4, f16 5e-3, bf16 2e-2).",
     {kSizeOption,
      {"stage", "STAGE", "the stage to evaluate (default scalar)"},
      {"seed", "N", "seed of the random inputs (default 0)"},
@@ -63,6 +65,8 @@ std::string general_help() {
     std::string first_line = command->summary.substr(0, command->summary.find('\n'));
     out << "  " << std::left << std::setw(9) << command->name << first_line << "\n";
   }
+  out << "  " << std::left << std::setw(9) << "devices"
+      << "Lists the local CUDA devices (nautilus devices [--json])\n";
   out << "  " << std::left << std::setw(9) << "help"
       << "Shows help for a command: nautilus help COMMAND\n"
          "\nStages: "
@@ -353,6 +357,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     out << "nautilus " << NAUTILUS_VERSION << "\n";
     return kExitOk;
   }
+  if (command == "devices") return run_devices_command(rest, out, err);
   if (command == "help") {
     if (rest.empty()) {
       out << general_help();
@@ -385,7 +390,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     return runner(*parsed, out, err, hooks);
   }
   err << "nautilus: error: unknown command '" << command
-      << "'; expected check, lower, eval or help (see 'nautilus --help')\n";
+      << "'; expected check, lower, eval, devices or help (see 'nautilus --help')\n";
   return kExitFailure;
 }
 
