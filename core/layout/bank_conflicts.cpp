@@ -1,0 +1,112 @@
+#include "core/layout/bank_conflicts.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+
+#include "core/layout/printer.h"
+
+namespace nautilus::layout {
+
+namespace {
+
+constexpr int64_t kBanks = 32;
+constexpr int64_t kBankBytes = 4;
+constexpr int64_t kWarpLanes = 32;
+// Bytes one wavefront delivers: the lanes of a phase request at most this much.
+constexpr int64_t kWavefrontBytes = kBanks * kBankBytes;
+
+}  // namespace
+
+Result<BankConflicts> count_bank_conflicts(const std::vector<int64_t>& byte_addresses,
+                                           int access_bytes) {
+  if (access_bytes != 1 && access_bytes != 2 && access_bytes != 4 && access_bytes != 8 &&
+      access_bytes != 16) {
+    return layout_error("shared-memory accesses are 1, 2, 4, 8 or 16 bytes, not " +
+                        std::to_string(access_bytes));
+  }
+  if (static_cast<int64_t>(byte_addresses.size()) > kWarpLanes) {
+    return layout_error(std::to_string(byte_addresses.size()) + " addresses for a 32-lane warp");
+  }
+  for (size_t lane = 0; lane < byte_addresses.size(); ++lane) {
+    const int64_t a = byte_addresses[lane];
+    if (a < 0 || a % access_bytes != 0) {
+      return layout_error("lane " + std::to_string(lane) + " address " + std::to_string(a) +
+                          " is not a non-negative multiple of " + std::to_string(access_bytes));
+    }
+  }
+  const int64_t lanes_per_phase = std::min(kWarpLanes, kWavefrontBytes / access_bytes);
+  const int64_t words_per_access = std::max<int64_t>(1, access_bytes / kBankBytes);
+  BankConflicts result;
+  result.instructions = byte_addresses.empty() ? 0 : 1;
+  for (size_t first = 0; first < byte_addresses.size(); first += lanes_per_phase) {
+    const size_t last = std::min(byte_addresses.size(), first + lanes_per_phase);
+    std::map<int64_t, std::set<int64_t>> words_of_bank;  // distinct words each bank delivers
+    for (size_t lane = first; lane < last; ++lane) {
+      const int64_t first_word = byte_addresses[lane] / kBankBytes;
+      for (int64_t w = 0; w < words_per_access; ++w) {
+        words_of_bank[(first_word + w) % kBanks].insert(first_word + w);
+      }
+    }
+    size_t busiest = 0;
+    for (const auto& [bank, words] : words_of_bank) busiest = std::max(busiest, words.size());
+    result.wavefronts += static_cast<int64_t>(busiest);
+    result.ideal_wavefronts += 1;
+  }
+  return result;
+}
+
+Result<BankConflicts> count_bank_conflicts(const ComposedLayout& smem, int element_bytes,
+                                           const TVLayout& access, int64_t vector_elements) {
+  const std::string context = "bank conflicts of " + to_string(access) + " on " + to_string(smem);
+  if (smem.layout.rank() != access.tile.rank()) {
+    return layout_error(context + ": the shared-memory layout and the tile differ in rank");
+  }
+  for (int k = 0; k < access.tile.rank(); ++k) {
+    if (smem.layout.mode(k).size() != product(access.tile.mode(k))) {
+      return layout_error(context + ": mode " + std::to_string(k) +
+                          " of the shared-memory layout and of the tile differ in size");
+    }
+  }
+  if (element_bytes < 1 || vector_elements < 1 || access.values() % vector_elements != 0) {
+    return layout_error(context + ": " + std::to_string(vector_elements) +
+                        "-element vectors do not divide each thread's " +
+                        std::to_string(access.values()) + " values");
+  }
+  const int64_t access_bytes = vector_elements * element_bytes;
+  const int64_t vectors = access.values() / vector_elements;
+  BankConflicts total;
+  for (int64_t warp_first = 0; warp_first < access.threads(); warp_first += kWarpLanes) {
+    const int64_t lanes = std::min(kWarpLanes, access.threads() - warp_first);
+    for (int64_t k = 0; k < vectors; ++k) {
+      std::vector<int64_t> addresses;
+      for (int64_t lane = 0; lane < lanes; ++lane) {
+        const int64_t thread = warp_first + lane;
+        // Offsets of the vector's elements; they must be consecutive for one access.
+        int64_t start = 0;
+        for (int64_t e = 0; e < vector_elements; ++e) {
+          Result<int64_t> offset = smem.evaluate(access.element(thread, k * vector_elements + e));
+          if (!offset) return layout_error(context + ": " + offset.error().message);
+          if (e == 0) start = *offset;
+          if (*offset != start + e) {
+            return layout_error(context + ": thread " + std::to_string(thread) + " vector " +
+                                std::to_string(k) +
+                                " is not contiguous in shared memory (element " +
+                                std::to_string(e) + " at offset " + std::to_string(*offset) +
+                                ", expected " + std::to_string(start + e) + ")");
+          }
+        }
+        addresses.push_back(start * element_bytes);
+      }
+      Result<BankConflicts> one = count_bank_conflicts(addresses, static_cast<int>(access_bytes));
+      if (!one) return layout_error(context + ": " + one.error().message);
+      total.instructions += one->instructions;
+      total.wavefronts += one->wavefronts;
+      total.ideal_wavefronts += one->ideal_wavefronts;
+    }
+  }
+  return total;
+}
+
+}  // namespace nautilus::layout
