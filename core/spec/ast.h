@@ -17,7 +17,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/support/dtype.h"
@@ -86,6 +88,10 @@ const char* reduce_op_name(ReduceOp op);
 enum class Func { Exp, Exp2, Log, Log2, Sqrt, Rsqrt, Tanh, Sigmoid, Abs, Max, Min };
 const char* func_name(Func func);
 int func_arity(Func func);
+// The function called `name`, nullopt for any other name.
+std::optional<Func> find_func(std::string_view name);
+// "exp, exp2, log, ..., max, min": every function name, for "expected one of" messages.
+std::string func_name_list();
 
 struct ReduceVar {
   std::string name;

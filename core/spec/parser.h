@@ -14,6 +14,11 @@ namespace nautilus::spec {
 // Maximum nesting of parentheses, brackets and reductions in one expression.
 inline constexpr int kMaxNesting = 200;
 
+// Maximum depth of an expression tree, where every operator is one level: `a + b + c` has depth
+// 3 although nothing is nested. Every later stage recurses over expression trees; this bound
+// keeps their stacks small however long a line is.
+inline constexpr int kMaxExpressionDepth = 1000;
+
 // Parses a whole file. Statements with syntax errors are omitted from the result.
 Program parse_program(SourceFilePtr file, DiagnosticEngine& diagnostics);
 

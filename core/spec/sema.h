@@ -29,11 +29,18 @@ std::optional<SizeOverride> parse_size_override(std::string_view text, std::stri
 // size arithmetic can never overflow.
 inline constexpr int64_t kMaxTensorElements = int64_t{1} << 40;
 
-// Checks `program`; returns the spec, or nullptr when an error was reported.
+// Largest rank of a tensor and largest number of index variables in one statement. Later stages
+// build one loop per variable and recurse over loop nests; these bounds keep that shallow.
+inline constexpr int kMaxRank = 8;
+inline constexpr int kMaxStatementVars = 16;
+
+// Checks `program`; returns the spec, or nullptr when `diagnostics` holds an error (reported by
+// this check or earlier).
 SpecPtr check_program(Program program, const std::vector<SizeOverride>& overrides,
                       DiagnosticEngine& diagnostics);
 
-// parse_program + check_program.
+// parse_program, then check_program when parsing reported no error: a statement dropped by the
+// parser would otherwise cause follow-on errors ("unknown tensor") that are not the user's.
 SpecPtr load_spec(SourceFilePtr file, const std::vector<SizeOverride>& overrides,
                   DiagnosticEngine& diagnostics);
 
