@@ -140,11 +140,15 @@ bool is_keyword(TokenKind kind) {
   return false;
 }
 
-std::string describe_token(TokenKind kind, std::string_view text) {
-  // Very long names and numbers (a 10 MB line is valid input) are shortened.
+std::string shorten_name(std::string_view name) {
   constexpr size_t kShown = 40;
-  std::string shown(text.substr(0, kShown));
-  if (text.size() > kShown) shown += "...";
+  std::string shown(name.substr(0, kShown));
+  if (name.size() > kShown) shown += "...";
+  return shown;
+}
+
+std::string describe_token(TokenKind kind, std::string_view text) {
+  std::string shown = shorten_name(text);
   switch (kind) {
     case TokenKind::Name: return "'" + shown + "'";
     case TokenKind::Integer:

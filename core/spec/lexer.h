@@ -71,6 +71,10 @@ std::vector<Token> tokenize(std::string_view text);
 // True for the kinds of the reserved words above.
 bool is_keyword(TokenKind kind);
 
+// A name as diagnostics show it: cut to 40 characters plus "..." so that a 10 MB name (valid
+// input) never makes a 10 MB message, nor a message per dimension that long.
+std::string shorten_name(std::string_view name);
+
 // How a token is named in "expected X, found Y" messages: "'abc'", "number '2.5'",
 // "keyword 'sum'", "')'", "end of line", "end of file". `text` is the token's source text.
 std::string describe_token(TokenKind kind, std::string_view text);

@@ -206,8 +206,10 @@ Diagnostic* Parser::fail_expected(const std::string& expected) {
 // reported (they are independent mistakes); nothing else is.
 void Parser::skip_line() {
   while (!at_line_end()) {
-    if (at(TokenKind::Invalid)) diagnostics_.error(peek().range, describe_invalid_token(text(peek())));
-    advance();
+    const Token& token = advance();
+    if (token.kind == TokenKind::Invalid) {
+      diagnostics_.error(token.range, describe_invalid_token(text(token)));
+    }
   }
 }
 
@@ -232,7 +234,7 @@ bool Parser::parse_statement(Statement& statement) {
     case TokenKind::Name: ok = parse_definition(statement); break;
     default:
       if (is_keyword(first.kind) && kind(1) == TokenKind::LBracket) {
-        diagnostics_.error(first.range, "'" + std::string(text(first)) +
+        diagnostics_.error(first.range, "'" + shorten_name(text(first)) +
                                             "' is a reserved word and cannot name a tensor");
       } else {
         fail_expected("a statement (let, input, output or NAME[...] = ...)");
@@ -255,10 +257,10 @@ bool Parser::expect_name(const char* what, const std::string& expected, std::str
     return true;
   }
   if (token.kind == TokenKind::Name) {
-    diagnostics_.error(token.range, "'" + std::string(text(token)) +
+    diagnostics_.error(token.range, "'" + shorten_name(text(token)) +
                                         "' is a function name and cannot name " + what);
   } else if (is_keyword(token.kind)) {
-    diagnostics_.error(token.range, "'" + std::string(text(token)) +
+    diagnostics_.error(token.range, "'" + shorten_name(text(token)) +
                                         "' is a reserved word and cannot name " + what);
   } else {
     fail_expected(expected);
@@ -304,17 +306,19 @@ bool Parser::parse_let(Statement& statement) {
       return false;
     }
     if (!accept(TokenKind::Assign)) {
-      fail_expected("'=' after '" + binding.name + "'");
+      fail_expected("'=' after '" + shorten_name(binding.name) + "'");
       return false;
     }
     std::optional<int64_t> value =
-        parse_signed_integer("an integer value for '" + binding.name + "'", &binding.value_range);
+        parse_signed_integer("an integer value for '" + shorten_name(binding.name) + "'",
+                             &binding.value_range);
     if (!value) return false;
     binding.value = *value;
     statement.sizes.push_back(std::move(binding));
     if (at_line_end()) return true;
     if (!accept(TokenKind::Comma)) {
-      fail_expected("',' or end of line after the value of '" + statement.sizes.back().name + "'");
+      fail_expected("',' or end of line after the value of '" +
+                    shorten_name(statement.sizes.back().name) + "'");
       return false;
     }
   }
@@ -346,7 +350,7 @@ bool Parser::parse_input(Statement& statement) {
                    &statement.name_range)) {
     return false;
   }
-  const std::string quoted = "'" + statement.name + "'";
+  const std::string quoted = "'" + shorten_name(statement.name) + "'";
   if (!accept(TokenKind::LBracket)) {
     fail_expected("'[' after " + quoted + " to give its shape");
     return false;
@@ -389,15 +393,16 @@ bool Parser::parse_definition(Statement& statement) {
                    &statement.name_range)) {
     return false;
   }
-  const std::string quoted = "'" + statement.name + "'";
+  const std::string quoted = "'" + shorten_name(statement.name) + "'";
   if (!accept(TokenKind::LBracket)) {
     fail_expected("'[' after " + quoted + " to list its index variables");
     return false;
   }
   for (;;) {
     LhsIndex index;
-    if (!expect_name("an index variable", "an index variable name in the left-hand side of " + quoted,
-                     &index.name, &index.range)) {
+    if (!expect_name("an index variable",
+                     "an index variable name in the left-hand side of " + quoted, &index.name,
+                     &index.range)) {
       return false;
     }
     statement.lhs.push_back(std::move(index));
@@ -589,7 +594,7 @@ Parsed<Expr> Parser::parse_atom(const std::string& expected) {
       if (kind(1) == TokenKind::LBracket) return parse_access();
       if (kind(1) == TokenKind::LParen) return parse_call();
       if (find_func(text(token))) {
-        diagnostics_.error(token.range, "'" + std::string(text(token)) +
+        diagnostics_.error(token.range, "'" + shorten_name(text(token)) +
                                             "' is a function; expected '(' after it");
         return {};
       }
@@ -633,7 +638,7 @@ Parsed<Expr> Parser::parse_access() {
   node->kind = ExprKind::Access;
   node->name = std::string(text(name));
   node->name_range = name.range;
-  const std::string quoted = "'" + node->name + "'";
+  const std::string quoted = "'" + shorten_name(node->name) + "'";
   int depth = 0;
   for (;;) {
     Parsed<IndexExpr> index = parse_index("an index of " + quoted);
@@ -660,7 +665,7 @@ Parsed<Expr> Parser::parse_call() {
   node->kind = ExprKind::Call;
   node->name = std::string(text(name));
   node->name_range = name.range;
-  const std::string quoted = "'" + node->name + "'";
+  const std::string quoted = "'" + shorten_name(node->name) + "'";
   if (!at(TokenKind::LParen)) {
     fail_expected("'(' after " + quoted);
     return {};

@@ -8,6 +8,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "core/spec/lexer.h"
 #include "core/spec/parser.h"
 #include "core/spec/printer.h"
 
@@ -69,19 +70,14 @@ std::string join_shape(const std::vector<int64_t>& shape) {
   return text;
 }
 
-// Names as shown in messages: a 10 MB name is valid input but must not make a 10 MB message.
-std::string shown(const std::string& name) {
-  constexpr size_t kShown = 40;
-  return name.size() <= kShown ? name : name.substr(0, kShown) + "...";
-}
-std::string quote(const std::string& name) { return "'" + shown(name) + "'"; }
+std::string quote(const std::string& name) { return "'" + shorten_name(name) + "'"; }
 
 // "A, B, C" for at most kListedNames names, then ", ..." when there are more.
 constexpr size_t kListedNames = 20;
 std::string name_list(const std::vector<std::string>& names) {
   std::string text;
   for (size_t i = 0; i < names.size() && i < kListedNames; ++i) {
-    text += (i ? ", " : "") + shown(names[i]);
+    text += (i ? ", " : "") + shorten_name(names[i]);
   }
   if (names.size() > kListedNames) text += ", ...";
   return text;
@@ -139,6 +135,9 @@ struct IndexFacts {
   bool affine = true;
 };
 
+// Checks a program in three passes: collect_declarations (what any statement may refer to), one
+// walk over the statements in source order (so that errors come out in that order), and finish
+// (what needs the whole file). The program is moved into the Spec first and annotated in place.
 class Checker {
  public:
   Checker(Program program, const std::vector<SizeOverride>& overrides,
@@ -200,6 +199,7 @@ class Checker {
 
 SpecPtr Checker::run() {
   collect_declarations();
+  // Pass 2.
   for (size_t i = 0; i < statements().size(); ++i) {
     Statement& statement = statements()[i];
     switch (statement.kind) {
@@ -269,7 +269,8 @@ void Checker::check_let(const Statement& statement) {
     }
     auto tensor = first_declaration_.find(binding.name);
     if (tensor != first_declaration_.end() && size_tensor_conflicts_.insert(binding.name).second) {
-      diagnostics_.error(binding.name_range, quote(binding.name) + " names both a size and a tensor")
+      diagnostics_.error(binding.name_range,
+                         quote(binding.name) + " names both a size and a tensor")
           .notes.push_back({statements()[tensor->second].name_range,
                             "the tensor " + quote(binding.name) + " is declared here"});
     }
@@ -396,7 +397,7 @@ std::optional<int64_t> Checker::use_size(const std::string& name, const SourceRa
   if (!symbol.reported) {
     symbol.reported = true;
     diagnostics_.error(range, "size " + quote(name) + " is not bound; bind it with `let` or -D " +
-                                  shown(name) + "=VALUE");
+                                  shorten_name(name) + "=VALUE");
   }
   return std::nullopt;
 }
@@ -464,7 +465,7 @@ void Checker::check_definition(Statement& statement, int index) {
       diagnostics_.error(var.range, "cannot infer the extent of index variable " +
                                         quote(var.name) +
                                         ": it never indexes a dimension by itself (as in X[" +
-                                        shown(var.name) + "])");
+                                        shorten_name(var.name) + "])");
     }
     var.extent = state.uses[v].extent;
   }
@@ -488,6 +489,7 @@ void Checker::check_definition(Statement& statement, int index) {
     dtype = statement.dtype;
   } else if (!is_output && state.has_tensor && !state.has_reduction && !state.has_f32_tensor &&
              state.has_f16_tensor != state.has_bf16_tensor) {
+    // An intermediate whose tensor operands all share one narrow dtype keeps it.
     dtype = state.has_f16_tensor ? DType::F16 : DType::BF16;
   }
   spec_->definitions.push_back(index);
@@ -511,13 +513,15 @@ void set_dtype_from_operands(Expr& expr) {
   expr.weak_type = !any_strong;
 }
 
-// A tensor name written without brackets, in a value or an index. Returns true when reported.
+// A tensor name written without brackets (in a value or an index) or called like a function.
+// Returns true when reported.
 bool Checker::report_tensor_as_name(const std::string& name, const SourceRange& range) {
   // A name that is both a size and a tensor was reported as such; it reads as the size.
   if (!first_declaration_.count(name)) return false;
   auto size = sizes_.find(name);
   if (size != sizes_.end() && size->second.declared) return false;
-  diagnostics_.error(range, quote(name) + " is a tensor; read it with " + shown(name) + "[...]");
+  diagnostics_.error(range,
+                     quote(name) + " is a tensor; read it with " + shorten_name(name) + "[...]");
   return true;
 }
 
@@ -646,10 +650,7 @@ void Checker::check_call(Expr& expr, StatementState& state) {
   }
   set_dtype_from_operands(expr);
   if (!func) {
-    if (first_declaration_.count(expr.name)) {
-      diagnostics_.error(expr.name_range, quote(expr.name) + " is a tensor; read it with " +
-                                              shown(expr.name) + "[...]");
-    } else {
+    if (!report_tensor_as_name(expr.name, expr.name_range)) {
       diagnostics_.error(expr.name_range, "unknown function " + quote(expr.name) +
                                               "; expected one of " + func_name_list());
     }
@@ -664,7 +665,7 @@ void Checker::check_call(Expr& expr, StatementState& state) {
                         std::to_string(given);
   if (reduction_like) {
     message += "; to reduce over " + quote(expr.operands[0]->name) + ", write " + expr.name +
-               "(" + shown(expr.operands[0]->name) + ") followed by the expression";
+               "(" + shorten_name(expr.operands[0]->name) + ") followed by the expression";
   }
   diagnostics_.error(expr.range, message);
 }
@@ -853,7 +854,8 @@ void Checker::finish() {
   std::unordered_set<std::string> overridden;
   for (const SizeOverride& override_ : overrides_) {
     const SizeSymbol& symbol = sizes_.at(override_.name);
-    std::string prefix = "-D " + shown(override_.name) + "=" + std::to_string(override_.value) + ": ";
+    std::string prefix =
+        "-D " + shorten_name(override_.name) + "=" + std::to_string(override_.value) + ": ";
     if (!symbol.declared && !symbol.used) {
       std::vector<std::string> names;
       for (const auto& [name, s] : sizes_) {
