@@ -73,9 +73,14 @@ const char* logical_op_name(LogicalOp op) {
 const char* for_kind_name(ForKind kind) {
   switch (kind) {
     case ForKind::Serial: return "serial";
+    case ForKind::GridX: return "grid.x";
+    case ForKind::GridY: return "grid.y";
+    case ForKind::GridZ: return "grid.z";
   }
   return "?";
 }
+
+bool is_grid(ForKind kind) { return kind != ForKind::Serial; }
 
 int64_t BufferNode::element_count() const {
   int64_t count = 1;

@@ -239,9 +239,16 @@ struct StmtNode {
 };
 using Stmt = std::shared_ptr<const StmtNode>;
 
-// How a loop is executed. Only serial loops exist before scheduling; later stages add kinds.
-enum class ForKind { Serial };
-const char* for_kind_name(ForKind kind);
+// How a loop is executed. A serial loop runs its iterations in order. A grid loop is one
+// dimension of the CUDA grid (the `bind` decision makes one): each iteration is a CTA, and CTAs
+// run concurrently in any order, so a grid loop may only iterate axes that are spatial for every
+// block under it (bind checks that; it is a property of the schedule, not of the structure).
+// Structurally, grid loops enclose everything else: no serial loop or block encloses a grid
+// loop, and each grid dimension appears at most once on a path (the verifier checks both). The
+// interpreter runs grid loops in order, like serial ones. Lowering creates only serial loops.
+enum class ForKind { Serial, GridX, GridY, GridZ };
+const char* for_kind_name(ForKind kind);  // "serial", "grid.x", "grid.y", "grid.z"
+bool is_grid(ForKind kind);
 
 struct For : StmtNode {
   static constexpr StmtKind kKind = StmtKind::For;

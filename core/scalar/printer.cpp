@@ -171,6 +171,14 @@ std::string block_signature(const Block& block) {
   return text;
 }
 
+// `m_o in 0..32`, followed by ` [grid.x]` for a loop bound to the grid.
+std::string loop_header(const For& loop) {
+  std::string text =
+      (loop.var ? loop.var->name : kNull) + " in 0.." + std::to_string(loop.extent);
+  if (is_grid(loop.for_kind)) text += std::string(" [") + for_kind_name(loop.for_kind) + "]";
+  return text;
+}
+
 void print_stmt_to(const Stmt& stmt, int indent, std::string* out) {
   const std::string pad = indentation(indent);
   if (!stmt) {
@@ -180,8 +188,7 @@ void print_stmt_to(const Stmt& stmt, int indent, std::string* out) {
   switch (stmt->kind) {
     case StmtKind::For: {
       const For& loop = *stmt->as<For>();
-      *out += pad + "for " + (loop.var ? loop.var->name : kNull) + " in 0.." +
-              std::to_string(loop.extent) + ":\n";
+      *out += pad + "for " + loop_header(loop) + ":\n";
       print_stmt_to(loop.body, indent + 1, out);
       return;
     }
@@ -391,7 +398,7 @@ class DotWriter {
     for (Stmt stmt = nest; stmt && stmt->kind == StmtKind::For; stmt = stmt->as<For>()->body) {
       const For& loop = *stmt->as<For>();
       label += label.empty() ? "for " : ", ";
-      label += (loop.var ? loop.var->name : kNull) + " in 0.." + std::to_string(loop.extent);
+      label += loop_header(loop);
     }
     return label;
   }

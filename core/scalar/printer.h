@@ -15,6 +15,7 @@
 //                 S[b, h, m, n] = 0.0f
 //               S[b, h, m, n] = S[b, h, m, n] + f32(Q[b, h, m, d]) * f32(K[b, h, n, d]) * 0.0883883f
 //
+// A loop bound to the grid prints its dimension after the range: `for m_o in 0..32 [grid.x]:`.
 // Float immediates print with the shortest round-trip digits and an `f` suffix for f32;
 // infinities print as `inf`/`-inf`. Loop nests that come from one spec statement are preceded by
 // a comment with the statement's source line when a SourceFile is given.
@@ -29,16 +30,17 @@
 //
 // DOT: buffers are nodes ("buffer:NAME", boxes; inputs and outputs styled apart), blocks are
 // nodes ("block:NAME", records with iteration variables and body), each top-level loop nest is a
-// cluster labelled with its loops; edges go from read buffers to blocks and from blocks to
-// written buffers. A buffer a block both reads and writes (an accumulator) gets one edge with
-// `dir=both`, which keeps the graph acyclic.
+// cluster labelled with its loops (grid loops with their dimension, as in the text); edges go
+// from read buffers to blocks and from blocks to written buffers. A buffer a block both reads and
+// writes (an accumulator) gets one edge with `dir=both`, which keeps the graph acyclic.
 //
 // JSON: {"name", "buffers": [{name, shape, dtype, scope, role, provenance}] (params, then
 // allocations), "body"}. Statements and expressions are objects with a "kind" (for, seq, store,
 // block; int, float, var, load, cast, unary, binary, compare, logical, select) and the node's
-// fields; expressions carry "dtype". Provenance is {"statement", "begin", "end"} (byte offsets;
-// begin/end only when the range is valid); every statement has one, an expression only when it
-// is not empty. Non-finite float immediates are the strings "inf", "-inf", "nan".
+// fields (a for's "for_kind" is "serial", "grid.x", "grid.y" or "grid.z"); expressions carry
+// "dtype". Provenance is {"statement", "begin", "end"} (byte offsets; begin/end only when the
+// range is valid); every statement has one, an expression only when it is not empty. Non-finite
+// float immediates are the strings "inf", "-inf", "nan".
 #pragma once
 
 #include <string>

@@ -105,9 +105,26 @@ class Verifier {
       error_here("loop " + name + " has extent " + std::to_string(loop.extent) +
                  "; loop extents must be positive");
     }
+    // Grid loops enclose everything else (ir.h, ForKind): a grid loop inside a serial loop or a
+    // block would launch a grid per iteration, and a repeated dimension has no CUDA meaning.
+    const bool grid = is_grid(loop.for_kind);
+    if (grid && !innermost_serial_.empty()) {
+      error_here("loop " + name + " is bound to " + for_kind_name(loop.for_kind) +
+                 " inside " + innermost_serial_ + "; grid loops must enclose every serial loop "
+                 "and block");
+    }
+    const bool new_dim = grid && grid_dims_.insert(loop.for_kind).second;
+    if (grid && !new_dim) {
+      error_here("loop " + name + " is bound to " + for_kind_name(loop.for_kind) +
+                 ", which an enclosing loop is already bound to");
+    }
+    const std::string saved_serial = innermost_serial_;
+    if (!grid) innermost_serial_ = "serial loop " + name;
     const bool bound = bind(loop.var, "loop " + name);
     check_stmt(loop.body);
     if (bound) unbind(loop.var);
+    innermost_serial_ = saved_serial;
+    if (new_dim) grid_dims_.erase(loop.for_kind);
   }
 
   void check_store(const Store& store) {
@@ -162,6 +179,8 @@ class Verifier {
 
     // The iteration variables become the only visible ones inside init and body.
     where_ = label;
+    const std::string saved_serial = innermost_serial_;
+    innermost_serial_ = label;
     std::unordered_map<std::string, const VarNode*> outer_scope;
     outer_scope.swap(visible_);
     bool has_reduce = false;
@@ -182,6 +201,7 @@ class Verifier {
     where_ = label + " body";
     check_stmt(block.body);
     visible_.swap(outer_scope);
+    innermost_serial_ = saved_serial;
     where_ = saved_where;
   }
 
@@ -374,6 +394,10 @@ class Verifier {
   std::unordered_set<const BufferNode*> declared_;
   std::unordered_map<const VarNode*, std::string> bound_by_;  // every variable bound so far
   std::unordered_map<std::string, const VarNode*> visible_;   // name -> variable in scope
+  // What grid loops may not be nested in: the innermost enclosing serial loop or block ("serial
+  // loop h", "block S"), empty at the top; and the grid dimensions of the enclosing loops.
+  std::string innermost_serial_;
+  std::set<ForKind> grid_dims_;
 };
 
 }  // namespace

@@ -7,7 +7,8 @@
 // extents are positive; buffers referenced are declared and indexed with their rank; indices
 // are Index-typed; operand dtypes agree; a store's value has the buffer's dtype; `init` only in
 // blocks with reduce variables; block and buffer names are unique; a variable name is never
-// shadowed (two variables visible at one point have different names; separate nests may reuse).
+// shadowed (two variables visible at one point have different names; separate nests may reuse);
+// no serial loop or block encloses a grid loop, and no grid dimension is bound twice on a path.
 #pragma once
 
 #include <string>
