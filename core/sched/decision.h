@@ -58,6 +58,8 @@ struct DecisionParseError {
 };
 // Parses one decision. Whitespace is free; errors give the column and what was expected.
 std::optional<Decision> parse_decision(std::string_view text, DecisionParseError* error);
+// "expected ')' at column 14".
+std::string to_string(const DecisionParseError& error);
 
 struct Schedule {
   std::vector<Decision> decisions;
@@ -92,5 +94,8 @@ const DecisionKind* find_decision_kind(std::string_view name);
 
 // Applies one decision; unknown kinds fail with the list of known kinds.
 ApplyResult apply_decision(const scalar::ProgramPtr& program, const Decision& decision);
+// Applies the decisions in order; the first that does not apply fails the whole schedule with
+// "decision 2 tile(O, q=4): block O has no axis or loop q".
+ApplyResult apply_schedule(const scalar::ProgramPtr& program, const Schedule& schedule);
 
 }  // namespace nautilus::sched
