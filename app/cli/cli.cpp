@@ -25,27 +25,34 @@ constexpr int kExitInternal = 2;
 const OptionSpec kSizeOption{"D", "NAME=VALUE",
                              "bind a size symbol (overrides the spec's `let`); repeatable", true};
 
+const OptionSpec kScheduleOption{"schedule", "FILE",
+                                 "apply the schedule in FILE (JSON: {\"decisions\": [...]}) after lowering"};
+const OptionSpec kPinOption{"pin", "DECISION",
+                            "apply DECISION after the schedule, e.g. --pin 'tile(O_sum, m=64)'; "
+                            "repeatable",
+                            true};
+
 const CommandSpec kCheck{
     "check", "nautilus check FILE [-D NAME=VALUE]...",
     "Checks a spec and prints its diagnostics. Exits 0 when it has no errors, 1 otherwise.",
     {kSizeOption}};
 
 const CommandSpec kLower{
-    "lower", "nautilus lower FILE [--stage STAGE] [--format text|dot|json] [-D NAME=VALUE]...",
+    "lower", "nautilus lower FILE [--stage STAGE] [--format text|dot|json] [--schedule FILE] [--pin D]...",
     "Lowers a spec and prints the IR of one stage or of all (--stage all, the default).",
-    {kSizeOption,
+    {kSizeOption, kScheduleOption, kPinOption,
      {"stage", "STAGE", "spec, scalar or all (default all)"},
      {"format", "FORMAT", "text (default), dot or json"},
      {"print-after-all", "", "print the IR after every pass of the pipeline, with timings"},
      {"output", "FILE", "write to FILE instead of standard output"}}};
 
 const CommandSpec kEval{
-    "eval", "nautilus eval FILE [--stage scalar] [--seed N] [--save DIR] [-D NAME=VALUE]...",
+    "eval", "nautilus eval FILE [--stage scalar] [--seed N] [--save DIR] [--schedule FILE] [--pin D]...",
     "Checks a stage on the CPU against the float64 reference of the spec.\n"
     "Runs the stage's interpreter on seeded random inputs, prints the maximum relative error\n"
     "max|out - ref| / max|ref| of every output and exits 1 when one exceeds its dtype's\n"
     "tolerance (f32 1e-4, f16 5e-3, bf16 2e-2).",
-    {kSizeOption,
+    {kSizeOption, kScheduleOption, kPinOption,
      {"stage", "STAGE", "the stage to evaluate (default scalar)"},
      {"seed", "N", "seed of the random inputs (default 0)"},
      {"save", "DIR", "write inputs, reference and outputs as .npy files plus manifest.json"},
@@ -101,6 +108,25 @@ Loaded load(const ParsedOptions& options, driver::Stage last_stage, const CliHoo
     compile_options.sizes.push_back(*binding);
   }
   std::string error;
+  if (options.has("schedule")) {
+    auto schedule = sched::read_schedule_file(options.get("schedule"), &error);
+    if (!schedule) {
+      err << "nautilus: error: " << error << "\n";
+      loaded.exit_status = kExitFailure;
+      return loaded;
+    }
+    compile_options.schedule = *schedule;
+  }
+  for (const std::string& text : options.all("pin")) {
+    sched::DecisionParseError parse_error;
+    auto decision = sched::parse_decision(text, &parse_error);
+    if (!decision) {
+      err << "nautilus: error: --pin '" << text << "': " << sched::to_string(parse_error) << "\n";
+      loaded.exit_status = kExitFailure;
+      return loaded;
+    }
+    compile_options.schedule.decisions.push_back(*decision);
+  }
   SourceFilePtr file = SourceFile::read(options.positionals.front(), &error);
   if (!file) {
     err << "nautilus: error: " << error << "\n";
@@ -112,6 +138,11 @@ Loaded load(const ParsedOptions& options, driver::Stage last_stage, const CliHoo
   if (!loaded.compilation.internal_error.empty()) {
     err << "nautilus: internal error: " << loaded.compilation.internal_error << "\n";
     loaded.exit_status = kExitInternal;
+    return loaded;
+  }
+  if (!loaded.compilation.schedule_error.empty()) {
+    err << "nautilus: error: " << loaded.compilation.schedule_error << "\n";
+    loaded.exit_status = kExitFailure;
     return loaded;
   }
   if (!loaded.compilation.ok()) {

@@ -104,6 +104,24 @@ Compilation compile(SourceFilePtr file, const CompileOptions& options) {
   }
   if (!verify_after("lower-to-scalar", *program, result)) return result;
 
+  for (size_t i = 0; i < options.schedule.decisions.size(); ++i) {
+    const sched::Decision& decision = options.schedule.decisions[i];
+    const std::string text = sched::print_decision(decision);
+    start = Clock::now();
+    sched::ApplyResult applied = sched::apply_decision(program, decision);
+    if (!applied.ok()) {
+      result.schedule_error =
+          "decision " + std::to_string(i + 1) + " " + text + " does not apply: " + applied.reason;
+      return result;
+    }
+    const sched::DecisionKind* kind = sched::find_decision_kind(decision.kind);
+    result.log.push_back(Snapshot{Stage::Scalar, text, kind ? kind->summary : std::string(),
+                                  nullptr, applied.program, applied.program == program,
+                                  elapsed_ms(start)});
+    program = applied.program;
+    if (!verify_after(text, *program, result)) return result;
+  }
+
   for (const ScalarPass& pass : options.extra_passes) {
     start = Clock::now();
     scalar::ProgramPtr next = pass.run(program);

@@ -2,7 +2,8 @@
 //
 //   parse+check   .nt text → Spec               (stage "spec")
 //   lower         Spec → scalar IR               (stage "scalar")
-//   verify        scalar IR structural checks    (internal errors only)
+//   decisions     the schedule, one pass per decision (tile, inline, rolling_update, ...)
+//   verify        scalar IR structural checks after every pass (internal errors only)
 //
 // After every pass the pipeline records a Snapshot: the stage, the pass name and summary, the IR
 // (shared, immutable), whether the pass left the IR unchanged (pointer identity) and its wall
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "core/scalar/ir.h"
+#include "core/sched/decision.h"
 #include "core/spec/ast.h"
 #include "core/spec/sema.h"
 #include "core/support/diagnostics.h"
@@ -60,6 +62,9 @@ struct ScalarPass {
 struct CompileOptions {
   std::vector<spec::SizeOverride> sizes;
   Stage last_stage = Stage::Scalar;
+  // Applied in order after lowering; a decision that does not apply stops the pipeline with
+  // `schedule_error` (a user error: the schedule does not fit this spec).
+  sched::Schedule schedule;
   std::vector<ScalarPass> extra_passes;
 };
 
@@ -71,8 +76,12 @@ struct Compilation {
   std::vector<Snapshot> log;
   // A compiler bug (e.g. the verifier rejected a pass's output); empty when none.
   std::string internal_error;
+  // "decision 2 tile(O, q=4) does not apply: ..."; empty when the schedule applied.
+  std::string schedule_error;
 
-  bool ok() const { return spec && !diagnostics->has_errors() && internal_error.empty(); }
+  bool ok() const {
+    return spec && !diagnostics->has_errors() && internal_error.empty() && schedule_error.empty();
+  }
   // The last snapshot of `stage`, or nullptr when the pipeline did not reach it.
   const Snapshot* final_snapshot(Stage stage) const;
 };

@@ -8,6 +8,7 @@
 #include "core/sched/inline.h"
 #include "core/sched/reorder.h"
 #include "core/sched/reverse_compute_at.h"
+#include "core/sched/rolling_update.h"
 #include "core/sched/split.h"
 #include "core/sched/tile.h"
 #include "core/support/source.h"
@@ -305,8 +306,7 @@ const std::vector<DecisionKind>& decision_registry() {
       inline_decision(),
       compute_at_decision(),
       reverse_compute_at_decision(),
-      // Reduction fusion (core/sched/rolling_update.h, core/sched/split_k_update.h) registers
-      // here: rolling_update_decision(), split_k_update_decision().
+      rolling_update_decision(),
   };
   return registry;
 }

@@ -1047,9 +1047,10 @@ const DecisionKind& rolling_update_decision() {
       "Splits the reduction's value into terms of the loop's data times exponentials of running "
       "reductions, derives each term's repair exp(r - r') from the exponent, defers factors of "
       "finished reductions (1/L) to after the loop, and computes everything in one loop over "
-      "AXIS, T elements per step. For attention, rolling_update(O_sum, n) gives "
-      "`Mx = max(Mx, S); L = L*exp(Mx_prev - Mx) + exp(S - Mx); "
-      "O_acc = O_acc*exp(Mx_prev - Mx) + exp(S - Mx)*V` and `O_sum = O_acc / L` after the loop.",
+      "AXIS, T elements per step.\n\nExample: rolling_update(O_sum, n) on attention gives, per "
+      "step of the loop over n, `Mx = max(Mx, S); L = L*exp(Mx_prev - Mx) + exp(S - Mx); "
+      "O_sum_acc = O_sum_acc*exp(Mx_prev - Mx) + exp(S - Mx)*V`, and `O_sum = O_sum_acc / L` "
+      "after the loop.",
       apply_rolling_update};
   return kind;
 }

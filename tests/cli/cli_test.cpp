@@ -63,7 +63,7 @@ TEST_P(EveryAssetCli, CheckLowerAndEvalSucceed) {
     EXPECT_EQ(dot.out.rfind("digraph", 0), 0u) << dot.out.substr(0, 40);
     CliRun json = run({"lower", asset(name), "--stage", stage, "--format=json"});
     EXPECT_EQ(json.status, 0) << json.err;
-    EXPECT_NO_THROW((void)nlohmann::json::parse(json.out)) << stage;
+    EXPECT_TRUE(nlohmann::json::accept(json.out)) << stage;
   }
 
   CliRun eval = run(with_sizes({"eval", asset(name), "--stage", "scalar", "--seed", "3"}, name));
