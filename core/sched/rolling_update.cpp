@@ -339,7 +339,10 @@ Expr RollingUpdate::inline_elementwise(const Expr& expr, int depth) {
         auto w = self->writer_.find(read);
         if (w == self->writer_.end()) continue;
         const Nest& producer = self->nests_[w->second];
-        reads_candidate |= producer.reduce.size() == 1 && w->second != self->target_nest_;
+        if (producer.reduce.size() != 1 || w->second == self->target_nest_) continue;
+        for (const IterVar& iv : producer.block->iter_vars) {
+          reads_candidate |= iv.var == producer.reduce[0] && iv.extent == self->axis_extent_;
+        }
       }
       if (!reads_candidate) return rebuilt;
       std::map<const VarNode*, Expr> map;
