@@ -7,11 +7,18 @@
 #include <unordered_map>
 #include <utility>
 
+#include "core/scalar/interpreter_support.h"
 #include "core/scalar/printer.h"
 #include "core/scalar/verifier.h"
 
 namespace nautilus::scalar {
 namespace {
+
+using detail::bracketed;
+using detail::BufferState;
+using detail::apply_unary;
+using detail::round_value;
+using detail::RuntimeError;
 
 // How the interpreter works:
 //   1. The program is verified; a malformed program is reported, never executed.
@@ -29,16 +36,7 @@ namespace {
 // then its predicate, and checks that the bindings lie inside the iteration extents only when
 // the predicate holds; a store evaluates its value before its indices.
 
-struct RuntimeError {
-  std::string message;
-};
-
 constexpr int32_t kNoNode = -1;
-
-// The most elements the interpreter allocates over all buffers: 2^28 (2 GiB of doubles) is far
-// beyond the small shapes interpreters run on. Refusing up front beats being killed for memory
-// halfway through filling the buffers, and keeps every flat offset far inside int64.
-constexpr int64_t kMaxTotalElements = int64_t{1} << 28;
 
 struct ExprCode {
   ExprKind kind;
@@ -84,29 +82,6 @@ struct StmtCode {
   const StmtNode* source = nullptr;
 };
 
-struct BufferState {
-  const BufferNode* node = nullptr;
-  std::vector<int64_t> strides;
-  std::vector<double> values;
-  std::vector<uint8_t> written;  // empty for inputs: every input element is defined
-};
-
-// "[2, 3]": a shape, or the indices of an element.
-std::string bracketed(const std::vector<int64_t>& values) {
-  std::string text = "[";
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (i) text += ", ";
-    text += std::to_string(values[i]);
-  }
-  return text + "]";
-}
-
-// Fast path of round_to for the common f32 case.
-inline double round_value(DType dtype, double value) {
-  if (dtype == DType::F32) return static_cast<double>(static_cast<float>(value));
-  return round_to(dtype, value);
-}
-
 class Interpreter {
  public:
   Interpreter(const Program& program, const InterpretOptions& options)
@@ -115,133 +90,19 @@ class Interpreter {
                                             : options.max_steps) {}
 
   InterpretResult run(const TensorMap& inputs) {
-    InterpretResult result;
-    try {
-      std::vector<std::string> problems = verify(program_);
-      if (!problems.empty()) {
-        throw RuntimeError{"program does not verify: " + problems.front() +
-                           (problems.size() > 1
-                                ? " (and " + std::to_string(problems.size() - 1) + " more)"
-                                : "")};
-      }
-      allocate_buffers(inputs);
-      const int32_t body = compile_stmt(program_.body);
-      exec(body);
-      collect_results(&result);
-      result.ok = true;
-    } catch (const RuntimeError& error) {
-      result.error = error.message;
-    } catch (const std::bad_alloc&) {
-      result.error = "out of memory while interpreting program " + program_.name;
-    }
-    if (!result.ok) {
-      result.outputs.clear();
-      result.intermediates.clear();
-    }
+    InterpretResult result =
+        detail::run_guarded<InterpretResult>("program", program_.name, [&](InterpretResult& r) {
+          detail::check_verified(verify(program_), "program");
+          globals_.allocate(program_.params, program_.allocations, inputs);
+          const int32_t body = compile_stmt(program_.body);
+          exec(body);
+          globals_.collect(&r.outputs, &r.intermediates);
+        });
     result.steps = steps_;
     return result;
   }
 
  private:
-  // -------------------------------------------------------------------------------------------
-  // 2. Buffers and inputs
-
-  void allocate_buffers(const TensorMap& inputs) {
-    for (const auto& [name, tensor] : inputs) {
-      const Buffer* buffer = program_.find_buffer(name);
-      if (!buffer || (*buffer)->role != BufferRole::Input) {
-        throw RuntimeError{name + " is not an input of program " + program_.name +
-                           " (its inputs are " + input_names() + ")"};
-      }
-    }
-    for (const std::vector<Buffer>* list : {&program_.params, &program_.allocations}) {
-      for (const Buffer& buffer : *list) {
-        buffer_index_.emplace(buffer.get(), static_cast<int32_t>(buffers_.size()));
-        buffers_.push_back(make_state(*buffer, inputs));
-      }
-    }
-  }
-
-  std::string input_names() const {
-    std::string names;
-    for (const Buffer& buffer : program_.params) {
-      if (buffer->role != BufferRole::Input) continue;
-      names += names.empty() ? "" : ", ";
-      names += buffer->name;
-    }
-    return names.empty() ? "none" : names;
-  }
-
-  BufferState make_state(const BufferNode& buffer, const TensorMap& inputs) {
-    BufferState state;
-    state.node = &buffer;
-    int64_t count = 1;
-    state.strides.resize(buffer.shape.size());
-    for (size_t d = buffer.shape.size(); d-- > 0;) {
-      state.strides[d] = count;
-      if (__builtin_mul_overflow(count, buffer.shape[d], &count) || count > kMaxTotalElements) {
-        count = kMaxTotalElements + 1;
-        break;
-      }
-    }
-    total_elements_ += count;
-    if (total_elements_ > kMaxTotalElements) {
-      throw RuntimeError{"buffer " + buffer.name + " of shape " + bracketed(buffer.shape) +
-                         " brings program " + program_.name + " past the interpreter's limit of " +
-                         std::to_string(kMaxTotalElements) + " elements; bind smaller sizes"};
-    }
-    if (buffer.role == BufferRole::Input) {
-      auto it = inputs.find(buffer.name);
-      if (it == inputs.end()) throw RuntimeError{"missing input " + buffer.name};
-      const TensorData& tensor = it->second;
-      if (tensor.shape != buffer.shape) {
-        throw RuntimeError{"input " + buffer.name + " has shape " + bracketed(tensor.shape) +
-                           "; program " + program_.name + " expects " +
-                           bracketed(buffer.shape)};
-      }
-      if (static_cast<int64_t>(tensor.values.size()) != count) {
-        throw RuntimeError{"input " + buffer.name + " has " +
-                           std::to_string(tensor.values.size()) + " values; its shape " +
-                           bracketed(buffer.shape) + " has " + std::to_string(count) +
-                           " elements"};
-      }
-      state.values.reserve(tensor.values.size());
-      for (double value : tensor.values) state.values.push_back(round_value(buffer.dtype, value));
-    } else {
-      state.values.assign(static_cast<size_t>(count), std::numeric_limits<double>::quiet_NaN());
-      state.written.assign(static_cast<size_t>(count), 0);
-    }
-    return state;
-  }
-
-  void collect_results(InterpretResult* result) const {
-    for (const BufferState& state : buffers_) {
-      const BufferNode& buffer = *state.node;
-      if (buffer.role == BufferRole::Input) continue;
-      if (buffer.role == BufferRole::Output) {
-        for (size_t i = 0; i < state.written.size(); ++i) {
-          if (!state.written[i]) {
-            throw RuntimeError{"output " + buffer.name +
-                               bracketed(unflatten(state, static_cast<int64_t>(i))) +
-                               " was never written"};
-          }
-        }
-      }
-      TensorMap& map =
-          buffer.role == BufferRole::Output ? result->outputs : result->intermediates;
-      map[buffer.name] = TensorData{buffer.shape, buffer.dtype, state.values};
-    }
-  }
-
-  static std::vector<int64_t> unflatten(const BufferState& state, int64_t offset) {
-    std::vector<int64_t> indices(state.strides.size());
-    for (size_t d = 0; d < indices.size(); ++d) {
-      indices[d] = offset / state.strides[d];
-      offset %= state.strides[d];
-    }
-    return indices;
-  }
-
   // -------------------------------------------------------------------------------------------
   // 3. Compilation to flat arrays
 
@@ -280,7 +141,7 @@ class Interpreter {
       case ExprKind::VarRef: code.slot = slot_of(expr->as<VarRef>()->var); break;
       case ExprKind::Load: {
         const Load& node = *expr->as<Load>();
-        code.buffer = buffer_index_.at(node.buffer.get());
+        code.buffer = globals_.index.at(node.buffer.get());
         code.first_index = compile_indices(node.indices);
         code.rank = static_cast<int32_t>(node.indices.size());
         break;
@@ -357,7 +218,7 @@ class Interpreter {
       case StmtKind::Store: {
         const Store& store = *stmt->as<Store>();
         code.has_effects = true;
-        code.buffer = buffer_index_.at(store.buffer.get());
+        code.buffer = globals_.index.at(store.buffer.get());
         code.first_index = compile_indices(store.indices);
         code.rank = static_cast<int32_t>(store.indices.size());
         code.value = compile_expr(store.value);
@@ -444,7 +305,7 @@ class Interpreter {
     if (!context_) context_ = code.source;  // a store outside any block names itself
     count_step();
     const double value = eval_float(code.value);
-    BufferState& buffer = buffers_[code.buffer];
+    BufferState& buffer = globals_.buffers[code.buffer];
     const int64_t offset = flat_offset(buffer, code.first_index, code.rank, "writes");
     buffer.values[offset] = round_value(buffer.node->dtype, value);
     buffer.written[offset] = 1;
@@ -476,7 +337,7 @@ class Interpreter {
   }
 
   double load(const ExprCode& code) {
-    const BufferState& buffer = buffers_[code.buffer];
+    const BufferState& buffer = globals_.buffers[code.buffer];
     const int64_t offset = flat_offset(buffer, code.first_index, code.rank, "reads");
     if (!buffer.written.empty() && !buffer.written[offset]) {
       throw error("reads " + buffer.node->name +
@@ -500,7 +361,7 @@ class Interpreter {
       case ExprKind::FloatImm: return code.float_value;
       case ExprKind::Load: return load(code);
       case ExprKind::Cast: return round_value(code.dtype, eval_number(code.a));
-      case ExprKind::Unary: return round_value(code.dtype, apply_unary(code, eval_float(code.a)));
+      case ExprKind::Unary: return round_value(code.dtype, apply_unary(static_cast<UnaryOp>(code.op), eval_float(code.a)));
       case ExprKind::Binary: {
         const double a = eval_float(code.a), b = eval_float(code.b);
         return round_value(code.dtype, apply_float_binary(code, a, b));
@@ -513,22 +374,6 @@ class Interpreter {
       case ExprKind::Logical: break;
     }
     throw internal_type_error(code);
-  }
-
-  static double apply_unary(const ExprCode& code, double x) {
-    switch (static_cast<UnaryOp>(code.op)) {
-      case UnaryOp::Neg: return -x;
-      case UnaryOp::Exp: return std::exp(x);
-      case UnaryOp::Exp2: return std::exp2(x);
-      case UnaryOp::Log: return std::log(x);
-      case UnaryOp::Log2: return std::log2(x);
-      case UnaryOp::Sqrt: return std::sqrt(x);
-      case UnaryOp::Rsqrt: return 1.0 / std::sqrt(x);
-      case UnaryOp::Tanh: return std::tanh(x);
-      case UnaryOp::Sigmoid: return 1.0 / (1.0 + std::exp(-x));
-      case UnaryOp::Abs: return std::fabs(x);
-    }
-    return x;
   }
 
   // Exact in double, then rounded by the caller: for +, -, *, / the double result rounded to f32
@@ -700,11 +545,9 @@ class Interpreter {
   const Program& program_;
   const uint64_t step_limit_;
   uint64_t steps_ = 0;
-  int64_t total_elements_ = 0;  // over all buffers allocated so far
   const StmtNode* context_ = nullptr;  // innermost executing block, or a store outside blocks
 
-  std::vector<BufferState> buffers_;
-  std::unordered_map<const BufferNode*, int32_t> buffer_index_;
+  detail::GlobalBuffers globals_{"program", program_.name};
   std::unordered_map<const VarNode*, int32_t> slot_of_;
   std::vector<int64_t> slots_;
   std::vector<ExprCode> exprs_;

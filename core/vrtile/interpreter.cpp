@@ -9,11 +9,21 @@
 #include <utility>
 #include <vector>
 
+#include "core/scalar/interpreter_support.h"
 #include "core/vrtile/printer.h"
 #include "core/vrtile/verifier.h"
 
 namespace nautilus::vrtile {
 namespace {
+
+using scalar::detail::bracketed;
+using scalar::detail::BufferState;
+using scalar::detail::apply_unary;
+using scalar::detail::round_value;
+using scalar::detail::row_major_strides;
+using scalar::detail::RuntimeError;
+using scalar::detail::unflatten;
+namespace detail = scalar::detail;
 
 // How the interpreter works:
 //   1. The module is verified; a malformed module is reported, never executed.
@@ -25,14 +35,9 @@ namespace {
 //      budget, ...) unwinds with a RuntimeError that becomes InterpretResult::error.
 //   5. Outputs must be completely written; they and the intermediates are returned.
 
-struct RuntimeError {
-  std::string message;
-};
-
-// The most elements the interpreter allocates over all buffers (2 GiB of doubles), and in one
-// tile: far beyond the small shapes interpreters run on. Refusing up front beats being killed
-// for memory halfway through, and keeps every flat offset far inside int64.
-constexpr int64_t kMaxTotalElements = int64_t{1} << 28;
+// The most elements the interpreter allocates in one tile (over all buffers: kMaxTotalElements):
+// far beyond the small shapes interpreters run on. Refusing up front beats being killed for
+// memory halfway through, and keeps every flat offset far inside int64.
 constexpr int64_t kMaxTileElements = int64_t{1} << 26;
 
 // Index tiles are held as doubles, which hold every integer of magnitude up to 2^53 exactly.
@@ -53,52 +58,10 @@ struct OpCode {
   std::vector<OpCode> body;  // the last one is the Yield
 };
 
-struct BufferState {
-  const scalar::BufferNode* node = nullptr;
-  std::vector<int64_t> strides;
-  std::vector<double> values;
-  std::vector<uint8_t> written;  // empty for inputs: every input element is defined
-};
-
-std::string bracketed(const std::vector<int64_t>& values) {
-  std::string text = "[";
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (i) text += ", ";
-    text += std::to_string(values[i]);
-  }
-  return text + "]";
-}
-
 std::string number_text(double value) {
   char digits[32];
   const std::to_chars_result printed = std::to_chars(digits, digits + sizeof digits, value);
   return std::string(digits, printed.ptr);
-}
-
-std::vector<int64_t> row_major_strides(const std::vector<int64_t>& shape) {
-  std::vector<int64_t> strides(shape.size());
-  int64_t stride = 1;
-  for (size_t d = shape.size(); d-- > 0;) {
-    strides[d] = stride;
-    stride *= shape[d];
-  }
-  return strides;
-}
-
-// The coordinates of a row-major flat offset in `shape`.
-std::vector<int64_t> unflatten(const std::vector<int64_t>& shape, int64_t offset) {
-  std::vector<int64_t> coordinates(shape.size());
-  for (size_t d = shape.size(); d-- > 0;) {
-    coordinates[d] = offset % shape[d];
-    offset /= shape[d];
-  }
-  return coordinates;
-}
-
-// Fast path of round_to for the common f32 case.
-inline double round_value(DType dtype, double value) {
-  if (dtype == DType::F32) return static_cast<double>(static_cast<float>(value));
-  return round_to(dtype, value);
 }
 
 class Interpreter {
@@ -109,115 +72,21 @@ class Interpreter {
                                             : options.max_steps) {}
 
   InterpretResult run(const TensorMap& inputs) {
-    InterpretResult result;
-    try {
-      std::vector<std::string> problems = verify(module_);
-      if (!problems.empty()) {
-        throw RuntimeError{"module does not verify: " + problems.front() +
-                           (problems.size() > 1
-                                ? " (and " + std::to_string(problems.size() - 1) + " more)"
-                                : "")};
-      }
-      allocate_buffers(inputs);
-      for (const KernelPtr& kernel : module_.kernels) run_kernel(*kernel);
-      collect_results(&result);
-      result.ok = true;
-    } catch (const RuntimeError& error) {
-      result.error = error.message;
-    } catch (const std::bad_alloc&) {
-      result.error = "out of memory while interpreting module " + module_.name;
-    }
-    if (!result.ok) {
-      result.outputs.clear();
-      result.intermediates.clear();
-    }
+    InterpretResult result =
+        detail::run_guarded<InterpretResult>("module", module_.name, [&](InterpretResult& r) {
+          detail::check_verified(verify(module_), "module");
+          globals_.allocate(module_.params, module_.allocations, inputs,
+                            [](const scalar::BufferNode& buffer) {
+                              return TileType{buffer.dtype, buffer.shape}.element_count();
+                            });
+          for (const KernelPtr& kernel : module_.kernels) run_kernel(*kernel);
+          globals_.collect(&r.outputs, &r.intermediates);
+        });
     result.steps = steps_;
     return result;
   }
 
  private:
-  // -------------------------------------------------------------------------------------------
-  // 2. Buffers and inputs
-
-  void allocate_buffers(const TensorMap& inputs) {
-    for (const auto& [name, tensor] : inputs) {
-      const Buffer* buffer = module_.find_buffer(name);
-      if (!buffer || (*buffer)->role != scalar::BufferRole::Input) {
-        throw RuntimeError{name + " is not an input of module " + module_.name +
-                           " (its inputs are " + input_names() + ")"};
-      }
-    }
-    for (const std::vector<Buffer>* list : {&module_.params, &module_.allocations}) {
-      for (const Buffer& buffer : *list) {
-        buffer_index_.emplace(buffer.get(), static_cast<int32_t>(buffers_.size()));
-        buffers_.push_back(make_state(*buffer, inputs));
-      }
-    }
-  }
-
-  std::string input_names() const {
-    std::string names;
-    for (const Buffer& buffer : module_.params) {
-      if (buffer->role != scalar::BufferRole::Input) continue;
-      names += names.empty() ? "" : ", ";
-      names += buffer->name;
-    }
-    return names.empty() ? "none" : names;
-  }
-
-  BufferState make_state(const scalar::BufferNode& buffer, const TensorMap& inputs) {
-    BufferState state;
-    state.node = &buffer;
-    const int64_t count = TileType{buffer.dtype, buffer.shape}.element_count();
-    total_elements_ += std::min(count, kMaxTotalElements + 1);
-    if (total_elements_ > kMaxTotalElements) {
-      throw RuntimeError{"buffer " + buffer.name + " of shape " + bracketed(buffer.shape) +
-                         " brings module " + module_.name + " past the interpreter's limit of " +
-                         std::to_string(kMaxTotalElements) + " elements; bind smaller sizes"};
-    }
-    state.strides = row_major_strides(buffer.shape);
-    if (buffer.role == scalar::BufferRole::Input) {
-      auto it = inputs.find(buffer.name);
-      if (it == inputs.end()) throw RuntimeError{"missing input " + buffer.name};
-      const TensorData& tensor = it->second;
-      if (tensor.shape != buffer.shape) {
-        throw RuntimeError{"input " + buffer.name + " has shape " + bracketed(tensor.shape) +
-                           "; module " + module_.name + " expects " + bracketed(buffer.shape)};
-      }
-      if (static_cast<int64_t>(tensor.values.size()) != count) {
-        throw RuntimeError{"input " + buffer.name + " has " +
-                           std::to_string(tensor.values.size()) + " values; its shape " +
-                           bracketed(buffer.shape) + " has " + std::to_string(count) +
-                           " elements"};
-      }
-      state.values.reserve(tensor.values.size());
-      for (double value : tensor.values) state.values.push_back(round_value(buffer.dtype, value));
-    } else {
-      state.values.assign(static_cast<size_t>(count), std::numeric_limits<double>::quiet_NaN());
-      state.written.assign(static_cast<size_t>(count), 0);
-    }
-    return state;
-  }
-
-  void collect_results(InterpretResult* result) const {
-    for (const BufferState& state : buffers_) {
-      const scalar::BufferNode& buffer = *state.node;
-      if (buffer.role == scalar::BufferRole::Input) continue;
-      if (buffer.role == scalar::BufferRole::Output) {
-        for (size_t i = 0; i < state.written.size(); ++i) {
-          if (!state.written[i]) {
-            throw RuntimeError{"output " + buffer.name +
-                               bracketed(unflatten(buffer.shape, static_cast<int64_t>(i))) +
-                               " was never written"};
-          }
-        }
-      }
-      TensorMap& map = buffer.role == scalar::BufferRole::Output ? result->outputs
-                                                                 : result->intermediates;
-      map[buffer.name] = TensorData{buffer.shape, buffer.dtype, state.values};
-    }
-  }
-
   // -------------------------------------------------------------------------------------------
   // 3. Compilation of a kernel into OpCodes with value slots
 
@@ -248,7 +117,7 @@ class Interpreter {
     OpCode code;
     code.op = &op;
     for (const Value& operand : op.operands) code.operands.push_back(slot_of(operand));
-    if (op.buffer) code.buffer = buffer_index_.at(op.buffer.get());
+    if (op.buffer) code.buffer = globals_.index.at(op.buffer.get());
     if (op.kind == OpKind::Broadcast || op.kind == OpKind::Permute) {
       const std::vector<int64_t> source_strides =
           row_major_strides(op.operands.front()->type.shape);
@@ -375,7 +244,7 @@ class Interpreter {
   // accessed at all, so their indices may lie anywhere.
   void exec_access(const OpCode& code, bool store) {
     const Op& op = *code.op;
-    BufferState& buffer = buffers_[code.buffer];
+    BufferState& buffer = globals_.buffers[code.buffer];
     const size_t rank = buffer.node->shape.size();
     const Tile* mask = op.has_mask ? &slots_[code.operands.back()] : nullptr;
     const Tile* value = store ? &slots_[code.operands[rank]] : nullptr;
@@ -513,22 +382,6 @@ class Interpreter {
       return;
     }
     for (size_t i = 0; i < out.size(); ++i) out[i] = round_value(dtype, apply_unary(op, a[i]));
-  }
-
-  static double apply_unary(UnaryOp op, double x) {
-    switch (op) {
-      case UnaryOp::Neg: return -x;
-      case UnaryOp::Exp: return std::exp(x);
-      case UnaryOp::Exp2: return std::exp2(x);
-      case UnaryOp::Log: return std::log(x);
-      case UnaryOp::Log2: return std::log2(x);
-      case UnaryOp::Sqrt: return std::sqrt(x);
-      case UnaryOp::Rsqrt: return 1.0 / std::sqrt(x);
-      case UnaryOp::Tanh: return std::tanh(x);
-      case UnaryOp::Sigmoid: return 1.0 / (1.0 + std::exp(-x));
-      case UnaryOp::Abs: return std::fabs(x);
-    }
-    return x;
   }
 
   void exec_binary(const OpCode& code) {
@@ -682,10 +535,8 @@ class Interpreter {
   const Module& module_;
   const uint64_t step_limit_;
   uint64_t steps_ = 0;
-  int64_t total_elements_ = 0;  // over all buffers allocated so far
 
-  std::vector<BufferState> buffers_;
-  std::unordered_map<const scalar::BufferNode*, int32_t> buffer_index_;
+  detail::GlobalBuffers globals_{"module", module_.name};
 
   // The running kernel: its value slots, the grid point and the op executing now.
   const Kernel* kernel_ = nullptr;
