@@ -1,9 +1,10 @@
 #include "core/scalar/printer.h"
 
-#include <charconv>
 #include <cmath>
 #include <string_view>
 #include <vector>
+
+#include "core/scalar/print_support.h"
 
 namespace nautilus::scalar {
 namespace {
@@ -12,23 +13,6 @@ constexpr const char* kNull = "<null>";
 
 // ---------------------------------------------------------------------------------------------
 // Numbers
-
-// Shortest digits that read back to the same value in the immediate's dtype: f16, bf16 and f32
-// values are all exact floats, so the float overload of to_chars gives the shortest form for
-// them; f64 uses the double overload. A decimal point is added to integral values so that a
-// float never reads as an integer.
-std::string float_digits(double value, DType dtype) {
-  if (std::isnan(value)) return "nan";
-  if (std::isinf(value)) return value < 0 ? "-inf" : "inf";
-  char buffer[64];
-  std::to_chars_result result =
-      dtype == DType::F64
-          ? std::to_chars(buffer, buffer + sizeof buffer, value)
-          : std::to_chars(buffer, buffer + sizeof buffer, static_cast<float>(value));
-  std::string digits(buffer, result.ptr);
-  if (digits.find_first_of(".e") == std::string::npos) digits += ".0";
-  return digits;
-}
 
 // The immediate as the text printer writes it: `0.5f` for f32, `bf16(0.5)` for the others; an
 // f32 infinity or NaN has no suffix. The value printed is the one the immediate denotes, i.e.
@@ -222,20 +206,6 @@ std::vector<Stmt> top_level_statements(const Stmt& body) {
   return {body};
 }
 
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string text = "[";
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (i) text += ", ";
-    text += std::to_string(shape[i]);
-  }
-  return text + "]";
-}
-
-std::string buffer_type(const BufferNode& buffer) {
-  return std::string(dtype_name(buffer.dtype)) + shape_text(buffer.shape) + " " +
-         memory_scope_name(buffer.scope);
-}
-
 std::string_view trim(std::string_view text) {
   const size_t begin = text.find_first_not_of(" \t");
   if (begin == std::string_view::npos) return {};
@@ -245,22 +215,6 @@ std::string_view trim(std::string_view text) {
 
 // ---------------------------------------------------------------------------------------------
 // DOT
-
-// A DOT double-quoted string: only `"` and `\` are special (a newline becomes the `\n` escape).
-std::string dot_quote(std::string_view text) {
-  std::string quoted = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') {
-      quoted += '\\';
-      quoted += c;
-    } else if (c == '\n') {
-      quoted += "\\n";
-    } else {
-      quoted += c;
-    }
-  }
-  return quoted + "\"";
-}
 
 // One field of a record label. Besides `"` and `\`, the record syntax reserves `{ } | < >`;
 // Graphviz also drops leading spaces of a field and collapses runs of spaces, so indentation is
@@ -379,18 +333,7 @@ class DotWriter {
   }
 
  private:
-  void write_buffer(const BufferNode& buffer) {
-    std::string style;
-    switch (buffer.role) {
-      case BufferRole::Input: style = "style=filled, fillcolor=\"#dbeafe\""; break;
-      case BufferRole::Output: style = "style=filled, fillcolor=\"#dcfce7\", penwidth=2"; break;
-      case BufferRole::Intermediate: style = "style=dashed"; break;
-    }
-    out_ += "  " + dot_quote("buffer:" + buffer.name) + " [shape=box, " + style + ", label=" +
-            dot_quote(buffer.name + "\n" + buffer_type(buffer) + " " +
-                      buffer_role_name(buffer.role)) +
-            "];\n";
-  }
+  void write_buffer(const BufferNode& buffer) { out_ += dot_buffer_node(buffer); }
 
   // "for m in 0..64, n in 0..64": the perfectly nested loops at the top of a nest.
   static std::string loop_label(const Stmt& nest) {
@@ -472,23 +415,8 @@ class DotWriter {
 
 using Json = nlohmann::ordered_json;
 
-Json provenance_json(const Provenance& provenance) {
-  Json json = {{"statement", provenance.statement}};
-  if (provenance.range.valid) {
-    json["begin"] = provenance.range.begin;
-    json["end"] = provenance.range.end;
-  }
-  return json;
-}
-
 bool has_provenance(const Provenance& provenance) {
   return provenance.statement >= 0 || provenance.range.valid;
-}
-
-Json shape_json(const std::vector<int64_t>& shape) {
-  Json json = Json::array();
-  for (int64_t extent : shape) json.push_back(extent);
-  return json;
 }
 
 Json expr_json(const Expr& expr);
@@ -674,23 +602,8 @@ std::string print_program(const Program& program, const SourceFile* source) {
 std::string program_to_dot(const Program& program) { return DotWriter(program).run(); }
 
 nlohmann::ordered_json program_to_json(const Program& program) {
-  Json buffers = Json::array();
-  for (const std::vector<Buffer>* list : {&program.params, &program.allocations}) {
-    for (const Buffer& buffer : *list) {
-      if (!buffer) {
-        buffers.push_back(nullptr);
-        continue;
-      }
-      buffers.push_back({{"name", buffer->name},
-                         {"shape", shape_json(buffer->shape)},
-                         {"dtype", dtype_name(buffer->dtype)},
-                         {"scope", memory_scope_name(buffer->scope)},
-                         {"role", buffer_role_name(buffer->role)},
-                         {"provenance", provenance_json(buffer->provenance)}});
-    }
-  }
   return {{"name", program.name},
-          {"buffers", std::move(buffers)},
+          {"buffers", buffers_json(program.params, program.allocations)},
           {"body", stmt_json(program.body)}};
 }
 

@@ -1,13 +1,21 @@
 #include "core/vrtile/printer.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <string_view>
 #include <vector>
 
+#include "core/scalar/print_support.h"
+
 namespace nautilus::vrtile {
 namespace {
+
+using scalar::buffer_type;
+using scalar::dot_quote;
+using scalar::float_digits;
+using scalar::provenance_json;
+using scalar::shape_json;
+using scalar::shape_text;
 
 constexpr const char* kNull = "<null>";
 
@@ -34,32 +42,7 @@ std::string int_list(const std::vector<int>& values) {
   return text + "]";
 }
 
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string text = "[";
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (i) text += ", ";
-    text += std::to_string(shape[i]);
-  }
-  return text + "]";
-}
-
 std::string buffer_name(const Buffer& buffer) { return buffer ? buffer->name : kNull; }
-
-// Shortest digits that read back to the same value in `dtype` (the scalar printer's rule): f16,
-// bf16 and f32 values are exact floats, so the float overload of to_chars gives their shortest
-// form; f64 uses the double overload. Integral values get ".0" so they never read as integers.
-std::string float_digits(double value, DType dtype) {
-  if (std::isnan(value)) return "nan";
-  if (std::isinf(value)) return value < 0 ? "-inf" : "inf";
-  char buffer[64];
-  const std::to_chars_result result =
-      dtype == DType::F64
-          ? std::to_chars(buffer, buffer + sizeof buffer, value)
-          : std::to_chars(buffer, buffer + sizeof buffer, static_cast<float>(value));
-  std::string digits(buffer, result.ptr);
-  if (digits.find_first_of(".e") == std::string::npos) digits += ".0";
-  return digits;
-}
 
 // A constant as the value it denotes in `dtype` (a Full's or a Load's `other`).
 std::string constant_text(double value, DType dtype) {
@@ -214,29 +197,8 @@ std::string kernel_header(const Kernel& kernel) {
   return text + ")";
 }
 
-std::string buffer_type(const scalar::BufferNode& buffer) {
-  return std::string(dtype_name(buffer.dtype)) + shape_text(buffer.shape) + " " +
-         scalar::memory_scope_name(buffer.scope);
-}
-
 // ---------------------------------------------------------------------------------------------
 // DOT
-
-// A DOT double-quoted string: only `"` and `\` are special (a newline becomes the `\n` escape).
-std::string dot_quote(std::string_view text) {
-  std::string quoted = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') {
-      quoted += '\\';
-      quoted += c;
-    } else if (c == '\n') {
-      quoted += "\\n";
-    } else {
-      quoted += c;
-    }
-  }
-  return quoted + "\"";
-}
 
 class DotWriter {
  public:
@@ -260,20 +222,7 @@ class DotWriter {
   }
 
  private:
-  void write_buffer(const scalar::BufferNode& buffer) {
-    std::string style;
-    switch (buffer.role) {
-      case scalar::BufferRole::Input: style = "style=filled, fillcolor=\"#dbeafe\""; break;
-      case scalar::BufferRole::Output:
-        style = "style=filled, fillcolor=\"#dcfce7\", penwidth=2";
-        break;
-      case scalar::BufferRole::Intermediate: style = "style=dashed"; break;
-    }
-    out_ += "  " + dot_quote("buffer:" + buffer.name) + " [shape=box, " + style + ", label=" +
-            dot_quote(buffer.name + "\n" + buffer_type(buffer) + " " +
-                      scalar::buffer_role_name(buffer.role)) +
-            "];\n";
-  }
+  void write_buffer(const scalar::BufferNode& buffer) { out_ += scalar::dot_buffer_node(buffer); }
 
   std::string node_id(const Value& value) const {
     return dot_quote("op:" + kernel_name_ + "/" + (value ? value->name : kNull));
@@ -386,21 +335,6 @@ class DotWriter {
 // JSON
 
 using Json = nlohmann::ordered_json;
-
-Json provenance_json(const Provenance& provenance) {
-  Json json = {{"statement", provenance.statement}};
-  if (provenance.range.valid) {
-    json["begin"] = provenance.range.begin;
-    json["end"] = provenance.range.end;
-  }
-  return json;
-}
-
-Json shape_json(const std::vector<int64_t>& shape) {
-  Json json = Json::array();
-  for (int64_t extent : shape) json.push_back(extent);
-  return json;
-}
 
 // JSON has no infinities or NaN: those constants are the strings the text printer uses.
 Json constant_json(double value, DType dtype) {
@@ -548,24 +482,11 @@ std::string print_module(const Module& module) {
 std::string module_to_dot(const Module& module) { return DotWriter(module).run(); }
 
 nlohmann::ordered_json module_to_json(const Module& module) {
-  Json buffers = Json::array();
-  for (const std::vector<Buffer>* list : {&module.params, &module.allocations}) {
-    for (const Buffer& buffer : *list) {
-      if (!buffer) {
-        buffers.push_back(nullptr);
-        continue;
-      }
-      buffers.push_back({{"name", buffer->name},
-                         {"shape", shape_json(buffer->shape)},
-                         {"dtype", dtype_name(buffer->dtype)},
-                         {"scope", scalar::memory_scope_name(buffer->scope)},
-                         {"role", scalar::buffer_role_name(buffer->role)},
-                         {"provenance", provenance_json(buffer->provenance)}});
-    }
-  }
   Json kernels = Json::array();
   for (const KernelPtr& kernel : module.kernels) kernels.push_back(kernel_json(kernel));
-  return {{"name", module.name}, {"buffers", std::move(buffers)}, {"kernels", std::move(kernels)}};
+  return {{"name", module.name},
+          {"buffers", scalar::buffers_json(module.params, module.allocations)},
+          {"kernels", std::move(kernels)}};
 }
 
 }  // namespace nautilus::vrtile
