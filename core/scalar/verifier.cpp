@@ -37,50 +37,7 @@ class Verifier {
   // 1. Buffers: declared once, roles consistent with where they are declared, positive
   //    extents, a float element type.
   void check_buffers() {
-    bool seen_output = false;
-    for (size_t i = 0; i < program_.params.size(); ++i) {
-      const Buffer& buffer = program_.params[i];
-      if (!buffer) {
-        error("param #" + std::to_string(i) + " is null");
-        continue;
-      }
-      check_buffer(buffer);
-      if (buffer->role == BufferRole::Intermediate) {
-        error("param " + buffer->name + " has role intermediate; params are inputs and outputs");
-      } else if (buffer->role == BufferRole::Input && seen_output) {
-        error("input param " + buffer->name + " follows an output; inputs come first");
-      }
-      seen_output |= buffer->role == BufferRole::Output;
-    }
-    for (size_t i = 0; i < program_.allocations.size(); ++i) {
-      const Buffer& buffer = program_.allocations[i];
-      if (!buffer) {
-        error("allocation #" + std::to_string(i) + " is null");
-        continue;
-      }
-      check_buffer(buffer);
-      if (buffer->role != BufferRole::Intermediate) {
-        error("allocation " + buffer->name + " has role " + buffer_role_name(buffer->role) +
-              "; allocations are intermediates");
-      }
-    }
-  }
-
-  void check_buffer(const Buffer& buffer) {
-    if (!buffer_names_.insert(buffer->name).second) {
-      error("buffer name " + buffer->name + " is declared twice");
-    }
-    declared_.insert(buffer.get());
-    for (size_t axis = 0; axis < buffer->shape.size(); ++axis) {
-      if (buffer->shape[axis] <= 0) {
-        error("buffer " + buffer->name + " has extent " + std::to_string(buffer->shape[axis]) +
-              " in dimension " + std::to_string(axis) + "; extents must be positive");
-      }
-    }
-    if (!is_float(buffer->dtype)) {
-      error("buffer " + buffer->name + " has element type " + dtype_name(buffer->dtype) +
-            "; buffers hold f16, bf16, f32 or f64");
-    }
+    check_global_buffers(program_.params, program_.allocations, &declared_, &errors_);
   }
 
   // 2. Statements.
@@ -389,7 +346,6 @@ class Verifier {
   const Program& program_;
   std::vector<std::string> errors_;
   std::string where_;  // names the construct being checked, prefixes every message
-  std::set<std::string> buffer_names_;
   std::set<std::string> block_names_;
   std::unordered_set<const BufferNode*> declared_;
   std::unordered_map<const VarNode*, std::string> bound_by_;  // every variable bound so far
@@ -401,6 +357,57 @@ class Verifier {
 };
 
 }  // namespace
+
+void check_global_buffers(const std::vector<Buffer>& params,
+                          const std::vector<Buffer>& allocations,
+                          std::unordered_set<const BufferNode*>* declared,
+                          std::vector<std::string>* errors) {
+  std::set<std::string> names;
+  auto error = [errors](std::string message) { errors->push_back(std::move(message)); };
+  auto check_buffer = [&](const BufferNode& buffer) {
+    if (!names.insert(buffer.name).second) {
+      error("buffer name " + buffer.name + " is declared twice");
+    }
+    declared->insert(&buffer);
+    for (size_t axis = 0; axis < buffer.shape.size(); ++axis) {
+      if (buffer.shape[axis] <= 0) {
+        error("buffer " + buffer.name + " has extent " + std::to_string(buffer.shape[axis]) +
+              " in dimension " + std::to_string(axis) + "; extents must be positive");
+      }
+    }
+    if (!is_float(buffer.dtype)) {
+      error("buffer " + buffer.name + " has element type " + dtype_name(buffer.dtype) +
+            "; buffers hold f16, bf16, f32 or f64");
+    }
+  };
+  bool seen_output = false;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const Buffer& buffer = params[i];
+    if (!buffer) {
+      error("param #" + std::to_string(i) + " is null");
+      continue;
+    }
+    check_buffer(*buffer);
+    if (buffer->role == BufferRole::Intermediate) {
+      error("param " + buffer->name + " has role intermediate; params are inputs and outputs");
+    } else if (buffer->role == BufferRole::Input && seen_output) {
+      error("input param " + buffer->name + " follows an output; inputs come first");
+    }
+    seen_output |= buffer->role == BufferRole::Output;
+  }
+  for (size_t i = 0; i < allocations.size(); ++i) {
+    const Buffer& buffer = allocations[i];
+    if (!buffer) {
+      error("allocation #" + std::to_string(i) + " is null");
+      continue;
+    }
+    check_buffer(*buffer);
+    if (buffer->role != BufferRole::Intermediate) {
+      error("allocation " + buffer->name + " has role " + buffer_role_name(buffer->role) +
+            "; allocations are intermediates");
+    }
+  }
+}
 
 std::vector<std::string> verify(const Program& program) { return Verifier(program).run(); }
 

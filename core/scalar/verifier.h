@@ -12,6 +12,7 @@
 #pragma once
 
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "core/scalar/ir.h"
@@ -20,5 +21,14 @@ namespace nautilus::scalar {
 
 // Returns one message per problem; empty when the program is well formed.
 std::vector<std::string> verify(const Program& program);
+
+// The checks of a program's (or VR tile module's) global buffers, shared with the VR tile
+// verifier: declared once, params inputs then outputs, allocations intermediates, positive
+// extents, a float element type. Appends the problems to `errors` and every buffer to
+// `declared`.
+void check_global_buffers(const std::vector<Buffer>& params,
+                          const std::vector<Buffer>& allocations,
+                          std::unordered_set<const BufferNode*>* declared,
+                          std::vector<std::string>* errors);
 
 }  // namespace nautilus::scalar

@@ -8,6 +8,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "core/scalar/verifier.h"
 #include "core/vrtile/printer.h"
 
 namespace nautilus::vrtile {
@@ -76,50 +77,7 @@ class Verifier {
   //    extents, a float element type.
 
   void check_buffers() {
-    bool seen_output = false;
-    for (size_t i = 0; i < module_.params.size(); ++i) {
-      const Buffer& buffer = module_.params[i];
-      if (!buffer) {
-        error("param #" + std::to_string(i) + " is null");
-        continue;
-      }
-      check_buffer(*buffer);
-      if (buffer->role == BufferRole::Intermediate) {
-        error("param " + buffer->name + " has role intermediate; params are inputs and outputs");
-      } else if (buffer->role == BufferRole::Input && seen_output) {
-        error("input param " + buffer->name + " follows an output; inputs come first");
-      }
-      seen_output |= buffer->role == BufferRole::Output;
-    }
-    for (size_t i = 0; i < module_.allocations.size(); ++i) {
-      const Buffer& buffer = module_.allocations[i];
-      if (!buffer) {
-        error("allocation #" + std::to_string(i) + " is null");
-        continue;
-      }
-      check_buffer(*buffer);
-      if (buffer->role != BufferRole::Intermediate) {
-        error("allocation " + buffer->name + " has role " + buffer_role_name(buffer->role) +
-              "; allocations are intermediates");
-      }
-    }
-  }
-
-  void check_buffer(const BufferNode& buffer) {
-    if (!buffer_names_.insert(buffer.name).second) {
-      error("buffer name " + buffer.name + " is declared twice");
-    }
-    declared_.insert(&buffer);
-    for (size_t axis = 0; axis < buffer.shape.size(); ++axis) {
-      if (buffer.shape[axis] <= 0) {
-        error("buffer " + buffer.name + " has extent " + std::to_string(buffer.shape[axis]) +
-              " in dimension " + std::to_string(axis) + "; extents must be positive");
-      }
-    }
-    if (!is_float(buffer.dtype)) {
-      error("buffer " + buffer.name + " has element type " + dtype_name(buffer.dtype) +
-            "; buffers hold f16, bf16, f32 or f64");
-    }
+    scalar::check_global_buffers(module_.params, module_.allocations, &declared_, &errors_);
   }
 
   // -------------------------------------------------------------------------------------------
@@ -684,7 +642,6 @@ class Verifier {
   std::vector<std::string> errors_;
   std::string where_;         // prefixes every message: the kernel and the op being checked
   std::string kernel_label_;  // "kernel attention"
-  std::set<std::string> buffer_names_;
   std::unordered_set<const BufferNode*> declared_;  // the module's buffers
   std::unordered_set<const BufferNode*> params_;    // the current kernel's params
   // The current kernel's values: every definition (collected before the walk), those defined
