@@ -16,15 +16,9 @@ namespace {
 constexpr std::string_view kSignature = "compute_at(PRODUCER, CONSUMER, LOOP)";
 
 ApplyResult apply(const ProgramPtr& program, const Decision& decision) {
-  std::string reason = check_arg_shape(decision, kSignature, {2, 2, false});
+  const std::string reason = check_two_names(decision, kSignature, "CONSUMER and LOOP");
   if (!reason.empty()) return ApplyResult::failure(reason);
   const std::vector<const DecisionArg*> args = decision.positional();
-  for (const DecisionArg* arg : args) {
-    if (arg->is_int()) {
-      return ApplyResult::failure(usage_reason(
-          kSignature, "CONSUMER and LOOP are names, got " + std::to_string(arg->as_int())));
-    }
-  }
   return compute_at(program, decision.target, args[0]->as_name(), args[1]->as_name());
 }
 
@@ -33,23 +27,16 @@ ApplyResult apply(const ProgramPtr& program, const Decision& decision) {
 ApplyResult compute_at(const ProgramPtr& program, std::string_view producer_name,
                        std::string_view consumer_name, std::string_view loop_name) {
   std::string reason;
-  const std::optional<BlockPath> producer_path = find_block(*program, producer_name, &reason);
-  if (!producer_path) return ApplyResult::failure(reason);
-  const std::optional<BlockPath> consumer_path = find_block(*program, consumer_name, &reason);
-  if (!consumer_path) return ApplyResult::failure(reason);
+  const std::optional<MovePlace> place =
+      find_move_place(*program, producer_name, consumer_name, loop_name, &reason);
+  if (!place) return ApplyResult::failure(reason);
+  const BlockPath* const producer_path = &place->moved;
+  const BlockPath* const consumer_path = &place->anchor;
   const Block& producer = producer_path->block();
   const Block& consumer = consumer_path->block();
-  if (&producer == &consumer) {
-    return ApplyResult::failure("block " + producer.name + " cannot be computed at itself");
-  }
-  const std::optional<size_t> depth = consumer_path->loop_depth(loop_name);
-  if (!depth) {
-    return ApplyResult::failure("block " + consumer.name + " has no loop " +
-                                std::string(loop_name) + "; its loops are " +
-                                consumer_path->loop_names());
-  }
-  const For& loop = *consumer_path->stmts[*depth]->as<For>();
-  const std::string at = "loop " + loop.var->name + " of block " + consumer.name;
+  const size_t depth = place->depth;
+  const For& loop = *place->loop;
+  const std::string& at = place->at;
 
   // 1. The producer writes one intermediate tensor, alone, and every reader is under the loop.
   const std::optional<StoreIndexing> indexing = store_indexing(producer, &reason);
@@ -65,7 +52,7 @@ ApplyResult compute_at(const ProgramPtr& program, std::string_view producer_name
     return ApplyResult::failure("tensor " + tensor->name + " is written by blocks " +
                                 block_list(writers) + "; only a tensor with one producer can move");
   }
-  const std::vector<const Block*> under = collect_blocks(consumer_path->stmts[*depth]);
+  const std::vector<const Block*> under = collect_blocks(consumer_path->stmts[depth]);
   const std::vector<const Block*> readers = order.readers(tensor);
   if (readers.empty()) {
     return ApplyResult::failure("no block reads " + tensor->name + ", which block " +
@@ -88,7 +75,7 @@ ApplyResult compute_at(const ProgramPtr& program, std::string_view producer_name
     const BlockPath reader_path = *find_block(program->body, reader->name);
     for (size_t i = 0; i < reader->iter_vars.size(); ++i) {
       if (reader->iter_vars[i].kind != IterKind::Reduce) continue;
-      for (size_t d = 0; d <= *depth; ++d) {
+      for (size_t d = 0; d <= depth; ++d) {
         const For* outer = reader_path.stmts[d]->as<For>();
         if (outer && uses_var(reader->bindings[i], outer->var.get())) {
           return ApplyResult::failure(
@@ -108,7 +95,7 @@ ApplyResult compute_at(const ProgramPtr& program, std::string_view producer_name
               "iteration variables");
         }
         std::optional<IndexRange> part = range_in_iteration(
-            reader->bindings[*i], reader_path, *depth,
+            reader->bindings[*i], reader_path, depth,
             "iteration variable " + reader->iter_vars[*i].var->name + " of block " +
                 reader->name,
             &reason);
@@ -170,14 +157,14 @@ ApplyResult compute_at(const ProgramPtr& program, std::string_view producer_name
                                     producer.name + " cannot move there");
       }
       reason = uncovered_read(producer, ranges, input, *find_block(program->body, writer->name),
-                              *depth);
+                              depth);
       if (!reason.empty()) return ApplyResult::failure(reason);
     }
   }
 
   // 5. Remove the old nest, then insert the new one before the first reader in the loop.
   std::set<std::string> taken;
-  for (size_t d = 0; d <= *depth; ++d) {
+  for (size_t d = 0; d <= depth; ++d) {
     if (const For* outer = consumer_path->stmts[d]->as<For>()) taken.insert(outer->var->name);
   }
   Stmt nest = build_region_nest(producer, ranges, &taken);

@@ -47,4 +47,17 @@ std::string check_arg_shape(const Decision& decision, std::string_view signature
   return {};
 }
 
+std::string check_two_names(const Decision& decision, std::string_view signature,
+                            std::string_view names) {
+  std::string reason = check_arg_shape(decision, signature, {2, 2, false});
+  if (!reason.empty()) return reason;
+  for (const DecisionArg* arg : decision.positional()) {
+    if (arg->is_int()) {
+      return usage_reason(signature, std::string(names) + " are names, got " +
+                                         std::to_string(arg->as_int()));
+    }
+  }
+  return {};
+}
+
 }  // namespace nautilus::sched

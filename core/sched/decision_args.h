@@ -25,4 +25,9 @@ std::string check_arg_shape(const Decision& decision, std::string_view signature
 // "<signature>: <problem>".
 std::string usage_reason(std::string_view signature, const std::string& problem);
 
+// As check_arg_shape for exactly two positional names and no keywords; `names` says what they
+// are in the reason for an integer ("CONSUMER and LOOP are names, got 3").
+std::string check_two_names(const Decision& decision, std::string_view signature,
+                            std::string_view names);
+
 }  // namespace nautilus::sched

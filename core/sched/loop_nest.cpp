@@ -174,6 +174,30 @@ std::optional<BlockPath> find_block(const Program& program, std::string_view nam
   return path;
 }
 
+std::optional<MovePlace> find_move_place(const Program& program, std::string_view moved_name,
+                                         std::string_view anchor_name,
+                                         std::string_view loop_name, std::string* reason) {
+  std::optional<BlockPath> moved = find_block(program, moved_name, reason);
+  if (!moved) return std::nullopt;
+  std::optional<BlockPath> anchor = find_block(program, anchor_name, reason);
+  if (!anchor) return std::nullopt;
+  const Block& moved_block = moved->block();
+  const Block& anchor_block = anchor->block();
+  if (&moved_block == &anchor_block) {
+    *reason = "block " + moved_block.name + " cannot be computed at itself";
+    return std::nullopt;
+  }
+  const std::optional<size_t> depth = anchor->loop_depth(loop_name);
+  if (!depth) {
+    *reason = "block " + anchor_block.name + " has no loop " + std::string(loop_name) +
+              "; its loops are " + anchor->loop_names();
+    return std::nullopt;
+  }
+  const For* loop = anchor->stmts[*depth]->as<For>();
+  std::string at = "loop " + loop->var->name + " of block " + anchor_block.name;
+  return MovePlace{std::move(*moved), std::move(*anchor), *depth, loop, std::move(at)};
+}
+
 std::vector<const Block*> collect_blocks(const Stmt& stmt) {
   std::vector<const Block*> blocks;
   walk_loops(stmt, [&](const Stmt& s) {

@@ -45,6 +45,20 @@ std::optional<BlockPath> find_block(const scalar::Stmt& body, std::string_view n
 std::optional<BlockPath> find_block(const scalar::Program& program, std::string_view name,
                                     std::string* reason);
 
+// The blocks of compute_at and reverse_compute_at: `moved` goes under `anchor`'s loop `depth`.
+struct MovePlace {
+  BlockPath moved, anchor;
+  size_t depth = 0;                   // index into anchor.stmts of the loop
+  const scalar::For* loop = nullptr;  // anchor.stmts[depth]
+  std::string at;  // "loop n of block C", for reasons
+};
+// Finds block `moved_name`, then block `anchor_name` and its loop `loop_name`; nullopt with the
+// reason when one is missing or the two are the same block.
+std::optional<MovePlace> find_move_place(const scalar::Program& program,
+                                         std::string_view moved_name,
+                                         std::string_view anchor_name,
+                                         std::string_view loop_name, std::string* reason);
+
 // Every block in `stmt` (not descending into blocks), in program order.
 std::vector<const scalar::Block*> collect_blocks(const scalar::Stmt& stmt);
 

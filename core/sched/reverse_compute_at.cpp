@@ -16,15 +16,9 @@ namespace {
 constexpr std::string_view kSignature = "reverse_compute_at(CONSUMER, PRODUCER, LOOP)";
 
 ApplyResult apply(const ProgramPtr& program, const Decision& decision) {
-  std::string reason = check_arg_shape(decision, kSignature, {2, 2, false});
+  const std::string reason = check_two_names(decision, kSignature, "PRODUCER and LOOP");
   if (!reason.empty()) return ApplyResult::failure(reason);
   const std::vector<const DecisionArg*> args = decision.positional();
-  for (const DecisionArg* arg : args) {
-    if (arg->is_int()) {
-      return ApplyResult::failure(usage_reason(
-          kSignature, "PRODUCER and LOOP are names, got " + std::to_string(arg->as_int())));
-    }
-  }
   return reverse_compute_at(program, decision.target, args[0]->as_name(), args[1]->as_name());
 }
 
@@ -37,23 +31,16 @@ bool is_whole(const IndexRange& range, int64_t extent) {
 ApplyResult reverse_compute_at(const ProgramPtr& program, std::string_view consumer_name,
                                std::string_view producer_name, std::string_view loop_name) {
   std::string reason;
-  const std::optional<BlockPath> consumer_path = find_block(*program, consumer_name, &reason);
-  if (!consumer_path) return ApplyResult::failure(reason);
-  const std::optional<BlockPath> producer_path = find_block(*program, producer_name, &reason);
-  if (!producer_path) return ApplyResult::failure(reason);
-  const Block& consumer = consumer_path->block();
+  const std::optional<MovePlace> place =
+      find_move_place(*program, consumer_name, producer_name, loop_name, &reason);
+  if (!place) return ApplyResult::failure(reason);
+  const BlockPath* const consumer_path = &place->moved;
+  const BlockPath* const producer_path = &place->anchor;
   const Block& producer = producer_path->block();
-  if (&producer == &consumer) {
-    return ApplyResult::failure("block " + consumer.name + " cannot be computed at itself");
-  }
-  const std::optional<size_t> depth = producer_path->loop_depth(loop_name);
-  if (!depth) {
-    return ApplyResult::failure("block " + producer.name + " has no loop " +
-                                std::string(loop_name) + "; its loops are " +
-                                producer_path->loop_names());
-  }
-  const For& loop = *producer_path->stmts[*depth]->as<For>();
-  const std::string at = "loop " + loop.var->name + " of block " + producer.name;
+  const Block& consumer = consumer_path->block();
+  const size_t depth = place->depth;
+  const For& loop = *place->loop;
+  const std::string& at = place->at;
 
   // 1. The producer writes one tensor, alone, and completes its elements within an iteration.
   const std::optional<StoreIndexing> indexing = store_indexing(producer, &reason);
@@ -68,7 +55,7 @@ ApplyResult reverse_compute_at(const ProgramPtr& program, std::string_view consu
   }
   for (size_t i = 0; i < producer.iter_vars.size(); ++i) {
     if (producer.iter_vars[i].kind != IterKind::Reduce) continue;
-    for (size_t d = 0; d <= *depth; ++d) {
+    for (size_t d = 0; d <= depth; ++d) {
       const For* outer = producer_path->stmts[d]->as<For>();
       if (outer && uses_var(producer.bindings[i], outer->var.get())) {
         return ApplyResult::failure(
@@ -80,7 +67,7 @@ ApplyResult reverse_compute_at(const ProgramPtr& program, std::string_view consu
     }
   }
   const std::optional<std::vector<IndexRange>> parts =
-      parts_written(*producer_path, *depth, &reason);
+      parts_written(*producer_path, depth, &reason);
   if (!parts) {
     return ApplyResult::failure(reason + "; " + consumer.name +
                                 " could read elements a later iteration writes");
@@ -146,7 +133,7 @@ ApplyResult reverse_compute_at(const ProgramPtr& program, std::string_view consu
 
   // 3. The consumer's other inputs are complete before the loop, or written in the same
   //    iteration before it; its outputs are read only after the loop.
-  const std::vector<const Block*> under = collect_blocks(producer_path->stmts[*depth]);
+  const std::vector<const Block*> under = collect_blocks(producer_path->stmts[depth]);
   const size_t loop_start = order.position(under.front());
   const size_t loop_end = order.position(under.back());
   for (const BufferNode* input : accesses.reads) {
@@ -155,7 +142,7 @@ ApplyResult reverse_compute_at(const ProgramPtr& program, std::string_view consu
       if (writer == &consumer) continue;
       if (contains_block(under, writer)) {
         reason = uncovered_read(consumer, ranges, input, *find_block(program->body, writer->name),
-                                *depth);
+                                depth);
         if (!reason.empty()) return ApplyResult::failure(reason);
       } else if (order.position(writer) > loop_start) {
         return ApplyResult::failure("block " + writer->name + " writes " + input->name +
@@ -182,7 +169,7 @@ ApplyResult reverse_compute_at(const ProgramPtr& program, std::string_view consu
 
   // 4. Remove the old nest and append the new one to the loop's body.
   std::set<std::string> taken;
-  for (size_t d = 0; d <= *depth; ++d) {
+  for (size_t d = 0; d <= depth; ++d) {
     if (const For* outer = producer_path->stmts[d]->as<For>()) taken.insert(outer->var->name);
   }
   Stmt nest = build_region_nest(consumer, ranges, &taken);
