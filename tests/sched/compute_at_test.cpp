@@ -41,40 +41,31 @@ TEST(ComputeAt, OverhangingTilesArePredicated) {
 }
 
 TEST(ComputeAt, SeveralAssets) {
-  struct Case {
-    const char* asset;
-    std::vector<std::string> sizes;
-    std::vector<std::string> decisions;
-  };
-  for (const Case& c : std::vector<Case>{
-           {"softmax",
-            {"R=7", "C=33"},
-            {"compute_at(Y_sum, Y, r)", "compute_at(E, Y, r)", "compute_at(Mx, Y, r)"}},
-           {"rmsnorm", {"T=7", "H=17"}, {"tile(Y, t=3)", "compute_at(R, Y, t_o)",
-                                         "compute_at(R_sum, Y, t_o)"}},
-           {"layernorm",
-            {"T=7", "H=17"},
-            {"tile(Y, t=2, h=5)", "compute_at(Var, Y, t_o)", "compute_at(Var_sum, Y, t_o)",
-             "compute_at(Mu, Y, t_o)", "compute_at(Mu_sum, Y, t_o)"}},
-           {"gated_mlp",
-            {"T=5", "H=16", "F=24"},
-            {"tile(Y_sum, t=2, e=4, f=8)", "compute_at(G, Y_sum, e_o)",
-             "compute_at(U, Y_sum, e_o)"}},
-           {"gqa_attention",
-            {"B=1", "H=4", "KH=2", "M=7", "N=10", "D=4"},
-            {"inline(P)", "tile(O_sum, m=3, n=4)", "compute_at(L, O_sum, m_o)",
-             "compute_at(Mx, O_sum, m_o)", "compute_at(S, O_sum, m_o)"}},
-           {"batched_gemm",
-            {"Z=3", "M=6", "N=5", "K=16"},
-            {"tile(C, z=2, m=4)", "compute_at(C_sum, C, m_o)"}},
-           {"logsumexp",
-            {"R=7", "C=33"},
-            {"compute_at(Lse_sum, Lse, r)", "compute_at(Mx, Lse, r)"}},
-       }) {
-    SCOPED_TRACE(c.asset);
-    auto asset = lower_asset(c.asset, c.sizes);
-    expect_same_results(asset, apply_decisions(asset.program, c.decisions));
-  }
+  testing::expect_cases_same_results({
+    {"softmax",
+     {"R=7", "C=33"},
+     {"compute_at(Y_sum, Y, r)", "compute_at(E, Y, r)", "compute_at(Mx, Y, r)"}},
+    {"rmsnorm", {"T=7", "H=17"}, {"tile(Y, t=3)", "compute_at(R, Y, t_o)",
+                                  "compute_at(R_sum, Y, t_o)"}},
+    {"layernorm",
+     {"T=7", "H=17"},
+     {"tile(Y, t=2, h=5)", "compute_at(Var, Y, t_o)", "compute_at(Var_sum, Y, t_o)",
+      "compute_at(Mu, Y, t_o)", "compute_at(Mu_sum, Y, t_o)"}},
+    {"gated_mlp",
+     {"T=5", "H=16", "F=24"},
+     {"tile(Y_sum, t=2, e=4, f=8)", "compute_at(G, Y_sum, e_o)",
+      "compute_at(U, Y_sum, e_o)"}},
+    {"gqa_attention",
+     {"B=1", "H=4", "KH=2", "M=7", "N=10", "D=4"},
+     {"inline(P)", "tile(O_sum, m=3, n=4)", "compute_at(L, O_sum, m_o)",
+      "compute_at(Mx, O_sum, m_o)", "compute_at(S, O_sum, m_o)"}},
+    {"batched_gemm",
+     {"Z=3", "M=6", "N=5", "K=16"},
+     {"tile(C, z=2, m=4)", "compute_at(C_sum, C, m_o)"}},
+    {"logsumexp",
+     {"R=7", "C=33"},
+     {"compute_at(Lse_sum, Lse, r)", "compute_at(Mx, Lse, r)"}},
+  });
 }
 
 TEST(ComputeAt, ProducerWithMovingPartsInSeveralDimensions) {

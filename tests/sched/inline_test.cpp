@@ -34,23 +34,14 @@ TEST(Inline, SoftmaxExponentialsGolden) {
 }
 
 TEST(Inline, EveryElementwiseIntermediateOfEveryAsset) {
-  struct Case {
-    const char* asset;
-    std::vector<std::string> sizes;
-    std::vector<std::string> decisions;
-  };
-  for (const Case& c : std::vector<Case>{
-           {"attention", {"B=1", "H=2", "M=7", "N=9", "D=4"}, {"inline(P)"}},
-           {"causal_attention", {"B=1", "H=2", "M=7", "N=7", "D=4"}, {"inline(P)"}},
-           {"gqa_attention", {"B=1", "H=4", "KH=2", "M=5", "N=6", "D=4"}, {"inline(P)"}},
-           {"softmax", {"R=5", "C=9"}, {"inline(E)"}},
-           {"layernorm", {"T=5", "H=9"}, {"inline(Mu)", "inline(Var)"}},
-           {"rmsnorm", {"T=5", "H=9"}, {"inline(R)"}},
-       }) {
-    SCOPED_TRACE(c.asset);
-    auto asset = lower_asset(c.asset, c.sizes);
-    expect_same_results(asset, apply_decisions(asset.program, c.decisions));
-  }
+  testing::expect_cases_same_results({
+    {"attention", {"B=1", "H=2", "M=7", "N=9", "D=4"}, {"inline(P)"}},
+    {"causal_attention", {"B=1", "H=2", "M=7", "N=7", "D=4"}, {"inline(P)"}},
+    {"gqa_attention", {"B=1", "H=4", "KH=2", "M=5", "N=6", "D=4"}, {"inline(P)"}},
+    {"softmax", {"R=5", "C=9"}, {"inline(E)"}},
+    {"layernorm", {"T=5", "H=9"}, {"inline(Mu)", "inline(Var)"}},
+    {"rmsnorm", {"T=5", "H=9"}, {"inline(R)"}},
+  });
 }
 
 TEST(Inline, AfterTilingAndIntoTiledConsumers) {

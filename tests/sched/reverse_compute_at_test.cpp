@@ -29,32 +29,23 @@ TEST(ReverseComputeAt, GemmCastAtAccumulatorTileGolden) {
 }
 
 TEST(ReverseComputeAt, SeveralAssets) {
-  struct Case {
-    const char* asset;
-    std::vector<std::string> sizes;
-    std::vector<std::string> decisions;
-  };
-  for (const Case& c : std::vector<Case>{
-           {"gemm", {"M=13", "N=10", "K=24"}, {"tile(C_sum, m=4, n=3)",
-                                               "reverse_compute_at(C, C_sum, n_o)"}},
-           // The whole softmax row by row: each consumer follows the row it needs.
-           {"softmax",
-            {"R=7", "C=33"},
-            {"reverse_compute_at(E, Mx, r)", "reverse_compute_at(Y_sum, E, r)",
-             "reverse_compute_at(Y, Y_sum, r)"}},
-           {"attention",
-            {"B=1", "H=2", "M=13", "N=10", "D=4"},
-            {"tile(O_sum, m=4, n=4)", "reverse_compute_at(O, O_sum, m_o)"}},
-           {"rmsnorm", {"T=7", "H=17"}, {"tile(R_sum, t=2)", "reverse_compute_at(R, R_sum, t_o)",
-                                         "reverse_compute_at(Y, R, t_o)"}},
-           {"batched_gemm",
-            {"Z=3", "M=6", "N=5", "K=16"},
-            {"tile(C_sum, z=2, n=2)", "reverse_compute_at(C, C_sum, n_o)"}},
-       }) {
-    SCOPED_TRACE(c.asset);
-    auto asset = lower_asset(c.asset, c.sizes);
-    expect_same_results(asset, apply_decisions(asset.program, c.decisions));
-  }
+  testing::expect_cases_same_results({
+    {"gemm", {"M=13", "N=10", "K=24"}, {"tile(C_sum, m=4, n=3)",
+                                        "reverse_compute_at(C, C_sum, n_o)"}},
+    // The whole softmax row by row: each consumer follows the row it needs.
+    {"softmax",
+     {"R=7", "C=33"},
+     {"reverse_compute_at(E, Mx, r)", "reverse_compute_at(Y_sum, E, r)",
+      "reverse_compute_at(Y, Y_sum, r)"}},
+    {"attention",
+     {"B=1", "H=2", "M=13", "N=10", "D=4"},
+     {"tile(O_sum, m=4, n=4)", "reverse_compute_at(O, O_sum, m_o)"}},
+    {"rmsnorm", {"T=7", "H=17"}, {"tile(R_sum, t=2)", "reverse_compute_at(R, R_sum, t_o)",
+                                  "reverse_compute_at(Y, R, t_o)"}},
+    {"batched_gemm",
+     {"Z=3", "M=6", "N=5", "K=16"},
+     {"tile(C_sum, z=2, n=2)", "reverse_compute_at(C, C_sum, n_o)"}},
+  });
 }
 
 TEST(ReverseComputeAt, FailureReasons) {

@@ -128,6 +128,14 @@ void expect_same_results(const LoweredAsset& asset, const scalar::ProgramPtr& sc
   }
 }
 
+void expect_cases_same_results(const std::vector<ScheduleCase>& cases) {
+  for (const ScheduleCase& c : cases) {
+    SCOPED_TRACE(c.asset);
+    auto asset = lower_asset(c.asset, c.sizes);
+    expect_same_results(asset, apply_decisions(asset.program, c.decisions));
+  }
+}
+
 namespace hand {
 
 using namespace scalar;

@@ -38,6 +38,17 @@ std::string failure_reason(const scalar::ProgramPtr& program, const std::string&
 void expect_same_results(const LoweredAsset& asset, const scalar::ProgramPtr& scheduled,
                          double tolerance = 0.0, const std::vector<uint64_t>& seeds = {1, 7});
 
+// An asset, its size bindings and the decisions to schedule it with.
+struct ScheduleCase {
+  const char* asset;
+  std::vector<std::string> sizes;
+  std::vector<std::string> decisions;
+};
+
+// For each case (traced by its asset): lowers the asset, applies the decisions and expects the
+// same results as the unscheduled program (expect_same_results with its defaults).
+void expect_cases_same_results(const std::vector<ScheduleCase>& cases);
+
 // The golden text of a pass: applies `setup` to the asset's program, prints it as "before",
 // applies `decisions`, prints the result as "after", under a header listing both lists. The
 // scheduled program is stored in `after` when given.

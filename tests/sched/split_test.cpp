@@ -56,28 +56,19 @@ TEST(Split, SplitLoopsSplitAgainByLoopName) {
 }
 
 TEST(Split, SeveralAssetsAtSizesThatDoNotDivide) {
-  struct Case {
-    const char* asset;
-    std::vector<std::string> sizes;
-    std::vector<std::string> decisions;
-  };
-  for (const Case& c : std::vector<Case>{
-           {"gemm", {"M=13", "N=10", "K=24"}, {"split(C_sum, m, 4)", "split(C, n, 3)"}},
-           {"softmax",
-            {"R=7", "C=33"},
-            {"split(Mx, c, 8)", "split(E, r, 2)", "split(Y_sum, c2, 5)"}},
-           {"attention",
-            {"B=1", "H=2", "M=13", "N=20", "D=8"},
-            {"split(S, d, 3)", "split(Mx, n, 6)", "split(O_sum, m, 4)", "split(O_sum, n, 7)"}},
-           {"layernorm", {"T=6", "H=40"}, {"split(Mu_sum, h, 16)", "split(Y, t, 4)"}},
-           {"batched_gemm",
-            {"Z=3", "M=6", "N=5", "K=16"},
-            {"split(C_sum, z, 2)", "split(C_sum, k, 5)"}},
-       }) {
-    SCOPED_TRACE(c.asset);
-    auto asset = lower_asset(c.asset, c.sizes);
-    expect_same_results(asset, apply_decisions(asset.program, c.decisions));
-  }
+  testing::expect_cases_same_results({
+    {"gemm", {"M=13", "N=10", "K=24"}, {"split(C_sum, m, 4)", "split(C, n, 3)"}},
+    {"softmax",
+     {"R=7", "C=33"},
+     {"split(Mx, c, 8)", "split(E, r, 2)", "split(Y_sum, c2, 5)"}},
+    {"attention",
+     {"B=1", "H=2", "M=13", "N=20", "D=8"},
+     {"split(S, d, 3)", "split(Mx, n, 6)", "split(O_sum, m, 4)", "split(O_sum, n, 7)"}},
+    {"layernorm", {"T=6", "H=40"}, {"split(Mu_sum, h, 16)", "split(Y, t, 4)"}},
+    {"batched_gemm",
+     {"Z=3", "M=6", "N=5", "K=16"},
+     {"split(C_sum, z, 2)", "split(C_sum, k, 5)"}},
+  });
 }
 
 TEST(Split, NewNamesAvoidNamesInScope) {
