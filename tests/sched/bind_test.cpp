@@ -21,12 +21,8 @@ const std::vector<std::string> kAttention = {"B=1", "H=2", "M=12", "N=20", "D=8"
 
 TEST(Bind, TiledCastNestGolden) {
   auto attention = lower_asset("attention", kAttention);
-  scalar::ProgramPtr after;
-  testing::expect_golden(
-      "sched/bind_attention.txt",
-      testing::before_after(attention, {"tile(O, m=4)"},
-                            {"bind(O, b=grid.z, h=grid.y, m_o=grid.x)"}, &after));
-  expect_same_results(attention, after);
+  testing::expect_golden_schedule(attention, "sched/bind_attention.txt", {"tile(O, m=4)"},
+                                  {"bind(O, b=grid.z, h=grid.y, m_o=grid.x)"});
 }
 
 TEST(Bind, GridLoopsPrintTheirDimensionInTextDotAndJson) {

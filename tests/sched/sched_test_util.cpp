@@ -136,6 +136,15 @@ void expect_cases_same_results(const std::vector<ScheduleCase>& cases) {
   }
 }
 
+scalar::ProgramPtr expect_golden_schedule(const LoweredAsset& asset, const std::string& golden,
+                                          const std::vector<std::string>& setup,
+                                          const std::vector<std::string>& decisions) {
+  scalar::ProgramPtr after;
+  expect_golden(golden, before_after(asset, setup, decisions, &after));
+  expect_same_results(asset, after);
+  return after;
+}
+
 namespace hand {
 
 using namespace scalar;

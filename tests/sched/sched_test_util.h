@@ -56,6 +56,12 @@ std::string before_after(const LoweredAsset& asset, const std::vector<std::strin
                          const std::vector<std::string>& decisions,
                          scalar::ProgramPtr* after = nullptr);
 
+// The golden before/after text of `decisions` (after `setup`) checked against `golden`, then
+// expect_same_results on the scheduled program, which is returned.
+scalar::ProgramPtr expect_golden_schedule(const LoweredAsset& asset, const std::string& golden,
+                                          const std::vector<std::string>& setup,
+                                          const std::vector<std::string>& decisions);
+
 // Small hand-built programs, for the failure reasons the asset specs cannot reach.
 namespace hand {
 
