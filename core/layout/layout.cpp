@@ -358,16 +358,23 @@ Result<Layout> composition(const Layout& a, const Layout& b) {
   return result;
 }
 
-Result<Layout> composition(const Layout& a, const Tiler& b) {
-  const std::string problem = tiler_problem("composition", a, b);
+// Applies `operation` to mode i of `a` and layout i of the tiler, keeping a's other modes: the
+// by-mode form shared by composition and logical_divide.
+static Result<Layout> apply_by_mode(const char* name, const Layout& a, const Tiler& b,
+                             Result<Layout> (*operation)(const Layout&, const Layout&)) {
+  const std::string problem = tiler_problem(name, a, b);
   if (!problem.empty()) return layout_error(problem);
   std::vector<Layout> modes = modes_of(a);
   for (size_t i = 0; i < b.size(); ++i) {
-    Result<Layout> mode = composition(modes[i], b[i]);
+    Result<Layout> mode = operation(modes[i], b[i]);
     if (!mode) return mode;
     modes[i] = *mode;
   }
   return concatenate(modes);
+}
+
+Result<Layout> composition(const Layout& a, const Tiler& b) {
+  return apply_by_mode("composition", a, b, composition);
 }
 
 // ---- Complement and inverses ----
@@ -492,15 +499,7 @@ Result<Layout> logical_divide(const Layout& a, const Layout& b) {
 }
 
 Result<Layout> logical_divide(const Layout& a, const Tiler& b) {
-  const std::string problem = tiler_problem("logical_divide", a, b);
-  if (!problem.empty()) return layout_error(problem);
-  std::vector<Layout> modes = modes_of(a);
-  for (size_t i = 0; i < b.size(); ++i) {
-    Result<Layout> mode = logical_divide(modes[i], b[i]);
-    if (!mode) return mode;
-    modes[i] = *mode;
-  }
-  return concatenate(modes);
+  return apply_by_mode("logical_divide", a, b, logical_divide);
 }
 
 namespace {
