@@ -6,7 +6,7 @@
 #include "core/scalar/printer.h"
 #include "core/scalar/visitor.h"
 #include "tests/common/golden.h"
-#include "tests/driver/spec_test_util.h"
+#include "tests/common/spec_test_util.h"
 
 namespace nautilus {
 namespace {

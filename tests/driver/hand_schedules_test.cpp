@@ -9,7 +9,7 @@
 #include "core/driver/evaluate.h"
 #include "core/scalar/printer.h"
 #include "tests/common/golden.h"
-#include "tests/driver/spec_test_util.h"
+#include "tests/common/spec_test_util.h"
 
 namespace nautilus {
 namespace {

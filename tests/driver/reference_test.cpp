@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "core/spec/reference.h"
-#include "tests/driver/spec_test_util.h"
+#include "tests/common/spec_test_util.h"
 
 namespace nautilus {
 namespace {

@@ -10,7 +10,7 @@
 #include "core/sched/rolling_update.h"
 #include "core/spec/reference.h"
 #include "tests/common/golden.h"
-#include "tests/driver/spec_test_util.h"
+#include "tests/common/spec_test_util.h"
 
 namespace nautilus {
 namespace {

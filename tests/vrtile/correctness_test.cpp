@@ -15,7 +15,7 @@
 #include "core/vrtile/interpreter.h"
 #include "core/vrtile/verifier.h"
 #include "tests/common/golden.h"
-#include "tests/driver/spec_test_util.h"
+#include "tests/common/spec_test_util.h"
 #include "tests/vrtile/kernels.h"
 
 namespace nautilus::vrtile {

@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/common/golden.h"
-#include "tests/driver/spec_test_util.h"
+#include "tests/common/spec_test_util.h"
 #include "tests/vrtile/kernels.h"
 
 namespace nautilus::vrtile {

@@ -8,7 +8,7 @@
 
 #include <gtest/gtest.h>
 
-#include "tests/driver/spec_test_util.h"
+#include "tests/common/spec_test_util.h"
 #include "tests/vrtile/kernels.h"
 
 namespace nautilus::vrtile {

@@ -1,4 +1,4 @@
-#include "tests/driver/spec_test_util.h"
+#include "tests/common/spec_test_util.h"
 
 #include <algorithm>
 #include <filesystem>
