@@ -1,0 +1,428 @@
+// MA (memory-access) tile IR: one CTA's work with every tile placed in a memory space with an
+// explicit layout, and every copy and MMA naming its instruction (DESIGN.md §3 item 4).
+//
+// General notes on the semantics of MA tile IR
+// --------------------------------------------
+// A `Module` is a list of `Kernel`s launched in order (exchanging data only through global
+// buffers), exactly as in VR tile IR (core/vrtile/ir.h). A kernel runs once per grid point
+// (CUDA's blockIdx; grid variables are uniform index scalars) on a CTA of `warps` * 32 threads.
+// Its body is a `Region` of ops in program order; every thread of the CTA executes every op (no
+// divergent control flow: For trip counts are static), so an op is one *CTA-wide* step.
+//
+// Memory spaces. Every tile lives in exactly one of three places:
+//   global    a kernel parameter `Buffer`, addressed by a `GlobalAccess` (a window: per buffer
+//             axis an offset scalar plus, optionally, one tile coordinate; or a gather through
+//             index tiles). Only GlobalLoad, GlobalStore and AsyncCopy touch it.
+//   shared    a `SharedAlloc` of the kernel: a dtype, a logical shape, a swizzled layout
+//             (layout::ComposedLayout: logical coordinate -> element offset inside one stage),
+//             `stages` copies of that (stage s starts at element s * stage_elements), and a
+//             byte range in the CTA's dynamic shared memory. Addressed by a `SharedRef`
+//             (allocation, stage, static window offsets, optional transposition). Shared memory
+//             is not SSA: AsyncCopy and SharedStore write it, SharedLoad and FmaDot read it.
+//   register  every SSA `Value` is a register tile: a TileType (dtype, static shape; rank 0 is
+//             a scalar) and a `RegisterLayout` saying which thread holds which element. Thread
+//             t's value slot v holds the tile element of column-major index layout.index(t, v)
+//             (core/layout/tv_layout.h; element (r, c) of an (R, C) tile has index r + R*c).
+//             Several threads (or slots) may hold the same element: they then hold equal
+//             values. Uniform scalars (grid and loop variables, stage numbers, window offsets)
+//             are rank-0 tiles that every thread holds.
+//
+// Two kinds of op semantics. Element-wise ops (Iota, Full, Unary, Binary, Compare, Logical,
+// Select, Cast) work slot by slot: every operand and the result have the SAME layout, so thread t
+// slot v combines its own operand slots v. Data-movement ops (global and shared accesses,
+// Broadcast, Permute, ExtractSlice, ConvertLayout, Reduce) are defined through the layouts'
+// element mapping. Instruction ops (Mma, SharedLoad with ldmatrix) are defined by the PTX
+// instruction's own fragment layout on each warp's registers *by slot position*: their operand
+// and result layouts must be the ones the instruction defines (layouts.h builds them), otherwise
+// the numbers are wrong -- which is what makes a wrong layout observable.
+//
+// Ops (operands in `operands` unless stated; every op keeps the VR op's provenance):
+//   Iota(n), Full(c)            as in VR tile IR, materialized in the result's layout.
+//   Unary/Binary/Compare/Logical/Select/Cast   element-wise, VR semantics (f32 rounding per op).
+//   Broadcast(x, dims), Permute(x, order)   VR semantics; register-only: every thread must hold
+//                               the source elements its result slots need.
+//   ExtractSlice(x, offsets)    result element c = x element c + offsets (static), register-only
+//                               (e.g. the k-th 16-column block of an mma A fragment tile).
+//   ConvertLayout(x)            the same tile in the result's layout. `via_shared` false: a
+//                               register permutation (each thread already holds what it needs,
+//                               e.g. two mma C fragments of S forming the A fragment of P);
+//                               true: written to the scratch allocation `scratch`, barrier, read
+//                               back, barrier (the op includes both barriers).
+//   Reduce(op, x, axis)         the result (x's layout with the axis removed: slice_layout)
+//                               is computed in three fixed steps: (1) each thread combines its
+//                               own slots of each result element in slot order, starting from
+//                               the op's identity; (2) for each mask m of `xor_masks` in order,
+//                               x = op(x, shfl.xor(x, m)); (3) when `scratch` is set, every warp
+//                               writes its partials to it, barrier, each thread combines the
+//                               warps' partials in warp order, barrier.
+//   Mma(a, b, c)                mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16} over tiles:
+//                               a:[M,K] (mma_a_layout), b:[K,N] (mma_b_layout), c:[M,N] f32
+//                               (mma_c_layout), warps arranged `warps_m` x `warps_n`; each warp
+//                               issues, for each k atom in increasing order, one instruction per
+//                               (m, n) atom of its warp tile. An instruction computes
+//                               d = c + sum_k a*b as f32 fused multiply-adds in increasing k
+//                               (the same order VR's dot fixes; tensor cores may differ in the
+//                               last bit, which the tolerance absorbs on hardware).
+//   FmaDot(shared a, shared b, acc)   the CUDA-core path for what mma.sync cannot do (f32
+//                               operands, extents not multiples of the atom): every thread
+//                               computes its acc slots as fmaf over k in increasing order,
+//                               reading a:[M,K] from `shared` and b:[K,N] from `shared_b`.
+//   GlobalLoad(access) -> tile  per slot, reads the element where it is valid (window bounds or
+//                               gather mask) and yields `constant` (`other`) elsewhere.
+//   GlobalStore(access, value)  per slot, writes valid elements; replicated slots write the same
+//                               value (the emitter lets one holder write).
+//   AsyncCopy(shared, access)   cp.async.cg.shared.global, 16 bytes per vector: `copy_layout`
+//                               (a TV layout over the window, values taken `vector_elements` at a
+//                               time) says which thread copies which vector. A vector's valid
+//                               elements (window bounds) must be a prefix of it; the rest is
+//                               zero-filled (src-size < 16). Nothing is copied when the uniform
+//                               Bool `predicate` is false. Data lands in shared memory only at
+//                               the WaitGroup that retires its group, never earlier.
+//   CommitGroup                 cp.async.commit_group: closes each thread's current group.
+//   WaitGroup(n)                cp.async.wait_group n: all but the n most recent groups of the
+//                               thread have landed.
+//   Barrier                     bar.sync 0 (__syncthreads): makes writes visible CTA-wide.
+//   SharedLoad(shared) -> tile  `shared_read`: LdMatrixX4 / LdMatrixX4Trans (ldmatrix .x4 [.trans]
+//                               .b16; the result is an mma A or B fragment tile and each lane's
+//                               row address starts 8 contiguous, 16-byte aligned elements), or
+//                               Scalar (ld.shared per slot, any layout).
+//   SharedStore(shared, value)  st.shared per slot.
+//   For(var, extent, iter_args, body), Yield   as in VR tile IR; block arguments and results have
+//                               the iter_args' layouts. `pipeline_stages` > 0 marks a software-
+//                               pipelined loop (the prologue before it issued stages-1 copies).
+//
+// Shared-memory rules the interpreter enforces (a violation is an error, never silent):
+// reading an element whose async copy has not landed (missing WaitGroup), reading an element
+// another thread wrote without a Barrier in between, and writing an element another thread
+// read since the last Barrier (overwriting a stage still in use).
+//
+//   Example (GEMM, one 16-column k step of the pipelined loop; printer.h gives the full form):
+//     shared As : bf16[64, 32] Sw<2,3,3> o (64,32):(32,1) stages 2 bytes [0, 8192)
+//     for k_o in 0..4 iter_args(%acc_i = %acc0) pipeline 2 {
+//       cp.async.wait_group 0
+//       bar.sync
+//       cp.async As[%next_stage] <- A[%m0 + i0, %k_next + i1] bounds [100, 128] copy #L3 if %more
+//       cp.async.commit_group
+//       %a0 = ldmatrix.x4 As[%stage][0, 0] : bf16[64, 16] #L0
+//       %b0 = ldmatrix.x4.trans Bs[%stage][0, 0] : bf16[16, 64] #L1
+//       %acc1 = mma.m16n8k16 %a0, %b0, %acc_i warps(4, 1) : f32[64, 64] #L2
+//       ...
+//
+// Nodes are immutable and shared (shared_ptr<const>), as in the other levels. verifier.h checks
+// the rules above that can be checked statically; interpreter.h executes them.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/layout/swizzle.h"
+#include "core/layout/tv_layout.h"
+#include "core/scalar/ir.h"
+#include "core/support/dtype.h"
+#include "core/vrtile/ir.h"
+
+namespace nautilus::matile {
+
+using scalar::BinaryOp;
+using scalar::Buffer;
+using scalar::CompareOp;
+using scalar::LogicalOp;
+using scalar::Provenance;
+using scalar::UnaryOp;
+using vrtile::ReduceOp;
+using vrtile::TileType;
+using vrtile::type_text;
+
+constexpr int kWarpSize = 32;
+
+// What a register layout is, for printing, the emitter and the GUI; the TV layout alone defines
+// the semantics.
+enum class LayoutKind {
+  Uniform,  // every thread holds every element (scalars, small index tiles)
+  Blocked,  // the generic layout: threads spread over the axes, last axis fastest
+  MmaA,     // mma.m16n8k16 A fragments, tiled over an [M, K] tile and the warp grid
+  MmaB,     // B fragments over [K, N]
+  MmaC,     // C/D (accumulator) fragments over [M, N]
+  Derived,  // anything else (a slice of a reduce, a permutation, an extracted block)
+};
+const char* layout_kind_name(LayoutKind kind);  // "uniform", "blocked", "mma_a", ...
+
+struct RegisterLayout {
+  LayoutKind kind = LayoutKind::Uniform;
+  // (thread, slot) -> column-major element index; its tile is the value's shape as an IntTuple
+  // (a leaf for rank 1, (R, C) for rank 2, 1 for a scalar). threads() is the CTA's thread count.
+  layout::TVLayout tv;
+  int warps_m = 0, warps_n = 0;  // Mma kinds: the warp grid (warp w = wm + warps_m * wn)
+
+  int64_t threads() const { return tv.threads(); }
+  int64_t slots() const { return tv.values(); }
+  bool operator==(const RegisterLayout&) const = default;
+};
+
+// A register tile. Identity is the node's address; names are unique within a kernel.
+struct ValueNode {
+  std::string name;
+  TileType type;
+  RegisterLayout layout;
+};
+using Value = std::shared_ptr<const ValueNode>;
+Value make_value(std::string name, TileType type, RegisterLayout layout);
+
+// A shared-memory allocation of a kernel.
+struct SharedAlloc {
+  std::string name;
+  DType dtype = DType::BF16;
+  std::vector<int64_t> shape;     // logical shape of one stage
+  layout::ComposedLayout layout;  // logical coordinate (colexicographic over `shape` in CuTe's
+                                  // convention: a (R, C) coordinate) -> element offset in a stage
+  int stages = 1;
+  int64_t stage_elements = 0;     // >= layout.cosize(); stage s starts at s * stage_elements
+  int64_t byte_offset = 0;        // in dynamic shared memory, 128-byte aligned
+  int64_t byte_size = 0;          // stages * stage_elements * dtype bytes
+  std::string purpose;            // "operand A of dot %qk", "scratch of reduce %rowmax", ...
+};
+
+// A window of a shared allocation: tile element c (of the op's tile, rank 2 when transposed)
+// is allocation element (offsets + c), or (offsets + (c1, c0)) when `transposed`, in stage
+// `stage` (a uniform index scalar; null means stage 0).
+struct SharedRef {
+  int alloc = -1;  // index into Kernel::shared
+  Value stage;
+  std::vector<int64_t> offsets;
+  bool transposed = false;
+};
+
+// How a global access addresses its buffer.
+struct GlobalAccess {
+  enum class Form { Window, Gather };
+  Form form = Form::Window;
+  // Window: buffer index along axis j = offsets[j] (a uniform index scalar; null = 0) plus tile
+  // coordinate tile_axes[j] when tile_axes[j] >= 0. An element is valid when every buffer
+  // index j is below bounds[j] (<= the buffer's extent); invalid elements are never touched.
+  std::vector<Value> offsets;
+  std::vector<int> tile_axes;
+  std::vector<int64_t> bounds;
+  // Gather: the op's first operands are one Index tile per buffer axis (in the tile's layout)
+  // and, when has_mask, a Bool tile after them (after the stored value for GlobalStore).
+  bool has_mask = false;
+};
+
+enum class SharedRead { Scalar, LdMatrixX4, LdMatrixX4Trans };
+const char* shared_read_name(SharedRead read);  // "ld.shared", "ldmatrix.x4", "ldmatrix.x4.trans"
+
+#define NAUTILUS_MATILE_OPS(X) \
+  X(Iota)                      \
+  X(Full)                      \
+  X(Unary)                     \
+  X(Binary)                    \
+  X(Compare)                   \
+  X(Logical)                   \
+  X(Select)                    \
+  X(Cast)                      \
+  X(Broadcast)                 \
+  X(Permute)                   \
+  X(ExtractSlice)              \
+  X(ConvertLayout)             \
+  X(Reduce)                    \
+  X(Mma)                       \
+  X(FmaDot)                    \
+  X(GlobalLoad)                \
+  X(GlobalStore)               \
+  X(AsyncCopy)                 \
+  X(CommitGroup)               \
+  X(WaitGroup)                 \
+  X(Barrier)                   \
+  X(SharedLoad)                \
+  X(SharedStore)               \
+  X(For)                       \
+  X(Yield)
+
+enum class OpKind {
+#define NAUTILUS_ENUM_ENTRY(name) name,
+  NAUTILUS_MATILE_OPS(NAUTILUS_ENUM_ENTRY)
+#undef NAUTILUS_ENUM_ENTRY
+};
+const char* op_kind_name(OpKind kind);  // "iota", ..., "convert_layout", "mma", "async_copy", ...
+bool is_elementwise(OpKind kind);       // Iota, Full, Unary ... Cast
+
+struct Region;
+using RegionPtr = std::shared_ptr<const Region>;
+
+struct Op {
+  OpKind kind = OpKind::Full;
+  std::vector<Value> results;
+  std::vector<Value> operands;  // element-wise: operands; Broadcast/Permute/ExtractSlice/
+                                // ConvertLayout/Reduce: x; Mma: a, b, c; FmaDot: acc;
+                                // GlobalLoad: gather indices..., [mask]; GlobalStore: [gather
+                                // indices...], value, [mask]; SharedStore: value; For: inits;
+                                // Yield: values
+  Buffer buffer;                // GlobalLoad / GlobalStore / AsyncCopy
+  GlobalAccess access;          // GlobalLoad / GlobalStore / AsyncCopy
+  SharedRef shared;             // AsyncCopy (dst) / SharedLoad / SharedStore / FmaDot (a)
+  SharedRef shared_b;           // FmaDot (b)
+  SharedRead shared_read = SharedRead::Scalar;  // SharedLoad
+  layout::TVLayout copy_layout;  // AsyncCopy: thread -> vectors of the window
+  int64_t vector_elements = 0;  // AsyncCopy: elements per 16-byte vector
+  Value predicate;              // AsyncCopy: optional uniform Bool scalar
+  std::vector<int64_t> tile_shape;  // AsyncCopy: the window's shape
+  double constant = 0.0;        // Full: the value; GlobalLoad: `other` where invalid
+  int64_t extent = 0;           // Iota: n; For: trip count; WaitGroup: groups left pending
+  int axis = 0;                 // Reduce
+  std::vector<int> dims;        // Broadcast: source axis -> result axis; Permute: order
+  std::vector<int64_t> offsets;  // ExtractSlice
+  ReduceOp reduce_op = ReduceOp::Sum;
+  std::vector<int> xor_masks;   // Reduce: the lane masks of the shuffle butterfly, in order
+  int scratch = -1;             // Reduce / ConvertLayout: shared scratch allocation, or -1
+  bool via_shared = false;      // ConvertLayout
+  int warps_m = 0, warps_n = 0;  // Mma
+  UnaryOp unary_op = UnaryOp::Neg;
+  BinaryOp binary_op = BinaryOp::Add;
+  CompareOp compare_op = CompareOp::LT;
+  LogicalOp logical_op = LogicalOp::And;
+  Value loop_var;               // For: a uniform index scalar
+  std::vector<Value> block_args;  // For
+  RegionPtr body;               // For
+  int pipeline_stages = 0;      // For: software-pipeline depth (0: not pipelined)
+  Provenance provenance;
+};
+using OpPtr = std::shared_ptr<const Op>;
+OpPtr make_op(Op op);
+
+// Every value an op reads, in a fixed order: operands, then window offsets, the shared stages
+// and the predicate. (For the verifier's dominance check and the printers.)
+std::vector<Value> used_values(const Op& op);
+// The parts of a gather access's operand list (empty / null for windows and malformed ops).
+std::vector<Value> gather_indices(const Op& op);
+Value gather_mask(const Op& op);
+Value stored_value(const Op& op);  // GlobalStore / SharedStore
+
+// The PTX / CUDA instruction an op stands for, for printing and the emitter's comments:
+// "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", "cp.async.cg.shared.global [16]",
+// "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16", "fma.rn.f32", "shfl.sync.bfly" ...; empty
+// for ops that are plain arithmetic.
+std::string instruction_name(const Op& op);
+
+struct Region {
+  std::vector<OpPtr> ops;
+};
+RegionPtr make_region(std::vector<OpPtr> ops);
+
+struct GridAxis {
+  Value var;  // a uniform index scalar
+  int64_t extent = 1;
+};
+
+struct Kernel {
+  std::string name;
+  std::vector<Buffer> params;
+  std::vector<GridAxis> grid;
+  int warps = 4;
+  std::vector<SharedAlloc> shared;
+  int64_t shared_bytes = 0;  // dynamic shared memory of one CTA: the end of the last allocation
+  RegionPtr body;
+  Provenance provenance;
+
+  int64_t threads() const { return int64_t{warps} * kWarpSize; }
+};
+using KernelPtr = std::shared_ptr<const Kernel>;
+
+struct Module {
+  std::string name;
+  std::string arch = "sm_80";  // "sm_80" or "sm_90a"
+  std::vector<Buffer> params;       // inputs, then outputs
+  std::vector<Buffer> allocations;  // global intermediates shared between kernels
+  std::vector<KernelPtr> kernels;
+
+  const Buffer* find_buffer(const std::string& buffer_name) const;
+};
+using ModulePtr = std::shared_ptr<const Module>;
+
+// ---------------------------------------------------------------------------------------------
+// Building kernels op by op (the lowering and hand-built test kernels use it). Names are made
+// unique as in vrtile::Builder: the requested name, or it with `.1`, `.2`, ...; empty requests
+// get numbers. Types follow the semantics above; layouts are given by the caller (layouts.h).
+// Nothing is checked here: verify() does that.
+class Builder {
+ public:
+  using LoopBody =
+      std::function<std::vector<Value>(const Value& var, const std::vector<Value>& carried)>;
+
+  explicit Builder(int warps);
+
+  int warps() const { return warps_; }
+  int64_t threads() const { return int64_t{warps_} * kWarpSize; }
+  void set_provenance(const Provenance& provenance) { provenance_ = provenance; }
+  const Provenance& provenance() const { return provenance_; }
+
+  Value grid(const std::string& name, int64_t extent);
+  // Adds a shared allocation (byte offsets assigned in order, 128-byte aligned); returns its
+  // index for SharedRef::alloc.
+  int shared(std::string name, DType dtype, std::vector<int64_t> shape,
+             layout::ComposedLayout layout, int stages, std::string purpose);
+  const std::vector<SharedAlloc>& shared_allocs() const { return shared_; }
+
+  Value iota(int64_t n, RegisterLayout layout, const std::string& name = "");
+  Value full(double value, TileType type, RegisterLayout layout, const std::string& name = "");
+  Value unary(UnaryOp op, const Value& a, const std::string& name = "");
+  Value binary(BinaryOp op, const Value& a, const Value& b, const std::string& name = "");
+  Value compare(CompareOp op, const Value& a, const Value& b, const std::string& name = "");
+  Value logical(LogicalOp op, const Value& a, const Value& b, const std::string& name = "");
+  Value select(const Value& c, const Value& a, const Value& b, const std::string& name = "");
+  Value cast(const Value& value, DType dtype, const std::string& name = "");
+  Value broadcast(const Value& value, std::vector<int64_t> shape, std::vector<int> dims,
+                  RegisterLayout layout, const std::string& name = "");
+  Value permute(const Value& value, std::vector<int> order, RegisterLayout layout,
+                const std::string& name = "");
+  Value extract_slice(const Value& value, std::vector<int64_t> offsets,
+                      std::vector<int64_t> shape, RegisterLayout layout,
+                      const std::string& name = "");
+  Value convert_layout(const Value& value, RegisterLayout layout, bool via_shared, int scratch,
+                       const std::string& name = "");
+  Value reduce(ReduceOp op, const Value& value, int axis, RegisterLayout layout,
+               std::vector<int> xor_masks, int scratch, const std::string& name = "");
+  Value mma(const Value& a, const Value& b, const Value& c, int warps_m, int warps_n,
+            const std::string& name = "");
+  Value fma_dot(SharedRef a, SharedRef b, const Value& acc, const std::string& name = "");
+  Value global_load(const Buffer& buffer, GlobalAccess access, std::vector<Value> gather,
+                    double other, TileType type, RegisterLayout layout,
+                    const std::string& name = "");
+  // `gather`: the index tiles and, when access.has_mask, the mask last.
+  void global_store(const Buffer& buffer, GlobalAccess access, std::vector<Value> gather,
+                    const Value& value);
+  void async_copy(SharedRef dst, const Buffer& buffer, GlobalAccess access,
+                  std::vector<int64_t> tile_shape, layout::TVLayout copy_layout,
+                  int64_t vector_elements, const Value& predicate);
+  void commit_group();
+  void wait_group(int64_t pending);
+  void barrier();
+  Value shared_load(SharedRef src, SharedRead read, TileType type, RegisterLayout layout,
+                    const std::string& name = "");
+  void shared_store(SharedRef dst, const Value& value);
+  std::vector<Value> for_loop(const std::string& var_name, int64_t extent,
+                              std::vector<Value> inits, const LoopBody& body,
+                              const std::vector<std::string>& result_names = {},
+                              const std::vector<std::string>& arg_names = {},
+                              int pipeline_stages = 0);
+
+  // Appends an already built op (its names are reserved); returns its first result or null.
+  Value append(OpPtr op);
+  KernelPtr finish_kernel(std::string name, std::vector<Buffer> params);
+
+ private:
+  std::string fresh_name(const std::string& requested);
+  Value emit(Op op);
+
+  int warps_;
+  Provenance provenance_;
+  std::vector<GridAxis> grid_;
+  std::vector<SharedAlloc> shared_;
+  std::vector<std::vector<OpPtr>> regions_;
+  std::set<std::string> used_names_;
+  int next_number_ = 0;
+};
+
+}  // namespace nautilus::matile

@@ -1,0 +1,384 @@
+#include "core/matile/layouts.h"
+
+#include <numeric>
+#include <unordered_map>
+#include <utility>
+
+#include "core/layout/printer.h"
+
+namespace nautilus::matile {
+namespace {
+
+using layout::IntTuple;
+using layout::Layout;
+using layout::layout_error;
+
+IntTuple tuple_from(const std::vector<int64_t>& values) {
+  std::vector<IntTuple> elements(values.begin(), values.end());
+  return IntTuple::tuple(std::move(elements));
+}
+
+// Column-major strides of a tile's axes.
+std::vector<int64_t> axis_strides(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> strides;
+  int64_t running = 1;
+  for (int64_t extent : shape) {
+    strides.push_back(running);
+    running *= extent;
+  }
+  return strides;
+}
+
+int64_t element_count(const std::vector<int64_t>& shape) {
+  int64_t count = 1;
+  for (int64_t extent : shape) count *= extent;
+  return count;
+}
+
+// (shape, stride) leaves of a layout mode.
+struct Leaf {
+  int64_t shape, stride;
+};
+std::vector<Leaf> leaves_of(const Layout& mode) {
+  const std::vector<int64_t> shapes = layout::leaves(mode.shape());
+  const std::vector<int64_t> strides = layout::leaves(mode.stride());
+  std::vector<Leaf> out;
+  for (size_t i = 0; i < shapes.size(); ++i) out.push_back({shapes[i], strides[i]});
+  return out;
+}
+
+// The axis a pure leaf moves along and its step in that axis' coordinates; axis -1 for a
+// stride-0 (or size-1) leaf. Fails on an impure leaf.
+struct LeafAxis {
+  int axis = -1;
+  int64_t step = 0;
+};
+Result<LeafAxis> leaf_axis(const Leaf& leaf, const std::vector<int64_t>& shape) {
+  if (leaf.stride == 0 || leaf.shape == 1) return LeafAxis{};
+  const std::vector<int64_t> strides = axis_strides(shape);
+  for (int k = static_cast<int>(shape.size()) - 1; k >= 0; --k) {
+    const int64_t p = strides[static_cast<size_t>(k)];
+    if (leaf.stride < p) continue;
+    if (leaf.stride % p == 0 &&
+        (leaf.stride / p) * (leaf.shape - 1) < shape[static_cast<size_t>(k)]) {
+      return LeafAxis{k, leaf.stride / p};
+    }
+    break;
+  }
+  return layout_error("leaf " + std::to_string(leaf.shape) + ":" + std::to_string(leaf.stride) +
+                      " moves along more than one axis of the tile");
+}
+
+RegisterLayout from_leaves(LayoutKind kind, const std::vector<Leaf>& threads,
+                           const std::vector<Leaf>& slots, const std::vector<int64_t>& shape) {
+  std::vector<int64_t> ts, td, vs, vd;
+  for (const Leaf& l : threads) ts.push_back(l.shape), td.push_back(l.stride);
+  for (const Leaf& l : slots) vs.push_back(l.shape), vd.push_back(l.stride);
+  if (vs.empty()) vs.push_back(1), vd.push_back(0);
+  RegisterLayout result;
+  result.kind = kind;
+  result.tv = layout::TVLayout{
+      Layout(IntTuple::tuple({tuple_from(ts), tuple_from(vs)}),
+             IntTuple::tuple({tuple_from(td), tuple_from(vd)})),
+      tile_tuple(shape)};
+  return result;
+}
+
+Result<RegisterLayout> checked(RegisterLayout layout, const std::string& context) {
+  Result<layout::TVLayout> tv = layout::make_tv_layout(layout.tv.layout, layout.tv.tile);
+  if (!tv) return layout_error(context + ": " + tv.error().message);
+  return layout;
+}
+
+}  // namespace
+
+IntTuple tile_tuple(const std::vector<int64_t>& shape) {
+  if (shape.empty()) return IntTuple(1);
+  if (shape.size() == 1) return IntTuple(shape[0]);
+  return tuple_from(shape);
+}
+
+std::vector<int64_t> coordinates_of(int64_t index, const std::vector<int64_t>& shape) {
+  std::vector<int64_t> coordinates(shape.size());
+  for (size_t k = 0; k < shape.size(); ++k) {
+    coordinates[k] = index % shape[k];
+    index /= shape[k];
+  }
+  return coordinates;
+}
+
+int64_t index_of(const std::vector<int64_t>& coordinates, const std::vector<int64_t>& shape) {
+  int64_t index = 0, running = 1;
+  for (size_t k = 0; k < shape.size(); ++k) {
+    index += coordinates[k] * running;
+    running *= shape[k];
+  }
+  return index;
+}
+
+RegisterLayout uniform_layout(const std::vector<int64_t>& shape, int64_t threads) {
+  RegisterLayout result;
+  result.kind = LayoutKind::Uniform;
+  const int64_t elements = element_count(shape);
+  result.tv = layout::TVLayout{Layout(layout::tuple_of(threads, elements), layout::tuple_of(0, 1)),
+                               tile_tuple(shape)};
+  return result;
+}
+
+RegisterLayout blocked_layout(const std::vector<int64_t>& shape, int64_t threads) {
+  const std::vector<int64_t> strides = axis_strides(shape);
+  std::vector<Leaf> thread_leaves, slot_leaves;
+  int64_t left = threads;
+  for (int k = static_cast<int>(shape.size()) - 1; k >= 0; --k) {
+    const int64_t extent = shape[static_cast<size_t>(k)];
+    const int64_t p = strides[static_cast<size_t>(k)];
+    const int64_t t = std::gcd(extent, left);
+    left /= t;
+    thread_leaves.push_back({t, t == 1 ? 0 : p});
+    slot_leaves.push_back({extent / t, extent / t == 1 ? 0 : t * p});
+  }
+  thread_leaves.push_back({left, 0});
+  RegisterLayout result = from_leaves(LayoutKind::Blocked, thread_leaves, slot_leaves, shape);
+  return result;
+}
+
+Result<RegisterLayout> mma_a_layout(int64_t m, int64_t k, int warps_m, int warps_n) {
+  const std::string context = "mma A layout of [" + std::to_string(m) + ", " + std::to_string(k) +
+                              "] over warps (" + std::to_string(warps_m) + ", " +
+                              std::to_string(warps_n) + ")";
+  if (warps_m < 1 || warps_n < 1 || m % (16 * warps_m) != 0 || k % 16 != 0 || m < 1 || k < 1) {
+    return layout_error(context + ": needs M a multiple of 16 * warps_m and K of 16");
+  }
+  const int64_t mt = m / (16 * warps_m), kt = k / 16;
+  RegisterLayout result;
+  result.kind = LayoutKind::MmaA;
+  result.warps_m = warps_m;
+  result.warps_n = warps_n;
+  using layout::tuple_of;
+  result.tv = layout::TVLayout{
+      Layout(tuple_of(tuple_of(tuple_of(4, 8), tuple_of(warps_m, warps_n)),
+                      tuple_of(tuple_of(2, 2, 2), tuple_of(mt, kt))),
+             tuple_of(tuple_of(tuple_of(2 * m, 1), tuple_of(16 * mt, 0)),
+                      tuple_of(tuple_of(m, 8, 8 * m), tuple_of(16, 16 * m)))),
+      tuple_of(m, k)};
+  return checked(std::move(result), context);
+}
+
+Result<RegisterLayout> mma_b_layout(int64_t k, int64_t n, int warps_m, int warps_n) {
+  const std::string context = "mma B layout of [" + std::to_string(k) + ", " + std::to_string(n) +
+                              "] over warps (" + std::to_string(warps_m) + ", " +
+                              std::to_string(warps_n) + ")";
+  if (warps_m < 1 || warps_n < 1 || n % (8 * warps_n) != 0 || k % 16 != 0 || n < 1 || k < 1) {
+    return layout_error(context + ": needs N a multiple of 8 * warps_n and K of 16");
+  }
+  const int64_t nt = n / (8 * warps_n), kt = k / 16;
+  RegisterLayout result;
+  result.kind = LayoutKind::MmaB;
+  result.warps_m = warps_m;
+  result.warps_n = warps_n;
+  using layout::tuple_of;
+  result.tv = layout::TVLayout{
+      Layout(tuple_of(tuple_of(tuple_of(4, 8), tuple_of(warps_m, warps_n)),
+                      tuple_of(tuple_of(2, 2), tuple_of(kt, nt))),
+             tuple_of(tuple_of(tuple_of(2, k), tuple_of(0, 8 * nt * k)),
+                      tuple_of(tuple_of(1, 8), tuple_of(16, 8 * k)))),
+      tuple_of(k, n)};
+  return checked(std::move(result), context);
+}
+
+Result<RegisterLayout> mma_c_layout(int64_t m, int64_t n, int warps_m, int warps_n) {
+  const std::string context = "mma C layout of [" + std::to_string(m) + ", " + std::to_string(n) +
+                              "] over warps (" + std::to_string(warps_m) + ", " +
+                              std::to_string(warps_n) + ")";
+  if (warps_m < 1 || warps_n < 1 || m % (16 * warps_m) != 0 || n % (8 * warps_n) != 0 || m < 1 ||
+      n < 1) {
+    return layout_error(context + ": needs M a multiple of 16 * warps_m and N of 8 * warps_n");
+  }
+  const int64_t mt = m / (16 * warps_m), nt = n / (8 * warps_n);
+  RegisterLayout result;
+  result.kind = LayoutKind::MmaC;
+  result.warps_m = warps_m;
+  result.warps_n = warps_n;
+  using layout::tuple_of;
+  result.tv = layout::TVLayout{
+      Layout(tuple_of(tuple_of(tuple_of(4, 8), tuple_of(warps_m, warps_n)),
+                      tuple_of(tuple_of(2, 2), tuple_of(mt, nt))),
+             tuple_of(tuple_of(tuple_of(2 * m, 1), tuple_of(16 * mt, 8 * nt * m)),
+                      tuple_of(tuple_of(m, 8), tuple_of(16, 8 * m)))),
+      tuple_of(m, n)};
+  return checked(std::move(result), context);
+}
+
+Result<RegisterLayout> slice_layout(const RegisterLayout& source,
+                                    const std::vector<int64_t>& shape, int axis) {
+  if (axis < 0 || axis >= static_cast<int>(shape.size())) {
+    return layout_error("slice of a layout: axis " + std::to_string(axis) + " out of range");
+  }
+  std::vector<int64_t> result_shape;
+  for (int k = 0; k < static_cast<int>(shape.size()); ++k) {
+    if (k != axis) result_shape.push_back(shape[static_cast<size_t>(k)]);
+  }
+  const std::vector<int64_t> result_strides = axis_strides(result_shape);
+  auto restride = [&](const Leaf& leaf, bool is_slot) -> Result<std::vector<Leaf>> {
+    Result<LeafAxis> where = leaf_axis(leaf, shape);
+    if (!where) return where.error();
+    if (where->axis < 0) {
+      if (is_slot && leaf.shape > 1) {
+        return layout_error("slot leaf " + std::to_string(leaf.shape) +
+                            ":0 repeats an element (it would be counted twice)");
+      }
+      return std::vector<Leaf>{{leaf.shape, 0}};
+    }
+    if (where->axis == axis) {
+      if (is_slot) return std::vector<Leaf>{};
+      return std::vector<Leaf>{{leaf.shape, 0}};
+    }
+    const int k = where->axis > axis ? where->axis - 1 : where->axis;
+    return std::vector<Leaf>{{leaf.shape, where->step * result_strides[static_cast<size_t>(k)]}};
+  };
+  std::vector<Leaf> threads, slots;
+  for (const Leaf& leaf : leaves_of(source.tv.layout.mode(0))) {
+    Result<std::vector<Leaf>> out = restride(leaf, false);
+    if (!out) return layout_error("slice of " + layout_text(source) + ": " + out.error().message);
+    threads.insert(threads.end(), out->begin(), out->end());
+  }
+  for (const Leaf& leaf : leaves_of(source.tv.layout.mode(1))) {
+    Result<std::vector<Leaf>> out = restride(leaf, true);
+    if (!out) return layout_error("slice of " + layout_text(source) + ": " + out.error().message);
+    slots.insert(slots.end(), out->begin(), out->end());
+  }
+  return checked(from_leaves(LayoutKind::Derived, threads, slots, result_shape),
+                 "slice of " + layout_text(source));
+}
+
+Result<ReducePlan> reduce_plan(const RegisterLayout& source, const std::vector<int64_t>& shape,
+                               int axis) {
+  ReducePlan plan;
+  int64_t position = 1;  // thread stride of the leaf: the product of the leaves before it
+  for (const Leaf& leaf : leaves_of(source.tv.layout.mode(0))) {
+    Result<LeafAxis> where = leaf_axis(leaf, shape);
+    if (!where) return layout_error("reduce over " + layout_text(source) + ": " + where.error().message);
+    if (where->axis == axis && leaf.shape > 1) {
+      if ((leaf.shape & (leaf.shape - 1)) != 0 || (position & (position - 1)) != 0) {
+        return layout_error("reduce over " + layout_text(source) +
+                            ": threads along the axis are not a power of two");
+      }
+      if (position * leaf.shape <= kWarpSize) {
+        for (int64_t m = position; m < position * leaf.shape; m *= 2) {
+          plan.xor_masks.push_back(static_cast<int>(m));
+        }
+      } else if (position >= kWarpSize) {
+        plan.cross_warp = true;
+      } else {
+        return layout_error("reduce over " + layout_text(source) +
+                            ": a thread leaf straddles the warp boundary");
+      }
+    }
+    position *= leaf.shape;
+  }
+  return plan;
+}
+
+Result<RegisterLayout> permute_layout(const RegisterLayout& source,
+                                      const std::vector<int64_t>& shape,
+                                      const std::vector<int>& order) {
+  std::vector<int64_t> result_shape;
+  std::vector<int> position(shape.size(), -1);
+  for (size_t i = 0; i < order.size(); ++i) {
+    if (order[i] < 0 || order[i] >= static_cast<int>(shape.size())) {
+      return layout_error("permute of a layout: order out of range");
+    }
+    result_shape.push_back(shape[static_cast<size_t>(order[i])]);
+    position[static_cast<size_t>(order[i])] = static_cast<int>(i);
+  }
+  const std::vector<int64_t> result_strides = axis_strides(result_shape);
+  auto restride = [&](const std::vector<Leaf>& leaves) -> Result<std::vector<Leaf>> {
+    std::vector<Leaf> out;
+    for (const Leaf& leaf : leaves) {
+      Result<LeafAxis> where = leaf_axis(leaf, shape);
+      if (!where) return where.error();
+      if (where->axis < 0) {
+        out.push_back({leaf.shape, 0});
+      } else {
+        const int k = position[static_cast<size_t>(where->axis)];
+        out.push_back({leaf.shape, where->step * result_strides[static_cast<size_t>(k)]});
+      }
+    }
+    return out;
+  };
+  Result<std::vector<Leaf>> threads = restride(leaves_of(source.tv.layout.mode(0)));
+  if (!threads) return layout_error("permute of " + layout_text(source) + ": " + threads.error().message);
+  Result<std::vector<Leaf>> slots = restride(leaves_of(source.tv.layout.mode(1)));
+  if (!slots) return layout_error("permute of " + layout_text(source) + ": " + slots.error().message);
+  return checked(from_leaves(LayoutKind::Derived, *threads, *slots, result_shape),
+                 "permute of " + layout_text(source));
+}
+
+std::vector<int64_t> slot_elements(const RegisterLayout& layout) {
+  const int64_t threads = layout.threads(), slots = layout.slots();
+  const Layout thread_mode = layout.tv.layout.mode(0), slot_mode = layout.tv.layout.mode(1);
+  std::vector<int64_t> slot_offsets(static_cast<size_t>(slots));
+  for (int64_t v = 0; v < slots; ++v) slot_offsets[static_cast<size_t>(v)] = slot_mode(v);
+  std::vector<int64_t> out(static_cast<size_t>(threads * slots));
+  for (int64_t t = 0; t < threads; ++t) {
+    const int64_t base = thread_mode(t);
+    for (int64_t v = 0; v < slots; ++v) {
+      out[static_cast<size_t>(t * slots + v)] = base + slot_offsets[static_cast<size_t>(v)];
+    }
+  }
+  return out;
+}
+
+Result<std::vector<int32_t>> register_gather(const RegisterLayout& source,
+                                             int64_t source_elements,
+                                             const std::vector<int64_t>& needed,
+                                             int64_t result_slots) {
+  const int64_t threads = source.threads(), slots = source.slots();
+  const std::vector<int64_t> held = slot_elements(source);
+  std::vector<int32_t> where(static_cast<size_t>(source_elements), -1);
+  std::vector<int32_t> out(needed.size(), -1);
+  for (int64_t t = 0; t < threads; ++t) {
+    std::fill(where.begin(), where.end(), -1);
+    for (int64_t v = slots - 1; v >= 0; --v) {
+      const int64_t e = held[static_cast<size_t>(t * slots + v)];
+      if (e >= 0 && e < source_elements) where[static_cast<size_t>(e)] = static_cast<int32_t>(v);
+    }
+    for (int64_t v = 0; v < result_slots; ++v) {
+      const size_t at = static_cast<size_t>(t * result_slots + v);
+      if (at >= needed.size()) break;
+      const int64_t e = needed[at];
+      const int32_t slot = e >= 0 && e < source_elements ? where[static_cast<size_t>(e)] : -1;
+      if (slot < 0) {
+        return layout_error("thread " + std::to_string(t) + " does not hold element " +
+                            std::to_string(e) + " of the source (layout " +
+                            layout_text(source) + ")");
+      }
+      out[at] = slot;
+    }
+  }
+  return out;
+}
+
+std::string layout_text(const RegisterLayout& layout) {
+  std::string text = layout_kind_name(layout.kind);
+  if (layout.kind == LayoutKind::MmaA || layout.kind == LayoutKind::MmaB ||
+      layout.kind == LayoutKind::MmaC) {
+    text += " warps(" + std::to_string(layout.warps_m) + "," + std::to_string(layout.warps_n) + ")";
+  }
+  return text + " " + layout::to_string(layout.tv);
+}
+
+layout::ComposedLayout row_major_shared(const std::vector<int64_t>& shape,
+                                        const layout::Swizzle& swizzle) {
+  std::vector<int64_t> strides(shape.size());
+  int64_t running = 1;
+  for (size_t k = shape.size(); k-- > 0;) {
+    strides[k] = running;
+    running *= shape[k];
+  }
+  return layout::ComposedLayout{swizzle, Layout(tile_tuple(shape), shape.size() <= 1
+                                                                       ? IntTuple(1)
+                                                                       : tuple_from(strides))};
+}
+
+}  // namespace nautilus::matile

@@ -1,0 +1,89 @@
+// Register and shared-memory layouts of MA tile IR, built on core/layout.
+//
+// A register layout (ir.h: RegisterLayout) is a TV layout over a value's tile whose thread mode
+// covers the whole CTA. Its element index is column-major over the tile (layout/tv_layout.h), so
+// in an (R, C) tile a step of one row is +1 and a step of one column is +R. The builders here
+// produce the layouts the lowering uses and the instructions require:
+//
+//   uniform_layout([4], 128)        every thread holds all 4 elements:  (128,4):(0,1)
+//   blocked_layout([8, 16], 128)    16 threads along the columns, 8 along the rows, 1 slot each:
+//                                   ((16,8,1),(1,1)):((8,1,0),(128,8))
+//   mma_c_layout(64, 64, 4, 1)      mma.m16n8k16 C fragments, warp w owns rows 16w..16w+15:
+//                                   ((4,8),(4,1)):((128,1),(16,512)) threads,
+//                                   ((2,2),(1,8)):((64,8),(16,512)) slots -- slot
+//                                   4*(mi + mt*ni) + i is the atom's c_i (mt, nt atoms per warp)
+//   mma_a_layout(M, K, wm, wn)      A fragments: slot 8*(mi + mt*ki) + i is a_i; warps along N
+//                                   replicate (thread stride 0)
+//   mma_b_layout(K, N, wm, wn)      B fragments: slot 4*(ki + kt*ni) + i is b_i; warps along M
+//                                   replicate
+//
+// A *pure* leaf of a layout (shape s, stride d) moves along exactly one tile axis k: d is a
+// multiple of that axis' column-major stride P_k and (d / P_k) * (s - 1) < extent_k, or d == 0.
+// Slicing (the layout of a reduce's result), permuting and the shuffle plan of a reduce need
+// every leaf to be pure; blocked and mma layouts are.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/layout/result.h"
+#include "core/layout/swizzle.h"
+#include "core/matile/ir.h"
+
+namespace nautilus::matile {
+
+using layout::Result;
+
+// The IntTuple of a tile shape: 1 for a scalar, a leaf for rank 1, a tuple otherwise.
+layout::IntTuple tile_tuple(const std::vector<int64_t>& shape);
+// Column-major element index <-> coordinates (axis 0 fastest), as TV layouts count.
+std::vector<int64_t> coordinates_of(int64_t index, const std::vector<int64_t>& shape);
+int64_t index_of(const std::vector<int64_t>& coordinates, const std::vector<int64_t>& shape);
+
+RegisterLayout uniform_layout(const std::vector<int64_t>& shape, int64_t threads);
+// Threads are given to the axes from the last to the first (gcd of the axis extent and the
+// threads left); threads left over replicate. Works for every shape and thread count.
+RegisterLayout blocked_layout(const std::vector<int64_t>& shape, int64_t threads);
+Result<RegisterLayout> mma_a_layout(int64_t m, int64_t k, int warps_m, int warps_n);
+Result<RegisterLayout> mma_b_layout(int64_t k, int64_t n, int warps_m, int warps_n);
+Result<RegisterLayout> mma_c_layout(int64_t m, int64_t n, int warps_m, int warps_n);
+
+// The layout of a reduce's result: `source` with `axis` removed (its thread leaves get stride
+// 0, its slot leaves disappear). Fails on impure leaves and on slot leaves of stride 0 (a slot
+// repeating an element would be counted twice).
+Result<RegisterLayout> slice_layout(const RegisterLayout& source,
+                                    const std::vector<int64_t>& shape, int axis);
+// How a reduce over `axis` combines across threads: the lane masks of the xor butterfly and
+// whether warps must combine through shared memory. Fails on impure leaves and on thread leaves
+// that are not powers of two or straddle the warp boundary.
+struct ReducePlan {
+  std::vector<int> xor_masks;
+  bool cross_warp = false;
+};
+Result<ReducePlan> reduce_plan(const RegisterLayout& source, const std::vector<int64_t>& shape,
+                               int axis);
+// The layout of Permute(x, order) that keeps every slot where it is (no data movement).
+Result<RegisterLayout> permute_layout(const RegisterLayout& source,
+                                      const std::vector<int64_t>& shape,
+                                      const std::vector<int>& order);
+
+// slot_elements(L)[t * slots + v] = L.tv.index(t, v).
+std::vector<int64_t> slot_elements(const RegisterLayout& layout);
+
+// Register-only data movement: for every thread t and result slot v, the source slot of thread
+// t holding the element `needed[t * result_slots + v]` (a column-major index into the source
+// tile). Fails naming the first thread and element it does not hold.
+Result<std::vector<int32_t>> register_gather(const RegisterLayout& source,
+                                             int64_t source_elements,
+                                             const std::vector<int64_t>& needed,
+                                             int64_t result_slots);
+
+// One line: "mma_c warps(4,1) ((4,8),(4,1)):(...) ..." -- the kind and the TV layout text.
+std::string layout_text(const RegisterLayout& layout);
+
+// A row-major shared tile (last axis contiguous) with `swizzle` in element units.
+layout::ComposedLayout row_major_shared(const std::vector<int64_t>& shape,
+                                        const layout::Swizzle& swizzle);
+
+}  // namespace nautilus::matile
