@@ -1,0 +1,577 @@
+#include "core/matile/printer.h"
+
+#include <cmath>
+#include <functional>
+#include <vector>
+
+#include "core/layout/printer.h"
+#include "core/matile/layouts.h"
+#include "core/scalar/print_support.h"
+
+namespace nautilus::matile {
+namespace {
+
+using scalar::dot_quote;
+using scalar::float_digits;
+
+constexpr const char* kNull = "<null>";
+
+std::string value_ref(const Value& value) { return value ? "%" + value->name : kNull; }
+
+std::string value_list(const std::vector<Value>& values) {
+  std::string text;
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (i) text += ", ";
+    text += value_ref(values[i]);
+  }
+  return text;
+}
+
+template <typename T>
+std::string int_list(const std::vector<T>& values) {
+  std::string text = "[";
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (i) text += ", ";
+    text += std::to_string(values[i]);
+  }
+  return text + "]";
+}
+
+std::string constant_text(double value, DType dtype) {
+  const double rounded = round_to(dtype, value);
+  if (dtype == DType::Bool) return rounded != 0.0 ? "true" : "false";
+  if (dtype == DType::Index) {
+    if (std::isfinite(rounded) && rounded >= -0x1p63 && rounded < 0x1p63) {
+      return std::to_string(static_cast<int64_t>(rounded));
+    }
+    return float_digits(value, DType::F64);
+  }
+  return float_digits(rounded, dtype);
+}
+
+const char* compare_word(CompareOp op) {
+  switch (op) {
+    case CompareOp::LT: return "lt";
+    case CompareOp::LE: return "le";
+    case CompareOp::GT: return "gt";
+    case CompareOp::GE: return "ge";
+    case CompareOp::EQ: return "eq";
+    case CompareOp::NE: return "ne";
+  }
+  return "?";
+}
+
+// The register layouts of a kernel in order of first use.
+class LayoutTable {
+ public:
+  explicit LayoutTable(const Kernel& kernel) {
+    for (const GridAxis& axis : kernel.grid) add(axis.var);
+    if (kernel.body) add_region(*kernel.body);
+  }
+  std::string ref(const Value& value) const {
+    if (!value) return kNull;
+    for (size_t i = 0; i < layouts_.size(); ++i) {
+      if (layouts_[i] == value->layout) return "#L" + std::to_string(i);
+    }
+    return "#L?";
+  }
+  const std::vector<RegisterLayout>& layouts() const { return layouts_; }
+
+ private:
+  void add(const Value& value) {
+    if (!value) return;
+    for (const RegisterLayout& known : layouts_) {
+      if (known == value->layout) return;
+    }
+    layouts_.push_back(value->layout);
+  }
+  void add_region(const Region& region) {
+    for (const OpPtr& op : region.ops) {
+      if (!op) continue;
+      add(op->loop_var);
+      for (const Value& arg : op->block_args) add(arg);
+      for (const Value& result : op->results) add(result);
+      if (op->body) add_region(*op->body);
+    }
+  }
+  std::vector<RegisterLayout> layouts_;
+};
+
+std::string shared_name(const Kernel& kernel, int alloc) {
+  if (alloc < 0 || alloc >= static_cast<int>(kernel.shared.size())) return kNull;
+  return kernel.shared[static_cast<size_t>(alloc)].name;
+}
+
+std::string shared_ref_text(const Kernel& kernel, const SharedRef& ref) {
+  std::string text = shared_name(kernel, ref.alloc);
+  if (ref.stage) text += "[" + value_ref(ref.stage) + "]";
+  text += "[";
+  for (size_t i = 0; i < ref.offsets.size(); ++i) {
+    if (i) text += ", ";
+    text += std::to_string(ref.offsets[i]);
+  }
+  text += "]";
+  if (ref.transposed) text += "^T";
+  return text;
+}
+
+std::string window_text(const Op& op) {
+  const std::string buffer = op.buffer ? op.buffer->name : kNull;
+  if (op.access.form == GlobalAccess::Form::Gather) {
+    std::string text = buffer + "[" + value_list(gather_indices(op));
+    if (op.access.has_mask) text += " mask " + value_ref(gather_mask(op));
+    return text + "]";
+  }
+  std::string text = buffer + "[";
+  const size_t axes = std::max(op.access.offsets.size(), op.access.tile_axes.size());
+  for (size_t j = 0; j < axes; ++j) {
+    if (j) text += ", ";
+    const Value offset = j < op.access.offsets.size() ? op.access.offsets[j] : nullptr;
+    const int tile_axis = j < op.access.tile_axes.size() ? op.access.tile_axes[j] : -1;
+    if (offset && tile_axis >= 0) {
+      text += value_ref(offset) + " + i" + std::to_string(tile_axis);
+    } else if (offset) {
+      text += value_ref(offset);
+    } else if (tile_axis >= 0) {
+      text += "i" + std::to_string(tile_axis);
+    } else {
+      text += "0";
+    }
+  }
+  return text + "] bounds " + int_list(op.access.bounds);
+}
+
+std::string op_body_text(const Kernel& kernel, const Op& op) {
+  const std::string operands = value_list(op.operands);
+  switch (op.kind) {
+    case OpKind::Iota: return "iota " + std::to_string(op.extent);
+    case OpKind::Full: {
+      const DType dtype =
+          op.results.empty() || !op.results[0] ? DType::F32 : op.results[0]->type.dtype;
+      return "full " + constant_text(op.constant, dtype);
+    }
+    case OpKind::Unary: return std::string(scalar::unary_op_name(op.unary_op)) + " " + operands;
+    case OpKind::Binary: return std::string(scalar::binary_op_name(op.binary_op)) + " " + operands;
+    case OpKind::Compare: return std::string("cmp ") + compare_word(op.compare_op) + " " + operands;
+    case OpKind::Logical: return std::string(scalar::logical_op_name(op.logical_op)) + " " + operands;
+    case OpKind::Select: return "select " + operands;
+    case OpKind::Cast: return "cast " + operands;
+    case OpKind::Broadcast: return "broadcast " + operands + ", dims " + int_list(op.dims);
+    case OpKind::Permute: return "permute " + operands + ", order " + int_list(op.dims);
+    case OpKind::ExtractSlice: return "extract_slice " + operands + ", offsets " + int_list(op.offsets);
+    case OpKind::ConvertLayout: {
+      std::string text = "convert_layout " + operands;
+      if (op.via_shared) text += " via shared " + shared_name(kernel, op.scratch);
+      return text;
+    }
+    case OpKind::Reduce: {
+      std::string text = std::string("reduce ") + vrtile::reduce_op_name(op.reduce_op) + " " +
+                         operands + ", axis " + std::to_string(op.axis);
+      if (!op.xor_masks.empty()) text += " shfl " + int_list(op.xor_masks);
+      if (op.scratch >= 0) text += " via shared " + shared_name(kernel, op.scratch);
+      return text;
+    }
+    case OpKind::Mma:
+      return "mma.m16n8k16 " + operands + " warps(" + std::to_string(op.warps_m) + ", " +
+             std::to_string(op.warps_n) + ")";
+    case OpKind::FmaDot:
+      return "fma_dot " + shared_ref_text(kernel, op.shared) + ", " +
+             shared_ref_text(kernel, op.shared_b) + ", " + operands;
+    case OpKind::GlobalLoad: {
+      const DType dtype = op.buffer ? op.buffer->dtype : DType::F32;
+      return "global_load " + window_text(op) + " other " + constant_text(op.constant, dtype);
+    }
+    case OpKind::GlobalStore: return "global_store " + window_text(op) + ", " + value_ref(stored_value(op));
+    case OpKind::AsyncCopy: {
+      std::string text = "cp.async " + shared_ref_text(kernel, op.shared) + " <- " +
+                         window_text(op) + " copy " + layout::to_string(op.copy_layout) +
+                         " vec " + std::to_string(op.vector_elements);
+      if (op.predicate) text += " if " + value_ref(op.predicate);
+      return text;
+    }
+    case OpKind::CommitGroup: return "cp.async.commit_group";
+    case OpKind::WaitGroup: return "cp.async.wait_group " + std::to_string(op.extent);
+    case OpKind::Barrier: return "bar.sync";
+    case OpKind::SharedLoad:
+      return std::string(shared_read_name(op.shared_read)) + " " + shared_ref_text(kernel, op.shared);
+    case OpKind::SharedStore:
+      return "st.shared " + shared_ref_text(kernel, op.shared) + ", " + operands;
+    case OpKind::For: {
+      std::string text = "for " + (op.loop_var ? op.loop_var->name : std::string(kNull)) +
+                         " in 0.." + std::to_string(op.extent);
+      if (!op.operands.empty() || !op.block_args.empty()) {
+        text += " iter_args(";
+        const size_t count = std::max(op.operands.size(), op.block_args.size());
+        for (size_t i = 0; i < count; ++i) {
+          if (i) text += ", ";
+          text += (i < op.block_args.size() ? value_ref(op.block_args[i]) : kNull) + " = " +
+                  (i < op.operands.size() ? value_ref(op.operands[i]) : kNull);
+        }
+        text += ")";
+      }
+      if (op.pipeline_stages > 0) text += " pipeline " + std::to_string(op.pipeline_stages);
+      return text;
+    }
+    case OpKind::Yield: return op.operands.empty() ? "yield" : "yield " + operands;
+  }
+  return "?";
+}
+
+std::string op_line(const Kernel& kernel, const LayoutTable& table, const Op& op) {
+  std::string text;
+  if (!op.results.empty()) text = value_list(op.results) + " = ";
+  text += op_body_text(kernel, op);
+  if (!op.results.empty() && op.kind != OpKind::For) {
+    const Value& result = op.results[0];
+    text += " : " + (result ? type_text(result->type) : std::string(kNull)) + " " + table.ref(result);
+  }
+  return text;
+}
+
+void print_region(const Kernel& kernel, const LayoutTable& table, const Region& region,
+                  int indent, std::string* out) {
+  const std::string pad(2 * static_cast<size_t>(indent), ' ');
+  for (const OpPtr& op : region.ops) {
+    if (!op) {
+      *out += pad + kNull + "\n";
+      continue;
+    }
+    *out += pad + op_line(kernel, table, *op);
+    if (op->kind == OpKind::For) {
+      *out += " {\n";
+      if (op->body) print_region(kernel, table, *op->body, indent + 1, out);
+      *out += pad + "}";
+    }
+    *out += "\n";
+  }
+}
+
+std::string shared_line(const SharedAlloc& alloc) {
+  return "shared " + alloc.name + " : " + type_text(TileType{alloc.dtype, alloc.shape}) + " " +
+         layout::to_string(alloc.layout) + " stages " + std::to_string(alloc.stages) +
+         " bytes [" + std::to_string(alloc.byte_offset) + ", " +
+         std::to_string(alloc.byte_offset + alloc.byte_size) + ")" +
+         (alloc.purpose.empty() ? "" : "  // " + alloc.purpose);
+}
+
+}  // namespace
+
+std::string print_op(const Kernel& kernel, const Op& op) {
+  return op_line(kernel, LayoutTable(kernel), op);
+}
+
+std::string op_label(const Op& op) {
+  switch (op.kind) {
+    case OpKind::GlobalStore: return "global_store " + (op.buffer ? op.buffer->name : kNull);
+    case OpKind::AsyncCopy: return "cp.async " + (op.buffer ? op.buffer->name : kNull);
+    case OpKind::CommitGroup: return "cp.async.commit_group";
+    case OpKind::WaitGroup: return "cp.async.wait_group";
+    case OpKind::Barrier: return "bar.sync";
+    case OpKind::SharedStore: return "st.shared";
+    case OpKind::Yield: return "yield";
+    case OpKind::For: return "for " + (op.loop_var ? op.loop_var->name : kNull);
+    default:
+      return std::string(op_kind_name(op.kind)) + " " +
+             (op.results.empty() ? kNull : value_ref(op.results[0]));
+  }
+}
+
+std::string print_kernel(const Kernel& kernel) {
+  const LayoutTable table(kernel);
+  std::string out = "kernel " + kernel.name + "(";
+  for (size_t i = 0; i < kernel.params.size(); ++i) {
+    if (i) out += ", ";
+    out += kernel.params[i] ? kernel.params[i]->name : kNull;
+  }
+  out += ") grid(";
+  for (size_t i = 0; i < kernel.grid.size(); ++i) {
+    if (i) out += ", ";
+    out += (kernel.grid[i].var ? kernel.grid[i].var->name : kNull) + ": " +
+           std::to_string(kernel.grid[i].extent);
+  }
+  out += ") warps " + std::to_string(kernel.warps) + " shared_bytes " +
+         std::to_string(kernel.shared_bytes) + " {\n";
+  for (size_t i = 0; i < table.layouts().size(); ++i) {
+    out += "  #L" + std::to_string(i) + " = " + layout_text(table.layouts()[i]) + "\n";
+  }
+  for (const SharedAlloc& alloc : kernel.shared) out += "  " + shared_line(alloc) + "\n";
+  if (kernel.body) print_region(kernel, table, *kernel.body, 1, &out);
+  return out + "}\n";
+}
+
+std::string print_module(const Module& module) {
+  std::string out = "# matile IR: " + module.name + " (" + module.arch + ")\n";
+  for (const Buffer& buffer : module.params) {
+    if (!buffer) continue;
+    out += "param " + buffer->name + " : " + scalar::buffer_type(*buffer) + " " +
+           scalar::buffer_role_name(buffer->role) + "\n";
+  }
+  for (const Buffer& buffer : module.allocations) {
+    if (!buffer) continue;
+    out += "alloc " + buffer->name + " : " + scalar::buffer_type(*buffer) + "\n";
+  }
+  for (const KernelPtr& kernel : module.kernels) {
+    out += "\n";
+    if (kernel) out += print_kernel(*kernel);
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// DOT
+
+namespace {
+
+class DotWriter {
+ public:
+  DotWriter(const Kernel& kernel, std::string* out)
+      : kernel_(kernel), table_(kernel), out_(out) {}
+
+  void write() {
+    *out_ += "  subgraph " + dot_quote("cluster_" + kernel_.name) + " {\n";
+    *out_ += "    label=" + dot_quote("kernel " + kernel_.name) + ";\n";
+    for (const SharedAlloc& alloc : kernel_.shared) {
+      *out_ += "    " + dot_quote(shared_node(alloc.name)) + " [shape=box3d, label=" +
+               dot_quote(shared_line(alloc)) + "];\n";
+    }
+    for (const GridAxis& axis : kernel_.grid) {
+      if (axis.var) declare_plain(axis.var, "    ");
+    }
+    if (kernel_.body) region(*kernel_.body, "    ");
+    *out_ += "  }\n";
+    *out_ += edges_;
+  }
+
+ private:
+  std::string node(const Value& value) const {
+    return "op:" + kernel_.name + "/" + (value ? value->name : kNull);
+  }
+  std::string shared_node(const std::string& name) const {
+    return "shared:" + kernel_.name + "/" + name;
+  }
+  void declare_plain(const Value& value, const std::string& pad) {
+    *out_ += pad + dot_quote(node(value)) + " [shape=ellipse, label=" +
+             dot_quote("%" + value->name) + "];\n";
+  }
+  void edge(const std::string& from, const std::string& to, bool dashed = false) {
+    edges_ += "  " + dot_quote(from) + " -> " + dot_quote(to) + (dashed ? " [style=dashed]" : "") +
+              ";\n";
+  }
+  void region(const Region& r, const std::string& pad) {
+    for (const OpPtr& op : r.ops) {
+      if (op) emit(*op, pad);
+    }
+  }
+  void emit(const Op& op, const std::string& pad) {
+    std::string id;
+    if (op.kind == OpKind::For) {
+      *out_ += pad + "subgraph " + dot_quote("cluster_" + kernel_.name + "/" + op_label(op)) +
+               " {\n" + pad + "  label=" + dot_quote(op_body_text(kernel_, op)) + ";\n";
+      if (op.loop_var) declare_plain(op.loop_var, pad + "  ");
+      for (const Value& arg : op.block_args) {
+        if (arg) declare_plain(arg, pad + "  ");
+      }
+      if (op.body) region(*op.body, pad + "  ");
+      *out_ += pad + "}\n";
+      for (size_t i = 0; i < op.results.size(); ++i) {
+        if (!op.results[i]) continue;
+        declare_plain(op.results[i], pad);
+        if (i < op.operands.size() && i < op.block_args.size() && op.operands[i] &&
+            op.block_args[i]) {
+          edge(node(op.operands[i]), node(op.block_args[i]));
+        }
+      }
+      return;
+    }
+    // A Yield is drawn as the loop-carried edges (carried_edges below), not as a node.
+    if (op.kind == OpKind::Yield) return;
+    if (!op.results.empty() && op.results[0]) {
+      id = node(op.results[0]);
+    } else {
+      id = "op:" + kernel_.name + "/" + op_kind_name(op.kind) + "#" + std::to_string(counter_++);
+    }
+    *out_ += pad + dot_quote(id) + " [shape=box, label=" +
+             dot_quote(op_line(kernel_, table_, op)) + "];\n";
+    for (const Value& used : used_values(op)) {
+      if (used) edge(node(used), id);
+    }
+    if (op.buffer) {
+      const std::string buffer = "buffer:" + op.buffer->name;
+      if (op.kind == OpKind::GlobalStore) {
+        edge(id, buffer);
+      } else {
+        edge(buffer, id);
+      }
+    }
+    auto shared_edge = [&](const SharedRef& ref, bool writes) {
+      if (ref.alloc < 0 || ref.alloc >= static_cast<int>(kernel_.shared.size())) return;
+      const std::string s = shared_node(kernel_.shared[static_cast<size_t>(ref.alloc)].name);
+      writes ? edge(id, s) : edge(s, id);
+    };
+    if (op.kind == OpKind::AsyncCopy || op.kind == OpKind::SharedStore) shared_edge(op.shared, true);
+    if (op.kind == OpKind::SharedLoad || op.kind == OpKind::FmaDot) shared_edge(op.shared, false);
+    if (op.kind == OpKind::FmaDot) shared_edge(op.shared_b, false);
+  }
+
+  const Kernel& kernel_;
+  LayoutTable table_;
+  std::string* out_;
+  std::string edges_;
+  int counter_ = 0;
+};
+
+// Loop-carried edges: each yielded value -> the block argument it feeds (dashed).
+void carried_edges(const Kernel& kernel, const Region& region, std::string* out) {
+  for (const OpPtr& op : region.ops) {
+    if (!op || op->kind != OpKind::For || !op->body) continue;
+    carried_edges(kernel, *op->body, out);
+    if (op->body->ops.empty() || !op->body->ops.back()) continue;
+    const Op& yield = *op->body->ops.back();
+    for (size_t i = 0; i < yield.operands.size() && i < op->block_args.size(); ++i) {
+      if (!yield.operands[i] || !op->block_args[i]) continue;
+      *out += "  " + dot_quote("op:" + kernel.name + "/" + yield.operands[i]->name) + " -> " +
+              dot_quote("op:" + kernel.name + "/" + op->block_args[i]->name) +
+              " [style=dashed, constraint=false];\n";
+      if (i < op->results.size() && op->results[i]) {
+        *out += "  " + dot_quote("op:" + kernel.name + "/" + yield.operands[i]->name) + " -> " +
+                dot_quote("op:" + kernel.name + "/" + op->results[i]->name) + ";\n";
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::string module_to_dot(const Module& module) {
+  std::string out = "digraph " + dot_quote(module.name) + " {\n  compound=true;\n";
+  for (const Buffer& buffer : module.params) {
+    if (buffer) out += scalar::dot_buffer_node(*buffer);
+  }
+  for (const Buffer& buffer : module.allocations) {
+    if (buffer) out += scalar::dot_buffer_node(*buffer);
+  }
+  for (const KernelPtr& kernel : module.kernels) {
+    if (!kernel) continue;
+    DotWriter(*kernel, &out).write();
+    if (kernel->body) carried_edges(*kernel, *kernel->body, &out);
+  }
+  return out + "}\n";
+}
+
+// ---------------------------------------------------------------------------------------------
+// JSON
+
+namespace {
+
+nlohmann::ordered_json value_json(const Value& value, const LayoutTable& table) {
+  nlohmann::ordered_json j;
+  if (!value) return j;
+  j["name"] = value->name;
+  j["dtype"] = dtype_name(value->type.dtype);
+  j["shape"] = scalar::shape_json(value->type.shape);
+  j["layout"] = table.ref(value);
+  return j;
+}
+
+nlohmann::ordered_json region_json(const Kernel& kernel, const LayoutTable& table,
+                                   const Region& region) {
+  nlohmann::ordered_json ops = nlohmann::ordered_json::array();
+  for (const OpPtr& op : region.ops) {
+    if (!op) {
+      ops.push_back(nullptr);
+      continue;
+    }
+    nlohmann::ordered_json j;
+    j["kind"] = op_kind_name(op->kind);
+    j["text"] = op_line(kernel, table, *op);
+    j["instruction"] = instruction_name(*op);
+    nlohmann::ordered_json results = nlohmann::ordered_json::array();
+    for (const Value& result : op->results) results.push_back(value_json(result, table));
+    j["results"] = results;
+    nlohmann::ordered_json operands = nlohmann::ordered_json::array();
+    for (const Value& used : used_values(*op)) operands.push_back(used ? used->name : kNull);
+    j["operands"] = operands;
+    if (op->buffer) j["buffer"] = op->buffer->name;
+    if (op->kind == OpKind::AsyncCopy || op->kind == OpKind::SharedLoad ||
+        op->kind == OpKind::SharedStore || op->kind == OpKind::FmaDot) {
+      j["shared"] = shared_name(kernel, op->shared.alloc);
+    }
+    if (op->kind == OpKind::AsyncCopy) {
+      j["copy_layout"] = layout::to_json(op->copy_layout);
+      j["vector_elements"] = op->vector_elements;
+    }
+    if (op->kind == OpKind::Mma) {
+      j["warps_m"] = op->warps_m;
+      j["warps_n"] = op->warps_n;
+    }
+    if (op->kind == OpKind::WaitGroup) j["pending"] = op->extent;
+    if (op->kind == OpKind::For) {
+      j["var"] = op->loop_var ? op->loop_var->name : kNull;
+      j["extent"] = op->extent;
+      j["pipeline_stages"] = op->pipeline_stages;
+      nlohmann::ordered_json args = nlohmann::ordered_json::array();
+      for (const Value& arg : op->block_args) args.push_back(value_json(arg, table));
+      j["block_args"] = args;
+      j["body"] = op->body ? region_json(kernel, table, *op->body) : nlohmann::ordered_json::array();
+    }
+    j["provenance"] = scalar::provenance_json(op->provenance);
+    ops.push_back(j);
+  }
+  return ops;
+}
+
+}  // namespace
+
+nlohmann::ordered_json module_to_json(const Module& module) {
+  nlohmann::ordered_json j;
+  j["name"] = module.name;
+  j["arch"] = module.arch;
+  j["buffers"] = scalar::buffers_json(module.params, module.allocations);
+  nlohmann::ordered_json kernels = nlohmann::ordered_json::array();
+  for (const KernelPtr& kernel : module.kernels) {
+    if (!kernel) continue;
+    const LayoutTable table(*kernel);
+    nlohmann::ordered_json k;
+    k["name"] = kernel->name;
+    nlohmann::ordered_json params = nlohmann::ordered_json::array();
+    for (const Buffer& buffer : kernel->params) params.push_back(buffer ? buffer->name : kNull);
+    k["params"] = params;
+    nlohmann::ordered_json grid = nlohmann::ordered_json::array();
+    for (const GridAxis& axis : kernel->grid) {
+      grid.push_back({{"var", axis.var ? axis.var->name : kNull}, {"extent", axis.extent}});
+    }
+    k["grid"] = grid;
+    k["warps"] = kernel->warps;
+    k["shared_bytes"] = kernel->shared_bytes;
+    nlohmann::ordered_json layouts = nlohmann::ordered_json::array();
+    for (size_t i = 0; i < table.layouts().size(); ++i) {
+      const RegisterLayout& l = table.layouts()[i];
+      layouts.push_back({{"id", "#L" + std::to_string(i)},
+                         {"kind", layout_kind_name(l.kind)},
+                         {"text", layout_text(l)},
+                         {"layout", layout::to_json(l.tv)}});
+    }
+    k["layouts"] = layouts;
+    nlohmann::ordered_json shared = nlohmann::ordered_json::array();
+    for (const SharedAlloc& alloc : kernel->shared) {
+      shared.push_back({{"name", alloc.name},
+                        {"dtype", dtype_name(alloc.dtype)},
+                        {"shape", scalar::shape_json(alloc.shape)},
+                        {"layout", layout::to_json(alloc.layout)},
+                        {"stages", alloc.stages},
+                        {"stage_elements", alloc.stage_elements},
+                        {"byte_offset", alloc.byte_offset},
+                        {"byte_size", alloc.byte_size},
+                        {"purpose", alloc.purpose}});
+    }
+    k["shared"] = shared;
+    k["body"] = kernel->body ? region_json(*kernel, table, *kernel->body)
+                             : nlohmann::ordered_json::array();
+    k["provenance"] = scalar::provenance_json(kernel->provenance);
+    kernels.push_back(k);
+  }
+  j["kernels"] = kernels;
+  return j;
+}
+
+}  // namespace nautilus::matile
