@@ -67,24 +67,14 @@ ApplyResult compute_at(const ProgramPtr& program, std::string_view producer_name
     }
   }
 
-  // 2. The part of each dimension of the tensor that one iteration reads. The loops down to
-  //    the loop must not cut a reader's reduction (the producer would then be placed inside it).
+  // 2. The part of each dimension of the tensor that one iteration reads. The loop may iterate
+  //    a reader's reduction axis (attention's key tiles): each iteration then computes the part
+  //    of the tensor that this iteration's partial reduction reads, which is what makes a
+  //    fused reduction read its input tile by tile instead of a stored row.
   std::vector<std::optional<IndexRange>> parts(tensor->shape.size());
   std::vector<const Block*> part_reader(tensor->shape.size());
   for (const Block* reader : readers) {
     const BlockPath reader_path = *find_block(program->body, reader->name);
-    for (size_t i = 0; i < reader->iter_vars.size(); ++i) {
-      if (reader->iter_vars[i].kind != IterKind::Reduce) continue;
-      for (size_t d = 0; d <= depth; ++d) {
-        const For* outer = reader_path.stmts[d]->as<For>();
-        if (outer && uses_var(reader->bindings[i], outer->var.get())) {
-          return ApplyResult::failure(
-              "loop " + outer->var->name + " iterates reduction axis " +
-              reader->iter_vars[i].var->name + " of block " + reader->name + "; " +
-              producer.name + " can only be computed under loops over spatial axes");
-        }
-      }
-    }
     for (const Load* load : collect_loads(reader_path.stmts.back(), tensor)) {
       for (size_t dim = 0; dim < load->indices.size(); ++dim) {
         const std::optional<size_t> i = iter_var_index(*reader, load->indices[dim]);
@@ -192,8 +182,7 @@ DecisionKind compute_at_decision() {
       "PRODUCER (which writes one tensor X at its spatial iteration variables) moves into the "
       "body of LOOP of CONSUMER's nest, right before the first reader of X there; its nest is "
       "rebuilt to cover, in each iteration, only the part of X that the readers under LOOP read "
-      "(reduce axes whole). Every reader of X must be under LOOP, the loops down to LOOP must "
-      "iterate spatial axes of the readers, and what PRODUCER reads must be written before "
+      "(reduce axes whole). Every reader of X must be under LOOP, and what PRODUCER reads must be written before "
       "LOOP or earlier in the same iteration. Example: on attention tiled with m=4, "
       "compute_at(S, O_sum, m_o) computes the 4 rows of S that each m_o iteration uses: "
       "`for m_o: for m in 0..4: for n: for d: block S(..., m = m_o * 4 + m, ...)`.",

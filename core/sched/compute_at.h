@@ -22,8 +22,9 @@
 //   3. The new nest goes into LOOP's body right before the first statement that reads X.
 //
 // Validity, checked with reasons: X is an intermediate (an output must be written whole) with no
-// other writer; the loops down to LOOP iterate only spatial axes of the readers under it (fusing
-// into a reduction loop is rolling_update's job); each tensor PRODUCER reads is complete where
+// other writer; LOOP may iterate a reader's reduction axis (attention's key-tile loop after
+// rolling_update): every iteration then computes the part that iteration reads, so the
+// reduction consumes its input tile by tile; each tensor PRODUCER reads is complete where
 // PRODUCER now runs: written before LOOP, or in the same iteration by a statement of LOOP's body
 // before the new nest that writes all PRODUCER reads of it (region.h, uncovered_read). X stays a
 // global buffer (localizing it is cache_read / cache_write's job).
