@@ -269,6 +269,7 @@ Result<ReducePlan> reduce_plan(const RegisterLayout& source, const std::vector<i
         }
       } else if (position >= kWarpSize) {
         plan.cross_warp = true;
+        plan.warp_leaves.emplace_back(position, leaf.shape);
       } else {
         return layout_error("reduce over " + layout_text(source) +
                             ": a thread leaf straddles the warp boundary");

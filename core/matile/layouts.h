@@ -25,6 +25,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/layout/result.h"
@@ -60,6 +61,9 @@ Result<RegisterLayout> slice_layout(const RegisterLayout& source,
 struct ReducePlan {
   std::vector<int> xor_masks;
   bool cross_warp = false;
+  // The thread leaves along the axis beyond one warp: (thread stride, extent) pairs; threads
+  // that differ only in these coordinates combine their partials through shared memory.
+  std::vector<std::pair<int64_t, int64_t>> warp_leaves;
 };
 Result<ReducePlan> reduce_plan(const RegisterLayout& source, const std::vector<int64_t>& shape,
                                int axis);

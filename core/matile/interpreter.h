@@ -1,0 +1,68 @@
+// CPU interpreter for MA tile IR: runs a module thread by thread through its memory spaces and
+// layouts, so that a wrong layout gives wrong numbers and a missing wait or barrier an error.
+//
+// Model. Kernels run in order, grid points in row-major order, and inside a grid point every op
+// runs for all threads of the CTA before the next op (one legal interleaving; the hazard checks
+// below do not depend on it). State:
+//   registers  every value is an array of threads x slots doubles (ir.h: RegisterLayout); a
+//              thread's slot holds the element its layout names. Element-wise ops work slot by
+//              slot; data-movement ops go through the layouts' element mapping; Mma and
+//              ldmatrix are executed *as the PTX instructions*, per warp and lane, with the
+//              fragment formulas of the PTX ISA written out here independently of layouts.h --
+//              operands in another layout than the instruction's are read as the instruction
+//              reads them, and so give wrong numbers.
+//   shared     each allocation is linear storage (stages x stage_elements) addressed through
+//              its swizzled layout. Every element records its state (never written, copy in
+//              flight, valid), its last writer and the barrier epoch of that write, and its
+//              readers since the last barrier. ldmatrix reads each lane's 8 contiguous elements
+//              from the row address, as the hardware does.
+//   cp.async   a copy reads global memory when issued but writes shared memory only when the
+//              issuing thread's WaitGroup retires its group; until then its elements are "in
+//              flight" and reading them is an error.
+// Errors (reported, never a crash): reading shared memory that was never written or whose copy
+// has not landed; reading another thread's write without a Barrier between; overwriting an
+// element another thread read since the last Barrier; a misaligned cp.async or ldmatrix
+// address; a cp.async vector whose valid elements are not a prefix; global accesses out of
+// bounds or reading unwritten intermediates; register-only movement asking a thread for an
+// element it does not hold; index overflow or division by zero; running past the step budget.
+// Errors name the kernel, the grid point, the op and its spec statement.
+//
+// Arithmetic follows VR tile IR: float results rounded to their dtype per op; Mma and FmaDot
+// as f32 fused multiply-adds over k in increasing order; Reduce in its three fixed steps
+// (ir.h), so sums may differ from VR's index-order sums in the last bits.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "core/matile/ir.h"
+#include "core/support/tensor.h"
+
+namespace nautilus::matile {
+
+using nautilus::TensorData;
+using nautilus::TensorMap;
+
+struct InterpretOptions {
+  // Upper bound on steps (one per register slot or shared element an op touches, one per
+  // multiply-add); 0 means unlimited.
+  uint64_t max_steps = 2'000'000'000;
+};
+
+struct InterpretResult {
+  bool ok = false;
+  std::string error;
+  TensorMap outputs;
+  TensorMap intermediates;
+  uint64_t steps = 0;
+  // Warp-level instructions executed, by name: "mma.m16n8k16", "ldmatrix.x4",
+  // "ldmatrix.x4.trans", "cp.async" (16-byte vectors), "bar.sync", "shfl.bfly", "fma" ...
+  std::map<std::string, uint64_t> instructions;
+};
+
+// Input values are rounded to each buffer's dtype before use.
+InterpretResult interpret(const Module& module, const TensorMap& inputs,
+                          const InterpretOptions& options = {});
+
+}  // namespace nautilus::matile

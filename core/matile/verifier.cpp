@@ -1,0 +1,657 @@
+#include "core/matile/verifier.h"
+
+#include <unordered_map>
+#include <unordered_set>
+
+#include "core/layout/printer.h"
+#include "core/matile/layouts.h"
+#include "core/matile/printer.h"
+#include "core/scalar/verifier.h"
+
+namespace nautilus::matile {
+namespace {
+
+bool is_index_scalar(const Value& v) {
+  return v && v->type.dtype == DType::Index && v->type.shape.empty();
+}
+
+class KernelVerifier {
+ public:
+  KernelVerifier(const Kernel& kernel, const std::unordered_set<const scalar::BufferNode*>& declared,
+                 std::vector<std::string>* errors)
+      : kernel_(kernel), declared_(declared), errors_(errors) {}
+
+  void run() {
+    for (const Buffer& buffer : kernel_.params) {
+      if (!buffer || !declared_.count(buffer.get())) {
+        error("", "param " + (buffer ? buffer->name : std::string("<null>")) +
+                      " is not a buffer of the module");
+      } else {
+        params_.insert(buffer.get());
+      }
+    }
+    if (kernel_.warps < 1 || kernel_.warps > 32) error("", "warps must be in 1..32");
+    check_shared();
+    scopes_.emplace_back();
+    for (const GridAxis& axis : kernel_.grid) {
+      if (axis.extent < 1) error("", "grid extents must be positive");
+      if (!is_index_scalar(axis.var)) error("", "grid variables must be index scalars");
+      define(axis.var, "grid");
+    }
+    if (!kernel_.body) {
+      error("", "no body");
+      return;
+    }
+    region(*kernel_.body, false);
+  }
+
+ private:
+  void error(const std::string& where, const std::string& message) {
+    errors_->push_back("kernel " + kernel_.name + (where.empty() ? "" : ": " + where) + ": " +
+                       message);
+  }
+
+  void check_shared() {
+    int64_t end = 0;
+    for (const SharedAlloc& alloc : kernel_.shared) {
+      const std::string where = "shared " + alloc.name;
+      if (alloc.byte_offset % 128 != 0) error(where, "not 128-byte aligned");
+      if (alloc.byte_offset < end) error(where, "overlaps the previous allocation");
+      if (alloc.stages < 1) error(where, "needs at least one stage");
+      int64_t elements = 1;
+      for (int64_t extent : alloc.shape) {
+        if (extent < 1) error(where, "extents must be positive");
+        elements *= extent;
+      }
+      if (alloc.layout.size() != elements) error(where, "layout size differs from the shape");
+      if (alloc.stage_elements < alloc.layout.cosize()) {
+        error(where, "stage_elements is below the layout's cosize " +
+                         std::to_string(alloc.layout.cosize()));
+      }
+      if (alloc.byte_size != int64_t{alloc.stages} * alloc.stage_elements * dtype_bytes(alloc.dtype)) {
+        error(where, "byte_size is not stages * stage_elements * element bytes");
+      }
+      end = alloc.byte_offset + alloc.byte_size;
+    }
+    if (end > kernel_.shared_bytes) error("", "allocations end past shared_bytes");
+  }
+
+  // ---- values and scopes
+
+  void define(const Value& value, const std::string& where) {
+    if (!value) {
+      error(where, "null value");
+      return;
+    }
+    if (value->name.empty()) error(where, "a value has no name");
+    if (!names_.insert(value->name).second) error(where, "value name %" + value->name + " is defined twice");
+    scopes_.back().insert(value.get());
+    check_layout(value, where);
+  }
+
+  bool visible(const Value& value) const {
+    for (const auto& scope : scopes_) {
+      if (scope.count(value.get())) return true;
+    }
+    return false;
+  }
+
+  void check_layout(const Value& value, const std::string& where) {
+    const RegisterLayout& l = value->layout;
+    const std::string what = "%" + value->name;
+    for (int64_t extent : value->type.shape) {
+      if (extent < 1) {
+        error(where, what + " has a non-positive extent");
+        return;
+      }
+    }
+    if (l.tv.layout.rank() != 2) {
+      error(where, what + " layout is not a (thread, slot) layout");
+      return;
+    }
+    if (!(l.tv.tile == tile_tuple(value->type.shape))) {
+      error(where, what + " layout tile " + layout::to_string(l.tv.tile) + " is not its shape");
+      return;
+    }
+    if (l.threads() != kernel_.threads()) {
+      error(where, what + " layout has " + std::to_string(l.threads()) + " threads, the CTA " +
+                       std::to_string(kernel_.threads()));
+      return;
+    }
+    Result<layout::TVLayout> tv = layout::make_tv_layout(l.tv.layout, l.tv.tile);
+    if (!tv) {
+      error(where, what + ": " + tv.error().message);
+      return;
+    }
+    const int64_t elements = value->type.element_count();
+    std::vector<uint8_t> held(static_cast<size_t>(elements), 0);
+    for (int64_t e : slot_elements(l)) {
+      if (e >= 0 && e < elements) held[static_cast<size_t>(e)] = 1;
+    }
+    for (int64_t e = 0; e < elements; ++e) {
+      if (!held[static_cast<size_t>(e)]) {
+        error(where, what + " layout leaves element " + std::to_string(e) + " unheld");
+        return;
+      }
+    }
+  }
+
+  void use(const Value& value, const std::string& where) {
+    if (!value) {
+      error(where, "missing operand");
+      return;
+    }
+    if (!visible(value)) error(where, "%" + value->name + " is used before its definition or out of scope");
+  }
+
+  // ---- regions and ops
+
+  void region(const Region& r, bool loop_body) {
+    for (size_t i = 0; i < r.ops.size(); ++i) {
+      if (!r.ops[i]) {
+        error("", "null op");
+        continue;
+      }
+      const Op& op = *r.ops[i];
+      if (op.kind == OpKind::Yield && (!loop_body || i + 1 != r.ops.size())) {
+        error(op_label(op), "a yield must end a for body");
+      }
+      this->op(op);
+    }
+    if (loop_body && (r.ops.empty() || !r.ops.back() || r.ops.back()->kind != OpKind::Yield)) {
+      error("", "a for body must end with a yield");
+    }
+  }
+
+  bool expect(bool ok, const std::string& where, const std::string& message) {
+    if (!ok) error(where, message);
+    return ok;
+  }
+
+  const SharedAlloc* alloc_of(const SharedRef& ref, const std::string& where) {
+    if (ref.alloc < 0 || ref.alloc >= static_cast<int>(kernel_.shared.size())) {
+      error(where, "no shared allocation " + std::to_string(ref.alloc));
+      return nullptr;
+    }
+    if (ref.stage) {
+      use(ref.stage, where);
+      expect(is_index_scalar(ref.stage), where, "a stage must be an index scalar");
+    }
+    const SharedAlloc& alloc = kernel_.shared[static_cast<size_t>(ref.alloc)];
+    expect(ref.offsets.size() == alloc.shape.size(), where, "window offsets do not match " + alloc.name);
+    return &alloc;
+  }
+
+  // The window of `shape` (the op's tile) at `ref` lies inside the allocation.
+  void check_window(const SharedRef& ref, const SharedAlloc& alloc,
+                    const std::vector<int64_t>& shape, const std::string& where) {
+    if (ref.offsets.size() != alloc.shape.size() || shape.size() != alloc.shape.size()) {
+      error(where, "window rank differs from " + alloc.name);
+      return;
+    }
+    if (ref.transposed && shape.size() != 2) {
+      error(where, "only rank-2 windows can be transposed");
+      return;
+    }
+    for (size_t k = 0; k < shape.size(); ++k) {
+      const int64_t extent = ref.transposed ? shape[shape.size() - 1 - k] : shape[k];
+      if (ref.offsets[k] < 0 || ref.offsets[k] + extent > alloc.shape[k]) {
+        error(where, "window reaches outside " + alloc.name);
+        return;
+      }
+    }
+  }
+
+  void check_access(const Op& op, const std::vector<int64_t>& tile_shape, const std::string& where) {
+    if (!op.buffer) {
+      error(where, "no buffer");
+      return;
+    }
+    if (!params_.count(op.buffer.get())) error(where, op.buffer->name + " is not a param of the kernel");
+    const size_t rank = op.buffer->shape.size();
+    if (op.access.form == GlobalAccess::Form::Gather) return;
+    if (op.access.offsets.size() != rank || op.access.tile_axes.size() != rank ||
+        op.access.bounds.size() != rank) {
+      error(where, "window needs one offset, tile axis and bound per buffer axis");
+      return;
+    }
+    std::vector<int> seen(tile_shape.size(), 0);
+    for (size_t j = 0; j < rank; ++j) {
+      if (op.access.offsets[j]) {
+        use(op.access.offsets[j], where);
+        expect(is_index_scalar(op.access.offsets[j]), where, "window offsets must be index scalars");
+      }
+      const int axis = op.access.tile_axes[j];
+      if (axis >= static_cast<int>(tile_shape.size()) || axis < -1) {
+        error(where, "window tile axis out of range");
+      } else if (axis >= 0) {
+        seen[static_cast<size_t>(axis)]++;
+      }
+      if (op.access.bounds[j] > op.buffer->shape[j]) error(where, "window bound past the buffer's extent");
+    }
+    for (size_t k = 0; k < seen.size(); ++k) {
+      if (seen[k] > 1) error(where, "tile axis " + std::to_string(k) + " addresses two buffer axes");
+      if (seen[k] == 0 && tile_shape[k] > 1) {
+        error(where, "tile axis " + std::to_string(k) + " addresses no buffer axis");
+      }
+    }
+  }
+
+  void check_gather(const Op& op, const Value& tile, const std::string& where) {
+    if (op.access.form != GlobalAccess::Form::Gather || !op.buffer || !tile) return;
+    const std::vector<Value> indices = gather_indices(op);
+    expect(indices.size() == op.buffer->shape.size(), where, "needs one index tile per buffer axis");
+    for (const Value& index : indices) {
+      if (!index) continue;
+      expect(index->type == TileType{DType::Index, tile->type.shape} && index->layout == tile->layout,
+             where, "index tiles must be index tiles in the accessed tile's layout");
+    }
+    const Value mask = gather_mask(op);
+    if (op.access.has_mask) {
+      expect(mask && mask->type == TileType{DType::Bool, tile->type.shape} && mask->layout == tile->layout,
+             where, "the mask must be a bool tile in the accessed tile's layout");
+    }
+  }
+
+  void check_register_move(const Op& op, const std::string& where) {
+    const Value& source = op.operands[0];
+    const Value& result = op.results[0];
+    const std::vector<int64_t> elements = slot_elements(result->layout);
+    std::vector<int64_t> needed(elements.size());
+    const std::vector<int64_t>& rs = result->type.shape;
+    const std::vector<int64_t>& ss = source->type.shape;
+    for (size_t i = 0; i < elements.size(); ++i) {
+      const std::vector<int64_t> c = coordinates_of(elements[i], rs);
+      std::vector<int64_t> s(ss.size(), 0);
+      for (size_t k = 0; k < ss.size(); ++k) {
+        switch (op.kind) {
+          case OpKind::Broadcast: s[k] = c[static_cast<size_t>(op.dims[k])]; break;
+          case OpKind::Permute: s[static_cast<size_t>(op.dims[k])] = c[k]; break;
+          case OpKind::ExtractSlice: s[k] = c[k] + op.offsets[k]; break;
+          default: s[k] = c[k]; break;
+        }
+      }
+      needed[i] = index_of(s, ss);
+    }
+    Result<std::vector<int32_t>> gather =
+        register_gather(source->layout, source->type.element_count(), needed, result->layout.slots());
+    if (!gather) error(where, "not register-only: " + gather.error().message);
+  }
+
+  void op(const Op& op) {
+    const std::string where = op_label(op);
+    if (op.kind != OpKind::For) {
+      for (const Value& v : used_values(op)) use(v, where);
+    } else {
+      for (const Value& v : op.operands) use(v, where);
+    }
+    const size_t expected_results =
+        op.kind == OpKind::For ? op.operands.size()
+        : (op.kind == OpKind::GlobalStore || op.kind == OpKind::AsyncCopy ||
+           op.kind == OpKind::CommitGroup || op.kind == OpKind::WaitGroup ||
+           op.kind == OpKind::Barrier || op.kind == OpKind::SharedStore || op.kind == OpKind::Yield)
+            ? 0
+            : 1;
+    if (op.results.size() != expected_results) {
+      error(where, "has " + std::to_string(op.results.size()) + " results, expected " +
+                       std::to_string(expected_results));
+      return;
+    }
+    for (const Value& r : op.results) {
+      if (!r) {
+        error(where, "null result");
+        return;
+      }
+    }
+    for (const Value& v : op.operands) {
+      if (!v) {
+        error(where, "null operand");
+        return;
+      }
+    }
+    if (op.kind == OpKind::For) {
+      for_op(op, where);
+    } else {
+      typed(op, where);
+      for (const Value& r : op.results) define(r, where);
+    }
+  }
+
+  void for_op(const Op& op, const std::string& where) {
+    expect(op.extent >= 0, where, "negative trip count");
+    expect(op.block_args.size() == op.operands.size(), where, "one block argument per iter_arg");
+    scopes_.emplace_back();
+    if (op.loop_var) {
+      expect(is_index_scalar(op.loop_var), where, "the loop variable must be an index scalar");
+      define(op.loop_var, where);
+    } else {
+      error(where, "no loop variable");
+    }
+    for (size_t i = 0; i < op.block_args.size() && i < op.operands.size(); ++i) {
+      if (!op.block_args[i]) continue;
+      expect(op.block_args[i]->type == op.operands[i]->type &&
+                 op.block_args[i]->layout == op.operands[i]->layout,
+             where, "block argument %" + op.block_args[i]->name + " differs from its iter_arg");
+      define(op.block_args[i], where);
+    }
+    if (op.body) {
+      region(*op.body, true);
+      const OpPtr& last = op.body->ops.empty() ? nullptr : op.body->ops.back();
+      if (last && last->kind == OpKind::Yield) {
+        expect(last->operands.size() == op.operands.size(), where, "yields the wrong number of values");
+        for (size_t i = 0; i < last->operands.size() && i < op.operands.size(); ++i) {
+          if (!last->operands[i]) continue;
+          expect(last->operands[i]->type == op.operands[i]->type &&
+                     last->operands[i]->layout == op.operands[i]->layout,
+                 where, "yielded %" + last->operands[i]->name + " differs from its iter_arg");
+        }
+      }
+    } else {
+      error(where, "no body");
+    }
+    scopes_.pop_back();
+    for (size_t i = 0; i < op.results.size() && i < op.operands.size(); ++i) {
+      expect(op.results[i]->type == op.operands[i]->type &&
+                 op.results[i]->layout == op.operands[i]->layout,
+             where, "result %" + op.results[i]->name + " differs from its iter_arg");
+      define(op.results[i], where);
+    }
+  }
+
+  void typed(const Op& op, const std::string& where) {
+    const Value result = op.results.empty() ? nullptr : op.results[0];
+    auto operand_count = [&](size_t n) {
+      return expect(op.operands.size() == n, where, "needs " + std::to_string(n) + " operands");
+    };
+    auto same_layouts = [&]() {
+      for (const Value& v : op.operands) {
+        if (!expect(v->layout == result->layout, where,
+                    "operand %" + v->name + " is not in the result's layout")) {
+          return false;
+        }
+        if (!expect(v->type.shape == result->type.shape, where,
+                    "operand %" + v->name + " has another shape")) {
+          return false;
+        }
+      }
+      return true;
+    };
+    switch (op.kind) {
+      case OpKind::Iota:
+        if (operand_count(0)) {
+          expect(result->type == TileType{DType::Index, {op.extent}} && op.extent > 0, where,
+                 "iota gives index[n], n > 0");
+        }
+        return;
+      case OpKind::Full: operand_count(0); return;
+      case OpKind::Unary:
+        if (operand_count(1) && same_layouts()) {
+          expect(op.operands[0]->type.dtype == result->type.dtype, where, "dtype changes");
+          expect(is_float(result->type.dtype) || (result->type.dtype == DType::Index &&
+                                                  (op.unary_op == UnaryOp::Neg ||
+                                                   op.unary_op == UnaryOp::Abs)),
+                 where, "operation not defined on " + std::string(dtype_name(result->type.dtype)));
+        }
+        return;
+      case OpKind::Binary:
+        if (operand_count(2) && same_layouts()) {
+          expect(op.operands[0]->type.dtype == result->type.dtype &&
+                     op.operands[1]->type.dtype == result->type.dtype,
+                 where, "operand dtypes differ");
+          const bool index_only = op.binary_op == BinaryOp::FloorDiv || op.binary_op == BinaryOp::Mod;
+          expect(result->type.dtype == DType::Index ? op.binary_op != BinaryOp::Div
+                                                    : is_float(result->type.dtype) && !index_only,
+                 where, "operation not defined on " + std::string(dtype_name(result->type.dtype)));
+        }
+        return;
+      case OpKind::Compare:
+        if (operand_count(2) && same_layouts()) {
+          expect(op.operands[0]->type.dtype == op.operands[1]->type.dtype, where, "operand dtypes differ");
+          expect(result->type.dtype == DType::Bool, where, "a comparison gives bool");
+        }
+        return;
+      case OpKind::Logical:
+        if (operand_count(2) && same_layouts()) {
+          expect(op.operands[0]->type.dtype == DType::Bool && op.operands[1]->type.dtype == DType::Bool &&
+                     result->type.dtype == DType::Bool,
+                 where, "logical ops take and give bool");
+        }
+        return;
+      case OpKind::Select:
+        if (operand_count(3) && same_layouts()) {
+          expect(op.operands[0]->type.dtype == DType::Bool, where, "the condition must be bool");
+          expect(op.operands[1]->type.dtype == result->type.dtype &&
+                     op.operands[2]->type.dtype == result->type.dtype,
+                 where, "branches must have the result's dtype");
+        }
+        return;
+      case OpKind::Cast:
+        if (operand_count(1)) same_layouts();
+        return;
+      case OpKind::Broadcast: {
+        if (!operand_count(1)) return;
+        const TileType& s = op.operands[0]->type;
+        bool ok = op.dims.size() == s.shape.size() && s.dtype == result->type.dtype;
+        for (size_t i = 0; ok && i < op.dims.size(); ++i) {
+          ok = op.dims[i] >= 0 && op.dims[i] < result->type.rank() && (i == 0 || op.dims[i] > op.dims[i - 1]) &&
+               result->type.shape[static_cast<size_t>(op.dims[i])] == s.shape[i];
+        }
+        if (expect(ok, where, "broadcast dims do not match the shapes")) check_register_move(op, where);
+        return;
+      }
+      case OpKind::Permute: {
+        if (!operand_count(1)) return;
+        const TileType& s = op.operands[0]->type;
+        std::vector<int> seen(s.shape.size(), 0);
+        bool ok = op.dims.size() == s.shape.size() && s.dtype == result->type.dtype &&
+                  result->type.rank() == s.rank();
+        for (size_t i = 0; ok && i < op.dims.size(); ++i) {
+          ok = op.dims[i] >= 0 && op.dims[i] < s.rank() && !seen[static_cast<size_t>(op.dims[i])]++ &&
+               result->type.shape[i] == s.shape[static_cast<size_t>(op.dims[i])];
+        }
+        if (expect(ok, where, "permute order does not match the shapes")) check_register_move(op, where);
+        return;
+      }
+      case OpKind::ExtractSlice: {
+        if (!operand_count(1)) return;
+        const TileType& s = op.operands[0]->type;
+        bool ok = op.offsets.size() == s.shape.size() && result->type.rank() == s.rank() &&
+                  s.dtype == result->type.dtype;
+        for (size_t k = 0; ok && k < op.offsets.size(); ++k) {
+          ok = op.offsets[k] >= 0 && op.offsets[k] + result->type.shape[k] <= s.shape[k];
+        }
+        if (expect(ok, where, "slice outside its source")) check_register_move(op, where);
+        return;
+      }
+      case OpKind::ConvertLayout:
+        if (!operand_count(1)) return;
+        if (!expect(op.operands[0]->type == result->type, where, "a conversion keeps the type")) return;
+        if (op.via_shared) {
+          expect(op.scratch >= 0 && op.scratch < static_cast<int>(kernel_.shared.size()), where,
+                 "a conversion through shared memory needs a scratch allocation");
+        } else {
+          check_register_move(op, where);
+        }
+        return;
+      case OpKind::Reduce: {
+        if (!operand_count(1)) return;
+        const Value& x = op.operands[0];
+        if (!expect(is_float(x->type.dtype) && op.axis >= 0 && op.axis < x->type.rank(), where,
+                    "reduces a float tile along an axis it has")) {
+          return;
+        }
+        Result<RegisterLayout> slice = slice_layout(x->layout, x->type.shape, op.axis);
+        if (!slice) {
+          error(where, slice.error().message);
+          return;
+        }
+        expect(slice->tv == result->layout.tv, where,
+               "the result layout is not the slice of the operand's (" + layout_text(*slice) + ")");
+        Result<ReducePlan> plan = reduce_plan(x->layout, x->type.shape, op.axis);
+        if (!plan) {
+          error(where, plan.error().message);
+          return;
+        }
+        expect(plan->xor_masks == op.xor_masks, where, "shuffle masks differ from the layout's");
+        expect(plan->cross_warp == (op.scratch >= 0), where,
+               plan->cross_warp ? "warps must combine through a scratch allocation"
+                                : "a scratch allocation is given but no warps combine");
+        return;
+      }
+      case OpKind::Mma: {
+        if (!operand_count(3)) return;
+        const Value &a = op.operands[0], &b = op.operands[1], &c = op.operands[2];
+        if (!expect(a->type.rank() == 2 && b->type.rank() == 2 && c->type.rank() == 2, where,
+                    "operands must be matrices")) {
+          return;
+        }
+        const int64_t M = a->type.shape[0], K = a->type.shape[1], N = b->type.shape[1];
+        expect((a->type.dtype == DType::BF16 || a->type.dtype == DType::F16) &&
+                   b->type.dtype == a->type.dtype,
+               where, "a and b must be bf16 or f16 of one dtype");
+        expect(c->type == (TileType{DType::F32, {M, N}}) && b->type.shape[0] == K &&
+                   result->type == c->type,
+               where, "shapes must be [M,K] x [K,N] + f32[M,N]");
+        if (!expect(op.warps_m * op.warps_n == kernel_.warps, where,
+                    "the warp grid must cover the kernel's warps")) {
+          return;
+        }
+        Result<RegisterLayout> la = mma_a_layout(M, K, op.warps_m, op.warps_n);
+        Result<RegisterLayout> lb = mma_b_layout(K, N, op.warps_m, op.warps_n);
+        Result<RegisterLayout> lc = mma_c_layout(M, N, op.warps_m, op.warps_n);
+        if (!la || !lb || !lc) {
+          error(where, !la ? la.error().message : !lb ? lb.error().message : lc.error().message);
+          return;
+        }
+        expect(a->layout == *la, where, "a is not in the mma A fragment layout " + layout_text(*la));
+        expect(b->layout == *lb, where, "b is not in the mma B fragment layout " + layout_text(*lb));
+        expect(c->layout == *lc && result->layout == *lc, where,
+               "c is not in the mma C fragment layout " + layout_text(*lc));
+        return;
+      }
+      case OpKind::FmaDot: {
+        if (!operand_count(1)) return;
+        const SharedAlloc* a = alloc_of(op.shared, where);
+        const SharedAlloc* b = alloc_of(op.shared_b, where);
+        const Value& acc = op.operands[0];
+        if (!a || !b) return;
+        if (!expect(acc->type.rank() == 2 && acc->type.dtype == DType::F32 && result->type == acc->type &&
+                        result->layout == acc->layout && a->shape.size() == 2 && b->shape.size() == 2,
+                    where, "fma_dot needs matrices and an f32 accumulator")) {
+          return;
+        }
+        const int64_t M = acc->type.shape[0], N = acc->type.shape[1];
+        const int64_t K = op.shared.transposed ? a->shape[0] - op.shared.offsets[0]
+                                               : a->shape[1] - op.shared.offsets[1];
+        check_window(op.shared, *a, {M, K}, where);
+        check_window(op.shared_b, *b, {K, N}, where);
+        return;
+      }
+      case OpKind::GlobalLoad:
+        check_access(op, result->type.shape, where);
+        if (op.buffer) {
+          expect(result->type.dtype == op.buffer->dtype, where, "a load gives the buffer's dtype");
+          check_gather(op, result, where);
+        }
+        return;
+      case OpKind::GlobalStore: {
+        const Value value = stored_value(op);
+        if (!expect(value != nullptr, where, "no stored value")) return;
+        check_access(op, value->type.shape, where);
+        if (op.buffer) {
+          expect(value->type.dtype == op.buffer->dtype, where, "stores the buffer's dtype");
+          expect(op.buffer->role != scalar::BufferRole::Input, where, "stores into an input");
+          check_gather(op, value, where);
+        }
+        return;
+      }
+      case OpKind::AsyncCopy: {
+        check_access(op, op.tile_shape, where);
+        const SharedAlloc* alloc = alloc_of(op.shared, where);
+        if (!alloc || !op.buffer) return;
+        expect(op.access.form == GlobalAccess::Form::Window, where, "cp.async copies windows");
+        expect(alloc->dtype == op.buffer->dtype, where, "copies between one dtype");
+        expect(op.vector_elements * dtype_bytes(alloc->dtype) == 16, where, "vectors are 16 bytes");
+        expect(op.copy_layout.threads() <= kernel_.threads(), where, "more copy threads than the CTA has");
+        expect(op.copy_layout.tile == tile_tuple(op.tile_shape), where, "copy layout tile is not the window");
+        if (op.predicate) {
+          expect(op.predicate->type == TileType{DType::Bool, {}}, where, "the predicate is a bool scalar");
+        }
+        check_window(op.shared, *alloc, op.tile_shape, where);
+        return;
+      }
+      case OpKind::CommitGroup:
+      case OpKind::Barrier:
+      case OpKind::Yield: return;
+      case OpKind::WaitGroup: expect(op.extent >= 0, where, "waits for a non-negative count"); return;
+      case OpKind::SharedLoad: {
+        const SharedAlloc* alloc = alloc_of(op.shared, where);
+        if (!alloc) return;
+        expect(result->type.dtype == alloc->dtype, where, "reads the allocation's dtype");
+        check_window(op.shared, *alloc, result->type.shape, where);
+        if (op.shared_read == SharedRead::Scalar) return;
+        expect(dtype_bytes(alloc->dtype) == 2, where, "ldmatrix reads 16-bit elements");
+        const RegisterLayout& l = result->layout;
+        if (!expect(result->type.rank() == 2 && (l.kind == LayoutKind::MmaA || l.kind == LayoutKind::MmaB),
+                    where, "ldmatrix gives an mma A or B fragment tile")) {
+          return;
+        }
+        const int64_t R = result->type.shape[0], C = result->type.shape[1];
+        Result<RegisterLayout> canonical = l.kind == LayoutKind::MmaA
+                                               ? mma_a_layout(R, C, l.warps_m, l.warps_n)
+                                               : mma_b_layout(R, C, l.warps_m, l.warps_n);
+        if (!canonical) {
+          error(where, canonical.error().message);
+          return;
+        }
+        expect(l == *canonical, where, "the result is not in its fragment layout " + layout_text(*canonical));
+        expect(l.warps_m * l.warps_n == kernel_.warps, where, "the warp grid must cover the kernel's warps");
+        if (l.kind == LayoutKind::MmaB) {
+          expect((C / (8 * l.warps_n)) % 2 == 0, where, "ldmatrix.x4 of B needs an even number of n atoms per warp");
+        }
+        return;
+      }
+      case OpKind::SharedStore: {
+        if (!operand_count(1)) return;
+        const SharedAlloc* alloc = alloc_of(op.shared, where);
+        if (!alloc) return;
+        expect(op.operands[0]->type.dtype == alloc->dtype, where, "stores the allocation's dtype");
+        check_window(op.shared, *alloc, op.operands[0]->type.shape, where);
+        return;
+      }
+      case OpKind::For: return;
+    }
+  }
+
+  const Kernel& kernel_;
+  const std::unordered_set<const scalar::BufferNode*>& declared_;
+  std::vector<std::string>* errors_;
+  std::unordered_set<const scalar::BufferNode*> params_;
+  std::vector<std::unordered_set<const ValueNode*>> scopes_;
+  std::unordered_set<std::string> names_;
+};
+
+}  // namespace
+
+std::vector<std::string> verify(const Module& module) {
+  std::vector<std::string> errors;
+  std::unordered_set<const scalar::BufferNode*> declared;
+  scalar::check_global_buffers(module.params, module.allocations, &declared, &errors);
+  if (module.arch != "sm_80" && module.arch != "sm_90a") {
+    errors.push_back("module " + module.name + ": unknown arch " + module.arch);
+  }
+  std::unordered_set<std::string> kernel_names;
+  for (const KernelPtr& kernel : module.kernels) {
+    if (!kernel) {
+      errors.push_back("module " + module.name + ": null kernel");
+      continue;
+    }
+    if (!kernel_names.insert(kernel->name).second) {
+      errors.push_back("module " + module.name + ": kernel name " + kernel->name + " is used twice");
+    }
+    KernelVerifier(*kernel, declared, &errors).run();
+  }
+  return errors;
+}
+
+}  // namespace nautilus::matile
