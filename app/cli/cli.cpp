@@ -14,6 +14,7 @@
 #include "core/driver/evaluate.h"
 #include "core/scalar/printer.h"
 #include "core/spec/printer.h"
+#include "core/vrtile/printer.h"
 
 namespace nautilus::cli {
 namespace {
@@ -41,13 +42,13 @@ const CommandSpec kLower{
     "lower", "nautilus lower FILE [--stage STAGE] [--format text|dot|json] [--schedule FILE] [--pin D]...",
     "Lowers a spec and prints the IR of one stage or of all (--stage all, the default).",
     {kSizeOption, kScheduleOption, kPinOption,
-     {"stage", "STAGE", "spec, scalar or all (default all)"},
+     {"stage", "STAGE", "spec, scalar, vrtile or all (default all)"},
      {"format", "FORMAT", "text (default), dot or json"},
      {"print-after-all", "", "print the IR after every pass of the pipeline, with timings"},
      {"output", "FILE", "write to FILE instead of standard output"}}};
 
 const CommandSpec kEval{
-    "eval", "nautilus eval FILE [--stage scalar] [--seed N] [--save DIR] [--schedule FILE] [--pin D]...",
+    "eval", "nautilus eval FILE [--stage scalar|vrtile] [--seed N] [--save DIR] [--schedule FILE] [--pin D]...",
     "Checks a stage on the CPU against the float64 reference of the spec.\n"
     "Runs the stage's interpreter on seeded random inputs, prints the maximum relative error\n"
     "max|out - ref| / max|ref| of every output and exits 1 when one exceeds its dtype's\n"
@@ -97,6 +98,7 @@ Loaded load(const ParsedOptions& options, driver::Stage last_stage, const CliHoo
   driver::CompileOptions compile_options;
   compile_options.last_stage = last_stage;
   compile_options.extra_passes = hooks.extra_passes;
+  compile_options.extra_vr_passes = hooks.extra_vr_passes;
   for (const std::string& text : options.all("D")) {
     std::string error;
     auto binding = spec::parse_size_override(text, &error);
@@ -171,6 +173,11 @@ std::string render_snapshot(const driver::Snapshot& snapshot, const std::string&
     if (format == "json") return spec::spec_to_json(*snapshot.spec).dump(2) + "\n";
     return spec::print_spec(*snapshot.spec);
   }
+  if (snapshot.stage == driver::Stage::VRTile) {
+    if (format == "dot") return vrtile::module_to_dot(*snapshot.vr_module);
+    if (format == "json") return vrtile::module_to_json(*snapshot.vr_module).dump(2) + "\n";
+    return vrtile::print_module(*snapshot.vr_module);
+  }
   if (format == "dot") return scalar::program_to_dot(*snapshot.program);
   if (format == "json") return scalar::program_to_json(*snapshot.program).dump(2) + "\n";
   return scalar::print_program(*snapshot.program, &file);
@@ -178,6 +185,7 @@ std::string render_snapshot(const driver::Snapshot& snapshot, const std::string&
 
 nlohmann::ordered_json snapshot_json(const driver::Snapshot& snapshot) {
   if (snapshot.stage == driver::Stage::Spec) return spec::spec_to_json(*snapshot.spec);
+  if (snapshot.stage == driver::Stage::VRTile) return vrtile::module_to_json(*snapshot.vr_module);
   return scalar::program_to_json(*snapshot.program);
 }
 
@@ -204,7 +212,7 @@ int run_lower(const ParsedOptions& options, std::ostream& out, std::ostream& err
         << driver::stage_names() << ")\n";
     return kExitFailure;
   }
-  Loaded loaded = load(options, stage.value_or(driver::Stage::Scalar), hooks, err);
+  Loaded loaded = load(options, stage.value_or(driver::all_stages().back()), hooks, err);
   if (!loaded.ok) return loaded.exit_status;
   const driver::Compilation& compilation = loaded.compilation;
 

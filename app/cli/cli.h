@@ -17,6 +17,7 @@ namespace nautilus::cli {
 // Extension points for tests and embedders: extra scalar passes appended to the pipeline.
 struct CliHooks {
   std::vector<driver::ScalarPass> extra_passes;
+  std::vector<driver::VRPass> extra_vr_passes;
 };
 
 int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,

@@ -9,6 +9,7 @@
 #include "core/scalar/interpreter.h"
 #include "core/spec/reference.h"
 #include "core/support/npy.h"
+#include "core/vrtile/interpreter.h"
 
 namespace nautilus::driver {
 
@@ -60,10 +61,29 @@ EvalResult evaluate(const Compilation& compilation, const EvalOptions& options) 
     return result;
   }
 
-  scalar::InterpretOptions interpret_options;
-  interpret_options.max_steps = static_cast<uint64_t>(options.max_operations);
-  scalar::InterpretResult run = scalar::interpret(*compilation.program, result.inputs,
+  // Each stage's interpreter gives the same three facts: ok, the error, the outputs.
+  struct StageRun {
+    bool ok = false;
+    std::string error;
+    TensorMap outputs;
+  } run;
+  if (options.stage == Stage::Scalar) {
+    scalar::InterpretOptions interpret_options;
+    interpret_options.max_steps = static_cast<uint64_t>(options.max_operations);
+    scalar::InterpretResult r = scalar::interpret(*compilation.program, result.inputs,
                                                   interpret_options);
+    run = {r.ok, r.error, std::move(r.outputs)};
+  } else if (options.stage == Stage::VRTile) {
+    if (!compilation.vr_module) {
+      result.error = "the compilation did not reach the vrtile stage";
+      return result;
+    }
+    vrtile::InterpretOptions interpret_options;
+    interpret_options.max_steps = static_cast<uint64_t>(options.max_operations);
+    vrtile::InterpretResult r = vrtile::interpret(*compilation.vr_module, result.inputs,
+                                                  interpret_options);
+    run = {r.ok, r.error, std::move(r.outputs)};
+  }
   if (!run.ok) {
     result.error = std::string(stage_name(options.stage)) + " interpreter: " + run.error;
     return result;

@@ -4,6 +4,8 @@
 
 #include "core/scalar/lower_spec.h"
 #include "core/scalar/verifier.h"
+#include "core/tilize/lower_scalar.h"
+#include "core/vrtile/verifier.h"
 
 namespace nautilus::driver {
 
@@ -11,11 +13,12 @@ const char* stage_name(Stage stage) {
   switch (stage) {
     case Stage::Spec: return "spec";
     case Stage::Scalar: return "scalar";
+    case Stage::VRTile: return "vrtile";
   }
   return "?";
 }
 
-std::vector<Stage> all_stages() { return {Stage::Spec, Stage::Scalar}; }
+std::vector<Stage> all_stages() { return {Stage::Spec, Stage::Scalar, Stage::VRTile}; }
 
 std::optional<Stage> parse_stage(std::string_view name) {
   for (Stage stage : all_stages()) {
@@ -40,6 +43,10 @@ const std::vector<PassInfo>& pass_registry() {
       {"lower-to-scalar", Stage::Scalar,
        "One loop nest per statement (plus one per nested reduction), intermediates in global "
        "memory, f32 arithmetic."},
+      {"tilize", Stage::VRTile,
+       "One kernel per loop nest: grid loops become the CTA grid, split reduction loops become "
+       "`for` loops carrying running values, every other loop becomes a tile axis; values a "
+       "kernel reads back stay in registers."},
   };
   return passes;
 }
@@ -77,6 +84,54 @@ bool verify_after(const std::string& pass, const scalar::Program& program, Compi
   return false;
 }
 
+// A log entry without IR; the caller sets the IR field of its stage.
+Snapshot log_entry(Stage stage, std::string pass, std::string summary, bool unchanged, double ms) {
+  Snapshot snapshot;
+  snapshot.stage = stage;
+  snapshot.pass = std::move(pass);
+  snapshot.summary = std::move(summary);
+  snapshot.unchanged = unchanged;
+  snapshot.milliseconds = ms;
+  return snapshot;
+}
+
+bool verify_vr_after(const std::string& pass, const vrtile::Module& module, Compilation& result) {
+  std::vector<std::string> problems = vrtile::verify(module);
+  if (problems.empty()) return true;
+  result.internal_error = "VR tile IR after pass '" + pass + "' is malformed: " + problems.front();
+  if (problems.size() > 1) {
+    result.internal_error += " (and " + std::to_string(problems.size() - 1) + " more)";
+  }
+  return false;
+}
+
+// Stage vrtile: tilize, then the VR passes, verifying after each.
+void build_vrtile(const CompileOptions& options, Compilation& result) {
+  auto start = Clock::now();
+  tilize::TilizeResult tiled = tilize::lower_to_vrtile(*result.program);
+  if (!tiled.module) {
+    result.schedule_error = "the scheduled program cannot be lowered to tiles: " + tiled.error;
+    return;
+  }
+  const PassInfo& info = pass_info("tilize");
+  Snapshot snapshot = log_entry(Stage::VRTile, info.name, info.summary, false, elapsed_ms(start));
+  snapshot.vr_module = tiled.module;
+  result.log.push_back(std::move(snapshot));
+  if (!verify_vr_after(info.name, *tiled.module, result)) return;
+  vrtile::ModulePtr module = tiled.module;
+  for (const VRPass& pass : options.extra_vr_passes) {
+    start = Clock::now();
+    vrtile::ModulePtr next = pass.run(module);
+    Snapshot step =
+        log_entry(Stage::VRTile, pass.name, pass.summary, next == module, elapsed_ms(start));
+    step.vr_module = next;
+    result.log.push_back(std::move(step));
+    module = next;
+    if (!verify_vr_after(pass.name, *module, result)) return;
+  }
+  result.vr_module = module;
+}
+
 }  // namespace
 
 Compilation compile(SourceFilePtr file, const CompileOptions& options) {
@@ -89,8 +144,8 @@ Compilation compile(SourceFilePtr file, const CompileOptions& options) {
   if (!result.spec) return result;
   {
     const PassInfo& info = pass_info("parse-and-check");
-    Snapshot snapshot{Stage::Spec, info.name, info.summary, result.spec, nullptr, false,
-                      elapsed_ms(start)};
+    Snapshot snapshot = log_entry(Stage::Spec, info.name, info.summary, false, elapsed_ms(start));
+    snapshot.spec = result.spec;
     result.log.push_back(std::move(snapshot));
   }
   if (options.last_stage == Stage::Spec) return result;
@@ -99,8 +154,9 @@ Compilation compile(SourceFilePtr file, const CompileOptions& options) {
   scalar::ProgramPtr program = scalar::lower_spec(*result.spec);
   {
     const PassInfo& info = pass_info("lower-to-scalar");
-    result.log.push_back(
-        Snapshot{Stage::Scalar, info.name, info.summary, nullptr, program, false, elapsed_ms(start)});
+    Snapshot snapshot = log_entry(Stage::Scalar, info.name, info.summary, false, elapsed_ms(start));
+    snapshot.program = program;
+    result.log.push_back(std::move(snapshot));
   }
   if (!verify_after("lower-to-scalar", *program, result)) return result;
 
@@ -115,9 +171,10 @@ Compilation compile(SourceFilePtr file, const CompileOptions& options) {
       return result;
     }
     const sched::DecisionKind* kind = sched::find_decision_kind(decision.kind);
-    result.log.push_back(Snapshot{Stage::Scalar, text, kind ? kind->summary : std::string(),
-                                  nullptr, applied.program, applied.program == program,
-                                  elapsed_ms(start)});
+    Snapshot snapshot = log_entry(Stage::Scalar, text, kind ? kind->summary : std::string(),
+                                  applied.program == program, elapsed_ms(start));
+    snapshot.program = applied.program;
+    result.log.push_back(std::move(snapshot));
     program = applied.program;
     if (!verify_after(text, *program, result)) return result;
   }
@@ -127,12 +184,15 @@ Compilation compile(SourceFilePtr file, const CompileOptions& options) {
     scalar::ProgramPtr next = pass.run(program);
     double ms = elapsed_ms(start);
     bool unchanged = next == program;
-    result.log.push_back(Snapshot{Stage::Scalar, pass.name, pass.summary, nullptr, next,
-                                  unchanged, ms});
+    Snapshot snapshot = log_entry(Stage::Scalar, pass.name, pass.summary, unchanged, ms);
+    snapshot.program = next;
+    result.log.push_back(std::move(snapshot));
     program = next;
     if (!verify_after(pass.name, *program, result)) return result;
   }
   result.program = program;
+  if (options.last_stage == Stage::Scalar) return result;
+  build_vrtile(options, result);
   return result;
 }
 

@@ -4,6 +4,8 @@
 //   lower         Spec → scalar IR               (stage "scalar")
 //   decisions     the schedule, one pass per decision (tile, inline, rolling_update, ...)
 //   verify        scalar IR structural checks after every pass (internal errors only)
+//   tilize        scheduled scalar IR → VR tile IR (stage "vrtile"), one kernel per loop nest
+//   VR passes     extra VR rewrites (`extra_vr_passes`), VR verifier after each
 //
 // After every pass the pipeline records a Snapshot: the stage, the pass name and summary, the IR
 // (shared, immutable), whether the pass left the IR unchanged (pointer identity) and its wall
@@ -24,13 +26,14 @@
 #include "core/spec/ast.h"
 #include "core/spec/sema.h"
 #include "core/support/diagnostics.h"
+#include "core/vrtile/ir.h"
 
 namespace nautilus::driver {
 
-enum class Stage { Spec, Scalar };
+enum class Stage { Spec, Scalar, VRTile };
 const char* stage_name(Stage stage);
 std::optional<Stage> parse_stage(std::string_view name);
-// "spec, scalar" — for messages listing the valid stage names.
+// "spec, scalar, vrtile" — for messages listing the valid stage names.
 std::string stage_names();
 std::vector<Stage> all_stages();
 
@@ -50,6 +53,7 @@ struct Snapshot {
   scalar::ProgramPtr program;    // stage Scalar
   bool unchanged = false;
   double milliseconds = 0.0;
+  vrtile::ModulePtr vr_module;   // stage VRTile
 };
 
 // A user-supplied rewrite of scalar IR run after the built-in scalar passes.
@@ -59,6 +63,13 @@ struct ScalarPass {
   std::function<scalar::ProgramPtr(const scalar::ProgramPtr&)> run;
 };
 
+// A user-supplied rewrite of VR tile IR run after the built-in VR passes.
+struct VRPass {
+  std::string name;
+  std::string summary;
+  std::function<vrtile::ModulePtr(const vrtile::ModulePtr&)> run;
+};
+
 struct CompileOptions {
   std::vector<spec::SizeOverride> sizes;
   Stage last_stage = Stage::Scalar;
@@ -66,6 +77,7 @@ struct CompileOptions {
   // `schedule_error` (a user error: the schedule does not fit this spec).
   sched::Schedule schedule;
   std::vector<ScalarPass> extra_passes;
+  std::vector<VRPass> extra_vr_passes;
 };
 
 struct Compilation {
@@ -73,10 +85,12 @@ struct Compilation {
   std::shared_ptr<DiagnosticEngine> diagnostics;
   spec::SpecPtr spec;
   scalar::ProgramPtr program;  // the scalar IR after every scalar pass
+  vrtile::ModulePtr vr_module;  // the VR tile IR after every VR pass (stage vrtile and later)
   std::vector<Snapshot> log;
   // A compiler bug (e.g. the verifier rejected a pass's output); empty when none.
   std::string internal_error;
-  // "decision 2 tile(O, q=4) does not apply: ..."; empty when the schedule applied.
+  // "decision 2 tile(O, q=4) does not apply: ..." or "the scheduled program cannot be lowered
+  // to tiles: ..."; empty when the schedule applied and every stage asked for was built.
   std::string schedule_error;
 
   bool ok() const {
