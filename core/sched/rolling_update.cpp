@@ -983,7 +983,9 @@ ApplyResult RollingUpdate::run() {
   if (!classify_running_reads()) return ApplyResult::failure(fail_reason_);
   auto order = member_order();
   if (!order) return ApplyResult::failure(fail_reason_);
-  if (tile_ >= axis_extent_) tile_ = 0;  // one tile covers the axis: step element by element
+  // A tile wider than the axis is the whole axis: the tile loop is still there (one step), so a
+  // schedule names the same loops at every size.
+  if (tile_ > axis_extent_) tile_ = axis_extent_;
 
   Stmt fused = build_fused_nest(*order);
 

@@ -54,7 +54,7 @@ TEST_P(EveryAssetCli, CheckLowerAndEvalSucceed) {
   EXPECT_EQ(check.status, 0) << check.err;
   EXPECT_NE(check.out.find(": ok:"), std::string::npos);
 
-  for (std::string stage : {"spec", "scalar"}) {
+  for (std::string stage : {"spec", "scalar", "vrtile"}) {
     CliRun text = run({"lower", asset(name), "--stage", stage});
     EXPECT_EQ(text.status, 0) << text.err;
     EXPECT_FALSE(text.out.empty());
@@ -66,10 +66,17 @@ TEST_P(EveryAssetCli, CheckLowerAndEvalSucceed) {
     EXPECT_TRUE(nlohmann::json::accept(json.out)) << stage;
   }
 
-  CliRun eval = run(with_sizes({"eval", asset(name), "--stage", "scalar", "--seed", "3"}, name));
-  EXPECT_EQ(eval.status, 0) << eval.out << eval.err;
-  EXPECT_NE(eval.out.find("max relative error"), std::string::npos);
-  EXPECT_NE(eval.out.find("PASS"), std::string::npos);
+  for (std::string stage : {"scalar", "vrtile"}) {
+    CliRun eval = run(with_sizes({"eval", asset(name), "--stage", stage, "--seed", "3"}, name));
+    EXPECT_EQ(eval.status, 0) << eval.out << eval.err;
+    EXPECT_NE(eval.out.find("max relative error"), std::string::npos);
+    EXPECT_NE(eval.out.find("PASS"), std::string::npos);
+  }
+  const std::string schedule = source_path("assets/schedules/" + name + ".json");
+  CliRun scheduled = run(with_sizes(
+      {"eval", asset(name), "--schedule", schedule, "--stage", "vrtile", "--seed", "4"}, name));
+  EXPECT_EQ(scheduled.status, 0) << scheduled.out << scheduled.err;
+  EXPECT_NE(scheduled.out.find("PASS"), std::string::npos);
 }
 
 INSTANTIATE_TEST_SUITE_P(Assets, EveryAssetCli, ::testing::ValuesIn(testing::asset_names()),
@@ -80,7 +87,9 @@ TEST(Cli, LowerAllPrintsEveryStageWithBanners) {
   ASSERT_EQ(lower.status, 0) << lower.err;
   EXPECT_NE(lower.out.find("# ===== stage spec ====="), std::string::npos);
   EXPECT_NE(lower.out.find("# ===== stage scalar ====="), std::string::npos);
+  EXPECT_NE(lower.out.find("# ===== stage vrtile ====="), std::string::npos);
   EXPECT_LT(lower.out.find("stage spec"), lower.out.find("stage scalar"));
+  EXPECT_LT(lower.out.find("stage scalar"), lower.out.find("stage vrtile"));
 }
 
 TEST(Cli, PrintAfterAllShowsEveryPassWithTiming) {
@@ -107,7 +116,7 @@ TEST(Cli, UserErrorsAreOneClearLine) {
   };
   std::vector<Case> cases = {
       {{"lower", "/nonexistent/x.nt"}, "nautilus: error: cannot open '/nonexistent/x.nt'"},
-      {{"lower", asset("gemm"), "--stage", "vrtile"}, "unknown stage 'vrtile'; expected spec, scalar or all"},
+      {{"lower", asset("gemm"), "--stage", "ptx"}, "unknown stage 'ptx'; expected spec, scalar, vrtile"},
       {{"lower", asset("gemm"), "--format", "svg"}, "unknown format 'svg'"},
       {{"lower", asset("gemm"), "--format", "dot"}, "--format dot shows one graph"},
       {{"lower", asset("gemm"), "--bogus"}, "unknown option '--bogus' for 'nautilus lower'"},

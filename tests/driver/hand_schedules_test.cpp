@@ -40,6 +40,7 @@ driver::Compilation compile_with_schedule(const std::string& asset,
   auto schedule = sched::read_schedule_file(source_path("assets/schedules/" + asset + ".json"), &error);
   EXPECT_TRUE(schedule) << error;
   driver::CompileOptions options;
+  options.last_stage = driver::Stage::VRTile;
   if (schedule) options.schedule = *schedule;
   for (const std::string& text : sizes) options.sizes.push_back(*spec::parse_size_override(text, &error));
   auto file = SourceFile::read(source_path("assets/specs/" + asset + ".nt"), &error);
@@ -58,14 +59,17 @@ TEST_P(HandSchedule, MatchesReferenceAcrossSeveralTiles) {
   ASSERT_TRUE(multi_tile_sizes().count(asset)) << "add sizes for " << asset;
   auto compilation = compile_with_schedule(asset, multi_tile_sizes().at(asset));
   ASSERT_TRUE(compilation.ok()) << compilation.schedule_error << compilation.internal_error;
-  for (uint64_t seed : {0, 1}) {
-    driver::EvalOptions options;
-    options.seed = seed;
-    driver::EvalResult result = driver::evaluate(compilation, options);
-    ASSERT_TRUE(result.ran) << result.error;
-    for (const driver::OutputCheck& check : result.outputs) {
-      EXPECT_TRUE(check.passed) << asset << " " << check.name << " "
-                                << check.error.max_relative_error;
+  for (driver::Stage stage : {driver::Stage::Scalar, driver::Stage::VRTile}) {
+    for (uint64_t seed : {0, 1}) {
+      driver::EvalOptions options;
+      options.stage = stage;
+      options.seed = seed;
+      driver::EvalResult result = driver::evaluate(compilation, options);
+      ASSERT_TRUE(result.ran) << driver::stage_name(stage) << ": " << result.error;
+      for (const driver::OutputCheck& check : result.outputs) {
+        EXPECT_TRUE(check.passed) << asset << " " << driver::stage_name(stage) << " "
+                                  << check.name << " " << check.error.max_relative_error;
+      }
     }
   }
 }
