@@ -4,12 +4,17 @@
 #include <charconv>
 
 #include "core/sched/bind.h"
+#include "core/sched/cache_read.h"
+#include "core/sched/cache_write.h"
 #include "core/sched/compute_at.h"
 #include "core/sched/inline.h"
+#include "core/sched/regularize.h"
+#include "core/sched/rematerialize.h"
 #include "core/sched/reorder.h"
 #include "core/sched/reverse_compute_at.h"
 #include "core/sched/rolling_update.h"
 #include "core/sched/split.h"
+#include "core/sched/split_k_update.h"
 #include "core/sched/tile.h"
 #include "core/support/source.h"
 
@@ -307,6 +312,11 @@ const std::vector<DecisionKind>& decision_registry() {
       compute_at_decision(),
       reverse_compute_at_decision(),
       rolling_update_decision(),
+      split_k_update_decision(),
+      cache_read_decision(),
+      cache_write_decision(),
+      rematerialize_decision(),
+      regularize_decision(),
   };
   return registry;
 }

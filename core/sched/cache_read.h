@@ -1,0 +1,52 @@
+// cache_read(BLOCK, TENSOR, shared|register[, at=LOOP]) — copy the part of TENSOR that BLOCK
+// reads into a local buffer of the given memory scope, once per iteration of LOOP, and make
+// BLOCK read the copy.
+//
+// LOOP is a loop around BLOCK (without `at`, the copy covers everything BLOCK reads and runs
+// once, before BLOCK's top-level nest). Each dimension of TENSOR that BLOCK reads is, in one
+// iteration of LOOP, either fixed or a range offset + [lo, hi) read off BLOCK's bindings
+// (region.h); the local buffer TENSOR_shared (TENSOR_reg) keeps the ranges wider than one
+// element, and BLOCK's loads become loads of it at the local index (cache_stage.h: x − lo, or
+// x mod g − lo for a range that moves with the loop). The copy is a block of its own, inserted
+// in LOOP's body right before the statement holding BLOCK, so it runs once per iteration:
+//
+//   before (gemm after tile(C_sum, m=4, n=4, k=8); M = 12, N = 10, K = 24):
+//     for m_o in 0..3:
+//       for n_o in 0..3:
+//         for k_o in 0..3:
+//           for m_i in 0..4: for n_i in 0..4: for k_i in 0..8:
+//             block C_sum(m = m_o * 4 + m_i, n = n_o * 4 + n_i; reduce k = k_o * 8 + k_i) if ...:
+//               C_sum[m, n] = C_sum[m, n] + f32(A[m, k]) * f32(B[k, n])
+//   after cache_read(C_sum, A, shared, at=k_o):
+//         for k_o in 0..3:
+//           for m in 0..4:
+//             for k in 0..8:
+//               block A_shared(m = m_o * 4 + m, k = k_o * 8 + k) if m_o * 4 + m < 12:
+//                 A_shared[m mod 4, k mod 8] = A[m, k]
+//           for m_i in 0..4: for n_i in 0..4: for k_i in 0..8:
+//             block C_sum(...):
+//               C_sum[m, n] = C_sum[m, n] + f32(A_shared[m mod 4, k mod 8]) * f32(B[k, n])
+//
+// Values are unchanged: the copy runs after every write of TENSOR that BLOCK's reads see and
+// before BLOCK, and holds exactly those elements. Refused, with the reason: a tensor BLOCK does
+// not read or also writes, reads at different indices, an index that moves inside the iteration
+// but is not an iteration variable, ranges that overlap between iterations (cache_stage.h), a
+// write of TENSOR inside the statement that holds BLOCK (the copy would be stale), or one after
+// LOOP or later in LOOP's body.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/sched/decision.h"
+
+namespace nautilus::sched {
+
+ApplyResult cache_read(const scalar::ProgramPtr& program, std::string_view block,
+                       std::string_view tensor, scalar::MemoryScope scope,
+                       std::optional<std::string> at);
+
+DecisionKind cache_read_decision();
+
+}  // namespace nautilus::sched
