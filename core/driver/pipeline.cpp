@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "core/rewrite/rewrite.h"
 #include "core/scalar/lower_spec.h"
 #include "core/scalar/verifier.h"
 #include "core/tilize/lower_scalar.h"
@@ -105,7 +106,8 @@ bool verify_vr_after(const std::string& pass, const vrtile::Module& module, Comp
   return false;
 }
 
-// Stage vrtile: tilize, then the VR passes, verifying after each.
+// Stage vrtile: tilize, the VR rewrites (core/rewrite), then any extra VR passes, verifying
+// after each.
 void build_vrtile(const CompileOptions& options, Compilation& result) {
   auto start = Clock::now();
   tilize::TilizeResult tiled = tilize::lower_to_vrtile(*result.program);
@@ -119,7 +121,12 @@ void build_vrtile(const CompileOptions& options, Compilation& result) {
   result.log.push_back(std::move(snapshot));
   if (!verify_vr_after(info.name, *tiled.module, result)) return;
   vrtile::ModulePtr module = tiled.module;
-  for (const VRPass& pass : options.extra_vr_passes) {
+  std::vector<VRPass> passes;
+  for (const rewrite::VRPassInfo& rewrite : rewrite::vr_rewrite_passes()) {
+    passes.push_back({rewrite.name, rewrite.summary, rewrite.run});
+  }
+  passes.insert(passes.end(), options.extra_vr_passes.begin(), options.extra_vr_passes.end());
+  for (const VRPass& pass : passes) {
     start = Clock::now();
     vrtile::ModulePtr next = pass.run(module);
     Snapshot step =

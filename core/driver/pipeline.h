@@ -5,7 +5,9 @@
 //   decisions     the schedule, one pass per decision (tile, inline, rolling_update, ...)
 //   verify        scalar IR structural checks after every pass (internal errors only)
 //   tilize        scheduled scalar IR → VR tile IR (stage "vrtile"), one kernel per loop nest
-//   VR passes     extra VR rewrites (`extra_vr_passes`), VR verifier after each
+//   VR rewrites   CSE, hoisting, delayed normalization, scale folding, rescale cancellation,
+//                 exp → exp2, dot operand narrowing (core/rewrite), then `extra_vr_passes`;
+//                 the VR verifier after each
 //
 // After every pass the pipeline records a Snapshot: the stage, the pass name and summary, the IR
 // (shared, immutable), whether the pass left the IR unchanged (pointer identity) and its wall
