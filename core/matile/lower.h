@@ -1,0 +1,65 @@
+// lower_to_matile: VR tile IR -> MA tile IR by placement rules.
+//
+// Every VR kernel becomes one MA kernel of `warps` warps with the same grid. Rules, in the
+// order they are tried (each falls back to a generic correct path, so the lowering is total over
+// verified VR modules; an unsupported construct returns a reason instead):
+//   1. Dots. A dot whose operands are (or are exact f32 casts of) bf16/f16 tiles with M a
+//      multiple of 16 * warps_m, N of 16 * warps_n and K of 16 runs on mma.sync m16n8k16 (warps
+//      along M first). Otherwise it runs on FMA from shared memory (FmaDot).
+//   2. Dot operands loaded through a window (index tiles affine in the grid/loop variables plus
+//      one tile coordinate per buffer axis, masks of the form index < bound, `other` 0, rows of
+//      16-byte multiples) go global -> shared by cp.async with zero-fill, into a row-major
+//      allocation whose swizzle is the one with the fewest ldmatrix bank conflicts
+//      (layout/bank_conflicts.h), then shared -> registers by ldmatrix.x4 (.trans when the
+//      fragment's pairs run across the stored rows), one 16-wide k step at a time right before
+//      its mma. A permuted load (Kᵀ) is read through a transposed window.
+//   3. Such loads inside a For whose offsets depend only on the loop variable and values from
+//      outside it are software-pipelined over `stages` buffers: a prologue issues iterations
+//      0..S-2; iteration i waits until its group landed (wait_group S-2), synchronizes, issues
+//      iteration i+S-1 into the buffer iteration i-1 used (predicated off past the end), and
+//      then computes on buffer i % S. Other shared operands are copied where the VR load was,
+//      fenced by barriers; loads outside loops (attention's Q) are copied once.
+//   4. Register layouts: mma accumulators in the C fragment layout; element-wise results take
+//      their first placed operand's layout; reduce results the slice of their operand's (lane
+//      shuffles, shared scratch across warps); loop-carried values their initial or yielded
+//      value's; everything else the blocked layout. Index and mask tiles built from iota, full,
+//      broadcast and arithmetic are rematerialized in whatever layout a consumer needs; other
+//      mismatches get a ConvertLayout (register-only when every thread already holds its
+//      elements, as when S's accumulator becomes P's A fragment, else through shared memory).
+//   5. Other loads and stores: window accesses when the indices and mask match, else gathers.
+//
+//   before (VR):                              after (MA, one k step shown):
+//     %acc = for k_o in 0..4                    cp.async a_smem[0][0, 0] <- A[%m0 + i0, i1] ...
+//         iter_args(%acc_i = %acc0) {           cp.async.commit_group
+//       %a = load A[...] mask %a_mask           %acc = for k_o in 0..4 ... pipeline 2 {
+//       %w = load B[...] mask %b_mask             cp.async.wait_group 0
+//       %acc1 = dot %a, %w, %acc_i                bar.sync
+//       yield %acc1                               cp.async a_smem[%next][0, 0] <- ... if %more
+//     }                                           cp.async.commit_group
+//                                                 %a.k0 = ldmatrix.x4 a_smem[%stage][0, 0]
+//                                                 %w.k0 = ldmatrix.x4.trans w_smem[%stage][0, 0]
+//                                                 %acc1 = mma.m16n8k16 %a.k0, %w.k0, %acc_i
+//                                                 yield %acc1
+//                                               }
+#pragma once
+
+#include <string>
+
+#include "core/layout/result.h"
+#include "core/matile/ir.h"
+#include "core/vrtile/ir.h"
+
+namespace nautilus::matile {
+
+struct LowerOptions {
+  int warps = 4;               // 1, 2, 4 or 8
+  int stages = 2;              // software-pipeline depth of in-loop shared operands, >= 1
+  std::string arch = "sm_80";  // "sm_80" or "sm_90a" (both use mma.sync for now)
+  bool use_mma = true;         // false: every dot on FMA (for comparisons and tests)
+  bool use_async_copy = true;  // false: dot operands are loaded into registers directly
+};
+
+layout::Result<ModulePtr> lower_to_matile(const vrtile::ModulePtr& module,
+                                          const LowerOptions& options = {});
+
+}  // namespace nautilus::matile
