@@ -140,11 +140,18 @@ class SplitKUpdate {
   bool classify_states();
   bool order_states();
   Stmt build_partial();
+  Stmt guard_infinities(const Block& block) const;
   std::optional<Stmt> build_combine();
 
   bool is_common(const VarNode* var) const {
     return std::any_of(common_.begin(), common_.end(),
                        [&](const For* loop) { return loop->var.get() == var; });
+  }
+  const State* find_state(const BufferNode* buffer) const {
+    for (const State& state : states_) {
+      if (state.buffer.get() == buffer) return &state;
+    }
+    return nullptr;
   }
   State* state_of(const BufferNode* buffer) {
     for (State& state : states_) {
@@ -263,6 +270,14 @@ bool SplitKUpdate::read_nest() {
     if (state_set.insert(accesses.writes.front()).second) {
       const Buffer* buffer = program_->find_buffer(accesses.writes.front()->name);
       states_.push_back(State{*buffer, nullptr, nullptr, nullptr, BinaryOp::Add, nullptr, nullptr});
+    }
+  }
+  for (const Block* block : under_) {
+    for (const Expr& binding : block->bindings) {
+      if (uses_var(binding, loop_->var.get()) && !affine_form(binding)) {
+        return fail("block " + block->name + " is bound to " + print_expr(binding) +
+                    ", which is not an affine function of loop " + loop_->var->name);
+      }
     }
   }
   const std::string where = "loop " + loop_->var->name;
@@ -522,6 +537,73 @@ bool SplitKUpdate::order_states() {
   return true;
 }
 
+// Loads in `expr` of the buffers in `buffers`, each once (by text), in order.
+std::vector<const Load*> loads_of(const Expr& expr, const std::set<const BufferNode*>& buffers) {
+  struct Collector : Visitor {
+    const std::set<const BufferNode*>* buffers;
+    std::vector<const Load*> found;
+    std::set<std::string> seen;
+    void visit_Load(const Load& node) override {
+      if (buffers->count(node.buffer.get()) && seen.insert(print_expr(load(node.buffer, node.indices))).second) {
+        found.push_back(&node);
+      }
+      Visitor::visit_Load(node);
+    }
+  } collector;
+  collector.buffers = &buffers;
+  collector.visit(expr);
+  return collector.found;
+}
+
+// A split that has seen only −inf so far (a causal row whose keys in this split are all masked)
+// would compute exp(−inf − (−inf)) = NaN where the unsplit loop, whose first step always sees
+// data, never does. The guards make such steps contribute nothing; they change no finite value:
+// a rescale whose running values did not move is exactly 1, and a term measured against a
+// running max of −inf is exp(−inf) = 0 for any finite data.
+Stmt SplitKUpdate::guard_infinities(const Block& block) const {
+  std::set<const BufferNode*> copies, sources;
+  for (const State& state : states_) {
+    if (state.copy_of) {
+      copies.insert(state.buffer.get());
+      sources.insert(state.copy_of);
+    }
+  }
+  for (const State& state : states_) {
+    if (!state.rescale) continue;
+    const Store* store = block.body->as<Store>();
+    const Binary* value = store ? store->value->as<Binary>() : nullptr;
+    if (!value) continue;
+    if (block.name == state.rescale->name) {
+      Expr unchanged;
+      for (const Load* copy : loads_of(value->b, copies)) {
+        const Buffer& running = find_state(find_state(copy->buffer.get())->copy_of)->buffer;
+        unchanged = conjunction(unchanged, compare(CompareOp::EQ, load(copy->buffer, copy->indices),
+                                                   load(running, copy->indices)));
+      }
+      if (!unchanged) return block.body;
+      return make_store(store->buffer, store->indices,
+                        binary(BinaryOp::Mul, value->a,
+                               select(unchanged, float_imm(1.0, value->b->dtype), value->b)),
+                        store->provenance);
+    }
+    if (block.name == state.update->name) {
+      Expr nothing_seen;
+      for (const Load* running : loads_of(value->b, sources)) {
+        Expr is_empty = compare(CompareOp::EQ, load(running->buffer, running->indices),
+                                float_imm(-std::numeric_limits<double>::infinity(),
+                                          running->dtype));
+        nothing_seen = nothing_seen ? logical(LogicalOp::Or, nothing_seen, is_empty) : is_empty;
+      }
+      if (!nothing_seen) return block.body;
+      return make_store(store->buffer, store->indices,
+                        binary(value->op, value->a,
+                               select(nothing_seen, float_imm(0.0, value->b->dtype), value->b)),
+                        store->provenance);
+    }
+  }
+  return block.body;
+}
+
 Stmt SplitKUpdate::build_partial() {
   Var split = make_var(split_name_);
   const Expr step = index_add(index_mul(var_ref(split), chunk_), var_ref(loop_->var));
@@ -529,7 +611,10 @@ Stmt SplitKUpdate::build_partial() {
   const VarReplacements to_global_step = {{loop_->var.get(), step}};
 
   // Every block gains the split as its first iteration variable and reads and writes its states
-  // per split; blocks under the loop also see the global step in their bindings.
+  // per split. Blocks under the loop keep their bindings, local to the split, so that the split
+  // loop stays a spatial loop of every block (the grid dimension of split-K); their bodies see
+  // the global position (x + c · chunk · split for a binding c · step + ...), and their
+  // predicates mask by global position and cut the last split's overhanging steps.
   struct PerSplit : Mutator {
     SplitKUpdate* self;
     Var split;
@@ -541,14 +626,25 @@ Stmt SplitKUpdate::build_partial() {
       std::vector<IterVar> iter_vars = {{split_iter, self->splits_, IterKind::Spatial}};
       iter_vars.insert(iter_vars.end(), node.iter_vars.begin(), node.iter_vars.end());
       std::vector<Expr> bindings = {var_ref(split)};
+      bindings.insert(bindings.end(), node.bindings.begin(), node.bindings.end());
       Expr predicate = node.predicate;
-      for (const Expr& binding : node.bindings) {
-        bindings.push_back(in_loop ? simplify_index(substitute(binding, *to_global_step))
-                                   : binding);
-      }
+      Stmt init = node.init;
+      Stmt body = node.body;
       if (in_loop) {
         if (predicate) predicate = simplify_index(substitute(predicate, *to_global_step));
         predicate = conjunction(predicate, guard);
+        VarReplacements to_global;
+        for (size_t i = 0; i < node.iter_vars.size(); ++i) {
+          const std::optional<AffineForm> form = affine_form(node.bindings[i]);
+          for (const auto& [var, coefficient] : form ? form->terms : AffineForm{}.terms) {
+            if (var != self->loop_->var.get()) continue;
+            to_global[node.iter_vars[i].var.get()] =
+                index_add(var_ref(node.iter_vars[i].var),
+                          index_mul(var_ref(split_iter), coefficient * self->chunk_));
+          }
+        }
+        body = substitute_everywhere(self->guard_infinities(node), to_global);
+        init = substitute_everywhere(init, to_global);
       }
       RetargetMap map;
       for (const State& state : self->states_) {
@@ -559,9 +655,8 @@ Stmt SplitKUpdate::build_partial() {
                                    }};
       }
       return make_block(fresh_name(node.name + "_part", &self->block_names_), iter_vars,
-                        bindings, predicate,
-                        node.init ? retarget_accesses(node.init, map) : nullptr,
-                        retarget_accesses(node.body, map), node.provenance);
+                        bindings, predicate, init ? retarget_accesses(init, map) : nullptr,
+                        retarget_accesses(body, map), node.provenance);
     }
   } per_split;
   per_split.self = this;

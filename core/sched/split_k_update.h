@@ -17,9 +17,13 @@
 // The rewrite:
 //   1. The partial nest: a new loop AXIS_s in 0..S inside the common loops; every block of the
 //      prologue and the reduction loop gets a spatial iteration variable AXIS_s, its states
-//      become partial buffers X_part[AXIS_s, ...], and the reduction loop runs over its
-//      ceil(steps / S) steps of split AXIS_s (step = AXIS_s * chunk + step, with a predicate when
-//      S does not divide the steps).
+//      become partial buffers X_part[AXIS_s, ...], and the reduction loop runs the
+//      chunk = ceil(steps / S) steps of split AXIS_s. Bindings stay local to the split, so
+//      AXIS_s is a spatial loop of every block (bind can make it the grid dimension); bodies
+//      read the global position (n + n_s * 16), and predicates mask by global position and cut
+//      the overhanging steps of the last split. Guards keep a split that has seen only −inf (a
+//      causal row whose keys in the split are all masked) from computing exp(−inf − (−inf)):
+//      such steps contribute nothing, and finite values are unchanged.
 //   2. The combine nest, after it: for each state, one reduction over AXIS_s, in dependency
 //      order, then the epilogue unchanged. How partials merge is read off the states' update
 //      blocks: a max / min / sum whose values read no state merges with the same operation; a
@@ -42,8 +46,9 @@
 //         Mx_init_part: Mx_part[n_s] = -inf; ...
 //         for n_o in 0..2:
 //           block Mx_prev_part(n_s = n_s, ...) if n_s * 2 + n_o < 3: Mx_prev_part[n_s] = Mx_part[n_s]
-//           for n_i: block Mx_part(n_s = n_s, ...; reduce n = n_s * 16 + n_o * 8 + n_i)
-//                        if n_s * 16 + n_o * 8 + n_i < 20 and n_s * 2 + n_o < 3: ...
+//           for n_i: block Mx_part(n_s = n_s, ...; reduce n = n_o * 8 + n_i)
+//                        if n_s * 16 + n_o * 8 + n_i < 20 and n_s * 2 + n_o < 3:
+//                      Mx_part[n_s] = max(Mx_part[n_s], S[n + n_s * 16])
 //           ...
 //     for b, h, m:
 //       for n_s: block Mx(...; reduce n_s = n_s): Mx = max(Mx, Mx_part[n_s])
