@@ -14,6 +14,7 @@
 #include "core/driver/evaluate.h"
 #include "core/scalar/printer.h"
 #include "core/spec/printer.h"
+#include "core/matile/printer.h"
 #include "core/vrtile/printer.h"
 
 namespace nautilus::cli {
@@ -42,13 +43,13 @@ const CommandSpec kLower{
     "lower", "nautilus lower FILE [--stage STAGE] [--format text|dot|json] [--schedule FILE] [--pin D]...",
     "Lowers a spec and prints the IR of one stage or of all (--stage all, the default).",
     {kSizeOption, kScheduleOption, kPinOption,
-     {"stage", "STAGE", "spec, scalar, vrtile or all (default all)"},
+     {"stage", "STAGE", "spec, scalar, vrtile, matile or all (default all)"},
      {"format", "FORMAT", "text (default), dot or json"},
      {"print-after-all", "", "print the IR after every pass of the pipeline, with timings"},
      {"output", "FILE", "write to FILE instead of standard output"}}};
 
 const CommandSpec kEval{
-    "eval", "nautilus eval FILE [--stage scalar|vrtile] [--seed N] [--save DIR] [--schedule FILE] [--pin D]...",
+    "eval", "nautilus eval FILE [--stage scalar|vrtile|matile] [--seed N] [--save DIR] [--schedule FILE] [--pin D]...",
     "Checks a stage on the CPU against the float64 reference of the spec.\n"
     "Runs the stage's interpreter on seeded random inputs, prints the maximum relative error\n"
     "max|out - ref| / max|ref| of every output and exits 1 when one exceeds its dtype's\n"
@@ -173,6 +174,11 @@ std::string render_snapshot(const driver::Snapshot& snapshot, const std::string&
     if (format == "json") return spec::spec_to_json(*snapshot.spec).dump(2) + "\n";
     return spec::print_spec(*snapshot.spec);
   }
+  if (snapshot.stage == driver::Stage::MATile) {
+    if (format == "dot") return matile::module_to_dot(*snapshot.ma_module);
+    if (format == "json") return matile::module_to_json(*snapshot.ma_module).dump(2) + "\n";
+    return matile::print_module(*snapshot.ma_module);
+  }
   if (snapshot.stage == driver::Stage::VRTile) {
     if (format == "dot") return vrtile::module_to_dot(*snapshot.vr_module);
     if (format == "json") return vrtile::module_to_json(*snapshot.vr_module).dump(2) + "\n";
@@ -186,6 +192,7 @@ std::string render_snapshot(const driver::Snapshot& snapshot, const std::string&
 nlohmann::ordered_json snapshot_json(const driver::Snapshot& snapshot) {
   if (snapshot.stage == driver::Stage::Spec) return spec::spec_to_json(*snapshot.spec);
   if (snapshot.stage == driver::Stage::VRTile) return vrtile::module_to_json(*snapshot.vr_module);
+  if (snapshot.stage == driver::Stage::MATile) return matile::module_to_json(*snapshot.ma_module);
   return scalar::program_to_json(*snapshot.program);
 }
 

@@ -9,6 +9,7 @@
 #include "core/scalar/interpreter.h"
 #include "core/spec/reference.h"
 #include "core/support/npy.h"
+#include "core/matile/interpreter.h"
 #include "core/vrtile/interpreter.h"
 
 namespace nautilus::driver {
@@ -81,6 +82,16 @@ EvalResult evaluate(const Compilation& compilation, const EvalOptions& options) 
     vrtile::InterpretOptions interpret_options;
     interpret_options.max_steps = static_cast<uint64_t>(options.max_operations);
     vrtile::InterpretResult r = vrtile::interpret(*compilation.vr_module, result.inputs,
+                                                  interpret_options);
+    run = {r.ok, r.error, std::move(r.outputs)};
+  } else if (options.stage == Stage::MATile) {
+    if (!compilation.ma_module) {
+      result.error = "the compilation did not reach the matile stage";
+      return result;
+    }
+    matile::InterpretOptions interpret_options;
+    interpret_options.max_steps = static_cast<uint64_t>(options.max_operations);
+    matile::InterpretResult r = matile::interpret(*compilation.ma_module, result.inputs,
                                                   interpret_options);
     run = {r.ok, r.error, std::move(r.outputs)};
   }

@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "core/matile/verifier.h"
 #include "core/rewrite/rewrite.h"
 #include "core/scalar/lower_spec.h"
 #include "core/scalar/verifier.h"
@@ -15,11 +16,14 @@ const char* stage_name(Stage stage) {
     case Stage::Spec: return "spec";
     case Stage::Scalar: return "scalar";
     case Stage::VRTile: return "vrtile";
+    case Stage::MATile: return "matile";
   }
   return "?";
 }
 
-std::vector<Stage> all_stages() { return {Stage::Spec, Stage::Scalar, Stage::VRTile}; }
+std::vector<Stage> all_stages() {
+  return {Stage::Spec, Stage::Scalar, Stage::VRTile, Stage::MATile};
+}
 
 std::optional<Stage> parse_stage(std::string_view name) {
   for (Stage stage : all_stages()) {
@@ -48,6 +52,10 @@ const std::vector<PassInfo>& pass_registry() {
        "One kernel per loop nest: grid loops become the CTA grid, split reduction loops become "
        "`for` loops carrying running values, every other loop becomes a tile axis; values a "
        "kernel reads back stay in registers."},
+      {"place", Stage::MATile,
+       "Every tile gets a memory space and an explicit layout: dot operands go global → shared "
+       "(cp.async, swizzled) → registers (ldmatrix) → mma.sync, loads in loops are software "
+       "pipelined, the rest uses blocked register layouts."},
   };
   return passes;
 }
@@ -139,6 +147,30 @@ void build_vrtile(const CompileOptions& options, Compilation& result) {
   result.vr_module = module;
 }
 
+// Stage matile: placement of every tile, then the MA verifier.
+void build_matile(const CompileOptions& options, Compilation& result) {
+  auto start = Clock::now();
+  layout::Result<matile::ModulePtr> placed = matile::lower_to_matile(result.vr_module,
+                                                                     options.matile);
+  if (!placed) {
+    result.schedule_error = "the tiles cannot be placed: " + placed.error().message;
+    return;
+  }
+  const PassInfo& info = pass_info("place");
+  Snapshot snapshot = log_entry(Stage::MATile, info.name, info.summary, false, elapsed_ms(start));
+  snapshot.ma_module = *placed;
+  result.log.push_back(std::move(snapshot));
+  std::vector<std::string> problems = matile::verify(**placed);
+  if (!problems.empty()) {
+    result.internal_error = "MA tile IR after pass 'place' is malformed: " + problems.front();
+    if (problems.size() > 1) {
+      result.internal_error += " (and " + std::to_string(problems.size() - 1) + " more)";
+    }
+    return;
+  }
+  result.ma_module = *placed;
+}
+
 }  // namespace
 
 Compilation compile(SourceFilePtr file, const CompileOptions& options) {
@@ -200,6 +232,8 @@ Compilation compile(SourceFilePtr file, const CompileOptions& options) {
   result.program = program;
   if (options.last_stage == Stage::Scalar) return result;
   build_vrtile(options, result);
+  if (options.last_stage == Stage::VRTile || !result.vr_module) return result;
+  build_matile(options, result);
   return result;
 }
 

@@ -8,6 +8,8 @@
 //   VR rewrites   CSE, hoisting, delayed normalization, scale folding, rescale cancellation,
 //                 exp → exp2, dot operand narrowing (core/rewrite), then `extra_vr_passes`;
 //                 the VR verifier after each
+//   place         VR tile IR → MA tile IR (stage "matile"): memory spaces, layouts, copies,
+//                 mma.sync, software pipelining (core/matile/lower.h); the MA verifier after it
 //
 // After every pass the pipeline records a Snapshot: the stage, the pass name and summary, the IR
 // (shared, immutable), whether the pass left the IR unchanged (pointer identity) and its wall
@@ -28,14 +30,16 @@
 #include "core/spec/ast.h"
 #include "core/spec/sema.h"
 #include "core/support/diagnostics.h"
+#include "core/matile/ir.h"
+#include "core/matile/lower.h"
 #include "core/vrtile/ir.h"
 
 namespace nautilus::driver {
 
-enum class Stage { Spec, Scalar, VRTile };
+enum class Stage { Spec, Scalar, VRTile, MATile };
 const char* stage_name(Stage stage);
 std::optional<Stage> parse_stage(std::string_view name);
-// "spec, scalar, vrtile" — for messages listing the valid stage names.
+// "spec, scalar, vrtile, matile" — for messages listing the valid stage names.
 std::string stage_names();
 std::vector<Stage> all_stages();
 
@@ -56,6 +60,7 @@ struct Snapshot {
   bool unchanged = false;
   double milliseconds = 0.0;
   vrtile::ModulePtr vr_module;   // stage VRTile
+  matile::ModulePtr ma_module;   // stage MATile
 };
 
 // A user-supplied rewrite of scalar IR run after the built-in scalar passes.
@@ -80,6 +85,8 @@ struct CompileOptions {
   sched::Schedule schedule;
   std::vector<ScalarPass> extra_passes;
   std::vector<VRPass> extra_vr_passes;
+  // Warps per CTA, pipeline stages, target arch and instruction choices of the MA lowering.
+  matile::LowerOptions matile;
 };
 
 struct Compilation {
@@ -88,6 +95,7 @@ struct Compilation {
   spec::SpecPtr spec;
   scalar::ProgramPtr program;  // the scalar IR after every scalar pass
   vrtile::ModulePtr vr_module;  // the VR tile IR after every VR pass (stage vrtile and later)
+  matile::ModulePtr ma_module;  // the MA tile IR (stage matile and later)
   std::vector<Snapshot> log;
   // A compiler bug (e.g. the verifier rejected a pass's output); empty when none.
   std::string internal_error;

@@ -116,7 +116,7 @@ TEST(Cli, UserErrorsAreOneClearLine) {
   };
   std::vector<Case> cases = {
       {{"lower", "/nonexistent/x.nt"}, "nautilus: error: cannot open '/nonexistent/x.nt'"},
-      {{"lower", asset("gemm"), "--stage", "ptx"}, "unknown stage 'ptx'; expected spec, scalar, vrtile"},
+      {{"lower", asset("gemm"), "--stage", "ptx"}, "unknown stage 'ptx'; expected spec, scalar, vrtile, matile"},
       {{"lower", asset("gemm"), "--format", "svg"}, "unknown format 'svg'"},
       {{"lower", asset("gemm"), "--format", "dot"}, "--format dot shows one graph"},
       {{"lower", asset("gemm"), "--bogus"}, "unknown option '--bogus' for 'nautilus lower'"},
