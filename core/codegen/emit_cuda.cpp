@@ -1,0 +1,1450 @@
+#include "core/codegen/emit_cuda.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <iomanip>
+#include <optional>
+#include <limits>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "core/layout/int_tuple.h"
+#include "core/matile/layouts.h"
+#include "core/matile/printer.h"
+#include "core/matile/verifier.h"
+
+namespace nautilus::codegen {
+namespace {
+
+using matile::Kernel;
+using matile::LayoutKind;
+using matile::Module;
+using matile::Op;
+using matile::OpKind;
+using matile::RegisterLayout;
+using matile::SharedAlloc;
+using matile::SharedRef;
+using matile::Value;
+
+// Thrown inside the emitter and turned into a CodegenError at the entry point, so that deep
+// helpers need not thread a Result through every string they build.
+struct EmitFailure {
+  CodegenError::Kind kind;
+  std::string message;
+};
+
+[[noreturn]] void unsupported(const std::string& message) {
+  throw EmitFailure{CodegenError::Kind::Unsupported, message};
+}
+[[noreturn]] void invalid(const std::string& message) {
+  throw EmitFailure{CodegenError::Kind::InvalidInput, message};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Text helpers
+
+std::string sanitize(const std::string& name) {
+  std::string out;
+  for (char c : name) {
+    const bool word = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    out += word ? c : '_';
+  }
+  if (out.empty() || (out[0] >= '0' && out[0] <= '9')) out = "v" + out;
+  return out;
+}
+
+std::string str(int64_t value) { return std::to_string(value); }
+
+// A float literal that round-trips through f32, with the special values spelled as bit patterns
+// (NVRTC has no INFINITY macro without extra headers).
+std::string float_literal(double value) {
+  if (std::isnan(value)) return "__int_as_float(0x7fffffff)";
+  if (std::isinf(value)) return value > 0 ? "__int_as_float(0x7f800000)" : "__int_as_float(0xff800000)";
+  std::ostringstream out;
+  out << std::setprecision(9) << static_cast<float>(value);
+  std::string text = out.str();
+  if (text.find_first_of(".e") == std::string::npos) text += ".0";
+  return text + "f";
+}
+
+const char* c_type(DType dtype) {
+  switch (dtype) {
+    case DType::F32: return "float";
+    case DType::F16: return "__half";
+    case DType::BF16: return "__nv_bfloat16";
+    case DType::Index: return "int";
+    case DType::Bool: return "bool";
+    case DType::F64: return "double";
+  }
+  return "float";
+}
+
+bool is_narrow_float(DType dtype) { return dtype == DType::F16 || dtype == DType::BF16; }
+
+// `expr` (of `dtype`) as a float.
+std::string to_float(const std::string& expr, DType dtype) {
+  switch (dtype) {
+    case DType::BF16: return "__bfloat162float(" + expr + ")";
+    case DType::F16: return "__half2float(" + expr + ")";
+    case DType::Index: return "static_cast<float>(" + expr + ")";
+    case DType::Bool: return "(" + expr + " ? 1.0f : 0.0f)";
+    default: return expr;
+  }
+}
+
+// A float expression converted (rounded to nearest even) to `dtype`.
+std::string from_float(const std::string& expr, DType dtype) {
+  switch (dtype) {
+    case DType::BF16: return "__float2bfloat16_rn(" + expr + ")";
+    case DType::F16: return "__float2half_rn(" + expr + ")";
+    case DType::Index: return "static_cast<int>(" + expr + ")";
+    case DType::Bool: return "(" + expr + " != 0.0f)";
+    default: return expr;
+  }
+}
+
+std::string constant_of(double value, DType dtype) {
+  switch (dtype) {
+    case DType::Index: return str(static_cast<int64_t>(value));
+    case DType::Bool: return value != 0.0 ? "true" : "false";
+    case DType::F32: return float_literal(value);
+    default: return from_float(float_literal(value), dtype);
+  }
+}
+
+// "((t / 4) % 8) * 16" with the trivial parts left out.
+std::string term_text(const std::string& index, int64_t position, int64_t extent, int64_t scale,
+                      int64_t bound) {
+  std::string text = index;
+  if (position != 1) text = "(" + text + " / " + str(position) + ")";
+  if (position * extent < bound) text = "(" + text + " % " + str(extent) + ")";
+  if (scale != 1) text += " * " + str(scale);
+  return text;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Separable coordinates of a TV layout: tile coordinate k of (thread t, slot v) is
+//   sum over thread leaves ((t / p) % s) * c  +  sum over slot leaves ((v / p) % s) * c,
+// each leaf moving along exactly one axis. Checked against the layout on every (t, v).
+
+struct Term {
+  int64_t position = 1;  // product of the extents of the leaves before this one
+  int64_t extent = 1;
+  int64_t scale = 1;     // coordinate units per step along its axis
+};
+
+struct SeparableCoords {
+  std::vector<std::vector<Term>> thread_terms;  // per axis
+  std::vector<std::vector<Term>> slot_terms;    // per axis
+  int64_t threads = 1;
+  int64_t slots = 1;
+};
+
+int64_t evaluate_terms(const std::vector<Term>& terms, int64_t index) {
+  int64_t sum = 0;
+  for (const Term& term : terms) sum += ((index / term.position) % term.extent) * term.scale;
+  return sum;
+}
+
+// Assigns each leaf of `mode` to the tile axis it moves along; false when a leaf straddles axes.
+bool split_mode(const layout::Layout& mode, const std::vector<int64_t>& shape,
+                std::vector<std::vector<Term>>* terms) {
+  const std::vector<int64_t> extents = layout::leaves(mode.shape());
+  const std::vector<int64_t> strides = layout::leaves(mode.stride());
+  terms->assign(shape.size(), {});
+  std::vector<int64_t> axis_stride(shape.size(), 1);  // column-major: axis 0 fastest
+  for (size_t k = 1; k < shape.size(); ++k) axis_stride[k] = axis_stride[k - 1] * shape[k - 1];
+  int64_t position = 1;
+  for (size_t i = 0; i < extents.size(); ++i) {
+    const int64_t s = extents[i], d = strides[i];
+    if (s > 1 && d != 0) {
+      if (shape.empty()) return false;
+      size_t axis = 0;
+      for (size_t k = 0; k < shape.size(); ++k) {
+        if (axis_stride[k] <= d) axis = k;
+      }
+      if (d % axis_stride[axis] != 0) return false;
+      const int64_t scale = d / axis_stride[axis];
+      if (scale * (s - 1) >= shape[axis]) return false;
+      (*terms)[axis].push_back({position, s, scale});
+    }
+    position *= s;
+  }
+  return true;
+}
+
+std::optional<SeparableCoords> separable_coords(const layout::TVLayout& tv,
+                                                const std::vector<int64_t>& shape) {
+  SeparableCoords coords;
+  coords.threads = tv.threads();
+  coords.slots = tv.values();
+  if (!split_mode(tv.layout.mode(0), shape, &coords.thread_terms) ||
+      !split_mode(tv.layout.mode(1), shape, &coords.slot_terms)) {
+    return std::nullopt;
+  }
+  for (int64_t t = 0; t < coords.threads; ++t) {
+    for (int64_t v = 0; v < coords.slots; ++v) {
+      std::vector<int64_t> expected = matile::coordinates_of(tv.index(t, v), shape);
+      for (size_t k = 0; k < shape.size(); ++k) {
+        if (evaluate_terms(coords.thread_terms[k], t) + evaluate_terms(coords.slot_terms[k], v) !=
+            expected[k]) {
+          return std::nullopt;
+        }
+      }
+    }
+  }
+  return coords;
+}
+
+std::string axis_suffix(size_t axis, size_t rank) {
+  if (rank == 2) return axis == 0 ? "row" : "col";
+  return "c" + std::to_string(axis);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The fixed device helpers every translation unit starts with.
+
+constexpr const char* kPrelude = R"(#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+namespace nautilus_device {
+
+// Floor division and modulo with the divisor's sign (the IR's index semantics).
+__device__ __forceinline__ int floor_div(int a, int b) {
+  const int q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+__device__ __forceinline__ int floor_mod(int a, int b) {
+  const int r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+
+// CuTe's Swizzle<bits, base, shift> on an element offset: XOR the `bits` bits at
+// [base + shift, base + shift + bits) into those at [base, base + bits).
+__device__ __forceinline__ int swizzle(int offset, int bits, int base, int shift) {
+  const int mask = ((1 << bits) - 1) << base;
+  return shift >= 0 ? offset ^ ((offset >> shift) & mask)
+                    : offset ^ ((offset & mask) << -shift);
+}
+
+__device__ __forceinline__ unsigned shared_address(const void* pointer) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(pointer));
+}
+
+__device__ __forceinline__ unsigned pack2(__nv_bfloat16 low, __nv_bfloat16 high) {
+  return static_cast<unsigned>(__bfloat16_as_ushort(low)) |
+         (static_cast<unsigned>(__bfloat16_as_ushort(high)) << 16);
+}
+__device__ __forceinline__ unsigned pack2(__half low, __half high) {
+  return static_cast<unsigned>(__half_as_ushort(low)) |
+         (static_cast<unsigned>(__half_as_ushort(high)) << 16);
+}
+__device__ __forceinline__ void unpack2(unsigned bits, __nv_bfloat16& low, __nv_bfloat16& high) {
+  low = __ushort_as_bfloat16(static_cast<unsigned short>(bits & 0xffffu));
+  high = __ushort_as_bfloat16(static_cast<unsigned short>(bits >> 16));
+}
+__device__ __forceinline__ void unpack2(unsigned bits, __half& low, __half& high) {
+  low = __ushort_as_half(static_cast<unsigned short>(bits & 0xffffu));
+  high = __ushort_as_half(static_cast<unsigned short>(bits >> 16));
+}
+
+// d += a * b for one m16n8k16 atom: a holds a_0..a_7, b holds b_0..b_3, d holds c_0..c_3.
+__device__ __forceinline__ void mma_m16n8k16(float* d, const __nv_bfloat16* a,
+                                             const __nv_bfloat16* b) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+      "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(pack2(a[0], a[1])), "r"(pack2(a[2], a[3])), "r"(pack2(a[4], a[5])),
+        "r"(pack2(a[6], a[7])), "r"(pack2(b[0], b[1])), "r"(pack2(b[2], b[3])));
+}
+__device__ __forceinline__ void mma_m16n8k16(float* d, const __half* a, const __half* b) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+      "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(pack2(a[0], a[1])), "r"(pack2(a[2], a[3])), "r"(pack2(a[4], a[5])),
+        "r"(pack2(a[6], a[7])), "r"(pack2(b[0], b[1])), "r"(pack2(b[2], b[3])));
+}
+
+// ldmatrix.x4: this lane supplies the row address `address`; registers 0 and 1 land in
+// low[0..3], registers 2 and 3 in high[0..3] (two 16-bit elements per register, low half first).
+template <typename T>
+__device__ __forceinline__ void ldmatrix_x4(T* low, T* high, unsigned address) {
+  unsigned r0, r1, r2, r3;
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+               : "r"(address));
+  unpack2(r0, low[0], low[1]);
+  unpack2(r1, low[2], low[3]);
+  unpack2(r2, high[0], high[1]);
+  unpack2(r3, high[2], high[3]);
+}
+template <typename T>
+__device__ __forceinline__ void ldmatrix_x4_trans(T* low, T* high, unsigned address) {
+  unsigned r0, r1, r2, r3;
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+               : "r"(address));
+  unpack2(r0, low[0], low[1]);
+  unpack2(r1, low[2], low[3]);
+  unpack2(r2, high[0], high[1]);
+  unpack2(r3, high[2], high[3]);
+}
+
+// cp.async of 16 bytes; bytes past `source_bytes` (0..16) are zero-filled.
+__device__ __forceinline__ void cp_async_16(unsigned destination, const void* source,
+                                            int source_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
+               :
+               : "r"(destination), "l"(source), "r"(source_bytes));
+}
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::);
+}
+template <int Pending>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending));
+}
+
+}  // namespace nautilus_device
+
+using namespace nautilus_device;
+)";
+
+// The emitter's own model of the swizzle helper above, checked against core/layout's on a
+// range of offsets so that the printed formula cannot drift from the layout algebra.
+int64_t device_swizzle(int64_t offset, const layout::Swizzle& s) {
+  const int64_t mask = ((int64_t{1} << s.bits) - 1) << s.base;
+  return s.shift >= 0 ? offset ^ ((offset >> s.shift) & mask) : offset ^ ((offset & mask) << -s.shift);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+class KernelEmitter {
+ public:
+  KernelEmitter(const Kernel& kernel, std::string symbol, const EmitOptions& options)
+      : kernel_(kernel), symbol_(std::move(symbol)), options_(options) {}
+
+  std::string emit(EmittedKernel* launch) {
+    // The body goes to its own stream first: it decides which layouts need thread coordinates,
+    // which are then declared at the top of the kernel.
+    for (const scalar::Buffer& buffer : kernel_.params) buffer_name(buffer);
+    for (const SharedAlloc& alloc : kernel_.shared) shared_name(alloc);
+    std::vector<std::string> grid_lines = grid_mapping(launch);
+    indent_ = 1;
+    region(*kernel_.body);
+    std::ostringstream out;
+    out << "// Kernel " << symbol_ << " (MA kernel " << kernel_.name << "): grid ";
+    launch->symbol = symbol_;
+    launch->ir_name = kernel_.name;
+    launch->block = {kernel_.threads(), 1, 1};
+    launch->dynamic_shared_bytes = kernel_.shared_bytes;
+    launch->params = kernel_.params;
+    out << "(" << launch->grid[0] << ", " << launch->grid[1] << ", " << launch->grid[2] << "), "
+        << kernel_.threads() << " threads, " << kernel_.shared_bytes
+        << " bytes of dynamic shared memory.\n";
+    out << "extern \"C\" __global__ void __launch_bounds__(" << kernel_.threads() << ") " << symbol_
+        << "(";
+    for (size_t i = 0; i < kernel_.params.size(); ++i) {
+      const scalar::Buffer& buffer = kernel_.params[i];
+      out << (i ? ",\n    " : "\n    ")
+          << (buffer->role == scalar::BufferRole::Input ? "const " : "") << c_type(buffer->dtype)
+          << "* __restrict__ " << buffer_name(buffer);
+    }
+    out << ") {\n";
+    if (!kernel_.shared.empty()) {
+      out << "  extern __shared__ __align__(128) unsigned char shared_memory[];\n";
+      for (const SharedAlloc& alloc : kernel_.shared) {
+        out << "  // " << alloc.name << ": " << dtype_name(alloc.dtype) << "[";
+        for (size_t k = 0; k < alloc.shape.size(); ++k) out << (k ? ", " : "") << alloc.shape[k];
+        out << "] x " << alloc.stages << " stage" << (alloc.stages == 1 ? "" : "s") << ", bytes ["
+            << alloc.byte_offset << ", " << alloc.byte_offset + alloc.byte_size << ")"
+            << (alloc.purpose.empty() ? "" : ": " + alloc.purpose) << "\n";
+        out << "  " << c_type(alloc.dtype) << "* const " << shared_name(alloc) << " = reinterpret_cast<"
+            << c_type(alloc.dtype) << "*>(shared_memory + " << alloc.byte_offset << ");\n";
+      }
+    }
+    out << "  const int tid = threadIdx.x;\n";
+    if (uses_warp_) out << "  const int lane = tid % 32;\n  const int warp = tid / 32;\n";
+    for (const std::string& line : grid_lines) out << "  " << line << "\n";
+    if (!layout_lines_.empty()) {
+      out << "  // Thread part of the tile coordinates of each register layout.\n";
+      for (const std::string& line : layout_lines_) out << "  " << line << "\n";
+    }
+    out << body_.str() << "}\n";
+    return out.str();
+  }
+
+ private:
+  // -------------------------------------------------------------------------------------------
+  // Names
+
+  std::string unique(const std::string& wanted) {
+    std::string name = sanitize(wanted);
+    // Avoid the names the kernel itself declares and C++ keywords a spec could collide with.
+    static const std::set<std::string> reserved = {
+        "tid", "lane", "warp", "shared_memory", "s", "k", "int", "float", "bool", "for", "if",
+        "else", "do", "while", "const", "return", "char", "double", "long", "short", "unsigned",
+        "signed", "void", "auto", "case", "switch", "default", "break", "continue", "new",
+        "delete", "this", "true", "false", "class", "struct", "union", "enum", "template",
+        "typename", "namespace", "using", "static", "extern", "register", "volatile",
+        // locals and helpers of the emitted code
+        "j", "q", "mi", "ni", "valid", "source", "sum", "lane_row", "lane_col", "i0", "i1", "i2",
+        "i3", "i4", "i5", "i6", "i7", "swizzle", "floor_div", "floor_mod", "pack2", "unpack2",
+        "shared_address", "mma_m16n8k16", "ldmatrix_x4", "ldmatrix_x4_trans", "cp_async_16",
+        "cp_async_commit", "cp_async_wait", "max", "min", "abs", "nautilus_device"};
+    std::string candidate = name;
+    for (int n = 1; reserved.count(candidate) || used_.count(candidate); ++n) {
+      candidate = name + "_" + std::to_string(n);
+    }
+    used_.insert(candidate);
+    return candidate;
+  }
+
+  std::string buffer_name(const scalar::Buffer& buffer) {
+    auto found = buffer_names_.find(buffer.get());
+    if (found != buffer_names_.end()) return found->second;
+    return buffer_names_[buffer.get()] = unique(buffer->name);
+  }
+
+  std::string shared_name(const SharedAlloc& alloc) {
+    auto found = shared_names_.find(&alloc);
+    if (found != shared_names_.end()) return found->second;
+    return shared_names_[&alloc] = unique(alloc.name);
+  }
+
+  const std::string& name_of(const Value& value) {
+    auto found = names_.find(value.get());
+    if (found == names_.end()) invalid("value %" + value->name + " is used before it is emitted");
+    return found->second;
+  }
+
+  // Declares storage for `value` ("float x[32];" or "float x;") and returns its name.
+  std::string declare(const Value& value) {
+    std::string name = unique(value->name);
+    names_[value.get()] = name;
+    line(std::string(c_type(value->type.dtype)) + " " + name + slots_suffix(value) + ";");
+    return name;
+  }
+
+  static std::string slots_suffix(const Value& value) {
+    const int64_t slots = value->layout.slots();
+    return slots == 1 ? "" : "[" + str(slots) + "]";
+  }
+
+  // Slot `slot` (an expression) of `value`.
+  std::string at(const Value& value, const std::string& slot) {
+    return value->layout.slots() == 1 ? name_of(value) : name_of(value) + "[" + slot + "]";
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Output
+
+  void line(const std::string& text) {
+    body_ << std::string(static_cast<size_t>(indent_) * 2, ' ') << text << "\n";
+  }
+
+  // `#pragma unroll` + a for over the slots of `value`, calling `body` with the slot variable;
+  // a one-slot value gets the body once with slot "0".
+  void for_slots(int64_t slots, const std::function<void(const std::string&)>& body) {
+    if (slots == 1) {
+      body("0");
+      return;
+    }
+    line("#pragma unroll");
+    line("for (int s = 0; s < " + str(slots) + "; ++s) {");
+    ++indent_;
+    body("s");
+    --indent_;
+    line("}");
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Grid
+
+  std::vector<std::string> grid_mapping(EmittedKernel* launch) {
+    std::vector<std::string> lines;
+    const auto& grid = kernel_.grid;
+    bool direct = grid.size() <= 3;
+    for (size_t i = 1; i < grid.size() && direct; ++i) direct = grid[i].extent <= 65535;
+    if (direct) {
+      static const char* dims[] = {"x", "y", "z"};
+      for (size_t i = 0; i < grid.size(); ++i) {
+        launch->grid[i] = grid[i].extent;
+        const std::string name = unique(grid[i].var->name);
+        names_[grid[i].var.get()] = name;
+        lines.push_back("const int " + name + " = blockIdx." + dims[i] + ";  // 0.." +
+                        str(grid[i].extent - 1));
+      }
+      return lines;
+    }
+    // More than three axes (or large y/z extents): one linear x index, row-major over the axes.
+    int64_t total = 1;
+    for (const auto& axis : grid) total *= axis.extent;
+    launch->grid = {total, 1, 1};
+    int64_t inner = 1;
+    std::vector<std::string> reversed;
+    for (size_t i = grid.size(); i-- > 0;) {
+      const std::string name = unique(grid[i].var->name);
+      names_[grid[i].var.get()] = name;
+      reversed.push_back("const int " + name + " = " +
+                         term_text("static_cast<int>(blockIdx.x)", inner, grid[i].extent, 1, total) +
+                         ";  // 0.." + str(grid[i].extent - 1));
+      inner *= grid[i].extent;
+    }
+    lines.assign(reversed.rbegin(), reversed.rend());
+    return lines;
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Layout coordinates
+
+  struct LayoutInfo {
+    SeparableCoords coords;
+    std::vector<std::string> thread_vars;  // per axis
+  };
+
+  // The coordinates of `tv` over `shape`, declaring its thread part on first use.
+  const LayoutInfo& layout_info(const layout::TVLayout& tv, const std::vector<int64_t>& shape,
+                                const std::string& what) {
+    std::ostringstream key;
+    key << layout::to_string(tv.layout.shape()) << ":" << layout::to_string(tv.layout.stride())
+        << " over ";
+    for (int64_t extent : shape) key << extent << ",";
+    auto found = layouts_.find(key.str());
+    if (found != layouts_.end()) return found->second;
+    std::optional<SeparableCoords> coords = separable_coords(tv, shape);
+    if (!coords) {
+      unsupported(what + ": the tile coordinates of layout " + key.str() +
+                  " do not split into a thread part and a slot part");
+    }
+    if (coords->threads > kernel_.threads()) {
+      invalid(what + ": layout " + key.str() + " has more threads than the CTA");
+    }
+    LayoutInfo info;
+    info.coords = *coords;
+    const std::string prefix = "l" + std::to_string(layouts_.size());
+    layout_lines_.push_back("// " + key.str());
+    for (size_t k = 0; k < shape.size(); ++k) {
+      std::string expression;
+      for (const Term& term : coords->thread_terms[k]) {
+        expression += (expression.empty() ? "" : " + ") +
+                      term_text("tid", term.position, term.extent, term.scale, coords->threads);
+      }
+      const std::string var = unique(prefix + "_" + axis_suffix(k, shape.size()));
+      layout_lines_.push_back("const int " + var + " = " + (expression.empty() ? "0" : expression) + ";");
+      info.thread_vars.push_back(var);
+    }
+    return layouts_.emplace(key.str(), info).first->second;
+  }
+
+  // Tile coordinate `axis` of slot `slot` (the unrolled slot variable) in `info`'s layout.
+  static std::string coordinate(const LayoutInfo& info, size_t axis, const std::string& slot) {
+    std::string expression = info.thread_vars[axis];
+    for (const Term& term : info.coords.slot_terms[axis]) {
+      expression += " + " + term_text(slot, term.position, term.extent, term.scale, info.coords.slots);
+    }
+    return info.coords.slot_terms[axis].empty() ? expression : "(" + expression + ")";
+  }
+
+  std::vector<std::string> coordinates(const Value& value, const std::string& slot,
+                                       const std::string& what) {
+    const LayoutInfo& info = layout_info(value->layout.tv, value->type.shape, what);
+    std::vector<std::string> coords;
+    for (size_t k = 0; k < value->type.shape.size(); ++k) coords.push_back(coordinate(info, k, slot));
+    return coords;
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Shared memory addressing
+
+  const SharedAlloc& alloc_of(const SharedRef& ref) {
+    if (ref.alloc < 0 || ref.alloc >= static_cast<int>(kernel_.shared.size())) {
+      invalid("shared reference to allocation " + std::to_string(ref.alloc) + " of " +
+              std::to_string(kernel_.shared.size()));
+    }
+    return kernel_.shared[static_cast<size_t>(ref.alloc)];
+  }
+
+  // The element offset (from the allocation's base pointer) of tile coordinate `tile` of `ref`.
+  std::string shared_offset(const SharedRef& ref, const std::vector<std::string>& tile) {
+    const SharedAlloc& alloc = alloc_of(ref);
+    const layout::Layout& inner = alloc.layout.layout;
+    const size_t rank = alloc.shape.size();
+    if (tile.size() != rank || ref.offsets.size() != rank) {
+      invalid("shared reference to " + alloc.name + " has the wrong rank");
+    }
+    std::vector<int64_t> strides;
+    if (rank == 1 && inner.shape().is_leaf()) {
+      strides.push_back(inner.stride().value());
+    } else {
+      if (inner.rank() != static_cast<int>(rank)) {
+        unsupported("shared layout of " + alloc.name + " does not have one mode per axis");
+      }
+      for (size_t k = 0; k < rank; ++k) {
+        const layout::IntTuple& mode_shape = inner.shape().mode(static_cast<int>(k));
+        if (!mode_shape.is_leaf() || mode_shape.value() != alloc.shape[k]) {
+          unsupported("shared layout of " + alloc.name + " has a hierarchical mode");
+        }
+        strides.push_back(inner.stride().mode(static_cast<int>(k)).value());
+      }
+    }
+    std::string linear;
+    for (size_t k = 0; k < rank; ++k) {
+      const std::string& coordinate = tile[ref.transposed ? rank - 1 - k : k];
+      std::string term = ref.offsets[k] != 0 ? "(" + coordinate + " + " + str(ref.offsets[k]) + ")"
+                                             : coordinate;
+      if (strides[k] == 0) continue;
+      if (strides[k] != 1) term += " * " + str(strides[k]);
+      linear += (linear.empty() ? "" : " + ") + term;
+    }
+    if (linear.empty()) linear = "0";
+    const layout::Swizzle& swizzle = alloc.layout.swizzle;
+    if (!swizzle.is_identity()) {
+      for (int64_t offset = 0; offset < 1 << 14; ++offset) {
+        if (device_swizzle(offset, swizzle) != swizzle(offset)) {
+          throw EmitFailure{CodegenError::Kind::InvalidInput,
+                            "internal: the device swizzle differs from the layout algebra"};
+        }
+      }
+      linear = "swizzle(" + linear + ", " + std::to_string(swizzle.bits) + ", " +
+               std::to_string(swizzle.base) + ", " + std::to_string(swizzle.shift) + ")";
+    }
+    if (ref.stage) linear = name_of(ref.stage) + " * " + str(alloc.stage_elements) + " + " + linear;
+    return linear;
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Regions and ops
+
+  void region(const matile::Region& body) {
+    for (const matile::OpPtr& op : body.ops) {
+      if (op->kind == OpKind::Yield) continue;  // handled by the For
+      provenance_comment(*op);
+      op_comment(*op);
+      emit_op(*op);
+    }
+  }
+
+  void provenance_comment(const Op& op) {
+    const int statement = op.provenance.statement;
+    if (statement < 0 || statement == last_statement_) return;
+    last_statement_ = statement;
+    std::string text = "// spec statement " + std::to_string(statement);
+    if (options_.source != nullptr && op.provenance.range.valid &&
+        op.provenance.range.begin <= options_.source->text().size()) {
+      const LineColumn where = options_.source->line_column(op.provenance.range.begin);
+      std::string quoted(options_.source->line_text(where.line));
+      size_t first = quoted.find_first_not_of(" \t");
+      quoted = first == std::string::npos ? "" : quoted.substr(first);
+      std::string file = options_.source->path();
+      size_t slash = file.find_last_of('/');
+      if (slash != std::string::npos) file = file.substr(slash + 1);
+      text = "// spec " + file + ":" + std::to_string(where.line) + "  " + quoted;
+    }
+    body_ << "\n";
+    line(text);
+  }
+
+  void op_comment(const Op& op) {
+    std::string text = op.kind == OpKind::For ? matile::op_label(op) : matile::print_op(kernel_, op);
+    const size_t newline = text.find('\n');
+    if (newline != std::string::npos) text = text.substr(0, newline);
+    const size_t first = text.find_first_not_of(' ');
+    line("// " + (first == std::string::npos ? text : text.substr(first)));
+  }
+
+  void emit_op(const Op& op) {
+    switch (op.kind) {
+      case OpKind::Iota:
+      case OpKind::Full:
+      case OpKind::Unary:
+      case OpKind::Binary:
+      case OpKind::Compare:
+      case OpKind::Logical:
+      case OpKind::Select:
+      case OpKind::Cast: return elementwise(op);
+      case OpKind::Broadcast:
+      case OpKind::Permute:
+      case OpKind::ExtractSlice: return register_move(op);
+      case OpKind::ConvertLayout: return op.via_shared ? convert_via_shared(op) : register_move(op);
+      case OpKind::Reduce: return reduce(op);
+      case OpKind::Mma: return mma(op);
+      case OpKind::FmaDot: return fma_dot(op);
+      case OpKind::GlobalLoad: return global_load(op);
+      case OpKind::GlobalStore: return global_store(op);
+      case OpKind::AsyncCopy: return async_copy(op);
+      case OpKind::CommitGroup: return line("cp_async_commit();");
+      case OpKind::WaitGroup: return line("cp_async_wait<" + str(op.extent) + ">();");
+      case OpKind::Barrier: return line("__syncthreads();");
+      case OpKind::SharedLoad: return shared_load(op);
+      case OpKind::SharedStore: return shared_store(op);
+      case OpKind::For: return for_loop(op);
+      case OpKind::Yield: return;
+    }
+  }
+
+  std::string unary_expression(scalar::UnaryOp unary, const std::string& x, DType dtype) {
+    if (dtype == DType::Index) {
+      return unary == scalar::UnaryOp::Abs ? "abs(" + x + ")" : "-" + x;
+    }
+    const std::string f = to_float(x, dtype);
+    std::string value;
+    switch (unary) {
+      case scalar::UnaryOp::Neg: value = "-" + f; break;
+      case scalar::UnaryOp::Exp: value = "expf(" + f + ")"; break;
+      case scalar::UnaryOp::Exp2: value = "exp2f(" + f + ")"; break;
+      case scalar::UnaryOp::Log: value = "logf(" + f + ")"; break;
+      case scalar::UnaryOp::Log2: value = "log2f(" + f + ")"; break;
+      case scalar::UnaryOp::Sqrt: value = "sqrtf(" + f + ")"; break;
+      case scalar::UnaryOp::Rsqrt: value = "rsqrtf(" + f + ")"; break;
+      case scalar::UnaryOp::Tanh: value = "tanhf(" + f + ")"; break;
+      case scalar::UnaryOp::Sigmoid: value = "1.0f / (1.0f + expf(-" + f + "))"; break;
+      case scalar::UnaryOp::Abs: value = "fabsf(" + f + ")"; break;
+    }
+    return from_float(value, dtype);
+  }
+
+  std::string binary_expression(scalar::BinaryOp binary, const std::string& a, const std::string& b,
+                                DType dtype) {
+    using scalar::BinaryOp;
+    if (dtype == DType::Index) {
+      switch (binary) {
+        case BinaryOp::Add: return a + " + " + b;
+        case BinaryOp::Sub: return a + " - " + b;
+        case BinaryOp::Mul: return a + " * " + b;
+        case BinaryOp::FloorDiv: return "floor_div(" + a + ", " + b + ")";
+        case BinaryOp::Mod: return "floor_mod(" + a + ", " + b + ")";
+        case BinaryOp::Max: return "max(" + a + ", " + b + ")";
+        case BinaryOp::Min: return "min(" + a + ", " + b + ")";
+        case BinaryOp::Div: break;
+      }
+      invalid("division of index values");
+    }
+    const std::string fa = to_float(a, dtype), fb = to_float(b, dtype);
+    std::string value;
+    switch (binary) {
+      case BinaryOp::Add: value = fa + " + " + fb; break;
+      case BinaryOp::Sub: value = fa + " - " + fb; break;
+      case BinaryOp::Mul: value = fa + " * " + fb; break;
+      case BinaryOp::Div: value = fa + " / " + fb; break;
+      case BinaryOp::Max: value = "fmaxf(" + fa + ", " + fb + ")"; break;
+      case BinaryOp::Min: value = "fminf(" + fa + ", " + fb + ")"; break;
+      case BinaryOp::FloorDiv:
+      case BinaryOp::Mod: invalid("floor division of float values");
+    }
+    return from_float(value, dtype);
+  }
+
+  void elementwise(const Op& op) {
+    const Value& result = op.results[0];
+    const DType dtype = result->type.dtype;
+    // A one-slot result (a uniform scalar, mostly index arithmetic) is one const definition.
+    const bool scalar_form = result->layout.slots() == 1;
+    if (scalar_form) {
+      names_[result.get()] = unique(result->name);
+    } else {
+      declare(result);
+    }
+    for_slots(result->layout.slots(), [&](const std::string& s) {
+      const std::string target = at(result, s);
+      auto operand = [&](size_t i) { return at(op.operands[i], s); };
+      std::string value;
+      switch (op.kind) {
+        case OpKind::Iota: value = coordinates(result, s, "iota %" + result->name)[0]; break;
+        case OpKind::Full: value = constant_of(op.constant, dtype); break;
+        case OpKind::Unary: value = unary_expression(op.unary_op, operand(0), dtype); break;
+        case OpKind::Binary:
+          value = binary_expression(op.binary_op, operand(0), operand(1), dtype);
+          break;
+        case OpKind::Compare: {
+          const DType in = op.operands[0]->type.dtype;
+          const bool as_float = is_narrow_float(in);
+          value = (as_float ? to_float(operand(0), in) : operand(0)) + " " +
+                  scalar::compare_op_name(op.compare_op) + " " +
+                  (as_float ? to_float(operand(1), in) : operand(1));
+          break;
+        }
+        case OpKind::Logical:
+          value = operand(0) + (op.logical_op == scalar::LogicalOp::And ? " && " : " || ") + operand(1);
+          break;
+        case OpKind::Select: value = operand(0) + " ? " + operand(1) + " : " + operand(2); break;
+        case OpKind::Cast: {
+          const DType from = op.operands[0]->type.dtype;
+          if (from == dtype) {
+            value = operand(0);
+          } else if (dtype == DType::Bool) {
+            value = from == DType::Index ? operand(0) + " != 0" : to_float(operand(0), from) + " != 0.0f";
+          } else if (from == DType::Bool) {
+            value = operand(0) + " ? " + constant_of(1.0, dtype) + " : " + constant_of(0.0, dtype);
+          } else {
+            value = from_float(to_float(operand(0), from), dtype);
+          }
+          break;
+        }
+        default: break;
+      }
+      line(scalar_form ? "const " + std::string(c_type(dtype)) + " " + target + " = " + value + ";"
+                       : target + " = " + value + ";");
+    });
+  }
+
+  // A per-slot table that is the same for every thread, or an Unsupported error.
+  std::vector<int64_t> thread_independent(const std::vector<int32_t>& table, int64_t slots,
+                                          const std::string& what) {
+    std::vector<int64_t> per_slot(static_cast<size_t>(slots));
+    for (int64_t v = 0; v < slots; ++v) per_slot[static_cast<size_t>(v)] = table[static_cast<size_t>(v)];
+    for (size_t i = 0; i < table.size(); ++i) {
+      if (table[i] != per_slot[i % static_cast<size_t>(slots)]) {
+        unsupported(what + ": thread " + std::to_string(i / static_cast<size_t>(slots)) +
+                    " needs another source slot than thread 0 (registers cannot be indexed "
+                    "per thread)");
+      }
+    }
+    return per_slot;
+  }
+
+  // `out[s] = in[table[s]]` through a constexpr table, or a plain copy when the table is the
+  // identity (or the value a scalar).
+  void table_copy(const Value& result, const Value& source, const std::vector<int64_t>& table) {
+    const int64_t slots = result->layout.slots();
+    bool identity = source->layout.slots() == slots;
+    for (int64_t v = 0; v < slots && identity; ++v) identity = table[static_cast<size_t>(v)] == v;
+    if (identity || source->layout.slots() == 1) {
+      for_slots(slots, [&](const std::string& s) { line(at(result, s) + " = " + at(source, s) + ";"); });
+      return;
+    }
+    if (slots == 1) {
+      line(at(result, "0") + " = " + at(source, str(table[0])) + ";");
+      return;
+    }
+    std::string entries;
+    for (int64_t v = 0; v < slots; ++v) entries += (v ? ", " : "") + str(table[static_cast<size_t>(v)]);
+    const std::string table_name = unique(name_of(result) + "_from");
+    line("constexpr int " + table_name + "[" + str(slots) + "] = {" + entries + "};");
+    for_slots(slots, [&](const std::string& s) {
+      line(at(result, s) + " = " + at(source, table_name + "[" + s + "]") + ";");
+    });
+  }
+
+  // The column-major source element each result slot needs (as the interpreter defines it).
+  std::vector<int64_t> needed_elements(const Op& op) {
+    const Value& result = op.results[0];
+    const Value& source = op.operands[0];
+    const std::vector<int64_t> elements = matile::slot_elements(result->layout);
+    std::vector<int64_t> needed(elements.size());
+    std::vector<int64_t> source_coords(source->type.shape.size());
+    for (size_t i = 0; i < elements.size(); ++i) {
+      const std::vector<int64_t> c = matile::coordinates_of(elements[i], result->type.shape);
+      switch (op.kind) {
+        case OpKind::Broadcast:
+          for (size_t k = 0; k < source_coords.size(); ++k) source_coords[k] = c[static_cast<size_t>(op.dims[k])];
+          break;
+        case OpKind::Permute:
+          for (size_t k = 0; k < c.size(); ++k) source_coords[static_cast<size_t>(op.dims[k])] = c[k];
+          break;
+        case OpKind::ExtractSlice:
+          for (size_t k = 0; k < c.size(); ++k) source_coords[k] = c[k] + op.offsets[k];
+          break;
+        default: source_coords = c; break;
+      }
+      needed[i] = matile::index_of(source_coords, source->type.shape);
+    }
+    return needed;
+  }
+
+  void register_move(const Op& op) {
+    const Value& result = op.results[0];
+    const Value& source = op.operands[0];
+    auto table = matile::register_gather(source->layout, source->type.element_count(),
+                                         needed_elements(op), result->layout.slots());
+    if (!table) unsupported(matile::op_label(op) + ": " + table.error().message);
+    std::vector<int64_t> per_slot = thread_independent(*table, result->layout.slots(), matile::op_label(op));
+    declare(result);
+    table_copy(result, source, per_slot);
+  }
+
+  void convert_via_shared(const Op& op) {
+    const Value& result = op.results[0];
+    const Value& source = op.operands[0];
+    if (op.scratch < 0) invalid(matile::op_label(op) + ": via shared memory without scratch");
+    SharedRef ref;
+    ref.alloc = op.scratch;
+    ref.offsets.assign(source->type.shape.size(), 0);
+    const std::string scratch = shared_name(alloc_of(ref));
+    for_slots(source->layout.slots(), [&](const std::string& s) {
+      line(scratch + "[" + shared_offset(ref, coordinates(source, s, matile::op_label(op))) +
+           "] = " + at(source, s) + ";");
+    });
+    line("__syncthreads();");
+    declare(result);
+    for_slots(result->layout.slots(), [&](const std::string& s) {
+      line(at(result, s) + " = " + scratch + "[" +
+           shared_offset(ref, coordinates(result, s, matile::op_label(op))) + "];");
+    });
+    line("__syncthreads();");
+  }
+
+  std::string combine(vrtile::ReduceOp reduce_op, DType dtype, const std::string& a,
+                      const std::string& b) {
+    const std::string fa = to_float(a, dtype), fb = to_float(b, dtype);
+    switch (reduce_op) {
+      case vrtile::ReduceOp::Sum: return from_float(fa + " + " + fb, dtype);
+      case vrtile::ReduceOp::Max: return from_float("fmaxf(" + fa + ", " + fb + ")", dtype);
+      case vrtile::ReduceOp::Min: return from_float("fminf(" + fa + ", " + fb + ")", dtype);
+    }
+    return a;
+  }
+
+  void reduce(const Op& op) {
+    const Value& source = op.operands[0];
+    const Value& result = op.results[0];
+    const DType dtype = source->type.dtype;
+    if (!is_float(dtype)) invalid(matile::op_label(op) + ": reduce of a non-float tile");
+    const std::vector<int64_t>& shape = source->type.shape;
+    const int64_t source_slots = source->layout.slots(), result_slots = result->layout.slots();
+    const std::vector<int64_t> source_elements = matile::slot_elements(source->layout);
+    const std::vector<int64_t> result_elements = matile::slot_elements(result->layout);
+    std::vector<int64_t> result_shape = shape;
+    result_shape.erase(result_shape.begin() + op.axis);
+    // Step 1's mapping: source slot -> result slot, which must not depend on the thread.
+    std::vector<int32_t> table(static_cast<size_t>(kernel_.threads() * source_slots));
+    for (int64_t t = 0; t < kernel_.threads(); ++t) {
+      std::map<int64_t, int64_t> slot_of_element;
+      for (int64_t w = 0; w < result_slots; ++w) {
+        slot_of_element.emplace(result_elements[static_cast<size_t>(t * result_slots + w)], w);
+      }
+      for (int64_t v = 0; v < source_slots; ++v) {
+        std::vector<int64_t> c =
+            matile::coordinates_of(source_elements[static_cast<size_t>(t * source_slots + v)], shape);
+        c.erase(c.begin() + op.axis);
+        auto found = slot_of_element.find(matile::index_of(c, result_shape));
+        if (found == slot_of_element.end()) invalid(matile::op_label(op) + ": result layout misses an element");
+        table[static_cast<size_t>(t * source_slots + v)] = static_cast<int32_t>(found->second);
+      }
+    }
+    const std::vector<int64_t> target = thread_independent(table, source_slots, matile::op_label(op));
+    const double identity = op.reduce_op == vrtile::ReduceOp::Sum ? 0.0
+                            : op.reduce_op == vrtile::ReduceOp::Max ? -INFINITY
+                                                                    : INFINITY;
+    declare(result);
+    line("// 1. within the thread, in slot order");
+    for_slots(result_slots, [&](const std::string& s) {
+      line(at(result, s) + " = " + constant_of(identity, dtype) + ";");
+    });
+    // Source slots in order; a table when the slot -> result mapping is not the identity.
+    std::string entries;
+    bool simple = result_slots == 1;
+    for (int64_t v = 0; v < source_slots; ++v) entries += (v ? ", " : "") + str(target[static_cast<size_t>(v)]);
+    std::string target_of_s = "0";
+    if (!simple) {
+      const std::string table_name = unique(name_of(result) + "_slot");
+      line("constexpr int " + table_name + "[" + str(source_slots) + "] = {" + entries + "};");
+      target_of_s = table_name + "[s]";
+    }
+    for_slots(source_slots, [&](const std::string& s) {
+      const std::string into = at(result, source_slots == 1 ? str(target[0]) : target_of_s);
+      line(into + " = " + combine(op.reduce_op, dtype, into, at(source, s)) + ";");
+    });
+    if (!op.xor_masks.empty()) {
+      line("// 2. across lanes: xor butterfly");
+      uses_warp_ = true;
+      for (int mask : op.xor_masks) {
+        for_slots(result_slots, [&](const std::string& s) {
+          const std::string here = at(result, s);
+          line(here + " = " +
+               combine(op.reduce_op, dtype, here,
+                       "__shfl_xor_sync(0xffffffffu, " + here + ", " + std::to_string(mask) + ")") +
+               ";");
+        });
+      }
+    }
+    if (op.scratch >= 0) cross_warp_reduce(op, result, dtype, identity);
+  }
+
+  void cross_warp_reduce(const Op& op, const Value& result, DType dtype, double identity) {
+    auto plan = matile::reduce_plan(op.operands[0]->layout, op.operands[0]->type.shape, op.axis);
+    if (!plan) unsupported(matile::op_label(op) + ": " + plan.error().message);
+    SharedRef ref;
+    ref.alloc = op.scratch;
+    const SharedAlloc& alloc = alloc_of(ref);
+    const int64_t result_slots = result->layout.slots();
+    if (alloc.dtype != dtype ||
+        alloc.byte_size < kernel_.threads() * result_slots * dtype_bytes(dtype)) {
+      invalid(matile::op_label(op) + ": scratch " + alloc.name + " cannot hold one partial per thread and slot");
+    }
+    // Partners: the threads that differ from this one only in the coordinates of the warp
+    // leaves; combined in increasing thread order, as the interpreter does.
+    std::vector<int64_t> partners{0};
+    std::string base = "tid";
+    for (const auto& [position, extent] : plan->warp_leaves) {
+      base += " - " + term_text("tid", position, extent, position, kernel_.threads());
+      std::vector<int64_t> grown;
+      for (int64_t j = 0; j < extent; ++j) {
+        for (int64_t p : partners) grown.push_back(p + j * position);
+      }
+      partners = std::move(grown);
+    }
+    std::sort(partners.begin(), partners.end());
+    const std::string scratch = shared_name(alloc);
+    line("// 3. across warps through " + alloc.name + ", in warp order");
+    for_slots(result_slots, [&](const std::string& s) {
+      line(scratch + "[tid * " + str(result_slots) + " + " + s + "] = " + at(result, s) + ";");
+    });
+    line("__syncthreads();");
+    line("{");
+    ++indent_;
+    const std::string base_name = unique(name_of(result) + "_base");
+    line("const int " + base_name + " = " + base + ";");
+    for_slots(result_slots, [&](const std::string& s) {
+      std::string value = constant_of(identity, dtype);
+      line(at(result, s) + " = " + value + ";");
+      for (int64_t p : partners) {
+        const std::string partial =
+            scratch + "[(" + base_name + " + " + str(p) + ") * " + str(result_slots) + " + " + s + "]";
+        line(at(result, s) + " = " + combine(op.reduce_op, dtype, at(result, s), partial) + ";");
+      }
+    });
+    --indent_;
+    line("}");
+    line("__syncthreads();");
+  }
+
+  void mma(const Op& op) {
+    const Value &a = op.operands[0], &b = op.operands[1], &c = op.operands[2];
+    const Value& result = op.results[0];
+    const int64_t M = a->type.shape[0], K = a->type.shape[1], N = b->type.shape[1];
+    const int wm = op.warps_m, wn = op.warps_n;
+    if (a->type.dtype != b->type.dtype || !is_narrow_float(a->type.dtype)) {
+      unsupported(matile::op_label(op) + ": mma.sync needs bf16 or f16 operands of one dtype");
+    }
+    auto la = matile::mma_a_layout(M, K, wm, wn);
+    auto lb = matile::mma_b_layout(K, N, wm, wn);
+    auto lc = matile::mma_c_layout(M, N, wm, wn);
+    if (!la || !lb || !lc || a->layout != *la || b->layout != *lb || c->layout != *lc ||
+        result->layout != *lc) {
+      invalid(matile::op_label(op) + ": operands are not in the mma.sync fragment layouts");
+    }
+    const int64_t mt = M / (16 * wm), kt = K / 16, nt = N / (8 * wn);
+    declare(result);
+    for_slots(result->layout.slots(), [&](const std::string& s) { line(at(result, s) + " = " + at(c, s) + ";"); });
+    line("// " + matile::instruction_name(op) + ": per warp " + str(mt) + " x " + str(nt) +
+         " atoms, " + str(kt) + " k steps");
+    line("#pragma unroll");
+    line("for (int k = 0; k < " + str(kt) + "; ++k) {");
+    line("#pragma unroll");
+    line("  for (int mi = 0; mi < " + str(mt) + "; ++mi) {");
+    line("#pragma unroll");
+    line("    for (int ni = 0; ni < " + str(nt) + "; ++ni) {");
+    line("      mma_m16n8k16(&" + name_of(result) + "[4 * (mi + " + str(mt) + " * ni)], &" + name_of(a) +
+         "[8 * (mi + " + str(mt) + " * k)], &" + name_of(b) + "[4 * (k + " + str(kt) + " * ni)]);");
+    line("    }");
+    line("  }");
+    line("}");
+  }
+
+  void fma_dot(const Op& op) {
+    const Value& acc = op.operands[0];
+    const Value& result = op.results[0];
+    const SharedAlloc& a_alloc = alloc_of(op.shared);
+    const SharedAlloc& b_alloc = alloc_of(op.shared_b);
+    const int64_t K = op.shared.transposed ? a_alloc.shape[0] - op.shared.offsets[0]
+                                           : a_alloc.shape[1] - op.shared.offsets[1];
+    declare(result);
+    const std::string a_name = shared_name(a_alloc), b_name = shared_name(b_alloc);
+    for_slots(result->layout.slots(), [&](const std::string& s) {
+      const std::vector<std::string> c = coordinates(result, s, matile::op_label(op));
+      line("{");
+      ++indent_;
+      line("float sum = " + at(acc, s) + ";");
+      line("for (int k = 0; k < " + str(K) + "; ++k) {");
+      ++indent_;
+      line("sum = fmaf(" + to_float(a_name + "[" + shared_offset(op.shared, {c[0], "k"}) + "]", a_alloc.dtype) +
+           ", " + to_float(b_name + "[" + shared_offset(op.shared_b, {"k", c[1]}) + "]", b_alloc.dtype) +
+           ", sum);");
+      --indent_;
+      line("}");
+      line(at(result, s) + " = sum;");
+      --indent_;
+      line("}");
+    });
+  }
+
+  // Buffer indices and validity of tile coordinate `c` of a window access.
+  struct WindowIndex {
+    std::vector<std::string> indices;
+    std::string valid;  // empty: always valid
+  };
+
+  WindowIndex window(const Op& op, const std::vector<std::string>& c) {
+    const matile::GlobalAccess& access = op.access;
+    const size_t rank = op.buffer->shape.size();
+    if (access.tile_axes.size() != rank || access.offsets.size() != rank || access.bounds.size() != rank) {
+      invalid(matile::op_label(op) + ": window access of the wrong rank");
+    }
+    WindowIndex out;
+    for (size_t j = 0; j < rank; ++j) {
+      std::string index;
+      if (access.offsets[j]) index = name_of(access.offsets[j]);
+      if (access.tile_axes[j] >= 0) {
+        const std::string& coordinate = c[static_cast<size_t>(access.tile_axes[j])];
+        index = index.empty() ? coordinate : index + " + " + coordinate;
+      }
+      if (index.empty()) index = "0";
+      out.indices.push_back(index);
+      // An index that can only be 0 is always in bounds; anything else is checked.
+      if (index != "0" || access.bounds[j] < 1) {
+        out.valid += (out.valid.empty() ? "" : " && ") + std::string("(") + index + ") < " +
+                     str(access.bounds[j]);
+      }
+    }
+    return out;
+  }
+
+  std::string flat_offset(const scalar::Buffer& buffer, const std::vector<std::string>& indices) {
+    std::string flat;
+    int64_t stride = 1;
+    std::vector<std::string> terms;
+    for (size_t j = buffer->shape.size(); j-- > 0;) {
+      std::string term = "static_cast<long long>(" + indices[j] + ")";
+      if (stride != 1) term += " * " + str(stride);
+      terms.push_back(term);
+      stride *= buffer->shape[j];
+    }
+    for (size_t i = terms.size(); i-- > 0;) flat += (flat.empty() ? "" : " + ") + terms[i];
+    return flat.empty() ? "0" : flat;
+  }
+
+  void global_load(const Op& op) {
+    const Value& result = op.results[0];
+    const std::vector<Value> gather = matile::gather_indices(op);
+    const Value mask = matile::gather_mask(op);
+    declare(result);
+    const std::string buffer = buffer_name(op.buffer);
+    const std::string other = constant_of(op.constant, op.buffer->dtype);
+    for_slots(result->layout.slots(), [&](const std::string& s) {
+      std::vector<std::string> indices;
+      std::string valid;
+      if (op.access.form == matile::GlobalAccess::Form::Window) {
+        WindowIndex w = window(op, coordinates(result, s, matile::op_label(op)));
+        indices = w.indices;
+        valid = w.valid;
+      } else {
+        for (const Value& index : gather) indices.push_back(at(index, s));
+        if (mask) valid = at(mask, s);
+      }
+      const std::string read = buffer + "[" + flat_offset(op.buffer, indices) + "]";
+      line(at(result, s) + " = " + (valid.empty() ? read : valid + " ? " + read + " : " + other) + ";");
+    });
+  }
+
+  // Which slots of a replicated layout write: the stride-0 thread leaves give a per-thread
+  // condition (coordinate 0 writes), the stride-0 slot leaves a per-slot one.
+  std::pair<std::string, std::string> single_writer(const RegisterLayout& layout,
+                                                    const std::string& slot) {
+    auto conditions = [](const layout::Layout& mode, const std::string& index, int64_t bound) {
+      const std::vector<int64_t> extents = layout::leaves(mode.shape());
+      const std::vector<int64_t> strides = layout::leaves(mode.stride());
+      std::string condition;
+      int64_t position = 1;
+      for (size_t i = 0; i < extents.size(); ++i) {
+        if (strides[i] == 0 && extents[i] > 1) {
+          condition += (condition.empty() ? "" : " && ") +
+                       term_text(index, position, extents[i], 1, bound) + " == 0";
+        }
+        position *= extents[i];
+      }
+      return condition;
+    };
+    return {conditions(layout.tv.layout.mode(0), "tid", layout.threads()),
+            conditions(layout.tv.layout.mode(1), slot, layout.slots())};
+  }
+
+  void global_store(const Op& op) {
+    const Value value = matile::stored_value(op);
+    const std::vector<Value> gather = matile::gather_indices(op);
+    const Value mask = matile::gather_mask(op);
+    const std::string buffer = buffer_name(op.buffer);
+    const DType dtype = op.buffer->dtype;
+    if (value->type.dtype != dtype) invalid(matile::op_label(op) + ": stored dtype differs from the buffer's");
+    for_slots(value->layout.slots(), [&](const std::string& s) {
+      std::vector<std::string> indices;
+      std::string valid;
+      if (op.access.form == matile::GlobalAccess::Form::Window) {
+        WindowIndex w = window(op, coordinates(value, s, matile::op_label(op)));
+        indices = w.indices;
+        valid = w.valid;
+      } else {
+        for (const Value& index : gather) indices.push_back(at(index, s));
+        if (mask) valid = at(mask, s);
+      }
+      // Replicated holders store the same value; one of them is enough.
+      auto [thread_writes, slot_writes] = single_writer(value->layout, s);
+      for (const std::string& condition : {thread_writes, slot_writes}) {
+        if (!condition.empty()) valid = valid.empty() ? condition : condition + " && " + valid;
+      }
+      const std::string store = buffer + "[" + flat_offset(op.buffer, indices) + "] = " + at(value, s) + ";";
+      if (valid.empty()) {
+        line(store);
+      } else {
+        line("if (" + valid + ") {");
+        line("  " + store);
+        line("}");
+      }
+    });
+  }
+
+  void async_copy(const Op& op) {
+    const SharedAlloc& alloc = alloc_of(op.shared);
+    const int64_t vector = op.vector_elements;
+    const int bytes = dtype_bytes(alloc.dtype);
+    if (vector * bytes != 16) invalid(matile::op_label(op) + ": cp.async vectors must be 16 bytes");
+    if (op.access.form != matile::GlobalAccess::Form::Window) {
+      unsupported(matile::op_label(op) + ": cp.async from a gather");
+    }
+    const std::vector<int64_t>& tile = op.tile_shape;
+    const int last = static_cast<int>(tile.size()) - 1;
+    const size_t rank = op.buffer->shape.size();
+    if (op.access.tile_axes.size() != rank || rank == 0 ||
+        op.access.tile_axes[rank - 1] != last) {
+      unsupported(matile::op_label(op) + ": the copied vectors must run along the buffer's last axis");
+    }
+    const LayoutInfo& info = layout_info(op.copy_layout, tile, matile::op_label(op));
+    const int64_t copy_threads = info.coords.threads;
+    const int64_t vectors = op.copy_layout.values() / vector;
+    const std::string buffer = buffer_name(op.buffer);
+    const std::string destination = shared_name(alloc);
+    std::vector<std::string> guards;
+    if (op.predicate) guards.push_back(name_of(op.predicate));
+    if (copy_threads < kernel_.threads()) guards.push_back("tid < " + str(copy_threads));
+    if (!guards.empty()) {
+      std::string condition;
+      for (const std::string& g : guards) condition += (condition.empty() ? "" : " && ") + g;
+      line("if (" + condition + ") {");
+      ++indent_;
+    }
+    // Vector j starts at slot j * vector.
+    line("#pragma unroll");
+    line("for (int j = 0; j < " + str(vectors) + "; ++j) {");
+    ++indent_;
+    line("const int s = j * " + str(vector) + ";");
+    std::vector<std::string> c;
+    for (size_t k = 0; k < tile.size(); ++k) c.push_back(coordinate(info, k, "s"));
+    WindowIndex w = window(op, c);
+    std::vector<std::string> index_names;
+    for (size_t j = 0; j < rank; ++j) {
+      index_names.push_back("i" + std::to_string(j));
+      line("const int " + index_names[j] + " = " + w.indices[j] + ";");
+    }
+    // Valid elements form a prefix of the vector: every other axis in bounds, and along the
+    // last axis up to its bound.
+    std::string others;
+    for (size_t j = 0; j + 1 < rank; ++j) {
+      others += (others.empty() ? "" : " && ") + index_names[j] + " < " + str(op.access.bounds[j]);
+    }
+    const std::string last_index = index_names[rank - 1];
+    const std::string count = "max(0, min(" + str(vector) + ", " + str(op.access.bounds[rank - 1]) +
+                              " - " + last_index + "))";
+    line("const int valid = " + (others.empty() ? count : "(" + others + ") ? " + count + " : 0") + ";");
+    line("const " + std::string(c_type(op.buffer->dtype)) + "* source = valid > 0 ? " + buffer +
+         " + (" + flat_offset(op.buffer, index_names) + ") : " + buffer + ";");
+    line("cp_async_16(shared_address(" + destination + " + " + shared_offset(op.shared, c) +
+         "), source, valid * " + std::to_string(bytes) + ");");
+    --indent_;
+    line("}");
+    if (!guards.empty()) {
+      --indent_;
+      line("}");
+    }
+  }
+
+  void shared_load(const Op& op) {
+    const Value& result = op.results[0];
+    const SharedAlloc& alloc = alloc_of(op.shared);
+    const std::string source = shared_name(alloc);
+    if (op.shared_read == matile::SharedRead::Scalar) {
+      declare(result);
+      for_slots(result->layout.slots(), [&](const std::string& s) {
+        line(at(result, s) + " = " + source + "[" +
+             shared_offset(op.shared, coordinates(result, s, matile::op_label(op))) + "];");
+      });
+      return;
+    }
+    ldmatrix(op);
+  }
+
+  // ldmatrix.x4 as the interpreter executes it: lane 8j + r supplies the address of row r of
+  // matrix j; the matrices of one issue and the slots they fill follow the fragment layout.
+  void ldmatrix(const Op& op) {
+    const Value& result = op.results[0];
+    const RegisterLayout& layout = result->layout;
+    const bool trans = op.shared_read == matile::SharedRead::LdMatrixX4Trans;
+    const int64_t R = result->type.shape[0], C = result->type.shape[1];
+    const int wm = layout.warps_m, wn = layout.warps_n;
+    const SharedAlloc& alloc = alloc_of(op.shared);
+    if (dtype_bytes(alloc.dtype) != 2) invalid(matile::op_label(op) + ": ldmatrix reads 16-bit elements");
+    uses_warp_ = true;
+    declare(result);
+    const std::string source = shared_name(alloc);
+    const std::string helper = trans ? "ldmatrix_x4_trans" : "ldmatrix_x4";
+    const std::string out = name_of(result);
+    line("{");
+    ++indent_;
+    if (layout.kind == LayoutKind::MmaA) {
+      auto expected = matile::mma_a_layout(R, C, wm, wn);
+      if (!expected || *expected != layout) invalid(matile::op_label(op) + ": ldmatrix into a non-fragment layout");
+      const int64_t mt = R / (16 * wm), kt = C / 16;
+      // Lane 8j + r: rows m0 + 8*(j%2) + r (or m0 + 8*(j%2)), columns k0 + 8*(j/2) (+ r).
+      line("const int lane_row = (warp % " + std::to_string(wm) + ") * " + str(mt * 16) +
+           " + 8 * ((lane / 8) % 2)" + (trans ? "" : " + lane % 8") + ";");
+      line("const int lane_col = 8 * (lane / 16)" + std::string(trans ? " + lane % 8" : "") + ";");
+      line("#pragma unroll");
+      line("for (int k = 0; k < " + str(kt) + "; ++k) {");
+      line("#pragma unroll");
+      line("  for (int mi = 0; mi < " + str(mt) + "; ++mi) {");
+      line("    " + helper + "(&" + out + "[8 * (mi + " + str(mt) + " * k)], &" + out + "[8 * (mi + " +
+           str(mt) + " * k) + 4], shared_address(" + source + " + " +
+           shared_offset(op.shared, {"lane_row + 16 * mi", "lane_col + 16 * k"}) + "));");
+      line("  }");
+      line("}");
+    } else if (layout.kind == LayoutKind::MmaB) {
+      auto expected = matile::mma_b_layout(R, C, wm, wn);
+      if (!expected || *expected != layout) invalid(matile::op_label(op) + ": ldmatrix into a non-fragment layout");
+      const int64_t kt = R / 16, nt = C / (8 * wn);
+      if (nt % 2 != 0) unsupported(matile::op_label(op) + ": ldmatrix.x4 of B needs an even number of n atoms per warp");
+      // Lane 8j + r: rows k0 + 8*(j%2) (+ r), columns n0 + 8*(j/2) (+ r).
+      line("const int lane_row = 8 * ((lane / 8) % 2)" + std::string(trans ? " + lane % 8" : "") + ";");
+      line("const int lane_col = (warp / " + std::to_string(wm) + ") * " + str(nt * 8) +
+           " + 8 * (lane / 16)" + (trans ? "" : " + lane % 8") + ";");
+      line("#pragma unroll");
+      line("for (int k = 0; k < " + str(kt) + "; ++k) {");
+      line("#pragma unroll");
+      line("  for (int q = 0; q < " + str(nt / 2) + "; ++q) {");
+      line("    " + helper + "(&" + out + "[4 * (k + " + str(kt) + " * (2 * q))], &" + out + "[4 * (k + " +
+           str(kt) + " * (2 * q + 1))], shared_address(" + source + " + " +
+           shared_offset(op.shared, {"lane_row + 16 * k", "lane_col + 16 * q"}) + "));");
+      line("  }");
+      line("}");
+    } else {
+      invalid(matile::op_label(op) + ": ldmatrix result is not an mma A or B fragment");
+    }
+    --indent_;
+    line("}");
+  }
+
+  void shared_store(const Op& op) {
+    const Value& value = op.operands[0];
+    const std::string target = shared_name(alloc_of(op.shared));
+    for_slots(value->layout.slots(), [&](const std::string& s) {
+      line(target + "[" + shared_offset(op.shared, coordinates(value, s, matile::op_label(op))) + "] = " +
+           at(value, s) + ";");
+    });
+  }
+
+  void for_loop(const Op& op) {
+    // The carried values live in the result variables; the block arguments are those same
+    // variables inside the body, and the Yield assigns them at the end of each iteration.
+    for (size_t i = 0; i < op.results.size(); ++i) {
+      const std::string name = declare(op.results[i]);
+      names_[op.block_args[i].get()] = name;
+      for_slots(op.results[i]->layout.slots(), [&](const std::string& s) {
+        line(at(op.results[i], s) + " = " + at(op.operands[i], s) + ";");
+      });
+    }
+    const std::string var = unique(op.loop_var->name);
+    names_[op.loop_var.get()] = var;
+    if (op.pipeline_stages > 0) {
+      line("// software-pipelined: " + std::to_string(op.pipeline_stages) + " stages in flight");
+    }
+    line("for (int " + var + " = 0; " + var + " < " + str(op.extent) + "; ++" + var + ") {");
+    ++indent_;
+    region(*op.body);
+    const Op& yield = *op.body->ops.back();
+    if (yield.kind != OpKind::Yield || yield.operands.size() != op.results.size()) {
+      invalid(matile::op_label(op) + ": body does not end with a matching yield");
+    }
+    // A yielded block argument would be overwritten before it is read: copy through temps.
+    bool needs_temps = false;
+    for (const Value& v : yield.operands) {
+      for (const Value& arg : op.block_args) needs_temps = needs_temps || v == arg;
+    }
+    if (!op.results.empty()) line("// yield");
+    std::vector<std::string> sources;
+    for (size_t i = 0; i < yield.operands.size(); ++i) {
+      const Value& v = yield.operands[i];
+      if (needs_temps) {
+        const std::string temp = unique(name_of(op.results[i]) + "_next");
+        line(std::string(c_type(v->type.dtype)) + " " + temp + slots_suffix(v) + ";");
+        for_slots(v->layout.slots(), [&](const std::string& s) {
+          line((v->layout.slots() == 1 ? temp : temp + "[" + s + "]") + " = " + at(v, s) + ";");
+        });
+        sources.push_back(temp);
+      } else {
+        sources.push_back(name_of(v));
+      }
+    }
+    for (size_t i = 0; i < yield.operands.size(); ++i) {
+      const Value& v = yield.operands[i];
+      if (v == op.block_args[i]) continue;
+      for_slots(v->layout.slots(), [&](const std::string& s) {
+        const std::string from = v->layout.slots() == 1 ? sources[i] : sources[i] + "[" + s + "]";
+        line(at(op.results[i], s) + " = " + from + ";");
+      });
+    }
+    --indent_;
+    line("}");
+  }
+
+  const Kernel& kernel_;
+  std::string symbol_;
+  const EmitOptions& options_;
+  std::ostringstream body_;
+  int indent_ = 1;
+  int last_statement_ = -1;
+  bool uses_warp_ = false;
+  std::set<std::string> used_;
+  std::map<const matile::ValueNode*, std::string> names_;
+  std::map<const scalar::BufferNode*, std::string> buffer_names_;
+  std::map<const SharedAlloc*, std::string> shared_names_;
+  std::map<std::string, LayoutInfo> layouts_;
+  std::vector<std::string> layout_lines_;
+};
+
+}  // namespace
+
+Result<EmittedModule> emit_cuda(const Module& module, const EmitOptions& options) {
+  const std::vector<std::string> problems = matile::verify(module);
+  if (!problems.empty()) {
+    return codegen_error(CodegenError::Kind::InvalidInput,
+                         "MA tile module " + module.name + " does not verify: " + problems.front());
+  }
+  EmittedModule emitted;
+  std::ostringstream source;
+  source << "// CUDA C++ generated by Nautilus " << NAUTILUS_VERSION << " from the MA tile IR of `"
+         << module.name << "` (" << module.arch << ").\n"
+         << "// Regenerate with `nautilus compile`; every line comes from the emitter.\n\n"
+         << kPrelude;
+  std::set<std::string> symbols;
+  for (const matile::KernelPtr& kernel : module.kernels) {
+    std::string symbol = sanitize(kernel->name);
+    if (symbol.rfind(sanitize(module.name), 0) != 0) symbol = sanitize(module.name) + "_" + symbol;
+    for (int n = 1; symbols.count(symbol); ++n) symbol = sanitize(kernel->name) + "_" + std::to_string(n);
+    symbols.insert(symbol);
+    EmittedKernel launch;
+    try {
+      KernelEmitter emitter(*kernel, symbol, options);
+      source << "\n" << emitter.emit(&launch);
+    } catch (const EmitFailure& failure) {
+      return codegen_error(failure.kind, "kernel " + kernel->name + ": " + failure.message);
+    }
+    emitted.kernels.push_back(launch);
+  }
+  emitted.source = source.str();
+  return emitted;
+}
+
+}  // namespace nautilus::codegen

@@ -1,0 +1,73 @@
+// The CUDA emitter: MA tile IR → readable CUDA C++ (one translation unit per module).
+//
+// Every MA kernel becomes one `extern "C" __global__` function (so the runner finds it by name
+// without C++ mangling) taking one pointer per global buffer, in the kernel's parameter order.
+// What each construct becomes:
+//
+//   register tile %x : f32[64, 64] #mma_c      float x[32];   (its slots: the per-thread array,
+//                                               indexed only by unrolled constants, so it lives
+//                                               in registers; a 1-slot value is a plain scalar)
+//   element coordinates                        from the TV layout at compile time: per layout a
+//                                               thread part computed once from threadIdx.x
+//                                               (`l2_row`, `l2_col`) plus a slot part that is a
+//                                               constant expression of the unrolled slot index
+//   element-wise ops                           #pragma unroll loops over the slots
+//   Broadcast / Permute / ExtractSlice /        register copies through a constexpr slot table
+//   ConvertLayout (registers)                  (the same for every thread, checked here)
+//   Reduce                                     per-thread combine, __shfl_xor_sync butterfly,
+//                                               then the cross-warp step through shared scratch
+//   Mma                                        mma.sync.aligned.m16n8k16 inline PTX per atom
+//   SharedLoad ldmatrix / AsyncCopy            ldmatrix.x4[.trans] / cp.async.cg with zero-fill
+//                                               (src-size) as inline PTX; swizzled addresses
+//   GlobalLoad / GlobalStore                   masked per-slot accesses (bounds of the window)
+//   shared allocations                         slices of `extern __shared__` dynamic memory
+//
+// Each section starts with a comment naming the spec line it implements (provenance) and each
+// op with its MA tile IR text, so a reader can go from CUDA back to the math. Constructs the
+// emitter cannot print (a layout whose coordinates are not separable into thread and slot
+// parts, register movement that would index registers dynamically) return
+// CodegenError::Kind::Unsupported naming the op; a module that does not verify returns
+// InvalidInput. The same source serves sm_80 and sm_90a.
+//
+//   Example (excerpt of a GEMM kernel):
+//     // spec gemm.nt:6  output C[m, n] = sum(k) A[m, k] * B[k, n]
+//     // %acc1 = mma.m16n8k16 %a0, %b0, %acc_i warps(4, 1) : f32[64, 64] #L2
+//     float acc1[32];
+//     ...
+//     for (int ki = 0; ki < 2; ++ki) { ... mma_m16n8k16_bf16(&acc1[4 * (mi + 1 * ni)], ...
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/codegen/result.h"
+#include "core/matile/ir.h"
+#include "core/support/source.h"
+
+namespace nautilus::codegen {
+
+struct EmitOptions {
+  // The spec file, for provenance comments quoting the spec line of each section (optional).
+  const SourceFile* source = nullptr;
+};
+
+// How to launch one emitted kernel (the package's launch.json is built from this).
+struct EmittedKernel {
+  std::string symbol;       // the extern "C" name
+  std::string ir_name;      // the MA kernel's name
+  std::array<int64_t, 3> grid = {1, 1, 1};
+  std::array<int64_t, 3> block = {1, 1, 1};
+  int64_t dynamic_shared_bytes = 0;
+  std::vector<scalar::Buffer> params;  // in parameter order
+};
+
+struct EmittedModule {
+  std::string source;
+  std::vector<EmittedKernel> kernels;  // launch order
+};
+
+Result<EmittedModule> emit_cuda(const matile::Module& module, const EmitOptions& options = {});
+
+}  // namespace nautilus::codegen
