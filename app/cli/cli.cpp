@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "app/cli/compile_command.h"
 #include "app/cli/devices_command.h"
 #include "app/cli/options.h"
 #include "core/driver/evaluate.h"
@@ -60,8 +61,10 @@ const CommandSpec kEval{
      {"save", "DIR", "write inputs, reference and outputs as .npy files plus manifest.json"},
      {"max-ops", "N", "refuse sizes needing more scalar operations (default 2e9)"}}};
 
+const CommandSpec& kCompile = compile_command_spec({kSizeOption, kScheduleOption, kPinOption});
+
 const std::vector<const CommandSpec*>& all_commands() {
-  static const std::vector<const CommandSpec*> commands = {&kCheck, &kLower, &kEval};
+  static const std::vector<const CommandSpec*> commands = {&kCheck, &kLower, &kEval, &kCompile};
   return commands;
 }
 
@@ -382,6 +385,13 @@ int run_eval(const ParsedOptions& options, std::ostream& out, std::ostream& err,
   return kExitOk;
 }
 
+int run_compile(const ParsedOptions& options, std::ostream& out, std::ostream& err,
+                const CliHooks& hooks) {
+  Loaded loaded = load(options, driver::Stage::MATile, hooks, err);
+  if (!loaded.ok) return loaded.exit_status;
+  return run_compile_command(loaded.compilation, loaded.compilation.ma_module, options, out, err);
+}
+
 using CommandRunner = std::function<int(const ParsedOptions&, std::ostream&, std::ostream&,
                                         const CliHooks&)>;
 
@@ -420,7 +430,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   }
 
   const std::vector<std::pair<const CommandSpec*, CommandRunner>> runners = {
-      {&kCheck, run_check}, {&kLower, run_lower}, {&kEval, run_eval}};
+      {&kCheck, run_check}, {&kLower, run_lower}, {&kEval, run_eval}, {&kCompile, run_compile}};
   for (const auto& [spec, runner] : runners) {
     if (spec->name != command) continue;
     if (!rest.empty() && (rest.front() == "--help" || rest.front() == "-h")) {
@@ -428,7 +438,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       return kExitOk;
     }
     std::string error;
-    auto parsed = parse_options(*spec, rest, &error);
+    auto parsed = parse_options(*spec, spec == &kCompile ? expand_output_flag(rest) : rest, &error);
     if (!parsed) {
       err << "nautilus: error: " << error << "\n";
       return kExitFailure;
@@ -436,7 +446,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     return runner(*parsed, out, err, hooks);
   }
   err << "nautilus: error: unknown command '" << command
-      << "'; expected check, lower, eval, devices or help (see 'nautilus --help')\n";
+      << "'; expected check, lower, eval, compile, devices or help (see 'nautilus --help')\n";
   return kExitFailure;
 }
 
