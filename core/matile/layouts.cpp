@@ -263,16 +263,15 @@ Result<ReducePlan> reduce_plan(const RegisterLayout& source, const std::vector<i
         return layout_error("reduce over " + layout_text(source) +
                             ": threads along the axis are not a power of two");
       }
-      if (position * leaf.shape <= kWarpSize) {
-        for (int64_t m = position; m < position * leaf.shape; m *= 2) {
-          plan.xor_masks.push_back(static_cast<int>(m));
-        }
-      } else if (position >= kWarpSize) {
+      // The part of the leaf inside a warp shuffles; the part beyond combines across warps
+      // (a leaf may straddle the boundary: 64 threads along a row are 32 lanes x 2 warps).
+      const int64_t in_warp = position >= kWarpSize ? 1 : std::min(leaf.shape, kWarpSize / position);
+      for (int64_t m = position; m < position * in_warp; m *= 2) {
+        plan.xor_masks.push_back(static_cast<int>(m));
+      }
+      if (in_warp < leaf.shape) {
         plan.cross_warp = true;
-        plan.warp_leaves.emplace_back(position, leaf.shape);
-      } else {
-        return layout_error("reduce over " + layout_text(source) +
-                            ": a thread leaf straddles the warp boundary");
+        plan.warp_leaves.emplace_back(position * in_warp, leaf.shape / in_warp);
       }
     }
     position *= leaf.shape;

@@ -624,8 +624,25 @@ class KernelLowering {
   // Emission helpers
 
   Value index_constant(int64_t value) {
-    return b_.full(static_cast<double>(value), vrtile::index_scalar(), uniform_layout({}, threads()),
-                   "c" + std::to_string(value));
+    const std::string key = "const:" + std::to_string(value);
+    if (Value* hit = memo_find(nullptr, key)) return *hit;
+    Value c = b_.full(static_cast<double>(value), vrtile::index_scalar(),
+                      uniform_layout({}, threads()), "c" + std::to_string(value));
+    memo_.back()[{nullptr, key}] = c;
+    return c;
+  }
+
+  // A canonical text of an affine scalar (atoms by name), the key under which an emitted
+  // scalar with that value is remembered so that window offsets reuse it.
+  static std::string affine_key(const Affine& a) {
+    std::vector<std::pair<std::string, int64_t>> terms;
+    for (const auto& [atom, coef] : a.atoms) {
+      if (coef != 0) terms.emplace_back(atom->name, coef);
+    }
+    std::sort(terms.begin(), terms.end());
+    std::string key = "affine:" + std::to_string(a.constant);
+    for (const auto& [name, coef] : terms) key += "+" + std::to_string(coef) + "*" + name;
+    return key;
   }
 
   // The MA value of a rank-0 VR value or a placed register value (null when not emitted).
@@ -782,9 +799,27 @@ class KernelLowering {
     return value;
   }
 
-  // constant + sum(coef * atom) as a uniform index scalar; `loop_var` is replaced by
-  // `replacement` when given (pipelined copies address a later iteration). Null for 0.
-  Value emit_offset(const Affine& a, const VNode* loop_var, const Value& replacement) {
+  // constant + sum(coef * atom) as a uniform index scalar, reusing an emitted scalar of the same
+  // value. `loop_var` is replaced by `replacement` (a value) or `iteration` (a constant) when
+  // given: pipelined copies address a later iteration. Null for 0.
+  Value emit_offset(Affine a, const VNode* loop_var, const Value& replacement,
+                    std::optional<int64_t> iteration = std::nullopt) {
+    if (iteration) {
+      for (auto& [atom, coef] : a.atoms) {
+        if (atom == loop_var) {
+          a.constant += coef * *iteration;
+          coef = 0;
+        }
+      }
+    }
+    bool substituted = false;
+    for (const auto& [atom, coef] : a.atoms) substituted |= coef != 0 && atom == loop_var && replacement;
+    if (a.constant == 0 && std::all_of(a.atoms.begin(), a.atoms.end(),
+                                       [](const auto& term) { return term.second == 0; })) {
+      return nullptr;
+    }
+    const std::string key = affine_key(a) + (substituted ? "@" + replacement->name : "");
+    if (Value* hit = memo_find(nullptr, key)) return *hit;
     Value sum;
     for (const auto& [atom, coef] : a.atoms) {
       if (coef == 0) continue;
@@ -796,6 +831,7 @@ class KernelLowering {
       Value c = index_constant(a.constant);
       sum = sum ? b_.binary(BinaryOp::Add, sum, c, "") : c;
     }
+    memo_.back()[{nullptr, key}] = sum;
     return sum;
   }
 
@@ -805,10 +841,13 @@ class KernelLowering {
     return found->second;
   }
 
-  GlobalAccess window_access(const Window& w, const VNode* loop_var, const Value& replacement) {
+  GlobalAccess window_access(const Window& w, const VNode* loop_var, const Value& replacement,
+                             std::optional<int64_t> iteration = std::nullopt) {
     GlobalAccess access;
     access.form = GlobalAccess::Form::Window;
-    for (const Affine& offset : w.offsets) access.offsets.push_back(emit_offset(offset, loop_var, replacement));
+    for (const Affine& offset : w.offsets) {
+      access.offsets.push_back(emit_offset(offset, loop_var, replacement, iteration));
+    }
     access.tile_axes = w.tile_axes;
     access.bounds = w.bounds;
     return access;
@@ -861,7 +900,8 @@ class KernelLowering {
   }
 
   void emit_copy(const VOp& load, int alloc, const Value& stage, const VNode* loop_var,
-                 const Value& replacement, const Value& predicate) {
+                 const Value& replacement, const Value& predicate,
+                 std::optional<int64_t> iteration = std::nullopt) {
     const VValue& v = load.results[0];
     const std::vector<int64_t>& shape = v->type.shape;
     const int bytes = dtype_bytes(v->type.dtype);
@@ -874,7 +914,8 @@ class KernelLowering {
     ref.alloc = alloc;
     ref.stage = stage;
     ref.offsets.assign(shape.size(), 0);
-    b_.async_copy(ref, load.buffer, window_access(smem_windows_.at(&load), loop_var, replacement),
+    b_.async_copy(ref, load.buffer,
+                  window_access(smem_windows_.at(&load), loop_var, replacement, iteration),
                   shape, *copy, 16 / bytes, predicate);
   }
 
@@ -889,19 +930,63 @@ class KernelLowering {
     }
   }
 
+  // Whether the MA kernel needs v in registers: something stores, carries or computes with it.
+  // Values that only feed shared-memory mma operands (Kᵀ's permute) or window-matched accesses
+  // (index and mask tiles) are not emitted.
+  bool needed(const VValue& v) {
+    auto found = needed_.find(v.get());
+    if (found != needed_.end()) return found->second;
+    needed_[v.get()] = false;  // cycles only through loops, whose users decide below
+    bool result = false;
+    for (const VOp* user : users_[v.get()]) {
+      switch (user->kind) {
+        case VOpKind::Store:
+          result = v == vrtile::stored_value(*user) ||
+                   !match_window(*user, vrtile::stored_value(*user)->type.shape);
+          break;
+        case VOpKind::Yield:
+        case VOpKind::For: result = true; break;
+        case VOpKind::Load:
+          if (!smem_windows_.count(user) &&
+              !match_window(*user, user->results[0]->type.shape)) {
+            result = needed(user->results[0]);
+          }
+          break;
+        case VOpKind::Dot: {
+          const DotPlan& plan = dot_plans_.at(user);
+          result = !plan.mma || (user->operands.size() == 3 && user->operands[2] == v) ||
+                   (plan.a.source == v && !plan.a.load) || (plan.b.source == v && !plan.b.load);
+          break;
+        }
+        default:
+          for (const VValue& r : user->results) result = result || needed(r);
+          break;
+      }
+      if (result) break;
+    }
+    needed_[v.get()] = result;
+    return result;
+  }
+
   void emit(const VOp& op) {
     switch (op.kind) {
       case VOpKind::For: return emit_for(op);
       case VOpKind::Load: return emit_load(op);
       case VOpKind::Store: return emit_store(op);
       case VOpKind::Dot: return emit_dot(op);
-      case VOpKind::Reduce: return emit_reduce(op);
+      case VOpKind::Reduce:
+        if (needed(op.results[0])) emit_reduce(op);
+        return;
       default: break;
     }
     const VValue& v = op.results[0];
+    if (!needed(v)) return;
     if (remat(v)) return;  // emitted where used, in the layout needed there
     if (v->type.rank() == 0) {
       env_[v.get()] = emit_compute(op, v, uniform_layout({}, threads()));
+      if (std::optional<Affine> a = affine(v); a && v->type.dtype == DType::Index) {
+        memo_.back()[{nullptr, affine_key(*a)}] = env_[v.get()];
+      }
       return;
     }
     env_[v.get()] = emit_compute(op, v, layout_for(v));
@@ -922,6 +1007,7 @@ class KernelLowering {
         b_.wait_group(0);
         b_.barrier();
         smem_loads_[&op] = SmemLoad{alloc, nullptr};
+        hoist_a_fragments(op, alloc);
       } else {
         smem_loads_[&op] = SmemLoad{smem_alloc_.at(&op), pipelined->second};
       }
@@ -943,6 +1029,22 @@ class KernelLowering {
       gather.push_back(materialize(mask, l));
     }
     env_[v.get()] = b_.global_load(op.buffer, access, gather, op.constant, v->type, l, v->name);
+  }
+
+  // A tile copied once (outside the loops that use it, like attention's Q) that is an mma A
+  // operand is read into registers once, right after its copy; each k step slices it.
+  void hoist_a_fragments(const VOp& load, int alloc) {
+    for (const auto& [dot, plan] : dot_plans_) {
+      if (!plan.mma || plan.a.load != &load || hoisted_.count(&load)) continue;
+      const VValue& source = plan.a.source;
+      const int64_t M = source->type.shape[0], K = source->type.shape[1];
+      Result<RegisterLayout> l = mma_a_layout(M, K, plan.warps_m, plan.warps_n);
+      if (!l) fail(l.error().message);
+      SharedRef ref{alloc, nullptr, {0, 0}, plan.a.transposed};
+      hoisted_[&load] = b_.shared_load(ref, plan.a.transposed ? SharedRead::LdMatrixX4Trans
+                                                               : SharedRead::LdMatrixX4,
+                                       TileType{source->type.dtype, {M, K}}, *l, source->name + "_frag");
+    }
   }
 
   void emit_store(const VOp& op) {
@@ -1028,13 +1130,15 @@ class KernelLowering {
     const RegisterLayout a_step = layout_or_fail(mma_a_layout(M, 16, wm, wn));
     const RegisterLayout b_step = layout_or_fail(mma_b_layout(16, N, wm, wn));
     Value a_reg, b_reg;
+    const bool a_hoisted = plan.a.load && hoisted_.count(plan.a.load);
+    if (a_hoisted) a_reg = hoisted_.at(plan.a.load);
     if (!plan.a.load) a_reg = materialize(plan.a.source, layout_or_fail(mma_a_layout(M, K, wm, wn)));
     if (!plan.b.load) b_reg = materialize(plan.b.source, layout_or_fail(mma_b_layout(K, N, wm, wn)));
     const DType dtype = plan.a.source->type.dtype;
     for (int64_t kk = 0; kk < K / 16; ++kk) {
       const std::string step = "_k" + std::to_string(kk);
       Value a_k, b_k;
-      if (plan.a.load) {
+      if (plan.a.load && !a_hoisted) {
         const SmemLoad& s = smem_loads_.at(plan.a.load);
         SharedRef ref{s.alloc, s.stage, {0, kk * 16}, plan.a.transposed};
         if (plan.a.transposed) ref.offsets = {kk * 16, 0};
@@ -1086,10 +1190,10 @@ class KernelLowering {
     if (!loads.empty() && stages >= 2) {
       for (int s = 0; s + 1 < stages; ++s) {
         if (s < op.extent) {
-          const Value iteration = index_constant(s);
           for (const VOp* load : loads) {
             b_.set_provenance(load->provenance);
-            emit_copy(*load, smem_alloc_.at(load), index_constant(s), op.loop_var.get(), iteration, nullptr);
+            emit_copy(*load, smem_alloc_.at(load), index_constant(s), op.loop_var.get(), nullptr,
+                      nullptr, s);
           }
         }
         b_.commit_group();
@@ -1175,6 +1279,8 @@ class KernelLowering {
   std::unordered_map<const VOp*, SmemLoad> smem_loads_;
   std::unordered_map<const VOp*, Value> pipelined_stage_;
   std::unordered_map<const VOp*, std::pair<int, int>> fma_allocs_;
+  std::unordered_map<const VNode*, bool> needed_;
+  std::unordered_map<const VOp*, Value> hoisted_;  // A fragments read once after their copy
 };
 
 }  // namespace
