@@ -559,6 +559,19 @@ class KernelEmitter {
     return coords;
   }
 
+  // The column-major element index of slot `slot` of `value` (axis 0 fastest, as TV layouts
+  // count), as an expression.
+  std::string element_index(const Value& value, const std::string& slot, const std::string& what) {
+    const std::vector<std::string> c = coordinates(value, slot, what);
+    std::string index;
+    int64_t stride = 1;
+    for (size_t k = 0; k < c.size(); ++k) {
+      index += (index.empty() ? "" : " + ") + c[k] + (stride == 1 ? "" : " * " + str(stride));
+      stride *= value->type.shape[k];
+    }
+    return index.empty() ? "0" : index;
+  }
+
   // -------------------------------------------------------------------------------------------
   // Shared memory addressing
 
@@ -874,17 +887,25 @@ class KernelEmitter {
     if (op.scratch < 0) invalid(matile::op_label(op) + ": via shared memory without scratch");
     SharedRef ref;
     ref.alloc = op.scratch;
-    ref.offsets.assign(source->type.shape.size(), 0);
-    const std::string scratch = shared_name(alloc_of(ref));
+    const SharedAlloc& alloc = alloc_of(ref);
+    const std::string what = matile::op_label(op);
+    // The scratch holds the tile either with the tile's shape or flat, in column-major order.
+    auto address = [&](const Value& value, const std::string& s) {
+      if (alloc.shape.size() == 1 && value->type.shape.size() != 1) {
+        ref.offsets = {0};
+        return shared_offset(ref, {element_index(value, s, what)});
+      }
+      ref.offsets.assign(value->type.shape.size(), 0);
+      return shared_offset(ref, coordinates(value, s, what));
+    };
+    const std::string scratch = shared_name(alloc);
     for_slots(source->layout.slots(), [&](const std::string& s) {
-      line(scratch + "[" + shared_offset(ref, coordinates(source, s, matile::op_label(op))) +
-           "] = " + at(source, s) + ";");
+      line(scratch + "[" + address(source, s) + "] = " + at(source, s) + ";");
     });
     line("__syncthreads();");
     declare(result);
     for_slots(result->layout.slots(), [&](const std::string& s) {
-      line(at(result, s) + " = " + scratch + "[" +
-           shared_offset(ref, coordinates(result, s, matile::op_label(op))) + "];");
+      line(at(result, s) + " = " + scratch + "[" + address(result, s) + "];");
     });
     line("__syncthreads();");
   }
@@ -966,19 +987,20 @@ class KernelEmitter {
     if (op.scratch >= 0) cross_warp_reduce(op, result, dtype, identity);
   }
 
+  // Step 3: every warp writes its partial of each result element to scratch[warp, element];
+  // after a barrier each thread combines the partials of its partner warps (the threads that
+  // differ from it only in the warp leaves of the reduced axis) in increasing order.
   void cross_warp_reduce(const Op& op, const Value& result, DType dtype, double identity) {
     auto plan = matile::reduce_plan(op.operands[0]->layout, op.operands[0]->type.shape, op.axis);
     if (!plan) unsupported(matile::op_label(op) + ": " + plan.error().message);
     SharedRef ref;
     ref.alloc = op.scratch;
     const SharedAlloc& alloc = alloc_of(ref);
-    const int64_t result_slots = result->layout.slots();
-    if (alloc.dtype != dtype ||
-        alloc.byte_size < kernel_.threads() * result_slots * dtype_bytes(dtype)) {
-      invalid(matile::op_label(op) + ": scratch " + alloc.name + " cannot hold one partial per thread and slot");
+    const int64_t elements = result->type.element_count();
+    if (alloc.shape.size() != 2 || alloc.shape[0] < kernel_.warps || alloc.shape[1] < elements) {
+      invalid(matile::op_label(op) + ": scratch " + alloc.name + " is not [warps, elements]");
     }
-    // Partners: the threads that differ from this one only in the coordinates of the warp
-    // leaves; combined in increasing thread order, as the interpreter does.
+    ref.offsets = {0, 0};
     std::vector<int64_t> partners{0};
     std::string base = "tid";
     for (const auto& [position, extent] : plan->warp_leaves) {
@@ -990,23 +1012,28 @@ class KernelEmitter {
       partners = std::move(grown);
     }
     std::sort(partners.begin(), partners.end());
+    uses_warp_ = true;
     const std::string scratch = shared_name(alloc);
+    const std::string what = matile::op_label(op);
     line("// 3. across warps through " + alloc.name + ", in warp order");
-    for_slots(result_slots, [&](const std::string& s) {
-      line(scratch + "[tid * " + str(result_slots) + " + " + s + "] = " + at(result, s) + ";");
+    for_slots(result->layout.slots(), [&](const std::string& s) {
+      line(scratch + "[" + shared_offset(ref, {"warp", element_index(result, s, what)}) + "] = " +
+           from_float(to_float(at(result, s), dtype), alloc.dtype) + ";");
     });
     line("__syncthreads();");
     line("{");
     ++indent_;
     const std::string base_name = unique(name_of(result) + "_base");
     line("const int " + base_name + " = " + base + ";");
-    for_slots(result_slots, [&](const std::string& s) {
-      std::string value = constant_of(identity, dtype);
-      line(at(result, s) + " = " + value + ";");
+    for_slots(result->layout.slots(), [&](const std::string& s) {
+      line(at(result, s) + " = " + constant_of(identity, dtype) + ";");
       for (int64_t p : partners) {
-        const std::string partial =
-            scratch + "[(" + base_name + " + " + str(p) + ") * " + str(result_slots) + " + " + s + "]";
-        line(at(result, s) + " = " + combine(op.reduce_op, dtype, at(result, s), partial) + ";");
+        const std::string partner_warp = "(" + base_name + " + " + str(p) + ") / 32";
+        const std::string partial = to_float(
+            scratch + "[" + shared_offset(ref, {partner_warp, element_index(result, s, what)}) + "]",
+            alloc.dtype);
+        line(at(result, s) + " = " +
+             combine(op.reduce_op, dtype, at(result, s), from_float(partial, dtype)) + ";");
       }
     });
     --indent_;

@@ -124,7 +124,8 @@ nlohmann::ordered_json launch_json(const KernelPackage& package) {
           {"sizes", sizes},
           {"arch", arch_name(package.arch)},
           {"compiler",
-           {{"nautilus", package.compiler_version},
+           {{"nautilus", package.compiler_version.empty() ? std::string(NAUTILUS_VERSION)
+                                                          : package.compiler_version},
             {"nvrtc", package.nvrtc_version},
             {"options", package.nvrtc_options}}},
           {"source", kSourceFile},

@@ -70,7 +70,7 @@ struct KernelPackage {
   std::string spec_name;
   std::vector<std::pair<std::string, int64_t>> sizes;  // in the spec's order
   GpuArch arch = GpuArch::Sm80;
-  std::string compiler_version = NAUTILUS_VERSION;
+  std::string compiler_version;  // the Nautilus version; launch_json writes the running one if empty
   std::string nvrtc_version;
   std::vector<std::string> nvrtc_options;
   std::string source;                                   // kernel.cu

@@ -65,9 +65,8 @@ HandBuilt row_normalize(int warps = 4) {
   EXPECT_TRUE(plan->cross_warp);
   int scratch = -1;
   if (plan->cross_warp) {
-    const int64_t partials = threads * sliced->slots();
-    scratch = b.shared("sum_scratch", DType::F32, {partials},
-                       matile::row_major_shared({partials}, layout::Swizzle{}), 1,
+    scratch = b.shared("sum_scratch", DType::F32, {warps, block_rows},
+                       matile::row_major_shared({warps, block_rows}, layout::Swizzle{}), 1,
                        "scratch of reduce %s");
   }
   Value sums = b.reduce(vrtile::ReduceOp::Sum, tile, 1, *sliced, plan->xor_masks, scratch, "s");

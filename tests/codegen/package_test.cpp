@@ -19,6 +19,7 @@ KernelPackage sample_package() {
   package.spec_name = "gemm";
   package.sizes = {{"M", 100}, {"N", 72}, {"K", 40}};  // not alphabetical: order must survive
   package.arch = GpuArch::Sm90a;
+  package.compiler_version = "0.1.0";
   package.nvrtc_version = "13.0";
   package.nvrtc_options = {"--gpu-architecture=sm_90a", "-Xptxas=-v"};
   package.source = "extern \"C\" __global__ void gemm_C(const void* A, const void* B, void* C) {}\n";

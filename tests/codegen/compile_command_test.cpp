@@ -1,0 +1,74 @@
+// `nautilus compile` end to end through the real binary: a scheduled GEMM becomes a package that
+// read_package accepts, and bad options fail with status 1 and a one-line reason.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+
+#include <unistd.h>
+
+#include "core/codegen/nvrtc.h"
+#include "core/codegen/package.h"
+
+namespace nautilus::codegen {
+namespace {
+
+struct CliRun {
+  int status = -1;
+  std::string output;  // stdout and stderr
+};
+
+CliRun run_cli(const std::string& arguments) {
+  const std::string command = std::string(NAUTILUS_CLI_PATH) + " " + arguments + " 2>&1";
+  CliRun run;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return run;
+  std::array<char, 4096> buffer{};
+  size_t n = 0;
+  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) run.output.append(buffer.data(), n);
+  const int status = pclose(pipe);
+  run.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return run;
+}
+
+const std::string kGemm = std::string(NAUTILUS_SOURCE_DIR) + "/assets/specs/gemm.nt";
+const std::string kGemmSchedule = std::string(NAUTILUS_SOURCE_DIR) + "/assets/schedules/gemm.json";
+
+TEST(CompileCommand, WritesAPackageTheReaderAccepts) {
+  if (!Nvrtc::shared().ok()) GTEST_SKIP() << "skipped: " << Nvrtc::shared().error().message;
+  const std::filesystem::path directory =
+      std::filesystem::temp_directory_path() / ("nautilus_compile_test_" + std::to_string(getpid()));
+  std::filesystem::remove_all(directory);
+  CliRun run = run_cli("compile " + kGemm + " --schedule " + kGemmSchedule +
+                    " -D M=200 -D N=136 -D K=72 --arch sm_90a -o " + directory.string());
+  ASSERT_EQ(run.status, 0) << run.output;
+  EXPECT_NE(run.output.find("compiled gemm for sm_90a"), std::string::npos) << run.output;
+  Result<KernelPackage> package = read_package(directory.string());
+  ASSERT_TRUE(package.ok()) << package.error().message;
+  EXPECT_EQ(package->arch, GpuArch::Sm90a);
+  ASSERT_EQ(package->kernels.size(), 1u);
+  EXPECT_GT(package->kernels[0].block[0], 0);
+  EXPECT_EQ(package->kernels[0].arguments.size(), 3u);
+  EXPECT_NE(package->source.find("extern \"C\" __global__"), std::string::npos);
+  EXPECT_NE(package->report.find(package->kernels[0].name), nullptr);
+  std::filesystem::remove_all(directory);
+}
+
+TEST(CompileCommand, UserErrorsExitWithStatusOne) {
+  CliRun bad_arch = run_cli("compile " + kGemm + " --schedule " + kGemmSchedule + " --arch sm_90 -o /tmp/x");
+  EXPECT_EQ(bad_arch.status, 1);
+  EXPECT_NE(bad_arch.output.find("unknown --arch 'sm_90'; expected sm_80, sm_90a"), std::string::npos)
+      << bad_arch.output;
+  CliRun no_output = run_cli("compile " + kGemm + " --schedule " + kGemmSchedule + " --arch sm_80");
+  EXPECT_EQ(no_output.status, 1);
+  EXPECT_NE(no_output.output.find("-o DIR is required"), std::string::npos) << no_output.output;
+  CliRun no_file = run_cli("compile --arch sm_80 -o /tmp/x");
+  EXPECT_EQ(no_file.status, 1);
+  CliRun help = run_cli("help compile");
+  EXPECT_EQ(help.status, 0);
+  EXPECT_NE(help.output.find("--arch"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace nautilus::codegen
