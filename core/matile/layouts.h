@@ -7,9 +7,9 @@
 //
 //   uniform_layout([4], 128)        every thread holds all 4 elements:  (128,4):(0,1)
 //   blocked_layout([8, 16], 128)    16 threads along the columns, 8 along the rows, 1 slot each:
-//                                   ((16,8,1),(1,1)):((8,1,0),(128,8))
+//                                   ((16,8,1),(1,1)):((8,1,0),(0,0))
 //   mma_c_layout(64, 64, 4, 1)      mma.m16n8k16 C fragments, warp w owns rows 16w..16w+15:
-//                                   ((4,8),(4,1)):((128,1),(16,512)) threads,
+//                                   ((4,8),(4,1)):((128,1),(16,4096)) threads,
 //                                   ((2,2),(1,8)):((64,8),(16,512)) slots -- slot
 //                                   4*(mi + mt*ni) + i is the atom's c_i (mt, nt atoms per warp)
 //   mma_a_layout(M, K, wm, wn)      A fragments: slot 8*(mi + mt*ki) + i is a_i; warps along N

@@ -1,0 +1,143 @@
+// Register layouts of MA tile IR checked element by element: the mma fragment layouts against
+// core/layout's PTX-derived atoms (and the ISA formulas written out here), warp placement,
+// coverage of the blocked layout, slices and shuffle plans of reductions, and which conversions
+// stay in registers.
+#include "core/matile/layouts.h"
+
+#include <map>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "core/layout/printer.h"
+
+namespace nautilus::matile {
+namespace {
+
+using RowCol = std::pair<int64_t, int64_t>;
+RowCol at(int64_t row, int64_t col) { return {row, col}; }
+
+// (row, col) of thread t's slot v.
+std::pair<int64_t, int64_t> element(const RegisterLayout& l, int64_t t, int64_t v) {
+  const int64_t rows = layout::leaves(l.tv.tile)[0];
+  const int64_t index = l.tv.index(t, v);
+  return {index % rows, index / rows};
+}
+
+TEST(MmaLayouts, OneAtomEqualsThePtxFragments) {
+  const RegisterLayout a = *mma_a_layout(16, 16, 1, 1);
+  const RegisterLayout b = *mma_b_layout(16, 8, 1, 1);
+  const RegisterLayout c = *mma_c_layout(16, 8, 1, 1);
+  for (int lane = 0; lane < 32; ++lane) {
+    const int g = lane / 4, t = lane % 4;
+    for (int i = 0; i < 8; ++i) {
+      EXPECT_EQ(element(a, lane, i), at(g + 8 * ((i / 2) % 2), 2 * t + i % 2 + 8 * (i / 4)));
+      EXPECT_EQ(a.tv.index(lane, i), layout::mma_m16n8k16_a().index(lane, i));
+    }
+    for (int i = 0; i < 4; ++i) {
+      EXPECT_EQ(element(b, lane, i), at(2 * t + i % 2 + 8 * (i / 2), g));
+      EXPECT_EQ(element(c, lane, i), at(g + 8 * (i / 2), 2 * t + i % 2));
+      EXPECT_EQ(c.tv.index(lane, i), layout::mma_m16n8k16_c().index(lane, i));
+    }
+  }
+}
+
+TEST(MmaLayouts, TilesAndWarps) {
+  // 64x32 accumulator over a 2x2 warp grid: warp (wm, wn) owns rows 32wm.., columns 16wn..;
+  // slot 4*(mi + mt*ni) + i is atom (mi, ni)'s c_i.
+  const RegisterLayout c = *mma_c_layout(64, 32, 2, 2);
+  EXPECT_EQ(c.threads(), 128);
+  EXPECT_EQ(c.slots(), 4 * 2 * 2);
+  std::map<std::pair<int64_t, int64_t>, int> holders;
+  for (int64_t t = 0; t < 128; ++t) {
+    const int64_t warp = t / 32, wm = warp % 2, wn = warp / 2, lane = t % 32;
+    for (int64_t v = 0; v < c.slots(); ++v) {
+      const auto [row, col] = element(c, t, v);
+      const int64_t i = v % 4, mi = (v / 4) % 2, ni = v / 8;
+      EXPECT_EQ(row, 32 * wm + 16 * mi + lane / 4 + 8 * (i / 2));
+      EXPECT_EQ(col, 16 * wn + 8 * ni + 2 * (lane % 4) + i % 2);
+      holders[{row, col}]++;
+    }
+  }
+  EXPECT_EQ(holders.size(), 64u * 32u);
+  for (const auto& [where, count] : holders) EXPECT_EQ(count, 1);
+  // A replicates over the warps along N, B over those along M.
+  const RegisterLayout a = *mma_a_layout(64, 32, 2, 2);
+  EXPECT_EQ(a.tv.index(0, 5), a.tv.index(64, 5));  // warps 0 and 2: wn differs
+  const RegisterLayout b = *mma_b_layout(32, 32, 2, 2);
+  EXPECT_EQ(b.tv.index(0, 3), b.tv.index(32, 3));  // warps 0 and 1: wm differs
+  EXPECT_FALSE(mma_c_layout(40, 32, 2, 1).ok());
+  EXPECT_EQ(mma_a_layout(16, 24, 1, 1).error().message,
+            "mma A layout of [16, 24] over warps (1, 1): needs M a multiple of 16 * warps_m and K of 16");
+}
+
+TEST(BlockedLayout, CoversEveryElementEvenlyAtAnyShape) {
+  for (const std::vector<int64_t>& shape :
+       std::vector<std::vector<int64_t>>{{4, 16}, {7, 33}, {64, 64}, {5}, {}, {2, 3, 4}}) {
+    const RegisterLayout l = blocked_layout(shape, 128);
+    int64_t elements = 1;
+    for (int64_t e : shape) elements *= e;
+    std::vector<int> held(static_cast<size_t>(elements), 0);
+    for (int64_t e : slot_elements(l)) held[static_cast<size_t>(e)]++;
+    for (int count : held) EXPECT_EQ(count, held[0]) << layout_text(l);
+    EXPECT_EQ(held[0] * elements, 128 * l.slots());
+  }
+  EXPECT_EQ(layout_text(blocked_layout({8, 16}, 128)),
+            "blocked ((16,8,1),(1,1)):((8,1,0),(0,0)) on (8,16)");
+}
+
+TEST(SliceAndReducePlan, RowsOfTheAccumulator) {
+  const RegisterLayout c = *mma_c_layout(32, 16, 2, 1);
+  const RegisterLayout rows = *slice_layout(c, {32, 16}, 1);
+  // Thread t holds rows g and g + 8 of its warp's 16.
+  for (int64_t t = 0; t < 64; ++t) {
+    std::vector<int64_t> held;
+    for (int64_t v = 0; v < rows.slots(); ++v) held.push_back(rows.tv.index(t, v));
+    EXPECT_EQ(held, (std::vector<int64_t>{16 * (t / 32) + (t % 32) / 4, 16 * (t / 32) + (t % 32) / 4 + 8}));
+  }
+  const ReducePlan along_n = *reduce_plan(c, {32, 16}, 1);
+  EXPECT_EQ(along_n.xor_masks, (std::vector<int>{1, 2}));
+  EXPECT_FALSE(along_n.cross_warp);
+  const ReducePlan along_m = *reduce_plan(c, {32, 16}, 0);
+  EXPECT_EQ(along_m.xor_masks, (std::vector<int>{4, 8, 16}));
+  EXPECT_TRUE(along_m.cross_warp);
+  // 64 threads along a row: 32 lanes shuffle, 2 warps combine through shared memory.
+  const ReducePlan wide = *reduce_plan(blocked_layout({2, 64}, 128), {2, 64}, 1);
+  EXPECT_EQ(wide.xor_masks, (std::vector<int>{1, 2, 4, 8, 16}));
+  EXPECT_TRUE(wide.cross_warp);
+}
+
+TEST(SliceAndReducePlan, ReplicatingSlotsCannotBeReduced) {
+  const RegisterLayout u = uniform_layout({4, 4}, 32);
+  RegisterLayout repeated = u;
+  repeated.tv.layout = layout::Layout(layout::tuple_of(32, layout::tuple_of(16, 2)),
+                                      layout::tuple_of(0, layout::tuple_of(1, 0)));
+  EXPECT_FALSE(slice_layout(repeated, {4, 4}, 1).ok());
+}
+
+TEST(RegisterGather, AccumulatorToAFragmentStaysInRegistersOnlyWithoutWarpsAlongN) {
+  auto feasible = [](const RegisterLayout& from, const RegisterLayout& to, int64_t elements) {
+    return register_gather(from, elements, slot_elements(to), to.slots()).ok();
+  };
+  EXPECT_TRUE(feasible(*mma_c_layout(32, 32, 2, 1), *mma_a_layout(32, 32, 2, 1), 32 * 32));
+  EXPECT_FALSE(feasible(*mma_c_layout(32, 32, 1, 2), *mma_a_layout(32, 32, 1, 2), 32 * 32));
+  EXPECT_FALSE(feasible(*mma_c_layout(32, 32, 2, 1), blocked_layout({32, 32}, 64), 32 * 32));
+  EXPECT_FALSE(feasible(blocked_layout({32, 32}, 64), uniform_layout({32, 32}, 64), 32 * 32));
+  EXPECT_TRUE(feasible(uniform_layout({32, 32}, 64), *mma_c_layout(32, 32, 2, 1), 32 * 32));
+}
+
+TEST(PermuteLayout, KeepsEverySlotInPlace) {
+  const RegisterLayout c = *mma_c_layout(16, 32, 1, 1);
+  const RegisterLayout t = *permute_layout(c, {16, 32}, {1, 0});
+  for (int64_t thread = 0; thread < 32; ++thread) {
+    for (int64_t v = 0; v < c.slots(); ++v) {
+      const auto [row, col] = element(c, thread, v);
+      const int64_t index = t.tv.index(thread, v);
+      EXPECT_EQ(index % 32, col);
+      EXPECT_EQ(index / 32, row);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace nautilus::matile
