@@ -58,6 +58,15 @@ std::string sanitize(const std::string& name) {
 
 std::string str(int64_t value) { return std::to_string(value); }
 
+// `expression` wrapped in parentheses unless it is a single name or number, so that it can be
+// multiplied safely.
+std::string parenthesized(const std::string& expression) {
+  const bool simple = expression.find_first_of(" +-*/%?") == std::string::npos ||
+                      (expression.front() == '(' && expression.back() == ')' &&
+                       expression.find(')') == expression.size() - 1);
+  return simple ? expression : "(" + expression + ")";
+}
+
 // A float literal that round-trips through f32, with the special values spelled as bit patterns
 // (NVRTC has no INFINITY macro without extra headers).
 std::string float_literal(double value) {
@@ -566,7 +575,8 @@ class KernelEmitter {
     std::string index;
     int64_t stride = 1;
     for (size_t k = 0; k < c.size(); ++k) {
-      index += (index.empty() ? "" : " + ") + c[k] + (stride == 1 ? "" : " * " + str(stride));
+      index += (index.empty() ? "" : " + ") +
+               (stride == 1 ? c[k] : parenthesized(c[k]) + " * " + str(stride));
       stride *= value->type.shape[k];
     }
     return index.empty() ? "0" : index;
@@ -608,7 +618,7 @@ class KernelEmitter {
     }
     std::string linear;
     for (size_t k = 0; k < rank; ++k) {
-      const std::string& coordinate = tile[ref.transposed ? rank - 1 - k : k];
+      const std::string coordinate = parenthesized(tile[ref.transposed ? rank - 1 - k : k]);
       std::string term = ref.offsets[k] != 0 ? "(" + coordinate + " + " + str(ref.offsets[k]) + ")"
                                              : coordinate;
       if (strides[k] == 0) continue;

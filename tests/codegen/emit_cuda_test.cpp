@@ -152,6 +152,10 @@ TEST(EmitCuda, LaunchConfigurationFollowsTheKernel) {
   // Inputs are const pointers, outputs are not.
   EXPECT_NE(emitted->source.find("const __nv_bfloat16* __restrict__ A"), std::string::npos);
   EXPECT_NE(emitted->source.find("  __nv_bfloat16* __restrict__ C"), std::string::npos);
+  // ldmatrix row addresses multiply whole coordinates by the row stride (a regression: an
+  // unparenthesized "lane_row + 16 * mi * 32" addressed the wrong rows).
+  EXPECT_NE(emitted->source.find("(lane_row + 16 * mi) * "), std::string::npos);
+  EXPECT_EQ(emitted->source.find("+ 16 * mi * "), std::string::npos);
   // Boundaries are masked: 200 rows and 136 columns are not tile multiples.
   EXPECT_NE(emitted->source.find("< 200"), std::string::npos);
   EXPECT_NE(emitted->source.find("< 136"), std::string::npos);
