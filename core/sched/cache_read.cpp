@@ -106,16 +106,22 @@ ApplyResult cache_read(const ProgramPtr& input, std::string_view block_name,
   for (size_t d = 0; d < (*tensor)->shape.size(); ++d) {
     const Expr& index = loads[0]->indices[d];
     const std::string what = "dimension " + std::to_string(d) + " of " + (*tensor)->name;
-    if (const std::optional<size_t> i = iter_var_index(block, index)) {
+    // An index affine in the block's iteration variables (n, or n + n_s * 24 after
+    // split_k_update) is affine in the loops: its range per iteration follows.
+    const Expr over_loops = simplify_index(substitute(index, iter_to_binding));
+    if (affine_form(over_loops)) {
+      const std::optional<size_t> i = iter_var_index(block, index);
       std::optional<IndexRange> range = range_in_iteration(
-          block.bindings[*i], *path, depth,
-          "iteration variable " + block.iter_vars[*i].var->name + " of block " + block.name,
+          over_loops, *path, depth,
+          i ? "iteration variable " + block.iter_vars[*i].var->name + " of block " + block.name
+            : "index " + print_expr(index) + " of block " + block.name,
           &reason);
       if (!range) return ApplyResult::failure(reason);
       std::optional<CachedDim> dim = range_dim(*range, (*tensor)->shape[d], what, &reason);
       if (!dim) return ApplyResult::failure(reason);
       dims.push_back(std::move(*dim));
-      iter_names.push_back(fresh_name(block.iter_vars[*i].var->name, &names_used));
+      iter_names.push_back(
+          fresh_name(i ? block.iter_vars[*i].var->name : "x" + std::to_string(d), &names_used));
       continue;
     }
     // Any other index must stay the same during the iteration (K[b, h / 4, n, d] at h).

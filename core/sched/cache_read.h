@@ -5,7 +5,8 @@
 // LOOP is a loop around BLOCK (without `at`, the copy covers everything BLOCK reads and runs
 // once, before BLOCK's top-level nest). Each dimension of TENSOR that BLOCK reads is, in one
 // iteration of LOOP, either fixed or a range offset + [lo, hi) read off BLOCK's bindings
-// (region.h); the local buffer TENSOR_shared (TENSOR_reg) keeps the ranges wider than one
+// (region.h; the index may be any affine function of iteration variables, such as the
+// n + n_s * 24 of a split_k_update partial); the local buffer TENSOR_shared (TENSOR_reg) keeps the ranges wider than one
 // element, and BLOCK's loads become loads of it at the local index (cache_stage.h: x − lo, or
 // x mod g − lo for a range that moves with the loop). The copy is a block of its own, inserted
 // in LOOP's body right before the statement holding BLOCK, so it runs once per iteration:
@@ -30,7 +31,7 @@
 // Values are unchanged: the copy runs after every write of TENSOR that BLOCK's reads see and
 // before BLOCK, and holds exactly those elements. Refused, with the reason: a tensor BLOCK does
 // not read or also writes, reads at different indices, an index that moves inside the iteration
-// but is not an iteration variable, ranges that overlap between iterations (cache_stage.h), a
+// but is not affine in the iteration variables, ranges that overlap between iterations (cache_stage.h), a
 // write of TENSOR inside the statement that holds BLOCK (the copy would be stale), or one after
 // LOOP or later in LOOP's body.
 #pragma once

@@ -110,17 +110,21 @@ ApplyResult cache_write(const ProgramPtr& input, std::string_view block_name, Me
       -> std::optional<std::vector<IndexRange>> {
     const BlockPath accessor_path = *find_block(program->body, accessor.name);
     std::vector<IndexRange> ranges;
+    VarReplacements iter_to_binding;
+    for (size_t i = 0; i < accessor.iter_vars.size(); ++i) {
+      iter_to_binding[accessor.iter_vars[i].var.get()] = accessor.bindings[i];
+    }
     for (size_t d = 0; d < rank; ++d) {
-      const std::optional<size_t> i = iter_var_index(accessor, indices[d]);
-      if (!i) {
+      // An index affine in the iteration variables is affine in the loops.
+      const Expr over_loops = simplify_index(substitute(indices[d], iter_to_binding));
+      if (!affine_form(over_loops)) {
         reason = "block " + accessor.name + " accesses " + tensor->name + " at index " +
-                 print_expr(indices[d]) + "; cache_write follows accesses indexed by iteration "
-                 "variables";
+                 print_expr(indices[d]) + ", which is not an affine function of its loops";
         return std::nullopt;
       }
       std::optional<IndexRange> range = range_in_iteration(
-          accessor.bindings[*i], accessor_path, depth,
-          "iteration variable " + accessor.iter_vars[*i].var->name + " of block " +
+          over_loops, accessor_path, depth,
+          "index " + print_expr(indices[d]) + " of " + tensor->name + " in block " +
               accessor.name,
           &reason);
       if (!range) return std::nullopt;
@@ -221,10 +225,12 @@ ApplyResult cache_write(const ProgramPtr& input, std::string_view block_name, Me
   if (write_back) {
     std::set<std::string> names_used;
     std::vector<std::string> iter_names;
-    const StoreIndexing covering_indexing = *store_indexing(*covering, &reason);
+    // Named after the iteration variables the covering block stores with, where it does.
+    const std::vector<Expr> stored = accesses_of(*covering, tensor.get(), true).front();
     for (size_t d = 0; d < rank; ++d) {
+      const std::optional<size_t> i = iter_var_index(*covering, stored[d]);
       iter_names.push_back(fresh_name(
-          covering->iter_vars[covering_indexing.iter_of_dim[d]].var->name, &names_used));
+          i ? covering->iter_vars[*i].var->name : "x" + std::to_string(d), &names_used));
     }
     std::set<std::string> loops;
     for (size_t d = 0; d <= depth; ++d) {

@@ -31,7 +31,7 @@
 // Values are unchanged: every element of X is accessed in one iteration only, written there
 // before it is read, and the local buffer maps the iteration's part one to one. Refused, with the
 // reason: a block that does not store in the plain form, writes of X outside LOOP, accesses at
-// indices that are not iteration variables or at different parts, parts that overlap between
+// indices that are not affine in the iteration variables or at different parts, parts that overlap between
 // iterations or do not move with a loop, and (when a write-back is needed) no block that writes
 // the whole part.
 #pragma once
