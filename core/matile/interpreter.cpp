@@ -1,5 +1,6 @@
 #include "core/matile/interpreter.h"
 
+#include <algorithm>
 #include <cmath>
 #include <deque>
 #include <limits>
@@ -239,7 +240,9 @@ class Interpreter {
     std::vector<Slots> carried;
     for (const Value& init : op.operands) carried.push_back(slots_of(init));
     const Op* self = &op;
-    for (int64_t i = 0; i < op.extent; ++i) {
+    int64_t trips = op.extent;
+    if (op.trip_count) trips = std::min(trips, std::max<int64_t>(uniform_index(op.trip_count), 0));
+    for (int64_t i = 0; i < trips; ++i) {
       count_steps(1);
       define(op.loop_var).assign(static_cast<size_t>(threads()), static_cast<double>(i));
       for (size_t k = 0; k < op.block_args.size(); ++k) values_[op.block_args[k].get()] = carried[k];
@@ -892,57 +895,63 @@ class Interpreter {
     return state.values[static_cast<size_t>(flat)];
   }
 
+  // The first slot holding each element (every holder holds the same value and indices).
+  std::vector<int64_t> first_holders(const Value& value) {
+    const std::vector<int64_t>& elements = elements_of(value);
+    std::vector<int64_t> first(static_cast<size_t>(value->type.element_count()), -1);
+    for (size_t i = 0; i < elements.size(); ++i) {
+      int64_t& f = first[static_cast<size_t>(elements[i])];
+      if (f < 0) f = static_cast<int64_t>(i);
+    }
+    return first;
+  }
+
+  // Whether element `e` (first held at slot `at`) is accessed, and its buffer indices.
+  bool access_element(const Op& op, const Value& tile, int64_t e, int64_t at,
+                      std::vector<int64_t>* indices) {
+    if (op.access.form == GlobalAccess::Form::Window) {
+      return window_indices(op.access, coordinates_of(e, tile->type.shape), indices);
+    }
+    const std::vector<Value> gather = gather_indices(op);
+    for (size_t j = 0; j < indices->size(); ++j) {
+      (*indices)[j] = static_cast<int64_t>(slots_of(gather[j])[static_cast<size_t>(at)]);
+    }
+    const Value mask = gather_mask(op);
+    return !mask || slots_of(mask)[static_cast<size_t>(at)] != 0.0;
+  }
+
+  // Loads each element once and hands it to every slot holding it.
   void global_load(const Op& op) {
     const Value& result = op.results[0];
     BufferState& state = buffer_state(op.buffer);
     const std::vector<int64_t>& elements = elements_of(result);
-    const int64_t slots = result->layout.slots();
+    const std::vector<int64_t> first = first_holders(result);
     const double other = round_to(op.buffer->dtype, op.constant);
-    Slots out(elements.size());
-    count_steps(out.size());
+    std::vector<double> tile(first.size(), other);
     std::vector<int64_t> indices(op.buffer->shape.size());
-    const std::vector<Value> gather = gather_indices(op);
-    const Value mask = gather_mask(op);
-    for (size_t at = 0; at < out.size(); ++at) {
-      bool valid = true;
-      if (op.access.form == GlobalAccess::Form::Window) {
-        valid = window_indices(op.access, coordinates_of(elements[at], result->type.shape),
-                               &indices);
-      } else {
-        if (mask) valid = slots_of(mask)[at] != 0.0;
-        for (size_t j = 0; j < indices.size(); ++j) {
-          indices[j] = static_cast<int64_t>(slots_of(gather[j])[at]);
-        }
+    count_steps(elements.size());
+    for (size_t e = 0; e < first.size(); ++e) {
+      if (access_element(op, result, static_cast<int64_t>(e), first[e], &indices)) {
+        tile[e] = global_read(state, flat_offset(state, indices), indices);
       }
-      out[at] = valid ? global_read(state, flat_offset(state, indices), indices) : other;
     }
-    (void)slots;
+    Slots out(elements.size());
+    for (size_t i = 0; i < elements.size(); ++i) out[i] = tile[static_cast<size_t>(elements[i])];
     values_[result.get()] = std::move(out);
   }
 
+  // Writes each element once, from the first slot holding it.
   void global_store(const Op& op) {
     const Value value = stored_value(op);
     BufferState& state = buffer_state(op.buffer);
-    const std::vector<int64_t>& elements = elements_of(value);
+    const std::vector<int64_t> first = first_holders(value);
     const Slots& in = slots_of(value);
     count_steps(in.size());
     std::vector<int64_t> indices(op.buffer->shape.size());
-    const std::vector<Value> gather = gather_indices(op);
-    const Value mask = gather_mask(op);
-    for (size_t at = 0; at < in.size(); ++at) {
-      bool valid = true;
-      if (op.access.form == GlobalAccess::Form::Window) {
-        valid = window_indices(op.access, coordinates_of(elements[at], value->type.shape),
-                               &indices);
-      } else {
-        if (mask) valid = slots_of(mask)[at] != 0.0;
-        for (size_t j = 0; j < indices.size(); ++j) {
-          indices[j] = static_cast<int64_t>(slots_of(gather[j])[at]);
-        }
-      }
-      if (!valid) continue;
+    for (size_t e = 0; e < first.size(); ++e) {
+      if (!access_element(op, value, static_cast<int64_t>(e), first[e], &indices)) continue;
       const int64_t flat = flat_offset(state, indices);
-      state.values[static_cast<size_t>(flat)] = in[at];
+      state.values[static_cast<size_t>(flat)] = in[static_cast<size_t>(first[e])];
       if (!state.written.empty()) state.written[static_cast<size_t>(flat)] = 1;
     }
   }

@@ -103,6 +103,7 @@ std::vector<Value> used_values(const Op& op) {
   if (op.shared.stage) used.push_back(op.shared.stage);
   if (op.shared_b.stage) used.push_back(op.shared_b.stage);
   if (op.predicate) used.push_back(op.predicate);
+  if (op.trip_count) used.push_back(op.trip_count);
   return used;
 }
 
@@ -460,7 +461,7 @@ std::vector<Value> Builder::for_loop(const std::string& var_name, int64_t extent
                                      std::vector<Value> inits, const LoopBody& body,
                                      const std::vector<std::string>& result_names,
                                      const std::vector<std::string>& arg_names,
-                                     int pipeline_stages) {
+                                     int pipeline_stages, const Value& trip_count) {
   const Provenance provenance = provenance_;
   auto name_at = [](const std::vector<std::string>& names, size_t i) {
     return i < names.size() ? names[i] : std::string();
@@ -488,6 +489,7 @@ std::vector<Value> Builder::for_loop(const std::string& var_name, int64_t extent
   loop.block_args = std::move(carried);
   loop.body = std::move(region);
   loop.pipeline_stages = pipeline_stages;
+  loop.trip_count = trip_count;
   loop.provenance = provenance;
   OpPtr node = make_op(std::move(loop));
   std::vector<Value> results = node->results;

@@ -90,6 +90,8 @@
 //   For(var, extent, iter_args, body), Yield   as in VR tile IR; block arguments and results have
 //                               the iter_args' layouts. `pipeline_stages` > 0 marks a software-
 //                               pipelined loop (the prologue before it issued stages-1 copies).
+//                               An optional uniform `trip_count` stops it early: var runs over
+//                               0..min(extent, max(trip_count, 0))-1 (every thread alike).
 //
 // Shared-memory rules the interpreter enforces (a violation is an error, never silent):
 // reading an element whose async copy has not landed (missing WaitGroup), reading an element
@@ -287,13 +289,14 @@ struct Op {
   std::vector<Value> block_args;  // For
   RegionPtr body;               // For
   int pipeline_stages = 0;      // For: software-pipeline depth (0: not pipelined)
+  Value trip_count;             // For: optional early stop (a uniform index scalar)
   Provenance provenance;
 };
 using OpPtr = std::shared_ptr<const Op>;
 OpPtr make_op(Op op);
 
-// Every value an op reads, in a fixed order: operands, then window offsets, the shared stages
-// and the predicate. (For the verifier's dominance check and the printers.)
+// Every value an op reads, in a fixed order: operands, then window offsets, the shared stages,
+// the predicate and a For's trip count. (For the verifier's dominance check and the printers.)
 std::vector<Value> used_values(const Op& op);
 // The parts of a gather access's operand list (empty / null for windows and malformed ops).
 std::vector<Value> gather_indices(const Op& op);
@@ -406,7 +409,7 @@ class Builder {
                               std::vector<Value> inits, const LoopBody& body,
                               const std::vector<std::string>& result_names = {},
                               const std::vector<std::string>& arg_names = {},
-                              int pipeline_stages = 0);
+                              int pipeline_stages = 0, const Value& trip_count = nullptr);
 
   // Appends an already built op (its names are reserved); returns its first result or null.
   Value append(OpPtr op);

@@ -980,7 +980,9 @@ class KernelLowering {
       default: break;
     }
     const VValue& v = op.results[0];
-    if (!needed(v)) return;
+    // Scalars are always emitted (window offsets may name them); unused ones are removed by
+    // remove_dead_ops afterwards.
+    if (v->type.rank() > 0 && !needed(v)) return;
     if (remat(v)) return;  // emitted where used, in the layout needed there
     if (v->type.rank() == 0) {
       env_[v.get()] = emit_compute(op, v, uniform_layout({}, threads()));
@@ -1224,7 +1226,8 @@ class KernelLowering {
           memo_.pop_back();
           return yielded;
         },
-        result_names, arg_names, loads.empty() ? 0 : stages);
+        result_names, arg_names, loads.empty() ? 0 : stages,
+        op.trip_count ? scalar_value(op.trip_count) : nullptr);
     for (size_t i = 0; i < results.size(); ++i) env_[op.results[i].get()] = results[i];
     if (!loads.empty()) b_.wait_group(0);
   }
@@ -1283,6 +1286,68 @@ class KernelLowering {
   std::unordered_map<const VOp*, Value> hoisted_;  // A fragments read once after their copy
 };
 
+// Ops without effects whose results nobody reads (scalars computed for index tiles that window
+// matching made unnecessary) are dropped, repeatedly, so the printed kernel shows only what runs.
+bool removable(const Op& op) {
+  switch (op.kind) {
+    case OpKind::GlobalStore:
+    case OpKind::AsyncCopy:
+    case OpKind::CommitGroup:
+    case OpKind::WaitGroup:
+    case OpKind::Barrier:
+    case OpKind::SharedStore:
+    case OpKind::For:
+    case OpKind::Yield: return false;
+    default: return true;
+  }
+}
+
+void count_uses(const Region& region, std::unordered_map<const ValueNode*, int>* uses) {
+  for (const OpPtr& op : region.ops) {
+    for (const Value& v : used_values(*op)) ++(*uses)[v.get()];
+    if (op->body) count_uses(*op->body, uses);
+  }
+}
+
+RegionPtr without_dead_ops(const RegionPtr& region,
+                           const std::unordered_map<const ValueNode*, int>& uses, bool* changed) {
+  std::vector<OpPtr> ops;
+  for (const OpPtr& op : region->ops) {
+    if (removable(*op) && std::none_of(op->results.begin(), op->results.end(), [&](const Value& r) {
+          return uses.count(r.get()) != 0;
+        })) {
+      *changed = true;
+      continue;
+    }
+    if (op->kind == OpKind::For) {
+      RegionPtr body = without_dead_ops(op->body, uses, changed);
+      if (body != op->body) {
+        Op copy = *op;
+        copy.body = body;
+        ops.push_back(make_op(std::move(copy)));
+        continue;
+      }
+    }
+    ops.push_back(op);
+  }
+  return ops.size() == region->ops.size() && std::equal(ops.begin(), ops.end(), region->ops.begin())
+             ? region
+             : make_region(std::move(ops));
+}
+
+KernelPtr remove_dead_ops(KernelPtr kernel) {
+  while (true) {
+    std::unordered_map<const ValueNode*, int> uses;
+    count_uses(*kernel->body, &uses);
+    bool changed = false;
+    RegionPtr body = without_dead_ops(kernel->body, uses, &changed);
+    if (!changed) return kernel;
+    Kernel copy = *kernel;
+    copy.body = body;
+    kernel = std::make_shared<const Kernel>(std::move(copy));
+  }
+}
+
 }  // namespace
 
 layout::Result<ModulePtr> lower_to_matile(const vrtile::ModulePtr& module,
@@ -1309,7 +1374,7 @@ layout::Result<ModulePtr> lower_to_matile(const vrtile::ModulePtr& module,
   out->allocations = module->allocations;
   try {
     for (const vrtile::KernelPtr& kernel : module->kernels) {
-      out->kernels.push_back(KernelLowering(*module, *kernel, options).run());
+      out->kernels.push_back(remove_dead_ops(KernelLowering(*module, *kernel, options).run()));
     }
   } catch (const LowerError& error) {
     return layout_error("lower_to_matile: " + error.message);

@@ -209,6 +209,7 @@ std::string op_body_text(const Kernel& kernel, const Op& op) {
         }
         text += ")";
       }
+      if (op.trip_count) text += " trips " + value_ref(op.trip_count);
       if (op.pipeline_stages > 0) text += " pipeline " + std::to_string(op.pipeline_stages);
       return text;
     }
@@ -509,6 +510,7 @@ nlohmann::ordered_json region_json(const Kernel& kernel, const LayoutTable& tabl
       j["var"] = op->loop_var ? op->loop_var->name : kNull;
       j["extent"] = op->extent;
       j["pipeline_stages"] = op->pipeline_stages;
+      if (op->trip_count) j["trip_count"] = op->trip_count->name;
       nlohmann::ordered_json args = nlohmann::ordered_json::array();
       for (const Value& arg : op->block_args) args.push_back(value_json(arg, table));
       j["block_args"] = args;

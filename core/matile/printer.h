@@ -35,7 +35,7 @@
 //   cp.async S[STAGE][OFFSETS] <- B[WINDOW] bounds [..] copy TV vec N [if %p]
 //   cp.async.commit_group    cp.async.wait_group N    bar.sync
 //   ldmatrix.x4[.trans] S[..]    ld.shared S[..]    st.shared S[..], %v
-//   for V in 0..N [iter_args(...)] [pipeline S] { ... }    yield [...]
+//   for V in 0..N [iter_args(...)] [trips %t] [pipeline S] { ... }    yield [...]
 // A window axis prints as `%offset + iK` (tile coordinate K added), `%offset`, `iK` or `0`; a
 // shared reference as `S[%stage][o0, o1]` (`S[o0, o1]` for stage 0), `^T` when transposed.
 //

@@ -284,6 +284,10 @@ class KernelVerifier {
       for (const Value& v : used_values(op)) use(v, where);
     } else {
       for (const Value& v : op.operands) use(v, where);
+      if (op.trip_count) {
+        use(op.trip_count, where);
+        expect(is_index_scalar(op.trip_count), where, "a trip count must be an index scalar");
+      }
     }
     const size_t expected_results =
         op.kind == OpKind::For ? op.operands.size()
