@@ -109,9 +109,8 @@ std::string key_of(const RegisterLayout& l) { return layout_text(l); }
 
 class KernelLowering {
  public:
-  KernelLowering(const vrtile::Module& module, const vrtile::Kernel& kernel,
-                 const LowerOptions& options)
-      : module_(module), vk_(kernel), options_(options), b_(options.warps) {}
+  KernelLowering(const vrtile::Kernel& kernel, const LowerOptions& options)
+      : vk_(kernel), options_(options), b_(options.warps) {}
 
   KernelPtr run() {
     analyze_region(*vk_.body, nullptr);
@@ -1262,7 +1261,6 @@ class KernelLowering {
     for (const VOp* load : loads) pipelined_stage_[load] = stage;
   }
 
-  const vrtile::Module& module_;
   const vrtile::Kernel& vk_;
   const LowerOptions& options_;
   Builder b_;
@@ -1374,7 +1372,7 @@ layout::Result<ModulePtr> lower_to_matile(const vrtile::ModulePtr& module,
   out->allocations = module->allocations;
   try {
     for (const vrtile::KernelPtr& kernel : module->kernels) {
-      out->kernels.push_back(remove_dead_ops(KernelLowering(*module, *kernel, options).run()));
+      out->kernels.push_back(remove_dead_ops(KernelLowering(*kernel, options).run()));
     }
   } catch (const LowerError& error) {
     return layout_error("lower_to_matile: " + error.message);

@@ -150,5 +150,31 @@ TEST(Interpreter, StepBudgetAndVerification) {
       << refused.error;
 }
 
+TEST(Interpreter, TripCountStopsALoopEarly) {
+  // acc = sum of 1.0 over min(extent 5, trip count) iterations, for trip counts -1, 3 and 9.
+  for (const auto& [trips, expected] : std::vector<std::pair<int, double>>{{-1, 0.0}, {3, 3.0}, {9, 5.0}}) {
+    const Buffer y = scalar::make_buffer("Y", {4}, DType::F32, MemoryScope::Global, BufferRole::Output);
+    Builder b(1);
+    const RegisterLayout l = blocked_layout({4}, 32);
+    const Value trip = b.full(trips, vrtile::index_scalar(), uniform_layout({}, 32), "trip");
+    const Value one = b.full(1.0, TileType{DType::F32, {4}}, l, "one");
+    const Value zero = b.full(0.0, TileType{DType::F32, {4}}, l, "zero");
+    const std::vector<Value> acc = b.for_loop(
+        "i", 5, {zero},
+        [&](const Value&, const std::vector<Value>& carried) {
+          return std::vector<Value>{b.binary(BinaryOp::Add, carried[0], one, "next")};
+        },
+        {"acc"}, {"acc_i"}, 0, trip);
+    b.global_store(y, GlobalAccess{GlobalAccess::Form::Window, {nullptr}, {0}, {4}, false}, {}, acc[0]);
+    const Module module{"loop", "sm_80", {y}, {}, {b.finish_kernel("loop", {y})}};
+    ASSERT_EQ(verify(module), std::vector<std::string>{});
+    EXPECT_NE(print_kernel(*module.kernels[0]).find("for i in 0..5 iter_args(%acc_i = %zero) trips %trip {"),
+              std::string::npos);
+    const InterpretResult result = interpret(module, {});
+    ASSERT_TRUE(result.ok) << result.error;
+    EXPECT_EQ(result.outputs.at("Y").values, std::vector<double>(4, expected)) << trips;
+  }
+}
+
 }  // namespace
 }  // namespace nautilus::matile
