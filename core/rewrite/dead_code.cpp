@@ -66,7 +66,10 @@ class Liveness {
         }
         bool any_carried = false;
         for (size_t i = 0; i < op.results.size(); ++i) any_carried |= carried_live(op, i);
-        if (body_live || any_carried) mark(op, changed);
+        if (body_live || any_carried) {
+          mark(op, changed);
+          if (op.trip_count) mark(op.trip_count, changed);
+        }
         return;
       }
       default: {

@@ -12,7 +12,7 @@ bool reads_any(const Op& op, const std::unordered_set<const ValueNode*>& values)
   for (const Value& operand : op.operands) {
     if (operand && values.count(operand.get())) return true;
   }
-  return false;
+  return op.trip_count && values.count(op.trip_count.get());
 }
 
 KernelPtr hoist_in_kernel(const KernelPtr& kernel) {

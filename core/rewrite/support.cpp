@@ -234,6 +234,7 @@ OpPtr Rebuilder::rename(const OpPtr& op, const Hook& hook) {
   for (Value& operand : copy.operands) operand = renamed(operand);
   for (Value& result : copy.results) result = renamed(result);
   if (copy.kind == OpKind::For) {
+    if (copy.trip_count) copy.trip_count = renamed(copy.trip_count);
     copy.loop_var = renamed(copy.loop_var);
     for (Value& arg : copy.block_args) arg = renamed(arg);
     if (copy.body) {

@@ -10,6 +10,7 @@
 #include "core/sched/inline.h"
 #include "core/sched/regularize.h"
 #include "core/sched/rematerialize.h"
+#include "core/sched/skip_masked.h"
 #include "core/sched/reorder.h"
 #include "core/sched/reverse_compute_at.h"
 #include "core/sched/rolling_update.h"
@@ -317,6 +318,7 @@ const std::vector<DecisionKind>& decision_registry() {
       cache_write_decision(),
       rematerialize_decision(),
       regularize_decision(),
+      skip_masked_decision(),
   };
   return registry;
 }

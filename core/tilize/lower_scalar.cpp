@@ -10,12 +10,15 @@
 #include <sstream>
 #include <utility>
 
+#include "core/scalar/affine.h"
 #include "core/scalar/printer.h"
 #include "core/sched/loop_nest.h"
 
 namespace nautilus::tilize {
 
 namespace vr = vrtile;
+using scalar::Affine;
+using scalar::affine_of;
 using scalar::BinaryOp;
 using scalar::Block;
 using scalar::Buffer;
@@ -39,44 +42,6 @@ struct Unsupported {
 [[noreturn]] void fail(std::string reason) { throw Unsupported{std::move(reason)}; }
 
 enum class LoopRole { Grid, Serial, Vector };
-
-// An index expression as sum(coeff * var) + constant, when it is one.
-struct Affine {
-  std::map<const VarNode*, int64_t> coeffs;
-  int64_t constant = 0;
-
-  bool uses(const VarNode* var) const { return coeffs.count(var) > 0; }
-};
-
-std::optional<Affine> affine_of(const Expr& expr) {
-  if (const auto* imm = expr->as<scalar::IntImm>()) return Affine{{}, imm->value};
-  if (const auto* ref = expr->as<scalar::VarRef>()) return Affine{{{ref->var.get(), 1}}, 0};
-  const auto* bin = expr->as<scalar::Binary>();
-  if (!bin) return std::nullopt;
-  std::optional<Affine> a = affine_of(bin->a), b = affine_of(bin->b);
-  if (!a || !b) return std::nullopt;
-  const auto add = [](Affine x, const Affine& y, int64_t sign) {
-    for (const auto& [var, c] : y.coeffs) x.coeffs[var] += sign * c;
-    x.constant += sign * y.constant;
-    std::erase_if(x.coeffs, [](const auto& entry) { return entry.second == 0; });
-    return x;
-  };
-  const auto scale = [](Affine x, int64_t factor) {
-    for (auto& [var, c] : x.coeffs) c *= factor;
-    x.constant *= factor;
-    std::erase_if(x.coeffs, [](const auto& entry) { return entry.second == 0; });
-    return x;
-  };
-  switch (bin->op) {
-    case BinaryOp::Add: return add(*a, *b, 1);
-    case BinaryOp::Sub: return add(*a, *b, -1);
-    case BinaryOp::Mul:
-      if (a->coeffs.empty()) return scale(*b, a->constant);
-      if (b->coeffs.empty()) return scale(*a, b->constant);
-      return std::nullopt;
-    default: return std::nullopt;
-  }
-}
 
 std::string affine_text(const Affine& affine) {
   // Variables are compared by identity; names make the text readable in messages.
@@ -381,6 +346,9 @@ class KernelLowering {
       }
     }
 
+    std::vector<std::string> trip_conditions;
+    const std::optional<vr::Value> trip_count = trip_count_of(loop, blocks, &trip_conditions);
+
     std::vector<vr::Value> inits;
     std::vector<std::string> names;
     for (const std::string& key : carried) {
@@ -409,8 +377,9 @@ class KernelLowering {
           }
           return yielded;
         },
-        names, arg_names);
+        names, arg_names, trip_count.value_or(nullptr));
     loops_.pop_back();
+    for (const std::string& text : trip_conditions) enforced_by_trip_count_.erase(text);
     scalars_.erase(loop.var.get());
 
     // After the loop: what it carried holds its results; any other region of a buffer written
@@ -436,6 +405,74 @@ class KernelLowering {
     }
   }
 
+  // A condition every block under `loop` is predicated on that bounds the loop variable from
+  // above through values known before the loop (`n_o * 64 <= m_o * 128 + 127`, which
+  // skip_masked adds for causal attention) ends the loop early instead: the trip count is
+  // computed before it and the condition is left out of the blocks. Several combine by min.
+  std::optional<vr::Value> trip_count_of(
+      const For& loop,
+      const std::vector<std::pair<const Block*, std::vector<const VarNode*>>>& blocks,
+      std::vector<std::string>* enforced) {
+    if (blocks.empty()) return std::nullopt;
+    std::map<std::string, int> counts;
+    std::map<std::string, Expr> conditions;
+    for (const auto& [block, inner] : blocks) {
+      std::set<std::string> seen;
+      for (const Expr& condition : conjuncts(block->predicate)) {
+        VarReplacementScope scope(*this, *block);
+        Expr c = bound(condition);
+        const std::string text = scalar::print_expr(c);
+        if (seen.insert(text).second) {
+          ++counts[text];
+          conditions.emplace(text, c);
+        }
+      }
+    }
+    std::optional<vr::Value> trips;
+    for (const auto& [text, count] : counts) {
+      if (count != static_cast<int>(blocks.size())) continue;
+      std::optional<vr::Value> bound_here = upper_trip_count(conditions.at(text), loop);
+      if (!bound_here) continue;
+      trips = trips ? builder_.binary(BinaryOp::Min, *trips, *bound_here) : *bound_here;
+      if (enforced_by_trip_count_.insert(text).second) enforced->push_back(text);
+    }
+    return trips;
+  }
+
+  // For `lhs CMP rhs` with lhs - rhs = a * var + rest (a > 0, rest over variables known before
+  // the loop): the number of leading iterations that satisfy it, floor(-rest / a) + 1 for <=.
+  std::optional<vr::Value> upper_trip_count(const Expr& condition, const For& loop) {
+    const auto* compare = condition->as<scalar::Compare>();
+    if (!compare) return std::nullopt;
+    std::optional<Affine> lhs = affine_of(compare->a), rhs = affine_of(compare->b);
+    if (!lhs || !rhs) return std::nullopt;
+    Affine diff = *lhs;  // lhs - rhs, as `diff <= limit`
+    int64_t limit = 0;
+    switch (compare->op) {
+      case scalar::CompareOp::LE: break;
+      case scalar::CompareOp::LT: limit = -1; break;
+      case scalar::CompareOp::GE: diff = *rhs; *rhs = *lhs; break;
+      case scalar::CompareOp::GT: diff = *rhs; *rhs = *lhs; limit = -1; break;
+      default: return std::nullopt;
+    }
+    diff = diff.plus(*rhs, -1);
+    const auto self = diff.coeffs.find(loop.var.get());
+    if (self == diff.coeffs.end() || self->second <= 0) return std::nullopt;
+    const int64_t a = self->second;
+    diff.coeffs.erase(self);
+    for (const auto& [var, c] : diff.coeffs) {
+      if (!scalars_.count(var)) return std::nullopt;  // not known before the loop
+    }
+    // a * var + rest <= limit  <=>  var <= floor((limit - rest) / a)
+    Affine numerator;
+    for (const auto& [var, c] : diff.coeffs) numerator.coeffs[var] = -c;
+    numerator.constant = limit - diff.constant;
+    vr::Value last = builder_.binary(BinaryOp::FloorDiv, affine_value(numerator),
+                                     builder_.full(static_cast<double>(a), vr::index_scalar()));
+    return builder_.binary(BinaryOp::Add, last, builder_.full(1, vr::index_scalar()),
+                           loop.var->name + "_trips");
+  }
+
   // Whether `loop` is the outermost serial loop iterating a reduction axis of `block` (so the
   // block's init belongs before it).
   bool reduction_starts_at(const Block& block, const For& loop) const {
@@ -453,6 +490,20 @@ class KernelLowering {
 
   // ---- blocks ------------------------------------------------------------------------------
 
+  // Sets the replacements of `block`'s iteration variables for the scope's lifetime.
+  struct VarReplacementScope {
+    VarReplacementScope(KernelLowering& lowering, const Block& block)
+        : lowering(lowering), saved(lowering.replacements_) {
+      lowering.replacements_.clear();
+      for (size_t i = 0; i < block.iter_vars.size(); ++i) {
+        lowering.replacements_[block.iter_vars[i].var.get()] = block.bindings[i];
+      }
+    }
+    ~VarReplacementScope() { lowering.replacements_ = saved; }
+    KernelLowering& lowering;
+    sched::VarReplacements saved;
+  };
+
   void enter_block(const Block& block) {
     block_ = &block;
     replacements_.clear();
@@ -465,6 +516,17 @@ class KernelLowering {
 
   Expr bound(const Expr& expr) const { return sched::substitute(expr, replacements_); }
 
+  // The block's predicate as conditions over loop variables, without those an enclosing loop's
+  // trip count already enforces.
+  std::vector<Expr> active_conditions(const Block& block) const {
+    std::vector<Expr> out;
+    for (const Expr& condition : conjuncts(block.predicate)) {
+      Expr c = bound(condition);
+      if (!enforced_by_trip_count_.count(scalar::print_expr(c))) out.push_back(std::move(c));
+    }
+    return out;
+  }
+
   void lower_block(const Block& block) {
     enter_block(block);
     const auto* store = block.body->as<scalar::Store>();
@@ -474,7 +536,8 @@ class KernelLowering {
     if (reduction) {
       lower_reduction(block, *store);
     } else {
-      const Expr predicate = block.predicate ? bound(block.predicate) : nullptr;
+      const std::vector<Expr> conditions = active_conditions(block);
+      const Expr predicate = conditions.empty() ? nullptr : conjoin(conditions);
       lower_write(*store, eval(store->value), predicate);
     }
     leave_block();
@@ -516,8 +579,7 @@ class KernelLowering {
       if (is_reduce_var(var)) reduce_vectors.push_back(var);
     }
     std::vector<Expr> spatial_conditions, reduce_conditions;
-    for (const Expr& condition : conjuncts(block.predicate)) {
-      const Expr c = bound(condition);
+    for (const Expr& c : active_conditions(block)) {
       bool on_reduction = false;
       for (const VarNode* var : sched::referenced_vars(c)) on_reduction |= is_reduce_var(var);
       (on_reduction ? reduce_conditions : spatial_conditions).push_back(c);
@@ -1153,6 +1215,7 @@ class KernelLowering {
   std::map<std::string, Region> regions_;
   std::vector<LoopFrame> loops_;                  // the enclosing serial loops
   std::set<const BufferNode*> touched_;
+  std::set<std::string> enforced_by_trip_count_;  // conditions of the enclosing loops' bounds
   const Block* block_ = nullptr;
   sched::VarReplacements replacements_;
 };

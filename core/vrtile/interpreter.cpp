@@ -54,6 +54,7 @@ struct OpCode {
   std::vector<int64_t> gather_strides;
   // For
   int32_t loop_var = -1;
+  int32_t trip_count = -1;  // -1: none
   std::vector<int32_t> block_args;
   std::vector<OpCode> body;  // the last one is the Yield
 };
@@ -133,6 +134,7 @@ class Interpreter {
       }
     }
     if (op.kind == OpKind::For) {
+      if (op.trip_count) code.trip_count = slot_of(op.trip_count);
       code.loop_var = new_slot(op.loop_var);
       for (const Value& arg : op.block_args) code.block_args.push_back(new_slot(arg));
       code.body = compile_region(*op.body);
@@ -497,7 +499,12 @@ class Interpreter {
     }
     const OpCode& yield = code.body.back();
     std::vector<Tile> next(code.block_args.size());
-    for (int64_t iteration = 0; iteration < op.extent; ++iteration) {
+    int64_t trips = op.extent;
+    if (code.trip_count >= 0) {
+      const double stop = slots_[code.trip_count].front();
+      trips = std::clamp(static_cast<int64_t>(stop), int64_t{0}, op.extent);
+    }
+    for (int64_t iteration = 0; iteration < trips; ++iteration) {
       current_ = &op;
       count_steps(1);
       slots_[code.loop_var].assign(1, static_cast<double>(iteration));

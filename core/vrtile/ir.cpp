@@ -254,8 +254,9 @@ OpPtr make_cast(std::string result, Value value, DType dtype, Provenance p) {
 
 OpPtr make_for(std::vector<std::string> results, Value loop_var, int64_t extent,
                std::vector<Value> inits, std::vector<Value> block_args, RegionPtr body,
-               Provenance p) {
+               Provenance p, Value trip_count) {
   Op op = op_of(OpKind::For, {}, p);
+  op.trip_count = std::move(trip_count);
   for (size_t i = 0; i < inits.size(); ++i) {
     std::string name = i < results.size() ? std::move(results[i]) : std::string();
     op.results.push_back(make_value(std::move(name), type_of(inits[i])));
@@ -399,7 +400,8 @@ Value Builder::cast(const Value& value, DType dtype, const std::string& name) {
 std::vector<Value> Builder::for_loop(const std::string& var_name, int64_t extent,
                                      std::vector<Value> inits, const LoopBody& body,
                                      const std::vector<std::string>& result_names,
-                                     const std::vector<std::string>& arg_names) {
+                                     const std::vector<std::string>& arg_names,
+                                     const Value& trip_count) {
   // The For and its Yield get the provenance current at entry, whatever the body sets.
   const Provenance provenance = provenance_;
   auto name_at = [](const std::vector<std::string>& names, size_t i) {
@@ -418,7 +420,7 @@ std::vector<Value> Builder::for_loop(const std::string& var_name, int64_t extent
   std::vector<std::string> names;
   for (size_t i = 0; i < inits.size(); ++i) names.push_back(fresh_name(name_at(result_names, i)));
   OpPtr loop = make_for(std::move(names), std::move(var), extent, std::move(inits),
-                        std::move(carried), std::move(region), provenance);
+                        std::move(carried), std::move(region), provenance, trip_count);
   std::vector<Value> results = loop->results;
   regions_.back().push_back(std::move(loop));
   return results;

@@ -59,7 +59,11 @@
 //                                    are the carried values; its last op is Yield(values) (also
 //                                    when nothing is carried) giving the next iteration's
 //                                    values; the For's results are the values after the last
-//                                    iteration (the initial ones when extent = 0).
+//                                    iteration (the initial ones when extent = 0). An
+//                                    optional `trip_count` (an index scalar computed before
+//                                    the loop) stops it early: var runs over
+//                                    0..min(extent, max(trip_count, 0))-1, e.g. the last key
+//                                    tile a causal query tile can see.
 //
 //   Example (softmax rows after rolling_update and tile, one CTA per 4 rows; printer.h gives the
 //   full text format):
@@ -178,6 +182,7 @@ struct Op {
   CompareOp compare_op = CompareOp::LT;
   LogicalOp logical_op = LogicalOp::And;
   Value loop_var;               // For: the induction variable (an index scalar)
+  Value trip_count;             // For: optional early stop (an index scalar), see above
   std::vector<Value> block_args;  // For: the carried values inside the body
   RegionPtr body;               // For
   Provenance provenance;
@@ -250,7 +255,7 @@ OpPtr make_cast(std::string result, Value value, DType dtype, Provenance p = {})
 // the types of `inits`, named by `results` (one per init).
 OpPtr make_for(std::vector<std::string> results, Value loop_var, int64_t extent,
                std::vector<Value> inits, std::vector<Value> block_args, RegionPtr body,
-               Provenance p = {});
+               Provenance p = {}, Value trip_count = nullptr);
 OpPtr make_yield(std::vector<Value> values, Provenance p = {});
 // Any op exactly as given: for passes that copy an op and replace some fields, keeping its
 // result values (and so every use of them) intact.
@@ -313,10 +318,12 @@ class Builder {
   // Emits a For carrying `inits`: opens its body region, calls `body`, closes the region with a
   // Yield of what `body` returned, and returns the For's results. `result_names` and `arg_names`
   // name the results and block arguments (missing entries get numbers).
+  // `trip_count` (optional, an index scalar) stops the loop early (see For above).
   std::vector<Value> for_loop(const std::string& var_name, int64_t extent,
                               std::vector<Value> inits, const LoopBody& body,
                               const std::vector<std::string>& result_names = {},
-                              const std::vector<std::string>& arg_names = {});
+                              const std::vector<std::string>& arg_names = {},
+                              const Value& trip_count = nullptr);
 
   // Returns the kernel built so far and starts a new, empty one (names restart too). Call it
   // outside for_loop bodies.

@@ -128,7 +128,10 @@ std::string op_body_text(const Op& op) {
     case OpKind::Cast: return "cast " + value_list(op.operands);
     case OpKind::For: {
       std::string text = "for " + (op.loop_var ? op.loop_var->name : std::string(kNull)) +
-                         " in 0.." + std::to_string(op.extent);
+                         " in 0.." +
+                         (op.trip_count ? "min(" + std::to_string(op.extent) + ", " +
+                                              value_ref(op.trip_count) + ")"
+                                        : std::to_string(op.extent));
       if (!op.operands.empty() || !op.block_args.empty()) {
         text += " iter_args(";
         const size_t count = std::max(op.operands.size(), op.block_args.size());
@@ -294,8 +297,10 @@ class DotWriter {
     const std::string pad = indentation(indent);
     const std::string loop_name = op.loop_var ? op.loop_var->name : kNull;
     out_ += pad + "subgraph " + dot_quote("cluster_" + kernel_name_ + "/" + loop_name) + " {\n";
-    out_ += pad + "  label=" + dot_quote("for " + loop_name + " in 0.." +
-                                         std::to_string(op.extent)) + ";\n";
+    const std::string range =
+        op.trip_count ? "min(" + std::to_string(op.extent) + ", %" + op.trip_count->name + ")"
+                      : std::to_string(op.extent);
+    out_ += pad + "  label=" + dot_quote("for " + loop_name + " in 0.." + range) + ";\n";
     write_variable(op.loop_var, loop_name + " in 0.." + std::to_string(op.extent), indent + 1);
     for (size_t i = 0; i < op.block_args.size(); ++i) {
       const Value& arg = op.block_args[i];
@@ -401,6 +406,7 @@ Json op_json(const OpPtr& op_ptr) {
     case OpKind::For:
       json["var"] = op.loop_var ? Json(op.loop_var->name) : Json(nullptr);
       json["extent"] = op.extent;
+      if (op.trip_count) json["trip_count"] = op.trip_count->name;
       json["block_args"] = typed_values_json(op.block_args);
       json["body"] = region_json(op.body);
       break;

@@ -578,6 +578,11 @@ class Verifier {
   // 4. Loops
 
   void check_for(const Op& loop, bool inits_present, bool results_present) {
+    if (loop.trip_count && use(loop.trip_count, "trip count") &&
+        loop.trip_count->type != index_scalar()) {
+      error_here("trip count %" + loop.trip_count->name + " has type " +
+                 type_text(loop.trip_count->type) + "; trip counts are index");
+    }
     if (loop.extent < 0) {
       error_here("has extent " + std::to_string(loop.extent) + "; trip counts are not negative");
     }
