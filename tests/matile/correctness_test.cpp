@@ -212,7 +212,9 @@ INSTANTIATE_TEST_SUITE_P(
         AttentionCase{{"B=1", "H=2", "M=20", "N=40", "D=16"}, 16, 16, 1, true, false},
         AttentionCase{{"B=1", "H=1", "M=40", "N=40", "D=16"}, 32, 16, 2, true, false},
         AttentionCase{{"B=2", "H=1", "M=32", "N=48", "D=32"}, 32, 32, 2, true, false},
-        AttentionCase{{"B=1", "H=1", "M=12", "N=20", "D=8"}, 8, 8, 1, false, true}));
+        AttentionCase{{"B=1", "H=1", "M=12", "N=20", "D=8"}, 8, 8, 1, false, true},
+        // FlashAttention-2's shape: 64x64 tiles, d = 64, four warps
+        AttentionCase{{"B=1", "H=1", "M=70", "N=70", "D=64"}, 64, 64, 4, true, false}));
 
 TEST(AttentionLowering, QIsCopiedAndReadIntoFragmentsOnce) {
   const driver::Compilation compilation =
