@@ -10,6 +10,11 @@
 // CU_DEVICE_ATTRIBUTE_* enumerators), declared here so that this header needs no CUDA toolkit.
 // Every entry point is resolved by its ABI symbol name, e.g. cuDeviceTotalMem is the versioned
 // symbol cuDeviceTotalMem_v2 (cuda.h #defines the plain name to it).
+//
+// Two groups of entry points: discovery (cuInit, device attributes; what `nautilus devices`
+// needs) and execution (primary context, modules, memory, launches, events; what the runner
+// needs). Every one of them exists in every driver since CUDA 11; cuEventElapsedTime is resolved
+// as cuEventElapsedTime_v2 (CUDA 12.8+) or, on older drivers, as the original symbol.
 #pragma once
 
 #include <cstddef>
@@ -22,9 +27,38 @@ namespace cu {
 
 using Result = int;  // CUresult
 using Device = int;  // CUdevice
+using DevicePtr = unsigned long long;  // CUdeviceptr (64-bit on every supported platform)
+// Opaque handles (pointers to driver-internal structs in cuda.h).
+using Context = struct ContextHandle*;    // CUcontext
+using Module = struct ModuleHandle*;      // CUmodule
+using Function = struct FunctionHandle*;  // CUfunction
+using Stream = struct StreamHandle*;      // CUstream (nullptr: the legacy default stream)
+using Event = struct EventHandle*;        // CUevent
 
-inline constexpr Result kSuccess = 0;       // CUDA_SUCCESS
-inline constexpr Result kErrorNoDevice = 100;  // CUDA_ERROR_NO_DEVICE
+inline constexpr Result kSuccess = 0;                    // CUDA_SUCCESS
+inline constexpr Result kErrorInvalidValue = 1;          // CUDA_ERROR_INVALID_VALUE
+inline constexpr Result kErrorOutOfMemory = 2;           // CUDA_ERROR_OUT_OF_MEMORY
+inline constexpr Result kErrorNoDevice = 100;            // CUDA_ERROR_NO_DEVICE
+inline constexpr Result kErrorInvalidImage = 200;        // CUDA_ERROR_INVALID_IMAGE
+inline constexpr Result kErrorNoBinaryForGpu = 209;      // CUDA_ERROR_NO_BINARY_FOR_GPU
+inline constexpr Result kErrorInvalidPtx = 218;          // CUDA_ERROR_INVALID_PTX
+inline constexpr Result kErrorNotFound = 500;            // CUDA_ERROR_NOT_FOUND
+inline constexpr Result kErrorNotReady = 600;            // CUDA_ERROR_NOT_READY
+inline constexpr Result kErrorIllegalAddress = 700;      // CUDA_ERROR_ILLEGAL_ADDRESS
+inline constexpr Result kErrorLaunchOutOfResources = 701;  // CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES
+inline constexpr Result kErrorLaunchTimeout = 702;       // CUDA_ERROR_LAUNCH_TIMEOUT
+inline constexpr Result kErrorLaunchFailed = 719;        // CUDA_ERROR_LAUNCH_FAILED
+
+// CUfunction_attribute values.
+inline constexpr int kFuncAttributeNumRegisters = 4;            // CU_FUNC_ATTRIBUTE_NUM_REGS
+inline constexpr int kFuncAttributeMaxDynamicSharedBytes = 8;   // ..._MAX_DYNAMIC_SHARED_SIZE_BYTES
+
+// CUjit_option values for cuModuleLoadDataEx (the JIT log of a PTX or cubin load).
+inline constexpr int kJitErrorLogBuffer = 5;           // CU_JIT_ERROR_LOG_BUFFER
+inline constexpr int kJitErrorLogBufferSizeBytes = 6;  // CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES
+
+inline constexpr unsigned kEventDefault = 0;         // CU_EVENT_DEFAULT (records time)
+inline constexpr unsigned kEventDisableTiming = 2;   // CU_EVENT_DISABLE_TIMING (cheap sync point)
 
 // CUdevice_attribute values used by device discovery (stable across driver versions).
 enum class Attribute : int {
@@ -71,6 +105,35 @@ class CudaDriver {
   using DeviceGetAttributeFn = cu::Result (*)(int* value, int attribute, cu::Device device);
   using DeviceTotalMemFn = cu::Result (*)(std::size_t* bytes, cu::Device device);
   using GetErrorStringFn = cu::Result (*)(cu::Result error, const char** text);
+  using GetErrorNameFn = cu::Result (*)(cu::Result error, const char** name);
+
+  using PrimaryCtxRetainFn = cu::Result (*)(cu::Context* context, cu::Device device);
+  using PrimaryCtxReleaseFn = cu::Result (*)(cu::Device device);
+  using CtxSetCurrentFn = cu::Result (*)(cu::Context context);
+  using ModuleLoadDataExFn = cu::Result (*)(cu::Module* module, const void* image,
+                                            unsigned int option_count, int* options,
+                                            void** option_values);
+  using ModuleUnloadFn = cu::Result (*)(cu::Module module);
+  using ModuleGetFunctionFn = cu::Result (*)(cu::Function* function, cu::Module module,
+                                             const char* name);
+  using FuncSetAttributeFn = cu::Result (*)(cu::Function function, int attribute, int value);
+  using FuncGetAttributeFn = cu::Result (*)(int* value, int attribute, cu::Function function);
+  using MemAllocFn = cu::Result (*)(cu::DevicePtr* pointer, std::size_t bytes);
+  using MemFreeFn = cu::Result (*)(cu::DevicePtr pointer);
+  using MemcpyHtoDFn = cu::Result (*)(cu::DevicePtr destination, const void* source,
+                                      std::size_t bytes);
+  using MemcpyDtoHFn = cu::Result (*)(void* destination, cu::DevicePtr source, std::size_t bytes);
+  using MemsetD8AsyncFn = cu::Result (*)(cu::DevicePtr destination, unsigned char value,
+                                         std::size_t count, cu::Stream stream);
+  using LaunchKernelFn = cu::Result (*)(cu::Function function, unsigned grid_x, unsigned grid_y,
+                                        unsigned grid_z, unsigned block_x, unsigned block_y,
+                                        unsigned block_z, unsigned shared_bytes, cu::Stream stream,
+                                        void** parameters, void** extra);
+  using EventCreateFn = cu::Result (*)(cu::Event* event, unsigned int flags);
+  using EventRecordFn = cu::Result (*)(cu::Event event, cu::Stream stream);
+  using EventQueryFn = cu::Result (*)(cu::Event event);
+  using EventElapsedTimeFn = cu::Result (*)(float* milliseconds, cu::Event start, cu::Event end);
+  using EventDestroyFn = cu::Result (*)(cu::Event event);
 
   // The library name the system driver is installed under (the SONAME, present without the
   // development symlink libcuda.so).
@@ -84,6 +147,9 @@ class CudaDriver {
 
   // The text of a CUresult, e.g. "no CUDA-capable device is detected (CUDA error 100)".
   std::string error_text(cu::Result result) const;
+  // The enumerator name of a CUresult, e.g. "CUDA_ERROR_ILLEGAL_ADDRESS"; "CUDA_ERROR_<code>" for
+  // a code the driver does not know.
+  std::string error_name(cu::Result result) const;
 
   const std::string& library() const { return library_; }
 
@@ -95,6 +161,27 @@ class CudaDriver {
   DeviceGetAttributeFn device_get_attribute = nullptr;
   DeviceTotalMemFn device_total_mem = nullptr;
   GetErrorStringFn get_error_string = nullptr;
+  GetErrorNameFn get_error_name = nullptr;
+
+  PrimaryCtxRetainFn primary_ctx_retain = nullptr;
+  PrimaryCtxReleaseFn primary_ctx_release = nullptr;
+  CtxSetCurrentFn ctx_set_current = nullptr;
+  ModuleLoadDataExFn module_load_data_ex = nullptr;
+  ModuleUnloadFn module_unload = nullptr;
+  ModuleGetFunctionFn module_get_function = nullptr;
+  FuncSetAttributeFn func_set_attribute = nullptr;
+  FuncGetAttributeFn func_get_attribute = nullptr;
+  MemAllocFn mem_alloc = nullptr;
+  MemFreeFn mem_free = nullptr;
+  MemcpyHtoDFn memcpy_htod = nullptr;
+  MemcpyDtoHFn memcpy_dtoh = nullptr;
+  MemsetD8AsyncFn memset_d8_async = nullptr;
+  LaunchKernelFn launch_kernel = nullptr;
+  EventCreateFn event_create = nullptr;
+  EventRecordFn event_record = nullptr;
+  EventQueryFn event_query = nullptr;
+  EventElapsedTimeFn event_elapsed_time = nullptr;
+  EventDestroyFn event_destroy = nullptr;
 
  private:
   std::string library_;

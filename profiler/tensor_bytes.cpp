@@ -1,0 +1,116 @@
+#include "profiler/tensor_bytes.h"
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace nautilus::profiler {
+
+std::optional<uint64_t> buffer_bytes(DType dtype, int64_t element_count) {
+  if (dtype != DType::F32 && dtype != DType::F16 && dtype != DType::BF16) return std::nullopt;
+  if (element_count < 0) return std::nullopt;
+  const auto width = static_cast<uint64_t>(dtype_bytes(dtype));
+  const auto count = static_cast<uint64_t>(element_count);
+  if (count > std::numeric_limits<uint64_t>::max() / width) return std::nullopt;
+  return count * width;
+}
+
+uint16_t float_to_half_bits(float value) {
+  // Round through the double-based rounding of core/support (ties to even, subnormals, overflow
+  // to infinity); the result is then exact in binary16 and only needs re-packing.
+  const double rounded = round_to(DType::F16, static_cast<double>(value));
+  const uint16_t sign = std::signbit(rounded) ? 0x8000 : 0;
+  if (std::isnan(rounded)) return static_cast<uint16_t>(sign | 0x7e00);
+  if (std::isinf(rounded)) return static_cast<uint16_t>(sign | 0x7c00);
+  const double magnitude = std::fabs(rounded);
+  if (magnitude == 0.0) return sign;
+  int exponent = 0;
+  const double fraction = std::frexp(magnitude, &exponent);  // magnitude = fraction * 2^exponent
+  const int biased = exponent - 1 + 15;                      // [1, 2) mantissa form
+  if (biased <= 0) {
+    // Subnormal: the value is a multiple of 2^-24.
+    return static_cast<uint16_t>(sign | static_cast<uint16_t>(std::ldexp(magnitude, 24)));
+  }
+  const auto mantissa = static_cast<uint16_t>(std::ldexp(fraction * 2.0 - 1.0, 10));
+  return static_cast<uint16_t>(sign | (biased << 10) | mantissa);
+}
+
+float half_bits_to_float(uint16_t bits) {
+  const bool negative = (bits & 0x8000) != 0;
+  const int exponent = (bits >> 10) & 0x1f;
+  const int mantissa = bits & 0x3ff;
+  double magnitude;
+  if (exponent == 0x1f) {
+    magnitude = mantissa != 0 ? std::numeric_limits<double>::quiet_NaN()
+                              : std::numeric_limits<double>::infinity();
+  } else if (exponent == 0) {
+    magnitude = std::ldexp(static_cast<double>(mantissa), -24);
+  } else {
+    magnitude = std::ldexp(1.0 + static_cast<double>(mantissa) / 1024.0, exponent - 15);
+  }
+  return static_cast<float>(negative ? -magnitude : magnitude);
+}
+
+uint16_t float_to_bfloat16_bits(float value) {
+  const auto bits = std::bit_cast<uint32_t>(value);
+  if (std::isnan(value)) return static_cast<uint16_t>((bits >> 16) | 0x0040);  // stay a NaN
+  // Round to nearest, ties to even, on the 16 discarded bits (overflow carries into the
+  // exponent and yields infinity, as the GPU's cvt.rn.bf16.f32 does).
+  const uint32_t rounding = 0x7fff + ((bits >> 16) & 1);
+  return static_cast<uint16_t>((bits + rounding) >> 16);
+}
+
+float bfloat16_bits_to_float(uint16_t bits) {
+  return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16);
+}
+
+std::vector<uint8_t> encode_tensor(const TensorData& tensor) {
+  std::optional<uint64_t> size = buffer_bytes(tensor.dtype, static_cast<int64_t>(tensor.values.size()));
+  if (!size) return {};
+  std::vector<uint8_t> bytes(*size);
+  uint8_t* out = bytes.data();
+  for (double value : tensor.values) {
+    // Rounding the double straight to the dtype avoids a double rounding through f32; the float
+    // below then holds the value exactly.
+    const auto single = static_cast<float>(round_to(tensor.dtype, value));
+    if (tensor.dtype == DType::F32) {
+      std::memcpy(out, &single, 4);
+      out += 4;
+      continue;
+    }
+    const uint16_t half = tensor.dtype == DType::F16 ? float_to_half_bits(single)
+                                                     : float_to_bfloat16_bits(single);
+    std::memcpy(out, &half, 2);
+    out += 2;
+  }
+  return bytes;
+}
+
+std::optional<TensorData> decode_tensor(const std::vector<uint8_t>& bytes,
+                                        const std::vector<int64_t>& shape, DType dtype) {
+  TensorData tensor;
+  tensor.shape = shape;
+  tensor.dtype = dtype;
+  const int64_t count = tensor.element_count();
+  std::optional<uint64_t> size = buffer_bytes(dtype, count);
+  if (!size || *size != bytes.size()) return std::nullopt;
+  tensor.values.resize(static_cast<size_t>(count));
+  const uint8_t* in = bytes.data();
+  for (double& value : tensor.values) {
+    if (dtype == DType::F32) {
+      float single = 0;
+      std::memcpy(&single, in, 4);
+      in += 4;
+      value = single;
+      continue;
+    }
+    uint16_t half = 0;
+    std::memcpy(&half, in, 2);
+    in += 2;
+    value = dtype == DType::F16 ? half_bits_to_float(half) : bfloat16_bits_to_float(half);
+  }
+  return tensor;
+}
+
+}  // namespace nautilus::profiler

@@ -1,0 +1,37 @@
+// Host tensors (core/support/tensor.h: doubles tagged with a dtype) to and from the bytes a GPU
+// kernel reads and writes.
+//
+// Kernel buffers are row-major and contiguous: f32 as IEEE binary32, f16 as IEEE binary16, bf16
+// as the upper 16 bits of binary32, all little endian. Encoding rounds each value to the dtype
+// first (ties to even, overflow to infinity, as the GPU's conversions do), so a tensor from
+// random_tensor, whose values are already representable, encodes exactly and decodes back to the
+// same doubles: the CPU reference and the GPU see bit-identical inputs.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/support/tensor.h"
+
+namespace nautilus::profiler {
+
+// Bytes of a buffer of `element_count` elements of `dtype`; nullopt for a dtype that is not a
+// kernel buffer type (bool, index, f64) or a count whose size overflows.
+std::optional<uint64_t> buffer_bytes(DType dtype, int64_t element_count);
+
+// The device bytes of `tensor` (f32, f16 or bf16); an empty vector for any other dtype.
+std::vector<uint8_t> encode_tensor(const TensorData& tensor);
+
+// The tensor of `shape` and `dtype` held in `bytes`; nullopt when the size does not match.
+std::optional<TensorData> decode_tensor(const std::vector<uint8_t>& bytes,
+                                        const std::vector<int64_t>& shape, DType dtype);
+
+// Bit-level conversions (exposed for tests): binary16 and bfloat16 from and to binary32.
+uint16_t float_to_half_bits(float value);
+float half_bits_to_float(uint16_t bits);
+uint16_t float_to_bfloat16_bits(float value);
+float bfloat16_bits_to_float(uint16_t bits);
+
+}  // namespace nautilus::profiler
