@@ -60,5 +60,25 @@ TEST(StagePipeline, FlashDecodingScheduleIsLoggedAndMatchesTheReference) {
   }
 }
 
+TEST(StagePipeline, DecisionsPrintAsOneLineThatParsesBack) {
+  for (const char* text :
+       {"split_k_update(O_sum_acc, n, splits=4)", "cache_read(S, K, shared, at=n_o)",
+        "cache_read(C_sum, A, register)", "cache_write(C_sum, register, at=n_o)",
+        "cache_write(O_sum_acc, shared)", "rematerialize(P, O_sum)",
+        "regularize(C_sum, m_i=8, n=mul16, k=pow2)"}) {
+    sched::DecisionParseError error;
+    const std::optional<sched::Decision> decision = sched::parse_decision(text, &error);
+    ASSERT_TRUE(decision) << text;
+    EXPECT_EQ(sched::print_decision(*decision), text);
+    EXPECT_NE(sched::find_decision_kind(decision->kind), nullptr) << text;
+    sched::Schedule schedule{{*decision}};
+    std::string json_error;
+    const std::optional<sched::Schedule> back =
+        sched::schedule_from_json(sched::schedule_to_json(schedule), &json_error);
+    ASSERT_TRUE(back) << json_error;
+    EXPECT_EQ(back->decisions.front(), *decision);
+  }
+}
+
 }  // namespace
 }  // namespace nautilus
