@@ -326,6 +326,7 @@ bool SplitKUpdate::hoist_inits() {
     }
   } dropper;
   loop_body_ = dropper.mutate(loop_->body);
+  std::set<std::string> taken = block_names(program_->body);
   for (const Block* block : under_) {
     if (!block->init) continue;
     std::vector<IterVar> iter_vars;
@@ -368,7 +369,6 @@ bool SplitKUpdate::hoist_inits() {
                     " mixes loops outside and inside loop " + loop_->var->name);
       }
     }
-    std::set<std::string> taken = block_names(program_->body);
     prologue_.push_back(make_block(fresh_name(block->name + "_init", &taken), iter_vars,
                                    bindings, predicate, nullptr,
                                    substitute_everywhere(block->init, rename),
