@@ -117,5 +117,29 @@ TEST(CacheRead, FailureReasons) {
             "block Mx_init writes Mx between the copy and block Mx_prev; the copy would be stale");
 }
 
+TEST(CacheRead, SlidingWindowsAreRefused) {
+  // Y[i] = sum(j) X[i + j]: consecutive rows read overlapping windows of X.
+  namespace hand = testing::hand;
+  const Buffer x = hand::input("X", {6});
+  const Buffer y = hand::output("Y", {4});
+  const Var i = make_var("i"), j = make_var("j");
+  const Var iv = make_var("i"), jv = make_var("j");
+  const Stmt block = make_block(
+      "Y", {{iv, 4, IterKind::Spatial}, {jv, 3, IterKind::Reduce}}, {var_ref(i), var_ref(j)},
+      nullptr, make_store(y, {var_ref(iv)}, float_imm(0.0, DType::F32)),
+      make_store(y, {var_ref(iv)},
+                 binary(BinaryOp::Add, load(y, {var_ref(iv)}),
+                        load(x, {binary(BinaryOp::Add, var_ref(iv), var_ref(jv))}))));
+  const ProgramPtr program = hand::program({x, y}, {}, {make_for(i, 4, make_for(j, 3, block))});
+  EXPECT_EQ(failure_reason(program, "cache_read(Y, X, shared, at=i)"),
+            "dimension 0 of X runs over i + [0, 3) in one iteration, so the parts of different "
+            "iterations overlap or are closer than their width; it cannot be held in a compact "
+            "local buffer");
+  // Per step of j the window is one element: that is fine.
+  const ProgramPtr cached = testing::apply_decisions(program, {"cache_read(Y, X, register, at=j)"});
+  EXPECT_NE(print_program(*cached).find("X_reg[0]"), std::string::npos)
+      << print_program(*cached);
+}
+
 }  // namespace
 }  // namespace nautilus::sched

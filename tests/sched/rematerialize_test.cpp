@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "core/scalar/printer.h"
 #include "core/scalar/visitor.h"
 #include "tests/common/golden.h"
@@ -89,6 +91,45 @@ TEST(Rematerialize, FailureReasons) {
   EXPECT_EQ(failure_reason(recomputed, "rematerialize(E, Y_sum)"),
             "block Y_sum is the only reader of E; inline(E) recomputes it there and drops the "
             "stored tensor");
+}
+
+TEST(Rematerialize, RunningValuesAreRefused) {
+  // for i: for j: { M[i] = max(M[i], X[i, j]); P[i, j] = exp(X[i, j] - M[i]) } reads the
+  // running max: recomputing P later would see the final max instead.
+  namespace hand = testing::hand;
+  const Buffer x = hand::input("X", {2, 3});
+  const Buffer m = hand::temp("M", {2});
+  const Buffer p = hand::temp("P", {2, 3});
+  const Buffer c = hand::output("C", {2});
+  const Buffer d = hand::output("D", {2, 3});
+  const Var i = make_var("i"), j = make_var("j");
+  auto iter = [](const char* name, int64_t extent, IterKind kind) {
+    return IterVar{make_var(name), extent, kind};
+  };
+  const IterVar mi = iter("i", 2, IterKind::Spatial), mj = iter("j", 3, IterKind::Reduce);
+  const Stmt max_block = make_block(
+      "M", {mi, mj}, {var_ref(i), var_ref(j)}, nullptr,
+      make_store(m, {var_ref(mi.var)}, float_imm(-std::numeric_limits<double>::infinity(), DType::F32)),
+      make_store(m, {var_ref(mi.var)},
+                 binary(BinaryOp::Max, load(m, {var_ref(mi.var)}),
+                        load(x, {var_ref(mi.var), var_ref(mj.var)}))));
+  const IterVar pi = iter("i", 2, IterKind::Spatial), pj = iter("j", 3, IterKind::Spatial);
+  const Stmt p_block = make_block(
+      "P", {pi, pj}, {var_ref(i), var_ref(j)}, nullptr, nullptr,
+      make_store(p, {var_ref(pi.var), var_ref(pj.var)},
+                 unary(UnaryOp::Exp, binary(BinaryOp::Sub, load(x, {var_ref(pi.var), var_ref(pj.var)}),
+                                            load(m, {var_ref(pi.var)})))));
+  const Stmt fused = make_for(i, 2, make_for(j, 3, make_seq({max_block, p_block})));
+  const Stmt sum = hand::nest("C", c, [&](const testing::hand::Iters& at) {
+    return load(p, {at[0], int_imm(0)});
+  });
+  const Stmt copy = hand::nest("D", d, [&](const testing::hand::Iters& at) {
+    return load(p, {at[0], at[1]});
+  });
+  const ProgramPtr program = hand::program({x, c, d}, {m, p}, {fused, sum, copy});
+  EXPECT_EQ(failure_reason(program, "rematerialize(P, C)"),
+            "loop j around block P iterates a reduction of block M, so M is still changing "
+            "there; recomputing P in C would read another value");
 }
 
 }  // namespace
