@@ -22,7 +22,7 @@
 //         for k_o in 0..3:
 //           for m in 0..4:
 //             for k in 0..8:
-//               block A_shared(m = m_o * 4 + m, k = k_o * 8 + k) if m_o * 4 + m < 12:
+//               block A_shared(m = m_o * 4 + m, k = k_o * 8 + k):
 //                 A_shared[m mod 4, k mod 8] = A[m, k]
 //           for m_i in 0..4: for n_i in 0..4: for k_i in 0..8:
 //             block C_sum(...):
