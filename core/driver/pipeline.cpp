@@ -1,9 +1,11 @@
 #include "core/driver/pipeline.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "core/matile/verifier.h"
 #include "core/rewrite/rewrite.h"
+#include "core/sched/launch.h"
 #include "core/scalar/lower_spec.h"
 #include "core/scalar/verifier.h"
 #include "core/tilize/lower_scalar.h"
@@ -123,6 +125,7 @@ void build_vrtile(const CompileOptions& options, Compilation& result) {
     result.schedule_error = "the scheduled program cannot be lowered to tiles: " + tiled.error;
     return;
   }
+  result.kernel_blocks = tiled.kernel_blocks;
   const PassInfo& info = pass_info("tilize");
   Snapshot snapshot = log_entry(Stage::VRTile, info.name, info.summary, false, elapsed_ms(start));
   snapshot.vr_module = tiled.module;
@@ -147,11 +150,41 @@ void build_vrtile(const CompileOptions& options, Compilation& result) {
   result.vr_module = module;
 }
 
+// The placement of a module whose kernels may have their own launch choices: kernels without
+// one use `options.matile`; each kernel with one is placed alone with its warps and stages.
+layout::Result<matile::ModulePtr> place_kernels(const CompileOptions& options,
+                                                const Compilation& result) {
+  const std::vector<sched::LaunchChoice> choices = sched::launch_choices(options.schedule);
+  if (choices.empty()) return matile::lower_to_matile(result.vr_module, options.matile);
+  const vrtile::Module& vr = *result.vr_module;
+  auto merged = std::make_shared<matile::Module>();
+  for (size_t k = 0; k < vr.kernels.size(); ++k) {
+    matile::LowerOptions kernel_options = options.matile;
+    for (const sched::LaunchChoice& choice : choices) {
+      const std::vector<std::string>& blocks = result.kernel_blocks.at(k);
+      if (std::find(blocks.begin(), blocks.end(), choice.block) != blocks.end()) {
+        kernel_options.warps = choice.warps;
+        kernel_options.stages = choice.stages;
+      }
+    }
+    auto single = std::make_shared<vrtile::Module>(vr);
+    single->kernels = {vr.kernels[k]};
+    layout::Result<matile::ModulePtr> placed = matile::lower_to_matile(single, kernel_options);
+    if (!placed) return placed;
+    if (merged->kernels.empty()) {
+      matile::Module header = **placed;
+      header.kernels.clear();
+      *merged = header;
+    }
+    for (const matile::KernelPtr& kernel : (*placed)->kernels) merged->kernels.push_back(kernel);
+  }
+  return matile::ModulePtr(merged);
+}
+
 // Stage matile: placement of every tile, then the MA verifier.
 void build_matile(const CompileOptions& options, Compilation& result) {
   auto start = Clock::now();
-  layout::Result<matile::ModulePtr> placed = matile::lower_to_matile(result.vr_module,
-                                                                     options.matile);
+  layout::Result<matile::ModulePtr> placed = place_kernels(options, result);
   if (!placed) {
     result.schedule_error = "the tiles cannot be placed: " + placed.error().message;
     return;

@@ -96,6 +96,8 @@ struct Compilation {
   scalar::ProgramPtr program;  // the scalar IR after every scalar pass
   vrtile::ModulePtr vr_module;  // the VR tile IR after every VR pass (stage vrtile and later)
   matile::ModulePtr ma_module;  // the MA tile IR (stage matile and later)
+  // Per kernel of vr_module: the scalar blocks it computes (launch decisions name a block).
+  std::vector<std::vector<std::string>> kernel_blocks;
   std::vector<Snapshot> log;
   // A compiler bug (e.g. the verifier rejected a pass's output); empty when none.
   std::string internal_error;

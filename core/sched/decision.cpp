@@ -8,6 +8,7 @@
 #include "core/sched/cache_write.h"
 #include "core/sched/compute_at.h"
 #include "core/sched/inline.h"
+#include "core/sched/launch.h"
 #include "core/sched/regularize.h"
 #include "core/sched/rematerialize.h"
 #include "core/sched/skip_masked.h"
@@ -319,6 +320,7 @@ const std::vector<DecisionKind>& decision_registry() {
       rematerialize_decision(),
       regularize_decision(),
       skip_masked_decision(),
+      launch_decision(),
   };
   return registry;
 }

@@ -63,7 +63,9 @@ struct DimAccess {
   bool general = false;
   const VarNode* var = nullptr;  // the vector loop, or null
   int64_t extent = 1;
-  Affine base;                   // over grid and serial loop variables
+  Affine base;                   // over grid and serial loop variables, when `affine`
+  bool affine = true;            // false: a scalar index such as GQA's `h / 8`, kept as `index`
+  Expr index;                    // the index over loop variables
 };
 
 // A tile value: its SSA value and, per axis, the vector loop variable it runs along, in the
@@ -331,7 +333,10 @@ class KernelLowering {
       const bool varies = std::any_of(region.access.begin(), region.access.end(),
                                       [&](const DimAccess& dim) {
         return std::any_of(iteration_vars.begin(), iteration_vars.end(),
-                           [&](const VarNode* var) { return dim.base.uses(var); });
+                           [&](const VarNode* var) {
+                             return dim.affine ? dim.base.uses(var)
+                                               : sched::uses_var(dim.index, var);
+                           });
       });
       if (!varies && std::find(carried.begin(), carried.end(), *key) == carried.end()) {
         carried.push_back(*key);
@@ -858,7 +863,7 @@ class KernelLowering {
     int axis = 0;
     for (size_t d = 0; d < region.access.size(); ++d) {
       const DimAccess& dim = region.access[d];
-      vr::Value base = affine_value(dim.base);
+      vr::Value base = dim.affine ? affine_value(dim.base) : eval(dim.index).value;
       vr::Value index;
       if (dim.var) {
         vr::Value iota = builder_.iota(dim.extent);
@@ -894,9 +899,16 @@ class KernelLowering {
     std::vector<DimAccess> out;
     for (const Expr& index : indices) {
       DimAccess dim;
-      std::optional<Affine> affine = affine_of(bound(index));
+      dim.index = bound(index);
+      std::optional<Affine> affine = affine_of(dim.index);
       if (!affine) {
-        dim.general = true;
+        // Not affine: a scalar for the tile when no tile loop appears in it, else general.
+        dim.affine = false;
+        for (const VarNode* var : sched::referenced_vars(dim.index)) {
+          if (std::find(vectors_.begin(), vectors_.end(), var) != vectors_.end()) {
+            dim.general = true;
+          }
+        }
         out.push_back(dim);
         continue;
       }
@@ -928,7 +940,7 @@ class KernelLowering {
       if (dim.general) return std::nullopt;
       if (dim.var && !vars.insert(dim.var).second) return std::nullopt;
       key += dim.var ? "|v" + std::to_string(dim.extent) + ":" : "|s:";
-      key += affine_text(dim.base);
+      key += dim.affine ? affine_text(dim.base) : "expr:" + scalar::print_expr(dim.index);
     }
     return key;
   }
@@ -1031,10 +1043,25 @@ class KernelLowering {
 
   // Whether an index is known to be >= 0, and known to be < size, over every iteration.
   std::pair<bool, bool> bounds_known(const Expr& index, int64_t size) const {
-    std::optional<Affine> affine = affine_of(index);
-    if (!affine) return {false, false};
-    const auto [lo, hi] = range_of(*affine);
-    return {lo >= 0, hi < size};
+    const std::optional<std::pair<int64_t, int64_t>> range = index_range(index);
+    if (!range) return {false, false};
+    return {range->first >= 0, range->second < size};
+  }
+
+  // The smallest and largest value of an index over every iteration: affine expressions, and
+  // floor division or modulo of one by a positive constant (GQA's `h / 8`).
+  std::optional<std::pair<int64_t, int64_t>> index_range(const Expr& index) const {
+    if (std::optional<Affine> affine = affine_of(index)) return range_of(*affine);
+    const auto* bin = index->as<scalar::Binary>();
+    const auto* divisor = bin ? bin->b->as<scalar::IntImm>() : nullptr;
+    if (!divisor || divisor->value <= 0) return std::nullopt;
+    const std::optional<std::pair<int64_t, int64_t>> inner = index_range(bin->a);
+    if (!inner || inner->first < 0) return std::nullopt;
+    if (bin->op == BinaryOp::FloorDiv) {
+      return std::pair{inner->first / divisor->value, inner->second / divisor->value};
+    }
+    if (bin->op == BinaryOp::Mod) return std::pair{int64_t{0}, divisor->value - 1};
+    return std::nullopt;
   }
 
   bool statically_in_bounds(const Expr& index, int64_t size) const {
@@ -1116,8 +1143,11 @@ class KernelLowering {
     return {builder_.full(value, vr::TileType{dtype, shape_of(dims)}), dims};
   }
 
-  // Evaluates `expr` (over loop variables) with its axes in `order`; loads are issued in that
-  // order directly, so a transposed operand reads memory transposed instead of permuting a tile.
+  // Evaluates `expr` (over loop variables) with its axes in `order`. A load from memory is
+  // issued with its axes in the buffer's dimension order (the innermost axis along the buffer's
+  // contiguous dimension, so rows can be copied 16 bytes at a time) and then permuted: a
+  // transposed dot operand is `permute(load K[n, d])`, which the placement reads through a
+  // transposed window.
   Tile eval_ordered(const Expr& expr, const std::vector<const VarNode*>& order) {
     if (const auto* cast = expr->as<scalar::Cast>()) {
       Tile inner = eval_ordered(cast->value, order);
@@ -1127,8 +1157,20 @@ class KernelLowering {
       const std::vector<DimAccess> access = access_of(load->indices);
       const std::optional<std::string> key = region_key(load->buffer, access);
       if (!key || !regions_.count(*key)) {
-        Tile tile = load_global(load->buffer, bound_indices(load->indices), order);
-        return broadcast_any(tile, order);
+        std::vector<const VarNode*> memory_order;
+        for (const DimAccess& dim : access) {
+          if (dim.var) memory_order.push_back(dim.var);
+        }
+        const bool simple = std::none_of(access.begin(), access.end(),
+                                         [](const DimAccess& dim) { return dim.general; });
+        Tile tile = load_global(load->buffer, bound_indices(load->indices),
+                                simple ? memory_order : order);
+        std::vector<const VarNode*> wanted;
+        for (const VarNode* var : order) {
+          if (std::find(tile.dims.begin(), tile.dims.end(), var) != tile.dims.end())
+            wanted.push_back(var);
+        }
+        return broadcast_any(permute_to(tile, wanted), order);
       }
     }
     Tile tile = eval(expr);
@@ -1220,7 +1262,8 @@ class KernelLowering {
   sched::VarReplacements replacements_;
 };
 
-vr::ModulePtr lower_program(const scalar::Program& program, GlobalReads& reads) {
+vr::ModulePtr lower_program(const scalar::Program& program, GlobalReads& reads,
+                            std::vector<std::vector<std::string>>* kernel_blocks) {
   auto module = std::make_shared<vr::Module>();
   module->name = program.name;
   module->params = program.params;
@@ -1240,6 +1283,9 @@ vr::ModulePtr lower_program(const scalar::Program& program, GlobalReads& reads) 
     if (name_uses[name]++ > 0) name += "_" + std::to_string(name_uses[name] - 1);
     KernelLowering lowering(program, reads);
     module->kernels.push_back(lowering.lower_nest(nest, name));
+    std::vector<std::string> names;
+    for (const Block* block : blocks) names.push_back(block->name);
+    kernel_blocks->push_back(std::move(names));
     touched.insert(lowering.touched().begin(), lowering.touched().end());
   }
   for (const Buffer& buffer : program.allocations) {
@@ -1253,11 +1299,14 @@ vr::ModulePtr lower_program(const scalar::Program& program, GlobalReads& reads) 
 TilizeResult lower_to_vrtile(const scalar::Program& program) {
   try {
     GlobalReads reads;
-    lower_program(program, reads);  // finds which buffers are read from global memory
+    std::vector<std::vector<std::string>> kernel_blocks;
+    lower_program(program, reads, &kernel_blocks);  // finds which buffers are read from memory
     reads.recording = false;
-    return {lower_program(program, reads), ""};
+    kernel_blocks.clear();
+    vr::ModulePtr module = lower_program(program, reads, &kernel_blocks);
+    return {module, "", kernel_blocks};
   } catch (const Unsupported& unsupported) {
-    return {nullptr, unsupported.reason};
+    return {nullptr, unsupported.reason, {}};
   }
 }
 

@@ -43,6 +43,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "core/scalar/ir.h"
 #include "core/vrtile/ir.h"
@@ -52,6 +53,8 @@ namespace nautilus::tilize {
 struct TilizeResult {
   vrtile::ModulePtr module;  // null when the program cannot be tiled
   std::string error;         // why not ("loop n of block O_sum ... ")
+  // Per kernel, in launch order: the names of the scalar blocks it computes.
+  std::vector<std::vector<std::string>> kernel_blocks;
 };
 
 TilizeResult lower_to_vrtile(const scalar::Program& program);
