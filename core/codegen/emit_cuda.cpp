@@ -886,9 +886,67 @@ class KernelEmitter {
     auto table = matile::register_gather(source->layout, source->type.element_count(),
                                          needed_elements(op), result->layout.slots());
     if (!table) unsupported(matile::op_label(op) + ": " + table.error().message);
+    if (op.kind == OpKind::ConvertLayout && !same_for_every_thread(*table, result->layout.slots())) {
+      return select_by_element(op);
+    }
     std::vector<int64_t> per_slot = thread_independent(*table, result->layout.slots(), matile::op_label(op));
     declare(result);
     table_copy(result, source, per_slot);
+  }
+
+  static bool same_for_every_thread(const std::vector<int32_t>& table, int64_t slots) {
+    for (size_t i = 0; i < table.size(); ++i) {
+      if (table[i] != table[i % static_cast<size_t>(slots)]) return false;
+    }
+    return true;
+  }
+
+  // A register-only conversion where threads take their elements from different source slots
+  // (a row statistic every thread holds whole, converted to a layout where each thread keeps
+  // one row): every result slot computes its element index and picks it with a chain of
+  // selects over the elements that slot takes in any thread. Registers are only indexed by
+  // constants, so they stay registers. This needs a source whose slot of an element is the
+  // same in every thread that holds it, and few candidates per slot.
+  void select_by_element(const Op& op) {
+    constexpr size_t kMaxCandidates = 32;
+    const Value& result = op.results[0];
+    const Value& source = op.operands[0];
+    const std::string what = matile::op_label(op);
+    const int64_t source_slots = source->layout.slots(), result_slots = result->layout.slots();
+    const std::vector<int64_t> source_elements = matile::slot_elements(source->layout);
+    const std::vector<int64_t> result_elements = matile::slot_elements(result->layout);
+    std::map<int64_t, int64_t> slot_of_element;
+    for (size_t i = 0; i < source_elements.size(); ++i) {
+      const int64_t slot = static_cast<int64_t>(i) % source_slots;
+      auto [it, inserted] = slot_of_element.emplace(source_elements[i], slot);
+      if (!inserted && it->second != slot) {
+        unsupported(what + ": element " + str(source_elements[i]) + " sits in different slots " +
+                    "of different threads (registers cannot be indexed per thread)");
+      }
+    }
+    std::vector<std::set<int64_t>> candidates(static_cast<size_t>(result_slots));
+    for (size_t i = 0; i < result_elements.size(); ++i) {
+      candidates[i % static_cast<size_t>(result_slots)].insert(result_elements[i]);
+    }
+    declare(result);
+    line("// each thread picks its elements: the source slot depends on the thread");
+    for (int64_t v = 0; v < result_slots; ++v) {
+      const std::set<int64_t>& options = candidates[static_cast<size_t>(v)];
+      if (options.size() > kMaxCandidates) {
+        unsupported(what + ": slot " + str(v) + " takes " + str(static_cast<int64_t>(options.size())) +
+                    " different elements across threads (registers cannot be indexed per thread)");
+      }
+      std::string value = at(source, str(slot_of_element.at(*options.rbegin())));
+      if (options.size() > 1) {
+        const std::string element = unique(name_of(result) + "_e");
+        line("const int " + element + " = " + element_index(result, str(v), what) + ";");
+        for (auto it = std::next(options.rbegin()); it != options.rend(); ++it) {
+          value = element + " == " + str(*it) + " ? " + at(source, str(slot_of_element.at(*it))) +
+                  " : " + value;
+        }
+      }
+      line(at(result, str(v)) + " = " + value + ";");
+    }
   }
 
   void convert_via_shared(const Op& op) {
