@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <sstream>
 #include <thread>
 
 namespace nautilus::profiler {
@@ -210,10 +211,9 @@ std::optional<GpuError> GpuSession::wait(double timeout_seconds) {
     if (r != cu::kErrorNotReady) return fail(GpuError::Kind::Launch, "kernel execution", r);
     if (Clock::now() >= deadline) {
       poisoned_ = Poison::Timeout;
-      return GpuError{GpuError::Kind::Timeout,
-                      "the GPU work did not finish within " + std::to_string(timeout_seconds) +
-                          " s",
-                      0, ""};
+      std::ostringstream message;  // "2.5 s", not std::to_string's "2.500000 s"
+      message << "the GPU work did not finish within " << timeout_seconds << " s";
+      return GpuError{GpuError::Kind::Timeout, message.str(), 0, ""};
     }
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::microseconds(1000));

@@ -541,6 +541,7 @@ TEST(RunnerProcess, HangingKernelIsATimeoutReportedByTheRunner) {
   EXPECT_EQ(result.process.exit_code, 6);  // the runner's own report, not the client's kill
   EXPECT_FALSE(result.process.timed_out);
   EXPECT_EQ(result.report["errors"][0]["kernel"], "fake_hang");
+  EXPECT_NE(result.message.find("within 0.3 s"), std::string::npos) << result.message;
 }
 
 }  // namespace
