@@ -15,6 +15,7 @@
 #include "core/driver/evaluate.h"
 #include "core/scalar/printer.h"
 #include "core/spec/printer.h"
+#include "core/codegen/emit_cuda.h"
 #include "core/matile/printer.h"
 #include "core/vrtile/printer.h"
 
@@ -44,7 +45,7 @@ const CommandSpec kLower{
     "lower", "nautilus lower FILE [--stage STAGE] [--format text|dot|json] [--schedule FILE] [--pin D]...",
     "Lowers a spec and prints the IR of one stage or of all (--stage all, the default).",
     {kSizeOption, kScheduleOption, kPinOption,
-     {"stage", "STAGE", "spec, scalar, vrtile, matile or all (default all)"},
+     {"stage", "STAGE", "spec, scalar, vrtile, matile, cuda or all (default all)"},
      {"format", "FORMAT", "text (default), dot or json"},
      {"print-after-all", "", "print the IR after every pass of the pipeline, with timings"},
      {"output", "FILE", "write to FILE instead of standard output"}}};
@@ -170,12 +171,31 @@ int run_check(const ParsedOptions& options, std::ostream& out, std::ostream& err
   return kExitOk;
 }
 
+// The cuda stage as data: the source and, per kernel, how it is launched.
+nlohmann::ordered_json cuda_json(const codegen::EmittedModule& cuda) {
+  nlohmann::ordered_json kernels = nlohmann::ordered_json::array();
+  for (const codegen::EmittedKernel& kernel : cuda.kernels) {
+    nlohmann::ordered_json params = nlohmann::ordered_json::array();
+    for (const scalar::Buffer& buffer : kernel.params) params.push_back(buffer->name);
+    kernels.push_back({{"symbol", kernel.symbol},
+                       {"grid", kernel.grid},
+                       {"block", kernel.block},
+                       {"dynamic_shared_memory", kernel.dynamic_shared_bytes},
+                       {"params", params}});
+  }
+  return {{"kernels", kernels}, {"source", cuda.source}};
+}
+
 std::string render_snapshot(const driver::Snapshot& snapshot, const std::string& format,
                             const SourceFile& file) {
   if (snapshot.stage == driver::Stage::Spec) {
     if (format == "dot") return spec::spec_to_dot(*snapshot.spec);
     if (format == "json") return spec::spec_to_json(*snapshot.spec).dump(2) + "\n";
     return spec::print_spec(*snapshot.spec);
+  }
+  if (snapshot.stage == driver::Stage::Cuda) {
+    if (format == "json") return cuda_json(*snapshot.cuda).dump(2) + "\n";
+    return snapshot.cuda->source;
   }
   if (snapshot.stage == driver::Stage::MATile) {
     if (format == "dot") return matile::module_to_dot(*snapshot.ma_module);
@@ -196,6 +216,7 @@ nlohmann::ordered_json snapshot_json(const driver::Snapshot& snapshot) {
   if (snapshot.stage == driver::Stage::Spec) return spec::spec_to_json(*snapshot.spec);
   if (snapshot.stage == driver::Stage::VRTile) return vrtile::module_to_json(*snapshot.vr_module);
   if (snapshot.stage == driver::Stage::MATile) return matile::module_to_json(*snapshot.ma_module);
+  if (snapshot.stage == driver::Stage::Cuda) return cuda_json(*snapshot.cuda);
   return scalar::program_to_json(*snapshot.program);
 }
 
@@ -220,6 +241,11 @@ int run_lower(const ParsedOptions& options, std::ostream& out, std::ostream& err
   if (format == "dot" && (!stage || after_all)) {
     err << "nautilus: error: --format dot shows one graph: choose one --stage ("
         << driver::stage_names() << ")\n";
+    return kExitFailure;
+  }
+  if (format == "dot" && stage == driver::Stage::Cuda) {
+    err << "nautilus: error: --format dot: the cuda stage is source text, not a graph; use text "
+           "or json\n";
     return kExitFailure;
   }
   Loaded loaded = load(options, stage.value_or(driver::all_stages().back()), hooks, err);

@@ -19,12 +19,13 @@ const char* stage_name(Stage stage) {
     case Stage::Scalar: return "scalar";
     case Stage::VRTile: return "vrtile";
     case Stage::MATile: return "matile";
+    case Stage::Cuda: return "cuda";
   }
   return "?";
 }
 
 std::vector<Stage> all_stages() {
-  return {Stage::Spec, Stage::Scalar, Stage::VRTile, Stage::MATile};
+  return {Stage::Spec, Stage::Scalar, Stage::VRTile, Stage::MATile, Stage::Cuda};
 }
 
 std::optional<Stage> parse_stage(std::string_view name) {
@@ -58,6 +59,10 @@ const std::vector<PassInfo>& pass_registry() {
        "Every tile gets a memory space and an explicit layout: dot operands go global → shared "
        "(cp.async, swizzled) → registers (ldmatrix) → mma.sync, loads in loops are software "
        "pipelined, the rest uses blocked register layouts."},
+      {"emit-cuda", Stage::Cuda,
+       "Prints the MA tile IR as CUDA C++: one extern \"C\" kernel per MA kernel, register "
+       "tiles as per-thread arrays, cp.async / ldmatrix / mma.sync as inline PTX, comments "
+       "quoting the spec line of each section."},
   };
   return passes;
 }
@@ -204,6 +209,30 @@ void build_matile(const CompileOptions& options, Compilation& result) {
   result.ma_module = *placed;
 }
 
+// Stage cuda: the emitter. A construct it cannot print is a limit of the schedule's kernel
+// (reported like a schedule error); malformed MA tile IR is a compiler bug.
+void build_cuda(Compilation& result) {
+  auto start = Clock::now();
+  codegen::EmitOptions emit_options;
+  emit_options.source = result.file.get();
+  codegen::Result<codegen::EmittedModule> emitted = codegen::emit_cuda(*result.ma_module,
+                                                                       emit_options);
+  if (!emitted.ok()) {
+    if (emitted.error().kind == codegen::CodegenError::Kind::InvalidInput) {
+      result.internal_error = "cannot emit CUDA: " + emitted.error().message;
+    } else {
+      result.schedule_error = "cannot emit CUDA: " + emitted.error().message;
+    }
+    return;
+  }
+  const PassInfo& info = pass_info("emit-cuda");
+  Snapshot snapshot = log_entry(Stage::Cuda, info.name, info.summary, false, elapsed_ms(start));
+  auto cuda = std::make_shared<const codegen::EmittedModule>(std::move(*emitted));
+  snapshot.cuda = cuda;
+  result.log.push_back(std::move(snapshot));
+  result.cuda = cuda;
+}
+
 }  // namespace
 
 Compilation compile(SourceFilePtr file, const CompileOptions& options) {
@@ -267,6 +296,8 @@ Compilation compile(SourceFilePtr file, const CompileOptions& options) {
   build_vrtile(options, result);
   if (options.last_stage == Stage::VRTile || !result.vr_module) return result;
   build_matile(options, result);
+  if (options.last_stage == Stage::MATile || !result.ma_module) return result;
+  build_cuda(result);
   return result;
 }
 

@@ -10,6 +10,8 @@
 //                 the VR verifier after each
 //   place         VR tile IR → MA tile IR (stage "matile"): memory spaces, layouts, copies,
 //                 mma.sync, software pipelining (core/matile/lower.h); the MA verifier after it
+//   emit-cuda     MA tile IR → CUDA C++ (stage "cuda", core/codegen/emit_cuda.h); compiling it
+//                 with NVRTC is `nautilus compile`'s job
 //
 // After every pass the pipeline records a Snapshot: the stage, the pass name and summary, the IR
 // (shared, immutable), whether the pass left the IR unchanged (pointer identity) and its wall
@@ -30,16 +32,17 @@
 #include "core/spec/ast.h"
 #include "core/spec/sema.h"
 #include "core/support/diagnostics.h"
+#include "core/codegen/emit_cuda.h"
 #include "core/matile/ir.h"
 #include "core/matile/lower.h"
 #include "core/vrtile/ir.h"
 
 namespace nautilus::driver {
 
-enum class Stage { Spec, Scalar, VRTile, MATile };
+enum class Stage { Spec, Scalar, VRTile, MATile, Cuda };
 const char* stage_name(Stage stage);
 std::optional<Stage> parse_stage(std::string_view name);
-// "spec, scalar, vrtile, matile" — for messages listing the valid stage names.
+// "spec, scalar, vrtile, matile, cuda" — for messages listing the valid stage names.
 std::string stage_names();
 std::vector<Stage> all_stages();
 
@@ -61,6 +64,7 @@ struct Snapshot {
   double milliseconds = 0.0;
   vrtile::ModulePtr vr_module;   // stage VRTile
   matile::ModulePtr ma_module;   // stage MATile
+  std::shared_ptr<const codegen::EmittedModule> cuda;  // stage Cuda: the source and launches
 };
 
 // A user-supplied rewrite of scalar IR run after the built-in scalar passes.
@@ -96,6 +100,7 @@ struct Compilation {
   scalar::ProgramPtr program;  // the scalar IR after every scalar pass
   vrtile::ModulePtr vr_module;  // the VR tile IR after every VR pass (stage vrtile and later)
   matile::ModulePtr ma_module;  // the MA tile IR (stage matile and later)
+  std::shared_ptr<const codegen::EmittedModule> cuda;  // the emitted CUDA C++ (stage cuda)
   // Per kernel of vr_module: the scalar blocks it computes (launch decisions name a block).
   std::vector<std::vector<std::string>> kernel_blocks;
   std::vector<Snapshot> log;

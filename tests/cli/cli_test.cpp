@@ -90,6 +90,24 @@ TEST(Cli, LowerAllPrintsEveryStageWithBanners) {
   EXPECT_NE(lower.out.find("# ===== stage vrtile ====="), std::string::npos);
   EXPECT_LT(lower.out.find("stage spec"), lower.out.find("stage scalar"));
   EXPECT_LT(lower.out.find("stage scalar"), lower.out.find("stage vrtile"));
+  EXPECT_NE(lower.out.find("# ===== stage matile ====="), std::string::npos);
+  EXPECT_NE(lower.out.find("# ===== stage cuda ====="), std::string::npos);
+  EXPECT_NE(lower.out.find("extern \"C\" __global__"), std::string::npos);
+}
+
+TEST(Cli, CudaStageIsSourceTextOrJson) {
+  const std::string schedule = source_path("assets/schedules/gemm.json");
+  CliRun text = run({"lower", asset("gemm"), "--schedule", schedule, "--stage", "cuda"});
+  ASSERT_EQ(text.status, 0) << text.err;
+  EXPECT_NE(text.out.find("mma.sync.aligned.m16n8k16"), std::string::npos);
+  CliRun json = run({"lower", asset("gemm"), "--schedule", schedule, "--stage", "cuda",
+                     "--format", "json"});
+  ASSERT_EQ(json.status, 0) << json.err;
+  const nlohmann::json document = nlohmann::json::parse(json.out);
+  EXPECT_EQ(document["kernels"][0]["symbol"], "gemm_C");
+  CliRun dot = run({"lower", asset("gemm"), "--stage", "cuda", "--format", "dot"});
+  EXPECT_EQ(dot.status, 1);
+  EXPECT_NE(dot.err.find("the cuda stage is source text"), std::string::npos) << dot.err;
 }
 
 TEST(Cli, PrintAfterAllShowsEveryPassWithTiming) {
@@ -116,7 +134,7 @@ TEST(Cli, UserErrorsAreOneClearLine) {
   };
   std::vector<Case> cases = {
       {{"lower", "/nonexistent/x.nt"}, "nautilus: error: cannot open '/nonexistent/x.nt'"},
-      {{"lower", asset("gemm"), "--stage", "ptx"}, "unknown stage 'ptx'; expected spec, scalar, vrtile, matile"},
+      {{"lower", asset("gemm"), "--stage", "ptx"}, "unknown stage 'ptx'; expected spec, scalar, vrtile, matile, cuda"},
       {{"lower", asset("gemm"), "--format", "svg"}, "unknown format 'svg'"},
       {{"lower", asset("gemm"), "--format", "dot"}, "--format dot shows one graph"},
       {{"lower", asset("gemm"), "--bogus"}, "unknown option '--bogus' for 'nautilus lower'"},
