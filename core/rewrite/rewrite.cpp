@@ -12,6 +12,10 @@ ModulePtr clean_up(const ModulePtr& module) {
 
 const std::vector<VRPassInfo>& vr_rewrite_passes() {
   static const std::vector<VRPassInfo> passes = {
+      {"fold-constants",
+       "compute element-wise ops on constants at compile time; divide by a constant as a "
+       "multiply by its reciprocal",
+       fold_constants},
       {"cse", "merge pure ops that compute the same tile from the same operands",
        eliminate_common_subexpressions},
       {"hoist-invariants", "move pure ops that do not change across iterations before the loop",

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/rewrite/common_subexpressions.h"
+#include "core/rewrite/constant_folding.h"
 #include "core/rewrite/dead_code.h"
 #include "core/rewrite/delayed_normalization.h"
 #include "core/rewrite/exp_to_exp2.h"
@@ -31,7 +32,7 @@ struct VRPassInfo {
 };
 
 // The ordered list the driver runs after tilize:
-//   cse, hoist-invariants, delay-normalization, fold-scales, cancel-rescales, exp-to-exp2,
+//   fold-constants, cse, hoist-invariants, delay-normalization, fold-scales, cancel-rescales, exp-to-exp2,
 //   narrow-dot-operands, cleanup (cse, hoisting and dead code elimination to a fixed point).
 // Rescale cancellation runs before exp → exp2 because it reads exponents as differences.
 const std::vector<VRPassInfo>& vr_rewrite_passes();

@@ -276,6 +276,26 @@ TEST(ExpToExp2, FoldsLog2eIntoTheScaleAndDistributesOverTheRowShift) {
   expect_pass("exp_to_exp2", exp_to_exp2, module_of({X, Y, Z}, b.finish_kernel("k", {X, Y, Z})));
 }
 
+TEST(ConstantFolding, FoldsConstantsAndDividesByReciprocals) {
+  const Buffer X = input("X", {R, C}), Y = output("Y", {R, C}), Z = output("Z", {R, C});
+  Builder b;
+  b.grid("g", 1);
+  const Value x = load_all(b, X);
+  // x / sqrt(8): the constant folds, the division becomes a multiplication.
+  const Value root = b.unary(UnaryOp::Sqrt, b.full(8.0, f32({}), "eight"), "root");
+  store_all(b, Y, b.binary(BinaryOp::Div, x, b.broadcast(root, {R, C}, {}, "root_t"), "y"));
+  // A division by a tile that is not constant stays.
+  store_all(b, Z, b.binary(BinaryOp::Div, b.full(1.0, f32({R, C}), "one"), x, "z"));
+  const ModulePtr after = expect_pass(
+      "constant_folding", fold_constants, module_of({X, Y, Z}, b.finish_kernel("k", {X, Y, Z})));
+  int divisions = 0;
+  for (const OpPtr& op : after->kernels[0]->body->ops) {
+    divisions += op->kind == OpKind::Binary && op->binary_op == BinaryOp::Div;
+    EXPECT_FALSE(op->kind == OpKind::Unary && op->unary_op == UnaryOp::Sqrt) << print_op(*op);
+  }
+  EXPECT_EQ(divisions, 1);
+}
+
 TEST(RescaleCancellation, MergesChainedExponentialsAndDropsOnes) {
   const Buffer X = input("X", {R, C}), A = input("A", {R}), Bm = input("B", {R}),
                Cm = input("C", {R}), Y = output("Y", {R, C}), Z = output("Z", {R});
@@ -342,7 +362,7 @@ TEST(PassList, NamesAreUniqueAndEveryPassHasASummary) {
     for (const std::string& seen : names) EXPECT_NE(seen, pass.name);
     names.push_back(pass.name);
   }
-  EXPECT_EQ(names.front(), "cse");
+  EXPECT_EQ(names.front(), "fold-constants");
   EXPECT_EQ(names.back(), "cleanup");
 }
 
