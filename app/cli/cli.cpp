@@ -1,6 +1,9 @@
 #include "app/cli/cli.h"
 
+#include <stdlib.h>
+
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iomanip>
@@ -12,6 +15,7 @@
 #include "app/cli/compile_command.h"
 #include "app/cli/devices_command.h"
 #include "app/cli/options.h"
+#include "app/cli/run_command.h"
 #include "core/driver/evaluate.h"
 #include "core/scalar/printer.h"
 #include "core/spec/printer.h"
@@ -64,8 +68,22 @@ const CommandSpec kEval{
 
 const CommandSpec& kCompile = compile_command_spec({kSizeOption, kScheduleOption, kPinOption});
 
+const CommandSpec kRun = [] {
+  CommandSpec command{
+      "run",
+      "nautilus run FILE|DIR [--schedule FILE] [--pin D]... [-D NAME=VALUE]... [--reps N]",
+      "Runs a spec (or a kernel package directory) on the GPU: compiles it for sm_80 and sm_90a,\n"
+      "compiles the unscheduled program of the same spec as the reference, runs both through\n"
+      "nautilus-runner in a child process, and prints the validation and the median time of\n"
+      "every kernel. Without a GPU it says so and exits 1.",
+      {kSizeOption, kScheduleOption, kPinOption}};
+  for (const OptionSpec& option : run_command_options()) command.options.push_back(option);
+  return command;
+}();
+
 const std::vector<const CommandSpec*>& all_commands() {
-  static const std::vector<const CommandSpec*> commands = {&kCheck, &kLower, &kEval, &kCompile};
+  static const std::vector<const CommandSpec*> commands = {&kCheck, &kLower, &kEval, &kCompile,
+                                                           &kRun};
   return commands;
 }
 
@@ -411,6 +429,85 @@ int run_eval(const ParsedOptions& options, std::ostream& out, std::ostream& err,
   return kExitOk;
 }
 
+// A fresh directory for the packages of one `run`, removed when the run ends unless the user
+// asked to keep them (--output).
+class PackageDirectory {
+ public:
+  explicit PackageDirectory(const std::string& requested) {
+    if (!requested.empty()) {
+      path_ = requested;
+      return;
+    }
+    std::string pattern =
+        (std::filesystem::temp_directory_path() / "nautilus-run-XXXXXX").string();
+    if (mkdtemp(pattern.data())) {
+      path_ = pattern;
+      owned_ = true;
+    }
+  }
+  ~PackageDirectory() {
+    std::error_code ignored;
+    if (owned_) std::filesystem::remove_all(path_, ignored);
+  }
+  PackageDirectory(const PackageDirectory&) = delete;
+  PackageDirectory& operator=(const PackageDirectory&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  bool owned_ = false;
+};
+
+// Compiles the spec of `options` (with or without its schedule) into `directory` for both
+// archs; returns the exit status (0 when written).
+int compile_run_package(const ParsedOptions& options, bool scheduled, const std::string& directory,
+                        const CliHooks& hooks, std::ostream& err) {
+  ParsedOptions selected = options;
+  if (!scheduled) {
+    selected.values.erase("schedule");
+    selected.values.erase("pin");
+  }
+  Loaded loaded = load(selected, driver::Stage::MATile, hooks, err);
+  if (!loaded.ok) return loaded.exit_status;
+  int status = kExitOk;
+  std::optional<codegen::KernelPackage> package =
+      build_package(loaded.compilation, loaded.compilation.ma_module,
+                    {codegen::GpuArch::Sm90a, codegen::GpuArch::Sm80}, err, &status);
+  if (!package) return status;
+  codegen::Result<bool> written = codegen::write_package(*package, directory);
+  if (!written.ok()) {
+    err << "nautilus: error: " << written.error().message << "\n";
+    return kExitFailure;
+  }
+  return kExitOk;
+}
+
+int run_run(const ParsedOptions& options, std::ostream& out, std::ostream& err,
+            const CliHooks& hooks) {
+  const std::string& target = options.positionals.front();
+  std::error_code ec;
+  if (std::filesystem::is_directory(target, ec)) {
+    return run_packages(target, options.get("reference"), options, out, err);
+  }
+  PackageDirectory directory(options.get("output"));
+  if (directory.path().empty()) {
+    err << "nautilus: error: cannot create a directory for the kernel packages\n";
+    return kExitFailure;
+  }
+  const std::string package_dir = directory.path() + "/package";
+  int status = compile_run_package(options, true, package_dir, hooks, err);
+  if (status != kExitOk) return status;
+  std::string reference_dir;
+  if (!options.has("no-reference")) {
+    reference_dir = directory.path() + "/reference";
+    status = compile_run_package(options, false, reference_dir, hooks, err);
+    if (status != kExitOk) return status;
+  }
+  out << "packages: " << directory.path() << (options.has("output") ? "" : " (removed after the run)")
+      << "\n";
+  return run_packages(package_dir, reference_dir, options, out, err);
+}
+
 int run_compile(const ParsedOptions& options, std::ostream& out, std::ostream& err,
                 const CliHooks& hooks) {
   Loaded loaded = load(options, driver::Stage::MATile, hooks, err);
@@ -456,7 +553,8 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   }
 
   const std::vector<std::pair<const CommandSpec*, CommandRunner>> runners = {
-      {&kCheck, run_check}, {&kLower, run_lower}, {&kEval, run_eval}, {&kCompile, run_compile}};
+      {&kCheck, run_check}, {&kLower, run_lower},     {&kEval, run_eval},
+      {&kCompile, run_compile}, {&kRun, run_run}};
   for (const auto& [spec, runner] : runners) {
     if (spec->name != command) continue;
     if (!rest.empty() && (rest.front() == "--help" || rest.front() == "-h")) {
@@ -472,7 +570,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     return runner(*parsed, out, err, hooks);
   }
   err << "nautilus: error: unknown command '" << command
-      << "'; expected check, lower, eval, compile, devices or help (see 'nautilus --help')\n";
+      << "'; expected check, lower, eval, compile, run, devices or help (see 'nautilus --help')\n";
   return kExitFailure;
 }
 

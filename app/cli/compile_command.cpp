@@ -1,6 +1,7 @@
 #include "app/cli/compile_command.h"
 
 #include <iomanip>
+#include <optional>
 #include <ostream>
 
 #include "core/codegen/emit_cuda.h"
@@ -61,6 +62,76 @@ std::vector<std::string> expand_output_flag(const std::vector<std::string>& args
   return expanded;
 }
 
+std::optional<codegen::KernelPackage> build_package(const driver::Compilation& compilation,
+                                                    const matile::ModulePtr& ma_module,
+                                                    const std::vector<codegen::GpuArch>& archs,
+                                                    std::ostream& err, int* exit_status) {
+  *exit_status = kExitFailure;
+  if (!ma_module) {
+    err << "nautilus: error: the pipeline did not produce MA tile IR for this spec\n";
+    return std::nullopt;
+  }
+  codegen::EmitOptions emit_options;
+  emit_options.source = compilation.file.get();
+  codegen::Result<codegen::EmittedModule> emitted = codegen::emit_cuda(*ma_module, emit_options);
+  if (!emitted.ok()) {
+    err << "nautilus: error: cannot emit CUDA: " << emitted.error().message << "\n";
+    if (emitted.error().kind == codegen::CodegenError::Kind::InvalidInput) {
+      *exit_status = kExitInternal;
+    }
+    return std::nullopt;
+  }
+  const auto& nvrtc = codegen::Nvrtc::shared();
+  if (!nvrtc.ok()) {
+    err << "nautilus: error: " << nvrtc.error().message << "\n";
+    return std::nullopt;
+  }
+  codegen::KernelPackage package;
+  package.spec_name = ma_module->name;
+  if (compilation.spec) {
+    for (const auto& [name, value] : compilation.spec->sizes) package.sizes.emplace_back(name, value);
+  }
+  package.arch = archs.front();
+  package.nvrtc_version = (*nvrtc)->version();
+  package.source = emitted->source;
+  for (codegen::GpuArch arch : archs) {
+    codegen::NvrtcOptions nvrtc_options;
+    nvrtc_options.arch = arch;
+    codegen::Result<codegen::CompiledProgram> compiled =
+        (*nvrtc)->compile(emitted->source, "kernel.cu", nvrtc_options);
+    if (!compiled.ok()) {
+      // The emitter printed CUDA that NVRTC rejects: a compiler bug, reported with the log.
+      err << "nautilus: internal error: " << compiled.error().message << "\n"
+          << compiled.error().log;
+      *exit_status = kExitInternal;
+      return std::nullopt;
+    }
+    package.cubins[arch] = compiled->cubin;
+    package.ptx[arch] = compiled->ptx;
+    // The report and options of the first arch describe the package (launch.json's "arch").
+    if (arch == archs.front()) {
+      package.nvrtc_options = compiled->options;
+      package.report = compiled->report;
+      package.ptxas_log = compiled->log;
+    }
+  }
+  for (const scalar::Buffer& buffer : ma_module->params) package.buffers.push_back(argument_of(buffer));
+  for (const scalar::Buffer& buffer : ma_module->allocations) {
+    package.buffers.push_back(argument_of(buffer));
+  }
+  for (const codegen::EmittedKernel& kernel : emitted->kernels) {
+    codegen::KernelLaunch launch;
+    launch.name = kernel.symbol;
+    launch.grid = kernel.grid;
+    launch.block = kernel.block;
+    launch.dynamic_shared_bytes = kernel.dynamic_shared_bytes;
+    for (const scalar::Buffer& buffer : kernel.params) launch.arguments.push_back(argument_of(buffer));
+    package.kernels.push_back(launch);
+  }
+  *exit_status = kExitOk;
+  return package;
+}
+
 int run_compile_command(const driver::Compilation& compilation,
                         const matile::ModulePtr& ma_module, const ParsedOptions& options,
                         std::ostream& out, std::ostream& err) {
@@ -76,76 +147,25 @@ int run_compile_command(const driver::Compilation& compilation,
     err << "nautilus: error: -o DIR is required (the package directory)\n";
     return kExitFailure;
   }
-  if (!ma_module) {
-    err << "nautilus: error: the pipeline did not produce MA tile IR for this spec\n";
-    return kExitFailure;
-  }
-
-  codegen::EmitOptions emit_options;
-  emit_options.source = compilation.file.get();
-  codegen::Result<codegen::EmittedModule> emitted = codegen::emit_cuda(*ma_module, emit_options);
-  if (!emitted.ok()) {
-    err << "nautilus: error: cannot emit CUDA: " << emitted.error().message << "\n";
-    return emitted.error().kind == codegen::CodegenError::Kind::InvalidInput ? kExitInternal
-                                                                             : kExitFailure;
-  }
-  const auto& nvrtc = codegen::Nvrtc::shared();
-  if (!nvrtc.ok()) {
-    err << "nautilus: error: " << nvrtc.error().message << "\n";
-    return kExitFailure;
-  }
-  codegen::NvrtcOptions nvrtc_options;
-  nvrtc_options.arch = *arch;
-  codegen::Result<codegen::CompiledProgram> compiled =
-      (*nvrtc)->compile(emitted->source, "kernel.cu", nvrtc_options);
-  if (!compiled.ok()) {
-    // The emitter printed CUDA that NVRTC rejects: a compiler bug, reported with the log.
-    err << "nautilus: internal error: " << compiled.error().message << "\n" << compiled.error().log;
-    return kExitInternal;
-  }
-
-  codegen::KernelPackage package;
-  package.spec_name = ma_module->name;
-  if (compilation.spec) {
-    for (const auto& [name, value] : compilation.spec->sizes) package.sizes.emplace_back(name, value);
-  }
-  package.arch = *arch;
-  package.nvrtc_version = (*nvrtc)->version();
-  package.nvrtc_options = compiled->options;
-  package.source = emitted->source;
-  package.cubins[*arch] = compiled->cubin;
-  package.ptx[*arch] = compiled->ptx;
-  for (const scalar::Buffer& buffer : ma_module->params) package.buffers.push_back(argument_of(buffer));
-  for (const scalar::Buffer& buffer : ma_module->allocations) {
-    package.buffers.push_back(argument_of(buffer));
-  }
-  for (const codegen::EmittedKernel& kernel : emitted->kernels) {
-    codegen::KernelLaunch launch;
-    launch.name = kernel.symbol;
-    launch.grid = kernel.grid;
-    launch.block = kernel.block;
-    launch.dynamic_shared_bytes = kernel.dynamic_shared_bytes;
-    for (const scalar::Buffer& buffer : kernel.params) launch.arguments.push_back(argument_of(buffer));
-    package.kernels.push_back(launch);
-  }
-  package.report = compiled->report;
-  package.ptxas_log = compiled->log;
-  codegen::Result<bool> written = codegen::write_package(package, directory);
+  int status = kExitOk;
+  std::optional<codegen::KernelPackage> package =
+      build_package(compilation, ma_module, {*arch}, err, &status);
+  if (!package) return status;
+  codegen::Result<bool> written = codegen::write_package(*package, directory);
   if (!written.ok()) {
     err << "nautilus: error: " << written.error().message << "\n";
     return kExitFailure;
   }
 
   out << "compiled " << ma_module->name << " for " << codegen::arch_name(*arch) << " with NVRTC "
-      << package.nvrtc_version << " in " << std::fixed << std::setprecision(1)
-      << compiled->milliseconds << " ms: " << package.kernels.size()
-      << (package.kernels.size() == 1 ? " kernel" : " kernels") << " -> " << directory << "\n";
-  for (const codegen::KernelResources& kernel : compiled->report.kernels) {
+      << package->nvrtc_version << ": " << package->kernels.size()
+      << (package->kernels.size() == 1 ? " kernel" : " kernels") << " -> " << directory << "\n";
+  for (const codegen::KernelResources& kernel : package->report.kernels) {
     out << "  " << kernel.name << ": " << kernel.registers << " registers, "
         << kernel.spill_store_bytes + kernel.spill_load_bytes << " bytes spilled, "
         << kernel.stack_frame_bytes << " bytes stack\n";
   }
-  if (compiled->report.any_spills()) {
+  if (package->report.any_spills()) {
     err << "nautilus: warning: registers spill to local memory (see " << directory
         << "/ptxas.txt)\n";
   }

@@ -10,10 +10,12 @@
 #pragma once
 
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "app/cli/options.h"
+#include "core/codegen/package.h"
 #include "core/driver/pipeline.h"
 #include "core/matile/ir.h"
 
@@ -24,6 +26,14 @@ const CommandSpec& compile_command_spec(const std::vector<OptionSpec>& shared_op
 
 // `args` with `-o DIR` / `-oDIR` spelled `--output DIR` (the option parser knows long options).
 std::vector<std::string> expand_output_flag(const std::vector<std::string>& args);
+
+// The kernel package of a compilation's MA module, compiled by NVRTC for every arch in `archs`
+// (the first is the package's main arch). On failure prints the error and sets `exit_status`
+// (1 user-facing, 2 internal) and returns nullopt.
+std::optional<codegen::KernelPackage> build_package(const driver::Compilation& compilation,
+                                                    const matile::ModulePtr& ma_module,
+                                                    const std::vector<codegen::GpuArch>& archs,
+                                                    std::ostream& err, int* exit_status);
 
 // Everything after the pipeline: checks the options, emits, compiles and writes the package.
 // `ma_module` is the compilation's MA tile IR (nullptr when the pipeline did not build it).

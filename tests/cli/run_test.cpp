@@ -1,0 +1,76 @@
+// `nautilus run`: compiles the scheduled and the reference package and hands them to the runner
+// in a child process. CI has no GPU, so these check what a user without one sees (a clear "no
+// GPU", exit 1, no crash) and that the packages are complete; tests/profiler runs packages on a
+// GPU when there is one.
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "app/cli/cli.h"
+#include "core/codegen/nvrtc.h"
+#include "core/codegen/package.h"
+#include "tests/common/golden.h"
+
+namespace nautilus::cli {
+namespace {
+
+using testing::source_path;
+
+struct CliRun {
+  int status;
+  std::string out, err;
+};
+
+CliRun run(const std::vector<std::string>& args) {
+  std::ostringstream out, err;
+  const int status = run_cli(args, out, err);
+  return {status, out.str(), err.str()};
+}
+
+// The machine has a GPU when the runner finds one; these tests are about the other case.
+bool machine_has_gpu() {
+  const CliRun devices = run({"devices"});
+  return devices.status == 0;
+}
+
+TEST(Run, WithoutAGpuSaysSoAndKeepsTheCompiledPackages) {
+  if (!codegen::Nvrtc::shared()) GTEST_SKIP() << "NVRTC is not installed";
+  if (machine_has_gpu()) GTEST_SKIP() << "this machine has a GPU (tests/profiler runs there)";
+  const std::string dir = (std::filesystem::temp_directory_path() / "nautilus-run-test").string();
+  std::filesystem::remove_all(dir);
+  const CliRun result =
+      run({"run", source_path("assets/specs/gemm.nt"), "--schedule",
+           source_path("assets/schedules/gemm.json"), "-D", "M=64", "-D", "N=64", "-D", "K=64",
+           "--runner", NAUTILUS_RUNNER, "--output", dir});
+  EXPECT_EQ(result.status, 1);
+  EXPECT_NE(result.err.find("nautilus: error: no_gpu: no GPU"), std::string::npos) << result.err;
+  // Both packages were written, with cubins for both archs.
+  for (const char* which : {"package", "reference"}) {
+    const codegen::Result<codegen::KernelPackage> package =
+        codegen::read_package(dir + "/" + which);
+    ASSERT_TRUE(package) << which << ": " << package.error().message;
+    EXPECT_EQ(package->cubins.size(), 2u) << which;
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Run, UsageErrors) {
+  const CliRun reps = run({"run", source_path("assets/specs/gemm.nt"), "--reps", "many",
+                           "--no-reference", "--runner", NAUTILUS_RUNNER});
+  if (!codegen::Nvrtc::shared()) GTEST_SKIP() << "NVRTC is not installed";
+  EXPECT_EQ(reps.status, 1);
+  EXPECT_NE(reps.err.find("--reps expects a non-negative integer, got 'many'"), std::string::npos)
+      << reps.err;
+  const CliRun missing = run({"run", "/nonexistent/spec.nt"});
+  EXPECT_EQ(missing.status, 1);
+  EXPECT_NE(missing.err.find("cannot open '/nonexistent/spec.nt'"), std::string::npos)
+      << missing.err;
+  const CliRun runner = run({"run", source_path("assets/specs/gemm.nt"), "-D", "M=16", "-D",
+                             "N=16", "-D", "K=16", "--no-reference", "--runner",
+                             "/nonexistent/nautilus-runner"});
+  EXPECT_EQ(runner.status, 1);
+  EXPECT_NE(runner.err.find("nautilus: error: spawn_failed"), std::string::npos) << runner.err;
+}
+
+}  // namespace
+}  // namespace nautilus::cli
