@@ -208,6 +208,47 @@ std::optional<SeparableCoords> separable_coords(const layout::TVLayout& tv,
   return coords;
 }
 
+// The values a uniform index scalar can take: grid and loop variables, constants and the
+// arithmetic on them, widened by interval arithmetic (lo <= value <= hi). Used to drop bounds
+// checks that can never fail.
+struct IndexRange {
+  int64_t lo = 0;
+  int64_t hi = 0;
+};
+
+std::optional<IndexRange> binary_range(scalar::BinaryOp binary, IndexRange a, IndexRange b) {
+  using scalar::BinaryOp;
+  constexpr int64_t kLimit = int64_t{1} << 40;  // far from overflow, far beyond any index
+  auto bounded = [&](int64_t lo, int64_t hi) -> std::optional<IndexRange> {
+    if (lo < -kLimit || hi > kLimit) return std::nullopt;
+    return IndexRange{lo, hi};
+  };
+  for (int64_t v : {a.lo, a.hi, b.lo, b.hi}) {
+    if (v < -kLimit || v > kLimit) return std::nullopt;
+  }
+  switch (binary) {
+    case BinaryOp::Add: return bounded(a.lo + b.lo, a.hi + b.hi);
+    case BinaryOp::Sub: return bounded(a.lo - b.hi, a.hi - b.lo);
+    case BinaryOp::Mul: {
+      const int64_t p[] = {a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi};
+      return bounded(*std::min_element(p, p + 4), *std::max_element(p, p + 4));
+    }
+    case BinaryOp::Max: return bounded(std::max(a.lo, b.lo), std::max(a.hi, b.hi));
+    case BinaryOp::Min: return bounded(std::min(a.lo, b.lo), std::min(a.hi, b.hi));
+    case BinaryOp::FloorDiv:
+      // Floor division by a positive constant is monotonic.
+      if (b.lo != b.hi || b.lo <= 0) return std::nullopt;
+      return bounded(a.lo >= 0 ? a.lo / b.lo : -((-a.lo + b.lo - 1) / b.lo),
+                     a.hi >= 0 ? a.hi / b.lo : -((-a.hi + b.lo - 1) / b.lo));
+    case BinaryOp::Mod:
+      if (b.lo != b.hi || b.lo <= 0) return std::nullopt;
+      if (a.lo >= 0 && a.hi < b.lo) return a;
+      return IndexRange{0, b.lo - 1};
+    case BinaryOp::Div: break;
+  }
+  return std::nullopt;
+}
+
 std::string axis_suffix(size_t axis, size_t rank) {
   if (rank == 2) return axis == 0 ? "row" : "col";
   return "c" + std::to_string(axis);
@@ -384,6 +425,11 @@ class KernelEmitter {
       out << "  // Thread part of the tile coordinates of each register layout.\n";
       for (const std::string& line : layout_lines_) out << "  " << line << "\n";
     }
+    if (!hoisted_lines_.empty()) {
+      out << "  // Per-thread parts of shared and global addresses, computed once: inside loops an\n"
+             "  // access adds only its stage and a constant.\n";
+      for (const std::string& line : hoisted_lines_) out << "  " << line << "\n";
+    }
     out << body_.str() << "}\n";
     return out.str();
   }
@@ -486,6 +532,7 @@ class KernelEmitter {
         launch->grid[i] = grid[i].extent;
         const std::string name = unique(grid[i].var->name);
         names_[grid[i].var.get()] = name;
+        ranges_[grid[i].var.get()] = {0, grid[i].extent - 1};
         lines.push_back("const int " + name + " = blockIdx." + dims[i] + ";  // 0.." +
                         str(grid[i].extent - 1));
       }
@@ -500,6 +547,7 @@ class KernelEmitter {
     for (size_t i = grid.size(); i-- > 0;) {
       const std::string name = unique(grid[i].var->name);
       names_[grid[i].var.get()] = name;
+      ranges_[grid[i].var.get()] = {0, grid[i].extent - 1};
       reversed.push_back("const int " + name + " = " +
                          term_text("static_cast<int>(blockIdx.x)", inner, grid[i].extent, 1, total) +
                          ";  // 0.." + str(grid[i].extent - 1));
@@ -639,6 +687,142 @@ class KernelEmitter {
     }
     if (ref.stage) linear = name_of(ref.stage) + " * " + str(alloc.stage_elements) + " + " + linear;
     return linear;
+  }
+
+  // A variable computed once at the top of the kernel holding `expression` (deduplicated).
+  std::string hoisted(const std::string& type, const std::string& wanted, const std::string& expression) {
+    const std::string key = type + " " + expression;
+    auto found = hoisted_names_.find(key);
+    if (found != hoisted_names_.end()) return found->second;
+    const std::string name = unique(wanted);
+    hoisted_lines_.push_back("const " + type + " " + name + " = " + expression + ";");
+    return hoisted_names_[key] = name;
+  }
+
+  // The 32-bit shared-window address of allocation `alloc`'s first byte.
+  std::string shared_window_base(const SharedAlloc& alloc) {
+    const std::string pointer = shared_name(alloc);
+    return hoisted("unsigned", pointer + "_addr", "shared_address(" + pointer + ")");
+  }
+
+  // Tile coordinates of one access split into a per-thread part and a constant: axis a is
+  // thread_exprs[a] (valid at the top of the kernel; thread_value(t, a) its value in thread t)
+  // plus constants[a].
+  struct SplitCoords {
+    std::vector<std::string> thread_exprs;
+    std::function<int64_t(int64_t, size_t)> thread_value;
+    int64_t threads = 1;
+    std::vector<int64_t> constants;
+  };
+
+  // Element strides of the allocation's axes (no swizzle), or Unsupported.
+  std::vector<int64_t> shared_strides(const SharedAlloc& alloc) {
+    const layout::Layout& inner = alloc.layout.layout;
+    const size_t rank = alloc.shape.size();
+    std::vector<int64_t> strides;
+    if (rank == 1 && inner.shape().is_leaf()) {
+      strides.push_back(inner.stride().value());
+      return strides;
+    }
+    if (inner.rank() != static_cast<int>(rank)) {
+      unsupported("shared layout of " + alloc.name + " does not have one mode per axis");
+    }
+    for (size_t k = 0; k < rank; ++k) {
+      const layout::IntTuple& mode_shape = inner.shape().mode(static_cast<int>(k));
+      if (!mode_shape.is_leaf() || mode_shape.value() != alloc.shape[k]) {
+        unsupported("shared layout of " + alloc.name + " has a hierarchical mode");
+      }
+      strides.push_back(inner.stride().mode(static_cast<int>(k)).value());
+    }
+    return strides;
+  }
+
+  // The 32-bit shared address (an `unsigned` expression) of `coords` in `ref`. The swizzled
+  // per-thread part is hoisted to the top of the kernel; the access adds its stage and a
+  // constant. Swizzle<B,M,S> XORs row bits into column bits, so swizzle(base + c) is
+  // swizzle(base) + d only when c leaves the bits the XOR reads and writes alone (or adds
+  // whole swizzle periods), and swizzle(base) ^ d when c only sets bits base never has.
+  // Which form holds is checked here for every thread with the layout algebra; neither holding
+  // falls back to swizzling the whole offset in place.
+  std::string shared_address_of(const SharedRef& ref, const SplitCoords& coords) {
+    const SharedAlloc& alloc = alloc_of(ref);
+    const size_t rank = alloc.shape.size();
+    if (coords.thread_exprs.size() != rank || coords.constants.size() != rank || ref.offsets.size() != rank) {
+      invalid("shared reference to " + alloc.name + " has the wrong rank");
+    }
+    const std::vector<int64_t> strides = shared_strides(alloc);
+    const int64_t bytes = dtype_bytes(alloc.dtype);
+    auto tile_axis = [&](size_t k) { return ref.transposed ? rank - 1 - k : k; };
+    std::string thread_linear;
+    std::vector<int64_t> axis_constant(rank, 0);  // per allocation axis, in elements
+    for (size_t k = 0; k < rank; ++k) {
+      if (strides[k] == 0) continue;
+      axis_constant[k] = (coords.constants[tile_axis(k)] + ref.offsets[k]) * strides[k];
+      const std::string& part = coords.thread_exprs[tile_axis(k)];
+      if (part == "0") continue;
+      thread_linear += (thread_linear.empty() ? "" : " + ") +
+                       (strides[k] == 1 ? part : parenthesized(part) + " * " + str(strides[k]));
+    }
+    if (thread_linear.empty()) thread_linear = "0";
+    auto thread_base = [&](int64_t t) {
+      int64_t sum = 0;
+      for (size_t k = 0; k < rank; ++k) sum += coords.thread_value(t, tile_axis(k)) * strides[k];
+      return sum;
+    };
+    const layout::Swizzle& swizzle = alloc.layout.swizzle;
+    auto swizzled = [&](int64_t offset) { return swizzle.is_identity() ? offset : swizzle(offset); };
+    // Split the constant into a part that XORs into the swizzled lane offset and a part added
+    // after it (the instruction's immediate): swizzle(base + x + a) == (swizzle(base) ^ X) + A
+    // for every thread. Axes are tried as the XOR part from none (all added) upwards.
+    std::optional<std::pair<int64_t, int64_t>> form;  // (X, A) in elements
+    for (uint32_t mask = 0; mask < (1u << rank) && !form; ++mask) {
+      int64_t xor_part = 0, total = 0;
+      for (size_t k = 0; k < rank; ++k) {
+        total += axis_constant[k];
+        if (mask & (1u << k)) xor_part += axis_constant[k];
+      }
+      const int64_t base0 = thread_base(0);
+      const int64_t x = swizzled(base0 + xor_part) ^ swizzled(base0);
+      const int64_t a = swizzled(base0 + total) - (swizzled(base0) ^ x);
+      bool holds = true;
+      for (int64_t t = 0; t < coords.threads && holds; ++t) {
+        const int64_t base = thread_base(t);
+        holds = base >= 0 && base + total >= 0 && swizzled(base + total) == (swizzled(base) ^ x) + a;
+      }
+      if (holds) form = std::make_pair(x, a);
+    }
+    std::string address = shared_window_base(alloc);
+    if (ref.stage) address += " + " + name_of(ref.stage) + " * " + str(alloc.stage_elements * bytes) + "u";
+    if (form) {
+      std::string lane_offset = thread_linear;
+      if (!swizzle.is_identity()) {
+        check_device_swizzle(swizzle);
+        lane_offset = "swizzle(" + thread_linear + ", " + std::to_string(swizzle.bits) + ", " +
+                      std::to_string(swizzle.base) + ", " + std::to_string(swizzle.shift) + ")";
+      }
+      const std::string lane = hoisted("unsigned", "lane_offset",
+                                       parenthesized(lane_offset) + " * " + str(bytes) + "u");
+      // The added constant goes last so that it can become the instruction's immediate offset.
+      const auto [x, a] = *form;
+      const std::string lane_part = x ? "(" + lane + " ^ " + str(x * bytes) + "u)" : lane;
+      return "(" + address + " + " + lane_part + ")" + (a ? " + " + str(a * bytes) + "u" : "");
+    }
+    std::vector<std::string> tile;
+    for (size_t a = 0; a < rank; ++a) {
+      tile.push_back(coords.constants[a] ? parenthesized(coords.thread_exprs[a]) + " + " + str(coords.constants[a])
+                                         : coords.thread_exprs[a]);
+    }
+    return shared_window_base(alloc) + " + static_cast<unsigned>(" + shared_offset(ref, tile) + ") * " +
+           str(bytes) + "u";
+  }
+
+  void check_device_swizzle(const layout::Swizzle& swizzle) {
+    for (int64_t offset = 0; offset < 1 << 14; ++offset) {
+      if (device_swizzle(offset, swizzle) != swizzle(offset)) {
+        throw EmitFailure{CodegenError::Kind::InvalidInput,
+                          "internal: the device swizzle differs from the layout algebra"};
+      }
+    }
   }
 
   // -------------------------------------------------------------------------------------------
@@ -814,6 +998,70 @@ class KernelEmitter {
       line(scalar_form ? "const " + std::string(c_type(dtype)) + " " + target + " = " + value + ";"
                        : target + " = " + value + ";");
     });
+    if (scalar_form) definitions_[result.get()] = &op;
+    if (scalar_form && dtype == DType::Index) track_range(op);
+  }
+
+  // The range of `value` when `predicate` (a uniform Bool scalar) holds: a comparison of an
+  // index with a bound narrows that index, and everything computed from it is re-derived.
+  std::optional<IndexRange> range_given(const Value& value, const Value& predicate) {
+    std::map<const matile::ValueNode*, IndexRange> narrowed;
+    auto def = predicate ? definitions_.find(predicate.get()) : definitions_.end();
+    if (def != definitions_.end() && def->second->kind == OpKind::Compare) {
+      const Op& compare = *def->second;
+      const auto a = range_of(compare.operands[0]), b = range_of(compare.operands[1]);
+      if (a && b) {
+        switch (compare.compare_op) {
+          case scalar::CompareOp::LT: narrowed[compare.operands[0].get()] = {a->lo, std::min(a->hi, b->hi - 1)}; break;
+          case scalar::CompareOp::LE: narrowed[compare.operands[0].get()] = {a->lo, std::min(a->hi, b->hi)}; break;
+          case scalar::CompareOp::GT: narrowed[compare.operands[1].get()] = {b->lo, std::min(b->hi, a->hi - 1)}; break;
+          case scalar::CompareOp::GE: narrowed[compare.operands[1].get()] = {b->lo, std::min(b->hi, a->hi)}; break;
+          default: break;
+        }
+      }
+    }
+    if (narrowed.empty()) return range_of(value);
+    std::function<std::optional<IndexRange>(const Value&, int)> derive =
+        [&](const Value& v, int depth) -> std::optional<IndexRange> {
+      if (!v) return IndexRange{0, 0};
+      auto found = narrowed.find(v.get());
+      if (found != narrowed.end()) return found->second;
+      auto op = definitions_.find(v.get());
+      if (depth > 16 || op == definitions_.end() || op->second->kind != OpKind::Binary) return range_of(v);
+      const auto a = derive(op->second->operands[0], depth + 1), b = derive(op->second->operands[1], depth + 1);
+      if (!a || !b) return std::nullopt;
+      return binary_range(op->second->binary_op, *a, *b);
+    };
+    return derive(value, 0);
+  }
+
+  // The range of a uniform index scalar defined by `op`, when interval arithmetic bounds it.
+  void track_range(const Op& op) {
+    const matile::ValueNode* result = op.results[0].get();
+    if (op.kind == OpKind::Full) {
+      const auto value = static_cast<int64_t>(op.constant);
+      ranges_[result] = {value, value};
+      return;
+    }
+    auto range_of = [&](size_t i) -> std::optional<IndexRange> {
+      auto found = ranges_.find(op.operands[i].get());
+      if (found == ranges_.end()) return std::nullopt;
+      return found->second;
+    };
+    if (op.kind == OpKind::Binary && op.operands.size() == 2) {
+      const auto a = range_of(0), b = range_of(1);
+      if (!a || !b) return;
+      if (auto range = binary_range(op.binary_op, *a, *b)) ranges_[result] = *range;
+    } else if (op.kind == OpKind::Cast && op.operands[0]->type.dtype == DType::Index) {
+      if (auto a = range_of(0)) ranges_[result] = *a;
+    }
+  }
+
+  std::optional<IndexRange> range_of(const Value& value) {
+    if (!value) return IndexRange{0, 0};
+    auto found = ranges_.find(value.get());
+    if (found == ranges_.end()) return std::nullopt;
+    return found->second;
   }
 
   // A per-slot table that is the same for every thread, or an Unsupported error.
@@ -1322,35 +1570,109 @@ class KernelEmitter {
       line("if (" + condition + ") {");
       ++indent_;
     }
-    // Vector j starts at slot j * vector.
-    line("#pragma unroll");
-    line("for (int j = 0; j < " + str(vectors) + "; ++j) {");
-    ++indent_;
-    line("const int s = j * " + str(vector) + ";");
-    std::vector<std::string> c;
-    for (size_t k = 0; k < tile.size(); ++k) c.push_back(coordinate(info, k, "s"));
-    WindowIndex w = window(op, c);
-    std::vector<std::string> index_names;
+    // Vector j starts at slot j * vector; the copies are unrolled here, each with constant slot
+    // coordinates, so every address is a hoisted per-thread part plus a constant.
+    SplitCoords split;
+    split.threads = copy_threads;
+    split.thread_exprs = info.thread_vars;
+    split.thread_value = [&info](int64_t t, size_t axis) {
+      return evaluate_terms(info.coords.thread_terms[axis], t);
+    };
+    // Per tile axis, the largest thread part (for the bounds the window can reach).
+    std::vector<int64_t> thread_max(tile.size(), 0);
+    for (int64_t t = 0; t < copy_threads; ++t) {
+      for (size_t a = 0; a < tile.size(); ++a) thread_max[a] = std::max(thread_max[a], split.thread_value(t, a));
+    }
+    // The uniform part of the flat source index (the window's offsets) and the per-thread part.
+    int64_t elements = 1;
+    for (int64_t extent : op.buffer->shape) elements *= extent;
+    const bool narrow = elements < (int64_t{1} << 31);
+    std::vector<int64_t> buffer_stride(rank, 1);
+    for (size_t j = rank - 1; j-- > 0;) buffer_stride[j] = buffer_stride[j + 1] * op.buffer->shape[j + 1];
+    std::string uniform, per_thread;
     for (size_t j = 0; j < rank; ++j) {
-      index_names.push_back("i" + std::to_string(j));
-      line("const int " + index_names[j] + " = " + w.indices[j] + ";");
+      const std::string factor = buffer_stride[j] == 1 ? "" : " * " + str(buffer_stride[j]);
+      if (op.access.offsets[j]) {
+        uniform += (uniform.empty() ? "" : " + ") + name_of(op.access.offsets[j]) + factor;
+      }
+      const int a = op.access.tile_axes[j];
+      if (a >= 0 && info.thread_vars[static_cast<size_t>(a)] != "0") {
+        per_thread += (per_thread.empty() ? "" : " + ") + info.thread_vars[static_cast<size_t>(a)] + factor;
+      }
     }
-    // Valid elements form a prefix of the vector: every other axis in bounds, and along the
-    // last axis up to its bound.
-    std::string others;
-    for (size_t j = 0; j + 1 < rank; ++j) {
-      others += (others.empty() ? "" : " && ") + index_names[j] + " < " + str(op.access.bounds[j]);
+    std::string start;  // the flat index of the thread's first element (32-bit when it fits)
+    if (narrow) {
+      const std::string thread_name =
+          per_thread.empty() ? "" : hoisted("int", buffer + "_thread", per_thread);
+      start = uniform.empty() ? (thread_name.empty() ? "0" : thread_name)
+                              : thread_name.empty() ? uniform : uniform + " + " + thread_name;
+      if (start != "0" && start != thread_name) {
+        const std::string start_name = unique(buffer + "_start");
+        line("const int " + start_name + " = " + start + ";");
+        start = start_name;
+      }
     }
-    const std::string last_index = index_names[rank - 1];
-    const std::string count = "max(0, min(" + str(vector) + ", " + str(op.access.bounds[rank - 1]) +
-                              " - " + last_index + "))";
-    line("const int valid = " + (others.empty() ? count : "(" + others + ") ? " + count + " : 0") + ";");
-    line("const " + std::string(c_type(op.buffer->dtype)) + "* source = valid > 0 ? " + buffer +
-         " + (" + flat_offset(op.buffer, index_names) + ") : " + buffer + ";");
-    line("cp_async_16(shared_address(" + destination + " + " + shared_offset(op.shared, c) +
-         "), source, valid * " + std::to_string(bytes) + ");");
-    --indent_;
-    line("}");
+    for (int64_t j = 0; j < vectors; ++j) {
+      split.constants.clear();
+      for (size_t a = 0; a < tile.size(); ++a) {
+        split.constants.push_back(evaluate_terms(info.coords.slot_terms[a], j * vector));
+      }
+      // Buffer index j: offset + thread part + constant. Checked only where it can reach the
+      // bound: along the last axis the vector's end, elsewhere its index.
+      std::vector<std::string> indices;
+      std::string others;
+      bool last_checked = false;
+      int64_t constant_flat = 0;
+      for (size_t b = 0; b < rank; ++b) {
+        const int a = op.access.tile_axes[b];
+        std::string index = op.access.offsets[b] ? name_of(op.access.offsets[b]) : "";
+        int64_t reach = 0;
+        if (a >= 0) {
+          const size_t axis = static_cast<size_t>(a);
+          const int64_t constant = split.constants[axis];
+          const std::string& thread_part = info.thread_vars[axis];
+          std::string coordinate = thread_part == "0" ? "" : thread_part;
+          if (constant) coordinate += (coordinate.empty() ? "" : " + ") + str(constant);
+          if (coordinate.empty()) coordinate = "0";
+          index = index.empty() ? coordinate : index + " + " + coordinate;
+          reach = thread_max[axis] + constant;
+          constant_flat += constant * buffer_stride[b];
+        }
+        if (index.empty()) index = "0";
+        indices.push_back(index);
+        const std::optional<IndexRange> offset = range_given(op.access.offsets[b], op.predicate);
+        const int64_t end = b + 1 == rank ? vector : 1;  // elements from the index on that must fit
+        const bool in_bounds = offset && offset->hi + reach + end <= op.access.bounds[b];
+        if (b + 1 == rank) {
+          last_checked = !in_bounds;
+        } else if (!in_bounds) {
+          others += (others.empty() ? "" : " && ") + parenthesized(index) + " < " + str(op.access.bounds[b]);
+        }
+      }
+      line("// vector " + str(j) + ": tile slot " + str(j * vector));
+      const std::string destination_address = shared_address_of(op.shared, split);
+      std::string pointer;
+      if (narrow) {
+        pointer = start == "0" ? buffer : "(" + buffer + " + " + start + ")";
+        if (constant_flat) pointer += " + " + str(constant_flat);
+      } else {
+        pointer = buffer + " + (" + flat_offset(op.buffer, indices) + ")";
+      }
+      if (others.empty() && !last_checked) {
+        line("cp_async_16(" + destination_address + ", " + pointer + ", 16);");
+        continue;
+      }
+      line("{");
+      ++indent_;
+      const std::string count = last_checked ? "max(0, min(" + str(vector) + ", " + str(op.access.bounds[rank - 1]) +
+                                                   " - (" + indices[rank - 1] + ")))"
+                                             : str(vector);
+      line("const int valid = " + (others.empty() ? count : "(" + others + ") ? " + count + " : 0") + ";");
+      line("cp_async_16(" + destination_address + ", valid > 0 ? " + pointer + " : " + buffer + ", valid * " +
+           std::to_string(bytes) + ");");
+      --indent_;
+      line("}");
+    }
     if (!guards.empty()) {
       --indent_;
       line("}");
@@ -1374,6 +1696,7 @@ class KernelEmitter {
 
   // ldmatrix.x4 as the interpreter executes it: lane 8j + r supplies the address of row r of
   // matrix j; the matrices of one issue and the slots they fill follow the fragment layout.
+  // Every issue's row address is the lane's part (hoisted) plus a constant per (mi, k) / (k, q).
   void ldmatrix(const Op& op) {
     const Value& result = op.results[0];
     const RegisterLayout& layout = result->layout;
@@ -1384,51 +1707,60 @@ class KernelEmitter {
     if (dtype_bytes(alloc.dtype) != 2) invalid(matile::op_label(op) + ": ldmatrix reads 16-bit elements");
     uses_warp_ = true;
     declare(result);
-    const std::string source = shared_name(alloc);
     const std::string helper = trans ? "ldmatrix_x4_trans" : "ldmatrix_x4";
     const std::string out = name_of(result);
-    line("{");
-    ++indent_;
+    SplitCoords coords;
+    coords.threads = kernel_.threads();
+    std::vector<std::string> issues;
     if (layout.kind == LayoutKind::MmaA) {
       auto expected = matile::mma_a_layout(R, C, wm, wn);
       if (!expected || *expected != layout) invalid(matile::op_label(op) + ": ldmatrix into a non-fragment layout");
       const int64_t mt = R / (16 * wm), kt = C / 16;
       // Lane 8j + r: rows m0 + 8*(j%2) + r (or m0 + 8*(j%2)), columns k0 + 8*(j/2) (+ r).
-      line("const int lane_row = (warp % " + std::to_string(wm) + ") * " + str(mt * 16) +
-           " + 8 * ((lane / 8) % 2)" + (trans ? "" : " + lane % 8") + ";");
-      line("const int lane_col = 8 * (lane / 16)" + std::string(trans ? " + lane % 8" : "") + ";");
-      line("#pragma unroll");
-      line("for (int k = 0; k < " + str(kt) + "; ++k) {");
-      line("#pragma unroll");
-      line("  for (int mi = 0; mi < " + str(mt) + "; ++mi) {");
-      line("    " + helper + "(&" + out + "[8 * (mi + " + str(mt) + " * k)], &" + out + "[8 * (mi + " +
-           str(mt) + " * k) + 4], shared_address(" + source + " + " +
-           shared_offset(op.shared, {"lane_row + 16 * mi", "lane_col + 16 * k"}) + "));");
-      line("  }");
-      line("}");
+      coords.thread_exprs = {"(warp % " + std::to_string(wm) + ") * " + str(mt * 16) +
+                                 " + 8 * ((lane / 8) % 2)" + (trans ? "" : " + lane % 8"),
+                             "8 * (lane / 16)" + std::string(trans ? " + lane % 8" : "")};
+      coords.thread_value = [=](int64_t t, size_t axis) -> int64_t {
+        const int64_t lane = t % 32, warp = t / 32;
+        if (axis == 0) return (warp % wm) * mt * 16 + 8 * ((lane / 8) % 2) + (trans ? 0 : lane % 8);
+        return 8 * (lane / 16) + (trans ? lane % 8 : 0);
+      };
+      line("// row addresses: swizzle((lane_row + 16 * mi) * stride + lane_col + 16 * k), the lane's");
+      line("// part hoisted, one constant per (mi, k)");
+      for (int64_t k = 0; k < kt; ++k) {
+        for (int64_t mi = 0; mi < mt; ++mi) {
+          coords.constants = {16 * mi, 16 * k};
+          const std::string slot = str(8 * (mi + mt * k));
+          line(helper + "(&" + out + "[" + slot + "], &" + out + "[" + slot + " + 4], " +
+               shared_address_of(op.shared, coords) + ");");
+        }
+      }
     } else if (layout.kind == LayoutKind::MmaB) {
       auto expected = matile::mma_b_layout(R, C, wm, wn);
       if (!expected || *expected != layout) invalid(matile::op_label(op) + ": ldmatrix into a non-fragment layout");
       const int64_t kt = R / 16, nt = C / (8 * wn);
       if (nt % 2 != 0) unsupported(matile::op_label(op) + ": ldmatrix.x4 of B needs an even number of n atoms per warp");
       // Lane 8j + r: rows k0 + 8*(j%2) (+ r), columns n0 + 8*(j/2) (+ r).
-      line("const int lane_row = 8 * ((lane / 8) % 2)" + std::string(trans ? " + lane % 8" : "") + ";");
-      line("const int lane_col = (warp / " + std::to_string(wm) + ") * " + str(nt * 8) +
-           " + 8 * (lane / 16)" + (trans ? "" : " + lane % 8") + ";");
-      line("#pragma unroll");
-      line("for (int k = 0; k < " + str(kt) + "; ++k) {");
-      line("#pragma unroll");
-      line("  for (int q = 0; q < " + str(nt / 2) + "; ++q) {");
-      line("    " + helper + "(&" + out + "[4 * (k + " + str(kt) + " * (2 * q))], &" + out + "[4 * (k + " +
-           str(kt) + " * (2 * q + 1))], shared_address(" + source + " + " +
-           shared_offset(op.shared, {"lane_row + 16 * k", "lane_col + 16 * q"}) + "));");
-      line("  }");
-      line("}");
+      coords.thread_exprs = {"8 * ((lane / 8) % 2)" + std::string(trans ? " + lane % 8" : ""),
+                             "(warp / " + std::to_string(wm) + ") * " + str(nt * 8) + " + 8 * (lane / 16)" +
+                                 (trans ? "" : " + lane % 8")};
+      coords.thread_value = [=](int64_t t, size_t axis) -> int64_t {
+        const int64_t lane = t % 32, warp = t / 32;
+        if (axis == 0) return 8 * ((lane / 8) % 2) + (trans ? lane % 8 : 0);
+        return (warp / wm) * nt * 8 + 8 * (lane / 16) + (trans ? 0 : lane % 8);
+      };
+      line("// row addresses: swizzle((lane_row + 16 * k) * stride + lane_col + 16 * q), the lane's");
+      line("// part hoisted, one constant per (k, q)");
+      for (int64_t k = 0; k < kt; ++k) {
+        for (int64_t q = 0; q < nt / 2; ++q) {
+          coords.constants = {16 * k, 16 * q};
+          line(helper + "(&" + out + "[" + str(4 * (k + kt * (2 * q))) + "], &" + out + "[" +
+               str(4 * (k + kt * (2 * q + 1))) + "], " + shared_address_of(op.shared, coords) + ");");
+        }
+      }
     } else {
       invalid(matile::op_label(op) + ": ldmatrix result is not an mma A or B fragment");
     }
-    --indent_;
-    line("}");
   }
 
   void shared_store(const Op& op) {
@@ -1452,10 +1784,15 @@ class KernelEmitter {
     }
     const std::string var = unique(op.loop_var->name);
     names_[op.loop_var.get()] = var;
+    ranges_[op.loop_var.get()] = {0, op.extent - 1};
     if (op.pipeline_stages > 0) {
       line("// software-pipelined: " + std::to_string(op.pipeline_stages) + " stages in flight");
     }
-    line("for (int " + var + " = 0; " + var + " < " + str(op.extent) + "; ++" + var + ") {");
+    // An early-stop trip count (iterations past it are proven to change nothing) ends the loop
+    // there instead of running masked iterations.
+    std::string bound = str(op.extent);
+    if (op.trip_count) bound = "min(" + bound + ", " + name_of(op.trip_count) + ")";
+    line("for (int " + var + " = 0; " + var + " < " + bound + "; ++" + var + ") {");
     ++indent_;
     region(*op.body);
     const Op& yield = *op.body->ops.back();
@@ -1507,6 +1844,10 @@ class KernelEmitter {
   std::map<const SharedAlloc*, std::string> shared_names_;
   std::map<std::string, LayoutInfo> layouts_;
   std::vector<std::string> layout_lines_;
+  std::vector<std::string> hoisted_lines_;
+  std::map<std::string, std::string> hoisted_names_;  // expression -> hoisted variable
+  std::map<const matile::ValueNode*, IndexRange> ranges_;
+  std::map<const matile::ValueNode*, const Op*> definitions_;  // uniform scalars
 };
 
 }  // namespace
