@@ -8,6 +8,7 @@
 #include <optional>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <set>
 #include <sstream>
 
@@ -1041,7 +1042,17 @@ class KernelEmitter {
     if (op.kind == OpKind::Full) {
       const auto value = static_cast<int64_t>(op.constant);
       ranges_[result] = {value, value};
+      alignments_[result] = value == 0 ? int64_t{1} << 30 : std::abs(value);
       return;
+    }
+    if (op.kind == OpKind::Binary && op.operands.size() == 2) {
+      const int64_t a = alignment_of(op.operands[0]), b = alignment_of(op.operands[1]);
+      switch (op.binary_op) {
+        case scalar::BinaryOp::Add:
+        case scalar::BinaryOp::Sub: alignments_[result] = std::gcd(a, b); break;
+        case scalar::BinaryOp::Mul: alignments_[result] = a * b <= (int64_t{1} << 30) ? a * b : a; break;
+        default: break;
+      }
     }
     auto range_of = [&](size_t i) -> std::optional<IndexRange> {
       auto found = ranges_.find(op.operands[i].get());
@@ -1507,6 +1518,108 @@ class KernelEmitter {
             conditions(layout.tv.layout.mode(1), slot, layout.slots())};
   }
 
+  // A window store that can never leave its bounds, written by one thread per element, to a
+  // buffer indexed in 32 bits: the flat index is a uniform part, a hoisted per-thread part and a
+  // constant per slot, and slot pairs holding neighbouring elements at even indices are stored
+  // together (4 bytes for 16-bit types, 8 for f32). False when any of that does not hold.
+  bool unchecked_window_store(const Op& op, const Value& value) {
+    const matile::GlobalAccess& access = op.access;
+    const size_t rank = op.buffer->shape.size();
+    const std::vector<int64_t>& shape = value->type.shape;
+    if (access.form != matile::GlobalAccess::Form::Window || rank == 0 || access.tile_axes.size() != rank ||
+        access.offsets.size() != rank || access.bounds.size() != rank) {
+      return false;
+    }
+    auto [thread_writes, slot_writes] = single_writer(value->layout, "s");
+    if (!thread_writes.empty() || !slot_writes.empty()) return false;
+    int64_t elements = 1;
+    for (int64_t extent : op.buffer->shape) elements *= extent;
+    if (elements >= (int64_t{1} << 31)) return false;
+    const LayoutInfo& info = layout_info(value->layout.tv, shape, matile::op_label(op));
+    const int64_t threads = info.coords.threads, slots = value->layout.slots();
+    std::vector<int64_t> stride(rank, 1);
+    for (size_t j = rank - 1; j-- > 0;) stride[j] = stride[j + 1] * op.buffer->shape[j + 1];
+    std::string uniform, per_thread;
+    int64_t uniform_alignment = 0;  // every uniform part is a multiple of it (0: the part is 0)
+    std::vector<int64_t> thread_flat(static_cast<size_t>(threads), 0);
+    for (size_t j = 0; j < rank; ++j) {
+      const std::optional<IndexRange> offset = range_of(access.offsets[j]);
+      if (!offset) return false;
+      int64_t reach = offset->hi;
+      const int a = access.tile_axes[j];
+      if (a >= 0) {
+        const size_t axis = static_cast<size_t>(a);
+        int64_t thread_most = 0, slot_most = 0;
+        for (int64_t t = 0; t < threads; ++t) {
+          const int64_t part = evaluate_terms(info.coords.thread_terms[axis], t);
+          thread_most = std::max(thread_most, part);
+          thread_flat[static_cast<size_t>(t)] += part * stride[j];
+        }
+        for (int64_t v = 0; v < slots; ++v) {
+          slot_most = std::max(slot_most, evaluate_terms(info.coords.slot_terms[axis], v));
+        }
+        const int64_t most = thread_most + slot_most;
+        reach += most;
+        if (info.thread_vars[axis] != "0") {
+          per_thread += (per_thread.empty() ? "" : " + ") + info.thread_vars[axis] +
+                        (stride[j] == 1 ? "" : " * " + str(stride[j]));
+        }
+      }
+      if (reach >= access.bounds[j]) return false;
+      if (access.offsets[j]) {
+        uniform += (uniform.empty() ? "" : " + ") + name_of(access.offsets[j]) +
+                   (stride[j] == 1 ? "" : " * " + str(stride[j]));
+        uniform_alignment = std::gcd(uniform_alignment, alignment_of(access.offsets[j]) * stride[j]);
+      }
+    }
+    auto slot_flat = [&](int64_t v) {
+      int64_t flat = 0;
+      for (size_t j = 0; j < rank; ++j) {
+        if (access.tile_axes[j] >= 0) {
+          flat += evaluate_terms(info.coords.slot_terms[static_cast<size_t>(access.tile_axes[j])], v) * stride[j];
+        }
+      }
+      return flat;
+    };
+    const std::string buffer = buffer_name(op.buffer);
+    std::string start = per_thread.empty() ? "" : hoisted("int", buffer + "_thread", per_thread);
+    if (!uniform.empty()) start = start.empty() ? uniform : uniform + " + " + start;
+    if (!start.empty()) {
+      const std::string start_name = unique(buffer + "_start");
+      line("const int " + start_name + " = " + start + ";");
+      start = start_name;
+    }
+    const std::string base = start.empty() ? buffer : "(" + buffer + " + " + start + ")";
+    // Pairs need an even flat index in every thread (so the 2-element access is aligned).
+    const DType dtype = op.buffer->dtype;
+    const bool pairable = (is_narrow_float(dtype) || dtype == DType::F32) && uniform_alignment % 2 == 0 &&
+                          std::all_of(thread_flat.begin(), thread_flat.end(), [](int64_t f) { return f % 2 == 0; });
+    line("// in bounds for every index the window can take: no checks");
+    for (int64_t v = 0; v < slots; ++v) {
+      const int64_t flat = slot_flat(v);
+      const std::string at_flat = flat ? base + " + " + str(flat) : base;
+      if (pairable && v + 1 < slots && flat % 2 == 0 && slot_flat(v + 1) == flat + 1) {
+        if (dtype == DType::F32) {
+          line("*reinterpret_cast<float2*>(" + at_flat + ") = make_float2(" + at(value, str(v)) + ", " +
+               at(value, str(v + 1)) + ");");
+        } else {
+          line("*reinterpret_cast<unsigned*>(" + at_flat + ") = pack2(" + at(value, str(v)) + ", " +
+               at(value, str(v + 1)) + ");");
+        }
+        ++v;
+        continue;
+      }
+      line("*(" + at_flat + ") = " + at(value, str(v)) + ";");
+    }
+    return true;
+  }
+
+  // Every value a uniform index scalar takes is a multiple of this (1 when unknown).
+  int64_t alignment_of(const Value& value) {
+    auto found = alignments_.find(value.get());
+    return found == alignments_.end() ? 1 : found->second;
+  }
+
   void global_store(const Op& op) {
     const Value value = matile::stored_value(op);
     const std::vector<Value> gather = matile::gather_indices(op);
@@ -1514,6 +1627,7 @@ class KernelEmitter {
     const std::string buffer = buffer_name(op.buffer);
     const DType dtype = op.buffer->dtype;
     if (value->type.dtype != dtype) invalid(matile::op_label(op) + ": stored dtype differs from the buffer's");
+    if (unchecked_window_store(op, value)) return;
     for_slots(value->layout.slots(), [&](const std::string& s) {
       std::vector<std::string> indices;
       std::string valid;
@@ -1848,6 +1962,7 @@ class KernelEmitter {
   std::map<std::string, std::string> hoisted_names_;  // expression -> hoisted variable
   std::map<const matile::ValueNode*, IndexRange> ranges_;
   std::map<const matile::ValueNode*, const Op*> definitions_;  // uniform scalars
+  std::map<const matile::ValueNode*, int64_t> alignments_;     // see alignment_of
 };
 
 }  // namespace
