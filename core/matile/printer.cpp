@@ -1,6 +1,5 @@
 #include "core/matile/printer.h"
 
-#include <cmath>
 #include <functional>
 #include <vector>
 
@@ -11,55 +10,15 @@
 namespace nautilus::matile {
 namespace {
 
+using scalar::compare_word;
+using scalar::constant_text;
 using scalar::dot_quote;
-using scalar::float_digits;
+using scalar::int_list;
+using scalar::iter_args_text;
+using scalar::value_list;
+using scalar::value_ref;
 
-constexpr const char* kNull = "<null>";
-
-std::string value_ref(const Value& value) { return value ? "%" + value->name : kNull; }
-
-std::string value_list(const std::vector<Value>& values) {
-  std::string text;
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (i) text += ", ";
-    text += value_ref(values[i]);
-  }
-  return text;
-}
-
-template <typename T>
-std::string int_list(const std::vector<T>& values) {
-  std::string text = "[";
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (i) text += ", ";
-    text += std::to_string(values[i]);
-  }
-  return text + "]";
-}
-
-std::string constant_text(double value, DType dtype) {
-  const double rounded = round_to(dtype, value);
-  if (dtype == DType::Bool) return rounded != 0.0 ? "true" : "false";
-  if (dtype == DType::Index) {
-    if (std::isfinite(rounded) && rounded >= -0x1p63 && rounded < 0x1p63) {
-      return std::to_string(static_cast<int64_t>(rounded));
-    }
-    return float_digits(value, DType::F64);
-  }
-  return float_digits(rounded, dtype);
-}
-
-const char* compare_word(CompareOp op) {
-  switch (op) {
-    case CompareOp::LT: return "lt";
-    case CompareOp::LE: return "le";
-    case CompareOp::GT: return "gt";
-    case CompareOp::GE: return "ge";
-    case CompareOp::EQ: return "eq";
-    case CompareOp::NE: return "ne";
-  }
-  return "?";
-}
+constexpr const char* kNull = scalar::kNullText;
 
 // The register layouts of a kernel in order of first use.
 class LayoutTable {
@@ -105,12 +64,7 @@ std::string shared_name(const Kernel& kernel, int alloc) {
 std::string shared_ref_text(const Kernel& kernel, const SharedRef& ref) {
   std::string text = shared_name(kernel, ref.alloc);
   if (ref.stage) text += "[" + value_ref(ref.stage) + "]";
-  text += "[";
-  for (size_t i = 0; i < ref.offsets.size(); ++i) {
-    if (i) text += ", ";
-    text += std::to_string(ref.offsets[i]);
-  }
-  text += "]";
+  text += int_list(ref.offsets);
   if (ref.transposed) text += "^T";
   return text;
 }
@@ -198,17 +152,8 @@ std::string op_body_text(const Kernel& kernel, const Op& op) {
       return "st.shared " + shared_ref_text(kernel, op.shared) + ", " + operands;
     case OpKind::For: {
       std::string text = "for " + (op.loop_var ? op.loop_var->name : std::string(kNull)) +
-                         " in 0.." + std::to_string(op.extent);
-      if (!op.operands.empty() || !op.block_args.empty()) {
-        text += " iter_args(";
-        const size_t count = std::max(op.operands.size(), op.block_args.size());
-        for (size_t i = 0; i < count; ++i) {
-          if (i) text += ", ";
-          text += (i < op.block_args.size() ? value_ref(op.block_args[i]) : kNull) + " = " +
-                  (i < op.operands.size() ? value_ref(op.operands[i]) : kNull);
-        }
-        text += ")";
-      }
+                         " in 0.." + std::to_string(op.extent) +
+                         iter_args_text(op.block_args, op.operands);
       if (op.trip_count) text += " trips " + value_ref(op.trip_count);
       if (op.pipeline_stages > 0) text += " pipeline " + std::to_string(op.pipeline_stages);
       return text;

@@ -20,13 +20,28 @@ std::string float_digits(double value, DType dtype) {
   return digits;
 }
 
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string text = "[";
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (i) text += ", ";
-    text += std::to_string(shape[i]);
+std::string constant_text(double value, DType dtype) {
+  const double rounded = round_to(dtype, value);
+  if (dtype == DType::Bool) return rounded != 0.0 ? "true" : "false";
+  if (dtype == DType::Index) {
+    if (std::isfinite(rounded) && rounded >= -0x1p63 && rounded < 0x1p63) {
+      return std::to_string(static_cast<int64_t>(rounded));
+    }
+    return float_digits(value, DType::F64);
   }
-  return text + "]";
+  return float_digits(rounded, dtype);
+}
+
+const char* compare_word(CompareOp op) {
+  switch (op) {
+    case CompareOp::LT: return "lt";
+    case CompareOp::LE: return "le";
+    case CompareOp::GT: return "gt";
+    case CompareOp::GE: return "ge";
+    case CompareOp::EQ: return "eq";
+    case CompareOp::NE: return "ne";
+  }
+  return "?";
 }
 
 std::string buffer_type(const BufferNode& buffer) {

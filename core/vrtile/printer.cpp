@@ -11,65 +11,23 @@ namespace nautilus::vrtile {
 namespace {
 
 using scalar::buffer_type;
+using scalar::compare_word;
+using scalar::constant_text;
 using scalar::dot_quote;
 using scalar::float_digits;
+using scalar::int_list;
+using scalar::iter_args_text;
 using scalar::provenance_json;
 using scalar::shape_json;
-using scalar::shape_text;
+using scalar::value_list;
+using scalar::value_ref;
 
-constexpr const char* kNull = "<null>";
+constexpr const char* kNull = scalar::kNullText;
 
 // ---------------------------------------------------------------------------------------------
 // Names and constants
 
-std::string value_ref(const Value& value) { return value ? "%" + value->name : kNull; }
-
-std::string value_list(const std::vector<Value>& values) {
-  std::string text;
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (i) text += ", ";
-    text += value_ref(values[i]);
-  }
-  return text;
-}
-
-std::string int_list(const std::vector<int>& values) {
-  std::string text = "[";
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (i) text += ", ";
-    text += std::to_string(values[i]);
-  }
-  return text + "]";
-}
-
 std::string buffer_name(const Buffer& buffer) { return buffer ? buffer->name : kNull; }
-
-// A constant as the value it denotes in `dtype` (a Full's or a Load's `other`).
-std::string constant_text(double value, DType dtype) {
-  const double rounded = round_to(dtype, value);
-  if (dtype == DType::Bool) return rounded != 0.0 ? "true" : "false";
-  if (dtype == DType::Index) {
-    // Integral values within int64 print as integers; anything else (rejected by the verifier)
-    // keeps its digits so the text shows what is wrong.
-    if (std::isfinite(rounded) && rounded >= -0x1p63 && rounded < 0x1p63) {
-      return std::to_string(static_cast<int64_t>(rounded));
-    }
-    return float_digits(value, DType::F64);
-  }
-  return float_digits(rounded, dtype);
-}
-
-const char* compare_op_word(CompareOp op) {
-  switch (op) {
-    case CompareOp::LT: return "lt";
-    case CompareOp::LE: return "le";
-    case CompareOp::GT: return "gt";
-    case CompareOp::GE: return "ge";
-    case CompareOp::EQ: return "eq";
-    case CompareOp::NE: return "ne";
-  }
-  return "?";
-}
 
 std::string result_type(const Op& op) {
   return op.results.empty() || !op.results.front() ? kNull : type_text(op.results.front()->type);
@@ -121,28 +79,17 @@ std::string op_body_text(const Op& op) {
     case OpKind::Binary:
       return std::string(scalar::binary_op_name(op.binary_op)) + " " + value_list(op.operands);
     case OpKind::Compare:
-      return std::string("cmp ") + compare_op_word(op.compare_op) + " " + value_list(op.operands);
+      return std::string("cmp ") + compare_word(op.compare_op) + " " + value_list(op.operands);
     case OpKind::Logical:
       return std::string(scalar::logical_op_name(op.logical_op)) + " " + value_list(op.operands);
     case OpKind::Select: return "select " + value_list(op.operands);
     case OpKind::Cast: return "cast " + value_list(op.operands);
     case OpKind::For: {
-      std::string text = "for " + (op.loop_var ? op.loop_var->name : std::string(kNull)) +
-                         " in 0.." +
-                         (op.trip_count ? "min(" + std::to_string(op.extent) + ", " +
-                                              value_ref(op.trip_count) + ")"
-                                        : std::to_string(op.extent));
-      if (!op.operands.empty() || !op.block_args.empty()) {
-        text += " iter_args(";
-        const size_t count = std::max(op.operands.size(), op.block_args.size());
-        for (size_t i = 0; i < count; ++i) {
-          if (i) text += ", ";
-          text += (i < op.block_args.size() ? value_ref(op.block_args[i]) : kNull) + " = " +
-                  (i < op.operands.size() ? value_ref(op.operands[i]) : kNull);
-        }
-        text += ")";
-      }
-      return text;
+      return "for " + (op.loop_var ? op.loop_var->name : std::string(kNull)) + " in 0.." +
+             (op.trip_count ? "min(" + std::to_string(op.extent) + ", " +
+                                  value_ref(op.trip_count) + ")"
+                            : std::to_string(op.extent)) +
+             iter_args_text(op.block_args, op.operands);
     }
     case OpKind::Yield: return op.operands.empty() ? "yield" : "yield " + value_list(op.operands);
   }
@@ -401,7 +348,7 @@ Json op_json(const OpPtr& op_ptr) {
       break;
     case OpKind::Unary: json["op"] = scalar::unary_op_name(op.unary_op); break;
     case OpKind::Binary: json["op"] = scalar::binary_op_name(op.binary_op); break;
-    case OpKind::Compare: json["op"] = compare_op_word(op.compare_op); break;
+    case OpKind::Compare: json["op"] = compare_word(op.compare_op); break;
     case OpKind::Logical: json["op"] = scalar::logical_op_name(op.logical_op); break;
     case OpKind::For:
       json["var"] = op.loop_var ? Json(op.loop_var->name) : Json(nullptr);
