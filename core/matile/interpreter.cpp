@@ -16,9 +16,13 @@
 namespace nautilus::matile {
 namespace {
 
+using scalar::detail::apply_float_binary;
 using scalar::detail::apply_unary;
 using scalar::detail::bracketed;
 using scalar::detail::BufferState;
+using scalar::detail::compare_values;
+using scalar::detail::floor_divide;
+using scalar::detail::FloorDivision;
 using scalar::detail::round_value;
 using scalar::detail::RuntimeError;
 namespace detail = scalar::detail;
@@ -268,12 +272,8 @@ class Interpreter {
       case BinaryOp::FloorDiv:
       case BinaryOp::Mod: {
         if (b == 0) fail("index division by zero");
-        int64_t quotient = a / b, remainder = a % b;
-        if (remainder != 0 && ((remainder < 0) != (b < 0))) {
-          --quotient;
-          remainder += b;
-        }
-        value = op == BinaryOp::FloorDiv ? quotient : remainder;
+        const FloorDivision division = floor_divide(a, b);
+        value = op == BinaryOp::FloorDiv ? division.quotient : division.remainder;
         break;
       }
       case BinaryOp::Max: value = a > b ? a : b; break;
@@ -321,33 +321,12 @@ class Interpreter {
                 index_binary(op.binary_op, static_cast<int64_t>(a), static_cast<int64_t>(b)));
             continue;
           }
-          double value = 0.0;
-          switch (op.binary_op) {
-            case BinaryOp::Add: value = a + b; break;
-            case BinaryOp::Sub: value = a - b; break;
-            case BinaryOp::Mul: value = a * b; break;
-            case BinaryOp::Div: value = a / b; break;
-            case BinaryOp::Max: value = std::fmax(a, b); break;
-            case BinaryOp::Min: value = std::fmin(a, b); break;
-            case BinaryOp::FloorDiv:
-            case BinaryOp::Mod: break;
-          }
-          out[i] = round_value(dtype, value);
+          out[i] = round_value(dtype, apply_float_binary(op.binary_op, a, b));
         }
         break;
       case OpKind::Compare:
         for (size_t i = 0; i < out.size(); ++i) {
-          const double a = (*in[0])[i], b = (*in[1])[i];
-          bool value = false;
-          switch (op.compare_op) {
-            case CompareOp::LT: value = a < b; break;
-            case CompareOp::LE: value = a <= b; break;
-            case CompareOp::GT: value = a > b; break;
-            case CompareOp::GE: value = a >= b; break;
-            case CompareOp::EQ: value = a == b; break;
-            case CompareOp::NE: value = a != b; break;
-          }
-          out[i] = value ? 1.0 : 0.0;
+          out[i] = compare_values(op.compare_op, (*in[0])[i], (*in[1])[i]) ? 1.0 : 0.0;
         }
         break;
       case OpKind::Logical:

@@ -5,42 +5,22 @@
 
 #include "core/rewrite/dead_code.h"
 #include "core/rewrite/support.h"
+#include "core/scalar/interpreter_support.h"
 #include "core/support/dtype.h"
 
 namespace nautilus::rewrite {
 namespace {
 
-// The value of a float unary op on a constant, rounded to `dtype` as the interpreters round
-// every result; nullopt for ops that are not folded.
-std::optional<double> fold_unary(UnaryOp op, double x, DType dtype) {
-  double y = 0.0;
-  switch (op) {
-    case UnaryOp::Neg: y = -x; break;
-    case UnaryOp::Exp: y = std::exp(x); break;
-    case UnaryOp::Exp2: y = std::exp2(x); break;
-    case UnaryOp::Log: y = std::log(x); break;
-    case UnaryOp::Log2: y = std::log2(x); break;
-    case UnaryOp::Sqrt: y = std::sqrt(x); break;
-    case UnaryOp::Rsqrt: y = 1.0 / std::sqrt(x); break;
-    case UnaryOp::Tanh: y = std::tanh(x); break;
-    case UnaryOp::Sigmoid: y = 1.0 / (1.0 + std::exp(-x)); break;
-    case UnaryOp::Abs: y = std::fabs(x); break;
-  }
-  return round_to(dtype, y);
+// The value of a float unary op on a constant, computed and rounded to `dtype` as the
+// interpreters compute every result.
+double fold_unary(UnaryOp op, double x, DType dtype) {
+  return round_to(dtype, scalar::detail::apply_unary(op, x));
 }
 
+// As fold_unary; nullopt for the index-only ops, which are not folded.
 std::optional<double> fold_binary(BinaryOp op, double a, double b, DType dtype) {
-  double y = 0.0;
-  switch (op) {
-    case BinaryOp::Add: y = a + b; break;
-    case BinaryOp::Sub: y = a - b; break;
-    case BinaryOp::Mul: y = a * b; break;
-    case BinaryOp::Div: y = a / b; break;
-    case BinaryOp::Max: y = std::fmax(a, b); break;
-    case BinaryOp::Min: y = std::fmin(a, b); break;
-    default: return std::nullopt;  // index-only ops
-  }
-  return round_to(dtype, y);
+  if (op == BinaryOp::FloorDiv || op == BinaryOp::Mod) return std::nullopt;
+  return round_to(dtype, scalar::detail::apply_float_binary(op, a, b));
 }
 
 KernelPtr fold_kernel(const KernelPtr& kernel) {

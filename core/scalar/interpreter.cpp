@@ -14,9 +14,12 @@
 namespace nautilus::scalar {
 namespace {
 
+using detail::apply_float_binary;
+using detail::apply_unary;
 using detail::bracketed;
 using detail::BufferState;
-using detail::apply_unary;
+using detail::compare_values;
+using detail::floor_divide;
 using detail::round_value;
 using detail::RuntimeError;
 
@@ -364,7 +367,7 @@ class Interpreter {
       case ExprKind::Unary: return round_value(code.dtype, apply_unary(static_cast<UnaryOp>(code.op), eval_float(code.a)));
       case ExprKind::Binary: {
         const double a = eval_float(code.a), b = eval_float(code.b);
-        return round_value(code.dtype, apply_float_binary(code, a, b));
+        return round_value(code.dtype, apply_float_binary(static_cast<BinaryOp>(code.op), a, b));
       }
       case ExprKind::Select:
         return eval_bool(code.a) ? eval_float(code.b) : eval_float(code.c);
@@ -374,23 +377,6 @@ class Interpreter {
       case ExprKind::Logical: break;
     }
     throw internal_type_error(code);
-  }
-
-  // Exact in double, then rounded by the caller: for +, -, *, / the double result rounded to f32
-  // equals the correctly rounded f32 operation. max/min follow fmaxf/fminf (a NaN operand is
-  // ignored), as on the GPU.
-  static double apply_float_binary(const ExprCode& code, double a, double b) {
-    switch (static_cast<BinaryOp>(code.op)) {
-      case BinaryOp::Add: return a + b;
-      case BinaryOp::Sub: return a - b;
-      case BinaryOp::Mul: return a * b;
-      case BinaryOp::Div: return a / b;
-      case BinaryOp::Max: return std::fmax(a, b);
-      case BinaryOp::Min: return std::fmin(a, b);
-      case BinaryOp::FloorDiv:
-      case BinaryOp::Mod: break;  // index-only (verified)
-    }
-    return std::numeric_limits<double>::quiet_NaN();
   }
 
   int64_t eval_index(int32_t id) {
@@ -448,16 +434,12 @@ class Interpreter {
       case BinaryOp::FloorDiv: {
         if (b == 0) throw division_by_zero(code);
         if (a == std::numeric_limits<int64_t>::min() && b == -1) throw index_overflow(code);
-        int64_t quotient = a / b;
-        if (a % b != 0 && ((a < 0) != (b < 0))) --quotient;
-        return quotient;
+        return floor_divide(a, b).quotient;
       }
       case BinaryOp::Mod: {
         if (b == 0) throw division_by_zero(code);
         if (b == -1) return 0;  // a % -1 overflows for the most negative a
-        int64_t remainder = a % b;
-        if (remainder != 0 && ((remainder < 0) != (b < 0))) remainder += b;
-        return remainder;
+        return floor_divide(a, b).remainder;
       }
       case BinaryOp::Max: return a > b ? a : b;
       case BinaryOp::Min: return a < b ? a : b;
@@ -471,9 +453,9 @@ class Interpreter {
     switch (code.kind) {
       case ExprKind::Compare: {
         if (code.operand_dtype == DType::Index) {
-          return compare(static_cast<CompareOp>(code.op), eval_index(code.a), eval_index(code.b));
+          return compare_values(static_cast<CompareOp>(code.op), eval_index(code.a), eval_index(code.b));
         }
-        return compare(static_cast<CompareOp>(code.op), eval_float(code.a), eval_float(code.b));
+        return compare_values(static_cast<CompareOp>(code.op), eval_float(code.a), eval_float(code.b));
       }
       case ExprKind::Logical:
         if (static_cast<LogicalOp>(code.op) == LogicalOp::And) {
@@ -490,19 +472,6 @@ class Interpreter {
       case ExprKind::Binary: break;
     }
     throw internal_type_error(code);
-  }
-
-  template <typename T>
-  static bool compare(CompareOp op, T a, T b) {
-    switch (op) {
-      case CompareOp::LT: return a < b;
-      case CompareOp::LE: return a <= b;
-      case CompareOp::GT: return a > b;
-      case CompareOp::GE: return a >= b;
-      case CompareOp::EQ: return a == b;
-      case CompareOp::NE: return a != b;
-    }
-    return false;
   }
 
   // -------------------------------------------------------------------------------------------

@@ -40,6 +40,29 @@ double apply_unary(UnaryOp op, double x) {
   return x;
 }
 
+double apply_float_binary(BinaryOp op, double a, double b) {
+  switch (op) {
+    case BinaryOp::Add: return a + b;
+    case BinaryOp::Sub: return a - b;
+    case BinaryOp::Mul: return a * b;
+    case BinaryOp::Div: return a / b;
+    case BinaryOp::Max: return std::fmax(a, b);
+    case BinaryOp::Min: return std::fmin(a, b);
+    case BinaryOp::FloorDiv:
+    case BinaryOp::Mod: break;
+  }
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
+FloorDivision floor_divide(int64_t a, int64_t b) {
+  FloorDivision result{a / b, a % b};
+  if (result.remainder != 0 && ((result.remainder < 0) != (b < 0))) {
+    --result.quotient;
+    result.remainder += b;
+  }
+  return result;
+}
+
 void check_verified(const std::vector<std::string>& problems, const std::string& what) {
   if (problems.empty()) return;
   throw RuntimeError{what + " does not verify: " + problems.front() +

@@ -1,7 +1,8 @@
-// Pieces the scalar and VR tile interpreters share: the error they unwind with, the guarded
-// verify-then-run wrapper that turns it into InterpretResult::error, and the global buffers
-// (input checking and rounding, unwritten outputs and intermediates, result collection).
-// The VR tile interpreter includes this; nothing here depends on vrtile.
+// Pieces the scalar, VR tile and MA tile interpreters share: the error they unwind with, the
+// guarded verify-then-run wrapper that turns it into InterpretResult::error, the arithmetic of
+// element-wise ops, and the global buffers (input checking and rounding, unwritten outputs and
+// intermediates, result collection). The tile interpreters include this; nothing here depends
+// on them.
 #pragma once
 
 #include <cstdint>
@@ -40,6 +41,33 @@ inline double round_value(DType dtype, double value) {
 
 // A float unary operation, exact in double (the caller rounds).
 double apply_unary(UnaryOp op, double x);
+
+// A float binary operation, exact in double (the caller rounds): for +, -, *, / the double result
+// rounded to f32 (or narrower) equals the correctly rounded operation in that type. max/min
+// follow fmaxf/fminf (a NaN operand is ignored), as on the GPU. NaN for the index-only
+// FloorDiv and Mod.
+double apply_float_binary(BinaryOp op, double a, double b);
+
+// Floor division and modulo as in Python: the quotient rounds toward -inf and the remainder has
+// the sign of the divisor. Requires b != 0 and not (a == INT64_MIN and b == -1).
+struct FloorDivision {
+  int64_t quotient;
+  int64_t remainder;
+};
+FloorDivision floor_divide(int64_t a, int64_t b);
+
+template <typename T>
+bool compare_values(CompareOp op, T a, T b) {
+  switch (op) {
+    case CompareOp::LT: return a < b;
+    case CompareOp::LE: return a <= b;
+    case CompareOp::GT: return a > b;
+    case CompareOp::GE: return a >= b;
+    case CompareOp::EQ: return a == b;
+    case CompareOp::NE: return a != b;
+  }
+  return false;
+}
 
 // Throws "<what> does not verify: <first problem> (and N more)" when `problems` is not empty.
 void check_verified(const std::vector<std::string>& problems, const std::string& what);

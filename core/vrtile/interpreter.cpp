@@ -16,9 +16,13 @@
 namespace nautilus::vrtile {
 namespace {
 
+using scalar::detail::apply_float_binary;
+using scalar::detail::apply_unary;
 using scalar::detail::bracketed;
 using scalar::detail::BufferState;
-using scalar::detail::apply_unary;
+using scalar::detail::compare_values;
+using scalar::detail::floor_divide;
+using scalar::detail::FloorDivision;
 using scalar::detail::round_value;
 using scalar::detail::row_major_strides;
 using scalar::detail::RuntimeError;
@@ -399,21 +403,8 @@ class Interpreter {
       }
       return;
     }
-    // Exact in double, then rounded: for +, -, *, / the double result rounded to f32 (or
-    // narrower) equals the correctly rounded operation in that type.
     for (size_t i = 0; i < out.size(); ++i) {
-      double value = 0.0;
-      switch (op) {
-        case BinaryOp::Add: value = a[i] + b[i]; break;
-        case BinaryOp::Sub: value = a[i] - b[i]; break;
-        case BinaryOp::Mul: value = a[i] * b[i]; break;
-        case BinaryOp::Div: value = a[i] / b[i]; break;
-        case BinaryOp::Max: value = std::fmax(a[i], b[i]); break;
-        case BinaryOp::Min: value = std::fmin(a[i], b[i]); break;
-        case BinaryOp::FloorDiv:
-        case BinaryOp::Mod: break;  // index-only (verified)
-      }
-      out[i] = round_value(dtype, value);
+      out[i] = round_value(dtype, apply_float_binary(op, a[i], b[i]));
     }
   }
 
@@ -435,12 +426,8 @@ class Interpreter {
                       bracketed(unflatten(result_type(code).shape, static_cast<int64_t>(element))) +
                       ")");
         }
-        int64_t quotient = a / b, remainder = a % b;
-        if (remainder != 0 && ((remainder < 0) != (b < 0))) {
-          --quotient;
-          remainder += b;
-        }
-        value = op == BinaryOp::FloorDiv ? quotient : remainder;
+        const FloorDivision division = floor_divide(a, b);
+        value = op == BinaryOp::FloorDiv ? division.quotient : division.remainder;
         break;
       }
       case BinaryOp::Max: value = a > b ? a : b; break;
@@ -460,18 +447,7 @@ class Interpreter {
     const Tile &a = operand(code, 0), &b = operand(code, 1);
     Tile& out = result(code);
     count_steps(out.size());
-    for (size_t i = 0; i < out.size(); ++i) {
-      bool holds = false;
-      switch (op) {
-        case CompareOp::LT: holds = a[i] < b[i]; break;
-        case CompareOp::LE: holds = a[i] <= b[i]; break;
-        case CompareOp::GT: holds = a[i] > b[i]; break;
-        case CompareOp::GE: holds = a[i] >= b[i]; break;
-        case CompareOp::EQ: holds = a[i] == b[i]; break;
-        case CompareOp::NE: holds = a[i] != b[i]; break;
-      }
-      out[i] = holds ? 1.0 : 0.0;
-    }
+    for (size_t i = 0; i < out.size(); ++i) out[i] = compare_values(op, a[i], b[i]) ? 1.0 : 0.0;
   }
 
   void exec_cast(const OpCode& code) {
