@@ -56,21 +56,6 @@ class BindingSubstituter : public Mutator {
   const VarReplacements& replacements_;
 };
 
-class EverywhereSubstituter : public Mutator {
- public:
-  explicit EverywhereSubstituter(const VarReplacements& replacements)
-      : replacements_(replacements) {}
-
- protected:
-  Expr mutate_VarRef(const VarRef& node, const Expr& self) override {
-    auto it = replacements_.find(node.var.get());
-    return it == replacements_.end() ? self : it->second;
-  }
-
- private:
-  const VarReplacements& replacements_;
-};
-
 class BufferCollector : public Visitor {
  public:
   std::set<const BufferNode*> buffers;
@@ -100,12 +85,6 @@ Expr retarget_accesses(const Expr& expr, const RetargetMap& map) {
 
 Stmt substitute_in_bindings(const Stmt& stmt, const VarReplacements& replacements) {
   BindingSubstituter substituter(replacements);
-  return substituter.mutate(stmt);
-}
-
-Stmt substitute_everywhere(const Stmt& stmt, const VarReplacements& replacements) {
-  if (!stmt) return stmt;
-  EverywhereSubstituter substituter(replacements);
   return substituter.mutate(stmt);
 }
 

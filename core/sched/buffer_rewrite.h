@@ -38,10 +38,6 @@ scalar::Expr retarget_accesses(const scalar::Expr& expr, const RetargetMap& map)
 // only iteration variables and are shared).
 scalar::Stmt substitute_in_bindings(const scalar::Stmt& stmt, const VarReplacements& replacements);
 
-// `stmt` with every variable reference replaced (inside block bodies too): renames the iteration
-// variables of a statement copied into a new block.
-scalar::Stmt substitute_everywhere(const scalar::Stmt& stmt, const VarReplacements& replacements);
-
 // Every buffer `stmt` loads from or stores to.
 std::set<const scalar::BufferNode*> buffers_used(const scalar::Stmt& stmt);
 

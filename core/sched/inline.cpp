@@ -1,8 +1,5 @@
 #include "core/sched/inline.h"
 
-#include <algorithm>
-
-#include "core/scalar/visitor.h"
 #include "core/sched/decision_args.h"
 #include "core/sched/loop_nest.h"
 
@@ -13,31 +10,6 @@ using namespace scalar;
 namespace {
 
 constexpr std::string_view kSignature = "inline(TENSOR)";
-
-// Replaces loads of the inlined buffer by the producer's stored value, with the producer's
-// iteration variable of each dimension replaced by the load's index there.
-class LoadInliner : public Mutator {
- public:
-  LoadInliner(const BufferNode* buffer, std::vector<const VarNode*> store_vars, Expr value)
-      : buffer_(buffer), store_vars_(std::move(store_vars)), value_(std::move(value)) {}
-
- protected:
-  Expr mutate_Load(const Load& node, const Expr& self) override {
-    Expr rewritten = Mutator::mutate_Load(node, self);
-    const Load& load = *rewritten->as<Load>();
-    if (load.buffer.get() != buffer_) return rewritten;
-    VarReplacements replacements;
-    for (size_t d = 0; d < load.indices.size(); ++d) {
-      replacements[store_vars_[d]] = load.indices[d];
-    }
-    return substitute(value_, replacements);
-  }
-
- private:
-  const BufferNode* buffer_;
-  std::vector<const VarNode*> store_vars_;
-  Expr value_;
-};
 
 ApplyResult apply(const ProgramPtr& program, const Decision& decision) {
   std::string reason = check_arg_shape(decision, kSignature, {0, 0, false});
@@ -72,15 +44,8 @@ ApplyResult inline_tensor(const ProgramPtr& program, std::string_view tensor) {
     }
   }
   const Store* store = producer.body->as<Store>();
-  std::vector<const VarNode*> store_vars;
-  for (const Expr& index : store ? store->indices : std::vector<Expr>{}) {
-    const VarRef* ref = index->as<VarRef>();
-    if (!ref ||
-        std::find(store_vars.begin(), store_vars.end(), ref->var.get()) != store_vars.end()) {
-      break;
-    }
-    store_vars.push_back(ref->var.get());
-  }
+  const std::vector<const VarNode*> store_vars =
+      store ? distinct_index_vars(store->indices) : std::vector<const VarNode*>{};
   if (!store || store->buffer.get() != buffer->get() ||
       store_vars.size() != producer.iter_vars.size() ||
       store->indices.size() != store_vars.size()) {
@@ -106,8 +71,7 @@ ApplyResult inline_tensor(const ProgramPtr& program, std::string_view tensor) {
   }
 
   // 3. Substitute into every consumer, then drop the producer and the allocation.
-  LoadInliner inliner(buffer->get(), std::move(store_vars), store->value);
-  Stmt body = inliner.mutate(program->body);
+  Stmt body = inline_loads(program->body, buffer->get(), store_vars, store->value);
   std::optional<BlockPath> path = find_block(body, producer.name);
   body = remove_at(*path, path->stmts.size() - 1);
 

@@ -139,6 +139,31 @@ class Substituter : public Mutator {
   const VarReplacements& replacements_;
 };
 
+// Loads of `buffer_` become `value_` at the load's indices (see inline_loads).
+class LoadInliner : public Mutator {
+ public:
+  LoadInliner(const BufferNode* buffer, const std::vector<const VarNode*>& store_vars,
+              const Expr& value)
+      : buffer_(buffer), store_vars_(store_vars), value_(value) {}
+
+ protected:
+  Expr mutate_Load(const Load& node, const Expr& self) override {
+    Expr rewritten = Mutator::mutate_Load(node, self);
+    const Load& load = *rewritten->as<Load>();
+    if (load.buffer.get() != buffer_) return rewritten;
+    VarReplacements replacements;
+    for (size_t d = 0; d < load.indices.size(); ++d) {
+      replacements[store_vars_[d]] = load.indices[d];
+    }
+    return substitute(value_, replacements);
+  }
+
+ private:
+  const BufferNode* buffer_;
+  const std::vector<const VarNode*>& store_vars_;
+  const Expr& value_;
+};
+
 // `parent` with its child `old_child` replaced by `new_child` (a sequence element is found by
 // pointer identity).
 Stmt replace_child(const Stmt& parent, const Stmt& old_child, Stmt new_child) {
@@ -287,6 +312,28 @@ std::vector<const VarNode*> referenced_vars(const Expr& expr) {
 Expr substitute(const Expr& expr, const VarReplacements& replacements) {
   Substituter substituter(replacements);
   return substituter.mutate(expr);
+}
+
+Stmt substitute_everywhere(const Stmt& stmt, const VarReplacements& replacements) {
+  if (!stmt) return stmt;
+  Substituter substituter(replacements);
+  return substituter.mutate(stmt);
+}
+
+std::vector<const VarNode*> distinct_index_vars(const std::vector<Expr>& indices) {
+  std::vector<const VarNode*> vars;
+  for (const Expr& index : indices) {
+    const VarRef* ref = index->as<VarRef>();
+    if (!ref || std::find(vars.begin(), vars.end(), ref->var.get()) != vars.end()) break;
+    vars.push_back(ref->var.get());
+  }
+  return vars;
+}
+
+Stmt inline_loads(const Stmt& stmt, const BufferNode* buffer,
+                  const std::vector<const VarNode*>& store_vars, const Expr& value) {
+  LoadInliner inliner(buffer, store_vars, value);
+  return inliner.mutate(stmt);
 }
 
 // ---------------------------------------------------------------------------------------------

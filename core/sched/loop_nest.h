@@ -113,6 +113,22 @@ std::vector<const scalar::VarNode*> referenced_vars(const scalar::Expr& expr);
 using VarReplacements = std::unordered_map<const scalar::VarNode*, scalar::Expr>;
 scalar::Expr substitute(const scalar::Expr& expr, const VarReplacements& replacements);
 
+// `stmt` with every variable reference replaced (inside block bodies too): renames the iteration
+// variables of a statement copied into a new block. nullptr stays nullptr.
+scalar::Stmt substitute_everywhere(const scalar::Stmt& stmt, const VarReplacements& replacements);
+
+// The leading `indices` that are plain references to distinct variables: for a producer's store
+// `T[i, j] = e`, its iteration variables by dimension. A shorter result than `indices` means the
+// store is not in that plain form.
+std::vector<const scalar::VarNode*> distinct_index_vars(const std::vector<scalar::Expr>& indices);
+
+// `stmt` with every load `buffer[x0, x1, ...]` replaced by `value` with store_vars[d] replaced by
+// x_d: the value a plain store `buffer[store_vars] = value` (see distinct_index_vars) puts
+// there, computed in place.
+scalar::Stmt inline_loads(const scalar::Stmt& stmt, const scalar::BufferNode* buffer,
+                          const std::vector<const scalar::VarNode*>& store_vars,
+                          const scalar::Expr& value);
+
 // The body with path.stmts[depth] replaced by `replacement`: the ancestors above it are rebuilt,
 // everything else is shared. A sequence child is located by pointer identity.
 scalar::Stmt replace_at(const BlockPath& path, size_t depth, scalar::Stmt replacement);

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "core/scalar/visitor.h"
 #include "core/sched/decision_args.h"
 #include "core/sched/loop_nest.h"
 
@@ -24,28 +23,6 @@ ApplyResult apply(const ProgramPtr& program, const Decision& decision) {
   }
   return rematerialize(program, decision.target, consumer->as_name());
 }
-
-// Loads of the tensor become its value at the load's indices.
-class Recompute : public Mutator {
- public:
-  Recompute(const BufferNode* buffer, std::vector<const VarNode*> store_vars, Expr value)
-      : buffer_(buffer), store_vars_(std::move(store_vars)), value_(std::move(value)) {}
-
- protected:
-  Expr mutate_Load(const Load& node, const Expr& self) override {
-    Expr rewritten = Mutator::mutate_Load(node, self);
-    const Load& l = *rewritten->as<Load>();
-    if (l.buffer.get() != buffer_) return rewritten;
-    VarReplacements replacements;
-    for (size_t d = 0; d < l.indices.size(); ++d) replacements[store_vars_[d]] = l.indices[d];
-    return substitute(value_, replacements);
-  }
-
- private:
-  const BufferNode* buffer_;
-  std::vector<const VarNode*> store_vars_;
-  Expr value_;
-};
 
 // The loop of `path` that iterates a reduce axis of `writer` and also encloses `writer`, or
 // nullptr.
@@ -97,15 +74,8 @@ ApplyResult rematerialize(const ProgramPtr& program, std::string_view tensor_nam
                                 "tensors can be recomputed inside an expression");
   }
   const Store* store = producer.body->as<Store>();
-  std::vector<const VarNode*> store_vars;
-  for (const Expr& index : store ? store->indices : std::vector<Expr>{}) {
-    const VarRef* ref = index->as<VarRef>();
-    if (!ref ||
-        std::find(store_vars.begin(), store_vars.end(), ref->var.get()) != store_vars.end()) {
-      break;
-    }
-    store_vars.push_back(ref->var.get());
-  }
+  const std::vector<const VarNode*> store_vars =
+      store ? distinct_index_vars(store->indices) : std::vector<const VarNode*>{};
   if (!store || store->buffer != *buffer || store_vars.size() != producer.iter_vars.size() ||
       store->indices.size() != store_vars.size()) {
     return ApplyResult::failure("block " + producer.name + " is not a single store " + name +
@@ -151,11 +121,13 @@ ApplyResult rematerialize(const ProgramPtr& program, std::string_view tensor_nam
   }
 
   // 4. Rewrite the consumer only.
-  Recompute recompute(buffer->get(), std::move(store_vars), store->value);
+  auto recompute = [&](const Stmt& stmt) {
+    return inline_loads(stmt, buffer->get(), store_vars, store->value);
+  };
   const Stmt rewritten = make_block(consumer.name, consumer.iter_vars, consumer.bindings,
                                     consumer.predicate,
-                                    consumer.init ? recompute.mutate(consumer.init) : nullptr,
-                                    recompute.mutate(consumer.body), consumer.provenance);
+                                    consumer.init ? recompute(consumer.init) : nullptr,
+                                    recompute(consumer.body), consumer.provenance);
   return ApplyResult::success(with_body(
       program, replace_at(*consumer_path, consumer_path->stmts.size() - 1, rewritten)));
 }
