@@ -21,11 +21,8 @@ ApplyResult apply(const ProgramPtr& program, const Decision& decision) {
   std::string reason =
       check_arg_shape(decision, kSignature, {2, 2, decision.find("at") != nullptr});
   if (!reason.empty()) return ApplyResult::failure(reason);
-  for (const DecisionArg& arg : decision.args) {
-    if (!arg.key.empty() && (arg.key != "at" || arg.is_int())) {
-      return ApplyResult::failure(usage_reason(kSignature, "the only keyword is at=LOOP"));
-    }
-  }
+  reason = check_at_keyword(decision, kSignature);
+  if (!reason.empty()) return ApplyResult::failure(reason);
   const std::vector<const DecisionArg*> args = decision.positional();
   if (args[0]->is_int() || args[1]->is_int()) {
     return ApplyResult::failure(usage_reason(kSignature, "TENSOR and the scope are names"));
@@ -83,15 +80,9 @@ ApplyResult cache_read(const ProgramPtr& input, std::string_view block_name,
       }
     }
   }
-  size_t depth = 0;
-  if (at) {
-    const std::optional<size_t> loop_depth = path->loop_depth(*at);
-    if (!loop_depth) {
-      return ApplyResult::failure("block " + block.name + " has no loop " + *at +
-                                  " around it; its loops are " + path->loop_names());
-    }
-    depth = *loop_depth;
-  }
+  const std::optional<size_t> stage_loop_depth = stage_depth(*path, at, &reason);
+  if (!stage_loop_depth) return ApplyResult::failure(reason);
+  const size_t depth = *stage_loop_depth;
   const std::string where = at ? "one iteration of loop " + *at : "block " + block.name + "'s nest";
 
   // 1. The part of each dimension read in one iteration.

@@ -2,11 +2,31 @@
 
 #include <numeric>
 
-#include "core/sched/loop_nest.h"
+#include "core/sched/decision_args.h"
 
 namespace nautilus::sched {
 
 using namespace scalar;
+
+std::string check_at_keyword(const Decision& decision, std::string_view signature) {
+  for (const DecisionArg& arg : decision.args) {
+    if (!arg.key.empty() && (arg.key != "at" || arg.is_int())) {
+      return usage_reason(signature, "the only keyword is at=LOOP");
+    }
+  }
+  return "";
+}
+
+std::optional<size_t> stage_depth(const BlockPath& path, const std::optional<std::string>& at,
+                                  std::string* reason) {
+  if (!at) return 0;
+  const std::optional<size_t> depth = path.loop_depth(*at);
+  if (!depth) {
+    *reason = "block " + path.block().name + " has no loop " + *at + " around it; its loops are " +
+              path.loop_names();
+  }
+  return depth;
+}
 
 std::optional<CachedDim> range_dim(IndexRange range, int64_t extent, const std::string& what,
                                    std::string* reason) {

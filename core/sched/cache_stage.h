@@ -20,9 +20,12 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/scalar/ir.h"
+#include "core/sched/decision.h"
+#include "core/sched/loop_nest.h"
 #include "core/sched/region.h"
 
 namespace nautilus::sched {
@@ -48,6 +51,14 @@ std::vector<int64_t> local_shape(const std::vector<CachedDim>& dims);
 // iteration variables).
 std::vector<scalar::Expr> local_indices(const std::vector<CachedDim>& dims,
                                         const std::vector<scalar::Expr>& indices);
+
+// The usage reason when `decision` has a keyword other than at=LOOP; empty when it has none.
+std::string check_at_keyword(const Decision& decision, std::string_view signature);
+
+// The depth in `path` of the stage loop `at`, or 0 (the whole nest) without one; nullopt with the
+// reason when the block has no loop of that name around it.
+std::optional<size_t> stage_depth(const BlockPath& path, const std::optional<std::string>& at,
+                                  std::string* reason);
 
 // "shared" / "register" → the scope; nullopt otherwise.
 std::optional<scalar::MemoryScope> parse_cache_scope(const std::string& name);

@@ -19,14 +19,11 @@ namespace {
 constexpr std::string_view kSignature = "cache_write(BLOCK, shared|register[, at=LOOP])";
 
 ApplyResult apply(const ProgramPtr& program, const Decision& decision) {
-  const std::string reason =
+  std::string reason =
       check_arg_shape(decision, kSignature, {1, 1, decision.find("at") != nullptr});
   if (!reason.empty()) return ApplyResult::failure(reason);
-  for (const DecisionArg& arg : decision.args) {
-    if (!arg.key.empty() && (arg.key != "at" || arg.is_int())) {
-      return ApplyResult::failure(usage_reason(kSignature, "the only keyword is at=LOOP"));
-    }
-  }
+  reason = check_at_keyword(decision, kSignature);
+  if (!reason.empty()) return ApplyResult::failure(reason);
   const DecisionArg* scope_arg = decision.positional()[0];
   const std::optional<MemoryScope> scope =
       scope_arg->is_int() ? std::nullopt : parse_cache_scope(scope_arg->as_name());
@@ -74,15 +71,9 @@ ApplyResult cache_write(const ProgramPtr& input, std::string_view block_name, Me
   const std::optional<StoreIndexing> indexing = store_indexing(block, &reason);
   if (!indexing) return ApplyResult::failure(reason);
   const Buffer& tensor = indexing->buffer;
-  size_t depth = 0;
-  if (at) {
-    const std::optional<size_t> loop_depth = path->loop_depth(*at);
-    if (!loop_depth) {
-      return ApplyResult::failure("block " + block.name + " has no loop " + *at +
-                                  " around it; its loops are " + path->loop_names());
-    }
-    depth = *loop_depth;
-  }
+  const std::optional<size_t> stage_loop_depth = stage_depth(*path, at, &reason);
+  if (!stage_loop_depth) return ApplyResult::failure(reason);
+  const size_t depth = *stage_loop_depth;
   const size_t scope_depth = depth == 0 ? 1 : depth;
   const Stmt& scope_stmt = path->stmts[scope_depth];
   const std::string where = at ? "loop " + *at : "the nest of block " + block.name;
