@@ -1021,15 +1021,22 @@ class KernelLowering {
                                      op.constant, v->type, l, v->name);
       return;
     }
+    std::vector<Value> gather;
+    const GlobalAccess access = gather_access(op, l, &gather);
+    env_[v.get()] = b_.global_load(op.buffer, access, gather, op.constant, v->type, l, v->name);
+  }
+
+  // The Gather form of a VR load's or store's access: its index tiles and optional mask,
+  // materialized in layout `l`, appended to `gather` (the op's leading operands).
+  GlobalAccess gather_access(const VOp& op, const RegisterLayout& l, std::vector<Value>* gather) {
     GlobalAccess access;
     access.form = GlobalAccess::Form::Gather;
-    std::vector<Value> gather;
-    for (const VValue& index : vrtile::access_indices(op)) gather.push_back(materialize(index, l));
+    for (const VValue& index : vrtile::access_indices(op)) gather->push_back(materialize(index, l));
     if (const VValue mask = vrtile::access_mask(op)) {
       access.has_mask = true;
-      gather.push_back(materialize(mask, l));
+      gather->push_back(materialize(mask, l));
     }
-    env_[v.get()] = b_.global_load(op.buffer, access, gather, op.constant, v->type, l, v->name);
+    return access;
   }
 
   // A tile copied once (outside the loops that use it, like attention's Q) that is an mma A
@@ -1057,14 +1064,8 @@ class KernelLowering {
       b_.global_store(op.buffer, window_access(*window, nullptr, nullptr), {}, value);
       return;
     }
-    GlobalAccess access;
-    access.form = GlobalAccess::Form::Gather;
     std::vector<Value> gather;
-    for (const VValue& index : vrtile::access_indices(op)) gather.push_back(materialize(index, l));
-    if (const VValue mask = vrtile::access_mask(op)) {
-      access.has_mask = true;
-      gather.push_back(materialize(mask, l));
-    }
+    const GlobalAccess access = gather_access(op, l, &gather);
     b_.global_store(op.buffer, access, gather, value);
   }
 
