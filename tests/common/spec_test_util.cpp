@@ -76,4 +76,12 @@ std::vector<std::string> asset_names() {
   return names;
 }
 
+std::string f32_variant(const std::string& asset) {
+  std::string text = read_text(source_path("assets/specs/" + asset + ".nt"));
+  for (size_t at = text.find("bf16"); at != std::string::npos; at = text.find("bf16", at)) {
+    text.replace(at, 4, "f32");
+  }
+  return text;
+}
+
 }  // namespace nautilus::testing

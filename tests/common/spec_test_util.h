@@ -23,4 +23,8 @@ std::vector<std::string> small_sizes(const std::string& asset);
 // Every asset spec name (stems of assets/specs/*.nt), sorted.
 std::vector<std::string> asset_names();
 
+// The text of assets/specs/<asset>.nt with every bf16 declaration turned into f32 (for
+// compile_text), where tolerances are tight enough to catch small numerical mistakes.
+std::string f32_variant(const std::string& asset);
+
 }  // namespace nautilus::testing

@@ -21,9 +21,9 @@ namespace {
 
 using nautilus::testing::compile_asset;
 using nautilus::testing::compile_text;
+using nautilus::testing::f32_variant;
 using testing::check_lowering;
 using testing::Comparison;
-using testing::f32_variant;
 using testing::lower_or_fail;
 
 uint64_t count(const Comparison& c, const std::string& instruction) {

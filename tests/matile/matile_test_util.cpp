@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 
 #include "core/spec/reference.h"
-#include "tests/common/golden.h"
 
 namespace nautilus::matile::testing {
 
@@ -39,15 +38,6 @@ Comparison check_lowering(const driver::Compilation& compilation, const vrtile::
   out.error_vs_vr = compare_tensors(actual, expected).max_relative_error;
   EXPECT_LE(out.error_vs_vr, tolerance(actual.dtype));
   return out;
-}
-
-std::string f32_variant(const std::string& asset) {
-  std::string text = nautilus::testing::read_text(
-      nautilus::testing::source_path("assets/specs/" + asset + ".nt"));
-  for (size_t at = text.find("bf16"); at != std::string::npos; at = text.find("bf16", at)) {
-    text.replace(at, 4, "f32");
-  }
-  return text;
 }
 
 }  // namespace nautilus::matile::testing

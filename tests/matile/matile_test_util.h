@@ -28,7 +28,4 @@ struct Comparison {
 Comparison check_lowering(const driver::Compilation& compilation, const vrtile::ModulePtr& vr,
                           const Module& ma, const std::string& output, bool exact, int seed = 7);
 
-// The asset's text with every bf16 declaration turned into f32.
-std::string f32_variant(const std::string& asset);
-
 }  // namespace nautilus::matile::testing

@@ -20,6 +20,7 @@
 namespace nautilus::rewrite {
 namespace {
 
+using nautilus::testing::f32_variant;
 using test_kernels::Normalization;
 using testing::check_against_reference;
 using testing::CheckResult;
@@ -47,7 +48,7 @@ void PrintTo(const Case& c, std::ostream* out) {
 }
 
 driver::Compilation compile(const Case& c) {
-  return c.f32 ? nautilus::testing::compile_text(testing::f32_variant("attention"), c.bindings)
+  return c.f32 ? nautilus::testing::compile_text(f32_variant("attention"), c.bindings)
                : nautilus::testing::compile_asset("attention", c.bindings);
 }
 

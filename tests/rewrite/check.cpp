@@ -6,7 +6,6 @@
 #include "core/support/tensor.h"
 #include "core/vrtile/interpreter.h"
 #include "core/vrtile/verifier.h"
-#include "tests/common/golden.h"
 
 namespace nautilus::rewrite::testing {
 namespace {
@@ -87,15 +86,6 @@ CheckResult check_equivalent(const vrtile::Module& before, const vrtile::Module&
     }
   }
   return result;
-}
-
-std::string f32_variant(const std::string& asset) {
-  std::string text = nautilus::testing::read_text(
-      nautilus::testing::source_path("assets/specs/" + asset + ".nt"));
-  for (size_t at = text.find("bf16"); at != std::string::npos; at = text.find("bf16", at)) {
-    text.replace(at, 4, "f32");
-  }
-  return text;
 }
 
 }  // namespace nautilus::rewrite::testing

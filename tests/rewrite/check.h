@@ -27,7 +27,4 @@ CheckResult check_against_reference(const driver::Compilation& compilation,
 CheckResult check_equivalent(const vrtile::Module& before, const vrtile::Module& after,
                              double tolerance, uint64_t seed = 11);
 
-// The asset's text with every bf16 declaration turned into f32.
-std::string f32_variant(const std::string& asset);
-
 }  // namespace nautilus::rewrite::testing

@@ -21,6 +21,7 @@ namespace {
 
 using nautilus::testing::compile_asset;
 using nautilus::testing::compile_text;
+using nautilus::testing::f32_variant;
 using testing::check_against_reference;
 
 void expect_list_keeps_correct(const driver::Compilation& compilation,
@@ -52,7 +53,7 @@ TEST(HandBuilt, OnlineSoftmaxStaysCorrect) {
     const driver::Compilation bf16 = compile_asset("softmax", sizes);
     ASSERT_TRUE(bf16.ok());
     expect_list_keeps_correct(bf16, vrtile::test_kernels::online_softmax(*bf16.program, 4, 16), "Y");
-    const driver::Compilation f32 = compile_text(testing::f32_variant("softmax"), sizes);
+    const driver::Compilation f32 = compile_text(f32_variant("softmax"), sizes);
     ASSERT_TRUE(f32.ok());
     expect_list_keeps_correct(f32, vrtile::test_kernels::online_softmax(*f32.program, 4, 16), "Y");
   }
@@ -66,7 +67,7 @@ TEST(HandBuilt, FlashAttentionStaysCorrect) {
     ASSERT_TRUE(bf16.ok());
     expect_list_keeps_correct(bf16, vrtile::test_kernels::flash_attention(*bf16.program, 8, 16),
                               "O");
-    const driver::Compilation f32 = compile_text(testing::f32_variant("attention"), sizes);
+    const driver::Compilation f32 = compile_text(f32_variant("attention"), sizes);
     ASSERT_TRUE(f32.ok());
     expect_list_keeps_correct(f32, vrtile::test_kernels::flash_attention(*f32.program, 8, 16),
                               "O");

@@ -23,6 +23,7 @@ namespace {
 
 using testing::compile_asset;
 using testing::compile_text;
+using testing::f32_variant;
 
 struct Sizes {
   std::vector<std::string> bindings;
@@ -32,15 +33,6 @@ struct Sizes {
 void PrintTo(const Sizes& sizes, std::ostream* out) {
   for (const std::string& binding : sizes.bindings) *out << binding << " ";
   *out << "tiles " << sizes.tile_a << ", " << sizes.tile_b << ", " << sizes.tile_c;
-}
-
-// The asset's text with every bf16 declaration turned into f32.
-std::string f32_variant(const std::string& asset) {
-  std::string text = testing::read_text(testing::source_path("assets/specs/" + asset + ".nt"));
-  for (size_t at = text.find("bf16"); at != std::string::npos; at = text.find("bf16", at)) {
-    text.replace(at, 4, "f32");
-  }
-  return text;
 }
 
 // Runs `module` and the scalar program of `compilation` on the same random inputs and checks
