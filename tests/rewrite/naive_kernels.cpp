@@ -1,47 +1,23 @@
 #include "tests/rewrite/naive_kernels.h"
 
 #include <cmath>
-#include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "tests/vrtile/kernels.h"
 
 namespace nautilus::rewrite::test_kernels {
 namespace {
 
 using namespace vrtile;
+using vrtile::test_kernels::ceil_div;
+using vrtile::test_kernels::f32;
+using vrtile::test_kernels::program_buffer;
+using vrtile::test_kernels::tile_range;
+using vrtile::test_kernels::TileRange;
 
 // As in tests/vrtile/kernels.cpp: no Builder call here has more than one argument that emits
 // ops, so the printed order does not depend on the compiler's argument evaluation order.
-
-Buffer buffer(const scalar::Program& program, const std::string& name) {
-  const Buffer* found = program.find_buffer(name);
-  if (!found) throw std::invalid_argument("program " + program.name + " has no buffer " + name);
-  return *found;
-}
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-TileType f32(std::vector<int64_t> shape) { return TileType{DType::F32, std::move(shape)}; }
-
-// tile_var * tile + iota, and the mask of indices below `extent` (null without a tail).
-struct TileRange {
-  Value indices, in_bounds;
-};
-
-TileRange tile_range(Builder& b, const Value& tile_var, int64_t tile, int64_t extent,
-                     const std::string& name) {
-  const Value iota = b.iota(tile, name + "_iota");
-  const Value size = b.full(static_cast<double>(tile), index_scalar(), name + "_size");
-  const Value start = b.binary(BinaryOp::Mul, tile_var, size, name + "_start");
-  const Value start_tile = b.broadcast(start, {tile}, {}, name + "_start_t");
-  TileRange range{b.binary(BinaryOp::Add, start_tile, iota, name), nullptr};
-  if (extent % tile != 0) {
-    const Value limit =
-        b.full(static_cast<double>(extent), TileType{DType::Index, {tile}}, name + "_extent");
-    range.in_bounds = b.compare(CompareOp::LT, range.indices, limit, name + "_ok");
-  }
-  return range;
-}
 
 struct Problem {
   Buffer Q, K, V, O;
@@ -56,7 +32,7 @@ struct KeyTile {
 
 KeyTile key_tile(Builder& b, const Problem& pr, const Value& q, const Value& b_var,
                  const Value& h_var, const Value& n_o) {
-  const TileRange cols = tile_range(b, n_o, pr.BN, pr.N, "cols");
+  const TileRange cols = tile_range(b, n_o, b.iota(pr.BN, "cols_iota"), pr.BN, pr.N, "cols");
   const Value kb = b.broadcast(b_var, {pr.BN, pr.D}, {}, "kb");
   const Value kh = b.broadcast(h_var, {pr.BN, pr.D}, {}, "kh");
   const Value kn = b.broadcast(cols.indices, {pr.BN, pr.D}, {0}, "kn");
@@ -83,8 +59,8 @@ KeyTile key_tile(Builder& b, const Problem& pr, const Value& q, const Value& b_v
 
 ModulePtr naive_attention(const scalar::Program& program, int64_t BM, int64_t BN,
                           Normalization normalization) {
-  Problem pr{buffer(program, "Q"), buffer(program, "K"), buffer(program, "V"),
-             buffer(program, "O"), 0, 0, 0, 0, 0, BM, BN};
+  Problem pr{program_buffer(program, "Q"), program_buffer(program, "K"), program_buffer(program, "V"),
+             program_buffer(program, "O"), 0, 0, 0, 0, 0, BM, BN};
   pr.B = pr.Q->shape[0];
   pr.H = pr.Q->shape[1];
   pr.M = pr.Q->shape[2];
@@ -95,7 +71,7 @@ ModulePtr naive_attention(const scalar::Program& program, int64_t BM, int64_t BN
   const Value b_var = b.grid("b", pr.B);
   const Value h_var = b.grid("h", pr.H);
   const Value m_o = b.grid("m_o", ceil_div(pr.M, BM));
-  const TileRange rows = tile_range(b, m_o, BM, pr.M, "rows");
+  const TileRange rows = tile_range(b, m_o, b.iota(BM, "rows_iota"), BM, pr.M, "rows");
   const Value qb = b.broadcast(b_var, {BM, pr.D}, {}, "qb");
   const Value qh = b.broadcast(h_var, {BM, pr.D}, {}, "qh");
   const Value qm = b.broadcast(rows.indices, {BM, pr.D}, {0}, "qm");

@@ -12,37 +12,6 @@ namespace {
 // are evaluated open: so that the golden text does not depend on the compiler, no call here has
 // more than one argument that builds ops.
 
-Buffer buffer(const scalar::Program& program, const std::string& name) {
-  const Buffer* found = program.find_buffer(name);
-  if (!found) throw std::invalid_argument("program " + program.name + " has no buffer " + name);
-  return *found;
-}
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-TileType f32(std::vector<int64_t> shape) { return TileType{DType::F32, std::move(shape)}; }
-
-// One tile of an axis: the indices tile_var * tile + [0, 1, ..., tile - 1] and the mask of those
-// below `extent`, which is null when the extent is a multiple of the tile (no tail to mask).
-struct TileRange {
-  Value indices;
-  Value in_bounds;
-};
-
-TileRange tile_range(Builder& b, const Value& tile_var, const Value& iota, int64_t tile,
-                     int64_t extent, const std::string& name) {
-  const Value size = b.full(static_cast<double>(tile), index_scalar(), name + "_size");
-  const Value start = b.binary(BinaryOp::Mul, tile_var, size, name + "_start");
-  const Value start_tile = b.broadcast(start, {tile}, {}, name + "_start_t");
-  TileRange range{b.binary(BinaryOp::Add, start_tile, iota, name), nullptr};
-  if (extent % tile != 0) {
-    const Value limit =
-        b.full(static_cast<double>(extent), TileType{DType::Index, {tile}}, name + "_extent");
-    range.in_bounds = b.compare(CompareOp::LT, range.indices, limit, name + "_ok");
-  }
-  return range;
-}
-
 // A broadcast of an optional mask (null stays null).
 Value broadcast_mask(Builder& b, const Value& mask, std::vector<int64_t> shape,
                      std::vector<int> dims, const std::string& name) {
@@ -62,8 +31,32 @@ ModulePtr single_kernel_module(const scalar::Program& program, KernelPtr kernel)
 
 }  // namespace
 
+Buffer program_buffer(const scalar::Program& program, const std::string& name) {
+  const Buffer* found = program.find_buffer(name);
+  if (!found) throw std::invalid_argument("program " + program.name + " has no buffer " + name);
+  return *found;
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+TileType f32(std::vector<int64_t> shape) { return TileType{DType::F32, std::move(shape)}; }
+
+TileRange tile_range(Builder& b, const Value& tile_var, const Value& iota, int64_t tile,
+                     int64_t extent, const std::string& name) {
+  const Value size = b.full(static_cast<double>(tile), index_scalar(), name + "_size");
+  const Value start = b.binary(BinaryOp::Mul, tile_var, size, name + "_start");
+  const Value start_tile = b.broadcast(start, {tile}, {}, name + "_start_t");
+  TileRange range{b.binary(BinaryOp::Add, start_tile, iota, name), nullptr};
+  if (extent % tile != 0) {
+    const Value limit =
+        b.full(static_cast<double>(extent), TileType{DType::Index, {tile}}, name + "_extent");
+    range.in_bounds = b.compare(CompareOp::LT, range.indices, limit, name + "_ok");
+  }
+  return range;
+}
+
 ModulePtr tiled_gemm(const scalar::Program& program, int64_t BM, int64_t BN, int64_t BK) {
-  const Buffer A = buffer(program, "A"), B = buffer(program, "B"), C = buffer(program, "C");
+  const Buffer A = program_buffer(program, "A"), B = program_buffer(program, "B"), C = program_buffer(program, "C");
   const int64_t M = A->shape[0], K = A->shape[1], N = B->shape[1];
   Builder b;
   const Value m_o = b.grid("m_o", ceil_div(M, BM));
@@ -102,7 +95,7 @@ ModulePtr tiled_gemm(const scalar::Program& program, int64_t BM, int64_t BN, int
 }
 
 ModulePtr online_softmax(const scalar::Program& program, int64_t BR, int64_t BC) {
-  const Buffer X = buffer(program, "X"), Y = buffer(program, "Y");
+  const Buffer X = program_buffer(program, "X"), Y = program_buffer(program, "Y");
   const int64_t R = X->shape[0], C = X->shape[1];
   Builder b;
   const Value r_o = b.grid("r_o", ceil_div(R, BR));
@@ -166,8 +159,8 @@ ModulePtr online_softmax(const scalar::Program& program, int64_t BR, int64_t BC)
 }
 
 ModulePtr flash_attention(const scalar::Program& program, int64_t BM, int64_t BN) {
-  const Buffer Q = buffer(program, "Q"), K = buffer(program, "K"), V = buffer(program, "V"),
-               O = buffer(program, "O");
+  const Buffer Q = program_buffer(program, "Q"), K = program_buffer(program, "K"), V = program_buffer(program, "V"),
+               O = program_buffer(program, "O");
   const int64_t B = Q->shape[0], H = Q->shape[1], M = Q->shape[2], D = Q->shape[3];
   const int64_t N = K->shape[2];
   // Each op carries the provenance of the spec statement it implements, as lowering gives it,

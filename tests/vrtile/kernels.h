@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "core/scalar/ir.h"
 #include "core/vrtile/ir.h"
@@ -25,5 +27,24 @@ ModulePtr online_softmax(const scalar::Program& program, int64_t BR, int64_t BC)
 // output accumulator (each rescaled by exp(max_old - max_new)); the division by the sum happens
 // once after the loop (delayed normalization). Keys past N are masked to -inf before the max.
 ModulePtr flash_attention(const scalar::Program& program, int64_t BM, int64_t BN);
+
+// Building blocks of the kernels above, shared with the naive kernels of tests/rewrite.
+
+// The buffer `name` of `program`; throws std::invalid_argument when there is none.
+Buffer program_buffer(const scalar::Program& program, const std::string& name);
+
+int64_t ceil_div(int64_t a, int64_t b);
+
+TileType f32(std::vector<int64_t> shape);
+
+// One tile of an axis: the indices tile_var * tile + iota (iota = [0, 1, ..., tile - 1]) and the
+// mask of those below `extent`, which is null when the extent is a multiple of the tile (no tail
+// to mask).
+struct TileRange {
+  Value indices;
+  Value in_bounds;
+};
+TileRange tile_range(Builder& b, const Value& tile_var, const Value& iota, int64_t tile,
+                     int64_t extent, const std::string& name);
 
 }  // namespace nautilus::vrtile::test_kernels
