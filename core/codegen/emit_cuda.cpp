@@ -772,26 +772,9 @@ class KernelEmitter {
     };
     const layout::Swizzle& swizzle = alloc.layout.swizzle;
     auto swizzled = [&](int64_t offset) { return swizzle.is_identity() ? offset : swizzle(offset); };
-    // Split the constant into a part that XORs into the swizzled lane offset and a part added
-    // after it (the instruction's immediate): swizzle(base + x + a) == (swizzle(base) ^ X) + A
-    // for every thread. Axes are tried as the XOR part from none (all added) upwards.
-    std::optional<std::pair<int64_t, int64_t>> form;  // (X, A) in elements
-    for (uint32_t mask = 0; mask < (1u << rank) && !form; ++mask) {
-      int64_t xor_part = 0, total = 0;
-      for (size_t k = 0; k < rank; ++k) {
-        total += axis_constant[k];
-        if (mask & (1u << k)) xor_part += axis_constant[k];
-      }
-      const int64_t base0 = thread_base(0);
-      const int64_t x = swizzled(base0 + xor_part) ^ swizzled(base0);
-      const int64_t a = swizzled(base0 + total) - (swizzled(base0) ^ x);
-      bool holds = true;
-      for (int64_t t = 0; t < coords.threads && holds; ++t) {
-        const int64_t base = thread_base(t);
-        holds = base >= 0 && base + total >= 0 && swizzled(base + total) == (swizzled(base) ^ x) + a;
-      }
-      if (holds) form = std::make_pair(x, a);
-    }
+    std::vector<int64_t> bases(static_cast<size_t>(coords.threads));
+    for (int64_t t = 0; t < coords.threads; ++t) bases[static_cast<size_t>(t)] = thread_base(t);
+    const std::optional<SwizzleSplit> form = split_swizzled_offset(swizzled, bases, axis_constant);
     std::string address = shared_window_base(alloc);
     if (ref.stage) address += " + " + name_of(ref.stage) + " * " + str(alloc.stage_elements * bytes) + "u";
     if (form) {
@@ -804,7 +787,7 @@ class KernelEmitter {
       const std::string lane = hoisted("unsigned", "lane_offset",
                                        parenthesized(lane_offset) + " * " + str(bytes) + "u");
       // The added constant goes last so that it can become the instruction's immediate offset.
-      const auto [x, a] = *form;
+      const int64_t x = form->xor_part, a = form->add_part;
       const std::string lane_part = x ? "(" + lane + " ^ " + str(x * bytes) + "u)" : lane;
       return "(" + address + " + " + lane_part + ")" + (a ? " + " + str(a * bytes) + "u" : "");
     }
@@ -1478,6 +1461,7 @@ class KernelEmitter {
     const std::vector<Value> gather = matile::gather_indices(op);
     const Value mask = matile::gather_mask(op);
     declare(result);
+    if (planned_window_load(op, result)) return;
     const std::string buffer = buffer_name(op.buffer);
     const std::string other = constant_of(op.constant, op.buffer->dtype);
     for_slots(result->layout.slots(), [&](const std::string& s) {
@@ -1518,98 +1502,145 @@ class KernelEmitter {
             conditions(layout.tv.layout.mode(1), slot, layout.slots())};
   }
 
-  // A window store that can never leave its bounds, written by one thread per element, to a
-  // buffer indexed in 32 bits: the flat index is a uniform part, a hoisted per-thread part and a
-  // constant per slot, and slot pairs holding neighbouring elements at even indices are stored
-  // together (4 bytes for 16-bit types, 8 for f32). False when any of that does not hold.
-  bool unchecked_window_store(const Op& op, const Value& value) {
+  // A window access of a register tile, slot by slot, in 32-bit indices: the flat index of slot
+  // v is `base + slot_flat[v]` (base: the window's uniform offsets plus the hoisted thread part)
+  // and slot_check[v] the bounds it can fail (empty: it never can, by the ranges of the offsets
+  // and the layout's reach). Slot pairs holding neighbouring elements at even indices in every
+  // thread can be accessed together. nullopt for gathers and buffers of 2^31 elements or more.
+  struct WindowPlan {
+    std::string base;
+    std::vector<int64_t> slot_flat;
+    std::vector<std::string> slot_check;
+    bool even_start = false;  // base is even in every thread
+    bool pair(int64_t v) const {
+      const auto i = static_cast<size_t>(v);
+      return even_start && i + 1 < slot_flat.size() && slot_flat[i] % 2 == 0 &&
+             slot_flat[i + 1] == slot_flat[i] + 1 && slot_check[i].empty() && slot_check[i + 1].empty();
+    }
+    std::string at(int64_t v) const {
+      const int64_t flat = slot_flat[static_cast<size_t>(v)];
+      return flat ? base + " + " + str(flat) : base;
+    }
+  };
+
+  std::optional<WindowPlan> window_plan(const Op& op, const Value& value, const Value& predicate = nullptr) {
     const matile::GlobalAccess& access = op.access;
     const size_t rank = op.buffer->shape.size();
     const std::vector<int64_t>& shape = value->type.shape;
     if (access.form != matile::GlobalAccess::Form::Window || rank == 0 || access.tile_axes.size() != rank ||
         access.offsets.size() != rank || access.bounds.size() != rank) {
-      return false;
+      return std::nullopt;
     }
-    auto [thread_writes, slot_writes] = single_writer(value->layout, "s");
-    if (!thread_writes.empty() || !slot_writes.empty()) return false;
     int64_t elements = 1;
     for (int64_t extent : op.buffer->shape) elements *= extent;
-    if (elements >= (int64_t{1} << 31)) return false;
+    if (elements >= (int64_t{1} << 31)) return std::nullopt;
     const LayoutInfo& info = layout_info(value->layout.tv, shape, matile::op_label(op));
     const int64_t threads = info.coords.threads, slots = value->layout.slots();
     std::vector<int64_t> stride(rank, 1);
     for (size_t j = rank - 1; j-- > 0;) stride[j] = stride[j + 1] * op.buffer->shape[j + 1];
+    WindowPlan plan;
+    plan.slot_flat.assign(static_cast<size_t>(slots), 0);
+    plan.slot_check.assign(static_cast<size_t>(slots), "");
     std::string uniform, per_thread;
     int64_t uniform_alignment = 0;  // every uniform part is a multiple of it (0: the part is 0)
     std::vector<int64_t> thread_flat(static_cast<size_t>(threads), 0);
     for (size_t j = 0; j < rank; ++j) {
-      const std::optional<IndexRange> offset = range_of(access.offsets[j]);
-      if (!offset) return false;
-      int64_t reach = offset->hi;
+      const std::string factor = stride[j] == 1 ? "" : " * " + str(stride[j]);
+      const std::optional<IndexRange> offset = range_given(access.offsets[j], predicate);
       const int a = access.tile_axes[j];
+      int64_t thread_most = 0;
+      std::string thread_part;
       if (a >= 0) {
         const size_t axis = static_cast<size_t>(a);
-        int64_t thread_most = 0, slot_most = 0;
         for (int64_t t = 0; t < threads; ++t) {
           const int64_t part = evaluate_terms(info.coords.thread_terms[axis], t);
           thread_most = std::max(thread_most, part);
           thread_flat[static_cast<size_t>(t)] += part * stride[j];
         }
-        for (int64_t v = 0; v < slots; ++v) {
-          slot_most = std::max(slot_most, evaluate_terms(info.coords.slot_terms[axis], v));
-        }
-        const int64_t most = thread_most + slot_most;
-        reach += most;
         if (info.thread_vars[axis] != "0") {
-          per_thread += (per_thread.empty() ? "" : " + ") + info.thread_vars[axis] +
-                        (stride[j] == 1 ? "" : " * " + str(stride[j]));
+          thread_part = info.thread_vars[axis];
+          per_thread += (per_thread.empty() ? "" : " + ") + thread_part + factor;
         }
       }
-      if (reach >= access.bounds[j]) return false;
       if (access.offsets[j]) {
-        uniform += (uniform.empty() ? "" : " + ") + name_of(access.offsets[j]) +
-                   (stride[j] == 1 ? "" : " * " + str(stride[j]));
+        uniform += (uniform.empty() ? "" : " + ") + name_of(access.offsets[j]) + factor;
         uniform_alignment = std::gcd(uniform_alignment, alignment_of(access.offsets[j]) * stride[j]);
       }
-    }
-    auto slot_flat = [&](int64_t v) {
-      int64_t flat = 0;
-      for (size_t j = 0; j < rank; ++j) {
-        if (access.tile_axes[j] >= 0) {
-          flat += evaluate_terms(info.coords.slot_terms[static_cast<size_t>(access.tile_axes[j])], v) * stride[j];
-        }
+      for (int64_t v = 0; v < slots; ++v) {
+        const int64_t constant = a >= 0 ? evaluate_terms(info.coords.slot_terms[static_cast<size_t>(a)], v) : 0;
+        plan.slot_flat[static_cast<size_t>(v)] += constant * stride[j];
+        if (offset && offset->hi + thread_most + constant < access.bounds[j]) continue;
+        std::string index = access.offsets[j] ? name_of(access.offsets[j]) : "";
+        if (!thread_part.empty()) index += (index.empty() ? "" : " + ") + thread_part;
+        if (constant || index.empty()) index += (index.empty() ? "" : " + ") + str(constant);
+        std::string& check = plan.slot_check[static_cast<size_t>(v)];
+        check += (check.empty() ? "" : " && ") + parenthesized(index) + " < " + str(access.bounds[j]);
       }
-      return flat;
-    };
+    }
     const std::string buffer = buffer_name(op.buffer);
     std::string start = per_thread.empty() ? "" : hoisted("int", buffer + "_thread", per_thread);
     if (!uniform.empty()) start = start.empty() ? uniform : uniform + " + " + start;
-    if (!start.empty()) {
+    if (!start.empty() && !uniform.empty()) {
       const std::string start_name = unique(buffer + "_start");
       line("const int " + start_name + " = " + start + ";");
       start = start_name;
     }
-    const std::string base = start.empty() ? buffer : "(" + buffer + " + " + start + ")";
-    // Pairs need an even flat index in every thread (so the 2-element access is aligned).
+    plan.base = start.empty() ? buffer : "(" + buffer + " + " + start + ")";
+    plan.even_start = uniform_alignment % 2 == 0 &&
+                      std::all_of(thread_flat.begin(), thread_flat.end(), [](int64_t f) { return f % 2 == 0; });
+    return plan;
+  }
+
+  // Window stores through a WindowPlan: checks only where an index can reach its bound, and
+  // unchecked neighbouring pairs as one 4-byte (16-bit types) or 8-byte (f32) store.
+  bool planned_window_store(const Op& op, const Value& value) {
+    std::optional<WindowPlan> plan = window_plan(op, value);
+    if (!plan) return false;
     const DType dtype = op.buffer->dtype;
-    const bool pairable = (is_narrow_float(dtype) || dtype == DType::F32) && uniform_alignment % 2 == 0 &&
-                          std::all_of(thread_flat.begin(), thread_flat.end(), [](int64_t f) { return f % 2 == 0; });
-    line("// in bounds for every index the window can take: no checks");
-    for (int64_t v = 0; v < slots; ++v) {
-      const int64_t flat = slot_flat(v);
-      const std::string at_flat = flat ? base + " + " + str(flat) : base;
-      if (pairable && v + 1 < slots && flat % 2 == 0 && slot_flat(v + 1) == flat + 1) {
+    const bool pairs = is_narrow_float(dtype) || dtype == DType::F32;
+    for (int64_t v = 0; v < value->layout.slots(); ++v) {
+      // Replicated holders store the same value; one of them is enough.
+      auto [thread_writes, slot_writes] = single_writer(value->layout, str(v));
+      std::string valid = plan->slot_check[static_cast<size_t>(v)];
+      for (const std::string& condition : {thread_writes, slot_writes}) {
+        if (!condition.empty()) valid = valid.empty() ? condition : condition + " && " + valid;
+      }
+      if (pairs && thread_writes.empty() && slot_writes.empty() && plan->pair(v) &&
+          single_writer(value->layout, str(v + 1)).second.empty()) {
         if (dtype == DType::F32) {
-          line("*reinterpret_cast<float2*>(" + at_flat + ") = make_float2(" + at(value, str(v)) + ", " +
+          line("*reinterpret_cast<float2*>(" + plan->at(v) + ") = make_float2(" + at(value, str(v)) + ", " +
                at(value, str(v + 1)) + ");");
         } else {
-          line("*reinterpret_cast<unsigned*>(" + at_flat + ") = pack2(" + at(value, str(v)) + ", " +
+          line("*reinterpret_cast<unsigned*>(" + plan->at(v) + ") = pack2(" + at(value, str(v)) + ", " +
                at(value, str(v + 1)) + ");");
         }
         ++v;
         continue;
       }
-      line("*(" + at_flat + ") = " + at(value, str(v)) + ";");
+      const std::string store = "*(" + plan->at(v) + ") = " + at(value, str(v)) + ";";
+      line(valid.empty() ? store : "if (" + valid + ") " + store);
+    }
+    return true;
+  }
+
+  // Window loads through a WindowPlan: checks only where an index can reach its bound, and
+  // unchecked neighbouring pairs of 16-bit elements as one 4-byte load.
+  bool planned_window_load(const Op& op, const Value& result) {
+    std::optional<WindowPlan> plan = window_plan(op, result);
+    if (!plan) return false;
+    const DType dtype = op.buffer->dtype;
+    if (result->type.dtype != dtype) invalid(matile::op_label(op) + ": loaded dtype differs from the buffer's");
+    const std::string other = constant_of(op.constant, dtype);
+    for (int64_t v = 0; v < result->layout.slots(); ++v) {
+      if (is_narrow_float(dtype) && plan->pair(v)) {
+        line("unpack2(*reinterpret_cast<const unsigned*>(" + plan->at(v) + "), " + at(result, str(v)) + ", " +
+             at(result, str(v + 1)) + ");");
+        ++v;
+        continue;
+      }
+      const std::string& valid = plan->slot_check[static_cast<size_t>(v)];
+      const std::string read = "*(" + plan->at(v) + ")";
+      line(at(result, str(v)) + " = " + (valid.empty() ? read : valid + " ? " + read + " : " + other) + ";");
     }
     return true;
   }
@@ -1627,7 +1658,7 @@ class KernelEmitter {
     const std::string buffer = buffer_name(op.buffer);
     const DType dtype = op.buffer->dtype;
     if (value->type.dtype != dtype) invalid(matile::op_label(op) + ": stored dtype differs from the buffer's");
-    if (unchecked_window_store(op, value)) return;
+    if (planned_window_store(op, value)) return;
     for_slots(value->layout.slots(), [&](const std::string& s) {
       std::vector<std::string> indices;
       std::string valid;
@@ -1966,6 +1997,32 @@ class KernelEmitter {
 };
 
 }  // namespace
+
+std::optional<SwizzleSplit> split_swizzled_offset(const std::function<int64_t(int64_t)>& swizzle,
+                                                  const std::vector<int64_t>& bases,
+                                                  const std::vector<int64_t>& axis_constants) {
+  if (bases.empty() || axis_constants.size() > 16) return std::nullopt;
+  int64_t total = 0;
+  for (int64_t c : axis_constants) total += c;
+  for (uint32_t mask = 0; mask < (1u << axis_constants.size()); ++mask) {
+    int64_t xor_constant = 0;
+    for (size_t k = 0; k < axis_constants.size(); ++k) {
+      if (mask & (1u << k)) xor_constant += axis_constants[k];
+    }
+    const int64_t base0 = bases.front();
+    SwizzleSplit split;
+    split.xor_part = swizzle(base0 + xor_constant) ^ swizzle(base0);
+    split.add_part = swizzle(base0 + total) - (swizzle(base0) ^ split.xor_part);
+    bool holds = true;
+    for (size_t i = 0; i < bases.size() && holds; ++i) {
+      const int64_t base = bases[i];
+      holds = base >= 0 && base + total >= 0 &&
+              swizzle(base + total) == (swizzle(base) ^ split.xor_part) + split.add_part;
+    }
+    if (holds) return split;
+  }
+  return std::nullopt;
+}
 
 Result<EmittedModule> emit_cuda(const Module& module, const EmitOptions& options) {
   const std::vector<std::string> problems = matile::verify(module);

@@ -39,6 +39,8 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -69,5 +71,20 @@ struct EmittedModule {
 };
 
 Result<EmittedModule> emit_cuda(const matile::Module& module, const EmitOptions& options = {});
+
+// How the emitter keeps swizzled shared addresses cheap inside loops: for an access whose
+// (unswizzled) element offset is a per-thread `base` plus constants (one per allocation axis),
+// the swizzled offset is (swizzle(base) ^ xor_part) + add_part in every thread, so swizzle(base)
+// is computed once and each access costs at most one XOR plus an immediate. The axes' constants
+// are tried as the XOR part from none (all added) upwards; nullopt when no split holds for every
+// base (the emitter then swizzles the whole offset in place). `swizzle` must be CuTe's
+// Swizzle<B, M, S> as core/layout defines it.
+struct SwizzleSplit {
+  int64_t xor_part = 0;
+  int64_t add_part = 0;
+};
+std::optional<SwizzleSplit> split_swizzled_offset(const std::function<int64_t(int64_t)>& swizzle,
+                                                  const std::vector<int64_t>& bases,
+                                                  const std::vector<int64_t>& axis_constants);
 
 }  // namespace nautilus::codegen
