@@ -941,6 +941,7 @@ class KernelEmitter {
     } else {
       declare(result);
     }
+    if (op.kind == OpKind::Cast && paired_narrowing(op)) return;
     for_slots(result->layout.slots(), [&](const std::string& s) {
       const std::string target = at(result, s);
       auto operand = [&](size_t i) { return at(op.operands[i], s); };
@@ -984,6 +985,29 @@ class KernelEmitter {
     });
     if (scalar_form) definitions_[result.get()] = &op;
     if (scalar_form && dtype == DType::Index) track_range(op);
+  }
+
+  // An f32 tile cast to bf16/f16 two slots at a time: one cvt.rn.bf16x2.f32 (or f16x2) per pair
+  // instead of a conversion per element and a pack before the mma. Each half is rounded to
+  // nearest even, as the one-element conversion does.
+  bool paired_narrowing(const Op& op) {
+    const Value& result = op.results[0];
+    const Value& source = op.operands[0];
+    const int64_t slots = result->layout.slots();
+    const DType dtype = result->type.dtype;
+    if (source->type.dtype != DType::F32 || !is_narrow_float(dtype) || slots < 2 || slots % 2 != 0 ||
+        source->layout.slots() != slots) {
+      return false;
+    }
+    const bool bf16 = dtype == DType::BF16;
+    line("#pragma unroll");
+    line("for (int s = 0; s < " + str(slots) + "; s += 2) {");
+    line(std::string("  const ") + (bf16 ? "__nv_bfloat162" : "__half2") + " pair = " +
+         (bf16 ? "__floats2bfloat162_rn(" : "__floats2half2_rn(") + at(source, "s") + ", " + at(source, "s + 1") + ");");
+    line("  " + at(result, "s") + " = pair.x;");
+    line("  " + at(result, "s + 1") + " = pair.y;");
+    line("}");
+    return true;
   }
 
   // The range of `value` when `predicate` (a uniform Bool scalar) holds: a comparison of an
