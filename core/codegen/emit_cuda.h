@@ -18,8 +18,14 @@
 //                                               then the cross-warp step through shared scratch
 //   Mma                                        mma.sync.aligned.m16n8k16 inline PTX per atom
 //   SharedLoad ldmatrix / AsyncCopy            ldmatrix.x4[.trans] / cp.async.cg with zero-fill
-//                                               (src-size) as inline PTX; swizzled addresses
-//   GlobalLoad / GlobalStore                   masked per-slot accesses (bounds of the window)
+//                                               (src-size) as inline PTX, one line per issue;
+//                                               32-bit shared addresses: hoisted swizzled lane
+//                                               part + stage + an XOR/immediate constant
+//   GlobalLoad / GlobalStore                   per-slot accesses at a hoisted 32-bit start +
+//                                               constant; bounds checked only where interval
+//                                               arithmetic on the window's offsets says an index
+//                                               can reach them; unmasked neighbouring pairs as
+//                                               one 4- or 8-byte access
 //   shared allocations                         slices of `extern __shared__` dynamic memory
 //
 // Each section starts with a comment naming the spec line it implements (provenance) and each
@@ -35,6 +41,7 @@
 //     float acc1[32];
 //     ...
 //     for (int ki = 0; ki < 2; ++ki) { ... mma_m16n8k16_bf16(&acc1[4 * (mi + 1 * ni)], ...
+//     ldmatrix_x4(&A_k1[0], &A_k1[4], (A_smem_addr + stage * 8192u + (lane_offset_2 ^ 32u)));
 #pragma once
 
 #include <array>
