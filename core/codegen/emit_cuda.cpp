@@ -449,7 +449,7 @@ class KernelEmitter {
         "delete", "this", "true", "false", "class", "struct", "union", "enum", "template",
         "typename", "namespace", "using", "static", "extern", "register", "volatile",
         // locals and helpers of the emitted code
-        "j", "q", "mi", "ni", "valid", "source", "sum", "lane_row", "lane_col", "i0", "i1", "i2",
+        "j", "q", "mi", "ni", "valid", "source", "sum", "pair", "lane_row", "lane_col", "i0", "i1", "i2",
         "i3", "i4", "i5", "i6", "i7", "swizzle", "floor_div", "floor_mod", "pack2", "unpack2",
         "shared_address", "mma_m16n8k16", "ldmatrix_x4", "ldmatrix_x4_trans", "cp_async_16",
         "cp_async_commit", "cp_async_wait", "max", "min", "abs", "nautilus_device"};
