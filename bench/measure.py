@@ -74,6 +74,9 @@ def peers_attention(b, h, s, d, causal, reps, flex):
     if flex:
         try:
             from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+            import torch._dynamo
+            # Every shape recompiles; past the default limit of 8, dynamo falls back to eager.
+            torch._dynamo.config.recompile_limit = 64
             compiled = torch.compile(flex_attention)
             mask = None
             if causal:
