@@ -68,32 +68,32 @@ EvalResult evaluate(const Compilation& compilation, const EvalOptions& options) 
     std::string error;
     TensorMap outputs;
   } run;
-  if (options.stage == Stage::Scalar) {
-    scalar::InterpretOptions interpret_options;
-    interpret_options.max_steps = static_cast<uint64_t>(options.max_operations);
-    scalar::InterpretResult r = scalar::interpret(*compilation.program, result.inputs,
-                                                  interpret_options);
-    run = {r.ok, r.error, std::move(r.outputs)};
-  } else if (options.stage == Stage::VRTile) {
-    if (!compilation.vr_module) {
-      result.error = "the compilation did not reach the vrtile stage";
-      return result;
+  // Runs one stage's interpreter on the inputs (each has the same options and result shape).
+  const auto interpret_stage = [&](const auto& ir, auto interpret, auto interpret_options) {
+    if (!ir) {
+      run.error = "the compilation did not reach the " + std::string(stage_name(options.stage)) +
+                  " stage";
+      return;
     }
-    vrtile::InterpretOptions interpret_options;
     interpret_options.max_steps = static_cast<uint64_t>(options.max_operations);
-    vrtile::InterpretResult r = vrtile::interpret(*compilation.vr_module, result.inputs,
-                                                  interpret_options);
+    auto r = interpret(*ir, result.inputs, interpret_options);
     run = {r.ok, r.error, std::move(r.outputs)};
-  } else if (options.stage == Stage::MATile) {
-    if (!compilation.ma_module) {
-      result.error = "the compilation did not reach the matile stage";
+  };
+  switch (options.stage) {
+    case Stage::Scalar:
+      interpret_stage(compilation.program, scalar::interpret, scalar::InterpretOptions{});
+      break;
+    case Stage::VRTile:
+      interpret_stage(compilation.vr_module, vrtile::interpret, vrtile::InterpretOptions{});
+      break;
+    case Stage::MATile:
+      interpret_stage(compilation.ma_module, matile::interpret, matile::InterpretOptions{});
+      break;
+    case Stage::Spec:
+    case Stage::Cuda:
+      result.error = "the cuda stage has no CPU interpreter; evaluate --stage matile, or run the "
+                     "kernels on a GPU with `nautilus run`";
       return result;
-    }
-    matile::InterpretOptions interpret_options;
-    interpret_options.max_steps = static_cast<uint64_t>(options.max_operations);
-    matile::InterpretResult r = matile::interpret(*compilation.ma_module, result.inputs,
-                                                  interpret_options);
-    run = {r.ok, r.error, std::move(r.outputs)};
   }
   if (!run.ok) {
     result.error = std::string(stage_name(options.stage)) + " interpreter: " + run.error;

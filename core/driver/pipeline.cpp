@@ -89,15 +89,20 @@ const PassInfo& pass_info(const std::string& name) {
   return pass_registry().front();
 }
 
-// Verifies scalar IR after a pass; a failure is recorded as an internal error naming the pass.
-bool verify_after(const std::string& pass, const scalar::Program& program, Compilation& result) {
-  std::vector<std::string> problems = scalar::verify(program);
+// Records a verifier's problems with `level` IR after `pass` as an internal error (a compiler
+// bug naming the pass); true when there are none.
+bool no_problems(const std::vector<std::string>& problems, const std::string& level,
+                 const std::string& pass, Compilation& result) {
   if (problems.empty()) return true;
-  result.internal_error = "scalar IR after pass '" + pass + "' is malformed: " + problems.front();
+  result.internal_error = level + " after pass '" + pass + "' is malformed: " + problems.front();
   if (problems.size() > 1) {
     result.internal_error += " (and " + std::to_string(problems.size() - 1) + " more)";
   }
   return false;
+}
+
+bool verify_after(const std::string& pass, const scalar::Program& program, Compilation& result) {
+  return no_problems(scalar::verify(program), "scalar IR", pass, result);
 }
 
 // A log entry without IR; the caller sets the IR field of its stage.
@@ -112,13 +117,7 @@ Snapshot log_entry(Stage stage, std::string pass, std::string summary, bool unch
 }
 
 bool verify_vr_after(const std::string& pass, const vrtile::Module& module, Compilation& result) {
-  std::vector<std::string> problems = vrtile::verify(module);
-  if (problems.empty()) return true;
-  result.internal_error = "VR tile IR after pass '" + pass + "' is malformed: " + problems.front();
-  if (problems.size() > 1) {
-    result.internal_error += " (and " + std::to_string(problems.size() - 1) + " more)";
-  }
-  return false;
+  return no_problems(vrtile::verify(module), "VR tile IR", pass, result);
 }
 
 // Stage vrtile: tilize, the VR rewrites (core/rewrite), then any extra VR passes, verifying
@@ -198,14 +197,7 @@ void build_matile(const CompileOptions& options, Compilation& result) {
   Snapshot snapshot = log_entry(Stage::MATile, info.name, info.summary, false, elapsed_ms(start));
   snapshot.ma_module = *placed;
   result.log.push_back(std::move(snapshot));
-  std::vector<std::string> problems = matile::verify(**placed);
-  if (!problems.empty()) {
-    result.internal_error = "MA tile IR after pass 'place' is malformed: " + problems.front();
-    if (problems.size() > 1) {
-      result.internal_error += " (and " + std::to_string(problems.size() - 1) + " more)";
-    }
-    return;
-  }
+  if (!no_problems(matile::verify(**placed), "MA tile IR", info.name, result)) return;
   result.ma_module = *placed;
 }
 
