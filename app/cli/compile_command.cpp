@@ -7,6 +7,7 @@
 #include "core/codegen/emit_cuda.h"
 #include "core/codegen/nvrtc.h"
 #include "core/codegen/package.h"
+#include "core/spec/reference.h"
 
 namespace nautilus::cli {
 namespace {
@@ -92,6 +93,10 @@ std::optional<codegen::KernelPackage> build_package(const driver::Compilation& c
     for (const auto& [name, value] : compilation.spec->sizes) package.sizes.emplace_back(name, value);
   }
   package.arch = archs.front();
+  if (compilation.spec) {
+    package.flops = spec::estimate_flops(*compilation.spec);
+    package.bytes = spec::estimate_compulsory_bytes(*compilation.spec);
+  }
   package.nvrtc_version = (*nvrtc)->version();
   package.source = emitted->source;
   for (codegen::GpuArch arch : archs) {

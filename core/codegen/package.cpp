@@ -118,7 +118,7 @@ nlohmann::ordered_json launch_json(const KernelPackage& package) {
                        {"dynamic_shared_memory", kernel.dynamic_shared_bytes},
                        {"arguments", arguments}});
   }
-  return {{"format", kPackageFormat},
+  nlohmann::ordered_json launch = {{"format", kPackageFormat},
           {"version", kPackageVersion},
           {"spec", package.spec_name},
           {"sizes", sizes},
@@ -133,6 +133,9 @@ nlohmann::ordered_json launch_json(const KernelPackage& package) {
           {"ptx", ptx},
           {"buffers", buffers},
           {"kernels", kernels}};
+  if (package.flops > 0) launch["flops"] = package.flops;
+  if (package.bytes > 0) launch["bytes"] = package.bytes;
+  return launch;
 }
 
 Result<bool> write_package(const KernelPackage& package, const std::string& directory) {
@@ -189,6 +192,13 @@ Result<KernelPackage> read_package(const std::string& directory) {
     return invalid(directory, "\"arch\" '" + arch_text + "' is not one of " + arch_names());
   }
   package.arch = *arch;
+  for (auto [key, field] : {std::pair{"flops", &package.flops}, std::pair{"bytes", &package.bytes}}) {
+    if (!launch.contains(key)) continue;
+    if (!launch[key].is_number() || launch[key].get<double>() < 0) {
+      return invalid(directory, std::string("\"") + key + "\" is not a non-negative number");
+    }
+    *field = launch[key].get<double>();
+  }
   if (launch.contains("compiler") && launch["compiler"].is_object()) {
     const nlohmann::ordered_json& compiler = launch["compiler"];
     package.compiler_version = compiler.value("nautilus", std::string());

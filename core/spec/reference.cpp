@@ -224,6 +224,82 @@ double estimate_reference_operations(const Spec& spec) {
   return total;
 }
 
+namespace {
+
+bool is_constant(const Expr& expr) {
+  switch (expr.kind) {
+    case ExprKind::Number:
+    case ExprKind::Name: return true;
+    case ExprKind::Access:
+    case ExprKind::Reduce:
+    case ExprKind::Select: return false;
+    default:
+      for (const auto& operand : expr.operands) {
+        if (!is_constant(*operand)) return false;
+      }
+      return true;
+  }
+}
+
+double expr_flops(const Expr& expr, const Statement& statement);
+
+// The factors of a product `a * b / c ...` (a Mul/Div chain), or nothing when `expr` is not a
+// product of at least two non-constant factors.
+void product_factors(const Expr& expr, std::vector<const Expr*>* factors) {
+  if (expr.kind == ExprKind::Binary &&
+      (expr.binary_op == BinaryOp::Mul || expr.binary_op == BinaryOp::Div)) {
+    product_factors(*expr.operands[0], factors);
+    product_factors(*expr.operands[1], factors);
+    return;
+  }
+  if (!is_constant(expr)) factors->push_back(&expr);
+}
+
+double expr_flops(const Expr& expr, const Statement& statement) {
+  if (is_constant(expr) || expr.kind == ExprKind::Access) return 0.0;
+  double inner = 0.0;
+  if (expr.kind == ExprKind::Reduce) {
+    double trip = 1.0;
+    for (const ReduceVar& rv : expr.reduce_vars) {
+      trip *= static_cast<double>(statement.vars[rv.var].extent);
+    }
+    const Expr& body = *expr.operands[0];
+    std::vector<const Expr*> factors;
+    product_factors(body, &factors);
+    if (expr.reduce_op == ReduceOp::Sum && factors.size() >= 2) {
+      for (const Expr* factor : factors) inner += expr_flops(*factor, statement);
+      return trip * (2.0 + inner);  // one multiply-add per term
+    }
+    return trip * (1.0 + expr_flops(body, statement));
+  }
+  for (const auto& operand : expr.operands) inner += expr_flops(*operand, statement);
+  return 1.0 + inner;
+}
+
+}  // namespace
+
+double estimate_flops(const Spec& spec) {
+  double total = 0.0;
+  for (int index : spec.definitions) {
+    const Statement& statement = spec.statement(index);
+    total += product_of_extents(statement, false) * expr_flops(*statement.value, statement);
+  }
+  return total;
+}
+
+double estimate_compulsory_bytes(const Spec& spec) {
+  double total = 0.0;
+  for (const std::vector<int>* list : {&spec.inputs, &spec.outputs}) {
+    for (int index : *list) {
+      const Tensor& tensor = spec.tensors[index];
+      double elements = 1.0;
+      for (int64_t extent : tensor.shape) elements *= static_cast<double>(extent);
+      total += elements * static_cast<double>(dtype_bytes(tensor.dtype));
+    }
+  }
+  return total;
+}
+
 ReferenceResult evaluate_reference(const Spec& spec, const TensorMap& inputs,
                                    const ReferenceOptions& options) {
   ReferenceResult result;

@@ -23,6 +23,17 @@ TensorMap make_random_inputs(const Spec& spec, uint64_t seed);
 // Number of scalar operations the reference evaluation performs (saturates at ~1.8e19).
 double estimate_reference_operations(const Spec& spec);
 
+// The floating-point work of the spec as written, the number TFLOP/s figures divide: a sum of
+// products counts one multiply-add (2 FLOPs) per term plus the work inside its factors, every
+// other arithmetic node, call or comparison 1 per evaluation, constants (sizes, literals,
+// sqrt(D)) nothing. Attention gives 4·B·H·M·N·D plus the softmax's few operations per score; a
+// causal mask written as a select does not halve it.
+double estimate_flops(const Spec& spec);
+
+// The bytes every kernel schedule must move at least: each input read once and each output
+// written once, at its dtype's size.
+double estimate_compulsory_bytes(const Spec& spec);
+
 struct ReferenceOptions {
   double max_operations = 2e9;  // refuse to start above this estimate
 };

@@ -21,6 +21,8 @@ KernelPackage sample_package() {
   package.arch = GpuArch::Sm90a;
   package.compiler_version = "0.1.0";
   package.nvrtc_version = "13.0";
+  package.flops = 2.0 * 100 * 72 * 40;
+  package.bytes = 2.0 * (100 * 40 + 40 * 72 + 100 * 72);
   package.nvrtc_options = {"--gpu-architecture=sm_90a", "-Xptxas=-v"};
   package.source = "extern \"C\" __global__ void gemm_C(const void* A, const void* B, void* C) {}\n";
   package.cubins[GpuArch::Sm90a] = {0x7f, 'E', 'L', 'F', 0, 1, 2, 255};
@@ -107,6 +109,8 @@ TEST_F(PackageTest, RoundTrip) {
   EXPECT_EQ(read->ptx, written.ptx);
   EXPECT_EQ(read->buffers, written.buffers);
   EXPECT_EQ(read->kernels, written.kernels);
+  EXPECT_EQ(read->flops, written.flops);
+  EXPECT_EQ(read->bytes, written.bytes);
   EXPECT_EQ(read->report.kernels, written.report.kernels);
 }
 

@@ -34,6 +34,24 @@ size_t at(const std::vector<int64_t>& shape, std::initializer_list<int64_t> inde
   return flat;
 }
 
+// The work estimate TFLOP/s figures divide: a multiply-add per term of a sum of products.
+TEST(Reference, FlopsFollowTheUsualConventions) {
+  auto gemm = compile_asset("gemm", {"M=100", "N=72", "K=40"}, driver::Stage::Spec);
+  ASSERT_TRUE(gemm.spec);
+  EXPECT_EQ(spec::estimate_flops(*gemm.spec), 2.0 * 100 * 72 * 40);
+  // bf16 A, B and C, each moved once.
+  EXPECT_EQ(spec::estimate_compulsory_bytes(*gemm.spec), 2.0 * (100 * 40 + 40 * 72 + 100 * 72));
+
+  // Attention: 4·B·H·M·N·D for the two matrix products, plus a few operations per score.
+  auto attention = compile_asset("attention", {"B=2", "H=3", "M=64", "N=80", "D=128"},
+                                 driver::Stage::Spec);
+  ASSERT_TRUE(attention.spec);
+  const double products = 4.0 * 2 * 3 * 64 * 80 * 128;
+  const double flops = spec::estimate_flops(*attention.spec);
+  EXPECT_GT(flops, products);
+  EXPECT_LT(flops, products * 1.01);
+}
+
 TEST(Reference, RandomInputsAreSeededRoundedAndNotDegenerate) {
   auto compilation = compile_asset("gemm", {"M=8", "N=8", "K=8"}, driver::Stage::Spec);
   TensorMap a = spec::make_random_inputs(*compilation.spec, 7);
