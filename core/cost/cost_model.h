@@ -39,6 +39,15 @@ struct DeviceModel {
   int max_threads_per_cta = 1024;
   int max_ctas_per_sm = 0;
   double launch_overhead_us = 0.0;
+
+  // Added for the analytical model (analytical_model.h); zero means "not known".
+  double wgmma_tensor_tflops_16bit = 0.0;  // warpgroup MMA (sm_90a); the MA IR emits mma.sync
+  double dram_efficiency = 1.0;            // achievable fraction of dram_bytes_per_s (streaming)
+  double global_bytes_per_clock_per_sm = 0.0;  // what one SM can pull from L2 per clock
+  double dram_latency_ns = 0.0;            // a global load that misses L2, issue to use
+  double l2_latency_ns = 0.0;              // one that hits L2
+  int schedulers_per_sm = 4;               // warp schedulers (issue slots) per SM
+  int shared_bytes_reserved_per_cta = 0;   // the runtime's per-CTA reservation (1 KB on sm_80+)
 };
 
 // The cost of one kernel of the module, with the work it does (so views can show a roofline).
@@ -55,6 +64,18 @@ struct KernelCost {
   int registers_per_thread = 0;     // the model's estimate
   int shared_bytes_per_cta = 0;
   std::string bound;                // "tensor", "cuda-core", "special", "dram", "shared", "latency"
+                                    // (the analytical model also says "l2")
+
+  // Added for views and the search tree (analytical_model.h explains each number).
+  double l2_bytes = 0.0;             // global traffic requested by the CTAs (before L2 reuse)
+  double waves = 0.0;                // full waves plus the tail wave's fraction
+  int warps = 0;                     // warps per CTA
+  // The time each pipe alone would need for the whole kernel at its ceiling (microseconds), and
+  // the exposed memory latency of one CTA's dependency chain summed over the waves.
+  struct Pipes {
+    double tensor = 0.0, cuda_core = 0.0, special = 0.0, dram = 0.0, l2 = 0.0, shared = 0.0,
+           latency = 0.0;
+  } pipes;
 };
 
 struct CostEstimate {
@@ -62,7 +83,16 @@ struct CostEstimate {
   std::string infeasible_reason;  // "kernel attention_0 needs 260 KB of shared memory, limit 227 KB"
   double microseconds = 0.0;      // the whole module, launches included
   std::vector<KernelCost> kernels;
+  // Added for describe(): the module's and the model's names.
+  std::string module;
+  std::string model;
 };
+
+// One line for the module, then one line per kernel: time, bound, TFLOP/s, GB/s, occupancy.
+//   attention: 1183.1 us (1 kernel, analytical estimate)
+//     O: 1180.9 us shared-bound, 232.7 TFLOP/s tensor, 1783 GB/s DRAM, 1 CTA/SM x 8 warps, ...
+// An infeasible estimate prints its reason instead.
+std::string describe(const CostEstimate& estimate);
 
 class CostModel {
  public:

@@ -1,0 +1,926 @@
+#include "core/cost/analytical_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <sstream>
+#include <unordered_map>
+#include <vector>
+
+namespace nautilus::cost {
+namespace {
+
+using matile::Kernel;
+using matile::LayoutKind;
+using matile::Op;
+using matile::OpKind;
+using matile::Region;
+using matile::Value;
+using matile::ValueNode;
+
+// Registers every thread needs besides the register tiles: thread and lane indices, hoisted
+// address offsets, loop counters (2 more per buffer pointer, counted separately).
+constexpr int kBaseRegisters = 16;
+// Registers of an mma operand that ptxas streams fragment by fragment (an ldmatrix result used
+// only by one mma): two ldmatrix.x4 results in flight.
+constexpr int kStreamedOperandRegisters = 8;
+// Resident warps per scheduler at which the pipes overlap fully.
+constexpr double kWarpsPerSchedulerToOverlap = 4.0;
+// Reads that fit in this fraction of L2 are read from DRAM once per kernel.
+constexpr double kL2ResidentFraction = 0.5;
+// Grid-dimension combinations evaluated for a trip count before giving up (full range).
+constexpr int64_t kMaxTripCountPoints = 4096;
+
+// ------------------------------------------------------------------------------------------
+// Which grid axes and loops a value depends on: grid axis i is bit i (up to 8 axes), loop j is
+// bit 8 + j; loops past the 56th share the last bit (then every access depends on them, which
+// only loses reuse).
+using DepMask = uint64_t;
+constexpr int kGridBits = 8;
+constexpr DepMask kGridMask = (DepMask{1} << kGridBits) - 1;
+
+DepMask loop_bit(int loop_index) {
+  return DepMask{1} << std::min(kGridBits + loop_index, 63);
+}
+
+// Work of one CTA, per execution of a region.
+struct Work {
+  double tensor_flops = 0.0;
+  double alu_ops = 0.0;      // lane operations on the CUDA cores (an FMA is one)
+  double float_flops = 0.0;  // the FLOPs among them (an FMA is two)
+  double special_ops = 0.0;
+  double shared_bytes = 0.0;
+
+  void add(const Work& other, double times) {
+    tensor_flops += other.tensor_flops * times;
+    alu_ops += other.alu_ops * times;
+    float_flops += other.float_flops * times;
+    special_ops += other.special_ops * times;
+    shared_bytes += other.shared_bytes * times;
+  }
+};
+
+// A global access of the kernel, with how often one CTA executes it.
+struct Access {
+  double bytes = 0.0;         // per execution
+  double executions = 0.0;    // per CTA, every enclosing loop's trips
+  double distinct = 0.0;      // per CTA, only the trips of loops its offsets depend on
+  DepMask deps = 0;
+  bool write = false;
+};
+
+// A region (the kernel body or one loop body) with its own ops' work, excluding nested loops.
+struct Segment {
+  Work work;                 // per execution
+  double executions = 1.0;   // per CTA
+  int stages = 0;            // the loop's pipeline depth (0: not pipelined / kernel body)
+  double read_bytes = 0.0;   // global reads issued per execution
+  bool innermost = true;     // no loop nested inside
+};
+
+double lanes(const Value& value) {
+  return static_cast<double>(value->layout.threads()) * static_cast<double>(value->layout.slots());
+}
+
+bool is_16bit_float(DType dtype) { return dtype == DType::BF16 || dtype == DType::F16; }
+
+int value_registers(const Value& value) {
+  if (value->type.rank() == 0 && value->layout.kind == LayoutKind::Uniform) {
+    return value->type.dtype == DType::Index ? 1 : (is_float(value->type.dtype) ? 1 : 0);
+  }
+  if (!is_float(value->type.dtype)) return 0;  // index and mask tiles fold into their users
+  const int64_t bytes = value->layout.slots() * dtype_bytes(value->type.dtype);
+  return static_cast<int>((bytes + 3) / 4);
+}
+
+bool is_view(const Op& op) {
+  return op.kind == OpKind::Broadcast || op.kind == OpKind::Permute ||
+         op.kind == OpKind::ExtractSlice ||
+         (op.kind == OpKind::ConvertLayout && !op.via_shared);
+}
+
+// ------------------------------------------------------------------------------------------
+// Step 3's register estimate: the largest sum of live register tiles at any op.
+class RegisterEstimate {
+ public:
+  explicit RegisterEstimate(const Kernel& kernel) : kernel_(kernel) {}
+
+  int run() {
+    for (const matile::GridAxis& axis : kernel_.grid) define(axis.var, 0, 1);
+    count_uses(*kernel_.body);
+    number(*kernel_.body, {});
+    std::vector<int64_t> delta(static_cast<size_t>(next_position_) + 2, 0);
+    for (const auto& [value, def] : def_) {
+      const int regs = regs_.at(value);
+      if (regs == 0) continue;
+      int last = def;
+      if (auto it = last_use_.find(value); it != last_use_.end()) last = std::max(last, it->second);
+      const int end = std::max(last, def + 1);
+      delta[static_cast<size_t>(def)] += regs;
+      delta[static_cast<size_t>(end)] -= regs;
+    }
+    int64_t live = 0, peak = 0;
+    for (int64_t d : delta) {
+      live += d;
+      peak = std::max(peak, live);
+    }
+    return static_cast<int>(peak) + kBaseRegisters + 2 * static_cast<int>(kernel_.params.size());
+  }
+
+ private:
+  struct Loop {
+    int start = 0;
+    int end = 0;
+  };
+
+  void define(const Value& value, int position, int regs) {
+    if (!value) return;
+    def_[value.get()] = position;
+    regs_[value.get()] = regs;
+  }
+
+  const ValueNode* root(const ValueNode* value) const {
+    for (int guard = 0; guard < 64; ++guard) {
+      auto it = alias_.find(value);
+      if (it == alias_.end()) return value;
+      value = it->second;
+    }
+    return value;
+  }
+
+  // Uses of each value (to find ldmatrix results used by exactly one mma).
+  void count_uses(const Region& region) {
+    for (const matile::OpPtr& op : region.ops) {
+      for (const Value& used : matile::used_values(*op)) ++uses_[used.get()];
+      if (op->kind == OpKind::For && op->body) count_uses(*op->body);
+    }
+  }
+
+  bool streamed(const Op& op) const {
+    if (op.kind != OpKind::SharedLoad || op.shared_read == matile::SharedRead::Scalar) return false;
+    auto it = uses_.find(op.results[0].get());
+    return it != uses_.end() && it->second == 1;
+  }
+
+  void use(const Value& value, int position, const std::vector<int>& enclosing) {
+    if (!value) return;
+    const ValueNode* source = root(value.get());
+    auto def = def_.find(source);
+    if (def == def_.end()) return;
+    int at = position;
+    // Used inside a loop it was defined outside of: live through that whole loop.
+    for (int loop : enclosing) {
+      if (def->second < loops_[static_cast<size_t>(loop)].start) {
+        at = std::max(at, loops_[static_cast<size_t>(loop)].end);
+        break;  // `enclosing` runs outermost first
+      }
+    }
+    int& last = last_use_[source];
+    last = std::max(last, at);
+  }
+
+  void number(const Region& region, std::vector<int> enclosing) {
+    for (const matile::OpPtr& op_ptr : region.ops) {
+      const Op& op = *op_ptr;
+      const int position = next_position_++;
+      if (op.kind == OpKind::For) {
+        for (const Value& init : op.operands) use(init, position, enclosing);
+        use(op.trip_count, position, enclosing);
+        const int loop = static_cast<int>(loops_.size());
+        loops_.push_back({position, position});
+        define(op.loop_var, position, 1);
+        for (const Value& arg : op.block_args) define(arg, position, value_registers(arg));
+        std::vector<int> inner = enclosing;
+        inner.push_back(loop);
+        // The end is known only after the body; uses inside need it, so number the body once
+        // to find it, then record the uses.
+        const int body_start = next_position_;
+        const int body_size = count_ops(op.body.get());
+        loops_[static_cast<size_t>(loop)].end = body_start + body_size;
+        if (op.body) number(*op.body, inner);
+        const int end = next_position_++;
+        loops_[static_cast<size_t>(loop)].end = end;
+        for (const Value& result : op.results) define(result, end, value_registers(result));
+        continue;
+      }
+      for (const Value& used : matile::used_values(op)) use(used, position, enclosing);
+      for (const Value& result : op.results) {
+        if (is_view(op) && !op.operands.empty()) {
+          alias_[result.get()] = root(op.operands[0].get());
+          define(result, position, 0);
+        } else if (op.kind == OpKind::Full || op.kind == OpKind::Iota) {
+          define(result, position, result->type.rank() == 0 ? 0 : value_registers(result));
+          if (op.kind == OpKind::Full) regs_[result.get()] = 0;
+        } else if (streamed(op)) {
+          define(result, position, std::min(kStreamedOperandRegisters, value_registers(result)));
+        } else {
+          define(result, position, value_registers(result));
+        }
+      }
+    }
+  }
+
+  static int count_ops(const Region* region) {
+    if (!region) return 0;
+    int count = 0;
+    for (const matile::OpPtr& op : region->ops) {
+      ++count;
+      if (op->kind == OpKind::For) count += count_ops(op->body.get()) + 1;
+    }
+    return count;
+  }
+
+  const Kernel& kernel_;
+  int next_position_ = 1;
+  std::vector<Loop> loops_;
+  std::unordered_map<const ValueNode*, int> def_;
+  std::unordered_map<const ValueNode*, int> regs_;
+  std::unordered_map<const ValueNode*, int> last_use_;
+  std::unordered_map<const ValueNode*, const ValueNode*> alias_;
+  std::unordered_map<const ValueNode*, int> uses_;
+};
+
+// ------------------------------------------------------------------------------------------
+// Steps 1 and 2: the work of one CTA, its segments and its global accesses.
+class WorkWalk {
+ public:
+  explicit WorkWalk(const Kernel& kernel) : kernel_(kernel) {
+    for (size_t i = 0; i < kernel.grid.size(); ++i) {
+      if (!kernel.grid[i].var) continue;
+      grid_axis_[kernel.grid[i].var.get()] = static_cast<int>(i);
+      deps_[kernel.grid[i].var.get()] = i < kGridBits ? DepMask{1} << i : kGridMask;
+    }
+  }
+
+  void run() {
+    segments_.push_back(Segment{});
+    if (kernel_.body) walk(*kernel_.body, 0, {});
+  }
+
+  const std::vector<Segment>& segments() const { return segments_; }
+  const std::vector<Access>& accesses() const { return accesses_; }
+
+ private:
+  struct LoopContext {
+    DepMask bit = 0;
+    double trips = 0.0;
+    int64_t extent = 0;
+    int stages = 0;
+  };
+
+  DepMask deps_of(const Value& value) const {
+    if (!value) return 0;
+    auto it = deps_.find(value.get());
+    return it == deps_.end() ? 0 : it->second;
+  }
+
+  // The uniform index value for one grid point, or nullopt when it is not a function of grid
+  // variables and constants through + - * floordiv mod min max.
+  std::optional<int64_t> evaluate(const Value& value, const std::vector<int64_t>& point,
+                                  int depth) const {
+    if (!value || depth > 48) return std::nullopt;
+    if (auto axis = grid_axis_.find(value.get()); axis != grid_axis_.end()) {
+      return point[static_cast<size_t>(axis->second)];
+    }
+    auto def = def_.find(value.get());
+    if (def == def_.end()) return std::nullopt;
+    const Op& op = *def->second;
+    if (op.kind == OpKind::Full) {
+      if (!std::isfinite(op.constant) || std::abs(op.constant) > 1e15) return std::nullopt;
+      return static_cast<int64_t>(op.constant);
+    }
+    if (op.kind != OpKind::Binary || op.operands.size() != 2) return std::nullopt;
+    const std::optional<int64_t> a = evaluate(op.operands[0], point, depth + 1);
+    const std::optional<int64_t> b = evaluate(op.operands[1], point, depth + 1);
+    if (!a || !b) return std::nullopt;
+    switch (op.binary_op) {
+      case matile::BinaryOp::Add: return *a + *b;
+      case matile::BinaryOp::Sub: return *a - *b;
+      case matile::BinaryOp::Mul: return *a * *b;
+      case matile::BinaryOp::Max: return std::max(*a, *b);
+      case matile::BinaryOp::Min: return std::min(*a, *b);
+      case matile::BinaryOp::FloorDiv:
+      case matile::BinaryOp::Div:
+        if (*b == 0) return std::nullopt;
+        return *a / *b - ((*a % *b != 0) && ((*a < 0) != (*b < 0)) ? 1 : 0);
+      case matile::BinaryOp::Mod: {
+        if (*b == 0) return std::nullopt;
+        const int64_t r = *a % *b;
+        return r != 0 && ((r < 0) != (*b < 0)) ? r + *b : r;
+      }
+    }
+    return std::nullopt;
+  }
+
+  // The loop's trips averaged over the grid points its trip count depends on.
+  double average_trips(const Op& loop) const {
+    const double extent = static_cast<double>(std::max<int64_t>(loop.extent, 0));
+    if (!loop.trip_count) return extent;
+    const DepMask deps = deps_of(loop.trip_count);
+    if (deps & ~kGridMask) return extent;  // depends on a loop: assume the full range
+    std::vector<int> axes;
+    int64_t points = 1;
+    for (size_t i = 0; i < kernel_.grid.size() && i < kGridBits; ++i) {
+      if (!(deps & (DepMask{1} << i))) continue;
+      axes.push_back(static_cast<int>(i));
+      points *= std::max<int64_t>(kernel_.grid[i].extent, 1);
+      if (points > kMaxTripCountPoints) return extent;
+    }
+    std::vector<int64_t> point(kernel_.grid.size(), 0);
+    double sum = 0.0;
+    for (int64_t p = 0; p < points; ++p) {
+      int64_t rest = p;
+      for (int axis : axes) {
+        const int64_t e = std::max<int64_t>(kernel_.grid[static_cast<size_t>(axis)].extent, 1);
+        point[static_cast<size_t>(axis)] = rest % e;
+        rest /= e;
+      }
+      const std::optional<int64_t> trips = evaluate(loop.trip_count, point, 0);
+      if (!trips) return extent;
+      sum += std::clamp(static_cast<double>(*trips), 0.0, extent);
+    }
+    return sum / static_cast<double>(points);
+  }
+
+  void record_access(const Op& op, double bytes, DepMask deps, bool write, double executions,
+                     const std::vector<LoopContext>& loops, double factor) {
+    Access access;
+    access.bytes = bytes;
+    access.executions = executions * factor;
+    double distinct = factor;
+    for (const LoopContext& loop : loops) {
+      if (deps & loop.bit) distinct *= loop.trips;
+    }
+    access.distinct = distinct;
+    access.deps = deps;
+    access.write = write;
+    (void)op;
+    accesses_.push_back(access);
+  }
+
+  DepMask access_deps(const Op& op) const {
+    DepMask deps = 0;
+    for (const Value& offset : op.access.offsets) deps |= deps_of(offset);
+    for (const Value& index : matile::gather_indices(op)) deps |= deps_of(index);
+    if (const Value mask = matile::gather_mask(op)) deps |= deps_of(mask);
+    return deps;
+  }
+
+  void walk(const Region& region, size_t segment, std::vector<LoopContext> loops) {
+    const double executions = segments_[segment].executions;
+    for (const matile::OpPtr& op_ptr : region.ops) {
+      const Op& op = *op_ptr;
+      for (const Value& result : op.results) def_[result.get()] = &op;
+      if (op.kind == OpKind::For) {
+        walk_for(op, segment, loops);
+        continue;
+      }
+      DepMask deps = 0;
+      for (const Value& used : matile::used_values(op)) deps |= deps_of(used);
+      for (const Value& result : op.results) deps_[result.get()] = deps;
+      cost_op(op, segment, executions, loops);
+    }
+  }
+
+  void walk_for(const Op& op, size_t segment, std::vector<LoopContext> loops) {
+    const int loop_index = next_loop_++;
+    const DepMask bit = loop_bit(loop_index);
+    DepMask init_deps = 0;
+    for (const Value& init : op.operands) init_deps |= deps_of(init);
+    if (op.loop_var) deps_[op.loop_var.get()] = bit;
+    for (const Value& arg : op.block_args) deps_[arg.get()] = init_deps | bit;
+    const double trips = average_trips(op);
+    segments_[segment].innermost = false;
+    Segment inner;
+    inner.executions = segments_[segment].executions * trips;
+    inner.stages = op.pipeline_stages;
+    segments_.push_back(inner);
+    const size_t inner_index = segments_.size() - 1;
+    loops.push_back({bit, trips, op.extent, op.pipeline_stages});
+    if (op.body && trips > 0.0) walk(*op.body, inner_index, loops);
+    for (const Value& result : op.results) deps_[result.get()] = init_deps | bit;
+  }
+
+  void cost_op(const Op& op, size_t segment_index, double executions,
+               const std::vector<LoopContext>& loops) {
+    Segment& segment = segments_[segment_index];
+    Work& work = segment.work;
+    const Value result = op.results.empty() ? nullptr : op.results[0];
+    switch (op.kind) {
+      case OpKind::Full:
+      case OpKind::Broadcast:
+      case OpKind::Permute:
+      case OpKind::ExtractSlice:
+      case OpKind::CommitGroup:
+      case OpKind::WaitGroup:
+      case OpKind::Barrier:
+      case OpKind::Yield:
+      case OpKind::For:
+        return;
+      case OpKind::Iota:
+      case OpKind::Compare:
+      case OpKind::Logical:
+      case OpKind::Select:
+        work.alu_ops += lanes(result);
+        return;
+      case OpKind::Cast: {
+        const bool pairs = is_16bit_float(result->type.dtype) && !op.operands.empty() &&
+                           op.operands[0]->type.dtype == DType::F32;
+        work.alu_ops += lanes(result) * (pairs ? 0.5 : 1.0);
+        return;
+      }
+      case OpKind::Unary: {
+        const double n = lanes(result);
+        if (!is_float(result->type.dtype)) {
+          work.alu_ops += n;
+          return;
+        }
+        work.float_flops += n;
+        switch (op.unary_op) {
+          case matile::UnaryOp::Neg:
+          case matile::UnaryOp::Abs:
+            work.alu_ops += n;
+            break;
+          case matile::UnaryOp::Exp2:
+          case matile::UnaryOp::Log2:
+          case matile::UnaryOp::Rsqrt:
+            work.special_ops += n;
+            break;
+          case matile::UnaryOp::Exp:
+          case matile::UnaryOp::Log:
+          case matile::UnaryOp::Tanh:
+            work.special_ops += n;
+            work.alu_ops += n;
+            break;
+          case matile::UnaryOp::Sqrt:
+            work.special_ops += n;
+            work.alu_ops += 2 * n;
+            break;
+          case matile::UnaryOp::Sigmoid:
+            work.special_ops += 2 * n;
+            work.alu_ops += 3 * n;
+            break;
+        }
+        return;
+      }
+      case OpKind::Binary: {
+        const double n = lanes(result);
+        if (is_float(result->type.dtype)) {
+          work.float_flops += n;
+          if (op.binary_op == matile::BinaryOp::Div) {
+            work.special_ops += n;  // the reciprocal of div.rn.f32
+            work.alu_ops += 6 * n;  // its Newton steps and the range check
+          } else {
+            work.alu_ops += n;
+          }
+        } else {
+          const bool slow = op.binary_op == matile::BinaryOp::FloorDiv ||
+                            op.binary_op == matile::BinaryOp::Mod ||
+                            op.binary_op == matile::BinaryOp::Div;
+          work.alu_ops += n * (slow ? 8 : 1);
+        }
+        return;
+      }
+      case OpKind::ConvertLayout:
+        if (op.via_shared) {
+          work.shared_bytes += 2 * lanes(result) * dtype_bytes(result->type.dtype);
+          work.alu_ops += lanes(result);
+        }
+        return;
+      case OpKind::Reduce: {
+        if (op.operands.empty()) return;
+        const Value& x = op.operands[0];
+        const double threads = static_cast<double>(kernel_.threads());
+        const double out_slots = static_cast<double>(result->layout.slots());
+        const double combines =
+            threads * std::max(0.0, static_cast<double>(x->layout.slots()) - out_slots);
+        const double steps = static_cast<double>(op.xor_masks.size());
+        double total = combines + steps * threads * out_slots;
+        work.shared_bytes += steps * threads * out_slots * 4;  // shuffles share the crossbar
+        if (op.scratch >= 0) {
+          const double warps = kernel_.warps;
+          work.shared_bytes += warps * static_cast<double>(result->type.element_count()) * 4 +
+                               threads * out_slots * warps * 4;
+          total += threads * out_slots * warps;
+        }
+        work.alu_ops += total;
+        if (is_float(result->type.dtype)) work.float_flops += total;
+        return;
+      }
+      case OpKind::Mma: {
+        if (op.operands.size() < 3) return;
+        const std::vector<int64_t>& a = op.operands[0]->type.shape;
+        const std::vector<int64_t>& c = op.operands[2]->type.shape;
+        if (a.size() != 2 || c.size() != 2) return;
+        work.tensor_flops += 2.0 * static_cast<double>(c[0]) * static_cast<double>(c[1]) *
+                             static_cast<double>(a[1]);
+        return;
+      }
+      case OpKind::FmaDot: {
+        if (op.shared.alloc < 0 || op.shared.alloc >= static_cast<int>(kernel_.shared.size()) ||
+            op.shared.offsets.size() < 2) {
+          return;
+        }
+        const matile::SharedAlloc& alloc = kernel_.shared[static_cast<size_t>(op.shared.alloc)];
+        if (alloc.shape.size() < 2) return;
+        const double k = static_cast<double>(
+            op.shared.transposed ? alloc.shape[0] - op.shared.offsets[0]
+                                 : alloc.shape[1] - op.shared.offsets[1]);
+        const double fmas = lanes(result) * std::max(k, 0.0);
+        work.alu_ops += fmas;
+        work.float_flops += 2 * fmas;
+        work.shared_bytes += 2 * fmas * dtype_bytes(alloc.dtype);
+        return;
+      }
+      case OpKind::GlobalLoad: {
+        const double bytes = static_cast<double>(result->type.element_count()) *
+                             dtype_bytes(op.buffer ? op.buffer->dtype : result->type.dtype);
+        work.shared_bytes += lanes(result) * dtype_bytes(result->type.dtype);
+        work.alu_ops += lanes(result);
+        segment.read_bytes += bytes;
+        record_access(op, bytes, access_deps(op), false, executions, loops, 1.0);
+        return;
+      }
+      case OpKind::GlobalStore: {
+        const Value value = matile::stored_value(op);
+        if (!value) return;
+        const double bytes = static_cast<double>(value->type.element_count()) *
+                             dtype_bytes(op.buffer ? op.buffer->dtype : value->type.dtype);
+        work.shared_bytes += lanes(value) * dtype_bytes(value->type.dtype);
+        work.alu_ops += lanes(value);
+        record_access(op, bytes, access_deps(op), true, executions, loops, 1.0);
+        return;
+      }
+      case OpKind::AsyncCopy: {
+        double elements = 1.0;
+        for (int64_t e : op.tile_shape) elements *= static_cast<double>(e);
+        const double bytes = elements * dtype_bytes(op.buffer ? op.buffer->dtype : DType::BF16);
+        // A pipelined loop predicates its look-ahead copies off past the end.
+        double factor = 1.0;
+        if (op.predicate && !loops.empty() && loops.back().stages >= 2 &&
+            loops.back().trips > 0.0) {
+          const LoopContext& loop = loops.back();
+          const double issued = std::clamp(
+              static_cast<double>(loop.extent - (loop.stages - 1)), 0.0, loop.trips);
+          factor = issued / loop.trips;
+        }
+        work.shared_bytes += bytes * factor;
+        work.alu_ops += elements / static_cast<double>(std::max<int64_t>(op.vector_elements, 1)) *
+                        factor;
+        segment.read_bytes += bytes * factor;
+        record_access(op, bytes, access_deps(op), false, executions, loops, factor);
+        return;
+      }
+      case OpKind::SharedLoad:
+        work.shared_bytes += lanes(result) * dtype_bytes(result->type.dtype);
+        return;
+      case OpKind::SharedStore: {
+        const Value value = matile::stored_value(op);
+        if (value) work.shared_bytes += lanes(value) * dtype_bytes(value->type.dtype);
+        return;
+      }
+    }
+  }
+
+  const Kernel& kernel_;
+  std::unordered_map<const ValueNode*, int> grid_axis_;
+  std::unordered_map<const ValueNode*, DepMask> deps_;
+  std::unordered_map<const ValueNode*, const Op*> def_;
+  std::vector<Segment> segments_;
+  std::vector<Access> accesses_;
+  int next_loop_ = 0;
+};
+
+// Step 2: every value of the grid axes `deps` (their extents' product).
+double all_keys(const Kernel& kernel, DepMask deps) {
+  double keys = 1.0;
+  for (size_t i = 0; i < kernel.grid.size(); ++i) {
+    if (i >= kGridBits || (deps & (DepMask{1} << i))) {
+      keys *= static_cast<double>(std::max<int64_t>(kernel.grid[i].extent, 1));
+    }
+  }
+  return keys;
+}
+
+// Step 2: distinct values of the grid axes `deps` among the CTAs [first, first + count) in
+// launch order (axis 0 fastest).
+double distinct_keys(const Kernel& kernel, DepMask deps, int64_t first, int64_t count) {
+  const size_t axes = kernel.grid.size();
+  int fastest = -1;
+  double all_keys = 1.0;
+  for (size_t i = 0; i < axes; ++i) {
+    if (i < kGridBits && !(deps & (DepMask{1} << i))) continue;
+    if (fastest < 0) fastest = static_cast<int>(i);
+    all_keys *= static_cast<double>(std::max<int64_t>(kernel.grid[i].extent, 1));
+  }
+  if (fastest < 0) return 1.0;
+  // Every key is a function of q = id / stride(fastest); walk the q values of the range.
+  int64_t stride = 1;
+  for (int i = 0; i < fastest; ++i) stride *= std::max<int64_t>(kernel.grid[static_cast<size_t>(i)].extent, 1);
+  const int64_t q_first = first / stride, q_last = (first + count - 1) / stride;
+  const int64_t q_count = q_last - q_first + 1;
+  // Long ranges (huge grids): at most one key per q value.
+  if (q_count > (int64_t{1} << 16)) return std::min(all_keys, static_cast<double>(q_count));
+  std::vector<int64_t> keys;
+  keys.reserve(static_cast<size_t>(std::min<int64_t>(q_count, 1 << 16)));
+  for (int64_t q = q_first; q <= q_last; ++q) {
+    int64_t rest = q, key = 0, scale = 1;
+    for (size_t i = static_cast<size_t>(fastest); i < axes; ++i) {
+      const int64_t e = std::max<int64_t>(kernel.grid[i].extent, 1);
+      const int64_t coordinate = rest % e;
+      rest /= e;
+      if (i >= kGridBits || (deps & (DepMask{1} << i))) {
+        key += coordinate * scale;
+        scale *= e;
+      }
+    }
+    keys.push_back(key);
+  }
+  std::sort(keys.begin(), keys.end());
+  return static_cast<double>(std::unique(keys.begin(), keys.end()) - keys.begin());
+}
+
+struct Rates {  // per SM, per second
+  double tensor = 0.0, alu = 0.0, special = 0.0, shared = 0.0, global_per_sm = 0.0;
+};
+
+struct PipeTime {
+  double tensor = 0.0, alu = 0.0, special = 0.0, shared = 0.0, dram = 0.0, l2 = 0.0;
+
+  double memory() const { return std::max(dram, l2); }
+  // max + (1 - overlap) * (sum - max) over the compute pipes and the memory system.
+  double combined(double overlap) const {
+    const double parts[] = {tensor, alu, special, shared, memory()};
+    double sum = 0.0, top = 0.0;
+    for (double p : parts) {
+      sum += p;
+      top = std::max(top, p);
+    }
+    return top + (1.0 - overlap) * (sum - top);
+  }
+  std::string bound() const {
+    const std::pair<double, const char*> parts[] = {{tensor, "tensor"},   {alu, "cuda-core"},
+                                                    {special, "special"}, {shared, "shared"},
+                                                    {dram, "dram"},       {l2, "l2"}};
+    const std::pair<double, const char*>* top = &parts[0];
+    for (const auto& part : parts) {
+      if (part.first > top->first) top = &part;
+    }
+    return top->second;
+  }
+};
+
+std::string kilobytes(double bytes) {
+  std::ostringstream out;
+  out.setf(std::ios::fixed);
+  out.precision(1);
+  out << bytes / 1024.0 << " KB";
+  return out.str();
+}
+
+class AnalyticalModel : public CostModel {
+ public:
+  explicit AnalyticalModel(DeviceModel device) : device_(std::move(device)) {}
+
+  std::string name() const override { return "analytical " + device_.arch; }
+  const DeviceModel& device() const override { return device_; }
+
+  CostEstimate estimate(const matile::Module& module) const override {
+    CostEstimate estimate;
+    estimate.module = module.name;
+    estimate.model = name();
+    for (const matile::KernelPtr& kernel : module.kernels) {
+      if (!kernel) continue;
+      KernelCost cost;
+      std::string reason;
+      if (!estimate_kernel(*kernel, &cost, &reason)) {
+        estimate.feasible = false;
+        if (estimate.infeasible_reason.empty()) estimate.infeasible_reason = reason;
+      }
+      estimate.microseconds += cost.microseconds;
+      estimate.kernels.push_back(std::move(cost));
+    }
+    if (!estimate.feasible) estimate.microseconds = std::numeric_limits<double>::infinity();
+    return estimate;
+  }
+
+ private:
+  Rates rates() const {
+    const double sms = std::max(device_.sm_count, 1);
+    const double clock = device_.clock_ghz * 1e9;
+    Rates r;
+    r.tensor = device_.tensor_tflops_16bit * 1e12 / sms;
+    r.alu = device_.cuda_core_tflops_f32 * 1e12 / 2.0 / sms;
+    r.special = device_.sfu_ops_per_clock_per_sm * clock;
+    r.shared = device_.shared_bytes_per_clock_per_sm * clock;
+    r.global_per_sm = device_.global_bytes_per_clock_per_sm > 0
+                          ? device_.global_bytes_per_clock_per_sm * clock
+                          : std::numeric_limits<double>::infinity();
+    return r;
+  }
+
+  // Step 3: CTAs per SM, or 0 with the reason.
+  int occupancy(const Kernel& kernel, int registers, std::string* reason) const {
+    const int64_t threads = kernel.threads();
+    const std::string name = "kernel " + kernel.name;
+    if (threads > device_.max_threads_per_cta) {
+      *reason = name + " uses " + std::to_string(threads) + " threads per CTA (" +
+                std::to_string(kernel.warps) + " warps), limit " +
+                std::to_string(device_.max_threads_per_cta);
+      return 0;
+    }
+    if (kernel.shared_bytes > device_.shared_bytes_per_cta_max) {
+      *reason = name + " needs " + std::to_string(kernel.shared_bytes) + " bytes (" +
+                kilobytes(static_cast<double>(kernel.shared_bytes)) +
+                ") of shared memory per CTA, limit " +
+                std::to_string(device_.shared_bytes_per_cta_max) + " (" +
+                kilobytes(device_.shared_bytes_per_cta_max) + ") on " + device_.name;
+      return 0;
+    }
+    const int allocated = std::min(registers, device_.max_registers_per_thread);
+    const int64_t per_thread = (allocated + 7) / 8 * 8;
+    const int64_t per_warp = (per_thread * matile::kWarpSize + 255) / 256 * 256;
+    const int64_t per_cta = per_warp * kernel.warps;
+    if (per_cta > device_.registers_per_sm) {
+      *reason = name + " needs about " + std::to_string(allocated) + " registers x " +
+                std::to_string(threads) + " threads = " + std::to_string(per_cta) +
+                " registers per CTA, the SM has " + std::to_string(device_.registers_per_sm);
+      return 0;
+    }
+    int64_t ctas = device_.max_ctas_per_sm > 0 ? device_.max_ctas_per_sm : 32;
+    ctas = std::min<int64_t>(ctas, device_.registers_per_sm / std::max<int64_t>(per_cta, 1));
+    ctas = std::min<int64_t>(ctas, device_.max_threads_per_sm / std::max<int64_t>(threads, 1));
+    if (kernel.shared_bytes > 0) {
+      ctas = std::min<int64_t>(ctas, device_.shared_bytes_per_sm /
+                                         (kernel.shared_bytes + device_.shared_bytes_reserved_per_cta));
+    }
+    if (ctas <= 0) {
+      *reason = name + " does not fit on an SM (" + std::to_string(kernel.shared_bytes) +
+                " bytes of shared memory, " + std::to_string(threads) + " threads)";
+      return 0;
+    }
+    return static_cast<int>(ctas);
+  }
+
+  bool estimate_kernel(const Kernel& kernel, KernelCost* cost, std::string* reason) const {
+    cost->kernel = kernel.name;
+    cost->warps = kernel.warps;
+    cost->shared_bytes_per_cta = static_cast<int>(kernel.shared_bytes);
+    double ctas = 1.0;
+    for (const matile::GridAxis& axis : kernel.grid) ctas *= static_cast<double>(std::max<int64_t>(axis.extent, 1));
+    cost->ctas = static_cast<long long>(ctas);
+
+    const int registers = estimate_registers_per_thread(kernel);
+    cost->registers_per_thread = registers;
+    const int per_sm = occupancy(kernel, registers, reason);
+    cost->ctas_per_sm = per_sm;
+
+    WorkWalk walk(kernel);
+    walk.run();
+    std::vector<Segment> segments = walk.segments();
+    // Registers past 255 spill: stored and reloaded once per innermost loop iteration.
+    if (registers > device_.max_registers_per_thread) {
+      const double spilled = registers - device_.max_registers_per_thread;
+      for (Segment& segment : segments) {
+        if (segment.innermost && &segment != &segments.front()) {
+          segment.work.shared_bytes += 2.0 * spilled * 4.0 * static_cast<double>(kernel.threads());
+        }
+      }
+    }
+    Work total;
+    for (const Segment& segment : segments) total.add(segment.work, segment.executions);
+    cost->tensor_flops = total.tensor_flops * ctas;
+    cost->cuda_core_flops = total.float_flops * ctas;
+    cost->special_ops = total.special_ops * ctas;
+    cost->shared_bytes = total.shared_bytes * ctas;
+    if (per_sm == 0) return false;
+
+    // Waves: full ones of sm_count x per_sm CTAs, then the tail.
+    const double sms = std::max(device_.sm_count, 1);
+    const double wave_size = sms * per_sm;
+    const double full_waves = std::floor(ctas / wave_size);
+    const double tail = ctas - full_waves * wave_size;
+    cost->waves = full_waves + tail / wave_size;
+
+    // Step 2: DRAM and L2 bytes.
+    double read_requests = 0.0, write_bytes = 0.0, footprint = 0.0;
+    for (const Access& access : walk.accesses()) {
+      if (access.write) {
+        write_bytes += access.bytes * access.executions * ctas;
+      } else {
+        read_requests += access.bytes * access.executions * ctas;
+        footprint += access.bytes * access.distinct * all_keys(kernel, access.deps & kGridMask);
+      }
+    }
+    double dram_reads = 0.0;
+    if (footprint <= kL2ResidentFraction * device_.l2_bytes) {
+      dram_reads = footprint;
+    } else {
+      for (const Access& access : walk.accesses()) {
+        if (access.write) continue;
+        const DepMask deps = access.deps & kGridMask;
+        double keys = 0.0;
+        if (full_waves > 0) {
+          keys += full_waves * distinct_keys(kernel, deps, 0, static_cast<int64_t>(wave_size));
+        }
+        if (tail > 0) {
+          keys += distinct_keys(kernel, deps, static_cast<int64_t>(full_waves * wave_size),
+                                static_cast<int64_t>(tail));
+        }
+        dram_reads += access.bytes * access.distinct * keys;
+      }
+    }
+    dram_reads = std::min(dram_reads, read_requests);
+    cost->global_bytes = dram_reads + write_bytes;
+    cost->l2_bytes = read_requests + write_bytes;
+    const double dram_fraction = read_requests > 0 ? dram_reads / read_requests : 0.0;
+
+    // Step 4: the waves.
+    const Rates rate = rates();
+    const double dram_rate = device_.dram_bytes_per_s * device_.dram_efficiency;
+    const double latency = (dram_fraction * device_.dram_latency_ns +
+                            (1.0 - dram_fraction) * device_.l2_latency_ns) * 1e-9;
+    const double schedulers = std::max(device_.schedulers_per_sm, 1);
+    auto overlap_for = [&](double resident_warps) {
+      return std::min(1.0, resident_warps / schedulers / kWarpsPerSchedulerToOverlap);
+    };
+    auto compute_pipes = [&](const Work& work, double k) {
+      PipeTime t;
+      t.tensor = k * work.tensor_flops / rate.tensor;
+      t.alu = k * work.alu_ops / rate.alu;
+      t.special = k * work.special_ops / rate.special;
+      t.shared = k * work.shared_bytes / rate.shared;
+      return t;
+    };
+    struct Wave {
+      double seconds = 0.0;
+      PipeTime pipes;
+      double chain = 0.0;
+    };
+    auto wave = [&](double k, double active_sms) {
+      Wave w;
+      w.pipes = compute_pipes(total, k);
+      const double dram_share = dram_rate / active_sms;
+      const double l2_share = std::min(device_.l2_bytes_per_s / active_sms, rate.global_per_sm);
+      w.pipes.dram = k * (cost->global_bytes / ctas) / dram_share;
+      w.pipes.l2 = k * (cost->l2_bytes / ctas) / l2_share;
+      const double throughput = w.pipes.combined(overlap_for(k * kernel.warps));
+      // One CTA's chain: each region's math, and its reads' latency plus transfer at the CTA's
+      // share of the SM's bandwidth (DRAM-limited when the reads miss L2).
+      double cta_bandwidth = l2_share;
+      if (dram_fraction > 0) cta_bandwidth = std::min(cta_bandwidth, dram_share / dram_fraction);
+      cta_bandwidth /= k;
+      const double single_overlap = overlap_for(kernel.warps);
+      for (const Segment& segment : segments) {
+        const double math = compute_pipes(segment.work, 1.0).combined(single_overlap);
+        double time = math;
+        if (segment.read_bytes > 0) {
+          const double copy = latency + segment.read_bytes / cta_bandwidth;
+          time = segment.stages >= 2 ? std::max(math, copy / (segment.stages - 1)) : math + copy;
+        }
+        w.chain += segment.executions * time;
+      }
+      w.seconds = std::max(throughput, w.chain);
+      return w;
+    };
+    Wave full, partial;
+    if (full_waves > 0) full = wave(per_sm, sms);
+    if (tail > 0) {
+      const double k_tail = std::ceil(tail / sms);
+      partial = wave(k_tail, std::ceil(tail / k_tail));
+    }
+    const double seconds = full_waves * full.seconds + partial.seconds;
+    auto scaled = [&](double PipeTime::*member) {
+      return (full_waves * (full.pipes.*member) + partial.pipes.*member) * 1e6;
+    };
+    cost->pipes.tensor = scaled(&PipeTime::tensor);
+    cost->pipes.cuda_core = scaled(&PipeTime::alu);
+    cost->pipes.special = scaled(&PipeTime::special);
+    cost->pipes.shared = scaled(&PipeTime::shared);
+    cost->pipes.dram = scaled(&PipeTime::dram);
+    cost->pipes.l2 = scaled(&PipeTime::l2);
+    cost->pipes.latency = (full_waves * full.chain + partial.chain) * 1e6;
+    const Wave& main = full_waves > 0 ? full : partial;
+    const double main_throughput = main.pipes.combined(overlap_for(per_sm * kernel.warps));
+    cost->bound = main.chain > main_throughput ? "latency" : main.pipes.bound();
+    cost->microseconds = seconds * 1e6 + device_.launch_overhead_us;
+    return true;
+  }
+
+  DeviceModel device_;
+};
+
+}  // namespace
+
+int estimate_registers_per_thread(const matile::Kernel& kernel) {
+  if (!kernel.body) return kBaseRegisters;
+  return RegisterEstimate(kernel).run();
+}
+
+std::unique_ptr<CostModel> make_analytical_model(const DeviceModel& device) {
+  return std::make_unique<AnalyticalModel>(device);
+}
+
+}  // namespace nautilus::cost

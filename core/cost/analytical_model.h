@@ -1,0 +1,75 @@
+// The analytical cost model: counts what each kernel of an MA tile module does and divides it by
+// the device's ceilings (device_models.h). docs/cost-model.md works the attention example through.
+//
+// Per kernel, in four steps:
+//  1. Work per CTA. The ops are walked with their loops' trip counts: a For's `extent`, or, when
+//     it has a `trip_count`, that count evaluated for every grid point it depends on (grid
+//     variables, constants and +, -, *, floordiv, mod, min, max: causal attention's skipped
+//     tiles) and averaged; a trip count the model cannot evaluate counts as the full extent.
+//     Per op (T = threads, s = the value's slots per thread):
+//       tensor     Mma: 2*M*N*K (= 4096 per m16n8k16 atom).
+//       cuda-core  element-wise float and index ops: T*s lane operations (f32 -> 16-bit casts
+//                  T*s/2, they go in pairs; a float division 6); Reduce: the in-thread combines,
+//                  one combine per shuffle step, the cross-warp combines; FmaDot 2*T*s*K FLOPs.
+//                  Full, Broadcast, Permute, ExtractSlice and register-only ConvertLayout are
+//                  free (constants and register renaming).
+//       special    exp2, log2, rsqrt, reciprocal-like: one MUFU op per lane and slot (exp also
+//                  a multiply; sigmoid two; a float division one reciprocal).
+//       shared     bytes through the SM's shared/L1 data path: cp.async writes, ldmatrix and
+//                  ld.shared reads (T*s*bytes: every warp reads its own fragments), st.shared,
+//                  shuffle steps (a shuffle uses the same 128 B/clock crossbar), reduction and
+//                  convert_layout scratch, FmaDot operand reads, and global loads/stores, which
+//                  pass through L1.
+//       global     every GlobalLoad, AsyncCopy (its window) and GlobalStore, with the set of
+//                  grid axes and loops its offsets depend on. A pipelined copy predicated off
+//                  past the end (`if %more`) runs min(trips, extent - stages + 1) times.
+//  2. DRAM bytes (the L2 reuse rule). CTAs are launched in blockIdx order (grid axis 0 fastest)
+//     in waves of sm_count * ctas_per_sm. A read whose offsets do not depend on some grid axes is
+//     shared by the CTAs that differ only in those axes: within one wave it is read from DRAM
+//     once per distinct value of the axes it does depend on (attention's K/V: once per (b, h)
+//     present in the wave); data a CTA re-reads in a loop whose variable its offsets do not use
+//     counts once. When everything the kernel reads fits in half the L2, each byte is read from
+//     DRAM once in total. Writes always go to DRAM. L2 traffic is every request.
+//  3. Occupancy. CTAs per SM = min(shared memory / (shared_bytes + 1 KB reserved), threads,
+//     registers, 32). Registers per thread are estimated from the register tiles live at the
+//     worst program point: each value holds ceil(s * bytes / 4) registers from its definition
+//     to its last use (to the end of a loop when it is used inside a loop it was defined
+//     outside of); views (broadcast, extract_slice, permute, register convert_layout) keep their
+//     source alive instead; constants, index and mask tiles fold into instructions (uniform index
+//     scalars take one register); plus 2 per buffer pointer and 16 for thread indices, hoisted
+//     addresses and loop counters. Rounded up to 8; allocated per warp in units of 256.
+//  4. Time. Waves = ceil(ctas / (sm_count * ctas_per_sm)), the tail wave with its own CTAs per SM.
+//     A wave of k CTAs per SM takes max(throughput, chain):
+//       throughput  each pipe's time for k CTAs' work on one SM (tensor, cuda-core, special,
+//                   shared at their per-SM ceilings; dram and l2 at the SM's share of the chip's
+//                   bandwidth, l2 also capped by what one SM can pull per clock), combined as
+//                   max + (1 - overlap) * (sum - max). overlap = min(1, warps per scheduler / 4):
+//                   with few resident warps the pipes cannot all be kept busy at once.
+//       chain       one CTA's dependency chain: every region (the kernel body, each loop body)
+//                   takes its own math time m per execution, and a region with global reads
+//                   also waits for them: c = memory latency (DRAM/L2 mix of the kernel's reads)
+//                   + bytes / the CTA's share of the SM's bandwidth. Not pipelined (stages <= 1,
+//                   or the kernel body): m + c, the copies are not overlapped with math;
+//                   pipelined over S stages: max(m, c / (S - 1)).
+//     Registers over 255 spill: the excess is stored and reloaded through L1 once per innermost
+//     loop iteration (counted as shared traffic). Kernel time = the waves' sum + launch overhead.
+//  Infeasible (feasible = false, one line naming the kernel and the numbers): more threads per CTA
+//  than the device allows, more shared memory than the per-CTA opt-in limit, or
+//  min(estimate, 255) registers x threads over the SM's register file.
+//
+// estimate() is a few linear walks over the ops (tens of microseconds for attention).
+#pragma once
+
+#include <memory>
+
+#include "core/cost/cost_model.h"
+#include "core/cost/device_models.h"
+
+namespace nautilus::cost {
+
+std::unique_ptr<CostModel> make_analytical_model(const DeviceModel& device);
+
+// The register estimate of step 3 for one kernel (for views and for comparing with ptxas).
+int estimate_registers_per_thread(const matile::Kernel& kernel);
+
+}  // namespace nautilus::cost

@@ -1,0 +1,57 @@
+#include <cmath>
+#include <iomanip>
+#include <sstream>
+
+#include "core/cost/cost_model.h"
+
+namespace nautilus::cost {
+namespace {
+
+std::string fixed(double value, int digits) {
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(digits) << value;
+  return out.str();
+}
+
+}  // namespace
+
+std::string describe(const CostEstimate& estimate) {
+  std::ostringstream out;
+  const std::string module = estimate.module.empty() ? "module" : estimate.module;
+  const size_t count = estimate.kernels.size();
+  out << module << ": ";
+  if (!estimate.feasible) {
+    out << "infeasible: " << estimate.infeasible_reason;
+  } else {
+    out << fixed(estimate.microseconds, 1) << " us";
+  }
+  out << ", " << count << (count == 1 ? " kernel" : " kernels");
+  if (!estimate.model.empty()) out << " (" << estimate.model << " estimate)";
+  out << "\n";
+  for (const KernelCost& kernel : estimate.kernels) {
+    out << "  " << kernel.kernel << ": ";
+    if (kernel.ctas_per_sm == 0) {
+      out << "does not fit";
+    } else {
+      const double seconds = kernel.microseconds * 1e-6;
+      out << fixed(kernel.microseconds, 1) << " us " << kernel.bound << "-bound";
+      if (seconds > 0) {
+        if (kernel.tensor_flops > 0) {
+          out << ", " << fixed(kernel.tensor_flops / seconds / 1e12, 1) << " TFLOP/s tensor";
+        }
+        if (kernel.cuda_core_flops > 0) {
+          out << ", " << fixed(kernel.cuda_core_flops / seconds / 1e12, 2) << " TFLOP/s cuda-core";
+        }
+        out << ", " << fixed(kernel.global_bytes / seconds / 1e9, 0) << " GB/s DRAM";
+      }
+    }
+    out << "; " << kernel.ctas << " CTAs, " << kernel.ctas_per_sm << " CTA/SM x " << kernel.warps
+        << " warps, ~" << kernel.registers_per_thread << " regs, "
+        << fixed(kernel.shared_bytes_per_cta / 1024.0, 1) << " KB smem";
+    if (kernel.ctas_per_sm > 0) out << ", " << fixed(kernel.waves, 2) << " waves";
+    out << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace nautilus::cost
