@@ -16,6 +16,7 @@
 #include "app/cli/devices_command.h"
 #include "app/cli/options.h"
 #include "app/cli/run_command.h"
+#include "app/cli/schedule_command.h"
 #include "core/driver/evaluate.h"
 #include "core/scalar/printer.h"
 #include "core/spec/printer.h"
@@ -81,9 +82,11 @@ const CommandSpec kRun = [] {
   return command;
 }();
 
+const CommandSpec& kSchedule = schedule_command_spec({kSizeOption, kPinOption});
+
 const std::vector<const CommandSpec*>& all_commands() {
   static const std::vector<const CommandSpec*> commands = {&kCheck, &kLower, &kEval, &kCompile,
-                                                           &kRun};
+                                                           &kRun, &kSchedule};
   return commands;
 }
 
@@ -515,6 +518,11 @@ int run_compile(const ParsedOptions& options, std::ostream& out, std::ostream& e
   return run_compile_command(loaded.compilation, loaded.compilation.ma_module, options, out, err);
 }
 
+int run_schedule(const ParsedOptions& options, std::ostream& out, std::ostream& err,
+                 const CliHooks&) {
+  return run_schedule_command(options, out, err);
+}
+
 using CommandRunner = std::function<int(const ParsedOptions&, std::ostream&, std::ostream&,
                                         const CliHooks&)>;
 
@@ -554,7 +562,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
 
   const std::vector<std::pair<const CommandSpec*, CommandRunner>> runners = {
       {&kCheck, run_check}, {&kLower, run_lower},     {&kEval, run_eval},
-      {&kCompile, run_compile}, {&kRun, run_run}};
+      {&kCompile, run_compile}, {&kRun, run_run}, {&kSchedule, run_schedule}};
   for (const auto& [spec, runner] : runners) {
     if (spec->name != command) continue;
     if (!rest.empty() && (rest.front() == "--help" || rest.front() == "-h")) {
@@ -562,7 +570,8 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       return kExitOk;
     }
     std::string error;
-    auto parsed = parse_options(*spec, spec == &kCompile ? expand_output_flag(rest) : rest, &error);
+    const bool output_flag = spec == &kCompile || spec == &kSchedule;
+    auto parsed = parse_options(*spec, output_flag ? expand_output_flag(rest) : rest, &error);
     if (!parsed) {
       err << "nautilus: error: " << error << "\n";
       return kExitFailure;
@@ -570,7 +579,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     return runner(*parsed, out, err, hooks);
   }
   err << "nautilus: error: unknown command '" << command
-      << "'; expected check, lower, eval, compile, run, devices or help (see 'nautilus --help')\n";
+      << "'; expected check, lower, eval, compile, run, schedule, devices or help (see 'nautilus --help')\n";
   return kExitFailure;
 }
 

@@ -1,0 +1,326 @@
+#include "app/cli/schedule_command.h"
+
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <optional>
+#include <ostream>
+#include <sstream>
+
+#include "app/cli/compile_command.h"
+#include "core/cost/analytical_model.h"
+#include "core/cost/device_models.h"
+#include "core/driver/pipeline.h"
+#include "core/search/search.h"
+#include "core/search/tree_json.h"
+#include "profiler/device_info.h"
+#include "profiler/runner_client.h"
+
+namespace nautilus::cli {
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitFailure = 1;
+constexpr int kExitInternal = 2;
+
+std::optional<int64_t> parse_count(const std::string& text) {
+  if (text.empty() || text.size() > 9) return std::nullopt;
+  int64_t value = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return std::nullopt;
+    value = value * 10 + (c - '0');
+  }
+  return value;
+}
+
+std::string microseconds(double us) {
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(us < 10 ? 2 : 1) << us << " µs";
+  return out.str();
+}
+
+// A temporary directory removed when the command ends.
+class ScratchDirectory {
+ public:
+  ScratchDirectory() {
+    std::string pattern =
+        (std::filesystem::temp_directory_path() / "nautilus-schedule-XXXXXX").string();
+    if (mkdtemp(pattern.data())) path_ = pattern;
+  }
+  ~ScratchDirectory() {
+    std::error_code ignored;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ignored);
+  }
+  ScratchDirectory(const ScratchDirectory&) = delete;
+  ScratchDirectory& operator=(const ScratchDirectory&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// Times schedules through nautilus-runner: each is compiled into a kernel package (sm_90a and
+// sm_80 cubins) and validated against the unscheduled reference package, built once.
+class RunnerMeasurer {
+ public:
+  RunnerMeasurer(const search::SearchInput& input, std::string runner, double timeout_seconds)
+      : input_(input), runner_(std::move(runner)), timeout_seconds_(timeout_seconds) {}
+
+  search::Measurement operator()(const sched::Schedule& schedule) {
+    search::Measurement measurement;
+    // A local runner needs a local GPU: say so before compiling anything.
+    if (runner_.empty()) {
+      if (!gpu_checked_) {
+        const profiler::DeviceQuery query = profiler::query_devices();
+        gpu_checked_ = true;
+        if (!query.has_gpu()) no_gpu_ = query.no_gpu->message;
+      }
+      if (no_gpu_) {
+        measurement.status = search::Measurement::Status::NoGpu;
+        measurement.message = *no_gpu_;
+        return measurement;
+      }
+    }
+    if (scratch_.path().empty()) {
+      measurement.message = "cannot create a directory for the kernel packages";
+      return measurement;
+    }
+    if (reference_.empty()) {
+      reference_ = scratch_.path() + "/reference";
+      std::string error = write_package({}, reference_);
+      if (!error.empty()) {
+        reference_.clear();
+        measurement.message = "the reference package: " + error;
+        return measurement;
+      }
+    }
+    const std::string package = scratch_.path() + "/candidate" + std::to_string(count_++);
+    std::string error = write_package(schedule, package);
+    if (!error.empty()) {
+      measurement.message = error;
+      return measurement;
+    }
+    profiler::RunRequest request;
+    request.package_dir = package;
+    request.reference_dir = reference_;
+    profiler::ClientOptions client;
+    client.command_template = runner_;
+    client.timeout_seconds = timeout_seconds_;
+    const profiler::RunResult result = profiler::run_package(request, client);
+    if (result.status == profiler::RunStatus::NoGpu) {
+      measurement.status = search::Measurement::Status::NoGpu;
+      measurement.message = result.message;
+    } else if (result.status != profiler::RunStatus::Ok || !result.total_median_us) {
+      measurement.message = std::string(profiler::run_status_name(result.status)) + ": " +
+                            result.message;
+    } else {
+      measurement.status = search::Measurement::Status::Ok;
+      measurement.microseconds = *result.total_median_us;
+    }
+    return measurement;
+  }
+
+ private:
+  // Compiles the spec with `schedule` into a package in `directory`; the reason on failure.
+  std::string write_package(const sched::Schedule& schedule, const std::string& directory) {
+    driver::CompileOptions options;
+    options.sizes = input_.sizes;
+    options.last_stage = driver::Stage::MATile;
+    options.schedule = schedule;
+    driver::Compilation compilation = driver::compile(input_.file, options);
+    if (!compilation.ok()) {
+      return compilation.schedule_error.empty() ? compilation.internal_error
+                                                : compilation.schedule_error;
+    }
+    std::ostringstream err;
+    int status = kExitOk;
+    std::optional<codegen::KernelPackage> package =
+        build_package(compilation, compilation.ma_module,
+                      {codegen::GpuArch::Sm90a, codegen::GpuArch::Sm80}, err, &status);
+    if (!package) return err.str();
+    codegen::Result<bool> written = codegen::write_package(*package, directory);
+    if (!written.ok()) return written.error().message;
+    return {};
+  }
+
+  const search::SearchInput& input_;
+  std::string runner_;
+  double timeout_seconds_;
+  ScratchDirectory scratch_;
+  std::string reference_;
+  int count_ = 0;
+  bool gpu_checked_ = false;
+  std::optional<std::string> no_gpu_;
+};
+
+bool parse_decisions(const std::vector<std::string>& texts, const std::string& option,
+                     std::vector<sched::Decision>& out, std::ostream& err) {
+  for (const std::string& text : texts) {
+    sched::DecisionParseError parse_error;
+    auto decision = sched::parse_decision(text, &parse_error);
+    if (!decision) {
+      err << "nautilus: error: --" << option << " '" << text << "': "
+          << sched::to_string(parse_error) << "\n";
+      return false;
+    }
+    out.push_back(*decision);
+  }
+  return true;
+}
+
+bool write_text(const std::string& path, const std::string& text, std::ostream& err) {
+  std::ofstream file(path, std::ios::binary);
+  file << text;
+  if (!file) {
+    err << "nautilus: error: cannot write '" << path << "'\n";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+const CommandSpec& schedule_command_spec(const std::vector<OptionSpec>& shared_options) {
+  static const CommandSpec spec = [&] {
+    CommandSpec command{
+        "schedule",
+        "nautilus schedule FILE [-D NAME=VALUE]... [--pin D]... [--forbid D]... [--schedule S] "
+        "[--beam N] [--seed N] [--tree FILE] [-o FILE] [--measure K]",
+        "Searches for a schedule of a spec (the auto-scheduler, docs/search.md).\n"
+        "Prints the chosen decisions, the cost model's estimate and the search's statistics;\n"
+        "--tree writes every node of the search tree as JSON, -o the chosen schedule as a file\n"
+        "that compile, run and eval accept with --schedule. Pins must appear in the result;\n"
+        "forbidden decisions (kind, target and the arguments given) are never used.",
+        shared_options};
+    command.options.push_back({"schedule", "FILE",
+                               "a partial schedule to complete (its decisions act as the first pins)"});
+    command.options.push_back({"forbid", "DECISION",
+                               "never use a decision matching this, e.g. --forbid "
+                               "'rolling_update(O_sum, n)'; repeatable",
+                               true});
+    command.options.push_back({"beam", "N", "entries kept per round of the beam search (default 3)"});
+    command.options.push_back({"seed", "N", "breaks ties between equal estimates (default 0)"});
+    command.options.push_back({"threads", "N", "compile up to N candidates at once (default 2)"});
+    command.options.push_back({"device", "NAME", "the cost model's GPU: " +
+                                                     cost::known_device_models() +
+                                                     " (default h100)"});
+    command.options.push_back({"tree", "FILE", "write the search tree as JSON"});
+    command.options.push_back({"output", "FILE", "write the chosen schedule, also -o FILE"});
+    command.options.push_back({"measure", "K",
+                               "time the K best schedules on the GPU and choose by measurement"});
+    command.options.push_back({"runner", "COMMAND",
+                               "the runner command for --measure (default: nautilus-runner next "
+                               "to this program)"});
+    return command;
+  }();
+  return spec;
+}
+
+int run_schedule_command(const ParsedOptions& options, std::ostream& out, std::ostream& err) {
+  search::SearchInput input;
+  for (const std::string& text : options.all("D")) {
+    std::string error;
+    auto binding = spec::parse_size_override(text, &error);
+    if (!binding) {
+      err << "nautilus: error: -D " << text << ": " << error << "\n";
+      return kExitFailure;
+    }
+    input.sizes.push_back(*binding);
+  }
+  search::SearchOptions search_options;
+  search_options.threads = 2;
+  if (options.has("schedule")) {
+    std::string error;
+    auto partial = sched::read_schedule_file(options.get("schedule"), &error);
+    if (!partial) {
+      err << "nautilus: error: " << error << "\n";
+      return kExitFailure;
+    }
+    search_options.pins = partial->decisions;
+  }
+  if (!parse_decisions(options.all("pin"), "pin", search_options.pins, err) ||
+      !parse_decisions(options.all("forbid"), "forbid", search_options.forbids, err)) {
+    return kExitFailure;
+  }
+  struct Count {
+    const char* name;
+    int* target;
+    int64_t min;
+  };
+  int seed = 0;
+  for (const Count& count : {Count{"beam", &search_options.beam, 1},
+                             Count{"threads", &search_options.threads, 1},
+                             Count{"measure", &search_options.measure, 0},
+                             Count{"seed", &seed, 0}}) {
+    if (!options.has(count.name)) continue;
+    const std::optional<int64_t> value = parse_count(options.get(count.name));
+    if (!value || *value < count.min) {
+      err << "nautilus: error: --" << count.name << " expects an integer of at least " << count.min
+          << ", got '" << options.get(count.name) << "'\n";
+      return kExitFailure;
+    }
+    *count.target = static_cast<int>(*value);
+  }
+  search_options.seed = static_cast<uint64_t>(seed);
+  const std::string device_name = options.get("device", "h100");
+  const std::optional<cost::DeviceModel> device = cost::device_model_for(device_name);
+  if (!device) {
+    err << "nautilus: error: unknown --device '" << device_name << "'; expected "
+        << cost::known_device_models() << "\n";
+    return kExitFailure;
+  }
+  std::string error;
+  input.file = SourceFile::read(options.positionals.front(), &error);
+  if (!input.file) {
+    err << "nautilus: error: " << error << "\n";
+    return kExitFailure;
+  }
+  const std::unique_ptr<cost::CostModel> model = cost::make_analytical_model(*device);
+  RunnerMeasurer measurer(input, options.get("runner"), 600.0);
+  search::Measurer measure_fn = [&](const sched::Schedule& schedule) { return measurer(schedule); };
+  const search::SearchResult result =
+      search::run_search(input, *model, search_options, nullptr, {}, measure_fn);
+
+  if (options.has("tree")) {
+    if (!write_text(options.get("tree"), search::tree_to_json(result).dump(1) + "\n", err)) {
+      return kExitFailure;
+    }
+  }
+  for (const std::string& warning : result.warnings) err << "nautilus: warning: " << warning << "\n";
+  const search::SearchStats& stats = result.stats;
+  std::ostringstream statistics;
+  statistics << "search: " << stats.nodes << " nodes (" << stats.expanded << " expanded, "
+             << stats.pruned << " pruned, " << stats.leaves << " leaves, " << stats.failed
+             << " failed), " << stats.compiles << " compiles, " << stats.rounds << " rounds, "
+             << std::fixed << std::setprecision(2) << stats.seconds << " s"
+             << std::defaultfloat << "\n";
+  if (!result.ok) {
+    out << statistics.str();
+    err << "nautilus: error: " << result.error << "\n";
+    return result.error.rfind("internal compiler error", 0) == 0 ? kExitInternal : kExitFailure;
+  }
+  out << "schedule " << input.file->path() << " (" << result.model << ")\n";
+  for (const sched::Decision& decision : result.schedule.decisions) {
+    out << "  " << sched::print_decision(decision) << "\n";
+  }
+  if (result.estimate) {
+    out << "estimate: " << microseconds(result.estimate->microseconds) << "\n";
+    for (const cost::KernelCost& kernel : result.estimate->kernels) {
+      out << "  " << kernel.kernel << ": " << microseconds(kernel.microseconds) << ", "
+          << kernel.ctas << " CTAs, " << kernel.bound << "-bound\n";
+    }
+  }
+  if (result.measured_us) out << "measured: " << microseconds(*result.measured_us) << "\n";
+  out << statistics.str();
+  if (options.has("output")) {
+    if (!write_text(options.get("output"), sched::schedule_to_json(result.schedule).dump(2) + "\n",
+                    err)) {
+      return kExitFailure;
+    }
+  }
+  return kExitOk;
+}
+
+}  // namespace nautilus::cli

@@ -1,0 +1,414 @@
+#include "core/search/candidates.h"
+
+#include <algorithm>
+#include <set>
+
+#include "core/sched/launch.h"
+
+namespace nautilus::search {
+namespace {
+
+using sched::Decision;
+using sched::DecisionArg;
+
+DecisionArg positional(std::string name) { return DecisionArg{"", std::move(name)}; }
+DecisionArg keyword(std::string key, int64_t value) { return DecisionArg{std::move(key), value}; }
+DecisionArg keyword(std::string key, std::string value) {
+  return DecisionArg{std::move(key), std::move(value)};
+}
+
+Decision make(std::string kind, std::string target, std::vector<DecisionArg> args) {
+  return Decision{std::move(kind), std::move(target), std::move(args)};
+}
+
+int64_t pow2_ceil(int64_t value) {
+  int64_t p = 1;
+  while (p < value) p *= 2;
+  return p;
+}
+
+// Powers of two in [lo, hi] that split `extent` (smaller than it) or cover it in one tile (the
+// power of two just above it).
+std::vector<int64_t> tile_sizes(int64_t extent, int64_t lo, int64_t hi) {
+  std::vector<int64_t> sizes;
+  for (int64_t t = lo; t <= hi; t *= 2) {
+    if (t < extent || t == pow2_ceil(extent)) sizes.push_back(t);
+  }
+  return sizes;
+}
+
+// The rolling_update step sizes worth trying for a reduction of `extent`.
+std::vector<int64_t> reduction_steps(int64_t extent) {
+  std::vector<int64_t> steps = tile_sizes(extent, 16, 256);
+  if (steps.empty()) steps.push_back(pow2_ceil(extent));
+  return steps;
+}
+
+const LoopFacts* loop_facts(const NestFacts& nest, const scalar::For* loop) {
+  for (const LoopFacts& facts : nest.loops) {
+    if (facts.loop == loop) return &facts;
+  }
+  return nullptr;
+}
+
+void add_unique(std::vector<Decision>& out, std::set<std::string>& seen, Decision decision) {
+  if (seen.insert(sched::print_decision(decision)).second) out.push_back(std::move(decision));
+}
+
+// bind of the nest's outer loops that are spatial and not inside a tile, at most three.
+std::optional<Decision> bind_outer_loops(const NestFacts& nest) {
+  if (nest.bound || nest.principal < 0) return std::nullopt;
+  std::vector<const LoopFacts*> outer;
+  for (const LoopFacts& loop : nest.chain) {
+    if (!loop.spatial || loop.tile_inner || loop.grid) break;
+    outer.push_back(&loop);
+  }
+  if (outer.size() > 3) outer.resize(3);
+  if (outer.empty()) return std::nullopt;
+  static const char* const kDims[] = {"grid.x", "grid.y", "grid.z"};
+  std::vector<DecisionArg> args;
+  for (size_t i = 0; i < outer.size(); ++i) {
+    args.push_back(keyword(outer[i]->name, kDims[outer.size() - 1 - i]));
+  }
+  return make("bind", nest.principal_block().block->name, std::move(args));
+}
+
+std::optional<TilePlan> tile_plan(const NestFacts& nest) {
+  if (nest.tiled || nest.bound || nest.principal < 0) return std::nullopt;
+  const BlockFacts& principal = nest.principal_block();
+  // Elements of one CTA step along the principal block's loops below the chain that stay
+  // vector loops (not loops over tiles of a reduction, which run serially).
+  int64_t inner_volume = 1;
+  for (const scalar::For* loop : principal.loops) {
+    const bool in_chain = std::any_of(nest.chain.begin(), nest.chain.end(),
+                                      [&](const LoopFacts& l) { return l.loop == loop; });
+    const LoopFacts* facts = loop_facts(nest, loop);
+    if (in_chain || !facts || (facts->tile_outer && !facts->spatial)) continue;
+    inner_volume *= loop->extent;
+  }
+  const LoopFacts* innermost_spatial = nullptr;
+  for (const LoopFacts& loop : nest.chain) {
+    if (loop.spatial && !loop.grid && loop.extent > 1) innermost_spatial = &loop;
+  }
+  TilePlan plan;
+  plan.block = principal.block->name;
+  bool any = false;
+  for (const LoopFacts& loop : nest.chain) {
+    TileAxis axis;
+    axis.axis = axis_name(*principal.block, *loop.loop);
+    axis.sizes = {0};
+    std::vector<int64_t> sizes;
+    if (loop.grid || loop.tile_outer || loop.tile_inner || loop.extent <= 1) {
+      // keep only
+    } else if (loop.spatial && loop.reuse) {
+      sizes = tile_sizes(loop.extent, 16, 256);
+      for (int64_t t : sizes) {
+        if (t <= 64) axis.default_size = t;
+      }
+    } else if (loop.spatial && &loop == innermost_spatial) {
+      sizes = tile_sizes(loop.extent, 2, 1024);
+      if (inner_volume < 256) {
+        for (int64_t t : sizes) {
+          if (t <= 256) axis.default_size = t;
+        }
+      }
+    } else if (!loop.spatial) {
+      sizes = tile_sizes(loop.extent, 16, 128);
+      if (loop.extent > 64 && std::find(sizes.begin(), sizes.end(), 32) != sizes.end()) {
+        axis.default_size = 32;
+      }
+    }
+    axis.sizes.insert(axis.sizes.end(), sizes.begin(), sizes.end());
+    any |= !sizes.empty();
+    plan.axes.push_back(std::move(axis));
+  }
+  if (!any) return std::nullopt;
+  plan.keep = bind_outer_loops(nest);
+  for (size_t i = 0; i < nest.chain.size(); ++i) {
+    plan.spatial.push_back(nest.chain[i].spatial);
+    plan.reuse.push_back(nest.chain[i].reuse);
+  }
+  // The defaults must leave at most three loops outside the CTA: give up tiling an axis that
+  // only sets the granularity, but not one that gives reuse (the nest is then left as lowered).
+  std::vector<int64_t> sizes = plan.defaults();
+  while (!plan.valid(sizes)) {
+    bool dropped = false;
+    for (size_t i = sizes.size(); i-- > 0;) {
+      if (sizes[i] > 0 && plan.spatial[i] && !plan.reuse[i]) {
+        sizes[i] = 0;
+        plan.axes[i].default_size = 0;
+        dropped = true;
+        break;
+      }
+    }
+    if (!dropped) {
+      plan.leave_unscheduled = true;
+      break;
+    }
+  }
+  return plan;
+}
+
+// The bind of a nest not bound yet; none for a nest left as lowered (see tile_plan).
+std::optional<Decision> binding_decision(const NestFacts& nest) {
+  if (!nest.tiled) {
+    std::optional<TilePlan> plan = tile_plan(nest);
+    if (plan && plan->leave_unscheduled) return std::nullopt;
+  }
+  return bind_outer_loops(nest);
+}
+
+}  // namespace
+
+const char* phase_name(Phase phase) {
+  switch (phase) {
+    case Phase::ReductionFusion: return "reduction-fusion";
+    case Phase::Fusion: return "fusion";
+    case Phase::Tiling: return "tiling";
+    case Phase::Binding: return "binding";
+    case Phase::Masking: return "masking";
+    case Phase::Launch: return "launch";
+    case Phase::Done: return "done";
+  }
+  return "?";
+}
+
+bool decision_matches(const Decision& pattern, const Decision& decision) {
+  if (pattern.kind != decision.kind) return false;
+  if (!pattern.target.empty() && pattern.target != decision.target) return false;
+  const std::vector<const DecisionArg*> given = pattern.positional();
+  const std::vector<const DecisionArg*> actual = decision.positional();
+  for (size_t i = 0; i < given.size(); ++i) {
+    if (i >= actual.size() || !(*given[i] == *actual[i])) return false;
+  }
+  for (const DecisionArg& arg : pattern.args) {
+    if (arg.key.empty()) continue;
+    const DecisionArg* other = decision.find(arg.key);
+    if (!other || !(other->value == arg.value)) return false;
+  }
+  return true;
+}
+
+bool is_forbidden(const std::vector<Decision>& forbids, const Decision& decision) {
+  return std::any_of(forbids.begin(), forbids.end(),
+                     [&](const Decision& f) { return decision_matches(f, decision); });
+}
+
+std::vector<Decision> reduction_fusion_candidates(const scalar::Program& program,
+                                                  const ProgramFacts& facts) {
+  std::vector<Decision> out;
+  std::set<std::string> seen;
+  for (const scalar::Buffer& buffer : program.allocations) {
+    add_unique(out, seen, make("inline", buffer->name, {}));
+  }
+  for (const NestFacts& nest : facts.nests) {
+    for (const BlockFacts& block : nest.blocks) {
+      for (const scalar::IterVar& iv : block.block->iter_vars) {
+        if (iv.kind != scalar::IterKind::Reduce) continue;
+        for (int64_t step : reduction_steps(iv.extent)) {
+          add_unique(out, seen,
+                     make("rolling_update", block.block->name,
+                          {positional(iv.var->name), keyword("tile", step)}));
+        }
+        for (int64_t splits : {2, 4}) {
+          add_unique(out, seen,
+                     make("split_k_update", block.block->name,
+                          {positional(iv.var->name), keyword("splits", splits)}));
+        }
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<Decision> fusion_candidates(const ProgramFacts& facts) {
+  std::vector<Decision> out;
+  std::set<std::string> seen;
+  for (const NestFacts& from : facts.nests) {
+    for (const NestFacts& to : facts.nests) {
+      if (&from == &to) continue;
+      for (const BlockFacts& producer : from.blocks) {
+        for (const std::string& tensor : producer.writes) {
+          for (const BlockFacts& consumer : to.blocks) {
+            if (std::find(consumer.reads.begin(), consumer.reads.end(), tensor) ==
+                consumer.reads.end()) {
+              continue;
+            }
+            if (from.position < to.position) {
+              // The producer moves into a loop over tiles of the consumer's nest ...
+              for (const scalar::For* loop : consumer.loops) {
+                const LoopFacts* l = loop_facts(to, loop);
+                if (!l || !l->tile_outer) continue;
+                add_unique(out, seen,
+                           make("compute_at", producer.block->name,
+                                {positional(consumer.block->name), positional(l->name)}));
+              }
+              // ... or the consumer into a spatial loop over tiles of the producer's.
+              for (const scalar::For* loop : producer.loops) {
+                const LoopFacts* l = loop_facts(from, loop);
+                if (!l || !l->tile_outer || !l->spatial) continue;
+                add_unique(out, seen,
+                           make("reverse_compute_at", consumer.block->name,
+                                {positional(producer.block->name), positional(l->name)}));
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<Decision> masking_candidates(const ProgramFacts& facts) {
+  std::vector<Decision> out;
+  std::set<std::string> seen;
+  for (const NestFacts& nest : facts.nests) {
+    for (const BlockFacts& block : nest.blocks) {
+      for (const std::string& tensor : block.writes) {
+        for (const scalar::For* loop : block.loops) {
+          const LoopFacts* l = loop_facts(nest, loop);
+          if (!l || l->grid || !l->tile_outer) continue;
+          add_unique(out, seen, make("skip_masked", tensor, {positional(l->name)}));
+        }
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<Decision> launch_candidates(const ProgramFacts& facts,
+                                        const sched::Schedule& schedule) {
+  const std::vector<sched::LaunchChoice> chosen = sched::launch_choices(schedule);
+  std::vector<Decision> out;
+  for (const NestFacts& nest : facts.nests) {
+    bool has_launch = false;
+    for (const BlockFacts& block : nest.blocks) {
+      for (const sched::LaunchChoice& choice : chosen) {
+        has_launch |= choice.block == block.block->name;
+      }
+    }
+    if (has_launch || nest.principal < 0) continue;
+    for (int warps : {4, 8}) {
+      for (int stages : {1, 2, 3}) {
+        if (warps == 4 && stages == 2) continue;  // the default launch
+        out.push_back(make("launch", nest.principal_block().block->name,
+                           {keyword("warps", warps), keyword("stages", stages)}));
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<Decision> binding_decisions(const ProgramFacts& facts) {
+  std::vector<Decision> out;
+  for (const NestFacts& nest : facts.nests) {
+    if (std::optional<Decision> bind = binding_decision(nest)) out.push_back(std::move(*bind));
+  }
+  return out;
+}
+
+std::optional<Decision> TilePlan::decision(const std::vector<int64_t>& sizes) const {
+  std::vector<DecisionArg> args;
+  for (size_t i = 0; i < axes.size() && i < sizes.size(); ++i) {
+    if (sizes[i] > 0) args.push_back(keyword(axes[i].axis, sizes[i]));
+  }
+  if (args.empty()) return std::nullopt;
+  return make("tile", block, std::move(args));
+}
+
+bool TilePlan::valid(const std::vector<int64_t>& sizes) const {
+  int outer = 0;
+  bool tiled = false;
+  for (size_t i = 0; i < sizes.size() && i < spatial.size(); ++i) {
+    if (!spatial[i]) continue;
+    if (sizes[i] > 0) {
+      ++outer;
+      tiled = true;
+    } else if (!tiled) {
+      ++outer;
+    }
+  }
+  return !tiled || outer <= 3;
+}
+
+std::vector<int64_t> TilePlan::defaults() const {
+  std::vector<int64_t> sizes;
+  for (const TileAxis& axis : axes) sizes.push_back(axis.default_size);
+  return sizes;
+}
+
+std::optional<TilePlan> next_tile_plan(const ProgramFacts& facts,
+                                       const std::vector<std::string>& skip) {
+  std::optional<TilePlan> first, last_reduction;
+  for (const NestFacts& nest : facts.nests) {
+    std::optional<TilePlan> plan = tile_plan(nest);
+    if (!plan || plan->leave_unscheduled) continue;
+    if (std::find(skip.begin(), skip.end(), plan->block) != skip.end()) continue;
+    if (!first) first = plan;
+    if (nest.has_reduction) last_reduction = plan;
+  }
+  return last_reduction ? last_reduction : first;
+}
+
+Completion complete_program(const scalar::ProgramPtr& program, const std::vector<Decision>& forbids,
+                            const std::vector<Decision>& pending_pins) {
+  Completion completion;
+  completion.program = program;
+  const auto push = [&](const Decision& decision, const scalar::ProgramPtr& next, bool pinned) {
+    completion.decisions.push_back(decision);
+    completion.pinned.push_back(pinned);
+    completion.program = next;
+  };
+  const auto absorb_pins = [&] {
+    while (completion.pins_applied < pending_pins.size()) {
+      const Decision& pin = pending_pins[completion.pins_applied];
+      sched::ApplyResult applied = sched::apply_decision(completion.program, pin);
+      if (!applied.ok()) break;
+      push(pin, applied.program, true);
+      ++completion.pins_applied;
+    }
+  };
+  const auto try_apply = [&](const Decision& decision) {
+    if (is_forbidden(forbids, decision)) return false;
+    sched::ApplyResult applied = sched::apply_decision(completion.program, decision);
+    if (!applied.ok()) return false;
+    push(decision, applied.program, false);
+    absorb_pins();
+    return true;
+  };
+
+  absorb_pins();
+  std::vector<std::string> skip;
+  while (true) {
+    const ProgramFacts facts = analyze_program(*completion.program);
+    std::optional<TilePlan> plan = next_tile_plan(facts, skip);
+    if (!plan) break;
+    // The default first, then each single-axis change of it.
+    std::vector<std::vector<int64_t>> tries = {plan->defaults()};
+    for (size_t i = 0; i < plan->axes.size(); ++i) {
+      for (int64_t size : plan->axes[i].sizes) {
+        if (size == plan->axes[i].default_size) continue;
+        std::vector<int64_t> sizes = plan->defaults();
+        sizes[i] = size;
+        if (plan->valid(sizes)) tries.push_back(sizes);
+      }
+    }
+    bool tiled = false;
+    for (const std::vector<int64_t>& sizes : tries) {
+      std::optional<Decision> decision = plan->decision(sizes);
+      if (!decision) decision = plan->keep;  // every loop kept: the plain bind schedules it
+      if (decision && try_apply(*decision)) {
+        tiled = true;
+        break;
+      }
+    }
+    if (!tiled) skip.push_back(plan->block);
+  }
+  for (const Decision& bind : binding_decisions(analyze_program(*completion.program))) {
+    try_apply(bind);
+  }
+  return completion;
+}
+
+}  // namespace nautilus::search

@@ -1,0 +1,108 @@
+// The decisions the auto-scheduler considers at each phase, enumerated from a program's structure
+// (program_facts.h), and the default completion that turns any partial schedule into a complete
+// one so that it can be compiled and estimated.
+//
+// Phases, in order (docs/search.md explains why this order):
+//
+//   reduction-fusion  inline(T) of every intermediate; rolling_update(B, AXIS, tile=T) and
+//                     split_k_update(B, AXIS, splits=S) of every block with a reduce axis
+//   fusion            compute_at(P, C, L) and reverse_compute_at(C, P, L) for every producer /
+//                     consumer pair of blocks in different nests and every loop L over tiles
+//   tiling            one tile(B, AXIS=SIZE, ...) of the next untiled nest (then fusion again)
+//   binding           bind(B, LOOP=grid.x, ...) of the outer tile loops of every tiled nest
+//   masking           skip_masked(T, L) for every tensor and serial loop over tiles around it
+//   launch            launch(B, warps=W, stages=S) per kernel, W in {4, 8}, S in {1, 2, 3}
+//
+// Every enumerated decision is only a candidate: the search applies it (apply_decision) and a
+// decision that does not apply is not a child. Nothing here looks at names of blocks, tensors or
+// operators; sizes come from loop extents and the reuse facts.
+//
+// Tile sizes of one nest (a combination of one size per chain loop) are too many to enumerate
+// as a product, so `tile_plan` gives per axis the sizes worth trying and a default; the search
+// tries the default, every single-axis change of it, then the combination of the best changes.
+//   spatial loop that gives reuse     keep (a grid loop) or 16 ... 256
+//   innermost spatial loop, no reuse  keep or 2 ... 1024 (granularity of element-wise work)
+//   reduce loop in the chain          keep (whole in the CTA) or 16 ... 128
+//   any other loop                    keep (tiling it brings no reuse, only less parallelism)
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/scalar/ir.h"
+#include "core/search/program_facts.h"
+#include "core/sched/decision.h"
+
+namespace nautilus::search {
+
+enum class Phase { ReductionFusion, Fusion, Tiling, Binding, Masking, Launch, Done };
+const char* phase_name(Phase phase);  // "reduction-fusion", "fusion", ...
+
+// Whether `pattern` (a --forbid argument) matches `decision`: same kind, the same target when the
+// pattern names one, and every argument the pattern gives present in `decision` with the same
+// value (positional arguments by position, keyword arguments by key).
+bool decision_matches(const sched::Decision& pattern, const sched::Decision& decision);
+bool is_forbidden(const std::vector<sched::Decision>& forbids, const sched::Decision& decision);
+
+std::vector<sched::Decision> reduction_fusion_candidates(const scalar::Program& program,
+                                                         const ProgramFacts& facts);
+std::vector<sched::Decision> fusion_candidates(const ProgramFacts& facts);
+std::vector<sched::Decision> masking_candidates(const ProgramFacts& facts);
+// For every kernel (nest) without a launch decision in `schedule`: the five non-default launches.
+std::vector<sched::Decision> launch_candidates(const ProgramFacts& facts,
+                                               const sched::Schedule& schedule);
+// One bind per nest that has no grid loop yet: its outer loops that are spatial and not inside a
+// tile (the loops over tiles and the untiled loops above them), innermost to grid.x, at most
+// three; the rest stay inside the CTA.
+std::vector<sched::Decision> binding_decisions(const ProgramFacts& facts);
+
+struct TileAxis {
+  std::string axis;              // the name the tile decision uses
+  std::vector<int64_t> sizes;    // 0 = keep the loop whole
+  int64_t default_size = 0;
+};
+struct TilePlan {
+  std::string block;             // the principal block of the nest
+  std::vector<TileAxis> axes;    // chain order
+  // The plan's point with every loop kept: the nest's outer loops bound to the grid as they are
+  // (nullopt when it has none to bind).
+  std::optional<sched::Decision> keep;
+  std::vector<bool> spatial, reuse;  // per axis
+  // Tiling this nest needs more than three loops outside the CTA (a grid has three dimensions)
+  // to tile its reuse axes: it is left as lowered (one CTA per element), and neither tiled nor
+  // bound. Fusion is then its way into a schedule (attention's scores S before compute_at).
+  bool leave_unscheduled = false;
+
+  // At most three loops stay outside the CTA: the kept spatial loops above the first tiled one
+  // and the loops over tiles of the tiled spatial ones.
+  bool valid(const std::vector<int64_t>& sizes) const;
+
+  // tile(block, axis=size, ...) for the non-zero sizes; nullopt when every size is 0.
+  std::optional<sched::Decision> decision(const std::vector<int64_t>& sizes) const;
+  std::vector<int64_t> defaults() const;
+};
+
+// The tile plan of the nest to tile next: the last untiled nest with a reduction, else the first
+// untiled one; nests whose principal block is in `skip` and nests with nothing to tile are
+// passed over. nullopt when no nest is left.
+std::optional<TilePlan> next_tile_plan(const ProgramFacts& facts,
+                                       const std::vector<std::string>& skip);
+
+// The default completion of a program: every untiled nest tiled with its plan's defaults (the
+// first single-axis change when the default is forbidden or does not apply), then every tiled
+// nest bound. `pending_pins` are applied in order as early as each applies (before the first
+// completion decision, and after every one). Decisions that are forbidden or do not apply are
+// skipped.
+struct Completion {
+  std::vector<sched::Decision> decisions;  // applied, in order
+  std::vector<bool> pinned;                // per decision: it is one of `pending_pins`
+  size_t pins_applied = 0;                 // how many of `pending_pins`
+  scalar::ProgramPtr program;              // the completed program
+};
+Completion complete_program(const scalar::ProgramPtr& program,
+                            const std::vector<sched::Decision>& forbids,
+                            const std::vector<sched::Decision>& pending_pins);
+
+}  // namespace nautilus::search

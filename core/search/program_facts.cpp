@@ -1,0 +1,234 @@
+#include "core/search/program_facts.h"
+
+#include <algorithm>
+#include <set>
+
+#include "core/scalar/visitor.h"
+#include "core/sched/loop_nest.h"
+
+namespace nautilus::search {
+namespace {
+
+using scalar::Block;
+using scalar::For;
+using scalar::Stmt;
+
+// The loads and stores inside a block's init and body.
+class AccessCollector : public scalar::Visitor {
+ public:
+  std::vector<const scalar::Load*> loads;
+  std::vector<const scalar::Store*> stores;
+
+ protected:
+  void visit_Load(const scalar::Load& node) override {
+    loads.push_back(&node);
+    scalar::Visitor::visit_Load(node);
+  }
+  void visit_Store(const scalar::Store& node) override {
+    stores.push_back(&node);
+    scalar::Visitor::visit_Store(node);
+  }
+};
+
+// Whether `expr` multiplies `var` by a constant larger than one (`n_o * 64`).
+bool scales_var(const scalar::Expr& expr, const scalar::VarNode* var) {
+  if (const auto* binary = expr->as<scalar::Binary>()) {
+    if (binary->op == scalar::BinaryOp::Mul) {
+      const auto is_var = [&](const scalar::Expr& e) {
+        const auto* ref = e->as<scalar::VarRef>();
+        return ref && ref->var.get() == var;
+      };
+      const auto is_big = [](const scalar::Expr& e) {
+        const auto* imm = e->as<scalar::IntImm>();
+        return imm && imm->value > 1;
+      };
+      if ((is_var(binary->a) && is_big(binary->b)) || (is_var(binary->b) && is_big(binary->a))) {
+        return true;
+      }
+    }
+    return scales_var(binary->a, var) || scales_var(binary->b, var);
+  }
+  return false;
+}
+
+bool has_scaled_var(const scalar::Expr& expr) {
+  for (const scalar::VarNode* var : sched::referenced_vars(expr)) {
+    if (scales_var(expr, var)) return true;
+  }
+  return false;
+}
+
+struct NestWalker {
+  NestFacts& nest;
+  std::vector<const For*> path;
+
+  void walk(const Stmt& stmt) {
+    if (const auto* seq = stmt->as<scalar::Seq>()) {
+      for (const Stmt& child : seq->stmts) walk(child);
+    } else if (const auto* loop = stmt->as<For>()) {
+      LoopFacts facts;
+      facts.loop = loop;
+      facts.name = loop->var->name;
+      facts.extent = loop->extent;
+      facts.grid = scalar::is_grid(loop->for_kind);
+      nest.loops.push_back(facts);
+      path.push_back(loop);
+      walk(loop->body);
+      path.pop_back();
+    } else if (const auto* block = stmt->as<Block>()) {
+      BlockFacts facts;
+      facts.block = block;
+      facts.loops = path;
+      AccessCollector accesses;
+      if (block->init) accesses.visit(block->init);
+      accesses.visit(block->body);
+      std::set<std::string> written;
+      for (const scalar::Store* store : accesses.stores) {
+        if (written.insert(store->buffer->name).second) facts.writes.push_back(store->buffer->name);
+      }
+      std::set<std::string> read;
+      for (const scalar::Load* load : accesses.loads) {
+        if (written.count(load->buffer->name)) continue;
+        if (read.insert(load->buffer->name).second) facts.reads.push_back(load->buffer->name);
+      }
+      facts.reduction = std::any_of(block->iter_vars.begin(), block->iter_vars.end(),
+                                    [](const scalar::IterVar& iv) {
+                                      return iv.kind == scalar::IterKind::Reduce;
+                                    });
+      nest.blocks.push_back(std::move(facts));
+    }
+  }
+};
+
+// Fills the per-loop properties that depend on the blocks under each loop.
+void classify_loops(NestFacts& nest) {
+  for (LoopFacts& loop : nest.loops) {
+    const scalar::VarNode* var = loop.loop->var.get();
+    bool spatial = true;
+    for (const BlockFacts& facts : nest.blocks) {
+      if (std::find(facts.loops.begin(), facts.loops.end(), loop.loop) == facts.loops.end()) continue;
+      const Block& block = *facts.block;
+      // The iteration variables whose binding follows this loop.
+      std::set<const scalar::VarNode*> following;
+      for (size_t i = 0; i < block.iter_vars.size(); ++i) {
+        const scalar::Expr& binding = block.bindings[i];
+        if (!sched::uses_var(binding, var)) continue;
+        following.insert(block.iter_vars[i].var.get());
+        if (block.iter_vars[i].kind == scalar::IterKind::Reduce) spatial = false;
+        if (scales_var(binding, var)) {
+          loop.tile_outer = true;
+        } else if (has_scaled_var(binding)) {
+          loop.tile_inner = true;
+        }
+      }
+      if (following.empty()) continue;
+      AccessCollector accesses;
+      if (block.init) accesses.visit(block.init);
+      accesses.visit(block.body);
+      std::set<const scalar::BufferNode*> written;
+      for (const scalar::Store* store : accesses.stores) written.insert(store->buffer.get());
+      for (const scalar::Load* load : accesses.loads) {
+        if (written.count(load->buffer.get())) continue;
+        bool depends = false;
+        for (const scalar::Expr& index : load->indices) {
+          for (const scalar::VarNode* used : sched::referenced_vars(index)) {
+            if (following.count(used)) depends = true;
+          }
+        }
+        if (!depends) loop.reuse = true;
+      }
+    }
+    loop.spatial = spatial;
+  }
+}
+
+int choose_principal(const NestFacts& nest) {
+  int best = -1;
+  for (size_t i = 0; i < nest.blocks.size(); ++i) {
+    const BlockFacts& candidate = nest.blocks[i];
+    // Only blocks under the whole chain can name every chain loop.
+    bool under_chain = true;
+    for (const LoopFacts& loop : nest.chain) {
+      if (std::find(candidate.loops.begin(), candidate.loops.end(), loop.loop) ==
+          candidate.loops.end()) {
+        under_chain = false;
+      }
+    }
+    if (!under_chain) continue;
+    if (best < 0) {
+      best = static_cast<int>(i);
+      continue;
+    }
+    const BlockFacts& current = nest.blocks[static_cast<size_t>(best)];
+    const size_t vars = candidate.block->iter_vars.size();
+    const size_t best_vars = current.block->iter_vars.size();
+    if (vars > best_vars || (vars == best_vars && candidate.reduction >= current.reduction)) {
+      best = static_cast<int>(i);
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+const LoopFacts* NestFacts::find_loop(const std::string& name) const {
+  for (const LoopFacts& loop : loops) {
+    if (loop.name == name) return &loop;
+  }
+  return nullptr;
+}
+
+const NestFacts* ProgramFacts::nest_of_block(const std::string& name) const {
+  for (const NestFacts& nest : nests) {
+    for (const BlockFacts& block : nest.blocks) {
+      if (block.block->name == name) return &nest;
+    }
+  }
+  return nullptr;
+}
+
+std::vector<Stmt> top_level_statements(const scalar::Program& program) {
+  if (const auto* seq = program.body->as<scalar::Seq>()) return seq->stmts;
+  return {program.body};
+}
+
+ProgramFacts analyze_program(const scalar::Program& program) {
+  ProgramFacts facts;
+  const std::vector<Stmt> statements = top_level_statements(program);
+  for (size_t position = 0; position < statements.size(); ++position) {
+    NestFacts nest;
+    nest.position = position;
+    NestWalker walker{nest, {}};
+    walker.walk(statements[position]);
+    if (nest.blocks.empty()) continue;
+    classify_loops(nest);
+    // The chain: loops from the top while each body is exactly one loop (or the block).
+    Stmt s = statements[position];
+    while (const For* loop = s->as<For>()) {
+      for (const LoopFacts& l : nest.loops) {
+        if (l.loop == loop) nest.chain.push_back(l);
+      }
+      s = loop->body;
+    }
+    for (const BlockFacts& block : nest.blocks) nest.has_reduction |= block.reduction;
+    for (const LoopFacts& loop : nest.chain) {
+      nest.tiled |= loop.tile_outer && loop.spatial;
+      nest.bound |= loop.grid;
+    }
+    nest.tiled |= nest.bound;
+    nest.principal = choose_principal(nest);
+    if (nest.principal < 0) nest.principal = 0;
+    facts.nests.push_back(std::move(nest));
+  }
+  return facts;
+}
+
+std::string axis_name(const scalar::Block& block, const scalar::For& loop) {
+  for (size_t i = 0; i < block.iter_vars.size(); ++i) {
+    const auto* ref = block.bindings[i]->as<scalar::VarRef>();
+    if (ref && ref->var == loop.var) return block.iter_vars[i].var->name;
+  }
+  return loop.var->name;
+}
+
+}  // namespace nautilus::search

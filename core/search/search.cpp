@@ -1,0 +1,683 @@
+#include "core/search/search.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <iomanip>
+#include <limits>
+#include <set>
+#include <sstream>
+#include <thread>
+#include <unordered_map>
+
+#include "core/driver/pipeline.h"
+#include "core/scalar/printer.h"
+#include "core/sched/launch.h"
+
+namespace nautilus::search {
+
+const char* node_status_name(NodeStatus status) {
+  switch (status) {
+    case NodeStatus::Expanded: return "expanded";
+    case NodeStatus::Pruned: return "pruned";
+    case NodeStatus::Leaf: return "leaf";
+    case NodeStatus::Chosen: return "chosen";
+    case NodeStatus::Failed: return "failed";
+  }
+  return "?";
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using sched::Decision;
+
+uint64_t fnv1a(const std::string& text) {
+  uint64_t hash = 1469598103934665603ull;
+  for (unsigned char c : text) {
+    hash ^= c;
+    hash *= 1099511628211ull;
+  }
+  return hash;
+}
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+std::string format_us(double us) {
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(us < 10 ? 2 : 1) << us << " µs";
+  return out.str();
+}
+
+// The launches of a schedule as text (they do not show in the program).
+std::string launch_key(const sched::Schedule& schedule) {
+  std::string key;
+  for (const sched::LaunchChoice& choice : sched::launch_choices(schedule)) {
+    key += choice.block + ":" + std::to_string(choice.warps) + "x" + std::to_string(choice.stages) +
+           ";";
+  }
+  return key;
+}
+
+sched::Schedule concat(const sched::Schedule& a, const std::vector<Decision>& b) {
+  sched::Schedule out = a;
+  out.decisions.insert(out.decisions.end(), b.begin(), b.end());
+  return out;
+}
+
+// What compiling one completed schedule gave.
+struct Evaluation {
+  bool ok = false;
+  bool internal = false;  // an internal compiler error, not a property of the schedule
+  std::string reason;
+  cost::CostEstimate estimate;
+};
+
+struct Entry {
+  int node = 0;
+  Phase phase = Phase::ReductionFusion;
+};
+
+class Searcher {
+ public:
+  Searcher(const SearchInput& input, const cost::CostModel& model, const SearchOptions& options,
+           SearchObserver* observer, std::stop_token stop, const Measurer& measurer)
+      : input_(input), model_(model), options_(options), observer_(observer),
+        stop_(std::move(stop)), measurer_(measurer) {
+    arch_ = options.arch;
+    if (arch_.empty()) arch_ = model.device().arch.rfind("sm_90", 0) == 0 ? "sm_90a" : "sm_80";
+  }
+
+  SearchResult run();
+
+ private:
+  // ---- the tree --------------------------------------------------------------------------
+
+  std::string node_key(const SearchNode& node) const {
+    return scalar::print_program(*node.program) + "\n#launch " + launch_key(node.schedule) +
+           "\n#pins " + std::to_string(node.pins_applied);
+  }
+
+  // Adds the child of `parent` made by `decision`; returns its id, or -1 when the program is
+  // one another node already has (the child is recorded as a pruned duplicate).
+  int add_child(int parent, const Decision& decision, Phase phase, bool pinned,
+                scalar::ProgramPtr program) {
+    SearchNode node;
+    node.id = static_cast<int>(nodes_.size());
+    node.parent = parent;
+    node.decision = decision;
+    node.phase = phase;
+    node.pinned = pinned;
+    node.pins_applied = nodes_[parent].pins_applied + (pinned ? 1 : 0);
+    node.schedule = nodes_[parent].schedule;
+    node.schedule.decisions.push_back(decision);
+    node.program = std::move(program);
+    const std::string key = node_key(node);
+    auto [it, inserted] = by_key_.emplace(key, node.id);
+    if (!inserted) {
+      node.reason = "the same program as node " + std::to_string(it->second);
+      node.status = NodeStatus::Pruned;
+      dropped_.push_back(true);
+    } else {
+      dropped_.push_back(false);
+    }
+    complete_.push_back(false);
+    failed_.push_back(false);
+    nodes_[parent].children.push_back(node.id);
+    nodes_.push_back(std::move(node));
+    return inserted ? nodes_.back().id : -1;
+  }
+
+  // Applies the pending pins that apply, in order, as a chain of pinned children.
+  int absorb_pins(int id) {
+    while (id >= 0 && nodes_[id].pins_applied < options_.pins.size()) {
+      const Decision& pin = options_.pins[nodes_[id].pins_applied];
+      sched::ApplyResult applied = sched::apply_decision(nodes_[id].program, pin);
+      if (!applied.ok()) break;
+      const Phase phase = nodes_[id].phase;
+      id = add_child(id, pin, phase, true, applied.program);
+    }
+    return id;
+  }
+
+  // The child of `parent` by `decision` when the decision is allowed and applies, with the pins
+  // that apply after it; -1 otherwise.
+  // `duplicate` is set when the decision applies but gives another node's program.
+  int try_child(int parent, const Decision& decision, Phase phase, bool* duplicate = nullptr) {
+    if (duplicate) *duplicate = false;
+    if (is_forbidden(options_.forbids, decision)) return -1;
+    sched::ApplyResult applied = sched::apply_decision(nodes_[parent].program, decision);
+    if (!applied.ok()) return -1;
+    const int child = add_child(parent, decision, phase, false, applied.program);
+    if (child < 0 && duplicate) *duplicate = true;
+    return absorb_pins(child);
+  }
+
+  void drop(int id, std::string reason) {
+    if (dropped_[id]) return;
+    dropped_[id] = true;
+    nodes_[id].reason = std::move(reason);
+  }
+
+  // ---- evaluation ------------------------------------------------------------------------
+
+  Evaluation compile_and_estimate(const sched::Schedule& schedule) const {
+    Evaluation evaluation;
+    driver::CompileOptions compile_options;
+    compile_options.sizes = input_.sizes;
+    compile_options.last_stage = driver::Stage::MATile;
+    compile_options.schedule = schedule;
+    compile_options.matile.arch = arch_;
+    driver::Compilation compilation = driver::compile(input_.file, compile_options);
+    if (!compilation.internal_error.empty()) {
+      evaluation.internal = true;
+      evaluation.reason = "internal compiler error: " + compilation.internal_error;
+      return evaluation;
+    }
+    if (!compilation.schedule_error.empty()) {
+      evaluation.reason = compilation.schedule_error;
+      return evaluation;
+    }
+    if (!compilation.ok() || !compilation.ma_module) {
+      evaluation.reason = "the spec does not compile";
+      return evaluation;
+    }
+    evaluation.estimate = model_.estimate(*compilation.ma_module);
+    if (!evaluation.estimate.feasible) {
+      evaluation.reason = "infeasible: " + evaluation.estimate.infeasible_reason;
+      return evaluation;
+    }
+    evaluation.ok = true;
+    return evaluation;
+  }
+
+  // Estimates every node of `ids` that has none yet: completes it, compiles each distinct
+  // completed program once (on `threads` threads) and records the estimate or the reason.
+  void evaluate(const std::vector<int>& ids) {
+    struct Pending {
+      int node;
+      std::string key;
+      sched::Schedule schedule;
+    };
+    std::vector<Pending> pending;
+    std::vector<std::string> to_compile;
+    std::unordered_map<std::string, sched::Schedule> schedules;
+    for (int id : ids) {
+      SearchNode& node = nodes_[id];
+      if (node.estimate || dropped_[id] || evaluated_.count(id)) continue;
+      std::vector<Decision> remaining(options_.pins.begin() + static_cast<long>(node.pins_applied),
+                                      options_.pins.end());
+      Completion completion = complete_program(node.program, options_.forbids, remaining);
+      node.completion.decisions = completion.decisions;
+      const sched::Schedule full = concat(node.schedule, completion.decisions);
+      std::string key = scalar::print_program(*completion.program) + "\n#launch " +
+                        launch_key(full);
+      if (!cache_.count(key) && !schedules.count(key)) {
+        schedules.emplace(key, full);
+        to_compile.push_back(key);
+      }
+      pending.push_back({id, std::move(key), full});
+    }
+    if (!to_compile.empty()) {
+      std::vector<std::optional<Evaluation>> results(to_compile.size());
+      std::atomic<size_t> next{0};
+      const auto work = [&] {
+        while (true) {
+          const size_t i = next.fetch_add(1);
+          if (i >= to_compile.size()) return;
+          if (stop_.stop_requested()) continue;
+          results[i] = compile_and_estimate(schedules.at(to_compile[i]));
+        }
+      };
+      const int threads = std::max(1, std::min<int>(options_.threads,
+                                                    static_cast<int>(to_compile.size())));
+      if (threads == 1) {
+        work();
+      } else {
+        std::vector<std::thread> pool;
+        for (int t = 0; t < threads; ++t) pool.emplace_back(work);
+        for (std::thread& thread : pool) thread.join();
+      }
+      for (size_t i = 0; i < to_compile.size(); ++i) {
+        if (!results[i]) continue;  // cancelled before it ran
+        cache_.emplace(to_compile[i], std::move(*results[i]));
+        ++stats_.compiles;
+      }
+    }
+    for (const Pending& p : pending) {
+      auto it = cache_.find(p.key);
+      if (it == cache_.end()) continue;  // cancelled
+      evaluated_.insert(p.node);
+      const Evaluation& evaluation = it->second;
+      if (evaluation.ok) {
+        nodes_[p.node].estimate = evaluation.estimate;
+        note_best(p.node);
+      } else {
+        if (evaluation.internal) failed_[p.node] = true;
+        drop(p.node, evaluation.reason);
+      }
+    }
+    report_progress();
+  }
+
+  double score(int id) const {
+    const SearchNode& node = nodes_[id];
+    return node.estimate ? node.estimate->microseconds : std::numeric_limits<double>::infinity();
+  }
+  uint64_t tiebreak(int id) const {
+    return splitmix64(fnv1a(node_key(nodes_[id])) ^ splitmix64(options_.seed));
+  }
+  bool better(int a, int b) const {
+    const double sa = score(a), sb = score(b);
+    if (sa != sb) return sa < sb;
+    const uint64_t ta = tiebreak(a), tb = tiebreak(b);
+    if (ta != tb) return ta < tb;
+    return a < b;
+  }
+
+  void note_best(int id) {
+    if (best_ < 0 || better(id, best_)) best_ = id;
+  }
+
+  void report_progress() {
+    if (!observer_) return;
+    SearchProgress progress;
+    progress.seconds = elapsed();
+    progress.nodes = static_cast<int>(nodes_.size());
+    progress.compiles = stats_.compiles;
+    progress.rounds = stats_.rounds;
+    progress.phase = current_phase_;
+    if (best_ >= 0) {
+      progress.best_us = score(best_);
+      const sched::Schedule full = concat(nodes_[best_].schedule, nodes_[best_].completion.decisions);
+      for (const Decision& d : full.decisions) progress.best_schedule += sched::print_decision(d) + "\n";
+    }
+    observer_->on_progress(progress);
+  }
+
+  double elapsed() const {
+    return std::chrono::duration<double>(Clock::now() - start_).count();
+  }
+
+  // ---- expansion -------------------------------------------------------------------------
+
+  Phase after_fusion(int id) const {
+    const ProgramFacts facts = analyze_program(*nodes_[id].program);
+    return next_tile_plan(facts, {}) ? Phase::Tiling : Phase::Binding;
+  }
+
+  // Children by each candidate, continuing in `phase`; the node itself goes on to `next`.
+  void expand_multi_step(const Entry& entry, const std::vector<Decision>& candidates, Phase next,
+                         std::vector<Entry>& out) {
+    for (const Decision& decision : candidates) {
+      if (stop_.stop_requested()) return;
+      const int child = try_child(entry.node, decision, entry.phase);
+      if (child >= 0) out.push_back({child, entry.phase});
+    }
+    out.push_back({entry.node, next});
+  }
+
+  void expand_tiling(const Entry& entry, std::vector<Entry>& out) {
+    const ProgramFacts facts = analyze_program(*nodes_[entry.node].program);
+    std::optional<TilePlan> plan = next_tile_plan(facts, {});
+    if (!plan) {
+      out.push_back({entry.node, Phase::Binding});
+      return;
+    }
+    const std::vector<int64_t> base = plan->defaults();
+    const auto decision_of = [&](const std::vector<int64_t>& sizes) {
+      std::optional<Decision> decision = plan->decision(sizes);
+      return decision ? decision : plan->keep;
+    };
+    // Stage 1: the default and every single-axis change of it.
+    struct Tried {
+      std::vector<int64_t> sizes;
+      int node;
+    };
+    std::vector<Tried> tried;
+    const auto add = [&](const std::vector<int64_t>& sizes) {
+      if (!plan->valid(sizes)) return;
+      std::optional<Decision> decision = decision_of(sizes);
+      if (!decision) return;
+      const int child = try_child(entry.node, *decision, Phase::Tiling);
+      if (child < 0) return;
+      tried.push_back({sizes, child});
+      out.push_back({child, Phase::Fusion});
+    };
+    add(base);
+    for (size_t axis = 0; axis < plan->axes.size(); ++axis) {
+      for (int64_t size : plan->axes[axis].sizes) {
+        if (size == base[axis]) continue;
+        std::vector<int64_t> sizes = base;
+        sizes[axis] = size;
+        add(sizes);
+      }
+    }
+    if (tried.empty()) {
+      // Nothing applies (forbidden or refused): leave the nest to the binding phase.
+      out.push_back({entry.node, Phase::Binding});
+      return;
+    }
+    // Stage 2: the combination of each axis's best size, when two or more axes improved.
+    std::vector<int> ids;
+    for (const Tried& t : tried) ids.push_back(t.node);
+    evaluate(ids);
+    std::vector<int64_t> best = base;
+    size_t improved = 0;
+    for (size_t axis = 0; axis < plan->axes.size(); ++axis) {
+      int best_node = -1;
+      for (const Tried& t : tried) {
+        bool only_this_axis = true;
+        for (size_t other = 0; other < base.size(); ++other) {
+          if (other != axis && t.sizes[other] != base[other]) only_this_axis = false;
+        }
+        if (!only_this_axis || !nodes_[t.node].estimate) continue;
+        if (best_node < 0 || better(t.node, best_node)) {
+          best_node = t.node;
+          best[axis] = t.sizes[axis];
+        }
+      }
+      if (best[axis] != base[axis]) ++improved;
+    }
+    if (improved >= 2) add(best);
+  }
+
+  void expand_binding(const Entry& entry, std::vector<Entry>& out) {
+    int current = entry.node;
+    const ProgramFacts facts = analyze_program(*nodes_[current].program);
+    for (const Decision& bind : binding_decisions(facts)) {
+      bool duplicate = false;
+      const int child = try_child(current, bind, Phase::Binding, &duplicate);
+      if (duplicate) return;  // the bound program is another node's: that path carries on
+      if (child >= 0) current = child;
+    }
+    out.push_back({current, Phase::Masking});
+  }
+
+  void expand(const Entry& entry, std::vector<Entry>& out) {
+    const SearchNode& node = nodes_[entry.node];
+    switch (entry.phase) {
+      case Phase::ReductionFusion: {
+        const ProgramFacts facts = analyze_program(*node.program);
+        expand_multi_step(entry, reduction_fusion_candidates(*node.program, facts),
+                          Phase::Fusion, out);
+        return;
+      }
+      case Phase::Fusion: {
+        const ProgramFacts facts = analyze_program(*node.program);
+        expand_multi_step(entry, fusion_candidates(facts), after_fusion(entry.node), out);
+        return;
+      }
+      case Phase::Tiling: expand_tiling(entry, out); return;
+      case Phase::Binding: expand_binding(entry, out); return;
+      case Phase::Masking: {
+        const ProgramFacts facts = analyze_program(*node.program);
+        expand_multi_step(entry, masking_candidates(facts), Phase::Launch, out);
+        return;
+      }
+      case Phase::Launch: {
+        const ProgramFacts facts = analyze_program(*node.program);
+        expand_multi_step(entry, launch_candidates(facts, node.schedule), Phase::Done, out);
+        return;
+      }
+      case Phase::Done: out.push_back(entry); return;
+    }
+  }
+
+  // ---- results ---------------------------------------------------------------------------
+
+  std::string pin_text(size_t index) const {
+    return "pin " + std::to_string(index + 1) + " " + sched::print_decision(options_.pins[index]);
+  }
+
+  // Why no node carries every pin: the first pin no node applies, after the one before it.
+  std::string pin_conflict() const {
+    size_t most = 0;
+    int where = 0;
+    for (const SearchNode& node : nodes_) {
+      if (node.pins_applied > most) {
+        most = node.pins_applied;
+        where = node.id;
+      }
+    }
+    if (most >= options_.pins.size()) return {};
+    sched::ApplyResult applied = sched::apply_decision(nodes_[where].program, options_.pins[most]);
+    std::string reason = applied.ok() ? "no complete schedule reaches it" : applied.reason;
+    if (most == 0) return pin_text(0) + " does not apply: " + reason;
+    return pin_text(most) + " does not apply after " + pin_text(most - 1) + ": " + reason;
+  }
+
+  void measure(SearchResult& result) {
+    std::vector<int> leaves;
+    for (const SearchNode& node : nodes_) {
+      if (complete_[node.id] && node.estimate && !failed_[node.id]) leaves.push_back(node.id);
+    }
+    std::sort(leaves.begin(), leaves.end(), [&](int a, int b) { return better(a, b); });
+    if (leaves.size() > static_cast<size_t>(options_.measure)) leaves.resize(options_.measure);
+    if (!measurer_) {
+      result.warnings.push_back("no measurer: chose by the estimate");
+      return;
+    }
+    int best_measured = -1;
+    for (int id : leaves) {
+      if (stop_.stop_requested()) break;
+      Measurement measurement =
+          measurer_(concat(nodes_[id].schedule, nodes_[id].completion.decisions));
+      if (measurement.status == Measurement::Status::NoGpu) {
+        result.warnings.push_back("no GPU: " + measurement.message +
+                                  "; chose by the estimate instead");
+        break;
+      }
+      if (measurement.status == Measurement::Status::Failed) {
+        failed_[id] = true;
+        nodes_[id].reason = "measurement failed: " + measurement.message;
+        continue;
+      }
+      nodes_[id].measured_us = measurement.microseconds;
+      if (best_measured < 0 || measurement.microseconds < *nodes_[best_measured].measured_us) {
+        best_measured = id;
+      }
+    }
+    if (best_measured >= 0) {
+      chosen_ = best_measured;
+      return;
+    }
+    // Nothing measured: the best leaf by the estimate whose measurement did not fail.
+    if (failed_[chosen_]) {
+      chosen_ = -1;
+      for (int id : leaves) {
+        if (!failed_[id] && (chosen_ < 0 || better(id, chosen_))) chosen_ = id;
+      }
+    }
+  }
+
+  void finish(SearchResult& result) {
+    for (SearchNode& node : nodes_) {
+      const int id = node.id;
+      if (id == chosen_) {
+        node.status = NodeStatus::Chosen;
+        node.reason.clear();
+      } else if (failed_[id]) {
+        node.status = NodeStatus::Failed;
+      } else if (complete_[id] && node.estimate) {
+        node.status = NodeStatus::Leaf;
+        node.reason.clear();
+      } else if (!node.children.empty()) {
+        node.status = NodeStatus::Expanded;
+        node.reason.clear();
+      } else {
+        node.status = NodeStatus::Pruned;
+        if (node.reason.empty()) {
+          node.reason = stats_.cancelled ? "the search was cancelled before expanding it"
+                                         : "not expanded";
+        }
+      }
+      switch (node.status) {
+        case NodeStatus::Expanded: ++stats_.expanded; break;
+        case NodeStatus::Pruned: ++stats_.pruned; break;
+        case NodeStatus::Leaf:
+        case NodeStatus::Chosen: ++stats_.leaves; break;
+        case NodeStatus::Failed: ++stats_.failed; break;
+      }
+    }
+    stats_.nodes = static_cast<int>(nodes_.size());
+    stats_.seconds = elapsed();
+    result.stats = stats_;
+    result.nodes = std::move(nodes_);
+  }
+
+  const SearchInput& input_;
+  const cost::CostModel& model_;
+  const SearchOptions& options_;
+  SearchObserver* observer_;
+  std::stop_token stop_;
+  const Measurer& measurer_;
+  std::string arch_;
+  Clock::time_point start_ = Clock::now();
+
+  std::vector<SearchNode> nodes_;
+  std::vector<bool> dropped_, complete_, failed_;
+  std::unordered_map<std::string, int> by_key_;
+  std::unordered_map<std::string, Evaluation> cache_;
+  std::set<int> evaluated_;
+  SearchStats stats_;
+  int best_ = -1;
+  int chosen_ = -1;
+  std::string current_phase_ = phase_name(Phase::ReductionFusion);
+};
+
+SearchResult Searcher::run() {
+  SearchResult result;
+  result.model = model_.name();
+  // Pins that are also forbidden can never hold.
+  for (size_t i = 0; i < options_.pins.size(); ++i) {
+    for (const Decision& forbid : options_.forbids) {
+      if (decision_matches(forbid, options_.pins[i])) {
+        result.error = pin_text(i) + " is forbidden by --forbid " + sched::print_decision(forbid);
+        return result;
+      }
+    }
+  }
+  driver::CompileOptions lower_options;
+  lower_options.sizes = input_.sizes;
+  lower_options.last_stage = driver::Stage::Scalar;
+  driver::Compilation lowered = driver::compile(input_.file, lower_options);
+  if (!lowered.ok() || !lowered.program) {
+    result.error = !lowered.internal_error.empty() ? "internal compiler error: " + lowered.internal_error
+                                                   : lowered.diagnostics->render_all();
+    if (result.error.empty()) result.error = "the spec does not compile";
+    return result;
+  }
+  SearchNode root;
+  root.program = lowered.program;
+  by_key_.emplace(node_key(root), 0);
+  nodes_.push_back(std::move(root));
+  dropped_.push_back(false);
+  complete_.push_back(false);
+  failed_.push_back(false);
+
+  std::vector<Entry> beam = {{absorb_pins(0), Phase::ReductionFusion}};
+  {
+    std::vector<int> all;
+    for (const SearchNode& node : nodes_) all.push_back(node.id);
+    evaluate(all);
+  }
+  while (!stop_.stop_requested()) {
+    const bool done = std::all_of(beam.begin(), beam.end(),
+                                  [](const Entry& e) { return e.phase == Phase::Done; });
+    if (done) break;
+    ++stats_.rounds;
+    Phase earliest = Phase::Done;
+    for (const Entry& e : beam) earliest = std::min(earliest, e.phase);
+    current_phase_ = phase_name(earliest);
+    const size_t first_new = nodes_.size();
+    std::vector<Entry> next;
+    for (const Entry& entry : beam) {
+      if (stop_.stop_requested()) break;
+      expand(entry, next);
+    }
+    std::vector<int> fresh;
+    for (size_t id = first_new; id < nodes_.size(); ++id) fresh.push_back(static_cast<int>(id));
+    evaluate(fresh);
+    if (stop_.stop_requested()) break;
+    // A complete node must carry every pin.
+    std::vector<Entry> candidates;
+    for (const Entry& entry : next) {
+      if (entry.phase == Phase::Done && !complete_[entry.node]) {
+        if (nodes_[entry.node].pins_applied < options_.pins.size()) {
+          drop(entry.node, pin_text(nodes_[entry.node].pins_applied) + " was never applied");
+          continue;
+        }
+        complete_[entry.node] = true;
+      }
+      if (!nodes_[entry.node].estimate) continue;  // did not compile, infeasible or a duplicate
+      candidates.push_back(entry);
+    }
+    std::stable_sort(candidates.begin(), candidates.end(), [&](const Entry& a, const Entry& b) {
+      if (a.node == b.node) return a.phase < b.phase;
+      return better(a.node, b.node);
+    });
+    const size_t keep = std::min(candidates.size(), static_cast<size_t>(std::max(1, options_.beam)));
+    beam.assign(candidates.begin(), candidates.begin() + static_cast<long>(keep));
+    if (keep > 0) {
+      const double worst_kept = score(beam.back().node);
+      for (size_t i = keep; i < candidates.size(); ++i) {
+        const int id = candidates[i].node;
+        const bool kept = std::any_of(beam.begin(), beam.end(),
+                                      [&](const Entry& e) { return e.node == id; });
+        if (kept || complete_[id]) continue;
+        drop(id, "below the beam: estimate " + format_us(score(id)) + ", the beam kept " +
+                     std::to_string(keep) + " at or under " + format_us(worst_kept));
+      }
+    }
+    report_progress();
+    if (beam.empty()) break;
+  }
+  stats_.cancelled = stop_.stop_requested();
+
+  for (const Entry& entry : beam) {
+    if (entry.phase != Phase::Done || !complete_[entry.node] || !nodes_[entry.node].estimate) continue;
+    if (chosen_ < 0 || better(entry.node, chosen_)) chosen_ = entry.node;
+  }
+  if (chosen_ >= 0 && options_.measure > 0) measure(result);
+  if (chosen_ < 0) {
+    std::string conflict = pin_conflict();
+    if (!conflict.empty()) {
+      result.error = conflict;
+    } else if (stats_.cancelled) {
+      result.error = "the search was cancelled before it completed a schedule";
+    } else {
+      std::string reason;
+      for (auto it = nodes_.rbegin(); it != nodes_.rend() && reason.empty(); ++it) {
+        if (!it->reason.empty() && it->reason.rfind("the same program", 0) != 0) reason = it->reason;
+      }
+      result.error = "no complete schedule compiles" + (reason.empty() ? "" : ": " + reason);
+    }
+  } else {
+    const SearchNode& chosen = nodes_[chosen_];
+    result.ok = true;
+    result.chosen = chosen_;
+    result.schedule = concat(chosen.schedule, chosen.completion.decisions);
+    result.estimate = chosen.estimate;
+    result.measured_us = chosen.measured_us;
+  }
+  finish(result);
+  return result;
+}
+
+}  // namespace
+
+SearchResult run_search(const SearchInput& input, const cost::CostModel& model,
+                        const SearchOptions& options, SearchObserver* observer,
+                        std::stop_token stop, const Measurer& measurer) {
+  Searcher searcher(input, model, options, observer, std::move(stop), measurer);
+  return searcher.run();
+}
+
+}  // namespace nautilus::search
