@@ -266,7 +266,9 @@ class WorkWalk {
   struct LoopContext {
     DepMask bit = 0;
     double trips = 0.0;
-    int64_t extent = 0;
+    // Iterations that issue their look-ahead copy (iteration i copies for i + stages - 1, which
+    // exists while it is below the extent): min(trips, extent - stages + 1), averaged.
+    double lookahead_copies = 0.0;
     int stages = 0;
   };
 
@@ -314,9 +316,9 @@ class WorkWalk {
     return std::nullopt;
   }
 
-  // The loop's trips averaged over the grid points its trip count depends on.
-  double average_trips(const Op& loop) const {
-    const double extent = static_cast<double>(std::max<int64_t>(loop.extent, 0));
+  // The loop's trips, min(trips, cap), averaged over the grid points its trip count depends on.
+  double average_trips(const Op& loop, double cap) const {
+    const double extent = std::min(static_cast<double>(std::max<int64_t>(loop.extent, 0)), cap);
     if (!loop.trip_count) return extent;
     const DepMask deps = deps_of(loop.trip_count);
     if (deps & ~kGridMask) return extent;  // depends on a loop: assume the full range
@@ -391,14 +393,18 @@ class WorkWalk {
     for (const Value& init : op.operands) init_deps |= deps_of(init);
     if (op.loop_var) deps_[op.loop_var.get()] = bit;
     for (const Value& arg : op.block_args) deps_[arg.get()] = init_deps | bit;
-    const double trips = average_trips(op);
+    const double trips = average_trips(op, std::numeric_limits<double>::infinity());
+    const double lookahead =
+        op.pipeline_stages >= 2
+            ? average_trips(op, std::max(0.0, static_cast<double>(op.extent - (op.pipeline_stages - 1))))
+            : trips;
     segments_[segment].innermost = false;
     Segment inner;
     inner.executions = segments_[segment].executions * trips;
     inner.stages = op.pipeline_stages;
     segments_.push_back(inner);
     const size_t inner_index = segments_.size() - 1;
-    loops.push_back({bit, trips, op.extent, op.pipeline_stages});
+    loops.push_back({bit, trips, lookahead, op.pipeline_stages});
     if (op.body && trips > 0.0) walk(*op.body, inner_index, loops);
     for (const Value& result : op.results) deps_[result.get()] = init_deps | bit;
   }
@@ -561,10 +567,7 @@ class WorkWalk {
         double factor = 1.0;
         if (op.predicate && !loops.empty() && loops.back().stages >= 2 &&
             loops.back().trips > 0.0) {
-          const LoopContext& loop = loops.back();
-          const double issued = std::clamp(
-              static_cast<double>(loop.extent - (loop.stages - 1)), 0.0, loop.trips);
-          factor = issued / loop.trips;
+          factor = loops.back().lookahead_copies / loops.back().trips;
         }
         work.shared_bytes += bytes * factor;
         work.alu_ops += elements / static_cast<double>(std::max<int64_t>(op.vector_elements, 1)) *

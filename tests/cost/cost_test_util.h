@@ -1,0 +1,25 @@
+// Helpers of the cost-model tests: compile an asset spec to MA tile IR exactly as the CLI does
+// (`nautilus lower FILE --stage matile -D ... --schedule ... --pin ...`).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/matile/ir.h"
+
+namespace nautilus::cost::testing {
+
+// The decisions of assets/schedules/<asset>.json, printed.
+std::vector<std::string> hand_schedule(const std::string& asset);
+
+// Compiles assets/specs/<asset>.nt with -D `sizes` and the printed `decisions` (empty: the
+// unscheduled program) to MA tile IR; fails the calling test (and returns null) on any error.
+matile::ModulePtr compile_ma(const std::string& asset, const std::vector<std::string>& sizes,
+                             const std::vector<std::string>& decisions);
+
+// `decisions` with every decision of `kind` (e.g. "launch") on the same target replaced by
+// `replacement`, or `replacement` appended when there is none.
+std::vector<std::string> with_decision(std::vector<std::string> decisions,
+                                       const std::string& replacement);
+
+}  // namespace nautilus::cost::testing

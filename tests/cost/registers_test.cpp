@@ -1,0 +1,60 @@
+// The register estimate against ptxas: every kernel of every asset spec with its hand schedule,
+// compiled by NVRTC for sm_90a (skipped when NVRTC is not installed).
+//
+// What the estimate is for: CTAs per SM. The MMA kernels are the ones whose occupancy registers
+// decide (accumulators of 64-128 registers), so there it must be close: within 20% of ptxas.
+// Elsewhere it must not undercount by much (an undercount predicts more resident CTAs than the
+// GPU runs); it may overcount small element-wise kernels, whose chains ptxas evaluates slot by
+// slot instead of holding whole tiles (docs/cost-model.md).
+#include <gtest/gtest.h>
+
+#include "core/codegen/emit_cuda.h"
+#include "core/codegen/nvrtc.h"
+#include "core/cost/analytical_model.h"
+#include "tests/common/spec_test_util.h"
+#include "tests/cost/cost_test_util.h"
+
+namespace nautilus::cost {
+namespace {
+
+bool has_mma(const matile::Region& region) {
+  for (const matile::OpPtr& op : region.ops) {
+    if (op->kind == matile::OpKind::Mma) return true;
+    if (op->kind == matile::OpKind::For && op->body && has_mma(*op->body)) return true;
+  }
+  return false;
+}
+
+TEST(RegisterEstimate, CloseToPtxasOnTheMmaKernels) {
+  const auto& nvrtc = codegen::Nvrtc::shared();
+  if (!nvrtc) GTEST_SKIP() << nvrtc.error().message;
+  int mma_kernels = 0;
+  for (const std::string& asset : nautilus::testing::asset_names()) {
+    const matile::ModulePtr module = testing::compile_ma(asset, {}, testing::hand_schedule(asset));
+    ASSERT_TRUE(module) << asset;
+    const auto emitted = codegen::emit_cuda(*module);
+    ASSERT_TRUE(emitted) << emitted.error().message;
+    codegen::NvrtcOptions options;
+    options.arch = codegen::GpuArch::Sm90a;
+    const auto compiled = (*nvrtc)->compile(emitted->source, asset + ".cu", options);
+    ASSERT_TRUE(compiled) << compiled.error().message;
+    ASSERT_EQ(emitted->kernels.size(), module->kernels.size());
+    for (size_t i = 0; i < module->kernels.size(); ++i) {
+      const matile::Kernel& kernel = *module->kernels[i];
+      const codegen::KernelResources* ptxas = compiled->report.find(emitted->kernels[i].symbol);
+      ASSERT_NE(ptxas, nullptr) << emitted->kernels[i].symbol;
+      const int estimate = estimate_registers_per_thread(kernel);
+      const std::string what = asset + " " + kernel.name + ": estimate " + std::to_string(estimate) +
+                               ", ptxas " + std::to_string(ptxas->registers);
+      EXPECT_GE(estimate, 0.75 * ptxas->registers) << what;
+      if (has_mma(*kernel.body)) {
+        ++mma_kernels;
+        EXPECT_LE(std::abs(estimate - ptxas->registers), 0.2 * ptxas->registers) << what;
+      }
+    }
+  }
+  EXPECT_GE(mma_kernels, 5);
+}
+
+}  // namespace
+}  // namespace nautilus::cost
