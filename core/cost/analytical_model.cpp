@@ -414,6 +414,11 @@ class WorkWalk {
     Segment& segment = segments_[segment_index];
     Work& work = segment.work;
     const Value result = op.results.empty() ? nullptr : op.results[0];
+    const bool needs_result = op.kind != OpKind::GlobalStore && op.kind != OpKind::SharedStore &&
+                              op.kind != OpKind::AsyncCopy && op.kind != OpKind::CommitGroup &&
+                              op.kind != OpKind::WaitGroup && op.kind != OpKind::Barrier &&
+                              op.kind != OpKind::Yield && op.kind != OpKind::For;
+    if (needs_result && !result) return;  // malformed (the verifier reports it); costs nothing
     switch (op.kind) {
       case OpKind::Full:
       case OpKind::Broadcast:
