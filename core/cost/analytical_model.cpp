@@ -346,7 +346,7 @@ class WorkWalk {
     return sum / static_cast<double>(points);
   }
 
-  void record_access(const Op& op, double bytes, DepMask deps, bool write, double executions,
+  void record_access(double bytes, DepMask deps, bool write, double executions,
                      const std::vector<LoopContext>& loops, double factor) {
     Access access;
     access.bytes = bytes;
@@ -358,7 +358,6 @@ class WorkWalk {
     access.distinct = distinct;
     access.deps = deps;
     access.write = write;
-    (void)op;
     accesses_.push_back(access);
   }
 
@@ -551,7 +550,7 @@ class WorkWalk {
         work.shared_bytes += lanes(result) * dtype_bytes(result->type.dtype);
         work.alu_ops += lanes(result);
         segment.read_bytes += bytes;
-        record_access(op, bytes, access_deps(op), false, executions, loops, 1.0);
+        record_access(bytes, access_deps(op), false, executions, loops, 1.0);
         return;
       }
       case OpKind::GlobalStore: {
@@ -561,7 +560,7 @@ class WorkWalk {
                              dtype_bytes(op.buffer ? op.buffer->dtype : value->type.dtype);
         work.shared_bytes += lanes(value) * dtype_bytes(value->type.dtype);
         work.alu_ops += lanes(value);
-        record_access(op, bytes, access_deps(op), true, executions, loops, 1.0);
+        record_access(bytes, access_deps(op), true, executions, loops, 1.0);
         return;
       }
       case OpKind::AsyncCopy: {
@@ -578,7 +577,7 @@ class WorkWalk {
         work.alu_ops += elements / static_cast<double>(std::max<int64_t>(op.vector_elements, 1)) *
                         factor;
         segment.read_bytes += bytes * factor;
-        record_access(op, bytes, access_deps(op), false, executions, loops, factor);
+        record_access(bytes, access_deps(op), false, executions, loops, factor);
         return;
       }
       case OpKind::SharedLoad:
