@@ -8,6 +8,7 @@
 #include <iomanip>
 #include <mutex>
 #include <sstream>
+#include <string>
 
 namespace nautilus::codegen {
 
@@ -396,7 +397,9 @@ Result<CompiledProgram> Nvrtc::compile(const std::string& source, const std::str
   if (api_->get_log_size(program, &log_size) == Api::kSuccess && log_size > 1) {
     std::string log(log_size, '\0');
     if (api_->get_log(program, log.data()) == Api::kSuccess) {
-      log.resize(log_size - 1);  // the size counts the terminating NUL
+      // The size counts the terminating NUL; NVRTC 13 also leaves NULs between the ptxas
+      // messages, which would make the saved report a binary file to grep and diff.
+      std::erase(log, '\0');
       compiled.log = std::move(log);
     }
   }

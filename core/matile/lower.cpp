@@ -97,6 +97,9 @@ struct OperandPlan {
 struct DotPlan {
   bool mma = false;
   int warps_m = 0, warps_n = 0;
+  // Read the next k step's fragments from shared memory before this step's MMAs, so ldmatrix
+  // latency hides behind tensor-core work (costs one more step of fragment registers).
+  bool prefetch_fragments = false;
   OperandPlan a, b;
 };
 
@@ -151,6 +154,9 @@ class KernelLowering {
           carried_by_[arg.get()] = op.get();
         }
         for (const VValue& r : op->results) carried_by_[r.get()] = op.get();
+        for (const vrtile::OpPtr& inner : op->body->ops) {
+          if (inner->kind == VOpKind::Yield) loop_of_yield_[inner.get()] = op.get();
+        }
         analyze_region(*op->body, op.get());
       }
     }
@@ -390,6 +396,58 @@ class KernelLowering {
     return plan;
   }
 
+  // Whether a dot operand is (up to exact casts and a transposition) a load from memory, i.e. a
+  // candidate for the shared-memory operand path.
+  bool peel_reaches_shared(const VValue& operand) {
+    DType narrow = DType::F32;
+    return peel(operand, &narrow).load != nullptr;
+  }
+
+  // Whether every use of a dot's result only carries it through a loop, accumulates into it
+  // (as another dot's accumulator), converts it element-wise with uniform operands, or stores
+  // it: then the MMA's warp arrangement is free.
+  bool only_accumulated_and_stored(const VValue& v, int depth = 0) {
+    if (depth > 16) return false;
+    for (const VOp* user : users_[v.get()]) {
+      switch (user->kind) {
+        case VOpKind::Store:
+          if (vrtile::stored_value(*user) != v) return false;
+          break;
+        case VOpKind::Cast:
+        case VOpKind::Unary:
+          if (!only_accumulated_and_stored(user->results[0], depth + 1)) return false;
+          break;
+        case VOpKind::Binary:
+          for (const VValue& other : user->operands) {
+            if (other != v && other->type.rank() != 0) return false;
+          }
+          if (!only_accumulated_and_stored(user->results[0], depth + 1)) return false;
+          break;
+        case VOpKind::Dot:
+          if (user->operands.size() != 3 || user->operands[2] != v || user->operands[0] == v ||
+              user->operands[1] == v) {
+            return false;
+          }
+          if (!only_accumulated_and_stored(user->results[0], depth + 1)) return false;
+          break;
+        case VOpKind::Yield: {
+          auto loop = loop_of_yield_.find(user);
+          if (loop == loop_of_yield_.end()) return false;
+          for (size_t i = 0; i < user->operands.size(); ++i) {
+            if (user->operands[i] != v) continue;
+            if (i >= loop->second->results.size() ||
+                !only_accumulated_and_stored(loop->second->results[i], depth + 1)) {
+              return false;
+            }
+          }
+          break;
+        }
+        default: return false;
+      }
+    }
+    return true;
+  }
+
   void plan_dots() {
     for (const VValue& v : order_) {
       const VOp* op = def(v);
@@ -402,7 +460,28 @@ class KernelLowering {
       const int64_t N = op->operands[1]->type.shape[1];
       int wm = options_.warps;
       while (wm > 1 && M % (16 * wm) != 0) wm /= 2;
-      const int wn = options_.warps / wm;
+      int wn = options_.warps / wm;
+      // Warps side by side along N too when both operands come from shared memory and the
+      // product only accumulates and is stored: each warp then loads (M/wm + N/wn)·K operand
+      // elements per k step instead of (M/warps + N)·K (a 128x128 GEMM tile on 4 warps: 2x2
+      // reads 8 ldmatrix.x4 per k16 instead of 10). A product that is reduced along a row or
+      // feeds another MMA keeps whole rows in one warp (warps along M only).
+      if (peel_reaches_shared(op->operands[0]) && peel_reaches_shared(op->operands[1]) &&
+          only_accumulated_and_stored(op->results[0])) {
+        int best_loads = -1;
+        for (int m = options_.warps; m >= 1; m /= 2) {
+          const int n = options_.warps / m;
+          if (M % (16 * m) != 0 || N % (16 * n) != 0) continue;
+          const int loads = static_cast<int>(M / m + N / n);
+          if (best_loads < 0 || loads < best_loads) {
+            best_loads = loads;
+            wm = m;
+            wn = n;
+          }
+        }
+        // Only the accumulator is live beside the fragments: room for a second set.
+        plan.prefetch_fragments = true;
+      }
       plan.mma = options_.use_mma && da == db && (da == DType::BF16 || da == DType::F16) &&
                  M % (16 * wm) == 0 && N % (16 * wn) == 0 && K % 16 == 0;
       plan.warps_m = wm;
@@ -861,9 +940,16 @@ class KernelLowering {
     const VValue& v = load.results[0];
     const std::vector<int64_t>& shape = v->type.shape;
     const int bytes = dtype_bytes(v->type.dtype);
-    // The swizzle with the fewest ldmatrix wavefronts (ties: the smaller swizzle).
-    const layout::Swizzle candidates[] = {layout::kSwizzleNone, layout::kSwizzle32B,
-                                          layout::kSwizzle64B, layout::kSwizzle128B};
+    // The swizzle with the fewest ldmatrix wavefronts (ties: the earlier candidate). XORing the
+    // 16-byte chunk index with the row index needs the row bits, which start at bit log2(row
+    // bytes): a 128-byte row wants Swizzle<3,4,3> (byte units), a 256-byte row (bf16, 128
+    // columns) Swizzle<3,4,4> -- with <3,4,3> rows r and r+4 of an ldmatrix phase share banks
+    // (measured: 8 instead of 4 wavefronts per ldmatrix.x4 on an H100). So the candidates are
+    // every field width at every distance up to rows of 1 KB.
+    std::vector<layout::Swizzle> candidates = {layout::kSwizzleNone};
+    for (int shift = 3; shift <= 6; ++shift) {
+      for (int bits = 1; bits <= 3; ++bits) candidates.push_back(layout::Swizzle{bits, 4, shift});
+    }
     layout::Swizzle best{};
     int64_t best_wavefronts = -1, unswizzled = -1;
     std::string choice = "unswizzled";
@@ -1040,12 +1126,20 @@ class KernelLowering {
   }
 
   // A tile copied once (outside the loops that use it, like attention's Q) that is an mma A
-  // operand is read into registers once, right after its copy; each k step slices it.
+  // operand is read into registers once, right after its copy; each k step slices it -- when
+  // the fragments are small. Held fragments stay live through the whole loop beside its
+  // accumulators: attention's Q at D = 128 on 4 warps (32 rows per warp) is 64 registers per
+  // thread next to 128 of output accumulator, which spills; re-reading it with ldmatrix at each
+  // k step costs shared bandwidth instead (FlashAttention-2 does the same).
+  static constexpr int64_t kMaxHeldFragmentRegisters = 32;
   void hoist_a_fragments(const VOp& load, int alloc) {
     for (const auto& [dot, plan] : dot_plans_) {
       if (!plan.mma || plan.a.load != &load || hoisted_.count(&load)) continue;
       const VValue& source = plan.a.source;
       const int64_t M = source->type.shape[0], K = source->type.shape[1];
+      const int64_t registers_per_thread =
+          M / plan.warps_m * K * dtype_bytes(source->type.dtype) / 4 / 32;
+      if (registers_per_thread > kMaxHeldFragmentRegisters) continue;
       Result<RegisterLayout> l = mma_a_layout(M, K, plan.warps_m, plan.warps_n);
       if (!l) fail(l.error().message);
       SharedRef ref{alloc, nullptr, {0, 0}, plan.a.transposed};
@@ -1137,7 +1231,7 @@ class KernelLowering {
     if (!plan.a.load) a_reg = materialize(plan.a.source, layout_or_fail(mma_a_layout(M, K, wm, wn)));
     if (!plan.b.load) b_reg = materialize(plan.b.source, layout_or_fail(mma_b_layout(K, N, wm, wn)));
     const DType dtype = plan.a.source->type.dtype;
-    for (int64_t kk = 0; kk < K / 16; ++kk) {
+    auto load_step = [&](int64_t kk) -> std::pair<Value, Value> {
       const std::string step = "_k" + std::to_string(kk);
       Value a_k, b_k;
       if (plan.a.load && !a_hoisted) {
@@ -1160,7 +1254,17 @@ class KernelLowering {
         b_k = K == 16 ? b_reg
                       : b_.extract_slice(b_reg, {kk * 16, 0}, {16, N}, b_step, plan.b.source->name + step);
       }
-      acc = b_.mma(a_k, b_k, acc, wm, wn, kk + 1 == K / 16 ? v->name : v->name + step);
+      return {a_k, b_k};
+    };
+    const int64_t steps = K / 16;
+    std::pair<Value, Value> next = load_step(0);
+    for (int64_t kk = 0; kk < steps; ++kk) {
+      const std::pair<Value, Value> current = next;
+      if (kk + 1 < steps && plan.prefetch_fragments) next = load_step(kk + 1);
+      const std::string step = "_k" + std::to_string(kk);
+      acc = b_.mma(current.first, current.second, acc, wm, wn,
+                   kk + 1 == steps ? v->name : v->name + step);
+      if (kk + 1 < steps && !plan.prefetch_fragments) next = load_step(kk + 1);
     }
     env_[v.get()] = acc;
   }
@@ -1268,6 +1372,7 @@ class KernelLowering {
   std::unordered_map<const VNode*, const VOp*> def_;
   std::unordered_map<const VNode*, const VOp*> scope_;       // the For whose body defines it
   std::unordered_map<const VNode*, const VOp*> carried_by_;  // block args and For results
+  std::unordered_map<const VOp*, const VOp*> loop_of_yield_;  // Yield -> the For it ends
   std::unordered_map<const VNode*, std::vector<const VOp*>> users_;
   std::vector<VValue> order_;
   std::unordered_map<const VNode*, bool> remat_;

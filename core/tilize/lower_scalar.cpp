@@ -132,11 +132,29 @@ class KernelLowering {
   vr::KernelPtr lower_nest(const Stmt& nest, const std::string& name) {
     assign_roles(nest);
     Stmt inner = nest;
+    std::vector<const For*> grid_loops;
     while (const For* loop = inner->as<For>()) {
       if (roles_.at(loop->var.get()) != LoopRole::Grid) break;
+      grid_loops.push_back(loop);
+      inner = loop->body;
+    }
+    // Grid axes in CUDA order: the loop bound to grid.x first, then y, then z, then loops the
+    // schedule left unbound. CTAs are launched x-fastest, so the bind decides which CTAs run
+    // side by side (attention binds query tiles to x: the CTAs of one head share K and V in L2).
+    auto grid_rank = [](const For* loop) {
+      switch (loop->for_kind) {
+        case scalar::ForKind::GridX: return 0;
+        case scalar::ForKind::GridY: return 1;
+        case scalar::ForKind::GridZ: return 2;
+        default: return 3;
+      }
+    };
+    std::stable_sort(grid_loops.begin(), grid_loops.end(), [&](const For* a, const For* b) {
+      return grid_rank(a) < grid_rank(b);
+    });
+    for (const For* loop : grid_loops) {
       scalars_[loop->var.get()] = builder_.grid(loop->var->name, loop->extent);
       extents_[loop->var.get()] = loop->extent;
-      inner = loop->body;
     }
     lower_stmt(inner);
     std::vector<Buffer> params;

@@ -175,7 +175,9 @@ TEST(EmitFastPaths, CausalLoopStopsAtItsTripCount) {
 // ---------------------------------------------------------------------------------------------
 // Instruction counts in the PTX of the main loops (the loop that holds the mma.sync)
 
-int main_loop_instructions(const std::string& ptx) {
+// The instruction count of the longest loop holding an mma.sync; `mma_count`, when given,
+// receives that loop's number of mma.sync instructions.
+int main_loop_instructions(const std::string& ptx, int* mma_count = nullptr) {
   std::vector<std::string> lines;
   for (size_t begin = 0; begin < ptx.size();) {
     size_t end = ptx.find('\n', begin);
@@ -208,7 +210,10 @@ int main_loop_instructions(const std::string& ptx) {
       ++instructions;
       mmas += text.find("mma.sync") != std::string::npos;
     }
-    if (mmas > 0) best = std::max(best, instructions);
+    if (mmas > 0 && instructions > best) {
+      best = instructions;
+      if (mma_count) *mma_count = mmas;
+    }
   }
   return best;
 }
@@ -216,13 +221,15 @@ int main_loop_instructions(const std::string& ptx) {
 TEST(EmitFastPaths, MainLoopsStayShort) {
   const Result<std::shared_ptr<const Nvrtc>>& nvrtc = Nvrtc::shared();
   if (!nvrtc) GTEST_SKIP() << nvrtc.error().message;
-  // Before the hoisted addressing: attention 1063 PTX instructions per key tile (128 mma),
-  // GEMM 354 per k tile (64 mma); now 636 and 145.
+  // PTX instructions per mma.sync in the main loop. Before the hoisted addressing: attention
+  // 1063 per key tile for 128 mma (8.3), GEMM 354 per k tile for 64 mma (5.5). With the
+  // FlashAttention-2 shape (4 warps of 32 query rows, Q re-read from shared memory) attention
+  // is 1211 for 256 (4.7); GEMM on a 2x2 warp grid with 64-deep k tiles 265 for 128 (2.1).
   const struct {
     const char* asset;
     std::vector<std::string> sizes;
-    int most;
-  } cases[] = {{"attention", {"B=8", "M=2048", "N=2048"}, 700}, {"gemm", {}, 200}};
+    double most_per_mma;
+  } cases[] = {{"attention", {"B=8", "M=2048", "N=2048"}, 5.5}, {"gemm", {}, 2.5}};
   for (const auto& c : cases) {
     const std::string source = emitted_source(c.asset, c.sizes);
     ASSERT_FALSE(source.empty());
@@ -230,9 +237,11 @@ TEST(EmitFastPaths, MainLoopsStayShort) {
     options.arch = GpuArch::Sm90a;
     const Result<CompiledProgram> compiled = (*nvrtc)->compile(source, std::string(c.asset) + ".cu", options);
     ASSERT_TRUE(compiled) << compiled.error().message;
-    const int instructions = main_loop_instructions(compiled->ptx);
-    EXPECT_GT(instructions, 0) << c.asset;
-    EXPECT_LE(instructions, c.most) << c.asset;
+    int mmas = 0;
+    const int instructions = main_loop_instructions(compiled->ptx, &mmas);
+    ASSERT_GT(mmas, 0) << c.asset;
+    EXPECT_LE(static_cast<double>(instructions) / mmas, c.most_per_mma)
+        << c.asset << ": " << instructions << " instructions for " << mmas << " mma.sync";
   }
 }
 

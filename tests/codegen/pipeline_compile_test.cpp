@@ -1,7 +1,8 @@
 // Every asset spec with its hand-written schedule, at its own (realistic) sizes, through the
 // whole pipeline — tilize, VR rewrites, placement, the CUDA emitter — and NVRTC for sm_80 and
 // sm_90a: every kernel gets a cubin, and none spills registers (the bf16 attention kernels at
-// d = 64 and d = 128, GEMM and the rest). Skips when NVRTC is not installed.
+// d = 64 and d = 128, GEMM and the rest) beyond its case's budget. Skips when NVRTC is not
+// installed.
 #include <gtest/gtest.h>
 
 #include "core/codegen/emit_cuda.h"
@@ -21,6 +22,14 @@ using testing::source_path;
 struct Case {
   std::string asset;
   std::vector<std::string> sizes;
+  // Bytes of spill stores (and loads) allowed per kernel. Zero except for the attention
+  // kernels at d = 128 on 4 warps (FlashAttention-2's shape: 32 query rows per warp): they sit at
+  // the 255-register cap with 128 registers of output accumulator, and ptxas keeps a few
+  // loop-invariant K/V copy addresses in local memory (24 bytes for attention and GQA, up to
+  // 156 for causal with its mask), reloaded once per key tile from L1. Measured on an H100
+  // (bench/NOTES.md, 2026-11-22): this shape runs in 838 us against 1022 us for the spill-free
+  // 8-warp one.
+  int spill_budget = 0;
 };
 
 std::string case_name(const Case& c) {
@@ -33,7 +42,11 @@ std::string case_name(const Case& c) {
 
 std::vector<Case> cases() {
   std::vector<Case> all;
-  for (const std::string& asset : testing::asset_names()) all.push_back({asset, {}});
+  for (const std::string& asset : testing::asset_names()) {
+    const bool d128_attention =
+        asset == "attention" || asset == "gqa_attention" || asset == "causal_attention";
+    all.push_back({asset, {}, d128_attention ? 160 : 0});
+  }
   // The head dimension the assets do not use by default.
   all.push_back({"attention", {"D=64"}});
   all.push_back({"causal_attention", {"D=64"}});
@@ -75,8 +88,8 @@ TEST_P(ScheduledAsset, CompilesForEveryArchWithoutSpills) {
     EXPECT_FALSE(compiled->cubin.empty());
     ASSERT_EQ(compiled->report.kernels.size(), emitted->kernels.size()) << compiled->log;
     for (const KernelResources& kernel : compiled->report.kernels) {
-      EXPECT_EQ(kernel.spill_store_bytes, 0) << arch_name(arch) << " " << kernel.name;
-      EXPECT_EQ(kernel.spill_load_bytes, 0) << arch_name(arch) << " " << kernel.name;
+      EXPECT_LE(kernel.spill_store_bytes, c.spill_budget) << arch_name(arch) << " " << kernel.name;
+      EXPECT_LE(kernel.spill_load_bytes, c.spill_budget) << arch_name(arch) << " " << kernel.name;
       EXPECT_LE(kernel.registers, 255) << arch_name(arch) << " " << kernel.name;
     }
   }

@@ -75,9 +75,12 @@ TEST(Tilize, AttentionIsOneLoopOverKeyTilesCarryingMaxSumAndAccumulator) {
   ASSERT_EQ(module.kernels.size(), 1u);
   const vrtile::Kernel& kernel = *module.kernels[0];
   ASSERT_EQ(kernel.grid.size(), 3u);
-  EXPECT_EQ(kernel.grid[0].extent, 2);   // b
+  // In CUDA order, as the schedule binds them: m_o to grid.x (the CTAs of one head run side by
+  // side and share K and V in L2), h to grid.y, b to grid.z.
+  EXPECT_EQ(kernel.grid[0].var->name, "m_o");
+  EXPECT_EQ(kernel.grid[0].extent, 32);  // 4096 / 128 query rows
   EXPECT_EQ(kernel.grid[1].extent, 16);  // h
-  EXPECT_EQ(kernel.grid[2].extent, 32);  // m_o: 4096 / 128 query rows
+  EXPECT_EQ(kernel.grid[2].extent, 2);   // b
 
   // Nothing but Q, K, V and O is ever in memory: no score matrix, no statistics.
   EXPECT_TRUE(module.allocations.empty());
@@ -111,14 +114,14 @@ TEST(Tilize, GemmIsOneMainLoopCarryingTheAccumulator) {
   const std::vector<const vrtile::Op*> loops =
       ops_of_kind(*module.kernels[0]->body, vrtile::OpKind::For);
   ASSERT_EQ(loops.size(), 1u);
-  EXPECT_EQ(loops[0]->extent, 128);  // K = 4096 in steps of 32
+  EXPECT_EQ(loops[0]->extent, 64);  // K = 4096 in steps of 64
   ASSERT_EQ(loops[0]->results.size(), 1u);
   EXPECT_EQ(loops[0]->results[0]->type, (vrtile::TileType{DType::F32, {128, 128}}));
   const std::vector<const vrtile::Op*> dots = ops_of_kind(*loops[0]->body, vrtile::OpKind::Dot);
   ASSERT_EQ(dots.size(), 1u);
   // bf16 operands after narrowing: the products of bf16 values are exact in f32.
-  EXPECT_EQ(dots[0]->operands[0]->type, (vrtile::TileType{DType::BF16, {128, 32}}));
-  EXPECT_EQ(dots[0]->operands[1]->type, (vrtile::TileType{DType::BF16, {32, 128}}));
+  EXPECT_EQ(dots[0]->operands[0]->type, (vrtile::TileType{DType::BF16, {128, 64}}));
+  EXPECT_EQ(dots[0]->operands[1]->type, (vrtile::TileType{DType::BF16, {64, 128}}));
 }
 
 TEST(Tilize, GoldenText) {
