@@ -1,6 +1,8 @@
 #include "views/main_window.h"
 
 #include <QAction>
+#include <QActionGroup>
+#include <QApplication>
 #include <QCloseEvent>
 #include <QColor>
 #include <QDir>
@@ -17,25 +19,39 @@
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QPlainTextEdit>
+#include <QProgressBar>
 #include <QSaveFile>
+#include <QSettings>
 #include <QStatusBar>
 #include <QTextBlock>
 #include <QTextCursor>
 #include <QTextDocument>
 #include <QTextEdit>
+#include <QToolButton>
 #include <QToolTip>
 
 #include <algorithm>
 
 #include "views/assets.h"
+#include "views/cuda_view.h"
+#include "views/decisions_model.h"
+#include "views/decisions_panel.h"
+#include "views/graph_view.h"
+#include "views/profiler_panel.h"
+#include "views/session.h"
+#include "views/shape_panel.h"
 #include "views/spec_checker.h"
 #include "views/spec_highlighter.h"
+#include "views/stage_view.h"
+#include "views/teaching_panel.h"
 
 namespace nautilus::views {
 namespace {
 
 constexpr const char* kUntitled = "untitled.nt";
 constexpr const char* kFileFilter = "Nautilus specs (*.nt);;All files (*)";
+constexpr const char* kSessionFilter = "Nautilus Studio sessions (*.json);;All files (*)";
+constexpr int kMaxRecentFiles = 10;
 
 QPlainTextEdit* make_code_view(QWidget* parent) {
   auto* view = new QPlainTextEdit(parent);
@@ -49,71 +65,315 @@ QString plural(int count, const char* singular) {
                                                   count == 1 ? QString() : QStringLiteral("s"));
 }
 
+// Positions in the editor (UTF-16 code units) from byte offsets of its UTF-8 text and back.
+int utf16_position(const QByteArray& utf8, int byte) {
+  return static_cast<int>(QString::fromUtf8(utf8.left(std::clamp(byte, 0, static_cast<int>(utf8.size())))).size());
+}
+
+int utf8_offset(const QString& text, int position) {
+  return static_cast<int>(text.left(std::max(0, position)).toUtf8().size());
+}
+
+// assets/schedules/<stem>.json next to an assets/specs/<stem>.nt, or "".
+QString schedule_for_example(const QString& spec_path) {
+  const QFileInfo info(spec_path);
+  const QString candidate = QDir(info.dir().filePath(QStringLiteral("../schedules")))
+                                .filePath(info.completeBaseName() + QStringLiteral(".json"));
+  return QFileInfo::exists(candidate) ? QDir::cleanPath(candidate) : QString();
+}
+
 }  // namespace
 
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
+  setDockOptions(QMainWindow::AnimatedDocks | QMainWindow::AllowTabbedDocks |
+                 QMainWindow::AllowNestedDocks);
   editor_ = make_code_view(this);
+  editor_->setObjectName(QStringLiteral("spec_editor"));
   editor_->setTabStopDistance(editor_->fontMetrics().horizontalAdvance(QLatin1Char(' ')) * 4);
   editor_->viewport()->installEventFilter(this);
   highlighter_ = new SpecHighlighter(editor_->document());
   setCentralWidget(editor_);
 
   output_ = make_code_view(this);
+  output_->setObjectName(QStringLiteral("diagnostics"));
   output_->setReadOnly(true);
   output_->setPlaceholderText(tr("The checked spec or its diagnostics appear here."));
-  auto* dock = new QDockWidget(tr("Check"), this);
-  dock->setObjectName(QStringLiteral("check_dock"));
-  dock->setWidget(output_);
-  dock->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable);
-  addDockWidget(Qt::BottomDockWidgetArea, dock);
-  resizeDocks({dock}, {260}, Qt::Vertical);
+  shapes_ = new ShapePanel(this);
+  decisions_ = new DecisionsPanel(this);
+  stage_view_ = new StageView(this);
+  cuda_view_ = new CudaView(this);
+  profiler_ = new ProfilerPanel(this);
+  teaching_ = new TeachingPanel(stage_view_, this);
+
+  QDockWidget* shapes = add_dock(tr("Shapes"), QStringLiteral("shapes"), shapes_, Qt::LeftDockWidgetArea);
+  QDockWidget* decisions =
+      add_dock(tr("Decisions"), QStringLiteral("decisions"), decisions_, Qt::LeftDockWidgetArea);
+  QDockWidget* stages = add_dock(tr("Stages"), QStringLiteral("stages"), stage_view_, Qt::RightDockWidgetArea);
+  QDockWidget* cuda = add_dock(tr("CUDA"), QStringLiteral("cuda"), cuda_view_, Qt::RightDockWidgetArea);
+  QDockWidget* diagnostics =
+      add_dock(tr("Diagnostics"), QStringLiteral("diagnostics"), output_, Qt::BottomDockWidgetArea);
+  QDockWidget* profiler =
+      add_dock(tr("Profiler"), QStringLiteral("profiler"), profiler_, Qt::BottomDockWidgetArea);
+  QDockWidget* teaching =
+      add_dock(tr("Teaching"), QStringLiteral("teaching"), teaching_, Qt::BottomDockWidgetArea);
+  splitDockWidget(shapes, decisions, Qt::Vertical);
+  tabifyDockWidget(stages, cuda);
+  tabifyDockWidget(diagnostics, profiler);
+  tabifyDockWidget(profiler, teaching);
+  stages->raise();
+  diagnostics->raise();
+  resizeDocks({shapes, decisions}, {180, 420}, Qt::Vertical);
+  resizeDocks({shapes, stages}, {380, 900}, Qt::Horizontal);
+  resizeDocks({diagnostics}, {230}, Qt::Vertical);
 
   status_ = new QLabel(this);
+  status_->setObjectName(QStringLiteral("status"));
+  progress_ = new QProgressBar(this);
+  progress_->setRange(0, 0);  // busy indicator: the pipeline has no fraction to report
+  progress_->setMaximumWidth(120);
+  progress_->setMaximumHeight(14);
+  progress_->hide();
+  cancel_ = new QToolButton(this);
+  cancel_->setText(tr("Cancel"));
+  cancel_->setToolTip(tr("Drop the compilation in progress (Esc)"));
+  cancel_->hide();
+  statusBar()->addPermanentWidget(progress_);
+  statusBar()->addPermanentWidget(cancel_);
   statusBar()->addPermanentWidget(status_);
 
   checker_ = new SpecChecker(this);
-  connect(checker_, &SpecChecker::started, this, [this] { status_->setText(tr("checking…")); });
+  pipeline_ = new PipelineRunner(this);
   connect(checker_, &SpecChecker::checked, this, &MainWindow::show_result);
-  connect(editor_, &QPlainTextEdit::textChanged, this, &MainWindow::schedule_check);
+  connect(editor_, &QPlainTextEdit::textChanged, this, [this] {
+    schedule_check();
+    schedule_compile(false);
+  });
   connect(editor_->document(), &QTextDocument::modificationChanged, this,
           &QWidget::setWindowModified);
+  connect(pipeline_, &PipelineRunner::started, this, [this] {
+    progress_->show();
+    cancel_->show();
+    status_->setText(tr("compiling…"));
+  });
+  connect(pipeline_, &PipelineRunner::finished, this, &MainWindow::show_compilation);
+  connect(pipeline_, &PipelineRunner::cancelled, this, [this] {
+    progress_->hide();
+    cancel_->hide();
+    status_->setText(tr("compilation cancelled"));
+  });
+  connect(cancel_, &QToolButton::clicked, pipeline_, &PipelineRunner::cancel);
+  connect(shapes_, &ShapePanel::overrides_changed, this, [this] { schedule_compile(true); });
+  decisions_->model()->set_validator(
+      [this](const sched::Schedule& schedule) { return validate_schedule(schedule); });
+  connect(decisions_->model(), &DecisionsModel::schedule_changed, this,
+          [this] { schedule_compile(true); });
+  connect(decisions_, &DecisionsPanel::load_schedule_requested, this,
+          &MainWindow::load_schedule_interactive);
+  connect(stage_view_, &StageView::status_message, this,
+          [this](const QString& message) { statusBar()->showMessage(message, 4000); });
+
+  // Provenance links between the views.
+  connect(stage_view_, &StageView::statement_selected, this,
+          [this](int statement, int begin, int end) { show_statement(statement, begin, end, stage_view_); });
+  connect(cuda_view_, &CudaView::spec_line_selected, this, [this](int line) {
+    if (linking_ || !compilation_ || !compilation_->spec) return;
+    const auto& statements = compilation_->spec->program.statements;
+    for (size_t i = 0; i < statements.size(); ++i) {
+      if (!statements[i].range.valid) continue;
+      if (static_cast<int>(compilation_->file->line_column(statements[i].range.begin).line) == line) {
+        show_statement(static_cast<int>(i), -1, -1, cuda_view_);
+        return;
+      }
+    }
+  });
+  connect(cuda_view_, &CudaView::ma_value_selected, this, [this](const QString& value) {
+    const driver::Snapshot* shown = stage_view_->snapshot();
+    if (linking_ || shown == nullptr || shown->stage != driver::Stage::MATile) return;
+    GraphView* graph = stage_view_->graph_view();
+    const GraphLayoutPtr& layout = graph->graph_layout();
+    if (!layout) return;
+    for (const LayoutNode& node : layout->nodes) {
+      if (node.id.endsWith(QLatin1Char('/') + value)) {
+        linking_ = true;
+        graph->select_node(node.id, true);
+        linking_ = false;
+        return;
+      }
+    }
+  });
+  connect(editor_, &QPlainTextEdit::cursorPositionChanged, this, [this] {
+    if (linking_) return;
+    const int statement = statement_at(utf8_offset(editor_->toPlainText(), editor_->textCursor().position()));
+    if (statement >= 0 && statement != stage_view_->selected_statement()) {
+      show_statement(statement, -1, -1, editor_);
+    }
+  });
 
   build_menus();
+  default_state_ = saveState();
   set_document(QString(), QString(), QString::fromLatin1(kUntitled));
-  resize(1100, 800);
+  resize(1600, 1000);
+  restore_layout();
 }
 
 MainWindow::~MainWindow() = default;
 
+QDockWidget* MainWindow::add_dock(const QString& title, const QString& name, QWidget* widget,
+                                  Qt::DockWidgetArea area) {
+  auto* dock = new QDockWidget(title, this);
+  dock->setObjectName(name + QStringLiteral("_dock"));
+  dock->setWidget(widget);
+  addDockWidget(area, dock);
+  docks_.push_back(dock);
+  return dock;
+}
+
+QStringList MainWindow::panel_names() {
+  return {QStringLiteral("diagnostics"), QStringLiteral("shapes"),   QStringLiteral("decisions"),
+          QStringLiteral("stages"),      QStringLiteral("cuda"),     QStringLiteral("profiler"),
+          QStringLiteral("teaching")};
+}
+
+QDockWidget* MainWindow::dock(const QString& name) const {
+  for (QDockWidget* dock : docks_) {
+    if (dock->objectName() == name + QStringLiteral("_dock")) return dock;
+  }
+  return nullptr;
+}
+
+std::unique_ptr<QSettings> MainWindow::settings() const {
+  const QString file = qEnvironmentVariable("NAUTILUS_STUDIO_SETTINGS");
+  if (!file.isEmpty()) return std::make_unique<QSettings>(file, QSettings::IniFormat);
+  return std::make_unique<QSettings>(QStringLiteral("Nautilus"), QStringLiteral("Nautilus Studio"));
+}
+
+void MainWindow::restore_layout() {
+  const auto stored = settings();
+  set_theme(parse_theme(stored->value(QStringLiteral("theme")).toString()));
+  const QByteArray geometry = stored->value(QStringLiteral("geometry")).toByteArray();
+  if (!geometry.isEmpty()) restoreGeometry(geometry);
+  const QByteArray state = stored->value(QStringLiteral("window_state")).toByteArray();
+  if (!state.isEmpty()) restoreState(state);
+  rebuild_recent_menu();
+}
+
+void MainWindow::save_layout() {
+  const auto stored = settings();
+  stored->setValue(QStringLiteral("geometry"), saveGeometry());
+  stored->setValue(QStringLiteral("window_state"), saveState());
+  stored->setValue(QStringLiteral("theme"), theme_name(theme_));
+}
+
+void MainWindow::set_theme(Theme theme) {
+  theme_ = theme;
+  apply_theme(theme);
+  stage_view_->refresh_colors();
+  cuda_view_->refresh_colors();
+  teaching_->refresh_colors();
+  highlighter_->rehighlight();
+}
+
 void MainWindow::build_menus() {
   QMenu* file = menuBar()->addMenu(tr("&File"));
-  QAction* new_action = file->addAction(tr("&New"), this, &MainWindow::new_document);
-  new_action->setShortcut(QKeySequence::New);
-  QAction* open = file->addAction(tr("&Open…"), this, &MainWindow::open_interactive);
-  open->setShortcut(QKeySequence::Open);
-  QAction* save = file->addAction(tr("&Save"), this, &MainWindow::save_interactive);
-  save->setShortcut(QKeySequence::Save);
-  QAction* save_as = file->addAction(tr("Save &As…"), this, &MainWindow::save_as_interactive);
-  save_as->setShortcut(QKeySequence::SaveAs);
+  file->addAction(tr("&New"), QKeySequence::New, this, &MainWindow::new_document);
+  file->addAction(tr("&Open…"), QKeySequence::Open, this, &MainWindow::open_interactive);
+  file->addAction(tr("Open &session…"), QKeySequence(tr("Ctrl+Shift+O")), this,
+                  &MainWindow::open_session_interactive);
+  recent_menu_ = file->addMenu(tr("Open &recent"));
   file->addSeparator();
-  QAction* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
-  quit->setShortcut(QKeySequence::Quit);
+  file->addAction(tr("&Save"), QKeySequence::Save, this, &MainWindow::save_interactive);
+  file->addAction(tr("Save &As…"), QKeySequence::SaveAs, this, &MainWindow::save_as_interactive);
+  file->addAction(tr("Save s&ession…"), QKeySequence(tr("Ctrl+Alt+S")), this,
+                  &MainWindow::save_session_interactive);
+  file->addAction(tr("&Load schedule…"), this, &MainWindow::load_schedule_interactive);
+  file->addSeparator();
+  file->addAction(tr("Export &graph (SVG/PNG)…"), QKeySequence(tr("Ctrl+E")), this,
+                  &MainWindow::export_graph_interactive);
+  file->addAction(tr("Export stage &text…"), QKeySequence(tr("Ctrl+Shift+E")), this,
+                  &MainWindow::export_stage_text_interactive);
+  file->addSeparator();
+  file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
 
-  QMenu* examples = menuBar()->addMenu(tr("&Examples"));
+  QMenu* examples = menuBar()->addMenu(tr("E&xamples"));
   const QString assets = find_assets_dir();
   if (assets.isEmpty()) {
     examples->addAction(tr("(assets directory not found; set NAUTILUS_ASSETS_DIR)"))
         ->setEnabled(false);
-    return;
+  } else {
+    const QString specs = QDir(assets).filePath(QStringLiteral("specs"));
+    add_examples(examples, specs);
+    // Specs with deliberate mistakes show what each diagnostic looks like.
+    const QString errors = QDir(specs).filePath(QStringLiteral("errors"));
+    if (!list_specs(errors).isEmpty()) {
+      examples->addSeparator();
+      add_examples(examples->addMenu(tr("&Errors")), errors);
+    }
   }
-  const QString specs = QDir(assets).filePath(QStringLiteral("specs"));
-  add_examples(examples, specs);
-  // Specs with deliberate mistakes show what each diagnostic looks like.
-  const QString errors = QDir(specs).filePath(QStringLiteral("errors"));
-  if (!list_specs(errors).isEmpty()) {
-    examples->addSeparator();
-    add_examples(examples->addMenu(tr("&Errors")), errors);
+
+  QMenu* pipeline = menuBar()->addMenu(tr("&Pipeline"));
+  pipeline->addAction(tr("&Compile now"), QKeySequence(tr("Ctrl+Return")), this,
+                      [this] { schedule_compile(true); });
+  pipeline->addAction(tr("C&ancel compilation"), QKeySequence(Qt::Key_Escape), pipeline_,
+                      &PipelineRunner::cancel);
+  pipeline->addSeparator();
+  pipeline->addAction(tr("&Next pass"), QKeySequence(tr("Alt+Right")), stage_view_,
+                      &StageView::next_pass);
+  pipeline->addAction(tr("&Previous pass"), QKeySequence(tr("Alt+Left")), stage_view_,
+                      &StageView::previous_pass);
+  QMenu* stages = pipeline->addMenu(tr("Show &stage"));
+  int key = 1;
+  for (driver::Stage stage : driver::all_stages()) {
+    stages->addAction(QString::fromLatin1(driver::stage_name(stage)),
+                      QKeySequence(tr("Ctrl+%1").arg(key++)), this, [this, stage] {
+                        stage_view_->select_stage(stage);
+                        dock(QStringLiteral("stages"))->raise();
+                      });
   }
+  QAction* hide_unchanged = pipeline->addAction(tr("&Hide unchanged passes"));
+  hide_unchanged->setCheckable(true);
+  connect(hide_unchanged, &QAction::toggled, stage_view_, &StageView::set_hide_unchanged);
+  pipeline->addSeparator();
+  pipeline->addAction(tr("&Run on GPU"), QKeySequence(tr("Ctrl+R")), this, [this] {
+    dock(QStringLiteral("profiler"))->raise();
+    profiler_->run();
+  });
+
+  QMenu* view = menuBar()->addMenu(tr("&View"));
+  view->addAction(tr("&Find node…"), QKeySequence::Find, this, [this] {
+    dock(QStringLiteral("stages"))->raise();
+    stage_view_->show_tab(StageView::GraphTab);
+    if (auto* find = stage_view_->findChild<QWidget*>(QStringLiteral("graph_find"))) find->setFocus();
+  });
+  view->addAction(tr("Zoom &in"), QKeySequence::ZoomIn, this,
+                  [this] { stage_view_->graph_view()->zoom_by(1.25); });
+  view->addAction(tr("Zoom &out"), QKeySequence::ZoomOut, this,
+                  [this] { stage_view_->graph_view()->zoom_by(0.8); });
+  view->addAction(tr("&Fit graph"), QKeySequence(tr("Ctrl+0")), this,
+                  [this] { stage_view_->graph_view()->fit(); });
+  view->addAction(tr("&Graph / text / diff"), QKeySequence(tr("Ctrl+G")), this, [this] {
+    stage_view_->show_tab(static_cast<StageView::Tab>((stage_view_->current_tab() + 1) % 3));
+  });
+  view->addAction(tr("&Teaching mode"), QKeySequence(tr("F9")), this, [this] {
+    QDockWidget* teaching = dock(QStringLiteral("teaching"));
+    teaching->show();
+    teaching->raise();
+    stage_view_->show_tab(StageView::DiffTab);
+  });
+  view->addSeparator();
+  QMenu* theme = view->addMenu(tr("T&heme"));
+  auto* themes = new QActionGroup(this);
+  for (Theme choice : {Theme::Light, Theme::Dark}) {
+    QAction* action = theme->addAction(choice == Theme::Light ? tr("&Light") : tr("&Dark"));
+    action->setCheckable(true);
+    action->setChecked(choice == theme_);
+    action->setObjectName(QStringLiteral("theme_") + theme_name(choice));
+    themes->addAction(action);
+    connect(action, &QAction::triggered, this, [this, choice] { set_theme(choice); });
+  }
+  view->addSeparator();
+  QMenu* panels = view->addMenu(tr("&Panels"));
+  for (QDockWidget* dock : docks_) panels->addAction(dock->toggleViewAction());
+  view->addAction(tr("&Reset layout"), this, [this] { restoreState(default_state_); });
 }
 
 void MainWindow::add_examples(QMenu* menu, const QString& directory) {
@@ -122,8 +382,39 @@ void MainWindow::add_examples(QMenu* menu, const QString& directory) {
     menu->addAction(tr("(no .nt files in %1)").arg(directory))->setEnabled(false);
   }
   for (const QString& path : paths) {
-    menu->addAction(QFileInfo(path).completeBaseName(), this,
-                    [this, path] { open_example_interactive(path); });
+    QString label = QFileInfo(path).completeBaseName();
+    if (!schedule_for_example(path).isEmpty()) label += tr("  (with schedule)");
+    menu->addAction(label, this, [this, path] { open_example_interactive(path); });
+  }
+}
+
+QStringList MainWindow::recent_files() const {
+  return settings()->value(QStringLiteral("recent_files")).toStringList();
+}
+
+void MainWindow::remember_recent(const QString& path) {
+  QStringList files = recent_files();
+  const QString absolute = QFileInfo(path).absoluteFilePath();
+  files.removeAll(absolute);
+  files.prepend(absolute);
+  while (files.size() > kMaxRecentFiles) files.removeLast();
+  settings()->setValue(QStringLiteral("recent_files"), files);
+  rebuild_recent_menu();
+}
+
+void MainWindow::rebuild_recent_menu() {
+  if (recent_menu_ == nullptr) return;
+  recent_menu_->clear();
+  const QStringList files = recent_files();
+  if (files.isEmpty()) recent_menu_->addAction(tr("(none)"))->setEnabled(false);
+  for (const QString& path : files) {
+    recent_menu_->addAction(path, this, [this, path] {
+      if (!maybe_save()) return;
+      QString error;
+      const bool ok = path.endsWith(QStringLiteral(".json")) ? open_session(path, &error)
+                                                              : open_file(path, &error);
+      if (!ok) QMessageBox::warning(this, tr("Open recent"), error);
+    });
   }
 }
 
@@ -136,14 +427,27 @@ bool MainWindow::open_file(const QString& path, QString* error) {
   const QString text = QString::fromUtf8(file.readAll());
   const QFileInfo info(path);
   set_document(text, info.absoluteFilePath(), info.fileName());
+  remember_recent(path);
   return true;
 }
 
 bool MainWindow::open_example(const QString& path, QString* error) {
-  QString ignored;
-  if (!open_file(path, error != nullptr ? error : &ignored)) return false;
-  file_path_.clear();  // a copy: Save asks where to put it
-  update_title();
+  QFile file(path);
+  if (!file.open(QIODevice::ReadOnly)) {
+    if (error != nullptr) *error = tr("cannot open %1: %2").arg(path, file.errorString());
+    return false;
+  }
+  sched::Schedule schedule;
+  const QString schedule_path = schedule_for_example(path);
+  if (!schedule_path.isEmpty()) {
+    std::string reason;
+    auto loaded = sched::read_schedule_file(schedule_path.toStdString(), &reason);
+    if (loaded) schedule = *loaded;
+  }
+  decisions_->model()->set_schedule(schedule);
+  shapes_->set_overrides({});
+  // A copy: Save asks where to put it.
+  set_document(QString::fromUtf8(file.readAll()), QString(), QFileInfo(path).fileName());
   return true;
 }
 
@@ -161,32 +465,235 @@ bool MainWindow::save_to(const QString& path, QString* error) {
   document_name_ = info.fileName();
   editor_->document()->setModified(false);
   update_title();
+  remember_recent(path);
   // Diagnostics name the document, which may have been renamed.
   schedule_check();
+  return true;
+}
+
+bool MainWindow::load_schedule(const QString& path, QString* error) {
+  std::string reason;
+  auto schedule = sched::read_schedule_file(path.toStdString(), &reason);
+  if (!schedule) {
+    if (error != nullptr) *error = QString::fromStdString(reason);
+    return false;
+  }
+  decisions_->model()->set_schedule(*schedule);
+  schedule_compile(true);
+  return true;
+}
+
+Session MainWindow::current_session() const {
+  Session session;
+  session.spec_path = file_path_.toStdString();
+  session.spec_name = document_name_.toStdString();
+  session.spec_text = editor_->toPlainText().toStdString();
+  for (const spec::SizeOverride& size : shapes_->overrides()) {
+    session.sizes.emplace_back(size.name, size.value);
+  }
+  session.schedule = decisions_->model()->schedule();
+  session.pins = decisions_->model()->pins();
+  session.runner_command = profiler_->runner_command().toStdString();
+  session.runs = profiler_->history()->records();
+  return session;
+}
+
+bool MainWindow::save_session_to(const QString& path, QString* error) {
+  if (!save_session(path, current_session(), error)) return false;
+  remember_recent(path);
+  return true;
+}
+
+bool MainWindow::open_session(const QString& path, QString* error) {
+  Session session;
+  if (!load_session(path, &session, error)) return false;
+  decisions_->model()->set_schedule(session.schedule, session.pins);
+  shapes_->set_overrides(session.sizes);
+  profiler_->set_runner_command(QString::fromStdString(session.runner_command));
+  profiler_->history()->set_records(session.runs);
+  // The spec keeps its file when that still holds the session's text; otherwise it is a copy.
+  QString spec_path = QString::fromStdString(session.spec_path);
+  if (!spec_path.isEmpty()) {
+    QFile file(spec_path);
+    if (!file.open(QIODevice::ReadOnly) ||
+        file.readAll() != QByteArray::fromStdString(session.spec_text)) {
+      spec_path.clear();
+    }
+  }
+  QString name = QString::fromStdString(session.spec_name);
+  if (name.isEmpty()) name = QString::fromLatin1(kUntitled);
+  set_document(QString::fromStdString(session.spec_text), spec_path, name);
+  remember_recent(path);
   return true;
 }
 
 void MainWindow::set_document(const QString& text, const QString& path, const QString& name) {
   file_path_ = path;
   document_name_ = name;
-  editor_->setPlainText(text);  // emits textChanged -> schedule_check with the new name
+  provenance_begin_ = provenance_end_ = -1;
+  {
+    // One compile for the new document, started below, not a debounced one per signal.
+    const QSignalBlocker blocker(editor_);
+    editor_->setPlainText(text);
+  }
   editor_->document()->setModified(false);
   update_title();
-  // A freshly loaded document is checked at once: there is no typing to wait for.
+  // A freshly loaded document is checked and compiled at once: there is no typing to wait for.
+  schedule_check();
   checker_->check_now();
+  schedule_compile(true);
 }
 
 void MainWindow::schedule_check() {
   checker_->set_source(document_name_, editor_->toPlainText());
 }
 
+PipelineInputs MainWindow::current_inputs() const {
+  PipelineInputs inputs;
+  inputs.path = document_name_.toStdString();
+  inputs.text = editor_->toPlainText().toStdString();
+  inputs.sizes = shapes_->overrides();
+  inputs.schedule = decisions_->model()->schedule();
+  inputs.last_stage = driver::Stage::Cuda;
+  return inputs;
+}
+
+void MainWindow::schedule_compile(bool now) {
+  pipeline_->set_inputs(current_inputs());
+  if (now) pipeline_->run_now();
+}
+
+std::string MainWindow::validate_schedule(const sched::Schedule& schedule) const {
+  // Applying a schedule and tiling the result takes milliseconds; the MA placement and the CUDA
+  // emitter run in the background compile that follows, whose errors the panel also shows.
+  PipelineInputs inputs = current_inputs();
+  inputs.schedule = schedule;
+  inputs.last_stage = driver::Stage::VRTile;
+  const PipelineResult result = run_pipeline(inputs);
+  if (!result.compilation) return result.error.toStdString();
+  if (!result.compilation->spec || result.compilation->diagnostics->has_errors()) {
+    return {};  // the spec itself does not check: nothing to validate the schedule against
+  }
+  if (!result.compilation->schedule_error.empty()) return result.compilation->schedule_error;
+  return result.compilation->internal_error;
+}
+
 void MainWindow::show_result(const SpecCheckResult& result) {
   output_->setPlainText(result.output);
+  diagnostics_ = result.diagnostics;
+  refresh_editor_selections();
+  if (!result.ok) status_->setText(plural(result.error_count, "error"));
+  Q_EMIT check_finished(result.ok);
+}
 
-  // Underline every located diagnostic in the editor (errors red, warnings amber, notes blue).
+void MainWindow::show_compilation(const PipelineResult& result) {
+  progress_->hide();
+  cancel_->hide();
+  compilation_ = result.compilation;
+  const PipelineInputs& inputs = pipeline_->inputs();
+  stage_view_->set_compilation(compilation_, result.generation);
+  profiler_->set_compilation(compilation_, inputs);
+  if (!compilation_) {
+    status_->setText(result.error);
+    cuda_view_->set_cuda(nullptr, result.error);
+    Q_EMIT pipeline_finished(false);
+    return;
+  }
+  if (compilation_->spec) shapes_->show_sizes(compilation_->spec->sizes);
+  QString why_not;
+  if (!compilation_->internal_error.empty()) {
+    why_not = tr("internal error: %1").arg(QString::fromStdString(compilation_->internal_error));
+  } else if (!compilation_->schedule_error.empty()) {
+    why_not = QString::fromStdString(compilation_->schedule_error);
+  } else if (!compilation_->spec || compilation_->diagnostics->has_errors()) {
+    why_not = tr("The spec has errors (see Diagnostics).");
+  }
+  decisions_->show_schedule_error(
+      compilation_->schedule_error.empty() ? QString() : QString::fromStdString(compilation_->schedule_error));
+  cuda_view_->set_cuda(compilation_->cuda, why_not);
+  const bool ok = compilation_->ok() && compilation_->cuda != nullptr;
+  if (ok) {
+    status_->setText(tr("compiled in %1 ms: %2 passes, %3")
+                         .arg(result.elapsed_ms, 0, 'f', 0)
+                         .arg(compilation_->log.size())
+                         .arg(plural(static_cast<int>(compilation_->cuda->kernels.size()), "kernel")));
+  } else {
+    status_->setText(why_not);
+  }
+  if (stage_view_->selected_statement() >= 0) {
+    show_statement(stage_view_->selected_statement(), -1, -1, nullptr);
+  }
+  Q_EMIT pipeline_finished(ok);
+}
+
+int MainWindow::statement_at(int offset) const {
+  if (!compilation_ || !compilation_->spec) return -1;
+  const auto& statements = compilation_->spec->program.statements;
+  for (size_t i = 0; i < statements.size(); ++i) {
+    const SourceRange& range = statements[i].range;
+    if (range.valid && offset >= static_cast<int>(range.begin) && offset <= static_cast<int>(range.end)) {
+      // Size bindings (`let`) implement no IR; only statements that define tensors count.
+      if (std::find(compilation_->spec->definitions.begin(), compilation_->spec->definitions.end(),
+                    static_cast<int>(i)) != compilation_->spec->definitions.end()) {
+        return static_cast<int>(i);
+      }
+    }
+  }
+  return -1;
+}
+
+void MainWindow::show_statement(int statement, int begin, int end, QObject* origin) {
+  if (linking_ || !compilation_ || !compilation_->spec) return;
+  const auto& statements = compilation_->spec->program.statements;
+  if (statement < 0 || statement >= static_cast<int>(statements.size())) return;
+  linking_ = true;
+  const SourceRange& range = statements[static_cast<size_t>(statement)].range;
+  // The editor's text is what was compiled (the compile of newer text replaces this one).
+  const QByteArray utf8 = editor_->toPlainText().toUtf8();
+  if (begin < 0 || end <= begin) {
+    begin = range.valid ? static_cast<int>(range.begin) : -1;
+    end = range.valid ? static_cast<int>(range.end) : -1;
+  }
+  if (origin != editor_ && begin >= 0) {
+    provenance_begin_ = utf16_position(utf8, begin);
+    provenance_end_ = utf16_position(utf8, end);
+    refresh_editor_selections();
+    QTextCursor cursor(editor_->document());
+    cursor.setPosition(provenance_begin_);
+    editor_->setTextCursor(cursor);
+    editor_->ensureCursorVisible();
+  } else if (origin == editor_) {
+    provenance_begin_ = provenance_end_ = -1;
+    refresh_editor_selections();
+  }
+  if (origin != stage_view_) stage_view_->show_statement(statement);
+  if (origin != cuda_view_ && range.valid) {
+    cuda_view_->show_spec_line(static_cast<int>(compilation_->file->line_column(range.begin).line));
+  }
+  statusBar()->showMessage(tr("spec statement %1: %2")
+                               .arg(statement + 1)
+                               .arg(QString::fromUtf8(compilation_->file->slice(range).data(),
+                                                      static_cast<qsizetype>(compilation_->file->slice(range).size()))
+                                        .simplified()),
+                           6000);
+  linking_ = false;
+}
+
+void MainWindow::refresh_editor_selections() {
   QList<QTextEdit::ExtraSelection> selections;
   QTextDocument* document = editor_->document();
-  for (const EditorDiagnostic& diagnostic : result.diagnostics) {
+  if (provenance_begin_ >= 0 && provenance_end_ > provenance_begin_) {
+    QTextEdit::ExtraSelection selection;
+    selection.cursor = QTextCursor(document);
+    selection.cursor.setPosition(std::min(provenance_begin_, document->characterCount() - 1));
+    selection.cursor.setPosition(std::min(provenance_end_, document->characterCount() - 1),
+                                 QTextCursor::KeepAnchor);
+    const bool dark = palette().color(QPalette::Base).lightness() < 128;
+    selection.format.setBackground(dark ? QColor(0x5a, 0x45, 0x1a) : QColor(0xff, 0xe8, 0xb0));
+    selections.append(selection);
+  }
+  // Underline every located diagnostic (errors red, warnings amber, notes blue).
+  for (const EditorDiagnostic& diagnostic : diagnostics_) {
     const QTextBlock block = document->findBlockByNumber(diagnostic.line);
     if (diagnostic.line < 0 || !block.isValid()) continue;
     const int block_length = block.length() - 1;  // without the paragraph separator
@@ -214,19 +721,6 @@ void MainWindow::show_result(const SpecCheckResult& result) {
     selections.append(selection);
   }
   editor_->setExtraSelections(selections);
-  diagnostics_ = result.diagnostics;
-
-  const QString elapsed = QString::number(result.elapsed_ms, 'f', 1);
-  if (result.ok) {
-    QString text = tr("spec ok, checked in %1 ms").arg(elapsed);
-    if (result.warning_count > 0) {
-      text += QStringLiteral(", ") + plural(result.warning_count, "warning");
-    }
-    status_->setText(text);
-  } else {
-    status_->setText(plural(result.error_count, "error"));
-  }
-  emit check_finished(result.ok);
 }
 
 void MainWindow::update_title() {
@@ -234,8 +728,34 @@ void MainWindow::update_title() {
   setWindowModified(editor_->document()->isModified());
 }
 
+bool MainWindow::export_graph(const QString& path, QString* error) {
+  GraphView* graph = stage_view_->graph_view();
+  if (!graph->graph_layout()) {
+    if (error != nullptr) *error = tr("no graph is shown (stage cuda has none; or it is still being laid out)");
+    return false;
+  }
+  if (path.endsWith(QStringLiteral(".svg"), Qt::CaseInsensitive)) return graph->export_svg(path, error);
+  return graph->export_png(path, error);
+}
+
+bool MainWindow::export_stage_text(const QString& path, QString* error) {
+  if (stage_view_->snapshot() == nullptr) {
+    if (error != nullptr) *error = tr("no stage to export: the spec does not compile");
+    return false;
+  }
+  QSaveFile file(path);
+  if (!file.open(QIODevice::WriteOnly) || file.write(stage_view_->current_text().toUtf8()) < 0 ||
+      !file.commit()) {
+    if (error != nullptr) *error = tr("cannot save %1: %2").arg(path, file.errorString());
+    return false;
+  }
+  return true;
+}
+
 void MainWindow::new_document() {
   if (!maybe_save()) return;
+  decisions_->model()->set_schedule({});
+  shapes_->set_overrides({});
   set_document(QString(), QString(), QString::fromLatin1(kUntitled));
 }
 
@@ -252,6 +772,14 @@ void MainWindow::open_example_interactive(const QString& path) {
   if (!maybe_save()) return;
   QString error;
   if (!open_example(path, &error)) QMessageBox::warning(this, tr("Open example"), error);
+}
+
+void MainWindow::open_session_interactive() {
+  if (!maybe_save()) return;
+  const QString path = QFileDialog::getOpenFileName(this, tr("Open session"), QString(), tr(kSessionFilter));
+  if (path.isEmpty()) return;
+  QString error;
+  if (!open_session(path, &error)) QMessageBox::warning(this, tr("Open session"), error);
 }
 
 bool MainWindow::save_interactive() {
@@ -275,6 +803,41 @@ bool MainWindow::save_as_interactive() {
     return false;
   }
   return true;
+}
+
+void MainWindow::save_session_interactive() {
+  const QString start = QDir::current().filePath(QFileInfo(document_name_).completeBaseName() +
+                                                 QStringLiteral(".session.json"));
+  const QString path = QFileDialog::getSaveFileName(this, tr("Save session"), start, tr(kSessionFilter));
+  if (path.isEmpty()) return;
+  QString error;
+  if (!save_session_to(path, &error)) QMessageBox::warning(this, tr("Save session"), error);
+}
+
+void MainWindow::load_schedule_interactive() {
+  const QString assets = find_assets_dir();
+  const QString start = assets.isEmpty() ? QString() : QDir(assets).filePath(QStringLiteral("schedules"));
+  const QString path = QFileDialog::getOpenFileName(this, tr("Load schedule"), start,
+                                                    tr("Schedules (*.json);;All files (*)"));
+  if (path.isEmpty()) return;
+  QString error;
+  if (!load_schedule(path, &error)) QMessageBox::warning(this, tr("Load schedule"), error);
+}
+
+void MainWindow::export_graph_interactive() {
+  const QString path = QFileDialog::getSaveFileName(this, tr("Export graph"), QString(),
+                                                    tr("SVG (*.svg);;PNG (*.png)"));
+  if (path.isEmpty()) return;
+  QString error;
+  if (!export_graph(path, &error)) QMessageBox::warning(this, tr("Export graph"), error);
+}
+
+void MainWindow::export_stage_text_interactive() {
+  const QString path = QFileDialog::getSaveFileName(this, tr("Export stage text"), QString(),
+                                                    tr("Text (*.txt *.cu);;All files (*)"));
+  if (path.isEmpty()) return;
+  QString error;
+  if (!export_stage_text(path, &error)) QMessageBox::warning(this, tr("Export stage text"), error);
 }
 
 bool MainWindow::maybe_save() {
@@ -312,6 +875,7 @@ bool MainWindow::eventFilter(QObject* watched, QEvent* event) {
 
 void MainWindow::closeEvent(QCloseEvent* event) {
   if (maybe_save()) {
+    save_layout();
     event->accept();
   } else {
     event->ignore();

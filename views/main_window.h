@@ -1,30 +1,64 @@
 // The Nautilus Studio main window.
 //
-// Today it holds the spec editor (with syntax highlighting and inline diagnostics) and a dock
-// with the result of checking the spec: the checked spec's canonical text, or the diagnostics.
-// Checking runs on SpecChecker's worker thread after each pause in typing; the window only shows
-// results for the text currently in the editor.
+// The spec editor is the central widget; everything else is a dock that can be moved, floated,
+// tabbed or closed, and whose arrangement (with the window geometry, the theme and the recent
+// files) is restored from QSettings at the next start:
+//   Diagnostics  the checked spec or its diagnostics (SpecChecker, as you type)
+//   Shapes       the `-D` size bindings (ShapePanel)
+//   Decisions    the schedule, editable (DecisionsPanel)
+//   Stages       pass log + the selected snapshot as text, graph or diff (StageView)
+//   CUDA         the emitted source and NVRTC's ptxas report (CudaView)
+//   Profiler     runs through nautilus-runner, roofline, history (ProfilerPanel)
+//   Teaching     one pass at a time with its explanation and diff (TeachingPanel)
 //
-// File > Open/Save work on .nt files; Examples opens a copy of a shipped spec (saving it asks for
-// a new path, so the shipped examples are never overwritten by accident).
+// The pipeline runs on PipelineRunner's worker after every pause in typing, every size edit and
+// every schedule change; the status bar shows a busy indicator with Cancel while it runs and the
+// outcome when it ends. Only results for the current inputs are shown.
+//
+// Provenance links: selecting a graph node highlights its spec range in the editor, the nodes of
+// the same statement in the graph, and the CUDA sections of that statement; moving the cursor in
+// the editor or the CUDA source selects the statement under it everywhere else.
+//
+// Files: File > Open/Save work on .nt specs; sessions (.json, views/session.h) keep spec, sizes,
+// schedule, pins and runs. Examples opens a copy of a shipped spec together with its schedule from
+// assets/schedules when there is one (saving asks for a new path).
+//
+// Settings go to QSettings (organization "Nautilus", application "Nautilus Studio"), or to the INI
+// file named by $NAUTILUS_STUDIO_SETTINGS (tests use this to stay away from the user's settings).
 #pragma once
 
 #include <QMainWindow>
 #include <QString>
+#include <QStringList>
 
+#include <memory>
 #include <vector>
 
+#include "core/driver/pipeline.h"
+#include "views/pipeline_runner.h"
 #include "views/spec_checker.h"
+#include "views/theme.h"
 
 class QCloseEvent;
+class QDockWidget;
 class QEvent;
 class QLabel;
 class QMenu;
 class QPlainTextEdit;
+class QProgressBar;
+class QSettings;
+class QToolButton;
 
 namespace nautilus::views {
 
+class CudaView;
+class DecisionsPanel;
+class ProfilerPanel;
+class ShapePanel;
 class SpecHighlighter;
+class StageView;
+class TeachingPanel;
+struct Session;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -33,27 +67,61 @@ class MainWindow : public QMainWindow {
   explicit MainWindow(QWidget* parent = nullptr);
   ~MainWindow() override;
 
-  // Loads `path` into the editor and checks it at once. On failure leaves the editor unchanged
+  // Loads `path` into the editor and compiles it at once. On failure leaves the editor unchanged
   // and returns false with a one-line `error`.
   bool open_file(const QString& path, QString* error = nullptr);
-  // Loads a shipped example as a new, unsaved document named after it.
+  // Loads a shipped example as a new, unsaved document named after it, with its schedule from
+  // assets/schedules/<name>.json when that exists.
   bool open_example(const QString& path, QString* error = nullptr);
   // Writes the editor's text to `path` atomically and makes it the current file.
   bool save_to(const QString& path, QString* error = nullptr);
+  // Reads a schedule file (assets/schedules form) into the decisions panel and recompiles.
+  bool load_schedule(const QString& path, QString* error = nullptr);
+
+  Session current_session() const;
+  bool save_session_to(const QString& path, QString* error = nullptr);
+  bool open_session(const QString& path, QString* error = nullptr);
 
   // The file being edited; empty for a new document or an example copy.
   const QString& file_path() const { return file_path_; }
-  // The name diagnostics use for the document ("attention.nt", "untitled.nt").
   const QString& document_name() const { return document_name_; }
 
   QPlainTextEdit* editor() const { return editor_; }
   QPlainTextEdit* output() const { return output_; }
   SpecChecker* checker() const { return checker_; }
   SpecHighlighter* highlighter() const { return highlighter_; }
+  PipelineRunner* pipeline() const { return pipeline_; }
+  StageView* stage_view() const { return stage_view_; }
+  CudaView* cuda_view() const { return cuda_view_; }
+  DecisionsPanel* decisions_panel() const { return decisions_; }
+  ProfilerPanel* profiler_panel() const { return profiler_; }
+  ShapePanel* shape_panel() const { return shapes_; }
+  TeachingPanel* teaching_panel() const { return teaching_; }
+  const std::shared_ptr<const driver::Compilation>& compilation() const { return compilation_; }
+  QLabel* status_label() const { return status_; }
 
- signals:
-  // The output pane now shows the result of checking the editor's current text.
+  // The dock of a panel by name: "diagnostics", "shapes", "decisions", "stages", "cuda",
+  // "profiler", "teaching"; nullptr for others.
+  QDockWidget* dock(const QString& name) const;
+  static QStringList panel_names();
+
+  void set_theme(Theme theme);
+  Theme theme() const { return theme_; }
+  QStringList recent_files() const;
+
+  // Exports the graph shown in the stage view (.svg or .png by extension) / the selected stage's
+  // text.
+  bool export_graph(const QString& path, QString* error = nullptr);
+  bool export_stage_text(const QString& path, QString* error = nullptr);
+
+  // The spec statement (index) whose text contains byte `offset` of the editor's text, or -1.
+  int statement_at(int offset) const;
+
+ Q_SIGNALS:
+  // The Diagnostics pane shows the result of checking the editor's current text.
   void check_finished(bool ok);
+  // A compilation of the current inputs was delivered (ok: every stage was built).
+  void pipeline_finished(bool ok);
 
  protected:
   void closeEvent(QCloseEvent* event) override;
@@ -61,30 +129,68 @@ class MainWindow : public QMainWindow {
   bool eventFilter(QObject* watched, QEvent* event) override;
 
  private:
+  QDockWidget* add_dock(const QString& title, const QString& name, QWidget* widget,
+                        Qt::DockWidgetArea area);
   void build_menus();
   void add_examples(QMenu* menu, const QString& directory);
+  void rebuild_recent_menu();
+  void remember_recent(const QString& path);
   void set_document(const QString& text, const QString& path, const QString& name);
   void schedule_check();
+  void schedule_compile(bool now);
+  PipelineInputs current_inputs() const;
   void show_result(const SpecCheckResult& result);
+  void show_compilation(const PipelineResult& result);
   void update_title();
+  void refresh_editor_selections();
+  // Highlights spec statement `statement` (or the byte range [begin, end) when valid) in every
+  // view except `origin`.
+  void show_statement(int statement, int begin, int end, QObject* origin);
+  std::string validate_schedule(const sched::Schedule& schedule) const;
+  std::unique_ptr<QSettings> settings() const;
+  void restore_layout();
+  void save_layout();
 
   // File menu actions; the interactive variants ask before discarding unsaved edits.
   void new_document();
   void open_interactive();
   void open_example_interactive(const QString& path);
+  void open_session_interactive();
   bool save_interactive();
   bool save_as_interactive();
+  void save_session_interactive();
+  void load_schedule_interactive();
+  void export_graph_interactive();
+  void export_stage_text_interactive();
   bool maybe_save();
 
   QPlainTextEdit* editor_ = nullptr;
   QPlainTextEdit* output_ = nullptr;
   QLabel* status_ = nullptr;
+  QProgressBar* progress_ = nullptr;
+  QToolButton* cancel_ = nullptr;
   SpecHighlighter* highlighter_ = nullptr;
   SpecChecker* checker_ = nullptr;
+  PipelineRunner* pipeline_ = nullptr;
+  StageView* stage_view_ = nullptr;
+  CudaView* cuda_view_ = nullptr;
+  DecisionsPanel* decisions_ = nullptr;
+  ProfilerPanel* profiler_ = nullptr;
+  ShapePanel* shapes_ = nullptr;
+  TeachingPanel* teaching_ = nullptr;
+  QMenu* recent_menu_ = nullptr;
+  std::vector<QDockWidget*> docks_;
+  QByteArray default_state_;
+  Theme theme_ = Theme::Light;
   QString file_path_;
   QString document_name_;
+  std::shared_ptr<const driver::Compilation> compilation_;
   // The diagnostics underlined in the editor (those of the latest delivered check).
   std::vector<EditorDiagnostic> diagnostics_;
+  // The provenance range marked in the editor: [begin, end) in QString positions, or -1.
+  int provenance_begin_ = -1;
+  int provenance_end_ = -1;
+  bool linking_ = false;  // true while a provenance selection propagates (no feedback loops)
 };
 
 }  // namespace nautilus::views

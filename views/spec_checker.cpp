@@ -129,7 +129,7 @@ void SpecChecker::submit() {
     next_ = Request{generation_, path_.toStdString(), text_.toStdString()};
   }
   wake_.notify_one();
-  emit started(generation_);
+  Q_EMIT started(generation_);
 }
 
 void SpecChecker::deliver(SpecCheckResult result) {
@@ -137,7 +137,7 @@ void SpecChecker::deliver(SpecCheckResult result) {
     return;  // the text changed while this was being checked
   }
   delivered_generation_ = result.generation;
-  emit checked(result);
+  Q_EMIT checked(result);
 }
 
 void SpecChecker::worker_loop() {

@@ -78,7 +78,7 @@ class SpecChecker : public QObject {
   // True from an edit or request until the result for the current text is delivered.
   bool pending() const { return delivered_generation_ < generation_; }
 
- signals:
+ Q_SIGNALS:
   // A check of `generation` was handed to the worker.
   void started(quint64 generation);
   // The result for the newest request. Stale results are never emitted.

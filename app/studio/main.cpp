@@ -1,26 +1,43 @@
-// nautilus-studio [FILE]
-// nautilus-studio --screenshot OUT.png [FILE]
+// nautilus-studio [--schedule S.json] [--theme light|dark] [FILE]
+// nautilus-studio --screenshot OUT.png [--panel NAME] [--stage STAGE] [--tab text|graph|diff]
+//                 [--size WxH] [--schedule S.json] FILE
 //
-// Opens the main window, with FILE loaded when given. With --screenshot the window is rendered
-// offscreen: once the check of FILE has finished, the window is saved as OUT.png and the program
-// exits (0 when the image was written). This is how documentation images are made and how CI sees
-// the window without a display.
+// Opens the main window with FILE loaded when given: a .nt spec, or a session (.json). A spec from
+// the shipped examples (assets/specs) is opened with its schedule from assets/schedules, like the
+// Examples menu does; --schedule names another one.
+//
+// With --screenshot the window is rendered offscreen: once the pipeline has delivered its result
+// for FILE (and the panel's own background work is done: the graph laid out, NVRTC's report, the
+// GPU query), the window — or with --panel one panel, alone at the window's size — is saved as
+// OUT.png and the program exits 0. --stage picks the pass log entry shown (the last of that
+// stage), --tab the stage view's tab. This is how the documentation images are made and how CI
+// sees the window without a display.
 #include <QApplication>
 #include <QCommandLineOption>
 #include <QCommandLineParser>
+#include <QDir>
+#include <QDockWidget>
+#include <QElapsedTimer>
+#include <QFileInfo>
 #include <QPixmap>
 #include <QString>
 #include <QTimer>
 
 #include <cstdio>
 #include <cstring>
+#include <functional>
+#include <optional>
 
+#include "views/cuda_view.h"
 #include "views/main_window.h"
+#include "views/profiler_panel.h"
+#include "views/stage_view.h"
+#include "views/theme.h"
 
 namespace {
 
-// The longest a screenshot run waits for the first check before giving up.
-constexpr int kScreenshotTimeoutMs = 60'000;
+// The longest a screenshot run waits for the pipeline and the panel before giving up.
+constexpr int kScreenshotTimeoutMs = 120'000;
 
 // True when the run shows no window: a screenshot, or help/version text. Decided on argv before
 // QApplication exists, which is when the platform must be chosen; without it those runs would
@@ -38,6 +55,11 @@ bool needs_no_display(int argc, char** argv) {
   return false;
 }
 
+int fail(const QString& message) {
+  std::fprintf(stderr, "nautilus-studio: %s\n", qPrintable(message));
+  return 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -45,9 +67,12 @@ int main(int argc, char** argv) {
     qputenv("QT_QPA_PLATFORM", "offscreen");
   }
   QApplication app(argc, argv);
+  QApplication::setOrganizationName(QStringLiteral("Nautilus"));
   QApplication::setApplicationName(QStringLiteral("Nautilus Studio"));
   QApplication::setApplicationVersion(QStringLiteral(NAUTILUS_VERSION));
 
+  using nautilus::views::MainWindow;
+  using nautilus::views::StageView;
   QCommandLineParser parser;
   parser.setApplicationDescription(
       QStringLiteral("Nautilus Studio: write tensor operators as math and watch them compile."));
@@ -55,53 +80,161 @@ int main(int argc, char** argv) {
   parser.addVersionOption();
   const QCommandLineOption screenshot_option(
       QStringLiteral("screenshot"),
-      QStringLiteral("Render the window offscreen to <png> once FILE is checked, then exit."),
+      QStringLiteral("Render offscreen to <png> once FILE is compiled, then exit."),
       QStringLiteral("png"));
-  parser.addOption(screenshot_option);
-  parser.addPositionalArgument(QStringLiteral("FILE"), QStringLiteral("A .nt spec to open."),
+  const QCommandLineOption panel_option(
+      QStringLiteral("panel"),
+      QStringLiteral("With --screenshot: render only this panel: %1.")
+          .arg(MainWindow::panel_names().join(QStringLiteral(", "))),
+      QStringLiteral("name"));
+  const QCommandLineOption stage_option(
+      QStringLiteral("stage"), QStringLiteral("Show the last pass of this stage (spec, scalar, vrtile, matile, cuda)."),
+      QStringLiteral("stage"));
+  const QCommandLineOption tab_option(QStringLiteral("tab"),
+                                      QStringLiteral("The stage view's tab: text, graph or diff."),
+                                      QStringLiteral("tab"));
+  const QCommandLineOption size_option(QStringLiteral("size"),
+                                       QStringLiteral("With --screenshot: the image size, WxH."),
+                                       QStringLiteral("size"));
+  const QCommandLineOption schedule_option(QStringLiteral("schedule"),
+                                           QStringLiteral("A schedule file to compile FILE with."),
+                                           QStringLiteral("json"));
+  const QCommandLineOption theme_option(QStringLiteral("theme"),
+                                        QStringLiteral("light or dark."), QStringLiteral("theme"));
+  for (const auto* option : {&screenshot_option, &panel_option, &stage_option, &tab_option,
+                             &size_option, &schedule_option, &theme_option}) {
+    parser.addOption(*option);
+  }
+  parser.addPositionalArgument(QStringLiteral("FILE"),
+                               QStringLiteral("A .nt spec or a session .json to open."),
                                QStringLiteral("[FILE]"));
   parser.process(app);
 
   const QStringList files = parser.positionalArguments();
-  if (files.size() > 1) {
-    std::fprintf(stderr, "nautilus-studio: expected at most one FILE, got %lld\n",
-                 static_cast<long long>(files.size()));
-    return 1;
+  if (files.size() > 1) return fail(QStringLiteral("expected at most one FILE, got %1").arg(files.size()));
+  const QString screenshot = parser.value(screenshot_option);
+  const QString panel = parser.value(panel_option);
+  if (!panel.isEmpty() && !MainWindow::panel_names().contains(panel) &&
+      panel != QStringLiteral("window")) {
+    return fail(QStringLiteral("unknown panel '%1'; expected one of %2")
+                    .arg(panel, MainWindow::panel_names().join(QStringLiteral(", "))));
+  }
+  std::optional<nautilus::driver::Stage> stage;
+  if (parser.isSet(stage_option)) {
+    stage = nautilus::driver::parse_stage(parser.value(stage_option).toStdString());
+    if (!stage) {
+      return fail(QStringLiteral("unknown stage '%1'; expected %2")
+                      .arg(parser.value(stage_option),
+                           QString::fromStdString(nautilus::driver::stage_names())));
+    }
+  }
+  const QString tab = parser.value(tab_option);
+  if (!tab.isEmpty() && tab != QStringLiteral("text") && tab != QStringLiteral("graph") &&
+      tab != QStringLiteral("diff")) {
+    return fail(QStringLiteral("unknown tab '%1'; expected text, graph or diff").arg(tab));
+  }
+  QSize size(1600, 1000);
+  if (parser.isSet(size_option)) {
+    const QStringList parts = parser.value(size_option).split(QLatin1Char('x'));
+    if (parts.size() != 2 || parts[0].toInt() < 100 || parts[1].toInt() < 100) {
+      return fail(QStringLiteral("--size expects WxH, e.g. 1600x1000"));
+    }
+    size = QSize(parts[0].toInt(), parts[1].toInt());
   }
 
-  nautilus::views::MainWindow window;
-  const QString screenshot = parser.value(screenshot_option);
-  if (!screenshot.isEmpty()) {
-    // Connected before the file is opened so that the first result is not missed. The grab is
-    // deferred by one event-loop turn so that the output pane has laid out its new text.
-    QObject::connect(
-        &window, &nautilus::views::MainWindow::check_finished, &app,
-        [&window, screenshot] {
-          QTimer::singleShot(0, &window, [&window, screenshot] {
-            const QPixmap pixmap = window.grab();
-            if (pixmap.isNull() || !pixmap.save(screenshot, "PNG")) {
-              std::fprintf(stderr, "nautilus-studio: cannot write %s\n",
-                           qPrintable(screenshot));
-              QApplication::exit(1);
-              return;
-            }
-            QApplication::exit(0);
-          });
-        },
-        Qt::SingleShotConnection);
-    QTimer::singleShot(kScreenshotTimeoutMs, &app, [] {
-      std::fprintf(stderr, "nautilus-studio: the spec check did not finish in %d s\n",
-                   kScreenshotTimeoutMs / 1000);
-      QApplication::exit(1);
-    });
+  MainWindow window;
+  if (parser.isSet(theme_option)) {
+    window.set_theme(nautilus::views::parse_theme(parser.value(theme_option)));
+  }
+  bool finished = false;
+  QObject::connect(&window, &MainWindow::pipeline_finished, &window, [&] {
+    finished = true;
+    if (stage) window.stage_view()->select_stage(*stage);
+  });
+  if (!tab.isEmpty()) {
+    window.stage_view()->show_tab(tab == QStringLiteral("graph")  ? StageView::GraphTab
+                                  : tab == QStringLiteral("diff") ? StageView::DiffTab
+                                                                  : StageView::TextTab);
   }
 
   if (!files.isEmpty()) {
+    const QString& file = files.front();
     QString error;
-    if (!window.open_file(files.front(), &error)) {
-      std::fprintf(stderr, "nautilus-studio: %s\n", qPrintable(error));
-      return 1;
+    bool opened = false;
+    if (file.endsWith(QStringLiteral(".json"))) {
+      opened = window.open_session(file, &error);
+    } else {
+      // Shipped examples come with their schedule (assets/specs/X.nt, assets/schedules/X.json).
+      const QFileInfo info(file);
+      const bool example = info.dir().dirName() == QStringLiteral("specs") &&
+                           QFileInfo::exists(info.dir().filePath(QStringLiteral("../schedules/") +
+                                                                 info.completeBaseName() +
+                                                                 QStringLiteral(".json")));
+      opened = window.open_file(file, &error);
+      if (opened && example && !parser.isSet(schedule_option)) {
+        window.load_schedule(info.dir().filePath(QStringLiteral("../schedules/") +
+                                                 info.completeBaseName() + QStringLiteral(".json")),
+                             &error);
+      }
     }
+    if (!opened) return fail(error);
+  }
+  if (parser.isSet(schedule_option)) {
+    QString error;
+    if (!window.load_schedule(parser.value(schedule_option), &error)) return fail(error);
+  }
+
+  if (!screenshot.isEmpty()) {
+    window.resize(size);
+    window.show();
+    QWidget* target = &window;
+    if (!panel.isEmpty() && panel != QStringLiteral("window")) {
+      // The panel alone: its dock floats at the screenshot's size.
+      QDockWidget* dock = window.dock(panel);
+      dock->show();
+      dock->setFloating(true);
+      dock->resize(size);
+      dock->raise();
+      target = dock;
+    }
+    // Each panel's own background work that the picture should include.
+    const std::function<bool()> panel_ready = [&window, &panel, &tab] {
+      if ((panel == QStringLiteral("stages") || panel.isEmpty() || panel == QStringLiteral("window")) &&
+          tab == QStringLiteral("graph")) {
+        return !window.stage_view()->graph_pending();
+      }
+      if (panel == QStringLiteral("cuda")) return !window.cuda_view()->compiling();
+      if (panel == QStringLiteral("profiler")) return window.profiler_panel()->device_known();
+      return true;
+    };
+    auto* poll = new QTimer(&window);
+    QElapsedTimer clock;
+    clock.start();
+    int settle = 0;  // event-loop turns after everything is ready, for layouts to settle
+    QObject::connect(poll, &QTimer::timeout, &window, [&, poll] {
+      if (clock.elapsed() > kScreenshotTimeoutMs) {
+        poll->stop();
+        std::fprintf(stderr, "nautilus-studio: the pipeline did not finish in %d s\n",
+                     kScreenshotTimeoutMs / 1000);
+        QApplication::exit(1);
+        return;
+      }
+      if (!finished || window.pipeline()->running() || !panel_ready()) {
+        settle = 0;
+        return;
+      }
+      if (++settle < 3) return;
+      poll->stop();
+      const QPixmap pixmap = target->grab();
+      if (pixmap.isNull() || !pixmap.save(screenshot, "PNG")) {
+        std::fprintf(stderr, "nautilus-studio: cannot write %s\n", qPrintable(screenshot));
+        QApplication::exit(1);
+        return;
+      }
+      QApplication::exit(0);
+    });
+    poll->start(50);
+    return QApplication::exec();
   }
   window.show();
   return QApplication::exec();

@@ -1,12 +1,18 @@
 // Entry point of the GUI tests. The platform is forced to "offscreen" here, before QApplication
 // exists, because gtest_discover_tests runs this binary to list tests without CTest's ENVIRONMENT
-// (and the tests must not need a display anywhere).
+// (and the tests must not need a display anywhere). The main window's settings (layout, recent
+// files) go to a temporary INI file, never to the user's.
 #include <QApplication>
+#include <QDir>
+#include <QTemporaryDir>
 
 #include <gtest/gtest.h>
 
 int main(int argc, char** argv) {
   qputenv("QT_QPA_PLATFORM", "offscreen");
+  QTemporaryDir settings;
+  qputenv("NAUTILUS_STUDIO_SETTINGS",
+          QDir(settings.path()).filePath(QStringLiteral("studio.ini")).toUtf8());
   QApplication app(argc, argv);
   ::testing::InitGoogleTest(&argc, argv);
   return RUN_ALL_TESTS();

@@ -1,0 +1,513 @@
+// Nautilus Studio's models, workers and panels, offscreen: the pass log, decisions and run history
+// models under QAbstractItemModelTester, the golden pass log of the attention example, graph
+// layout off the UI thread, unified diffs, sessions, the profiler panel without a GPU, and the real
+// window driven through the attention example.
+#include <QAbstractItemModelTester>
+#include <QApplication>
+#include <QDockWidget>
+#include <QElapsedTimer>
+#include <QImage>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPlainTextEdit>
+#include <QSet>
+#include <QSpinBox>
+#include <QTextEdit>
+#include <QTemporaryDir>
+#include <QThread>
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <thread>
+
+#include "core/sched/decision.h"
+#include "core/support/source.h"
+#include "profiler/device_info.h"
+#include "tests/common/golden.h"
+#include "views/cuda_view.h"
+#include "views/decisions_model.h"
+#include "views/decisions_panel.h"
+#include "views/graph_layout.h"
+#include "views/graph_view.h"
+#include "views/main_window.h"
+#include "views/pass_log_model.h"
+#include "views/pipeline_runner.h"
+#include "views/profiler_panel.h"
+#include "views/run_history_model.h"
+#include "views/session.h"
+#include "views/shape_panel.h"
+#include "views/snapshot_text.h"
+#include "views/stage_view.h"
+
+namespace nautilus::views {
+namespace {
+
+bool wait_until(const std::function<bool()>& done, int timeout_ms = 20'000) {
+  QElapsedTimer timer;
+  timer.start();
+  while (!done() && timer.elapsed() < timeout_ms) {
+    QApplication::processEvents(QEventLoop::AllEvents, 20);
+    QThread::msleep(1);
+  }
+  return done();
+}
+
+// QAbstractItemModelTester reports through qWarning in Warning mode; count its failures.
+class ModelCheck {
+ public:
+  explicit ModelCheck(QAbstractItemModel* model) {
+    failures() = 0;
+    previous_ = qInstallMessageHandler(&ModelCheck::handler);
+    tester_ = std::make_unique<QAbstractItemModelTester>(
+        model, QAbstractItemModelTester::FailureReportingMode::Warning);
+  }
+  ~ModelCheck() {
+    tester_.reset();
+    qInstallMessageHandler(previous_);
+  }
+  int failures_so_far() const { return failures(); }
+
+ private:
+  static int& failures() {
+    static int count = 0;
+    return count;
+  }
+  static void handler(QtMsgType type, const QMessageLogContext&, const QString& message) {
+    if (type == QtWarningMsg && message.contains(QStringLiteral("FAIL"))) {
+      ++failures();
+      std::fprintf(stderr, "model tester: %s\n", qPrintable(message));
+    }
+  }
+  QtMessageHandler previous_ = nullptr;
+  std::unique_ptr<QAbstractItemModelTester> tester_;
+};
+
+std::string read_asset(const std::string& relative) {
+  return nautilus::testing::read_text(nautilus::testing::source_path(relative));
+}
+
+sched::Schedule asset_schedule(const std::string& name) {
+  std::string error;
+  auto schedule = sched::read_schedule_file(
+      nautilus::testing::source_path("assets/schedules/" + name + ".json"), &error);
+  EXPECT_TRUE(schedule.has_value()) << error;
+  return schedule.value_or(sched::Schedule{});
+}
+
+// The attention example with its schedule, compiled to CUDA (at the spec's own sizes: the
+// pipeline never touches data, so sizes cost nothing).
+std::shared_ptr<const driver::Compilation> compile_attention() {
+  PipelineInputs inputs;
+  inputs.path = "attention.nt";
+  inputs.text = read_asset("assets/specs/attention.nt");
+  inputs.schedule = asset_schedule("attention");
+  PipelineResult result = run_pipeline(inputs);
+  EXPECT_TRUE(result.compilation && result.compilation->ok())
+      << (result.compilation ? result.compilation->schedule_error + result.compilation->internal_error
+                             : result.error.toStdString());
+  return result.compilation;
+}
+
+TEST(PassLogModel, PassesTheModelTesterAndPrintsTheGoldenAttentionLog) {
+  PassLogModel model;
+  ModelCheck check(&model);
+  auto compilation = compile_attention();
+  ASSERT_TRUE(compilation);
+  model.set_compilation(compilation);
+  EXPECT_EQ(model.rowCount(), static_cast<int>(compilation->log.size()));
+  // Times differ between runs; everything else is the pipeline's stable log.
+  nautilus::testing::expect_golden("views/attention_pass_log.txt",
+                                   print_table_model(model, {PassLogModel::Milliseconds}).toStdString());
+  const int all = model.rowCount();
+  model.set_hide_unchanged(true);
+  EXPECT_LT(model.rowCount(), all) << "launch(...) leaves the scalar IR unchanged";
+  for (int row = 0; row < model.rowCount(); ++row) {
+    const int index = model.snapshot_index(row);
+    const bool first_of_stage =
+        index == 0 || compilation->log[static_cast<size_t>(index - 1)].stage !=
+                          compilation->log[static_cast<size_t>(index)].stage;
+    EXPECT_TRUE(!compilation->log[static_cast<size_t>(index)].unchanged || first_of_stage);
+    EXPECT_EQ(model.row_of(index), row);
+  }
+  model.set_compilation(nullptr);
+  EXPECT_EQ(model.rowCount(), 0);
+  EXPECT_EQ(check.failures_so_far(), 0);
+}
+
+TEST(DecisionsModel, InvalidEditsShowTheReasonAndLeaveTheScheduleUnchanged) {
+  DecisionsModel model;
+  ModelCheck check(&model);
+  const std::string spec_text = read_asset("assets/specs/attention.nt");
+  // The validator the window installs: apply the schedule to the spec (to VR tile IR).
+  model.set_validator([&spec_text](const sched::Schedule& schedule) {
+    PipelineInputs inputs;
+    inputs.path = "attention.nt";
+    inputs.text = spec_text;
+    inputs.schedule = schedule;
+    inputs.last_stage = driver::Stage::VRTile;
+    return run_pipeline(inputs).compilation->schedule_error;
+  });
+  const sched::Schedule original = asset_schedule("attention");
+  model.set_schedule(original);
+  ASSERT_EQ(model.rowCount(), static_cast<int>(original.decisions.size()));
+  QStringList rejected;
+  int changes = 0;
+  QObject::connect(&model, &DecisionsModel::edit_rejected,
+                   [&rejected](const QString& reason) { rejected << reason; });
+  QObject::connect(&model, &DecisionsModel::schedule_changed, [&changes] { ++changes; });
+
+  // A parse error: the parser's column.
+  EXPECT_FALSE(model.setData(model.index(1, DecisionsModel::Decision),
+                             QStringLiteral("tile(O_sum_acc, m=128"), Qt::EditRole));
+  ASSERT_EQ(rejected.size(), 1);
+  EXPECT_TRUE(rejected.back().contains(QStringLiteral("column"))) << rejected.back().toStdString();
+  EXPECT_EQ(model.schedule().decisions, original.decisions);
+  // A decision that parses but does not apply: the compiler's reason.
+  EXPECT_FALSE(model.replace(1, QStringLiteral("tile(O_sum_acc, q=4)")));
+  ASSERT_EQ(rejected.size(), 2);
+  EXPECT_TRUE(rejected.back().contains(QStringLiteral("q"))) << rejected.back().toStdString();
+  EXPECT_EQ(model.last_error(), rejected.back());
+  EXPECT_EQ(model.schedule().decisions, original.decisions);
+  EXPECT_EQ(changes, 0);
+
+  // A valid edit applies, and a move that breaks the order is refused.
+  ASSERT_TRUE(model.replace(1, QStringLiteral("tile(O_sum_acc, m=64)"))) << model.last_error().toStdString();
+  EXPECT_EQ(sched::print_decision(model.schedule().decisions[1]), "tile(O_sum_acc, m=64)");
+  EXPECT_TRUE(model.last_error().isEmpty());
+  EXPECT_EQ(changes, 1);
+  EXPECT_FALSE(model.move(0, 5)) << "rolling_update must come before the decisions that use O_sum_acc";
+  model.set_pinned(2, true);
+  EXPECT_EQ(model.data(model.index(2, DecisionsModel::Pin), Qt::CheckStateRole).toInt(), Qt::Checked);
+  // Removing the last decision is always valid; pins follow their rows.
+  ASSERT_TRUE(model.remove(model.rowCount() - 1)) << model.last_error().toStdString();
+  EXPECT_FALSE(model.insert(0, QStringLiteral("launch(O_sum_acc, warps=4)")))
+      << "O_sum_acc does not exist before rolling_update";
+  ASSERT_TRUE(model.insert(model.rowCount(), QStringLiteral("launch(O_sum_acc, warps=4)")))
+      << model.last_error().toStdString();
+  ASSERT_EQ(model.rowCount(), 6);
+  EXPECT_TRUE(model.pins()[2]);
+  EXPECT_FALSE(model.pins()[5]);
+  // The new row moves up past bind (valid), carrying its pin state.
+  model.set_pinned(5, true);
+  ASSERT_TRUE(model.move(5, 4)) << model.last_error().toStdString();
+  EXPECT_TRUE(model.pins()[4]);
+  EXPECT_EQ(model.schedule().decisions[4].kind, "launch");
+  EXPECT_EQ(check.failures_so_far(), 0);
+}
+
+TEST(DecisionsPanel, ShowsTheRefusalReasonInThePanel) {
+  DecisionsPanel panel;
+  panel.model()->set_schedule(asset_schedule("attention"));
+  panel.show();
+  panel.new_decision_edit()->setText(QStringLiteral("tile(O, m=)"));
+  EXPECT_FALSE(panel.add_from_field());
+  EXPECT_TRUE(panel.error_label()->isVisible());
+  EXPECT_TRUE(panel.error_label()->text().contains(QStringLiteral("column")))
+      << panel.error_label()->text().toStdString();
+  EXPECT_EQ(panel.model()->rowCount(), 6);
+}
+
+TEST(RunHistoryModel, PassesTheModelTesterAndRoundTripsRecords) {
+  RunHistoryModel model;
+  ModelCheck check(&model);
+  profiler::RunResult no_gpu;
+  no_gpu.status = profiler::RunStatus::NoGpu;
+  no_gpu.message = "cannot load libcuda.so.1";
+  model.append(record_from_result(no_gpu, "tile(O, m=64)"));
+  profiler::RunResult ok;
+  ok.status = profiler::RunStatus::Ok;
+  ok.report = nlohmann::json::parse(R"({
+    "device": {"name": "NVIDIA H100", "compute_capability": "9.0", "sm_count": 132,
+               "sm_clock_khz": 1830000, "peak_memory_bandwidth_bytes_per_s": 3.35e12},
+    "timing": {"kernels": [{"name": "attention_O", "median_us": 41.5, "tflops": 26.0}],
+               "total": {"median_us": 41.5, "flops": 1.07e9, "tflops": 25.8, "bytes": 2.0e7, "gbps": 481.9}}})");
+  model.append(record_from_result(ok, ""));
+  ASSERT_EQ(model.rowCount(), 2);
+  EXPECT_EQ(model.data(model.index(0, RunHistoryModel::Status)).toString(), QStringLiteral("no_gpu"));
+  EXPECT_EQ(model.data(model.index(1, RunHistoryModel::TotalUs)).toString(), QStringLiteral("41.5"));
+  EXPECT_EQ(model.data(model.index(1, RunHistoryModel::Schedule)).toString(),
+            QStringLiteral("(unscheduled)"));
+  const RunRecord& record = model.records()[1];
+  ASSERT_TRUE(record.peak_flops_per_s);
+  EXPECT_NEAR(*record.peak_flops_per_s, 132 * 1.83e9 * 4096, 1e9);  // ≈ 989 TFLOP/s
+  const RunRecord back = run_record_from_json(run_record_to_json(record));
+  EXPECT_EQ(back.kernels.size(), 1u);
+  EXPECT_EQ(back.kernels[0].name, "attention_O");
+  EXPECT_EQ(back.total_median_us, record.total_median_us);
+  EXPECT_EQ(back.bytes, record.bytes);
+  model.clear();
+  EXPECT_EQ(model.rowCount(), 0);
+  EXPECT_EQ(check.failures_so_far(), 0);
+}
+
+TEST(GraphLayout, LaysOutOffTheUiThreadWithOneItemPerDotNode) {
+  auto compilation = compile_attention();
+  ASSERT_TRUE(compilation);
+  const driver::Snapshot* scalar = compilation->final_snapshot(driver::Stage::Scalar);
+  ASSERT_NE(scalar, nullptr);
+  const std::string dot = snapshot_dot(*scalar);
+  const int dot_nodes = count_dot_nodes(dot);
+  ASSERT_GT(dot_nodes, 5);
+
+  GraphLayouter layouter;
+  GraphLayoutPtr delivered;
+  QObject::connect(&layouter, &GraphLayouter::laid_out,
+                   [&delivered](const QString&, GraphLayoutPtr layout) { delivered = layout; });
+  layouter.request(QStringLiteral("scalar"), dot);
+  EXPECT_TRUE(layouter.busy());
+  ASSERT_TRUE(wait_until([&] { return delivered != nullptr; }));
+  EXPECT_NE(delivered->thread, std::this_thread::get_id()) << "the layout ran on the UI thread";
+  EXPECT_EQ(delivered->nodes.size(), dot_nodes);
+  EXPECT_FALSE(delivered->edges.isEmpty());
+  EXPECT_FALSE(delivered->clusters.isEmpty()) << "each loop nest is a cluster";
+
+  GraphView view;
+  view.set_layout(delivered);
+  EXPECT_EQ(view.node_count(), dot_nodes);
+  // Find and select: the block of statement S, then its provenance is highlighted.
+  EXPECT_TRUE(view.find_next(QStringLiteral("block:S")));
+  EXPECT_EQ(view.selected_node(), QStringLiteral("block:S"));
+  EXPECT_FALSE(view.find_next(QStringLiteral("no such node anywhere")));
+  const double zoom = view.zoom();
+  view.zoom_by(2.0);
+  EXPECT_NEAR(view.zoom(), zoom * 2.0, 1e-9);
+
+  // A cached layout is delivered again without a worker run; a broken DOT gives a reason.
+  delivered.reset();
+  layouter.request(QStringLiteral("scalar"), std::string());
+  ASSERT_TRUE(wait_until([&] { return delivered != nullptr; }));
+  QString failure;
+  QObject::connect(&layouter, &GraphLayouter::failed,
+                   [&failure](const QString&, const QString& reason) { failure = reason; });
+  layouter.request(QStringLiteral("broken"), "digraph { \"a\" -> ");
+  ASSERT_TRUE(wait_until([&] { return !failure.isEmpty(); }));
+  EXPECT_TRUE(failure.contains(QStringLiteral("Graphviz")));
+}
+
+TEST(SnapshotText, NodeOriginsCoverTheGraphsOfEveryStage) {
+  auto compilation = compile_attention();
+  ASSERT_TRUE(compilation);
+  for (driver::Stage stage : {driver::Stage::Spec, driver::Stage::Scalar, driver::Stage::VRTile,
+                              driver::Stage::MATile}) {
+    const driver::Snapshot* snapshot = compilation->final_snapshot(stage);
+    ASSERT_NE(snapshot, nullptr);
+    const NodeOrigins origins = node_origins(*snapshot);
+    std::string error;
+    GraphLayoutPtr layout = layout_dot(snapshot_dot(*snapshot), &error);
+    ASSERT_TRUE(layout) << error;
+    // Every statement node or op node has a known origin (grid/loop values take their loop's).
+    int known = 0;
+    for (const LayoutNode& node : layout->nodes) {
+      if (origins.count(node.id.toStdString()) && origins.at(node.id.toStdString()).statement >= 0) ++known;
+    }
+    EXPECT_GT(known, layout->nodes.size() / 2) << driver::stage_name(stage);
+  }
+}
+
+TEST(SnapshotText, UnifiedDiffOfTwoTexts) {
+  EXPECT_EQ(unified_diff("a\nb\n", "a\nb\n", "x", "y"), "");
+  EXPECT_EQ(unified_diff("a\nb\nc\nd\ne\nf\ng\nh\n", "a\nb\nc\nD\ne\nf\ng\nh\n", "before", "after", 1),
+            "--- before\n+++ after\n@@ -3,3 +3,3 @@\n c\n-d\n+D\n e\n");
+  EXPECT_EQ(unified_diff("", "x\n", "a", "b"), "--- a\n+++ b\n@@ -0,0 +1,1 @@\n+x\n");
+  EXPECT_EQ(unified_diff("x\ny\n", "y\n", "a", "b", 0), "--- a\n+++ b\n@@ -1,1 +0,0 @@\n-x\n");
+}
+
+TEST(SnapshotText, CudaProvenanceComments) {
+  EXPECT_EQ(cuda_spec_line("  // spec attention.nt:11  Mx[b, h, m]   = max(n) S[b, h, m, n]"), 11);
+  EXPECT_EQ(cuda_spec_line("  float x = 1;  // not a spec comment"), 0);
+  EXPECT_EQ(cuda_ma_value("    // %acc1 = mma.m16n8k16 %a, %b"), "acc1");
+  EXPECT_EQ(cuda_ma_value("    acc1[0] = 0;"), "");
+}
+
+TEST(Session, SaveThenOpenRoundTrips) {
+  QTemporaryDir directory;
+  ASSERT_TRUE(directory.isValid());
+  Session session;
+  session.spec_path = "/somewhere/attention.nt";
+  session.spec_name = "attention.nt";
+  session.spec_text = read_asset("assets/specs/attention.nt");
+  session.sizes = {{"M", 256}, {"N", 512}};
+  session.schedule = asset_schedule("attention");
+  session.pins = {true, false, false, true, false, false};
+  session.runner_command = "ssh gpuhost 'nautilus-runner'";
+  profiler::RunResult no_gpu;
+  no_gpu.status = profiler::RunStatus::NoGpu;
+  no_gpu.message = "no driver";
+  session.runs.push_back(record_from_result(no_gpu, "tile(O, m=64)"));
+  const QString path = directory.filePath(QStringLiteral("s.json"));
+  QString error;
+  ASSERT_TRUE(save_session(path, session, &error)) << error.toStdString();
+  Session loaded;
+  ASSERT_TRUE(load_session(path, &loaded, &error)) << error.toStdString();
+  EXPECT_EQ(loaded.spec_path, session.spec_path);
+  EXPECT_EQ(loaded.spec_text, session.spec_text);
+  EXPECT_EQ(loaded.sizes, session.sizes);
+  EXPECT_EQ(loaded.schedule.decisions, session.schedule.decisions);
+  EXPECT_EQ(loaded.pins, session.pins);
+  EXPECT_EQ(loaded.runner_command, session.runner_command);
+  ASSERT_EQ(loaded.runs.size(), 1u);
+  EXPECT_EQ(loaded.runs[0].status, "no_gpu");
+  EXPECT_EQ(session_to_json(loaded), session_to_json(session));
+
+  // Not a session, and a session whose schedule does not parse: clear reasons.
+  Session untouched;
+  EXPECT_FALSE(session_from_json(nlohmann::json{{"format", "other"}}, &untouched, nullptr));
+  nlohmann::json broken = session_to_json(session);
+  broken["schedule"]["decisions"][0] = "tile(O, m=";
+  std::string reason;
+  EXPECT_FALSE(session_from_json(broken, &untouched, &reason));
+  EXPECT_NE(reason.find("schedule"), std::string::npos) << reason;
+  EXPECT_FALSE(load_session(directory.filePath(QStringLiteral("missing.json")), &untouched, &error));
+}
+
+TEST(ProfilerPanel, SaysNoGpuHereAndRunsReportIt) {
+  if (profiler::query_devices().has_gpu()) GTEST_SKIP() << "this machine has a GPU";
+  ProfilerPanel panel;
+  ASSERT_TRUE(wait_until([&] { return panel.device_known(); }));
+  EXPECT_TRUE(panel.device_text().startsWith(QStringLiteral("no GPU: "))) << panel.device_text().toStdString();
+  EXPECT_FALSE(panel.run()) << "nothing compiled yet";
+
+  // A small GEMM compiled to MA tile IR: the panel builds both packages and runs the runner,
+  // which reports no_gpu.
+  PipelineInputs inputs;
+  inputs.path = "gemm.nt";
+  inputs.text = read_asset("assets/specs/gemm.nt");
+  inputs.schedule = asset_schedule("gemm");
+  inputs.sizes = {{"M", 128}, {"N", 128}, {"K", 64}};
+  PipelineResult result = run_pipeline(inputs);
+  ASSERT_TRUE(result.compilation && result.compilation->ok()) << result.compilation->schedule_error;
+  panel.set_compilation(result.compilation, inputs);
+  QString status;
+  QObject::connect(&panel, &ProfilerPanel::run_finished, [&status](const QString& s) { status = s; });
+  ASSERT_TRUE(panel.run());
+  ASSERT_TRUE(wait_until([&] { return !status.isEmpty(); }, 60'000));
+  EXPECT_EQ(status, QStringLiteral("no_gpu")) << panel.status_label()->text().toStdString();
+  EXPECT_TRUE(panel.status_label()->text().startsWith(QStringLiteral("no GPU: ")));
+  ASSERT_EQ(panel.history()->rowCount(), 1);
+  EXPECT_EQ(panel.history()->records()[0].schedule.find("tile"), 0u);
+}
+
+// The number of distinct colours of an image (sampled on a grid).
+int distinct_colors(const QImage& image) {
+  QSet<QRgb> colors;
+  for (int y = 0; y < image.height(); y += 2) {
+    for (int x = 0; x < image.width(); x += 2) colors.insert(image.pixel(x, y));
+  }
+  return colors.size();
+}
+
+TEST(StudioWindow, OpensAttentionWalksTheStagesAndLinksProvenance) {
+  MainWindow window;
+  window.resize(1600, 1000);
+  window.show();
+  int finished = 0;
+  QObject::connect(&window, &MainWindow::pipeline_finished, [&finished](bool ok) {
+    if (ok) ++finished;
+  });
+  QString error;
+  ASSERT_TRUE(window.open_example(
+      QString::fromStdString(nautilus::testing::source_path("assets/specs/attention.nt")), &error))
+      << error.toStdString();
+  ASSERT_TRUE(wait_until([&] { return finished > 0 && !window.pipeline()->running(); }))
+      << window.status_label()->text().toStdString();
+  EXPECT_EQ(window.decisions_panel()->model()->rowCount(), 6) << "the example's schedule";
+  ASSERT_TRUE(window.compilation());
+  ASSERT_TRUE(window.compilation()->cuda);
+  EXPECT_TRUE(window.status_label()->text().startsWith(QStringLiteral("compiled"))) << window.status_label()->text().toStdString();
+
+  // Every stage has text; every stage but cuda a graph laid out on the worker.
+  StageView* stages = window.stage_view();
+  stages->show_tab(StageView::GraphTab);
+  for (driver::Stage stage : driver::all_stages()) {
+    ASSERT_TRUE(stages->select_stage(stage)) << driver::stage_name(stage);
+    EXPECT_FALSE(stages->text_view()->toPlainText().isEmpty()) << driver::stage_name(stage);
+    if (stage == driver::Stage::Cuda || stage == driver::Stage::MATile) continue;
+    ASSERT_TRUE(wait_until([&] { return !stages->graph_pending(); })) << driver::stage_name(stage);
+    EXPECT_EQ(stages->graph_view()->node_count(), count_dot_nodes(stages->current_dot()));
+  }
+  EXPECT_TRUE(stages->text_view()->toPlainText().contains(QStringLiteral("__global__")));
+
+  // Next/previous pass, and the diff of a decision.
+  ASSERT_TRUE(stages->select_stage(driver::Stage::Scalar));
+  const int before = stages->current_snapshot();
+  stages->next_pass();
+  EXPECT_EQ(stages->current_snapshot(), before + 1);
+  stages->previous_pass();
+  EXPECT_EQ(stages->current_snapshot(), before);
+  stages->select_snapshot(2);  // rolling_update(O_sum, n, tile=64)
+  EXPECT_TRUE(stages->diff_view()->toPlainText().startsWith(QStringLiteral("--- before")));
+
+  // Provenance: select the block of statement S in the scalar graph.
+  ASSERT_TRUE(stages->select_stage(driver::Stage::Scalar));
+  ASSERT_TRUE(wait_until([&] { return !stages->graph_pending(); }));
+  ASSERT_TRUE(stages->graph_view()->select_node(QStringLiteral("block:S")));
+  const QList<QTextEdit::ExtraSelection> marks = window.editor()->extraSelections();
+  ASSERT_FALSE(marks.isEmpty()) << "the spec range of S is not marked";
+  EXPECT_TRUE(marks.front().cursor.selectedText().startsWith(QStringLiteral("S[b, h, m, n]")))
+      << marks.front().cursor.selectedText().toStdString();
+  EXPECT_FALSE(stages->graph_view()->highlighted().isEmpty());
+  // Statement S (spec line 10) has sections in the CUDA source.
+  EXPECT_GT(window.cuda_view()->show_spec_line(10), 0);
+
+  // Sizes: an override recompiles with the new value.
+  finished = 0;
+  QSpinBox* m = window.shape_panel()->spin_box(QStringLiteral("M"));
+  ASSERT_NE(m, nullptr);
+  m->setValue(1024);
+  ASSERT_TRUE(wait_until([&] { return finished > 0 && !window.pipeline()->running(); }));
+  EXPECT_EQ(window.compilation()->spec->sizes[2], (std::pair<std::string, int64_t>("M", 1024)));
+
+  // Themes and the screenshot: a real picture, not a blank window.
+  window.set_theme(Theme::Dark);
+  window.set_theme(Theme::Light);
+  const QImage image = window.grab().toImage();
+  EXPECT_GE(image.width(), 1200);
+  EXPECT_GE(image.height(), 800);
+  EXPECT_GT(distinct_colors(image), 60);
+}
+
+TEST(StudioWindow, SessionsAndLayoutAreRestored) {
+  QTemporaryDir directory;
+  ASSERT_TRUE(directory.isValid());
+  const QString session_path = directory.filePath(QStringLiteral("work.json"));
+  {
+    MainWindow window;
+    int finished = 0;
+    QObject::connect(&window, &MainWindow::pipeline_finished, [&finished] { ++finished; });
+    QString error;
+    ASSERT_TRUE(window.open_example(
+        QString::fromStdString(nautilus::testing::source_path("assets/specs/softmax.nt")), &error));
+    ASSERT_TRUE(wait_until([&] { return finished > 0 && !window.pipeline()->running(); }));
+    window.decisions_panel()->model()->set_pinned(0, true);
+    window.dock(QStringLiteral("teaching"))->hide();
+    ASSERT_TRUE(window.save_session_to(session_path, &error)) << error.toStdString();
+    window.close();  // saves the layout
+  }
+  MainWindow window;
+  EXPECT_TRUE(window.dock(QStringLiteral("teaching"))->isHidden()) << "the layout was not restored";
+  EXPECT_TRUE(window.recent_files().contains(session_path));
+  QString error;
+  int finished = 0;
+  QObject::connect(&window, &MainWindow::pipeline_finished, [&finished] { ++finished; });
+  ASSERT_TRUE(window.open_session(session_path, &error)) << error.toStdString();
+  ASSERT_TRUE(wait_until([&] { return finished > 0 && !window.pipeline()->running(); }));
+  EXPECT_EQ(window.document_name(), QStringLiteral("softmax.nt"));
+  EXPECT_TRUE(window.editor()->toPlainText().contains(QStringLiteral("output")));
+  ASSERT_FALSE(window.decisions_panel()->model()->pins().empty());
+  EXPECT_TRUE(window.decisions_panel()->model()->pins()[0]);
+  EXPECT_TRUE(window.compilation() && window.compilation()->ok());
+  window.dock(QStringLiteral("teaching"))->show();
+  // Export: the stage text and the graph.
+  window.stage_view()->select_stage(driver::Stage::Scalar);
+  EXPECT_TRUE(window.export_stage_text(directory.filePath(QStringLiteral("scalar.txt")), &error));
+  window.stage_view()->show_tab(StageView::GraphTab);
+  ASSERT_TRUE(wait_until([&] { return !window.stage_view()->graph_pending(); }));
+  EXPECT_TRUE(window.export_graph(directory.filePath(QStringLiteral("g.svg")), &error)) << error.toStdString();
+  EXPECT_TRUE(window.export_graph(directory.filePath(QStringLiteral("g.png")), &error)) << error.toStdString();
+  EXPECT_FALSE(QImage(directory.filePath(QStringLiteral("g.png"))).isNull());
+  window.close();
+}
+
+}  // namespace
+}  // namespace nautilus::views

@@ -1,0 +1,77 @@
+// The current schedule as an editable list: one row per decision, in the order they apply.
+//
+//   pin  decision                        explanation (decision_registry() summary)
+//   [x]  rolling_update(O_sum, n, tile=64)  Turns a reduction over n into ...
+//   [ ]  tile(O_sum_acc, m=128)             Splits the named axes of a block ...
+//
+// Column Decision is editable: the new text is parsed (sched::parse_decision) and the resulting
+// schedule is checked by the validator the window installs (it applies the schedule to the spec's
+// scalar IR); when either fails, the edit is rejected — the schedule stays as it was and
+// `edit_rejected` carries the reason ("expected ')' at column 14", "decision 2 tile(O, q=4) does
+// not apply: ..."). Rows can be added, removed and moved; every accepted change emits
+// `schedule_changed`. Pins (column Pin, checkable) are kept per decision for the search: they do
+// not change the schedule.
+#pragma once
+
+#include <QAbstractTableModel>
+#include <QString>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/sched/decision.h"
+
+namespace nautilus::views {
+
+class DecisionsModel : public QAbstractTableModel {
+  Q_OBJECT
+
+ public:
+  enum Column { Pin, Decision, Explanation, ColumnCount };
+  // Returns "" when `schedule` applies, else the reason it does not.
+  using Validator = std::function<std::string(const sched::Schedule& schedule)>;
+
+  explicit DecisionsModel(QObject* parent = nullptr);
+
+  void set_validator(Validator validator) { validator_ = std::move(validator); }
+  // Replaces the schedule (no validation: it comes from a file or a session) and the pins.
+  void set_schedule(const sched::Schedule& schedule, const std::vector<bool>& pins = {});
+  const sched::Schedule& schedule() const { return schedule_; }
+  const std::vector<bool>& pins() const { return pins_; }
+  const QString& last_error() const { return last_error_; }
+
+  // Each returns false (and emits edit_rejected) when the change is refused.
+  bool replace(int row, const QString& text);
+  bool insert(int row, const QString& text);
+  bool remove(int row);
+  bool move(int row, int to_row);
+  void set_pinned(int row, bool pinned);
+
+  int rowCount(const QModelIndex& parent = {}) const override;
+  int columnCount(const QModelIndex& parent = {}) const override;
+  QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+  bool setData(const QModelIndex& index, const QVariant& value, int role = Qt::EditRole) override;
+  Qt::ItemFlags flags(const QModelIndex& index) const override;
+  QVariant headerData(int section, Qt::Orientation orientation,
+                      int role = Qt::DisplayRole) const override;
+
+ Q_SIGNALS:
+  void schedule_changed();
+  void edit_rejected(const QString& reason);
+  void pins_changed();
+
+ private:
+  // Parses `text`; on failure records and reports the reason.
+  bool parse(const QString& text, sched::Decision* decision);
+  // Validates `candidate`; on success it becomes the schedule.
+  bool accept(const sched::Schedule& candidate, const QString& what);
+  void reject(const QString& reason);
+
+  sched::Schedule schedule_;
+  std::vector<bool> pins_;
+  Validator validator_;
+  QString last_error_;
+};
+
+}  // namespace nautilus::views

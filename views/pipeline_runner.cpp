@@ -1,0 +1,109 @@
+#include "views/pipeline_runner.h"
+
+#include <QMetaObject>
+
+#include <exception>
+
+#include "core/support/source.h"
+
+namespace nautilus::views {
+
+PipelineResult run_pipeline(const PipelineInputs& inputs) {
+  const auto start = std::chrono::steady_clock::now();
+  PipelineResult result;
+  try {
+    auto file = std::make_shared<const SourceFile>(inputs.path, inputs.text);
+    driver::CompileOptions options;
+    options.sizes = inputs.sizes;
+    options.schedule = inputs.schedule;
+    options.last_stage = inputs.last_stage;
+    result.compilation =
+        std::make_shared<const driver::Compilation>(driver::compile(file, options));
+  } catch (const std::exception& error) {
+    result.error = QStringLiteral("internal error: %1").arg(QString::fromUtf8(error.what()));
+  } catch (...) {
+    result.error = QStringLiteral("internal error: unknown exception in the compiler");
+  }
+  result.elapsed_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+PipelineRunner::PipelineRunner(QObject* parent, std::chrono::milliseconds debounce)
+    : QObject(parent) {
+  qRegisterMetaType<PipelineResult>();
+  debounce_.setSingleShot(true);
+  debounce_.setInterval(debounce);
+  connect(&debounce_, &QTimer::timeout, this, &PipelineRunner::submit);
+  worker_ = std::thread([this] { worker_loop(); });
+}
+
+PipelineRunner::~PipelineRunner() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+    next_.reset();
+  }
+  wake_.notify_all();
+  worker_.join();
+}
+
+void PipelineRunner::set_inputs(PipelineInputs inputs) {
+  inputs_ = std::move(inputs);
+  ++generation_;  // results for the previous inputs are stale from now on
+  cancelled_ = false;
+  debounce_.start();
+}
+
+void PipelineRunner::run_now() {
+  debounce_.stop();
+  ++generation_;
+  cancelled_ = false;
+  submit();
+}
+
+void PipelineRunner::cancel() {
+  debounce_.stop();
+  ++generation_;
+  cancelled_ = true;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    next_.reset();
+  }
+  Q_EMIT cancelled();
+}
+
+void PipelineRunner::submit() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    next_ = Job{generation_, inputs_};
+  }
+  wake_.notify_one();
+  Q_EMIT started(generation_);
+}
+
+void PipelineRunner::worker_loop() {
+  while (true) {
+    Job job;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_.wait(lock, [this] { return stopping_ || next_.has_value(); });
+      if (stopping_) return;
+      job = std::move(*next_);
+      next_.reset();
+    }
+    PipelineResult result = run_pipeline(job.inputs);
+    result.generation = job.generation;
+    QMetaObject::invokeMethod(
+        this, [this, result = std::move(result)]() mutable { deliver(std::move(result)); },
+        Qt::QueuedConnection);
+  }
+}
+
+void PipelineRunner::deliver(PipelineResult result) {
+  if (result.generation != generation_ || cancelled_) return;  // stale: newer inputs exist
+  delivered_ = result.generation;
+  Q_EMIT finished(result);
+}
+
+}  // namespace nautilus::views

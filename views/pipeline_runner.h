@@ -1,0 +1,100 @@
+// Runs the whole compilation pipeline (spec → scalar → VR tile → MA tile → CUDA) off the UI
+// thread for the window's current inputs: the spec text, the `-D` size bindings and the schedule.
+//
+// `set_inputs` records new inputs and restarts a debounce timer (edits in the editor arrive per
+// keystroke); `run_now` skips the wait. Like SpecChecker, every request advances a generation
+// counter and a result is delivered only when it belongs to the newest generation, so a slow
+// compile of old text can never overwrite the result of newer text. `cancel` advances the
+// generation without a new request: the compile in flight finishes on the worker (the pipeline
+// has no interruption points) but its result is dropped, and the window stops showing progress.
+//
+// The result is an immutable, shared Compilation: snapshots share IR nodes, so every view can read
+// it (and hand it to its own workers) without copying.
+#pragma once
+
+#include <QObject>
+#include <QString>
+#include <QTimer>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/driver/pipeline.h"
+
+namespace nautilus::views {
+
+struct PipelineInputs {
+  std::string path;  // the name diagnostics and provenance comments use
+  std::string text;
+  std::vector<spec::SizeOverride> sizes;
+  sched::Schedule schedule;
+  driver::Stage last_stage = driver::Stage::Cuda;
+};
+
+struct PipelineResult {
+  uint64_t generation = 0;
+  std::shared_ptr<const driver::Compilation> compilation;  // null only when `error` is set
+  QString error;       // an exception escaped the compiler (an internal error)
+  double elapsed_ms = 0;
+};
+
+// Compiles `inputs` synchronously. Never throws.
+PipelineResult run_pipeline(const PipelineInputs& inputs);
+
+class PipelineRunner : public QObject {
+  Q_OBJECT
+
+ public:
+  static constexpr std::chrono::milliseconds kDefaultDebounce{400};
+
+  explicit PipelineRunner(QObject* parent = nullptr,
+                          std::chrono::milliseconds debounce = kDefaultDebounce);
+  ~PipelineRunner() override;
+  PipelineRunner(const PipelineRunner&) = delete;
+  PipelineRunner& operator=(const PipelineRunner&) = delete;
+
+  void set_inputs(PipelineInputs inputs);
+  void run_now();
+  void cancel();
+
+  const PipelineInputs& inputs() const { return inputs_; }
+  uint64_t generation() const { return generation_; }
+  bool running() const { return delivered_ < generation_ && !cancelled_; }
+
+ Q_SIGNALS:
+  void started(quint64 generation);
+  void finished(const nautilus::views::PipelineResult& result);
+  void cancelled();
+
+ private:
+  struct Job {
+    uint64_t generation = 0;
+    PipelineInputs inputs;
+  };
+  void submit();
+  void deliver(PipelineResult result);
+  void worker_loop();
+
+  QTimer debounce_;
+  PipelineInputs inputs_;
+  uint64_t generation_ = 0;
+  uint64_t delivered_ = 0;
+  bool cancelled_ = false;
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::optional<Job> next_;
+  bool stopping_ = false;
+  std::thread worker_;
+};
+
+}  // namespace nautilus::views
+
+Q_DECLARE_METATYPE(nautilus::views::PipelineResult)

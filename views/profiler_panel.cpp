@@ -1,0 +1,307 @@
+#include "views/profiler_panel.h"
+
+#include <QCheckBox>
+#include <QDateTime>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QTableView>
+#include <QTableWidget>
+#include <QTemporaryDir>
+#include <QVBoxLayout>
+
+#include <sstream>
+
+#include "app/cli/compile_command.h"
+#include "core/codegen/package.h"
+#include "profiler/device_info.h"
+#include "profiler/runner_client.h"
+#include "views/roofline_widget.h"
+#include "views/task_runner.h"
+
+namespace nautilus::views {
+namespace {
+
+// The runner built with this app, when it is where the build put it; else the client's default
+// (next to this executable, then PATH).
+QString default_runner() {
+#ifdef NAUTILUS_RUNNER_PATH
+  const QString built = QStringLiteral(NAUTILUS_RUNNER_PATH);
+  if (QFileInfo(built).isExecutable()) return built;
+#endif
+  return QString::fromStdString(profiler::default_runner_command());
+}
+
+std::string schedule_text(const sched::Schedule& schedule) {
+  std::string text;
+  for (const sched::Decision& decision : schedule.decisions) {
+    if (!text.empty()) text += "; ";
+    text += sched::print_decision(decision);
+  }
+  return text;
+}
+
+QTableWidgetItem* cell(const QString& text, bool number = true) {
+  auto* item = new QTableWidgetItem(text);
+  item->setFlags(Qt::ItemIsEnabled | Qt::ItemIsSelectable);
+  if (number) item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+  return item;
+}
+
+// Builds the package of `compilation` into `directory`; "" on success, else the reason.
+std::string build_into(const driver::Compilation& compilation, const std::string& directory) {
+  std::ostringstream errors;
+  int status = 0;
+  std::optional<codegen::KernelPackage> package =
+      cli::build_package(compilation, compilation.ma_module,
+                         {codegen::GpuArch::Sm90a, codegen::GpuArch::Sm80}, errors, &status);
+  if (!package) {
+    std::string reason = errors.str();
+    while (!reason.empty() && reason.back() == '\n') reason.pop_back();
+    return reason.empty() ? "the kernel package could not be built" : reason;
+  }
+  codegen::Result<bool> written = codegen::write_package(*package, directory);
+  if (!written.ok()) return written.error().message;
+  return {};
+}
+
+}  // namespace
+
+ProfilerPanel::ProfilerPanel(QWidget* parent) : QWidget(parent) {
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(2, 2, 2, 2);
+  device_ = new QLabel(tr("looking for a GPU…"), this);
+  device_->setObjectName(QStringLiteral("device"));
+  device_->setWordWrap(true);
+  device_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  layout->addWidget(device_);
+
+  auto* form = new QFormLayout();
+  command_ = new QLineEdit(default_runner(), this);
+  command_->setObjectName(QStringLiteral("runner_command"));
+  command_->setToolTip(tr("The runner command; its arguments are appended. To time on another "
+                          "machine: ssh gpuhost nautilus-runner (the package path must exist "
+                          "there too)."));
+  form->addRow(tr("Runner"), command_);
+  auto* options = new QHBoxLayout();
+  repetitions_ = new QSpinBox(this);
+  repetitions_->setRange(1, 100000);
+  repetitions_->setValue(100);
+  options->addWidget(new QLabel(tr("reps"), this));
+  options->addWidget(repetitions_);
+  validate_ = new QCheckBox(tr("validate against the unscheduled program"), this);
+  validate_->setChecked(true);
+  options->addWidget(validate_);
+  options->addStretch();
+  form->addRow(QString(), options);
+  layout->addLayout(form);
+
+  auto* buttons = new QHBoxLayout();
+  run_button_ = new QPushButton(tr("Run on GPU"), this);
+  run_button_->setObjectName(QStringLiteral("run"));
+  cancel_button_ = new QPushButton(tr("Cancel"), this);
+  cancel_button_->setEnabled(false);
+  status_ = new QLabel(this);
+  status_->setObjectName(QStringLiteral("run_status"));
+  status_->setWordWrap(true);
+  status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  buttons->addWidget(run_button_);
+  buttons->addWidget(cancel_button_);
+  buttons->addWidget(status_, 1);
+  layout->addLayout(buttons);
+
+  auto* splitter = new QSplitter(Qt::Vertical, this);
+  auto* top = new QSplitter(Qt::Horizontal, splitter);
+  kernels_ = new QTableWidget(0, 4, top);
+  kernels_->setObjectName(QStringLiteral("kernels"));
+  kernels_->setHorizontalHeaderLabels({tr("Kernel"), tr("Median µs"), tr("TFLOP/s"), tr("GB/s")});
+  kernels_->verticalHeader()->hide();
+  kernels_->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
+  roofline_ = new RooflineWidget(top);
+  top->addWidget(kernels_);
+  top->addWidget(roofline_);
+  history_ = new RunHistoryModel(this);
+  history_view_ = new QTableView(splitter);
+  history_view_->setObjectName(QStringLiteral("run_history"));
+  history_view_->setModel(history_);
+  history_view_->verticalHeader()->hide();
+  history_view_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  history_view_->horizontalHeader()->setStretchLastSection(true);
+  splitter->addWidget(top);
+  splitter->addWidget(history_view_);
+  layout->addWidget(splitter, 1);
+
+  worker_ = new TaskRunner(this);
+  device_worker_ = new TaskRunner(this);
+  connect(run_button_, &QPushButton::clicked, this, &ProfilerPanel::run);
+  connect(cancel_button_, &QPushButton::clicked, this, &ProfilerPanel::cancel);
+  connect(worker_, &TaskRunner::busy_changed, this, [this](bool busy) {
+    run_button_->setEnabled(!busy);
+    cancel_button_->setEnabled(busy);
+  });
+  connect(history_view_, &QTableView::clicked, this, [this](const QModelIndex& index) {
+    if (index.row() < static_cast<int>(history_->records().size())) {
+      show_record(history_->records()[static_cast<size_t>(index.row())]);
+    }
+  });
+
+  device_worker_->post([this]() -> TaskRunner::Continuation {
+    const profiler::DeviceQuery query = profiler::query_devices();
+    QString text;
+    std::optional<double> bandwidth;
+    QString name;
+    if (!query.has_gpu()) {
+      text = tr("no GPU: %1").arg(QString::fromStdString(query.no_gpu->message));
+    } else {
+      const profiler::DeviceInfo& device = query.devices.front();
+      name = QString::fromStdString(device.name);
+      bandwidth = device.peak_memory_bandwidth_bytes_per_s();
+      text = tr("%1 (%2, %3 SMs, %4 GB/s DRAM), driver %5")
+                 .arg(name, QString::fromStdString(device.arch()))
+                 .arg(device.sm_count)
+                 .arg(*bandwidth * 1e-9, 0, 'f', 0)
+                 .arg(QString::fromStdString(profiler::format_driver_version(query.driver_version)));
+    }
+    return [this, text, bandwidth, name] {
+      device_->setText(text);
+      device_known_ = true;
+      if (bandwidth) device_peak_bytes_ = bandwidth;
+      device_name_ = name;
+      refresh_roofline();
+      Q_EMIT device_queried();
+    };
+  });
+}
+
+void ProfilerPanel::set_compilation(std::shared_ptr<const driver::Compilation> compilation,
+                                    const PipelineInputs& inputs) {
+  compilation_ = std::move(compilation);
+  inputs_ = inputs;
+}
+
+QString ProfilerPanel::runner_command() const { return command_->text(); }
+
+void ProfilerPanel::set_runner_command(const QString& command) {
+  command_->setText(command.isEmpty() ? default_runner() : command);
+}
+
+QString ProfilerPanel::device_text() const { return device_->text(); }
+
+bool ProfilerPanel::busy() const { return worker_->busy(); }
+
+bool ProfilerPanel::run() {
+  if (!compilation_ || !compilation_->ok() || !compilation_->ma_module) {
+    status_->setText(tr("Nothing to run: the spec does not compile to MA tile IR."));
+    return false;
+  }
+  std::string split_error;
+  if (!profiler::split_command_template(command_->text().toStdString(), &split_error)) {
+    status_->setText(tr("Runner command: %1").arg(QString::fromStdString(split_error)));
+    return false;
+  }
+  status_->setText(tr("building packages and running…"));
+  std::shared_ptr<const driver::Compilation> compilation = compilation_;
+  PipelineInputs reference_inputs = inputs_;
+  reference_inputs.schedule = {};
+  reference_inputs.last_stage = driver::Stage::MATile;
+  const bool validate = validate_->isChecked();
+  const std::string command = command_->text().toStdString();
+  const int repetitions = repetitions_->value();
+  const std::string label = schedule_text(inputs_.schedule);
+  worker_->post([=, this]() -> TaskRunner::Continuation {
+    RunRecord record;
+    QTemporaryDir directory;
+    std::string failure;
+    if (!directory.isValid()) failure = "cannot create a temporary directory for the packages";
+    const std::string package_dir = directory.filePath(QStringLiteral("package")).toStdString();
+    const std::string reference_dir = directory.filePath(QStringLiteral("reference")).toStdString();
+    if (failure.empty()) failure = build_into(*compilation, package_dir);
+    if (failure.empty() && validate) {
+      const PipelineResult reference = run_pipeline(reference_inputs);
+      if (!reference.compilation || !reference.compilation->ok()) {
+        failure = "the unscheduled reference does not compile";
+      } else {
+        failure = build_into(*reference.compilation, reference_dir);
+      }
+    }
+    if (!failure.empty()) {
+      record.status = "build_error";
+      record.message = failure;
+      record.schedule = label;
+      record.time = QDateTime::currentDateTime().toString(Qt::ISODate).toStdString();
+    } else {
+      profiler::RunRequest request;
+      request.package_dir = package_dir;
+      if (validate) request.reference_dir = reference_dir;
+      request.repetitions = repetitions;
+      profiler::ClientOptions client;
+      client.command_template = command;
+      client.timeout_seconds = 600;
+      record = record_from_result(profiler::run_package(request, client), label);
+    }
+    return [this, record] {
+      history_->append(record);
+      show_record(record);
+      refresh_roofline();
+      Q_EMIT run_finished(QString::fromStdString(record.status));
+    };
+  });
+  return true;
+}
+
+void ProfilerPanel::cancel() {
+  worker_->cancel();
+  status_->setText(tr("cancelled (a runner already started finishes in the background; its "
+                      "result is dropped)"));
+}
+
+void ProfilerPanel::show_record(const RunRecord& record) {
+  QString text;
+  if (record.status == "no_gpu") {
+    text = tr("no GPU: %1").arg(QString::fromStdString(record.message));
+  } else if (record.ok()) {
+    text = tr("ok: %1 µs median").arg(record.total_median_us.value_or(0), 0, 'f', 1);
+    if (!record.device.empty()) text += tr(" on %1").arg(QString::fromStdString(record.device));
+  } else {
+    text = QStringLiteral("%1: %2").arg(QString::fromStdString(record.status),
+                                         QString::fromStdString(record.message));
+  }
+  status_->setText(text);
+  kernels_->setRowCount(static_cast<int>(record.kernels.size()));
+  for (int row = 0; row < static_cast<int>(record.kernels.size()); ++row) {
+    const KernelTiming& kernel = record.kernels[static_cast<size_t>(row)];
+    kernels_->setItem(row, 0, cell(QString::fromStdString(kernel.name), false));
+    kernels_->setItem(row, 1, cell(QString::number(kernel.median_us, 'f', 1)));
+    kernels_->setItem(row, 2, cell(kernel.tflops ? QString::number(*kernel.tflops, 'f', 1) : QString()));
+    kernels_->setItem(row, 3, cell(kernel.gbps ? QString::number(*kernel.gbps, 'f', 1) : QString()));
+  }
+}
+
+void ProfilerPanel::refresh_roofline() {
+  std::optional<double> flops_ceiling = device_peak_flops_;
+  std::optional<double> bytes_ceiling = device_peak_bytes_;
+  QString device = device_name_;
+  std::vector<RooflinePoint> points;
+  for (const RunRecord& record : history_->records()) {
+    // The newest run that reached a device gives the ceilings (it may be a remote GPU).
+    if (record.peak_bytes_per_s) bytes_ceiling = record.peak_bytes_per_s;
+    if (record.peak_flops_per_s) flops_ceiling = record.peak_flops_per_s;
+    if (!record.device.empty()) device = QString::fromStdString(record.device);
+    if (record.ok() && record.flops && record.bytes && record.total_median_us &&
+        *record.bytes > 0 && *record.total_median_us > 0) {
+      points.push_back({QStringLiteral("%1 µs").arg(*record.total_median_us, 0, 'f', 1),
+                        *record.flops / *record.bytes,
+                        *record.flops / (*record.total_median_us * 1e-6)});
+    }
+  }
+  roofline_->set_ceilings(flops_ceiling, bytes_ceiling, device);
+  roofline_->set_points(std::move(points));
+}
+
+}  // namespace nautilus::views

@@ -1,0 +1,94 @@
+// The profiler panel: times the current schedule on a GPU through nautilus-runner.
+//
+// "Run" does, on the panel's worker (never on the UI thread): build the kernel package of the
+// current compilation (the CLI's build_package: emit CUDA, NVRTC for sm_90a and sm_80), build the
+// unscheduled reference package of the same spec and sizes (the runner validates against it),
+// write both to a temporary directory and run the runner command — a child process, so a
+// faulting or hanging kernel cannot take the app down — with the user's command template (e.g.
+// `ssh gpuhost nautilus-runner`). The result is a RunRecord: kernels with median time, TFLOP/s
+// and GB/s, appended to the run history and drawn on the roofline against the device's ceilings.
+//
+// The device line comes from profiler::query_devices() (also on the worker): on a machine without
+// a GPU the panel says "no GPU: <reason>", and runs report the runner's own no_gpu result; the
+// rest of the app is unaffected.
+#pragma once
+
+#include <QString>
+#include <QWidget>
+
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "core/driver/pipeline.h"
+#include "views/pipeline_runner.h"
+#include "views/run_history_model.h"
+
+class QCheckBox;
+class QLabel;
+class QLineEdit;
+class QPushButton;
+class QSpinBox;
+class QTableView;
+class QTableWidget;
+
+namespace nautilus::views {
+
+class RooflineWidget;
+class TaskRunner;
+
+class ProfilerPanel : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit ProfilerPanel(QWidget* parent = nullptr);
+
+  // The compilation to run and the inputs that made it (the reference drops the schedule).
+  void set_compilation(std::shared_ptr<const driver::Compilation> compilation,
+                       const PipelineInputs& inputs);
+  // Starts a run; false (with the reason in the status line) when there is nothing to run.
+  bool run();
+  void cancel();
+
+  QString runner_command() const;
+  void set_runner_command(const QString& command);
+  // The device line: "NVIDIA H100 ... (sm_90, 132 SMs)" or "no GPU: <reason>".
+  QString device_text() const;
+  bool device_known() const { return device_known_; }
+  QLabel* status_label() const { return status_; }
+  RunHistoryModel* history() const { return history_; }
+  QTableWidget* kernels_table() const { return kernels_; }
+  RooflineWidget* roofline() const { return roofline_; }
+  bool busy() const;
+
+ Q_SIGNALS:
+  void run_finished(const QString& status);
+  void device_queried();
+
+ private:
+  void show_record(const RunRecord& record);
+  void refresh_roofline();
+
+  std::shared_ptr<const driver::Compilation> compilation_;
+  PipelineInputs inputs_;
+  bool device_known_ = false;
+  std::optional<double> device_peak_bytes_;
+  std::optional<double> device_peak_flops_;
+  QString device_name_;
+
+  QLabel* device_ = nullptr;
+  QLineEdit* command_ = nullptr;
+  QSpinBox* repetitions_ = nullptr;
+  QCheckBox* validate_ = nullptr;
+  QPushButton* run_button_ = nullptr;
+  QPushButton* cancel_button_ = nullptr;
+  QLabel* status_ = nullptr;
+  QTableWidget* kernels_ = nullptr;
+  QTableView* history_view_ = nullptr;
+  RunHistoryModel* history_ = nullptr;
+  RooflineWidget* roofline_ = nullptr;
+  TaskRunner* worker_ = nullptr;
+  TaskRunner* device_worker_ = nullptr;
+};
+
+}  // namespace nautilus::views
