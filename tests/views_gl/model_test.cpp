@@ -1,0 +1,497 @@
+// The pictures' data without a display: thread/value grids, bank grids and the pipeline timeline
+// of the attention example's MA tile IR (views/gl/layout_model.h, views/gl/pipeline_model.h).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+
+#include "core/layout/bank_conflicts.h"
+#include "core/layout/tv_layout.h"
+#include "core/matile/layouts.h"
+#include "tests/views_gl/gl_test_util.h"
+#include "views/gl/layout_model.h"
+#include "views/gl/pipeline_model.h"
+
+namespace nautilus::views::gl {
+namespace {
+
+using testing::attention_module;
+
+const matile::Kernel& attention_kernel() {
+  static const matile::Kernel empty;
+  const matile::ModulePtr module = attention_module();
+  return module && !module->kernels.empty() ? *module->kernels[0] : empty;
+}
+
+// The register value of the kernel named `name`, or null.
+matile::Value value_named(const matile::Kernel& kernel, const std::string& name) {
+  for (const TileChoice& choice : tile_choices(kernel)) {
+    if (choice.value && choice.value->name == name) return choice.value;
+  }
+  return nullptr;
+}
+
+// The first register value whose layout is of `kind` and whose tile is 2-D.
+matile::Value first_of_kind(const matile::Kernel& kernel, matile::LayoutKind kind) {
+  for (const TileChoice& choice : tile_choices(kernel)) {
+    if (choice.value && choice.value->layout.kind == kind && choice.value->type.shape.size() == 2) {
+      return choice.value;
+    }
+  }
+  return nullptr;
+}
+
+int alloc_named(const matile::Kernel& kernel, const std::string& name) {
+  for (size_t i = 0; i < kernel.shared.size(); ++i) {
+    if (kernel.shared[i].name == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+// ---- Register tiles ------------------------------------------------------------------------
+
+TEST(LayoutGridModel, EveryRegisterTileHasExactlyTheHoldersOfItsIndexFunction) {
+  const matile::Kernel& kernel = attention_kernel();
+  ASSERT_TRUE(kernel.body);
+  int checked = 0;
+  for (const TileChoice& choice : tile_choices(kernel)) {
+    if (!choice.value) continue;
+    const matile::Value& value = choice.value;
+    const Result<LayoutGrid> grid = layout_grid(value->layout, value->type.shape);
+    ASSERT_TRUE(grid) << value->name << ": " << grid.error().message;
+    // Every (thread, slot) is listed at the element its index function names, and nowhere else.
+    int64_t listed = 0;
+    for (const auto& cell : grid->holders) {
+      listed += static_cast<int64_t>(cell.size());
+      EXPECT_TRUE(std::is_sorted(cell.begin(), cell.end(), [](const TVHolder& a, const TVHolder& b) {
+        return a.thread != b.thread ? a.thread < b.thread : a.slot < b.slot;
+      }));
+    }
+    EXPECT_EQ(listed, value->layout.threads() * value->layout.slots()) << value->name;
+    for (int64_t t = 0; t < value->layout.threads(); ++t) {
+      for (int64_t v = 0; v < value->layout.slots(); ++v) {
+        const std::vector<int64_t> c =
+            matile::coordinates_of(value->layout.tv.index(t, v), value->type.shape);
+        const int64_t row = c.empty() ? 0 : c[0], col = c.size() == 2 ? c[1] : 0;
+        const auto& holders = grid->at(row, col);
+        ASSERT_NE(std::find(holders.begin(), holders.end(), TVHolder{t, v}), holders.end())
+            << value->name << " T" << t << " V" << v;
+      }
+    }
+    ++checked;
+  }
+  EXPECT_GT(checked, 20);
+}
+
+// The PTX ISA's m16n8k16 C fragment (c_i at row groupID + 8*(i/2), col 2*(lane%4) + i%2),
+// repeated over a warps_m x warps_n grid of warps, each owning mt x nt atoms of 16x8 (the atoms
+// of a warp are contiguous; slot 4*(mi + mt*ni) + i). Returns the first element whose holders
+// differ, or "".
+std::string mismatch_with_mma_c_formula(const LayoutGrid& grid, int warps_m, int warps_n) {
+  const int64_t mt = grid.rows / (16 * warps_m), nt = grid.cols / (8 * warps_n);
+  for (int64_t r = 0; r < grid.rows; ++r) {
+    for (int64_t c = 0; c < grid.cols; ++c) {
+      const int64_t wm = r / (16 * mt), mi = (r / 16) % mt;
+      const int64_t wn = c / (8 * nt), ni = (c / 8) % nt;
+      const int64_t lane = 4 * (r % 8) + (c % 8) / 2;
+      const int64_t thread = 32 * (wm + warps_m * wn) + lane;
+      const int64_t slot = 4 * (mi + mt * ni) + 2 * ((r % 16) / 8) + c % 2;
+      const std::vector<TVHolder> expected = {{thread, slot}};
+      if (grid.at(r, c) != expected) {
+        return "(" + std::to_string(r) + ", " + std::to_string(c) + ") expected T" +
+               std::to_string(thread) + " V" + std::to_string(slot);
+      }
+    }
+  }
+  return "";
+}
+
+TEST(LayoutGridModel, MmaAccumulatorMatchesThePtxFragmentFormula) {
+  const matile::Kernel& kernel = attention_kernel();
+  const matile::Value acc = first_of_kind(kernel, matile::LayoutKind::MmaC);
+  ASSERT_TRUE(acc);
+  const Result<LayoutGrid> grid = layout_grid(acc->layout, acc->type.shape);
+  ASSERT_TRUE(grid) << grid.error().message;
+  EXPECT_EQ(grid->max_replication(), 1);
+  EXPECT_EQ(mismatch_with_mma_c_formula(*grid, acc->layout.warps_m, acc->layout.warps_n), "");
+  // The first cells read like CuTe's picture of the C fragment.
+  EXPECT_EQ(grid->at(0, 0), (std::vector<TVHolder>{{0, 0}}));
+  EXPECT_EQ(grid->at(0, 1), (std::vector<TVHolder>{{0, 1}}));
+  EXPECT_EQ(grid->at(0, 2), (std::vector<TVHolder>{{1, 0}}));
+  EXPECT_EQ(grid->at(1, 0), (std::vector<TVHolder>{{4, 0}}));
+  EXPECT_EQ(grid->at(8, 0), (std::vector<TVHolder>{{0, 2}}));
+}
+
+TEST(LayoutGridModel, AWrongLayoutIsCaughtByTheFormulaCheck) {
+  // The same tile in the generic blocked layout: the check above must reject it.
+  const matile::Value acc = first_of_kind(attention_kernel(), matile::LayoutKind::MmaC);
+  ASSERT_TRUE(acc);
+  const matile::RegisterLayout blocked =
+      matile::blocked_layout(acc->type.shape, acc->layout.threads());
+  const Result<LayoutGrid> grid = layout_grid(blocked, acc->type.shape);
+  ASSERT_TRUE(grid) << grid.error().message;
+  EXPECT_NE(mismatch_with_mma_c_formula(*grid, acc->layout.warps_m, acc->layout.warps_n), "");
+}
+
+TEST(LayoutGridModel, MmaBOperandIsReplicatedOverTheWarpsAlongM) {
+  const matile::Kernel& kernel = attention_kernel();
+  const matile::Value b = first_of_kind(kernel, matile::LayoutKind::MmaB);
+  ASSERT_TRUE(b);
+  const Result<LayoutGrid> grid = layout_grid(b->layout, b->type.shape);
+  ASSERT_TRUE(grid) << grid.error().message;
+  const int warps_m = b->layout.warps_m;
+  EXPECT_EQ(grid->max_replication(), warps_m);
+  // b_i at row 2*(lane%4) + i%2 + 8*(i/2), col lane/4: element (k, n) is held by lane
+  // 4*(n%8) + (k%8)/2 of every warp along M.
+  for (int64_t k = 0; k < grid->rows; ++k) {
+    for (int64_t n = 0; n < grid->cols; ++n) {
+      const auto& holders = grid->at(k, n);
+      ASSERT_EQ(static_cast<int>(holders.size()), warps_m) << k << ", " << n;
+      for (int w = 0; w < warps_m; ++w) {
+        EXPECT_EQ(holders[static_cast<size_t>(w)].thread, 32 * w + 4 * (n % 8) + (k % 8) / 2);
+      }
+    }
+  }
+}
+
+TEST(LayoutGridModel, RowStatisticsAreOneColumnHeldByAQuad) {
+  const matile::Value row_max = value_named(attention_kernel(), "Mx");
+  const matile::Value acc = first_of_kind(attention_kernel(), matile::LayoutKind::MmaC);
+  ASSERT_TRUE(row_max && acc);
+  ASSERT_EQ(acc->type.shape[0], row_max->type.shape[0]);
+  const int64_t mt = acc->type.shape[0] / (16 * acc->layout.warps_m);
+  ASSERT_EQ(row_max->type.shape.size(), 1u);
+  const Result<LayoutGrid> grid = layout_grid(row_max->layout, row_max->type.shape);
+  ASSERT_TRUE(grid) << grid.error().message;
+  EXPECT_EQ(grid->cols, 1);
+  EXPECT_EQ(grid->rows, row_max->type.shape[0]);
+  // The four lanes of the quad that holds the row's accumulators.
+  for (int64_t r = 0; r < grid->rows; ++r) {
+    std::set<int64_t> threads;
+    for (const TVHolder& h : grid->at(r, 0)) threads.insert(h.thread);
+    const int64_t first = 32 * (r / (16 * mt)) + 4 * (r % 8);
+    EXPECT_EQ(threads, (std::set<int64_t>{first, first + 1, first + 2, first + 3})) << r;
+  }
+}
+
+TEST(LayoutGridModel, BadShapesAreReported) {
+  const matile::Value acc = first_of_kind(attention_kernel(), matile::LayoutKind::MmaC);
+  ASSERT_TRUE(acc);
+  const Result<LayoutGrid> wrong = layout_grid(acc->layout, {64, 64});
+  ASSERT_FALSE(wrong);
+  EXPECT_NE(wrong.error().message.find("elements"), std::string::npos) << wrong.error().message;
+  const Result<LayoutGrid> rank3 = layout_grid(acc->layout, {2, 64, 64});
+  ASSERT_FALSE(rank3);
+  EXPECT_NE(rank3.error().message.find("rank-3"), std::string::npos);
+}
+
+// ---- Shared tiles --------------------------------------------------------------------------
+
+// Sum of layout::count_bank_conflicts over the pattern's instructions, from the byte addresses
+// the grid computed: the grid and core's bank model must agree.
+int64_t core_wavefronts(const BankGrid& grid, const SharedAccessPattern& pattern) {
+  std::map<int, std::vector<int64_t>> addresses;  // instruction -> lane addresses in lane order
+  for (const BankPhase& phase : grid.phases) {
+    for (const PhaseLane& lane : phase.lanes) addresses[phase.instruction].push_back(lane.byte_address);
+  }
+  int64_t total = 0;
+  for (const auto& [instruction, lanes] : addresses) {
+    const auto counted = layout::count_bank_conflicts(lanes, pattern.access_bytes);
+    EXPECT_TRUE(counted) << counted.error().message;
+    if (counted) total += counted->wavefronts;
+  }
+  return total;
+}
+
+matile::SharedAlloc unswizzled(matile::SharedAlloc alloc) {
+  alloc.layout.swizzle = layout::Swizzle{};
+  return alloc;
+}
+
+TEST(BankGridModel, SwizzledLdmatrixReadsAreConflictFreeAndUnswizzledOnesAreNot) {
+  const matile::Kernel& kernel = attention_kernel();
+  int ldmatrix_patterns = 0;
+  for (const char* name : {"Q_smem", "K_smem", "V_smem"}) {
+    const int alloc = alloc_named(kernel, name);
+    ASSERT_GE(alloc, 0) << name;
+    const matile::SharedAlloc& shared = kernel.shared[static_cast<size_t>(alloc)];
+    ASSERT_FALSE(shared.layout.swizzle.is_identity()) << name;
+    for (const SharedAccessPattern& pattern : shared_access_patterns(kernel, alloc)) {
+      if (pattern.instruction.rfind("ldmatrix", 0) != 0) continue;
+      ++ldmatrix_patterns;
+      const Result<BankGrid> swizzled = bank_grid(shared, pattern);
+      ASSERT_TRUE(swizzled) << pattern.label << ": " << swizzled.error().message;
+      EXPECT_EQ(swizzled->conflicts(), 0) << pattern.label;
+      EXPECT_EQ(swizzled->conflicting_phases(), 0) << pattern.label;
+      // Four phases (one 8x8 matrix each) per ldmatrix.x4.
+      EXPECT_EQ(static_cast<size_t>(swizzled->ideal_wavefronts), 4 * pattern.instructions.size());
+      EXPECT_EQ(core_wavefronts(*swizzled, pattern), swizzled->wavefronts) << pattern.label;
+
+      // Without the swizzle the eight rows of a phase share four banks: 8 wavefronts each.
+      const Result<BankGrid> plain = bank_grid(unswizzled(shared), pattern);
+      ASSERT_TRUE(plain) << plain.error().message;
+      EXPECT_EQ(plain->conflicting_phases(), static_cast<int64_t>(plain->phases.size())) << pattern.label;
+      EXPECT_EQ(plain->wavefronts, 8 * plain->ideal_wavefronts) << pattern.label;
+      EXPECT_EQ(core_wavefronts(*plain, pattern), plain->wavefronts) << pattern.label;
+      const BankPhase& phase = plain->phases.front();
+      EXPECT_EQ(phase.conflicting_banks.size(), 4u);  // one 16-byte chunk column = 4 banks
+      EXPECT_EQ(phase.conflict_cells.size(), 64u);    // all 8x8 elements of the matrix
+    }
+  }
+  EXPECT_GE(ldmatrix_patterns, 9);  // Q once; K and V four k steps each
+}
+
+TEST(BankGridModel, QTileTotalsMatchTheLoweringsSwizzleChoice) {
+  // The lowering picks the swizzle by counting ldmatrix wavefronts of the whole tile read as
+  // 16x16 blocks (core/matile/lower.cpp); the Q read covers exactly those blocks.
+  const matile::Kernel& kernel = attention_kernel();
+  const int alloc = alloc_named(kernel, "Q_smem");
+  ASSERT_GE(alloc, 0);
+  const matile::SharedAlloc& q = kernel.shared[static_cast<size_t>(alloc)];
+  const auto patterns = shared_access_patterns(kernel, alloc);
+  const auto read = std::find_if(patterns.begin(), patterns.end(),
+                                 [](const SharedAccessPattern& p) { return p.instruction == "ldmatrix.x4"; });
+  ASSERT_NE(read, patterns.end());
+  const auto blocks = layout::tile_tv_layout(layout::ldmatrix_x4_addresses(),
+                                             layout::tuple_of(q.shape[0], q.shape[1]));
+  ASSERT_TRUE(blocks);
+  for (const matile::SharedAlloc& variant : {q, unswizzled(q)}) {
+    const auto expected = layout::count_bank_conflicts(variant.layout, 2, *blocks, 8);
+    ASSERT_TRUE(expected) << expected.error().message;
+    const Result<BankGrid> grid = bank_grid(variant, *read);
+    ASSERT_TRUE(grid) << grid.error().message;
+    EXPECT_EQ(grid->wavefronts, expected->wavefronts);
+    // Every element of Q is read exactly once.
+    std::vector<int> reads(static_cast<size_t>(grid->rows * grid->cols), 0);
+    for (const BankPhase& phase : grid->phases) {
+      for (const PhaseLane& lane : phase.lanes) {
+        for (int64_t cell : lane.cells) ++reads[static_cast<size_t>(cell)];
+      }
+    }
+    EXPECT_TRUE(std::all_of(reads.begin(), reads.end(), [](int n) { return n == 1; }));
+  }
+}
+
+TEST(BankGridModel, BanksFollowTheSwizzledAddress) {
+  const matile::Kernel& kernel = attention_kernel();
+  const int alloc = alloc_named(kernel, "K_smem");
+  ASSERT_GE(alloc, 0);
+  const matile::SharedAlloc& k = kernel.shared[static_cast<size_t>(alloc)];
+  const auto patterns = shared_access_patterns(kernel, alloc);
+  ASSERT_FALSE(patterns.empty());
+  for (int stage = 0; stage < k.stages; ++stage) {
+    const Result<BankGrid> grid = bank_grid(k, patterns.front(), stage);
+    ASSERT_TRUE(grid) << grid.error().message;
+    for (int64_t r = 0; r < grid->rows; ++r) {
+      for (int64_t c = 0; c < grid->cols; ++c) {
+        const int64_t offset = *k.layout.evaluate(layout::tuple_of(r, c));
+        const int64_t byte = k.byte_offset + (stage * k.stage_elements + offset) * 2;
+        EXPECT_EQ(grid->cells[static_cast<size_t>(r * grid->cols + c)].bank, (byte / 4) % 32);
+      }
+    }
+    // Row 1's first chunk moved by the swizzle: (1, 0) is not in bank (64 * 2 / 4) % 32 == 0.
+    EXPECT_NE(grid->cells[static_cast<size_t>(grid->cols)].bank, 0);
+  }
+}
+
+TEST(BankGridModel, CopiesWriteWholeRowsWithoutConflicts) {
+  const matile::Kernel& kernel = attention_kernel();
+  int copies = 0;
+  for (size_t alloc = 0; alloc < kernel.shared.size(); ++alloc) {
+    for (const SharedAccessPattern& pattern : shared_access_patterns(kernel, static_cast<int>(alloc))) {
+      if (pattern.instruction != "cp.async") continue;
+      ++copies;
+      EXPECT_TRUE(pattern.writes);
+      EXPECT_EQ(pattern.access_bytes, 16);
+      const Result<BankGrid> grid = bank_grid(kernel.shared[alloc], pattern);
+      ASSERT_TRUE(grid) << pattern.label << ": " << grid.error().message;
+      EXPECT_EQ(grid->conflicts(), 0) << pattern.label;
+    }
+  }
+  EXPECT_GE(copies, 3);
+}
+
+TEST(BankGridModel, BadAccessesAreReported) {
+  const matile::Kernel& kernel = attention_kernel();
+  const int alloc = alloc_named(kernel, "Q_smem");
+  ASSERT_GE(alloc, 0);
+  const matile::SharedAlloc& q = kernel.shared[static_cast<size_t>(alloc)];
+  SharedAccessPattern pattern = shared_access_patterns(kernel, alloc).front();
+  EXPECT_FALSE(bank_grid(q, pattern, 5));  // no stage 5
+  SharedAccessPattern odd = pattern;
+  odd.access_bytes = 12;
+  EXPECT_FALSE(bank_grid(q, odd));
+  SharedAccessPattern outside = pattern;
+  outside.instructions.front().lane_starts.front() = {q.shape[0], 0};
+  const Result<BankGrid> grid = bank_grid(q, outside);
+  ASSERT_FALSE(grid);
+  EXPECT_NE(grid.error().message.find("outside"), std::string::npos) << grid.error().message;
+  SharedAccessPattern misaligned = pattern;
+  misaligned.instructions.front().lane_starts.front() = {0, 1};
+  EXPECT_FALSE(bank_grid(q, misaligned));
+}
+
+TEST(TileChoices, SharedAllocationsFirstThenEveryRegisterValueOnce) {
+  const matile::Kernel& kernel = attention_kernel();
+  const auto choices = tile_choices(kernel);
+  ASSERT_GT(choices.size(), kernel.shared.size());
+  for (size_t i = 0; i < kernel.shared.size(); ++i) {
+    EXPECT_EQ(choices[i].alloc, static_cast<int>(i));
+    EXPECT_EQ(choices[i].label.rfind(kernel.shared[i].name, 0), 0u) << choices[i].label;
+  }
+  std::set<const matile::ValueNode*> seen;
+  for (size_t i = kernel.shared.size(); i < choices.size(); ++i) {
+    ASSERT_TRUE(choices[i].value);
+    EXPECT_TRUE(seen.insert(choices[i].value.get()).second) << choices[i].label;
+  }
+  EXPECT_TRUE(value_named(kernel, "Mx_i"));  // loop block arguments are offered too
+}
+
+// ---- Pipeline timeline ---------------------------------------------------------------------
+
+// The For of the inner loop (attention has one).
+const matile::Op* inner_loop(const matile::Kernel& kernel) {
+  for (const matile::OpPtr& op : kernel.body->ops) {
+    if (op->kind == matile::OpKind::For) return op.get();
+  }
+  return nullptr;
+}
+
+// mma.sync issues per warp of an Mma op, from the PTX shape: (M / 16 / warps_m) x
+// (N / 8 / warps_n) x (K / 16).
+int64_t mma_instructions(const matile::Kernel& kernel, const matile::Op& mma) {
+  (void)kernel;
+  const auto& a = mma.operands[0]->type.shape;
+  const auto& c = mma.operands[2]->type.shape;
+  return (a[0] / 16 / mma.warps_m) * (c[1] / 8 / mma.warps_n) * (a[1] / 16);
+}
+
+TEST(PipelineTimelineModel, EveryMmaOfTheLoopHasABarOnEveryWarpInEveryIteration) {
+  const matile::Kernel& kernel = attention_kernel();
+  const matile::Op* loop = inner_loop(kernel);
+  ASSERT_TRUE(loop);
+  const PipelineTimeline timeline = timeline_from_kernel(kernel);
+  ASSERT_EQ(timeline.error, "");
+  EXPECT_EQ(timeline.loop_var, "n_o");
+  EXPECT_EQ(timeline.iterations, 3);
+  EXPECT_EQ(timeline.pipeline_stages, 2);
+  ASSERT_EQ(timeline.iteration_spans.size(), 3u);
+  std::vector<int> mma_ops;
+  for (size_t i = 0; i < loop->body->ops.size(); ++i) {
+    if (loop->body->ops[i]->kind == matile::OpKind::Mma) mma_ops.push_back(static_cast<int>(i));
+  }
+  ASSERT_EQ(mma_ops.size(), 8u);  // 4 k steps of Q K^T, 4 of P V
+  for (int iteration = 0; iteration < 3; ++iteration) {
+    for (int warp = 0; warp < kernel.warps; ++warp) {
+      std::vector<int> seen;
+      for (const TimelineBar& bar : timeline.bars) {
+        if (bar.row == warp && bar.iteration == iteration && bar.op_class == OpClass::Mma) {
+          seen.push_back(bar.op_index);
+          EXPECT_GT(bar.end, bar.start);
+          EXPECT_EQ(bar.instructions, mma_instructions(kernel, *loop->body->ops[static_cast<size_t>(bar.op_index)]))
+              << bar.label;
+          EXPECT_GE(bar.start, timeline.iteration_spans[static_cast<size_t>(iteration)].first);
+        }
+      }
+      EXPECT_EQ(seen, mma_ops) << "iteration " << iteration << " warp " << warp;
+    }
+  }
+}
+
+TEST(PipelineTimelineModel, NextStagesCopiesFlyDuringThisStagesMmas) {
+  const PipelineTimeline timeline = timeline_from_kernel(attention_kernel());
+  ASSERT_EQ(timeline.error, "");
+  // Rows: the warps, then a copy row per stage.
+  const size_t warps = static_cast<size_t>(attention_kernel().warps);
+  ASSERT_EQ(timeline.rows.size(), warps + 2);
+  EXPECT_EQ(timeline.rows[warps - 1].name, "warp " + std::to_string(warps - 1));
+  EXPECT_EQ(timeline.rows[warps].name, "cp.async stage 0");
+  EXPECT_EQ(timeline.rows[warps + 1].name, "cp.async stage 1");
+  for (int iteration = 0; iteration < 2; ++iteration) {
+    const int next_stage = (iteration + 1) % 2;
+    int flights = 0;
+    for (const TimelineBar& flight : timeline.bars) {
+      if (flight.iteration != iteration || timeline.rows[static_cast<size_t>(flight.row)].kind !=
+                                               TimelineRow::Kind::Copies) {
+        continue;
+      }
+      ++flights;
+      EXPECT_EQ(flight.stage, next_stage) << flight.label;
+      // Some MMA of this iteration runs while the copy is in flight.
+      const bool overlaps = std::any_of(timeline.bars.begin(), timeline.bars.end(), [&](const TimelineBar& b) {
+        return b.iteration == iteration && b.op_class == OpClass::Mma && b.start < flight.end &&
+               flight.start < b.end;
+      });
+      EXPECT_TRUE(overlaps) << flight.label;
+    }
+    EXPECT_EQ(flights, 2) << "K and V of iteration " << iteration;
+  }
+  // The last iteration has no next tile: its copies are predicated off and do not fly.
+  int off = 0;
+  for (const TimelineBar& bar : timeline.bars) {
+    if (bar.iteration == 2 && bar.op_class == OpClass::AsyncCopy) {
+      EXPECT_TRUE(bar.predicated_off) << bar.label;
+      EXPECT_EQ(bar.start, bar.end);
+      off += bar.predicated_off;
+    }
+  }
+  EXPECT_EQ(off, 2 * attention_kernel().warps);
+}
+
+TEST(PipelineTimelineModel, BarriersReleaseEveryWarpTogetherAndWaitsCoverTheCopies) {
+  const PipelineTimeline timeline = timeline_from_kernel(attention_kernel());
+  ASSERT_EQ(timeline.error, "");
+  std::map<std::pair<int, int>, std::set<int64_t>> barrier_ends;  // (iteration, op) -> ends
+  for (const TimelineBar& bar : timeline.bars) {
+    if (bar.label == "bar.sync") barrier_ends[{bar.iteration, bar.op_index}].insert(bar.end);
+    EXPECT_LE(bar.start, bar.end) << bar.label;
+    EXPECT_LE(bar.end, timeline.total_cycles);
+  }
+  ASSERT_FALSE(barrier_ends.empty());
+  for (const auto& [at, ends] : barrier_ends) EXPECT_EQ(ends.size(), 1u);
+  // Iteration 1 reads stage 1: its wait_group ends no earlier than stage 1's copies land.
+  int64_t stage1_lands = 0;
+  for (const TimelineBar& bar : timeline.bars) {
+    if (bar.iteration == 0 && bar.stage == 1 &&
+        timeline.rows[static_cast<size_t>(bar.row)].kind == TimelineRow::Kind::Copies) {
+      stage1_lands = std::max(stage1_lands, bar.end);
+    }
+  }
+  ASSERT_GT(stage1_lands, 0);
+  for (const TimelineBar& bar : timeline.bars) {
+    if (bar.iteration == 1 && bar.op_class == OpClass::Wait && bar.label.find("wait_group") != std::string::npos) {
+      EXPECT_GE(bar.end, stage1_lands);
+    }
+  }
+}
+
+TEST(PipelineTimelineModel, SlowerCopiesShowAsLongerWaits) {
+  // The same kernel with copies ten times slower: the exposed latency must appear as wait time.
+  auto wait_cycles = [](const PipelineTimeline& t) {
+    int64_t total = 0;
+    for (const TimelineBar& bar : t.bars) {
+      if (bar.op_class == OpClass::Wait && bar.row == 0) total += bar.end - bar.start;
+    }
+    return total;
+  };
+  TimelineOptions slow;
+  slow.costs.copy_latency *= 10;
+  const PipelineTimeline fast_timeline = timeline_from_kernel(attention_kernel());
+  const PipelineTimeline slow_timeline = timeline_from_kernel(attention_kernel(), slow);
+  EXPECT_GT(wait_cycles(slow_timeline), wait_cycles(fast_timeline) + 9 * 500);
+  EXPECT_GT(slow_timeline.total_cycles, fast_timeline.total_cycles);
+}
+
+TEST(PipelineTimelineModel, AKernelWithoutALoopSaysSo) {
+  matile::Builder builder(4);
+  builder.barrier();
+  const matile::KernelPtr kernel = builder.finish_kernel("flat", {});
+  const PipelineTimeline timeline = timeline_from_kernel(*kernel);
+  EXPECT_NE(timeline.error.find("has no loop"), std::string::npos) << timeline.error;
+  EXPECT_TRUE(timeline.bars.empty());
+}
+
+}  // namespace
+}  // namespace nautilus::views::gl
