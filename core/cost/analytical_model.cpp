@@ -7,6 +7,7 @@
 #include <optional>
 #include <sstream>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace nautilus::cost {
@@ -150,12 +151,38 @@ class RegisterEstimate {
     return value;
   }
 
-  // Uses of each value (to find ldmatrix results used by exactly one mma).
+  // Uses of each value (to find ldmatrix results used by exactly one mma), and whether every
+  // use is a slot-wise op (element-wise or a store) in the region that defines it. (Reduces are
+  // not: counting their operands as streamed undercounts the row-reduction kernels by a third.)
   void count_uses(const Region& region) {
     for (const matile::OpPtr& op : region.ops) {
-      for (const Value& used : matile::used_values(*op)) ++uses_[used.get()];
+      for (const Value& result : op->results) def_region_[result.get()] = &region;
+      const bool slot_wise = is_slot_wise_consumer(op->kind);
+      for (const Value& used : matile::used_values(*op)) {
+        ++uses_[used.get()];
+        auto def = def_region_.find(used.get());
+        if (!slot_wise || def == def_region_.end() || def->second != &region) {
+          not_slot_wise_.insert(used.get());
+        }
+      }
       if (op->kind == OpKind::For && op->body) count_uses(*op->body);
     }
+  }
+
+  static bool is_slot_wise_consumer(OpKind kind) {
+    return kind == OpKind::Unary || kind == OpKind::Binary || kind == OpKind::Select ||
+           kind == OpKind::Cast || kind == OpKind::Compare || kind == OpKind::GlobalStore;
+  }
+
+  // An element-wise float result consumed only slot by slot: ptxas computes it into its users
+  // one slot at a time, never holding the whole tile.
+  bool evaluated_slot_by_slot(const Op& op) const {
+    if (op.kind != OpKind::Unary && op.kind != OpKind::Binary && op.kind != OpKind::Select &&
+        op.kind != OpKind::Cast) {
+      return false;
+    }
+    const ValueNode* result = op.results[0].get();
+    return uses_.count(result) && !not_slot_wise_.count(result);
   }
 
   bool streamed(const Op& op) const {
@@ -213,6 +240,8 @@ class RegisterEstimate {
         } else if (op.kind == OpKind::Full || op.kind == OpKind::Iota) {
           define(result, position, result->type.rank() == 0 ? 0 : value_registers(result));
           if (op.kind == OpKind::Full) regs_[result.get()] = 0;
+        } else if (evaluated_slot_by_slot(op)) {
+          define(result, position, 0);
         } else if (streamed(op)) {
           define(result, position, std::min(kStreamedOperandRegisters, value_registers(result)));
         } else {
@@ -240,6 +269,8 @@ class RegisterEstimate {
   std::unordered_map<const ValueNode*, int> last_use_;
   std::unordered_map<const ValueNode*, const ValueNode*> alias_;
   std::unordered_map<const ValueNode*, int> uses_;
+  std::unordered_map<const ValueNode*, const Region*> def_region_;
+  std::unordered_set<const ValueNode*> not_slot_wise_;
 };
 
 // ------------------------------------------------------------------------------------------

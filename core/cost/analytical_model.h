@@ -36,8 +36,11 @@
 //     to its last use (to the end of a loop when it is used inside a loop it was defined
 //     outside of); views (broadcast, extract_slice, permute, register convert_layout) keep their
 //     source alive instead; constants, index and mask tiles fold into instructions (uniform index
-//     scalars take one register); plus 2 per buffer pointer and 16 for thread indices, hoisted
-//     addresses and loop counters. Rounded up to 8; allocated per warp in units of 256.
+//     scalars take one register); an element-wise float result used only by element-wise ops and
+//     stores of its own region is computed slot by slot into them and holds none; an ldmatrix
+//     result used by one mma is streamed (8); plus 2 per buffer pointer and 16 for thread
+//     indices, hoisted addresses and loop counters. Rounded up to 8; allocated per warp in units
+//     of 256.
 //  4. Time. Waves = ceil(ctas / (sm_count * ctas_per_sm)), the tail wave with its own CTAs per SM.
 //     A wave of k CTAs per SM takes max(throughput, chain):
 //       throughput  each pipe's time for k CTAs' work on one SM (tensor, cuda-core, special,

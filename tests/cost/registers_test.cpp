@@ -4,8 +4,8 @@
 // What the estimate is for: CTAs per SM. The MMA kernels are the ones whose occupancy registers
 // decide (accumulators of 64-128 registers), so there it must be close: within 20% of ptxas.
 // Elsewhere it must not undercount by much (an undercount predicts more resident CTAs than the
-// GPU runs); it may overcount small element-wise kernels, whose chains ptxas evaluates slot by
-// slot instead of holding whole tiles (docs/cost-model.md).
+// GPU runs); it may overcount the row-reduction kernels, whose squares ptxas folds into the
+// reduction slot by slot (docs/cost-model.md).
 #include <gtest/gtest.h>
 
 #include "core/codegen/emit_cuda.h"
