@@ -42,9 +42,7 @@ using DepMask = uint64_t;
 constexpr int kGridBits = 8;
 constexpr DepMask kGridMask = (DepMask{1} << kGridBits) - 1;
 
-DepMask loop_bit(int loop_index) {
-  return DepMask{1} << std::min(kGridBits + loop_index, 63);
-}
+DepMask loop_bit(int loop_index) { return DepMask{1} << std::min(kGridBits + loop_index, 63); }
 
 // Work of one CTA, per execution of a region.
 struct Work {
@@ -65,20 +63,20 @@ struct Work {
 
 // A global access of the kernel, with how often one CTA executes it.
 struct Access {
-  double bytes = 0.0;         // per execution
-  double executions = 0.0;    // per CTA, every enclosing loop's trips
-  double distinct = 0.0;      // per CTA, only the trips of loops its offsets depend on
+  double bytes = 0.0;       // per execution
+  double executions = 0.0;  // per CTA, every enclosing loop's trips
+  double distinct = 0.0;    // per CTA, only the trips of loops its offsets depend on
   DepMask deps = 0;
   bool write = false;
 };
 
 // A region (the kernel body or one loop body) with its own ops' work, excluding nested loops.
 struct Segment {
-  Work work;                 // per execution
-  double executions = 1.0;   // per CTA
-  int stages = 0;            // the loop's pipeline depth (0: not pipelined / kernel body)
-  double read_bytes = 0.0;   // global reads issued per execution
-  bool innermost = true;     // no loop nested inside
+  Work work;                // per execution
+  double executions = 1.0;  // per CTA
+  int stages = 0;           // the loop's pipeline depth (0: not pipelined / kernel body)
+  double read_bytes = 0.0;  // global reads issued per execution
+  bool innermost = true;    // no loop nested inside
 };
 
 double lanes(const Value& value) {
@@ -98,8 +96,7 @@ int value_registers(const Value& value) {
 
 bool is_view(const Op& op) {
   return op.kind == OpKind::Broadcast || op.kind == OpKind::Permute ||
-         op.kind == OpKind::ExtractSlice ||
-         (op.kind == OpKind::ConvertLayout && !op.via_shared);
+         op.kind == OpKind::ExtractSlice || (op.kind == OpKind::ConvertLayout && !op.via_shared);
 }
 
 // ------------------------------------------------------------------------------------------
@@ -329,11 +326,16 @@ class WorkWalk {
     const std::optional<int64_t> b = evaluate(op.operands[1], point, depth + 1);
     if (!a || !b) return std::nullopt;
     switch (op.binary_op) {
-      case matile::BinaryOp::Add: return *a + *b;
-      case matile::BinaryOp::Sub: return *a - *b;
-      case matile::BinaryOp::Mul: return *a * *b;
-      case matile::BinaryOp::Max: return std::max(*a, *b);
-      case matile::BinaryOp::Min: return std::min(*a, *b);
+      case matile::BinaryOp::Add:
+        return *a + *b;
+      case matile::BinaryOp::Sub:
+        return *a - *b;
+      case matile::BinaryOp::Mul:
+        return *a * *b;
+      case matile::BinaryOp::Max:
+        return std::max(*a, *b);
+      case matile::BinaryOp::Min:
+        return std::min(*a, *b);
       case matile::BinaryOp::FloorDiv:
       case matile::BinaryOp::Div:
         if (*b == 0) return std::nullopt;
@@ -426,7 +428,8 @@ class WorkWalk {
     const double trips = average_trips(op, std::numeric_limits<double>::infinity());
     const double lookahead =
         op.pipeline_stages >= 2
-            ? average_trips(op, std::max(0.0, static_cast<double>(op.extent - (op.pipeline_stages - 1))))
+            ? average_trips(
+                  op, std::max(0.0, static_cast<double>(op.extent - (op.pipeline_stages - 1))))
             : trips;
     segments_[segment].innermost = false;
     Segment inner;
@@ -555,8 +558,8 @@ class WorkWalk {
         const std::vector<int64_t>& a = op.operands[0]->type.shape;
         const std::vector<int64_t>& c = op.operands[2]->type.shape;
         if (a.size() != 2 || c.size() != 2) return;
-        work.tensor_flops += 2.0 * static_cast<double>(c[0]) * static_cast<double>(c[1]) *
-                             static_cast<double>(a[1]);
+        work.tensor_flops +=
+            2.0 * static_cast<double>(c[0]) * static_cast<double>(c[1]) * static_cast<double>(a[1]);
         return;
       }
       case OpKind::FmaDot: {
@@ -566,9 +569,9 @@ class WorkWalk {
         }
         const matile::SharedAlloc& alloc = kernel_.shared[static_cast<size_t>(op.shared.alloc)];
         if (alloc.shape.size() < 2) return;
-        const double k = static_cast<double>(
-            op.shared.transposed ? alloc.shape[0] - op.shared.offsets[0]
-                                 : alloc.shape[1] - op.shared.offsets[1]);
+        const double k =
+            static_cast<double>(op.shared.transposed ? alloc.shape[0] - op.shared.offsets[0]
+                                                     : alloc.shape[1] - op.shared.offsets[1]);
         const double fmas = lanes(result) * std::max(k, 0.0);
         work.alu_ops += fmas;
         work.float_flops += 2 * fmas;
@@ -605,8 +608,8 @@ class WorkWalk {
           factor = loops.back().lookahead_copies / loops.back().trips;
         }
         work.shared_bytes += bytes * factor;
-        work.alu_ops += elements / static_cast<double>(std::max<int64_t>(op.vector_elements, 1)) *
-                        factor;
+        work.alu_ops +=
+            elements / static_cast<double>(std::max<int64_t>(op.vector_elements, 1)) * factor;
         segment.read_bytes += bytes * factor;
         record_access(bytes, access_deps(op), false, executions, loops, factor);
         return;
@@ -647,20 +650,21 @@ double all_keys(const Kernel& kernel, DepMask deps) {
 double distinct_keys(const Kernel& kernel, DepMask deps, int64_t first, int64_t count) {
   const size_t axes = kernel.grid.size();
   int fastest = -1;
-  double all_keys = 1.0;
+  double key_space = 1.0;
   for (size_t i = 0; i < axes; ++i) {
     if (i < kGridBits && !(deps & (DepMask{1} << i))) continue;
     if (fastest < 0) fastest = static_cast<int>(i);
-    all_keys *= static_cast<double>(std::max<int64_t>(kernel.grid[i].extent, 1));
+    key_space *= static_cast<double>(std::max<int64_t>(kernel.grid[i].extent, 1));
   }
   if (fastest < 0) return 1.0;
   // Every key is a function of q = id / stride(fastest); walk the q values of the range.
   int64_t stride = 1;
-  for (int i = 0; i < fastest; ++i) stride *= std::max<int64_t>(kernel.grid[static_cast<size_t>(i)].extent, 1);
+  for (int i = 0; i < fastest; ++i)
+    stride *= std::max<int64_t>(kernel.grid[static_cast<size_t>(i)].extent, 1);
   const int64_t q_first = first / stride, q_last = (first + count - 1) / stride;
   const int64_t q_count = q_last - q_first + 1;
   // Long ranges (huge grids): at most one key per q value.
-  if (q_count > (int64_t{1} << 16)) return std::min(all_keys, static_cast<double>(q_count));
+  if (q_count > (int64_t{1} << 16)) return std::min(key_space, static_cast<double>(q_count));
   std::vector<int64_t> keys;
   keys.reserve(static_cast<size_t>(std::min<int64_t>(q_count, 1 << 16)));
   for (int64_t q = q_first; q <= q_last; ++q) {
@@ -791,8 +795,9 @@ class AnalyticalModel : public CostModel {
     ctas = std::min<int64_t>(ctas, device_.registers_per_sm / std::max<int64_t>(per_cta, 1));
     ctas = std::min<int64_t>(ctas, device_.max_threads_per_sm / std::max<int64_t>(threads, 1));
     if (kernel.shared_bytes > 0) {
-      ctas = std::min<int64_t>(ctas, device_.shared_bytes_per_sm /
-                                         (kernel.shared_bytes + device_.shared_bytes_reserved_per_cta));
+      ctas = std::min<int64_t>(ctas,
+                               device_.shared_bytes_per_sm /
+                                   (kernel.shared_bytes + device_.shared_bytes_reserved_per_cta));
     }
     if (ctas <= 0) {
       *reason = name + " does not fit on an SM (" + std::to_string(kernel.shared_bytes) +
@@ -807,7 +812,8 @@ class AnalyticalModel : public CostModel {
     cost->warps = kernel.warps;
     cost->shared_bytes_per_cta = static_cast<int>(kernel.shared_bytes);
     double ctas = 1.0;
-    for (const matile::GridAxis& axis : kernel.grid) ctas *= static_cast<double>(std::max<int64_t>(axis.extent, 1));
+    for (const matile::GridAxis& axis : kernel.grid)
+      ctas *= static_cast<double>(std::max<int64_t>(axis.extent, 1));
     cost->ctas = static_cast<long long>(ctas);
 
     const int registers = estimate_registers_per_thread(kernel);
@@ -878,8 +884,9 @@ class AnalyticalModel : public CostModel {
     // Step 4: the waves.
     const Rates rate = rates();
     const double dram_rate = device_.dram_bytes_per_s * device_.dram_efficiency;
-    const double latency = (dram_fraction * device_.dram_latency_ns +
-                            (1.0 - dram_fraction) * device_.l2_latency_ns) * 1e-9;
+    const double latency =
+        (dram_fraction * device_.dram_latency_ns + (1.0 - dram_fraction) * device_.l2_latency_ns) *
+        1e-9;
     const double schedulers = std::max(device_.schedulers_per_sm, 1);
     auto overlap_for = [&](double resident_warps) {
       return std::min(1.0, resident_warps / schedulers / kWarpsPerSchedulerToOverlap);

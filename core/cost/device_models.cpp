@@ -37,8 +37,8 @@ bool read_positive(const nlohmann::json& object, const char* key, double* value,
   auto it = object.find(key);
   if (it == object.end() || it->is_null()) return true;
   if (!it->is_number() || !(it->get<double>() > 0.0) || !std::isfinite(it->get<double>())) {
-    *error = std::string("device description: ") + key + " must be a positive number, got " +
-             it->dump();
+    *error =
+        std::string("device description: ") + key + " must be a positive number, got " + it->dump();
     return false;
   }
   *value = it->get<double>();
@@ -52,14 +52,14 @@ DeviceModel h100_sxm() {
   d.name = "NVIDIA H100 80GB HBM3";
   d.arch = "sm_90";
   d.sm_count = 132;
-  d.clock_ghz = 1.98;  // the boost clock the driver reports (sm_clock_khz 1980000)
-  d.tensor_tflops_16bit = 660.0;          // mma.sync m16n8k16 bf16, dense, reachable
-  d.wgmma_tensor_tflops_16bit = 989.0;    // data sheet, wgmma only
+  d.clock_ghz = 1.98;                   // the boost clock the driver reports (sm_clock_khz 1980000)
+  d.tensor_tflops_16bit = 660.0;        // mma.sync m16n8k16 bf16, dense, reachable
+  d.wgmma_tensor_tflops_16bit = 989.0;  // data sheet, wgmma only
   d.cuda_core_tflops_f32 = 128 * 2 * 132 * 1.98e9 / 1e12;  // 128 FP32 lanes per SM: 66.9
-  d.sfu_ops_per_clock_per_sm = 16.0;      // MUFU: 4 per SM sub-partition
-  d.dram_bytes_per_s = 3.35e12;           // HBM3 peak
-  d.dram_efficiency = 0.9;                // 3.02 TB/s measured (ANCHORS.md)
-  d.l2_bytes_per_s = 7.0e12;             // see docs/cost-model.md: >= 4.9 TB/s sustained by our GEMM
+  d.sfu_ops_per_clock_per_sm = 16.0;                       // MUFU: 4 per SM sub-partition
+  d.dram_bytes_per_s = 3.35e12;                            // HBM3 peak
+  d.dram_efficiency = 0.9;                                 // 3.02 TB/s measured (ANCHORS.md)
+  d.l2_bytes_per_s = 7.0e12;  // see docs/cost-model.md: >= 4.9 TB/s sustained by our GEMM
   d.shared_bytes_per_clock_per_sm = 128.0;  // 32 banks x 4 bytes
   d.global_bytes_per_clock_per_sm = 64.0;
   d.l2_bytes = 50 * 1024 * 1024;
@@ -84,11 +84,11 @@ DeviceModel a100_sxm() {
   d.arch = "sm_80";
   d.sm_count = 108;
   d.clock_ghz = 1.41;
-  d.tensor_tflops_16bit = 290.0;          // 312 peak; mma.sync is the native path on sm_80
-  d.wgmma_tensor_tflops_16bit = 0.0;      // no wgmma before sm_90a
+  d.tensor_tflops_16bit = 290.0;      // 312 peak; mma.sync is the native path on sm_80
+  d.wgmma_tensor_tflops_16bit = 0.0;  // no wgmma before sm_90a
   d.cuda_core_tflops_f32 = 64 * 2 * 108 * 1.41e9 / 1e12;  // 64 FP32 lanes per SM: 19.5
   d.sfu_ops_per_clock_per_sm = 16.0;
-  d.dram_bytes_per_s = 2.039e12;          // HBM2e peak (80 GB part)
+  d.dram_bytes_per_s = 2.039e12;  // HBM2e peak (80 GB part)
   d.dram_efficiency = 0.9;
   d.l2_bytes_per_s = 4.0e12;
   d.shared_bytes_per_clock_per_sm = 128.0;

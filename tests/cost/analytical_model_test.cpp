@@ -2,6 +2,8 @@
 // schedule + -D sizes -> MA tile IR). Each check is a function of the model that returns what is
 // wrong (empty when nothing is), so the same checks run against the real model and against a
 // deliberately broken one (the last tests), which they must catch.
+#include "core/cost/analytical_model.h"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -10,7 +12,6 @@
 #include <iostream>
 #include <sstream>
 
-#include "core/cost/analytical_model.h"
 #include "core/matile/interpreter.h"
 #include "core/matile/layouts.h"
 #include "core/support/tensor.h"
@@ -60,15 +61,15 @@ std::string check_flop_formulas(const CostModel& model) {
     if (!module) return "gemm did not compile";
     problems += relative_mismatch("gemm tensor FLOPs " + std::to_string(m) + "x" +
                                       std::to_string(n) + "x" + std::to_string(k),
-                                  total_tensor_flops(model.estimate(*module)),
-                                  2.0 * m * n * k);
+                                  total_tensor_flops(model.estimate(*module)), 2.0 * m * n * k);
   }
   for (auto [b, h, s, d] : {std::array<int64_t, 4>{2, 4, 512, 64}, {8, 16, 2048, 128}}) {
-    const auto module = compile_ma("attention", attention_sizes(b, h, s, d),
-                                   hand_schedule("attention"));
+    const auto module =
+        compile_ma("attention", attention_sizes(b, h, s, d), hand_schedule("attention"));
     if (!module) return "attention did not compile";
-    problems += relative_mismatch("attention tensor FLOPs", total_tensor_flops(model.estimate(*module)),
-                                  4.0 * b * h * s * s * d);
+    problems +=
+        relative_mismatch("attention tensor FLOPs", total_tensor_flops(model.estimate(*module)),
+                          4.0 * b * h * s * s * d);
   }
   return problems;
 }
@@ -78,7 +79,8 @@ std::string check_flop_formulas(const CostModel& model) {
 // once and writes O once.
 std::string check_fused_attention_bytes(const CostModel& model) {
   const int64_t b = 1, h = 2, s = 512, d = 64;
-  const auto fused = compile_ma("attention", attention_sizes(b, h, s, d), hand_schedule("attention"));
+  const auto fused =
+      compile_ma("attention", attention_sizes(b, h, s, d), hand_schedule("attention"));
   const auto unfused = compile_ma("attention", attention_sizes(b, h, s, d), {});
   if (!fused || !unfused) return "attention did not compile";
   const double fused_bytes = total_global_bytes(model.estimate(*fused));
@@ -88,8 +90,8 @@ std::string check_fused_attention_bytes(const CostModel& model) {
   // S and P alone are B*H*S*S f32 values, written once and read at least once each.
   const double scores = 4.0 * b * h * s * s;
   if (!(unfused_bytes >= 2 * scores && unfused_bytes > 10 * fused_bytes)) {
-    problems += "unfused attention moves " + std::to_string(unfused_bytes) +
-                " bytes, fused " + std::to_string(fused_bytes) + "\n";
+    problems += "unfused attention moves " + std::to_string(unfused_bytes) + " bytes, fused " +
+                std::to_string(fused_bytes) + "\n";
   }
   return problems;
 }
@@ -106,7 +108,8 @@ std::string check_monotonic(const CostModel& model) {
   };
   const std::vector<std::string> gemm = hand_schedule("gemm");  // 4096^3, 128x128x32
   const double hand = time_of("gemm", {}, gemm);
-  const double small_tiles = time_of("gemm", {}, with_decision(gemm, "tile(C_sum, m=16, n=16, k=32)"));
+  const double small_tiles =
+      time_of("gemm", {}, with_decision(gemm, "tile(C_sum, m=16, n=16, k=32)"));
   if (!(hand < small_tiles)) {
     problems += "gemm 128x128 tiles " + std::to_string(hand) + " us not faster than 16x16 " +
                 std::to_string(small_tiles) + " us\n";
@@ -150,8 +153,8 @@ std::string check_calibration(const CostModel& model) {
     const CostEstimate estimate = model.estimate(*module);
     const double ratio = estimate.microseconds / measured_us;
     if (!estimate.feasible || !(ratio < 2.5 && ratio > 1.0 / 2.5)) {
-      problems += what + ": predicted " + std::to_string(estimate.microseconds) +
-                  " us, measured " + std::to_string(measured_us) + " us\n";
+      problems += what + ": predicted " + std::to_string(estimate.microseconds) + " us, measured " +
+                  std::to_string(measured_us) + " us\n";
     }
   };
   std::vector<std::string> attention = hand_schedule("attention");
@@ -174,13 +177,17 @@ class AnalyticalModelTest : public ::testing::Test {
   std::unique_ptr<CostModel> model = make_analytical_model(h100_sxm());
 };
 
-TEST_F(AnalyticalModelTest, TensorFlopsEqualTheFormulas) { EXPECT_EQ(check_flop_formulas(*model), ""); }
+TEST_F(AnalyticalModelTest, TensorFlopsEqualTheFormulas) {
+  EXPECT_EQ(check_flop_formulas(*model), "");
+}
 
 TEST_F(AnalyticalModelTest, FusedAttentionMovesFarFewerBytes) {
   EXPECT_EQ(check_fused_attention_bytes(*model), "");
 }
 
-TEST_F(AnalyticalModelTest, BetterSchedulesArePredictedFaster) { EXPECT_EQ(check_monotonic(*model), ""); }
+TEST_F(AnalyticalModelTest, BetterSchedulesArePredictedFaster) {
+  EXPECT_EQ(check_monotonic(*model), "");
+}
 
 TEST_F(AnalyticalModelTest, WithinFactorTwoAndAHalfOfTheH100Measurements) {
   EXPECT_EQ(check_calibration(*model), "");
@@ -208,7 +215,8 @@ TEST_F(AnalyticalModelTest, WorkMatchesTheInterpretersInstructionCounts) {
     const KernelCost& kernel = estimate.kernels[0];
     EXPECT_DOUBLE_EQ(kernel.tensor_flops, 4096.0 * run.instructions.at("mma.m16n8k16")) << asset;
     // Requests: the copies plus the output written once (1 x 1 x 256 x 64 bf16).
-    EXPECT_DOUBLE_EQ(kernel.l2_bytes, 16.0 * run.instructions.at("cp.async") + 256 * 64 * 2) << asset;
+    EXPECT_DOUBLE_EQ(kernel.l2_bytes, 16.0 * run.instructions.at("cp.async") + 256 * 64 * 2)
+        << asset;
   }
 }
 
@@ -216,7 +224,8 @@ TEST_F(AnalyticalModelTest, WorkMatchesTheInterpretersInstructionCounts) {
 // D=128 (each of Q, K, V, O is 16 MB). Every CTA (one per query tile) reads all of K and V; the
 // CTAs of one wave share them, so K and V come from DRAM once per wave, Q and O once.
 TEST_F(AnalyticalModelTest, ReadsSharedWithinAWaveComeFromDramOncePerWave) {
-  const auto module = compile_ma("attention", attention_sizes(1, 1, 65536, 128), hand_schedule("attention"));
+  const auto module =
+      compile_ma("attention", attention_sizes(1, 1, 65536, 128), hand_schedule("attention"));
   ASSERT_TRUE(module);
   const KernelCost kernel = model->estimate(*module).kernels.at(0);
   ASSERT_GT(kernel.ctas_per_sm, 0);
@@ -231,8 +240,9 @@ TEST_F(AnalyticalModelTest, ReadsSharedWithinAWaveComeFromDramOncePerWave) {
 TEST_F(AnalyticalModelTest, SharedMemoryOverTheLimitIsInfeasibleWithTheNumbers) {
   // 256x256 output tiles, k=64, 4 stages: (256*64 + 64*256) * 2 bytes * 4 = 262144 bytes.
   const auto module = compile_ma(
-      "gemm", {}, with_decision(with_decision(hand_schedule("gemm"), "tile(C_sum, m=256, n=256, k=64)"),
-                                "launch(C_sum, stages=4)"));
+      "gemm", {},
+      with_decision(with_decision(hand_schedule("gemm"), "tile(C_sum, m=256, n=256, k=64)"),
+                    "launch(C_sum, stages=4)"));
   ASSERT_TRUE(module);
   ASSERT_EQ(module->kernels.at(0)->shared_bytes, 262144);
   const CostEstimate estimate = model->estimate(*module);
@@ -245,8 +255,9 @@ TEST_F(AnalyticalModelTest, SharedMemoryOverTheLimitIsInfeasibleWithTheNumbers) 
   EXPECT_EQ(reason.find('\n'), std::string::npos) << reason;
   // The same tiles with 2 stages (131072 bytes) fit.
   const auto fits = compile_ma(
-      "gemm", {}, with_decision(with_decision(hand_schedule("gemm"), "tile(C_sum, m=256, n=256, k=64)"),
-                                "launch(C_sum, stages=2)"));
+      "gemm", {},
+      with_decision(with_decision(hand_schedule("gemm"), "tile(C_sum, m=256, n=256, k=64)"),
+                    "launch(C_sum, stages=2)"));
   ASSERT_TRUE(fits);
   EXPECT_TRUE(model->estimate(*fits).feasible) << model->estimate(*fits).infeasible_reason;
 }
@@ -255,16 +266,19 @@ TEST_F(AnalyticalModelTest, SharedMemoryOverTheLimitIsInfeasibleWithTheNumbers) 
 // per thread) and stores it.
 matile::ModulePtr copy_kernel(int warps, int64_t rows) {
   using namespace matile;
-  const scalar::Buffer x = scalar::make_buffer("X", {rows, 64}, DType::F32, scalar::MemoryScope::Global,
-                                               scalar::BufferRole::Input);
-  const scalar::Buffer y = scalar::make_buffer("Y", {rows, 64}, DType::F32, scalar::MemoryScope::Global,
-                                               scalar::BufferRole::Output);
+  const scalar::Buffer x = scalar::make_buffer(
+      "X", {rows, 64}, DType::F32, scalar::MemoryScope::Global, scalar::BufferRole::Input);
+  const scalar::Buffer y = scalar::make_buffer(
+      "Y", {rows, 64}, DType::F32, scalar::MemoryScope::Global, scalar::BufferRole::Output);
   Builder b(warps);
   const RegisterLayout layout = blocked_layout({rows, 64}, b.threads());
-  const GlobalAccess window{GlobalAccess::Form::Window, {nullptr, nullptr}, {0, 1}, {rows, 64}, false};
-  const Value tile = b.global_load(x, window, {}, 0.0, TileType{DType::F32, {rows, 64}}, layout, "x");
+  const GlobalAccess window{
+      GlobalAccess::Form::Window, {nullptr, nullptr}, {0, 1}, {rows, 64}, false};
+  const Value tile =
+      b.global_load(x, window, {}, 0.0, TileType{DType::F32, {rows, 64}}, layout, "x");
   b.global_store(y, window, {}, tile);
-  return std::make_shared<const Module>(Module{"copy", "sm_80", {x, y}, {}, {b.finish_kernel("copy", {x, y})}});
+  return std::make_shared<const Module>(
+      Module{"copy", "sm_80", {x, y}, {}, {b.finish_kernel("copy", {x, y})}});
 }
 
 TEST_F(AnalyticalModelTest, TooManyThreadsOrRegistersAreInfeasible) {
@@ -272,15 +286,18 @@ TEST_F(AnalyticalModelTest, TooManyThreadsOrRegistersAreInfeasible) {
   EXPECT_FALSE(threads.feasible);
   EXPECT_NE(threads.infeasible_reason.find("kernel copy uses 2048 threads"), std::string::npos)
       << threads.infeasible_reason;
-  EXPECT_NE(threads.infeasible_reason.find("limit 1024"), std::string::npos) << threads.infeasible_reason;
+  EXPECT_NE(threads.infeasible_reason.find("limit 1024"), std::string::npos)
+      << threads.infeasible_reason;
   // 1024 threads holding 64 f32 values each: over 64 registers a thread, more than the register
   // file (65536) holds for one CTA.
   const matile::ModulePtr big = copy_kernel(32, 1024);
   EXPECT_GT(estimate_registers_per_thread(*big->kernels[0]), 64);
   const CostEstimate registers = model->estimate(*big);
   EXPECT_FALSE(registers.feasible);
-  EXPECT_NE(registers.infeasible_reason.find("1024 threads"), std::string::npos) << registers.infeasible_reason;
-  EXPECT_NE(registers.infeasible_reason.find("65536"), std::string::npos) << registers.infeasible_reason;
+  EXPECT_NE(registers.infeasible_reason.find("1024 threads"), std::string::npos)
+      << registers.infeasible_reason;
+  EXPECT_NE(registers.infeasible_reason.find("65536"), std::string::npos)
+      << registers.infeasible_reason;
   // Half the rows per thread (32 registers) fit.
   EXPECT_TRUE(model->estimate(*copy_kernel(32, 512)).feasible);
 }
@@ -327,18 +344,21 @@ TEST_F(AnalyticalModelTest, DescribePrintsOneLinePerKernel) {
     }
   }
   const std::string infeasible = describe(model->estimate(*copy_kernel(64, 2048)));
-  EXPECT_NE(infeasible.find("infeasible: kernel copy uses 2048 threads"), std::string::npos) << infeasible;
+  EXPECT_NE(infeasible.find("infeasible: kernel copy uses 2048 threads"), std::string::npos)
+      << infeasible;
 }
 
 // The search calls estimate() hundreds of times: well under a millisecond per module.
 TEST_F(AnalyticalModelTest, EstimateIsFast) {
-  const auto module = compile_ma("attention", attention_sizes(8, 16, 2048, 128), hand_schedule("attention"));
+  const auto module =
+      compile_ma("attention", attention_sizes(8, 16, 2048, 128), hand_schedule("attention"));
   ASSERT_TRUE(module);
   const int reps = 200;
   double sink = 0.0;
   const auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < reps; ++i) sink += model->estimate(*module).microseconds;
-  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   EXPECT_GT(sink, 0.0);
   EXPECT_LT(ms / reps, 0.5) << ms / reps << " ms per estimate";
   std::cout << "estimate(attention): " << 1000.0 * ms / reps << " us\n";

@@ -42,8 +42,8 @@ matile::ModulePtr compile_ma(const std::string& asset, const std::vector<std::st
     if (!decision) return nullptr;
     options.schedule.decisions.push_back(*decision);
   }
-  auto file = SourceFile::read(nautilus::testing::source_path("assets/specs/" + asset + ".nt"),
-                               &error);
+  auto file =
+      SourceFile::read(nautilus::testing::source_path("assets/specs/" + asset + ".nt"), &error);
   EXPECT_TRUE(file) << error;
   if (!file) return nullptr;
   const driver::Compilation compilation = driver::compile(file, options);

@@ -1,9 +1,10 @@
 // Device presets, the lookup by architecture or name, and the override from the runner's device
 // description (profiler/device_info.h to_json field names).
+#include "core/cost/device_models.h"
+
 #include <gtest/gtest.h>
 
 #include "core/cost/analytical_model.h"
-#include "core/cost/device_models.h"
 #include "tests/cost/cost_test_util.h"
 
 namespace nautilus::cost {
@@ -26,7 +27,8 @@ TEST(DeviceModels, PresetsDescribeTheChips) {
 }
 
 TEST(DeviceModels, LookupByArchitectureOrName) {
-  for (const char* h100 : {"sm_90", "sm_90a", "9.0", "90", "NVIDIA H100 80GB HBM3", "h100", "H100 PCIe"}) {
+  for (const char* h100 :
+       {"sm_90", "sm_90a", "9.0", "90", "NVIDIA H100 80GB HBM3", "h100", "H100 PCIe"}) {
     const auto model = device_model_for(h100);
     ASSERT_TRUE(model) << h100;
     EXPECT_EQ(model->arch, "sm_90") << h100;
@@ -36,7 +38,8 @@ TEST(DeviceModels, LookupByArchitectureOrName) {
     ASSERT_TRUE(model) << a100;
     EXPECT_EQ(model->arch, "sm_80") << a100;
   }
-  for (const char* unknown : {"sm_75", "RTX 4090", "", "sm_9"}) EXPECT_FALSE(device_model_for(unknown)) << unknown;
+  for (const char* unknown : {"sm_75", "RTX 4090", "", "sm_9"})
+    EXPECT_FALSE(device_model_for(unknown)) << unknown;
   EXPECT_NE(known_device_models().find("h100"), std::string::npos);
 }
 
@@ -63,10 +66,13 @@ TEST(DeviceModels, TheRunnersDescriptionOverridesThePreset) {
   EXPECT_DOUBLE_EQ(model->dram_bytes_per_s, 2039040000000.0);
   EXPECT_EQ(model->shared_bytes_per_cta_max, 232448);
   // Whole-chip throughputs scale with SMs x clock.
-  EXPECT_NEAR(model->tensor_tflops_16bit, preset.tensor_tflops_16bit * (114 * 1.755) / (132 * 1.98), 1e-9);
-  EXPECT_NEAR(model->cuda_core_tflops_f32, preset.cuda_core_tflops_f32 * (114 * 1.755) / (132 * 1.98), 1e-9);
+  EXPECT_NEAR(model->tensor_tflops_16bit, preset.tensor_tflops_16bit * (114 * 1.755) / (132 * 1.98),
+              1e-9);
+  EXPECT_NEAR(model->cuda_core_tflops_f32,
+              preset.cuda_core_tflops_f32 * (114 * 1.755) / (132 * 1.98), 1e-9);
   // The whole query document works too (its first device).
-  nlohmann::json query = {{"driver_version", "13.0"}, {"devices", nlohmann::json::array({h100_pcie()})}};
+  nlohmann::json query = {{"driver_version", "13.0"},
+                          {"devices", nlohmann::json::array({h100_pcie()})}};
   const auto from_query = device_model_from_json(query, &error);
   ASSERT_TRUE(from_query) << error;
   EXPECT_EQ(from_query->sm_count, 114);
@@ -99,7 +105,8 @@ TEST(DeviceModels, BadDescriptionsSayWhy) {
   EXPECT_NE(error.find("no cost-model preset for 'sm_75'"), std::string::npos) << error;
   EXPECT_FALSE(device_model_from_json(nlohmann::json::array({1, 2}), &error));
   EXPECT_NE(error.find("expected a JSON object"), std::string::npos) << error;
-  EXPECT_FALSE(device_model_from_json(nlohmann::json{{"devices", nlohmann::json::array()}}, &error));
+  EXPECT_FALSE(
+      device_model_from_json(nlohmann::json{{"devices", nlohmann::json::array()}}, &error));
   EXPECT_NE(error.find("lists no device"), std::string::npos) << error;
   EXPECT_FALSE(device_model_from_json(nlohmann::json::object(), &error));
   EXPECT_NE(error.find("without arch or name"), std::string::npos) << error;

@@ -44,8 +44,9 @@ TEST(RegisterEstimate, CloseToPtxasOnTheMmaKernels) {
       const codegen::KernelResources* ptxas = compiled->report.find(emitted->kernels[i].symbol);
       ASSERT_NE(ptxas, nullptr) << emitted->kernels[i].symbol;
       const int estimate = estimate_registers_per_thread(kernel);
-      const std::string what = asset + " " + kernel.name + ": estimate " + std::to_string(estimate) +
-                               ", ptxas " + std::to_string(ptxas->registers);
+      const std::string what = asset + " " + kernel.name + ": estimate " +
+                               std::to_string(estimate) + ", ptxas " +
+                               std::to_string(ptxas->registers);
       EXPECT_GE(estimate, 0.75 * ptxas->registers) << what;
       if (has_mma(*kernel.body)) {
         ++mma_kernels;
