@@ -39,7 +39,7 @@ std::vector<int64_t> tile_sizes(int64_t extent, int64_t lo, int64_t hi) {
 
 // The rolling_update step sizes worth trying for a reduction of `extent`.
 std::vector<int64_t> reduction_steps(int64_t extent) {
-  std::vector<int64_t> steps = tile_sizes(extent, 16, 256);
+  std::vector<int64_t> steps = tile_sizes(extent, 16, 1024);
   if (steps.empty()) steps.push_back(pow2_ceil(extent));
   return steps;
 }
@@ -49,6 +49,32 @@ const LoopFacts* loop_facts(const NestFacts& nest, const scalar::For* loop) {
     if (facts.loop == loop) return &facts;
   }
   return nullptr;
+}
+
+// Whether `tensor` is written as select(condition, value, constant): a mask that skip_masked can
+// later turn into skipped iterations, which inlining it would hide.
+bool is_masked(const scalar::Program& program, const ProgramFacts& facts, const std::string& tensor) {
+  (void)program;
+  for (const NestFacts& nest : facts.nests) {
+    for (const BlockFacts& block : nest.blocks) {
+      if (block.writes.size() != 1 || block.writes.front() != tensor) continue;
+      const scalar::Stmt* body = &block.block->body;
+      if (const auto* seq = (*body)->as<scalar::Seq>(); seq && seq->stmts.size() == 1) {
+        body = &seq->stmts.front();
+      }
+      const auto* store = (*body)->as<scalar::Store>();
+      if (!store) continue;
+      const auto is_constant = [](const scalar::Expr& e) {
+        if (const auto* neg = e->as<scalar::Unary>(); neg && neg->op == scalar::UnaryOp::Neg) {
+          return neg->a->as<scalar::FloatImm>() != nullptr;
+        }
+        return e->as<scalar::FloatImm>() != nullptr;
+      };
+      const auto* select = store->value->as<scalar::Select>();
+      if (select && (is_constant(select->if_false) || is_constant(select->if_true))) return true;
+    }
+  }
+  return false;
 }
 
 void add_unique(std::vector<Decision>& out, std::set<std::string>& seen, Decision decision) {
@@ -86,10 +112,17 @@ std::optional<TilePlan> tile_plan(const NestFacts& nest) {
     if (in_chain || !facts || (facts->tile_outer && !facts->spatial)) continue;
     inner_volume *= loop->extent;
   }
+  // The innermost spatial loop sets the granularity of the work; in an element-wise nest the
+  // one above it too (rows x columns per CTA).
   const LoopFacts* innermost_spatial = nullptr;
+  const LoopFacts* second_spatial = nullptr;
   for (const LoopFacts& loop : nest.chain) {
-    if (loop.spatial && !loop.grid && loop.extent > 1) innermost_spatial = &loop;
+    if (loop.spatial && !loop.grid && loop.extent > 1) {
+      second_spatial = innermost_spatial;
+      innermost_spatial = &loop;
+    }
   }
+  if (nest.has_reduction) second_spatial = nullptr;
   TilePlan plan;
   plan.block = principal.block->name;
   bool any = false;
@@ -112,6 +145,8 @@ std::optional<TilePlan> tile_plan(const NestFacts& nest) {
           if (t <= 256) axis.default_size = t;
         }
       }
+    } else if (loop.spatial && &loop == second_spatial) {
+      sizes = tile_sizes(loop.extent, 2, 64);
     } else if (!loop.spatial) {
       sizes = tile_sizes(loop.extent, 16, 128);
       if (loop.extent > 64 && std::find(sizes.begin(), sizes.end(), 32) != sizes.end()) {
@@ -194,26 +229,46 @@ bool is_forbidden(const std::vector<Decision>& forbids, const Decision& decision
                      [&](const Decision& f) { return decision_matches(f, decision); });
 }
 
-std::vector<Decision> reduction_fusion_candidates(const scalar::Program& program,
-                                                  const ProgramFacts& facts) {
-  std::vector<Decision> out;
+ReductionFusionCandidates reduction_fusion_candidates(const scalar::Program& program,
+                                                      const ProgramFacts& facts,
+                                                      int64_t split_k_below) {
+  ReductionFusionCandidates out;
   std::set<std::string> seen;
   for (const scalar::Buffer& buffer : program.allocations) {
-    add_unique(out, seen, make("inline", buffer->name, {}));
+    if (is_masked(program, facts, buffer->name)) continue;
+    add_unique(out.first, seen, make("inline", buffer->name, {}));
   }
   for (const NestFacts& nest : facts.nests) {
     for (const BlockFacts& block : nest.blocks) {
+      int64_t outputs = 1;
+      for (const scalar::IterVar& iv : block.block->iter_vars) {
+        if (iv.kind == scalar::IterKind::Spatial) outputs *= iv.extent;
+      }
       for (const scalar::IterVar& iv : block.block->iter_vars) {
         if (iv.kind != scalar::IterKind::Reduce) continue;
-        for (int64_t step : reduction_steps(iv.extent)) {
-          add_unique(out, seen,
-                     make("rolling_update", block.block->name,
-                          {positional(iv.var->name), keyword("tile", step)}));
+        const std::vector<int64_t> steps = reduction_steps(iv.extent);
+        int64_t step = steps.front();
+        for (int64_t s : steps) {
+          if (s <= 64) step = s;
         }
-        for (int64_t splits : {2, 4}) {
-          add_unique(out, seen,
-                     make("split_k_update", block.block->name,
-                          {positional(iv.var->name), keyword("splits", splits)}));
+        const auto rolling = [&](int64_t t) {
+          return make("rolling_update", block.block->name,
+                      {positional(iv.var->name), keyword("tile", t)});
+        };
+        if (!seen.insert(sched::print_decision(rolling(step))).second) continue;
+        std::vector<Decision> others;
+        for (int64_t s : steps) {
+          if (s != step) others.push_back(rolling(s));
+        }
+        out.step_variations.emplace_back(out.first.size(), std::move(others));
+        out.first.push_back(rolling(step));
+        // Splitting a reduction pays only when its outputs give too few tiles to fill the GPU.
+        if (outputs < split_k_below) {
+          for (int64_t splits : {2, 4}) {
+            add_unique(out.first, seen,
+                       make("split_k_update", block.block->name,
+                            {positional(iv.var->name), keyword("splits", splits)}));
+          }
         }
       }
     }

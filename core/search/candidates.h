@@ -4,8 +4,9 @@
 //
 // Phases, in order (docs/search.md explains why this order):
 //
-//   reduction-fusion  inline(T) of every intermediate; rolling_update(B, AXIS, tile=T) and
-//                     split_k_update(B, AXIS, splits=S) of every block with a reduce axis
+//   reduction-fusion  inline(T) of every intermediate; rolling_update(B, AXIS, tile=T) of every
+//                     block with a reduce axis (then other steps T for the best one), and
+//                     split_k_update(B, AXIS, splits=S) where the outputs are few
 //   fusion            compute_at(P, C, L) and reverse_compute_at(C, P, L) for every producer /
 //                     consumer pair of blocks in different nests and every loop L over tiles
 //   tiling            one tile(B, AXIS=SIZE, ...) of the next untiled nest (then fusion again)
@@ -46,8 +47,18 @@ const char* phase_name(Phase phase);  // "reduction-fusion", "fusion", ...
 bool decision_matches(const sched::Decision& pattern, const sched::Decision& decision);
 bool is_forbidden(const std::vector<sched::Decision>& forbids, const sched::Decision& decision);
 
-std::vector<sched::Decision> reduction_fusion_candidates(const scalar::Program& program,
-                                                         const ProgramFacts& facts);
+// inline(T) of every intermediate; rolling_update(B, AXIS, tile=T) of every reduce axis with the
+// step T closest to 64 from below, and per such decision the other steps worth trying (tried
+// after the first ones, for the best of them only); split_k_update(B, AXIS, splits=2|4) when B
+// has fewer than `split_k_below` outputs (too few tiles to fill the GPU otherwise).
+struct ReductionFusionCandidates {
+  std::vector<sched::Decision> first;
+  // (index into `first` of a rolling_update, the same decision with the other steps)
+  std::vector<std::pair<size_t, std::vector<sched::Decision>>> step_variations;
+};
+ReductionFusionCandidates reduction_fusion_candidates(const scalar::Program& program,
+                                                      const ProgramFacts& facts,
+                                                      int64_t split_k_below);
 std::vector<sched::Decision> fusion_candidates(const ProgramFacts& facts);
 std::vector<sched::Decision> masking_candidates(const ProgramFacts& facts);
 // For every kernel (nest) without a launch decision in `schedule`: the five non-default launches.

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <iomanip>
 #include <limits>
+#include <memory>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -129,6 +130,7 @@ class Searcher {
     }
     complete_.push_back(false);
     failed_.push_back(false);
+    tabu_.push_back(tabu_[parent]);
     nodes_[parent].children.push_back(node.id);
     nodes_.push_back(std::move(node));
     return inserted ? nodes_.back().id : -1;
@@ -312,15 +314,83 @@ class Searcher {
     return next_tile_plan(facts, {}) ? Phase::Tiling : Phase::Binding;
   }
 
-  // Children by each candidate, continuing in `phase`; the node itself goes on to `next`.
+  // Children by each candidate, continuing in `phase`; the node itself goes on to `next`. A
+  // candidate whose child is worse than the node (or does not compile) becomes tabu below it.
   void expand_multi_step(const Entry& entry, const std::vector<Decision>& candidates, Phase next,
                          std::vector<Entry>& out) {
+    std::vector<std::pair<std::string, int>> children;
     for (const Decision& decision : candidates) {
       if (stop_.stop_requested()) return;
+      const std::string text = sched::print_decision(decision);
+      if (tabu_[entry.node]->count(text)) continue;
       const int child = try_child(entry.node, decision, entry.phase);
-      if (child >= 0) out.push_back({child, entry.phase});
+      if (child >= 0) {
+        out.push_back({child, entry.phase});
+        children.emplace_back(text, child);
+      }
+    }
+    std::vector<int> ids;
+    for (const auto& [text, id] : children) ids.push_back(id);
+    evaluate(ids);
+    auto tabu = std::make_shared<std::set<std::string>>(*tabu_[entry.node]);
+    for (const auto& [text, id] : children) {
+      if (!nodes_[id].estimate || better(entry.node, id)) tabu->insert(text);
+    }
+    if (tabu->size() != tabu_[entry.node]->size()) {
+      std::shared_ptr<const std::set<std::string>> shared = tabu;
+      tabu_[entry.node] = shared;
+      for (const auto& [text, id] : children) propagate_tabu(id, shared);
     }
     out.push_back({entry.node, next});
+  }
+
+  // Gives `tabu` to `id` and the pinned chain below it (created before the tabu was known).
+  void propagate_tabu(int id, const std::shared_ptr<const std::set<std::string>>& tabu) {
+    while (true) {
+      tabu_[id] = tabu;
+      const SearchNode& node = nodes_[id];
+      if (node.children.size() != 1 || !nodes_[node.children.front()].pinned) return;
+      id = node.children.front();
+    }
+  }
+
+  // Stage 1: every candidate with its default step; stage 2: the other steps of the
+  // rolling_update child with the best estimate.
+  void expand_reduction_fusion(const Entry& entry, std::vector<Entry>& out) {
+    const SearchNode& node = nodes_[entry.node];
+    const ProgramFacts facts = analyze_program(*node.program);
+    const int64_t split_k_below = int64_t{2} * std::max(1, model_.device().sm_count) * 128 * 128;
+    const ReductionFusionCandidates candidates =
+        reduction_fusion_candidates(*node.program, facts, split_k_below);
+    std::vector<int> first(candidates.first.size(), -1);
+    for (size_t i = 0; i < candidates.first.size(); ++i) {
+      if (stop_.stop_requested()) return;
+      first[i] = try_child(entry.node, candidates.first[i], entry.phase);
+      if (first[i] >= 0) out.push_back({first[i], entry.phase});
+    }
+    std::vector<int> ids;
+    for (int id : first) {
+      if (id >= 0) ids.push_back(id);
+    }
+    evaluate(ids);
+    const std::vector<Decision>* best_steps = nullptr;
+    int best = -1;
+    for (const auto& [index, others] : candidates.step_variations) {
+      const int id = first[index];
+      if (id < 0 || !nodes_[id].estimate) continue;
+      if (best < 0 || better(id, best)) {
+        best = id;
+        best_steps = &others;
+      }
+    }
+    if (best_steps) {
+      for (const Decision& decision : *best_steps) {
+        if (stop_.stop_requested()) return;
+        const int child = try_child(entry.node, decision, entry.phase);
+        if (child >= 0) out.push_back({child, entry.phase});
+      }
+    }
+    out.push_back({entry.node, Phase::Fusion});
   }
 
   void expand_tiling(const Entry& entry, std::vector<Entry>& out) {
@@ -403,12 +473,7 @@ class Searcher {
   void expand(const Entry& entry, std::vector<Entry>& out) {
     const SearchNode& node = nodes_[entry.node];
     switch (entry.phase) {
-      case Phase::ReductionFusion: {
-        const ProgramFacts facts = analyze_program(*node.program);
-        expand_multi_step(entry, reduction_fusion_candidates(*node.program, facts),
-                          Phase::Fusion, out);
-        return;
-      }
+      case Phase::ReductionFusion: expand_reduction_fusion(entry, out); return;
       case Phase::Fusion: {
         const ProgramFacts facts = analyze_program(*node.program);
         expand_multi_step(entry, fusion_candidates(facts), after_fusion(entry.node), out);
@@ -431,6 +496,32 @@ class Searcher {
   }
 
   // ---- results ---------------------------------------------------------------------------
+
+  // The best complete node by estimate; estimates within kNearTie of the best count as equal
+  // (the model is not that precise) and the shortest schedule among them wins, i.e. the one
+  // that leaves the most to the compiler's defaults.
+  int choose_by_estimate() const {
+    constexpr double kNearTie = 0.01;
+    int best = -1;
+    for (const SearchNode& node : nodes_) {
+      if (!complete_[node.id] || !node.estimate || failed_[node.id]) continue;
+      if (best < 0 || better(node.id, best)) best = node.id;
+    }
+    if (best < 0) return -1;
+    int chosen = best;
+    const double limit = score(best) * (1.0 + kNearTie);
+    for (const SearchNode& node : nodes_) {
+      if (!complete_[node.id] || !node.estimate || failed_[node.id] || score(node.id) > limit) {
+        continue;
+      }
+      const size_t length = node.schedule.decisions.size();
+      const size_t chosen_length = nodes_[chosen].schedule.decisions.size();
+      if (length < chosen_length || (length == chosen_length && better(node.id, chosen))) {
+        chosen = node.id;
+      }
+    }
+    return chosen;
+  }
 
   std::string pin_text(size_t index) const {
     return "pin " + std::to_string(index + 1) + " " + sched::print_decision(options_.pins[index]);
@@ -489,12 +580,7 @@ class Searcher {
       return;
     }
     // Nothing measured: the best leaf by the estimate whose measurement did not fail.
-    if (failed_[chosen_]) {
-      chosen_ = -1;
-      for (int id : leaves) {
-        if (!failed_[id] && (chosen_ < 0 || better(id, chosen_))) chosen_ = id;
-      }
-    }
+    if (failed_[chosen_]) chosen_ = choose_by_estimate();
   }
 
   void finish(SearchResult& result) {
@@ -543,6 +629,9 @@ class Searcher {
 
   std::vector<SearchNode> nodes_;
   std::vector<bool> dropped_, complete_, failed_;
+  // Per node: fusion decisions that made an ancestor's estimate worse (or did not compile);
+  // they are not tried again below it.
+  std::vector<std::shared_ptr<const std::set<std::string>>> tabu_;
   std::unordered_map<std::string, int> by_key_;
   std::unordered_map<std::string, Evaluation> cache_;
   std::set<int> evaluated_;
@@ -581,6 +670,7 @@ SearchResult Searcher::run() {
   dropped_.push_back(false);
   complete_.push_back(false);
   failed_.push_back(false);
+  tabu_.push_back(std::make_shared<const std::set<std::string>>());
 
   std::vector<Entry> beam = {{absorb_pins(0), Phase::ReductionFusion}};
   {
@@ -641,10 +731,7 @@ SearchResult Searcher::run() {
   }
   stats_.cancelled = stop_.stop_requested();
 
-  for (const Entry& entry : beam) {
-    if (entry.phase != Phase::Done || !complete_[entry.node] || !nodes_[entry.node].estimate) continue;
-    if (chosen_ < 0 || better(entry.node, chosen_)) chosen_ = entry.node;
-  }
+  chosen_ = choose_by_estimate();
   if (chosen_ >= 0 && options_.measure > 0) measure(result);
   if (chosen_ < 0) {
     std::string conflict = pin_conflict();
