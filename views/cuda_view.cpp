@@ -17,6 +17,8 @@
 #include <QTextEdit>
 #include <QVBoxLayout>
 
+#include <algorithm>
+
 #include "views/code_highlighter.h"
 #include "views/snapshot_text.h"
 #include "views/task_runner.h"
@@ -87,9 +89,18 @@ void CudaView::set_cuda(std::shared_ptr<const codegen::EmittedModule> cuda, cons
     return;
   }
   // Keep the reader's place when only the schedule or sizes changed.
-  const int scroll = source_->verticalScrollBar() ? source_->verticalScrollBar()->value() : 0;
+  const bool first = source_->document()->isEmpty();
+  const int scroll = source_->verticalScrollBar()->value();
   source_->setPlainText(QString::fromStdString(cuda_->source));
-  source_->verticalScrollBar()->setValue(scroll);
+  if (first) {
+    // A fresh source opens at its first kernel, past the shared helper functions.
+    const QTextCursor kernel = source_->document()->find(QStringLiteral("__global__"));
+    if (!kernel.isNull()) {
+      source_->verticalScrollBar()->setValue(std::max(0, kernel.blockNumber() - 3));
+    }
+  } else {
+    source_->verticalScrollBar()->setValue(scroll);
+  }
   compile();
 }
 

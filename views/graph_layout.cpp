@@ -18,19 +18,30 @@ QString attribute(void* object, const char* name) {
   return value == nullptr ? QString() : QString::fromUtf8(value);
 }
 
-// DOT escapes in labels (\n, \l, \r end lines) and record fields ({a|b}) as plain lines.
-QString plain_label(QString label, bool record) {
-  label.replace(QStringLiteral("\\n"), QStringLiteral("\n"));
-  label.replace(QStringLiteral("\\l"), QStringLiteral("\n"));
-  label.replace(QStringLiteral("\\r"), QStringLiteral("\n"));
-  label.replace(QStringLiteral("\\\""), QStringLiteral("\""));
-  if (record) {
-    label.remove(QLatin1Char('{'));
-    label.remove(QLatin1Char('}'));
-    label.replace(QLatin1Char('|'), QLatin1Char('\n'));
+// DOT escapes in labels (\n, \l, \r end lines; a backslash before any other character keeps
+// that character) and, for records, the field structure ({a|b}: each field on its own line).
+QString plain_label(const QString& label, bool record) {
+  QString out;
+  out.reserve(label.size());
+  for (qsizetype i = 0; i < label.size(); ++i) {
+    const QChar c = label[i];
+    if (c == QLatin1Char('\\') && i + 1 < label.size()) {
+      const QChar next = label[++i];
+      if (next == QLatin1Char('n') || next == QLatin1Char('l') || next == QLatin1Char('r')) {
+        out += QLatin1Char('\n');
+      } else {
+        out += next;
+      }
+    } else if (record && (c == QLatin1Char('{') || c == QLatin1Char('}'))) {
+      continue;
+    } else if (record && c == QLatin1Char('|')) {
+      out += QLatin1Char('\n');
+    } else {
+      out += c;
+    }
   }
-  while (label.endsWith(QLatin1Char('\n'))) label.chop(1);
-  return label;
+  while (out.endsWith(QLatin1Char('\n'))) out.chop(1);
+  return out;
 }
 
 void collect_clusters(Agraph_t* graph, double top, QVector<LayoutCluster>* out) {

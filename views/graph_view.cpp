@@ -28,6 +28,7 @@ namespace {
 
 constexpr double kMinZoom = 0.02;
 constexpr double kMaxZoom = 8.0;
+constexpr double kReadableZoom = 0.7;
 
 QColor accent() { return QColor(0xe0, 0x6c, 0x00); }
 QColor selection_color() { return QColor(0x1f, 0x6f, 0xeb); }
@@ -68,8 +69,9 @@ class NodeItem : public QGraphicsItem {
                                node_.shape == QStringLiteral("record") ? 2 : 4);
     }
     // Graphviz sized the node for its own font; fit the label into the box.
-    QFont font = QFontDatabase::systemFont(QFontDatabase::FixedFont);
-    font.setPointSizeF(10);
+    // Graphviz measured the labels in a 14-point proportional font.
+    QFont font = QApplication::font();
+    font.setPointSizeF(11);
     const QStringList lines = node_.label.split(QLatin1Char('\n'));
     QFontMetricsF metrics(font);
     double widest = 1;
@@ -182,7 +184,19 @@ void GraphView::set_layout(GraphLayoutPtr layout) {
   }
   scene()->setSceneRect(layout_->bounds.adjusted(-20, -20, 20, 20));
   restyle();
+  show_readable();
+}
+
+void GraphView::show_readable() {
   fit();
+  // A wide graph fits at a scale where no label can be read: start readable at its top-left
+  // corner instead (Fit, Ctrl+0, shows the whole graph).
+  if (zoom() >= kReadableZoom) return;
+  resetTransform();
+  scale(kReadableZoom, kReadableZoom);
+  const QRectF rect = scene()->sceneRect();
+  const QSizeF visible = QSizeF(viewport()->size()) / kReadableZoom;
+  centerOn(rect.left() + visible.width() / 2, rect.top() + visible.height() / 2);
 }
 
 bool GraphView::select_node(const QString& id, bool center) {

@@ -45,6 +45,9 @@ class GraphView : public QGraphicsView {
   bool find_next(const QString& text);
 
   void fit();
+  // Fits the graph, or when that would make labels unreadable, shows its top-left corner at a
+  // readable zoom.
+  void show_readable();
   void zoom_by(double factor);
   double zoom() const;
 

@@ -22,6 +22,7 @@
 #include <QProgressBar>
 #include <QSaveFile>
 #include <QSettings>
+#include <QShowEvent>
 #include <QStatusBar>
 #include <QTextBlock>
 #include <QTextCursor>
@@ -89,6 +90,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
                  QMainWindow::AllowNestedDocks);
   editor_ = make_code_view(this);
   editor_->setObjectName(QStringLiteral("spec_editor"));
+  editor_->setMinimumWidth(320);
   editor_->setTabStopDistance(editor_->fontMetrics().horizontalAdvance(QLatin1Char(' ')) * 4);
   editor_->viewport()->installEventFilter(this);
   highlighter_ = new SpecHighlighter(editor_->document());
@@ -122,9 +124,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   tabifyDockWidget(profiler, teaching);
   stages->raise();
   diagnostics->raise();
-  resizeDocks({shapes, decisions}, {180, 420}, Qt::Vertical);
-  resizeDocks({shapes, stages}, {380, 900}, Qt::Horizontal);
-  resizeDocks({diagnostics}, {230}, Qt::Vertical);
+  resize(1600, 1000);
 
   status_ = new QLabel(this);
   status_->setObjectName(QStringLiteral("status"));
@@ -212,7 +212,6 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   build_menus();
   default_state_ = saveState();
   set_document(QString(), QString(), QString::fromLatin1(kUntitled));
-  resize(1600, 1000);
   restore_layout();
 }
 
@@ -253,8 +252,25 @@ void MainWindow::restore_layout() {
   const QByteArray geometry = stored->value(QStringLiteral("geometry")).toByteArray();
   if (!geometry.isEmpty()) restoreGeometry(geometry);
   const QByteArray state = stored->value(QStringLiteral("window_state")).toByteArray();
-  if (!state.isEmpty()) restoreState(state);
+  layout_restored_ = !state.isEmpty() && restoreState(state);
   rebuild_recent_menu();
+}
+
+void MainWindow::apply_default_dock_sizes() {
+  // Dock sizes only take once the window has its size, hence on the first show.
+  QDockWidget* shapes = dock(QStringLiteral("shapes"));
+  QDockWidget* decisions = dock(QStringLiteral("decisions"));
+  QDockWidget* stages = dock(QStringLiteral("stages"));
+  QDockWidget* diagnostics = dock(QStringLiteral("diagnostics"));
+  resizeDocks({shapes, decisions}, {170, 500}, Qt::Vertical);
+  resizeDocks({shapes, stages}, {width() * 22 / 100, width() * 52 / 100}, Qt::Horizontal);
+  resizeDocks({diagnostics}, {height() * 18 / 100}, Qt::Vertical);
+}
+
+void MainWindow::showEvent(QShowEvent* event) {
+  QMainWindow::showEvent(event);
+  if (!shown_once_ && !layout_restored_) apply_default_dock_sizes();
+  shown_once_ = true;
 }
 
 void MainWindow::save_layout() {
@@ -373,7 +389,10 @@ void MainWindow::build_menus() {
   view->addSeparator();
   QMenu* panels = view->addMenu(tr("&Panels"));
   for (QDockWidget* dock : docks_) panels->addAction(dock->toggleViewAction());
-  view->addAction(tr("&Reset layout"), this, [this] { restoreState(default_state_); });
+  view->addAction(tr("&Reset layout"), this, [this] {
+    restoreState(default_state_);
+    apply_default_dock_sizes();
+  });
 }
 
 void MainWindow::add_examples(QMenu* menu, const QString& directory) {

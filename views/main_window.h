@@ -47,6 +47,7 @@ class QMenu;
 class QPlainTextEdit;
 class QProgressBar;
 class QSettings;
+class QShowEvent;
 class QToolButton;
 
 namespace nautilus::views {
@@ -125,6 +126,7 @@ class MainWindow : public QMainWindow {
 
  protected:
   void closeEvent(QCloseEvent* event) override;
+  void showEvent(QShowEvent* event) override;
   // Shows the message of the diagnostic under the mouse as the editor's tooltip.
   bool eventFilter(QObject* watched, QEvent* event) override;
 
@@ -149,6 +151,7 @@ class MainWindow : public QMainWindow {
   std::string validate_schedule(const sched::Schedule& schedule) const;
   std::unique_ptr<QSettings> settings() const;
   void restore_layout();
+  void apply_default_dock_sizes();
   void save_layout();
 
   // File menu actions; the interactive variants ask before discarding unsaved edits.
@@ -190,7 +193,9 @@ class MainWindow : public QMainWindow {
   // The provenance range marked in the editor: [begin, end) in QString positions, or -1.
   int provenance_begin_ = -1;
   int provenance_end_ = -1;
-  bool linking_ = false;  // true while a provenance selection propagates (no feedback loops)
+  bool linking_ = false;
+  bool layout_restored_ = false;  // QSettings had a window state
+  bool shown_once_ = false;  // true while a provenance selection propagates (no feedback loops)
 };
 
 }  // namespace nautilus::views

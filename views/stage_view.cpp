@@ -9,6 +9,7 @@
 #include <QLineEdit>
 #include <QPlainTextEdit>
 #include <QSet>
+#include <QSizePolicy>
 #include <QSplitter>
 #include <QTabWidget>
 #include <QTableView>
@@ -64,8 +65,10 @@ StageView::StageView(QWidget* parent) : QWidget(parent) {
   table_->verticalHeader()->hide();
   table_->verticalHeader()->setDefaultSectionSize(table_->fontMetrics().height() + 6);
   table_->horizontalHeader()->setStretchLastSection(false);
-  table_->horizontalHeader()->setSectionResizeMode(PassLogModel::Summary, QHeaderView::Stretch);
-  table_->setColumnHidden(PassLogModel::Summary, false);
+  table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  table_->horizontalHeader()->setSectionResizeMode(PassLogModel::Summary, QHeaderView::Interactive);
+  table_->horizontalHeader()->setSectionResizeMode(PassLogModel::Pass, QHeaderView::Interactive);
+  table_->setHorizontalScrollMode(QAbstractItemView::ScrollPerPixel);
   table_->setAlternatingRowColors(true);
   table_->setWordWrap(false);
   left_layout->addWidget(table_);
@@ -82,6 +85,9 @@ StageView::StageView(QWidget* parent) : QWidget(parent) {
   right_layout->setContentsMargins(0, 0, 0, 0);
   title_ = new QLabel(right);
   title_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  // Pass summaries are long sentences: wrap them instead of widening the dock.
+  title_->setWordWrap(true);
+  title_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
   right_layout->addWidget(title_);
   tabs_ = new QTabWidget(right);
   tabs_->setDocumentMode(true);
@@ -130,7 +136,7 @@ StageView::StageView(QWidget* parent) : QWidget(parent) {
 
   splitter->setStretchFactor(0, 2);
   splitter->setStretchFactor(1, 3);
-  splitter->setSizes({420, 640});
+  splitter->setSizes({360, 700});
 
   layouter_ = new GraphLayouter(this);
   connect(layouter_, &GraphLayouter::started, this, [this] {
@@ -163,6 +169,8 @@ void StageView::set_compilation(std::shared_ptr<const driver::Compilation> compi
   compilation_ = std::move(compilation);
   generation_ = generation;
   model_->set_compilation(compilation_);
+  table_->setColumnWidth(PassLogModel::Pass, 220);
+  table_->setColumnWidth(PassLogModel::Summary, 420);
   current_ = -1;
   if (!compilation_ || compilation_->log.empty()) {
     text_->setPlainText(QString());
@@ -212,7 +220,8 @@ void StageView::previous_pass() {
 
 bool StageView::select_stage(driver::Stage stage) {
   if (!compilation_) return false;
-  for (size_t i = 0; i < compilation_->log.size(); ++i) {
+  // The last pass of the stage: its finished IR.
+  for (size_t i = compilation_->log.size(); i-- > 0;) {
     if (compilation_->log[i].stage == stage) return select_snapshot(static_cast<int>(i));
   }
   return false;

@@ -51,7 +51,7 @@ class StageView : public QWidget {
   // Moves to the next / previous visible pass (teaching mode and keyboard).
   void next_pass();
   void previous_pass();
-  // The first snapshot of `stage` (stage picker).
+  // The last snapshot of `stage`, its finished IR (stage picker).
   bool select_stage(driver::Stage stage);
 
   void show_tab(Tab tab);
