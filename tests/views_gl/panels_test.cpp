@@ -1,0 +1,262 @@
+// The Dear ImGui panels on a real GL context (xcb under Xvfb, Mesa llvmpipe): each panel is
+// shown, its framebuffer grabbed and checked for the colours it must contain, and saved as a
+// PNG next to the test binary (and to docs/images with NAUTILUS_UPDATE_GOLDEN=1). Input reaches
+// ImGui, an idle panel draws nothing, and floating a dock (a new GL context) keeps drawing.
+#include <QApplication>
+#include <QDir>
+#include <QDockWidget>
+#include <QElapsedTimer>
+#include <QImage>
+#include <QMainWindow>
+#include <QMouseEvent>
+#include <QThread>
+#include <QWheelEvent>
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <set>
+
+#include "tests/views_gl/gl_test_util.h"
+#include "views/gl/layout_panel.h"
+#include "views/gl/pipeline_panel.h"
+
+namespace nautilus::views {
+namespace {
+
+using gl::testing::attention_module;
+
+#define REQUIRE_GL()                                                                          \
+  if (!gl_panels_supported()) {                                                               \
+    GTEST_SKIP() << "OpenGL panels need an X display (platform " <<                           \
+        QGuiApplication::platformName().toStdString() << "): ctest runs them under xvfb-run"; \
+  }
+
+bool wait_until(const std::function<bool()>& done, int timeout_ms = 10'000) {
+  QElapsedTimer timer;
+  timer.start();
+  while (!done() && timer.elapsed() < timeout_ms) {
+    QApplication::processEvents(QEventLoop::AllEvents, 20);
+    QThread::msleep(2);
+  }
+  return done();
+}
+
+// Processes events for `ms` milliseconds.
+void pump(int ms) {
+  QElapsedTimer timer;
+  timer.start();
+  while (timer.elapsed() < ms) {
+    QApplication::processEvents(QEventLoop::AllEvents, 10);
+    QThread::msleep(2);
+  }
+}
+
+// Shows `panel` and waits until it has drawn and stopped asking for frames.
+void show_and_settle(ImGuiPanel& panel) {
+  panel.show();
+  ASSERT_TRUE(wait_until([&] { return panel.isVisible() && panel.frames_drawn() > 0; }));
+  int64_t frames = -1;
+  wait_until([&] {
+    const bool stable = frames == panel.frames_drawn();
+    frames = panel.frames_drawn();
+    pump(60);
+    return stable;
+  });
+}
+
+int distinct_colours(const QImage& image) {
+  std::set<QRgb> colours;
+  for (int y = 0; y < image.height(); ++y) {
+    for (int x = 0; x < image.width(); ++x) colours.insert(image.pixel(x, y) | 0xFF000000u);
+  }
+  return static_cast<int>(colours.size());
+}
+
+// ImGui's 0xAABBGGRR to Qt's 0xAARRGGBB.
+QRgb qt_rgb(uint32_t imgui) {
+  return qRgb(static_cast<int>(imgui & 0xFF), static_cast<int>((imgui >> 8) & 0xFF),
+              static_cast<int>((imgui >> 16) & 0xFF));
+}
+
+int pixels_of(const QImage& image, QRgb colour) {
+  int count = 0;
+  for (int y = 0; y < image.height(); ++y) {
+    for (int x = 0; x < image.width(); ++x) count += (image.pixel(x, y) | 0xFF000000u) == (colour | 0xFF000000u);
+  }
+  return count;
+}
+
+// Saves next to the test binary; with NAUTILUS_UPDATE_GOLDEN=1 also as docs/images/<name>.
+void save(const QImage& image, const QString& name) {
+  EXPECT_TRUE(image.save(QDir::current().filePath(name)));
+  if (qEnvironmentVariableIntValue("NAUTILUS_UPDATE_GOLDEN") == 1) {
+    const QString docs = QStringLiteral(NAUTILUS_SOURCE_DIR "/docs/images");
+    QDir().mkpath(docs);
+    EXPECT_TRUE(image.save(docs + QLatin1Char('/') + name));
+  }
+}
+
+void send_mouse_move(QWidget& widget, QPointF at) {
+  QMouseEvent move(QEvent::MouseMove, at, widget.mapToGlobal(at), Qt::NoButton, Qt::NoButton, Qt::NoModifier);
+  QApplication::sendEvent(&widget, &move);
+}
+
+void send_ctrl_wheel(QWidget& widget, QPointF at, int notches) {
+  QWheelEvent wheel(at, widget.mapToGlobal(at), QPoint(), QPoint(0, 120 * notches), Qt::NoButton,
+                    Qt::ControlModifier, Qt::NoScrollPhase, false);
+  QApplication::sendEvent(&widget, &wheel);
+}
+
+TEST(LayoutPanelGL, DrawsTheAccumulatorAsAThreadValueGrid) {
+  REQUIRE_GL();
+  ASSERT_TRUE(attention_module());
+  LayoutPanel panel;
+  panel.resize(1100, 660);
+  panel.set_module(attention_module());
+  ASSERT_TRUE(panel.layout_grid()) << panel.error();
+  const auto& choice = panel.tiles()[static_cast<size_t>(panel.tile_index())];
+  ASSERT_TRUE(choice.value);
+  EXPECT_EQ(choice.value->layout.kind, matile::LayoutKind::MmaC);  // the default picture
+  show_and_settle(panel);
+  const QImage image = panel.grabFramebuffer();
+  ASSERT_FALSE(image.isNull());
+  save(image, QStringLiteral("panel-layout.png"));
+  EXPECT_GT(distinct_colours(image), 60);
+  // The cells of threads 0, 1 and 4 (rows 0 and 1 of the first atom) are on screen in their colours.
+  for (int64_t thread : {0, 1, 4}) {
+    EXPECT_GT(pixels_of(image, qt_rgb(gl::thread_colour(thread, gl::ColourBy::Thread))), 200) << thread;
+  }
+}
+
+TEST(LayoutPanelGL, SwizzledBanksHaveNoConflictOutlinesAndUnswizzledOnesDo) {
+  REQUIRE_GL();
+  LayoutPanel panel;
+  panel.resize(1100, 660);
+  panel.set_module(attention_module());
+  ASSERT_TRUE(panel.select_tile("K_smem"));
+  int ldmatrix = -1;
+  for (size_t i = 0; i < panel.access_patterns().size() && ldmatrix < 0; ++i) {
+    if (panel.access_patterns()[i].instruction.rfind("ldmatrix", 0) == 0) ldmatrix = static_cast<int>(i);
+  }
+  ASSERT_GE(ldmatrix, 0);
+  ASSERT_TRUE(panel.select_access(ldmatrix));
+  ASSERT_TRUE(panel.bank_grid()) << panel.error();
+  panel.set_cell_size(26);
+  show_and_settle(panel);
+  const QImage swizzled = panel.grabFramebuffer();
+  save(swizzled, QStringLiteral("panel-layout-banks.png"));
+  int banks_seen = 0;
+  for (int bank = 0; bank < 32; ++bank) banks_seen += pixels_of(swizzled, qt_rgb(gl::bank_colour(bank))) > 50;
+  EXPECT_EQ(banks_seen, 32);
+  const QRgb red = qRgb(220, 30, 30);
+  EXPECT_EQ(pixels_of(swizzled, red), 0);
+
+  panel.set_show_unswizzled(true);
+  ASSERT_TRUE(panel.bank_grid());
+  EXPECT_GT(panel.bank_grid()->conflicts(), 0);
+  show_and_settle(panel);
+  const QImage plain = panel.grabFramebuffer();
+  save(plain, QStringLiteral("panel-layout-banks-unswizzled.png"));
+  EXPECT_GT(pixels_of(plain, red), 500);  // the phase's 8x8 matrix outlined in red
+}
+
+TEST(PipelinePanelGL, DrawsTheWarpsCopiesAndMmas) {
+  REQUIRE_GL();
+  PipelinePanel panel;
+  panel.resize(1200, 360);
+  panel.set_module(attention_module());
+  ASSERT_EQ(panel.timeline().error, "");
+  panel.set_zoom(100.0f * 1050.0f / static_cast<float>(panel.timeline().total_cycles));  // fit
+  show_and_settle(panel);
+  const QImage image = panel.grabFramebuffer();
+  save(image, QStringLiteral("panel-pipeline.png"));
+  EXPECT_GT(distinct_colours(image), 30);
+  // mma, element-wise and cp.async issue bars are drawn in their class colours.
+  EXPECT_GT(pixels_of(image, qRgb(255, 138, 101)), 1000);  // mma
+  EXPECT_GT(pixels_of(image, qRgb(129, 199, 132)), 500);   // softmax / element-wise
+  EXPECT_GT(pixels_of(image, qRgb(77, 182, 172)), 20);     // cp.async (legend and issue bars)
+}
+
+TEST(ImGuiPanelGL, AnIdlePanelDrawsNoFramesUntilInputOrData) {
+  REQUIRE_GL();
+  PipelinePanel panel;
+  panel.resize(800, 400);
+  panel.set_module(attention_module());
+  show_and_settle(panel);
+  const int64_t idle = panel.frames_drawn();
+  pump(400);
+  EXPECT_EQ(panel.frames_drawn(), idle) << "frames drawn without input";
+  send_mouse_move(panel, QPointF(300, 200));
+  pump(200);
+  EXPECT_GT(panel.frames_drawn(), idle);
+  const int64_t after_input = panel.frames_drawn();
+  panel.set_iterations(2);
+  pump(200);
+  EXPECT_GT(panel.frames_drawn(), after_input);
+}
+
+TEST(ImGuiPanelGL, CtrlWheelReachesImGuiAndZooms) {
+  REQUIRE_GL();
+  LayoutPanel layout;
+  layout.resize(800, 500);
+  layout.set_module(attention_module());
+  show_and_settle(layout);
+  const float cell = layout.cell_size();
+  const QPointF inside(400, 350);  // over the grid
+  send_mouse_move(layout, inside);
+  pump(100);
+  send_ctrl_wheel(layout, inside, 2);
+  pump(200);
+  EXPECT_GT(layout.cell_size(), cell * 1.2f);
+
+  PipelinePanel pipeline;
+  pipeline.resize(800, 400);
+  pipeline.set_module(attention_module());
+  show_and_settle(pipeline);
+  const float zoom = pipeline.zoom();
+  send_mouse_move(pipeline, QPointF(400, 250));
+  pump(100);
+  send_ctrl_wheel(pipeline, QPointF(400, 250), -2);
+  pump(200);
+  EXPECT_LT(pipeline.zoom(), zoom / 1.2f);
+}
+
+TEST(ImGuiPanelGL, FloatingTheDockRecreatesTheGlContextAndKeepsDrawing) {
+  REQUIRE_GL();
+  QMainWindow window;
+  auto* dock = new QDockWidget(QStringLiteral("Layouts"), &window);
+  auto* panel = new LayoutPanel(dock);
+  panel->set_module(attention_module());
+  dock->setWidget(panel);
+  window.addDockWidget(Qt::BottomDockWidgetArea, dock);
+  window.resize(1000, 700);
+  window.show();
+  ASSERT_TRUE(wait_until([&] { return panel->frames_drawn() > 0; }));
+  EXPECT_GT(distinct_colours(panel->grabFramebuffer()), 60);
+  dock->setFloating(true);
+  dock->resize(700, 500);
+  pump(300);
+  EXPECT_GT(distinct_colours(panel->grabFramebuffer()), 60);
+  dock->setFloating(false);
+  pump(300);
+  EXPECT_GT(distinct_colours(panel->grabFramebuffer()), 60);
+}
+
+TEST(ImGuiPanelGL, PanelsWithoutAModuleSaySo) {
+  REQUIRE_GL();
+  PipelinePanel panel;
+  panel.resize(600, 200);
+  show_and_settle(panel);
+  const QImage image = panel.grabFramebuffer();
+  EXPECT_GE(distinct_colours(image), 2);  // background and the message's text
+  matile::Builder builder(4);
+  builder.barrier();
+  auto module = std::make_shared<matile::Module>();
+  module->kernels.push_back(builder.finish_kernel("flat", {}));
+  panel.set_module(module);
+  EXPECT_NE(panel.timeline().error.find("has no loop"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace nautilus::views
