@@ -17,6 +17,8 @@
 #include "app/cli/options.h"
 #include "app/cli/run_command.h"
 #include "app/cli/schedule_command.h"
+#include "core/cost/analytical_model.h"
+#include "core/cost/device_models.h"
 #include "core/driver/evaluate.h"
 #include "core/scalar/printer.h"
 #include "core/spec/printer.h"
@@ -47,12 +49,14 @@ const CommandSpec kCheck{
     {kSizeOption}};
 
 const CommandSpec kLower{
-    "lower", "nautilus lower FILE [--stage STAGE] [--format text|dot|json] [--schedule FILE] [--pin D]...",
+    "lower", "nautilus lower FILE [--stage STAGE] [--format text|dot|json] [--schedule FILE] [--pin D]... [--estimate DEVICE]",
     "Lowers a spec and prints the IR of one stage or of all (--stage all, the default).",
     {kSizeOption, kScheduleOption, kPinOption,
      {"stage", "STAGE", "spec, scalar, vrtile, matile, cuda or all (default all)"},
      {"format", "FORMAT", "text (default), dot or json"},
      {"print-after-all", "", "print the IR after every pass of the pipeline, with timings"},
+     {"estimate", "DEVICE",
+      "after the IR, the cost model's estimate of the matile stage on DEVICE (h100, a100, sm_90, sm_80)"},
      {"output", "FILE", "write to FILE instead of standard output"}}};
 
 const CommandSpec kEval{
@@ -312,6 +316,23 @@ int run_lower(const ParsedOptions& options, std::ostream& out, std::ostream& err
       }
       text << render_snapshot(snapshot, format, *compilation.file);
     }
+  }
+
+  if (options.has("estimate")) {
+    const std::string device_name = options.get("estimate", "h100");
+    const std::optional<cost::DeviceModel> device = cost::device_model_for(device_name);
+    if (!device) {
+      err << "nautilus: error: --estimate: no cost model for '" << device_name << "'; known: "
+          << cost::known_device_models() << "\n";
+      return kExitFailure;
+    }
+    if (format != "text" || !compilation.ma_module) {
+      err << "nautilus: error: --estimate prints text after the matile stage (--stage matile, "
+             "cuda or all)\n";
+      return kExitFailure;
+    }
+    text << "\n# ===== estimate: " << device->name << " =====\n"
+         << cost::describe(cost::make_analytical_model(*device)->estimate(*compilation.ma_module));
   }
 
   const std::string path = options.get("output");

@@ -110,6 +110,27 @@ TEST(Cli, CudaStageIsSourceTextOrJson) {
   EXPECT_NE(dot.err.find("the cuda stage is source text"), std::string::npos) << dot.err;
 }
 
+TEST(Cli, LowerEstimatePrintsTheCostModelAfterTheMatileStage) {
+  const std::string gemm = source_path("assets/specs/gemm.nt");
+  const std::string schedule = source_path("assets/schedules/gemm.json");
+  const CliRun estimate = run({"lower", gemm, "--schedule", schedule, "--stage", "matile",
+                               "--estimate", "h100", "-D", "M=512", "-D", "N=512", "-D", "K=512"});
+  ASSERT_EQ(estimate.status, 0) << estimate.err;
+  const size_t banner = estimate.out.find("# ===== estimate: NVIDIA H100");
+  ASSERT_NE(banner, std::string::npos) << estimate.out;
+  // One line for the kernel, with its time and what bounds it.
+  EXPECT_NE(estimate.out.find("C: ", banner), std::string::npos) << estimate.out;
+  EXPECT_NE(estimate.out.find(" us ", banner), std::string::npos) << estimate.out;
+
+  const CliRun unknown = run({"lower", gemm, "--schedule", schedule, "--estimate", "sm_99"});
+  EXPECT_EQ(unknown.status, 1);
+  EXPECT_NE(unknown.err.find("no cost model for 'sm_99'; known: h100"), std::string::npos)
+      << unknown.err;
+  const CliRun too_early = run({"lower", gemm, "--stage", "scalar", "--estimate", "h100"});
+  EXPECT_EQ(too_early.status, 1);
+  EXPECT_NE(too_early.err.find("after the matile stage"), std::string::npos) << too_early.err;
+}
+
 TEST(Cli, PrintAfterAllShowsEveryPassWithTiming) {
   CliRun lower = run({"lower", asset("gemm"), "--print-after-all"});
   ASSERT_EQ(lower.status, 0) << lower.err;
