@@ -10,6 +10,7 @@
 #include "core/layout/bank_conflicts.h"
 #include "core/layout/tv_layout.h"
 #include "core/matile/layouts.h"
+#include "tests/common/spec_test_util.h"
 #include "tests/views_gl/gl_test_util.h"
 #include "views/gl/layout_model.h"
 #include "views/gl/pipeline_model.h"
@@ -492,6 +493,51 @@ TEST(PipelineTimelineModel, AKernelWithoutALoopSaysSo) {
   EXPECT_NE(timeline.error.find("has no loop"), std::string::npos) << timeline.error;
   EXPECT_TRUE(timeline.bars.empty());
 }
+
+// ---- Every asset -----------------------------------------------------------------------------
+
+// The panels must draw whatever the compiler produces: every register value of every asset's
+// kernels has a grid, every modelled access pattern a bank grid, and every kernel a timeline or a
+// reason.
+class EveryAsset : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(EveryAsset, HasGridsAndATimelineOrAReason) {
+  const std::string asset = GetParam();
+  const matile::ModulePtr module = testing::compile_to_matile(asset, nautilus::testing::small_sizes(asset));
+  ASSERT_TRUE(module) << asset;
+  int timelines = 0;
+  for (const matile::KernelPtr& kernel : module->kernels) {
+    for (const TileChoice& choice : tile_choices(*kernel)) {
+      if (choice.value) {
+        const auto grid = layout_grid(choice.value->layout, choice.value->type.shape);
+        EXPECT_TRUE(grid) << asset << " " << choice.label << ": " << grid.error().message;
+        continue;
+      }
+      for (const SharedAccessPattern& pattern : shared_access_patterns(*kernel, choice.alloc)) {
+        const auto grid = bank_grid(kernel->shared[static_cast<size_t>(choice.alloc)], pattern);
+        EXPECT_TRUE(grid) << asset << " " << pattern.label << ": " << grid.error().message;
+      }
+    }
+    const PipelineTimeline timeline = timeline_from_kernel(*kernel);
+    if (!timeline.error.empty()) {
+      EXPECT_NE(timeline.error.find("no loop"), std::string::npos) << asset << ": " << timeline.error;
+      continue;
+    }
+    ++timelines;
+    EXPECT_FALSE(timeline.bars.empty()) << asset;
+    for (const TimelineBar& bar : timeline.bars) {
+      EXPECT_LE(bar.start, bar.end) << asset << " " << bar.label;
+      EXPECT_GE(bar.row, 0);
+      EXPECT_LT(bar.row, static_cast<int>(timeline.rows.size()));
+    }
+  }
+  if (asset.find("attention") != std::string::npos || asset.find("gemm") != std::string::npos) {
+    EXPECT_GT(timelines, 0) << asset << ": its dot products run in a loop";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Assets, EveryAsset, ::testing::ValuesIn(nautilus::testing::asset_names()),
+                         [](const ::testing::TestParamInfo<std::string>& param_info) { return param_info.param; });
 
 }  // namespace
 }  // namespace nautilus::views::gl
