@@ -39,6 +39,7 @@
 #include "views/decisions_panel.h"
 #include "views/graph_view.h"
 #include "views/profiler_panel.h"
+#include "views/search_panel.h"
 #include "views/session.h"
 #include "views/shape_panel.h"
 #include "views/spec_checker.h"
@@ -106,12 +107,14 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   cuda_view_ = new CudaView(this);
   profiler_ = new ProfilerPanel(this);
   teaching_ = new TeachingPanel(stage_view_, this);
+  search_ = new SearchPanel(this);
 
   QDockWidget* shapes = add_dock(tr("Shapes"), QStringLiteral("shapes"), shapes_, Qt::LeftDockWidgetArea);
   QDockWidget* decisions =
       add_dock(tr("Decisions"), QStringLiteral("decisions"), decisions_, Qt::LeftDockWidgetArea);
   QDockWidget* stages = add_dock(tr("Stages"), QStringLiteral("stages"), stage_view_, Qt::RightDockWidgetArea);
   QDockWidget* cuda = add_dock(tr("CUDA"), QStringLiteral("cuda"), cuda_view_, Qt::RightDockWidgetArea);
+  QDockWidget* search = add_dock(tr("Search"), QStringLiteral("search"), search_, Qt::RightDockWidgetArea);
   QDockWidget* diagnostics =
       add_dock(tr("Diagnostics"), QStringLiteral("diagnostics"), output_, Qt::BottomDockWidgetArea);
   QDockWidget* profiler =
@@ -120,6 +123,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
       add_dock(tr("Teaching"), QStringLiteral("teaching"), teaching_, Qt::BottomDockWidgetArea);
   splitDockWidget(shapes, decisions, Qt::Vertical);
   tabifyDockWidget(stages, cuda);
+  tabifyDockWidget(cuda, search);
   tabifyDockWidget(diagnostics, profiler);
   tabifyDockWidget(profiler, teaching);
   stages->raise();
@@ -167,8 +171,24 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
       [this](const sched::Schedule& schedule) { return validate_schedule(schedule); });
   connect(decisions_->model(), &DecisionsModel::schedule_changed, this,
           [this] { schedule_compile(true); });
+  connect(decisions_->model(), &DecisionsModel::pins_changed, this, &MainWindow::sync_search_inputs);
   connect(decisions_, &DecisionsPanel::load_schedule_requested, this,
           &MainWindow::load_schedule_interactive);
+  connect(search_, &SearchPanel::schedule_found, this, [this](const sched::Schedule& schedule) {
+    // Pins stay on the decisions the new schedule still has.
+    const sched::Schedule& old = decisions_->model()->schedule();
+    const std::vector<bool>& old_pins = decisions_->model()->pins();
+    std::vector<bool> pins;
+    for (const sched::Decision& decision : schedule.decisions) {
+      bool pinned = false;
+      for (size_t i = 0; i < old.decisions.size() && i < old_pins.size(); ++i) {
+        if (old.decisions[i] == decision && old_pins[i]) pinned = true;
+      }
+      pins.push_back(pinned);
+    }
+    decisions_->model()->set_schedule(schedule, pins);
+    schedule_compile(true);
+  });
   connect(stage_view_, &StageView::status_message, this,
           [this](const QString& message) { statusBar()->showMessage(message, 4000); });
 
@@ -230,7 +250,7 @@ QDockWidget* MainWindow::add_dock(const QString& title, const QString& name, QWi
 QStringList MainWindow::panel_names() {
   return {QStringLiteral("diagnostics"), QStringLiteral("shapes"),   QStringLiteral("decisions"),
           QStringLiteral("stages"),      QStringLiteral("cuda"),     QStringLiteral("profiler"),
-          QStringLiteral("teaching")};
+          QStringLiteral("teaching"),    QStringLiteral("search")};
 }
 
 QDockWidget* MainWindow::dock(const QString& name) const {
@@ -349,6 +369,11 @@ void MainWindow::build_menus() {
   hide_unchanged->setCheckable(true);
   connect(hide_unchanged, &QAction::toggled, stage_view_, &StageView::set_hide_unchanged);
   pipeline->addSeparator();
+  pipeline->addAction(tr("&Search schedule"), QKeySequence(tr("Ctrl+Shift+R")), this, [this] {
+    dock(QStringLiteral("search"))->raise();
+    sync_search_inputs();
+    search_->start();
+  });
   pipeline->addAction(tr("&Run on GPU"), QKeySequence(tr("Ctrl+R")), this, [this] {
     dock(QStringLiteral("profiler"))->raise();
     profiler_->run();
@@ -577,8 +602,21 @@ PipelineInputs MainWindow::current_inputs() const {
   return inputs;
 }
 
+void MainWindow::sync_search_inputs() {
+  const PipelineInputs inputs = current_inputs();
+  search_->set_spec(inputs.path, inputs.text, inputs.sizes);
+  std::vector<sched::Decision> pinned;
+  const DecisionsModel* decisions = decisions_->model();
+  for (size_t i = 0; i < decisions->schedule().decisions.size() && i < decisions->pins().size(); ++i) {
+    if (decisions->pins()[i]) pinned.push_back(decisions->schedule().decisions[i]);
+  }
+  search_->set_extra_pins(std::move(pinned));
+}
+
 void MainWindow::schedule_compile(bool now) {
-  pipeline_->set_inputs(current_inputs());
+  sync_search_inputs();
+  const PipelineInputs inputs = current_inputs();
+  pipeline_->set_inputs(inputs);
   if (now) pipeline_->run_now();
 }
 

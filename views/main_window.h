@@ -10,6 +10,7 @@
 //   CUDA         the emitted source and NVRTC's ptxas report (CudaView)
 //   Profiler     runs through nautilus-runner, roofline, history (ProfilerPanel)
 //   Teaching     one pass at a time with its explanation and diff (TeachingPanel)
+//   Search       the auto-scheduler's tree, pins and forbids, live progress (SearchPanel)
 //
 // The pipeline runs on PipelineRunner's worker after every pause in typing, every size edit and
 // every schedule change; the status bar shows a busy indicator with Cancel while it runs and the
@@ -55,6 +56,7 @@ namespace nautilus::views {
 class CudaView;
 class DecisionsPanel;
 class ProfilerPanel;
+class SearchPanel;
 class ShapePanel;
 class SpecHighlighter;
 class StageView;
@@ -98,11 +100,12 @@ class MainWindow : public QMainWindow {
   ProfilerPanel* profiler_panel() const { return profiler_; }
   ShapePanel* shape_panel() const { return shapes_; }
   TeachingPanel* teaching_panel() const { return teaching_; }
+  SearchPanel* search_panel() const { return search_; }
   const std::shared_ptr<const driver::Compilation>& compilation() const { return compilation_; }
   QLabel* status_label() const { return status_; }
 
   // The dock of a panel by name: "diagnostics", "shapes", "decisions", "stages", "cuda",
-  // "profiler", "teaching"; nullptr for others.
+  // "profiler", "teaching", "search"; nullptr for others.
   QDockWidget* dock(const QString& name) const;
   static QStringList panel_names();
 
@@ -140,6 +143,8 @@ class MainWindow : public QMainWindow {
   void set_document(const QString& text, const QString& path, const QString& name);
   void schedule_check();
   void schedule_compile(bool now);
+  // Hands the current spec, sizes and pinned decisions to the search panel.
+  void sync_search_inputs();
   PipelineInputs current_inputs() const;
   void show_result(const SpecCheckResult& result);
   void show_compilation(const PipelineResult& result);
@@ -181,6 +186,7 @@ class MainWindow : public QMainWindow {
   ProfilerPanel* profiler_ = nullptr;
   ShapePanel* shapes_ = nullptr;
   TeachingPanel* teaching_ = nullptr;
+  SearchPanel* search_ = nullptr;
   QMenu* recent_menu_ = nullptr;
   std::vector<QDockWidget*> docks_;
   QByteArray default_state_;

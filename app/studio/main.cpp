@@ -1,6 +1,6 @@
 // nautilus-studio [--schedule S.json] [--theme light|dark] [FILE]
 // nautilus-studio --screenshot OUT.png [--panel NAME] [--stage STAGE] [--tab text|graph|diff]
-//                 [--size WxH] [--schedule S.json] FILE
+//                 [--size WxH] [--schedule S.json] [--search] FILE
 //
 // Opens the main window with FILE loaded when given: a .nt spec, or a session (.json). A spec from
 // the shipped examples (assets/specs) is opened with its schedule from assets/schedules, like the
@@ -10,7 +10,8 @@
 // for FILE (and the panel's own background work is done: the graph laid out, NVRTC's report, the
 // GPU query), the window — or with --panel one panel, alone at the window's size — is saved as
 // OUT.png and the program exits 0. --stage picks the pass log entry shown (the last of that
-// stage), --tab the stage view's tab. This is how the documentation images are made and how CI
+// stage), --tab the stage view's tab, --search runs the auto-scheduler first (its chosen schedule
+// is then compiled and shown). This is how the documentation images are made and how CI
 // sees the window without a display.
 #include <QApplication>
 #include <QCommandLineOption>
@@ -31,6 +32,7 @@
 #include "views/cuda_view.h"
 #include "views/main_window.h"
 #include "views/profiler_panel.h"
+#include "views/search_panel.h"
 #include "views/stage_view.h"
 #include "views/theme.h"
 
@@ -99,10 +101,13 @@ int main(int argc, char** argv) {
   const QCommandLineOption schedule_option(QStringLiteral("schedule"),
                                            QStringLiteral("A schedule file to compile FILE with."),
                                            QStringLiteral("json"));
+  const QCommandLineOption search_option(
+      QStringLiteral("search"),
+      QStringLiteral("Run the auto-scheduler once FILE is compiled (implied by --panel search)."));
   const QCommandLineOption theme_option(QStringLiteral("theme"),
                                         QStringLiteral("light or dark."), QStringLiteral("theme"));
   for (const auto* option : {&screenshot_option, &panel_option, &stage_option, &tab_option,
-                             &size_option, &schedule_option, &theme_option}) {
+                             &size_option, &schedule_option, &search_option, &theme_option}) {
     parser.addOption(*option);
   }
   parser.addPositionalArgument(QStringLiteral("FILE"),
@@ -147,9 +152,14 @@ int main(int argc, char** argv) {
     window.set_theme(nautilus::views::parse_theme(parser.value(theme_option)));
   }
   bool finished = false;
+  const bool search = parser.isSet(search_option) || panel == QStringLiteral("search");
+  bool searched = !search;
+  QObject::connect(window.search_panel(), &nautilus::views::SearchPanel::finished, &window,
+                   [&searched] { searched = true; });
   QObject::connect(&window, &MainWindow::pipeline_finished, &window, [&] {
-    finished = true;
     if (stage) window.stage_view()->select_stage(*stage);
+    if (search && !finished) window.search_panel()->start();
+    finished = true;
   });
   if (!tab.isEmpty()) {
     window.stage_view()->show_tab(tab == QStringLiteral("graph")  ? StageView::GraphTab
@@ -219,7 +229,7 @@ int main(int argc, char** argv) {
         QApplication::exit(1);
         return;
       }
-      if (!finished || window.pipeline()->running() || !panel_ready()) {
+      if (!finished || !searched || window.pipeline()->running() || !panel_ready()) {
         settle = 0;
         return;
       }

@@ -35,6 +35,8 @@
 #include "views/pipeline_runner.h"
 #include "views/profiler_panel.h"
 #include "views/run_history_model.h"
+#include "views/search_panel.h"
+#include "views/search_tree_model.h"
 #include "views/session.h"
 #include "views/shape_panel.h"
 #include "views/snapshot_text.h"
@@ -388,6 +390,78 @@ TEST(ProfilerPanel, SaysNoGpuHereAndRunsReportIt) {
   EXPECT_EQ(panel.history()->records()[0].schedule.find("tile"), 0u);
 }
 
+TEST(SearchPanel, SearchesShowsTheTreeAndReRunsWithPinsAndForbids) {
+  SearchPanel panel;
+  ModelCheck check(panel.model());
+  panel.set_beam(1);
+  EXPECT_FALSE(panel.start()) << "no spec yet";
+  panel.set_spec("rmsnorm.nt", read_asset("assets/specs/rmsnorm.nt"), {});
+  int finished = 0;
+  bool last_ok = false;
+  std::vector<sched::Schedule> found;
+  QObject::connect(&panel, &SearchPanel::finished, [&](bool ok) {
+    ++finished;
+    last_ok = ok;
+  });
+  QObject::connect(&panel, &SearchPanel::schedule_found,
+                   [&found](const sched::Schedule& schedule) { found.push_back(schedule); });
+  ASSERT_TRUE(panel.start());
+  ASSERT_TRUE(wait_until([&] { return finished == 1; }, 60'000));
+  ASSERT_TRUE(last_ok) << panel.progress_label()->text().toStdString();
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_FALSE(found[0].decisions.empty());
+  SearchTreeModel* model = panel.model();
+  ASSERT_EQ(model->rowCount(), 1) << "one root";
+  EXPECT_EQ(model->data(model->index(0, SearchTreeModel::Decision)).toString(), QStringLiteral("(root)"));
+  EXPECT_EQ(static_cast<int>(model->nodes().size()), panel.result().stats.nodes);
+  const QString tree = print_tree(*model, {SearchTreeModel::Estimate, SearchTreeModel::Measured,
+                                           SearchTreeModel::Reason});
+  EXPECT_TRUE(tree.contains(QStringLiteral("| chosen |"))) << tree.toStdString();
+  EXPECT_TRUE(tree.contains(QStringLiteral("| pruned |"))) << tree.toStdString();
+  // Every node of the tree is a row (depth-first walk of the model).
+  EXPECT_EQ(tree.count(QLatin1Char('\n')), static_cast<int>(model->nodes().size()));
+
+  // Forbid the chosen path's first decision: the search runs again and avoids it.
+  const int chosen = model->chosen();
+  int first = chosen;
+  while (first >= 0 && model->nodes()[static_cast<size_t>(first)].parent > 0) {
+    first = model->nodes()[static_cast<size_t>(first)].parent;
+  }
+  ASSERT_GT(first, 0);
+  const sched::Decision forbidden = *model->nodes()[static_cast<size_t>(first)].decision;
+  panel.forbid(first);
+  ASSERT_EQ(panel.forbids().size(), 1u);
+  ASSERT_TRUE(wait_until([&] { return finished == 2; }, 60'000));
+  for (const search::SearchNode& node : model->nodes()) {
+    if (node.decision) {
+      EXPECT_FALSE(*node.decision == forbidden) << "a forbidden decision was tried";
+    }
+  }
+  // Pin a path: the result keeps the pinned decisions.
+  panel.clear_constraints();
+  int pinned_node = -1;
+  for (const search::SearchNode& node : model->nodes()) {
+    if (node.decision && node.status != search::NodeStatus::Pruned) pinned_node = node.id;
+  }
+  ASSERT_GE(pinned_node, 0);
+  const sched::Schedule pinned = model->nodes()[static_cast<size_t>(pinned_node)].schedule;
+  panel.pin_path(pinned_node);
+  ASSERT_TRUE(wait_until([&] { return finished == 3; }, 60'000));
+  if (last_ok) {
+    for (const sched::Decision& decision : pinned.decisions) {
+      EXPECT_NE(std::find(found.back().decisions.begin(), found.back().decisions.end(), decision),
+                found.back().decisions.end())
+          << sched::print_decision(decision);
+    }
+  }
+  // Cancel stops a search at once.
+  ASSERT_TRUE(panel.start());
+  panel.cancel();
+  ASSERT_TRUE(wait_until([&] { return finished == 4; }, 60'000));
+  EXPECT_FALSE(panel.running());
+  EXPECT_EQ(check.failures_so_far(), 0);
+}
+
 // The number of distinct colours of an image (sampled on a grid).
 int distinct_colors(const QImage& image) {
   QSet<QRgb> colors;
@@ -465,6 +539,44 @@ TEST(StudioWindow, OpensAttentionWalksTheStagesAndLinksProvenance) {
   EXPECT_GE(image.width(), 1200);
   EXPECT_GE(image.height(), 800);
   EXPECT_GT(distinct_colors(image), 60);
+}
+
+TEST(StudioWindow, SearchPinsADecisionAndTheTreeChanges) {
+  MainWindow window;
+  window.show();
+  int compiled = 0;
+  QObject::connect(&window, &MainWindow::pipeline_finished, [&compiled](bool ok) {
+    if (ok) ++compiled;
+  });
+  QString error;
+  ASSERT_TRUE(window.open_example(
+      QString::fromStdString(nautilus::testing::source_path("assets/specs/rmsnorm.nt")), &error));
+  ASSERT_TRUE(wait_until([&] { return compiled > 0 && !window.pipeline()->running(); }));
+  SearchPanel* search = window.search_panel();
+  search->set_beam(1);
+  int searched = 0;
+  QObject::connect(search, &SearchPanel::finished, [&searched] { ++searched; });
+  window.decisions_panel()->model()->set_schedule({});
+  ASSERT_TRUE(search->start());
+  ASSERT_TRUE(wait_until([&] { return searched == 1; }, 60'000));
+  // The chosen schedule became the current one and compiled.
+  ASSERT_TRUE(wait_until([&] { return !window.pipeline()->running() && compiled > 1; }));
+  const sched::Schedule chosen = window.decisions_panel()->model()->schedule();
+  ASSERT_FALSE(chosen.decisions.empty());
+  EXPECT_EQ(chosen.decisions, search->result().schedule.decisions);
+  // Pin the first decision in the Decisions panel and search again: the root's child is the pin.
+  window.decisions_panel()->model()->set_pinned(0, true);
+  ASSERT_TRUE(search->start());
+  ASSERT_TRUE(wait_until([&] { return searched == 2; }, 60'000));
+  const auto& nodes = search->model()->nodes();
+  ASSERT_GT(nodes.size(), 1u);
+  ASSERT_EQ(nodes[0].children.size(), 1u) << "a pin is its parent's only child";
+  const search::SearchNode& child = nodes[static_cast<size_t>(nodes[0].children[0])];
+  EXPECT_TRUE(child.pinned);
+  ASSERT_TRUE(child.decision.has_value());
+  EXPECT_EQ(*child.decision, chosen.decisions[0]);
+  EXPECT_TRUE(search->model()->data(search->model()->index_of(child.id).siblingAtColumn(SearchTreeModel::Status))
+                  .toString().contains(QStringLiteral("pinned")));
 }
 
 TEST(StudioWindow, SessionsAndLayoutAreRestored) {

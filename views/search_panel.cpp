@@ -1,0 +1,317 @@
+#include "views/search_panel.h"
+
+#include <QComboBox>
+#include <QFontDatabase>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QItemSelectionModel>
+#include <QLabel>
+#include <QMetaObject>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QTreeView>
+#include <QVBoxLayout>
+
+#include <exception>
+
+#include "core/cost/analytical_model.h"
+#include "core/cost/device_models.h"
+#include "views/search_tree_model.h"
+
+namespace nautilus::views {
+namespace {
+
+// Forwards the search's progress to the panel's thread; stale generations are dropped there.
+class ProgressForwarder : public search::SearchObserver {
+ public:
+  ProgressForwarder(QObject* target, std::function<void(const search::SearchProgress&)> show)
+      : target_(target), show_(std::move(show)) {}
+  void on_progress(const search::SearchProgress& progress) override {
+    QMetaObject::invokeMethod(target_, [show = show_, progress] { show(progress); },
+                              Qt::QueuedConnection);
+  }
+
+ private:
+  QObject* target_;
+  std::function<void(const search::SearchProgress&)> show_;
+};
+
+QString decisions_text(const std::vector<sched::Decision>& decisions) {
+  QStringList parts;
+  for (const sched::Decision& decision : decisions) {
+    parts << QString::fromStdString(sched::print_decision(decision));
+  }
+  return parts.join(QStringLiteral("; "));
+}
+
+}  // namespace
+
+SearchPanel::SearchPanel(QWidget* parent) : QWidget(parent) {
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(2, 2, 2, 2);
+  auto* bar = new QHBoxLayout();
+  search_ = new QPushButton(tr("Search"), this);
+  search_->setObjectName(QStringLiteral("search"));
+  cancel_ = new QPushButton(tr("Cancel"), this);
+  cancel_->setEnabled(false);
+  beam_ = new QSpinBox(this);
+  beam_->setRange(1, 32);
+  beam_->setValue(3);
+  beam_->setPrefix(tr("beam "));
+  device_ = new QComboBox(this);
+  device_->addItem(QStringLiteral("H100 (cost model)"), QStringLiteral("h100"));
+  device_->addItem(QStringLiteral("A100 (cost model)"), QStringLiteral("a100"));
+  progress_ = new QLabel(tr("Search for a schedule of the current spec."), this);
+  progress_->setObjectName(QStringLiteral("search_progress"));
+  progress_->setWordWrap(true);
+  for (QWidget* widget : std::initializer_list<QWidget*>{search_, cancel_, beam_, device_}) {
+    bar->addWidget(widget);
+  }
+  bar->addWidget(progress_, 1);
+  layout->addLayout(bar);
+
+  auto* constraints_bar = new QHBoxLayout();
+  constraints_ = new QLabel(this);
+  constraints_->setWordWrap(true);
+  constraints_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  auto* clear = new QPushButton(tr("Clear pins and forbids"), this);
+  constraints_bar->addWidget(constraints_, 1);
+  constraints_bar->addWidget(clear);
+  layout->addLayout(constraints_bar);
+
+  auto* splitter = new QSplitter(Qt::Vertical, this);
+  model_ = new SearchTreeModel(this);
+  tree_ = new QTreeView(splitter);
+  tree_->setObjectName(QStringLiteral("search_tree"));
+  tree_->setModel(model_);
+  tree_->setUniformRowHeights(true);  // keeps thousands of rows fluid
+  tree_->setAlternatingRowColors(true);
+  tree_->header()->setSectionResizeMode(SearchTreeModel::Decision, QHeaderView::Interactive);
+  tree_->setColumnWidth(SearchTreeModel::Decision, 360);
+  detail_ = new QPlainTextEdit(splitter);
+  detail_->setReadOnly(true);
+  detail_->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
+  detail_->setPlaceholderText(tr("Select a node to see its schedule and estimate."));
+  splitter->setStretchFactor(0, 3);
+  splitter->setStretchFactor(1, 1);
+  layout->addWidget(splitter, 1);
+
+  auto* actions = new QHBoxLayout();
+  auto* pin = new QPushButton(tr("Pin path && search"), this);
+  pin->setToolTip(tr("Keep this node's decisions and let the search complete the rest"));
+  auto* forbid_button = new QPushButton(tr("Forbid && search"), this);
+  forbid_button->setToolTip(tr("Never use this node's decision; search again"));
+  auto* use = new QPushButton(tr("Use schedule"), this);
+  use->setToolTip(tr("Compile this node's schedule (with its default completion)"));
+  for (QPushButton* button : {pin, forbid_button, use}) actions->addWidget(button);
+  actions->addStretch();
+  layout->addLayout(actions);
+
+  connect(search_, &QPushButton::clicked, this, &SearchPanel::start);
+  connect(cancel_, &QPushButton::clicked, this, &SearchPanel::cancel);
+  connect(clear, &QPushButton::clicked, this, &SearchPanel::clear_constraints);
+  connect(pin, &QPushButton::clicked, this, [this] { pin_path(selected_node()); });
+  connect(forbid_button, &QPushButton::clicked, this, [this] { forbid(selected_node()); });
+  connect(use, &QPushButton::clicked, this, [this] {
+    const int id = selected_node();
+    if (id < 0) return;
+    const search::SearchNode& node = model_->nodes()[static_cast<size_t>(id)];
+    sched::Schedule schedule = node.schedule;
+    for (const sched::Decision& decision : node.completion.decisions) {
+      schedule.decisions.push_back(decision);
+    }
+    Q_EMIT schedule_found(schedule);
+  });
+  connect(model_, &QAbstractItemModel::modelReset, this, [this] {
+    connect(tree_->selectionModel(), &QItemSelectionModel::currentChanged, this,
+            &SearchPanel::show_node, Qt::UniqueConnection);
+  });
+  connect(tree_->selectionModel(), &QItemSelectionModel::currentChanged, this,
+          &SearchPanel::show_node);
+  update_constraints_label();
+}
+
+SearchPanel::~SearchPanel() {
+  stop_.request_stop();
+  if (worker_.joinable()) worker_.join();
+}
+
+void SearchPanel::set_spec(const std::string& path, const std::string& text,
+                           std::vector<spec::SizeOverride> sizes) {
+  path_ = path;
+  text_ = text;
+  sizes_ = std::move(sizes);
+}
+
+void SearchPanel::set_beam(int beam) { beam_->setValue(beam); }
+
+int SearchPanel::selected_node() const {
+  const QModelIndex index = tree_->currentIndex();
+  return index.isValid() ? model_->data(index, SearchTreeModel::kNodeIdRole).toInt() : -1;
+}
+
+bool SearchPanel::start() {
+  if (text_.empty()) {
+    progress_->setText(tr("Nothing to search: the editor is empty."));
+    return false;
+  }
+  // One search at a time: stop and join the previous one (it returns promptly once stopped).
+  stop_.request_stop();
+  if (worker_.joinable()) worker_.join();
+  stop_ = std::stop_source();
+  const uint64_t generation = ++generation_;
+  running_ = true;
+  search_->setEnabled(false);
+  cancel_->setEnabled(true);
+  progress_->setText(tr("searching…"));
+
+  search::SearchInput input;
+  input.file = std::make_shared<const SourceFile>(path_, text_);
+  input.sizes = sizes_;
+  search::SearchOptions options;
+  options.pins = extra_pins_;
+  options.pins.insert(options.pins.end(), pins_.begin(), pins_.end());
+  options.forbids = forbids_;
+  options.beam = beam_->value();
+  options.threads = 1;
+  const std::string device_name = device_->currentData().toString().toStdString();
+  std::stop_token token = stop_.get_token();
+  worker_ = std::thread([this, input, options, device_name, token, generation] {
+    search::SearchResult result;
+    try {
+      const std::optional<cost::DeviceModel> device = cost::device_model_for(device_name);
+      if (!device) {
+        result.error = "unknown device " + device_name;
+      } else {
+        std::unique_ptr<cost::CostModel> model = cost::make_analytical_model(*device);
+        ProgressForwarder forwarder(this, [this, generation](const search::SearchProgress& p) {
+          if (generation == generation_) show_progress(p);
+        });
+        result = search::run_search(input, *model, options, &forwarder, token);
+      }
+    } catch (const std::exception& error) {
+      result.ok = false;
+      result.error = std::string("internal error: ") + error.what();
+    }
+    QMetaObject::invokeMethod(
+        this,
+        [this, generation, result = std::move(result)]() mutable {
+          if (generation != generation_) return;
+          show_result(std::move(result));
+        },
+        Qt::QueuedConnection);
+  });
+  return true;
+}
+
+void SearchPanel::cancel() {
+  if (!running_) return;
+  stop_.request_stop();
+  progress_->setText(tr("cancelling…"));
+}
+
+void SearchPanel::pin_path(int node_id) {
+  if (node_id < 0 || node_id >= static_cast<int>(model_->nodes().size())) return;
+  pins_ = model_->nodes()[static_cast<size_t>(node_id)].schedule.decisions;
+  update_constraints_label();
+  start();
+}
+
+void SearchPanel::forbid(int node_id) {
+  if (node_id < 0 || node_id >= static_cast<int>(model_->nodes().size())) return;
+  const search::SearchNode& node = model_->nodes()[static_cast<size_t>(node_id)];
+  if (!node.decision) return;
+  forbids_.push_back(*node.decision);
+  update_constraints_label();
+  start();
+}
+
+void SearchPanel::clear_constraints() {
+  pins_.clear();
+  forbids_.clear();
+  update_constraints_label();
+}
+
+void SearchPanel::update_constraints_label() {
+  QString text;
+  if (!pins_.empty()) text += tr("pins: %1").arg(decisions_text(pins_));
+  if (!forbids_.empty()) {
+    if (!text.isEmpty()) text += QStringLiteral("   ");
+    text += tr("forbidden: %1").arg(decisions_text(forbids_));
+  }
+  constraints_->setText(text.isEmpty() ? tr("No pins or forbidden decisions.") : text);
+}
+
+void SearchPanel::show_progress(const search::SearchProgress& progress) {
+  QString text = tr("%1 s · round %2 · %3 nodes · %4 compiles · phase %5")
+                     .arg(progress.seconds, 0, 'f', 1)
+                     .arg(progress.rounds)
+                     .arg(progress.nodes)
+                     .arg(progress.compiles)
+                     .arg(QString::fromStdString(progress.phase));
+  if (progress.best_us) text += tr(" · best %1 µs").arg(*progress.best_us, 0, 'f', 1);
+  progress_->setText(text);
+}
+
+void SearchPanel::show_result(search::SearchResult result) {
+  running_ = false;
+  search_->setEnabled(true);
+  cancel_->setEnabled(false);
+  result_ = std::move(result);
+  model_->set_nodes(result_.nodes, result_.chosen);
+  tree_->expandToDepth(1);
+  if (result_.chosen >= 0) {
+    const QModelIndex chosen = model_->index_of(result_.chosen);
+    for (QModelIndex up = chosen; up.isValid(); up = up.parent()) tree_->expand(up);
+    tree_->setCurrentIndex(chosen);
+    tree_->scrollTo(chosen);
+  }
+  const search::SearchStats& stats = result_.stats;
+  QString text = tr("%1 nodes (%2 expanded, %3 pruned, %4 leaves), %5 compiles, %6 s%7")
+                     .arg(stats.nodes)
+                     .arg(stats.expanded)
+                     .arg(stats.pruned)
+                     .arg(stats.leaves)
+                     .arg(stats.compiles)
+                     .arg(stats.seconds, 0, 'f', 1)
+                     .arg(stats.cancelled ? tr(", cancelled") : QString());
+  if (result_.ok && result_.estimate) {
+    text = tr("chosen: %1 µs (%2) · ").arg(result_.estimate->microseconds, 0, 'f', 1)
+               .arg(QString::fromStdString(result_.model)) + text;
+  } else if (!result_.ok) {
+    text = tr("no schedule: %1 · ").arg(QString::fromStdString(result_.error)) + text;
+  }
+  progress_->setText(text);
+  Q_EMIT finished(result_.ok);
+  if (result_.ok) Q_EMIT schedule_found(result_.schedule);
+}
+
+void SearchPanel::show_node() {
+  const int id = selected_node();
+  if (id < 0) {
+    detail_->clear();
+    return;
+  }
+  const search::SearchNode& node = model_->nodes()[static_cast<size_t>(id)];
+  QString text = tr("node %1 · %2 · phase %3\n")
+                     .arg(node.id)
+                     .arg(QString::fromLatin1(search::node_status_name(node.status)),
+                          QString::fromLatin1(search::phase_name(node.phase)));
+  if (!node.reason.empty()) text += tr("reason: %1\n").arg(QString::fromStdString(node.reason));
+  text += tr("\nschedule:\n");
+  for (const sched::Decision& decision : node.schedule.decisions) {
+    text += QStringLiteral("  ") + QString::fromStdString(sched::print_decision(decision)) + QLatin1Char('\n');
+  }
+  if (!node.completion.decisions.empty()) {
+    text += tr("default completion (for the estimate):\n");
+    for (const sched::Decision& decision : node.completion.decisions) {
+      text += QStringLiteral("  ") + QString::fromStdString(sched::print_decision(decision)) + QLatin1Char('\n');
+    }
+  }
+  if (node.estimate) text += QStringLiteral("\n") + QString::fromStdString(cost::describe(*node.estimate));
+  detail_->setPlainText(text);
+}
+
+}  // namespace nautilus::views

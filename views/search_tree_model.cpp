@@ -1,0 +1,169 @@
+#include "views/search_tree_model.h"
+
+#include <QBrush>
+#include <QColor>
+#include <QFont>
+
+#include <algorithm>
+#include <functional>
+
+namespace nautilus::views {
+
+SearchTreeModel::SearchTreeModel(QObject* parent) : QAbstractItemModel(parent) {}
+
+void SearchTreeModel::set_nodes(std::vector<search::SearchNode> nodes, int chosen) {
+  beginResetModel();
+  nodes_ = std::move(nodes);
+  chosen_ = chosen;
+  roots_.clear();
+  row_in_parent_.assign(nodes_.size(), 0);
+  chosen_path_.assign(nodes_.size(), false);
+  const auto valid = [this](int id) { return id >= 0 && id < static_cast<int>(nodes_.size()); };
+  for (const search::SearchNode& node : nodes_) {
+    if (!valid(node.id)) continue;
+    if (!valid(node.parent)) {
+      row_in_parent_[static_cast<size_t>(node.id)] = static_cast<int>(roots_.size());
+      roots_.push_back(node.id);
+    }
+    for (size_t row = 0; row < node.children.size(); ++row) {
+      if (valid(node.children[row])) {
+        row_in_parent_[static_cast<size_t>(node.children[row])] = static_cast<int>(row);
+      }
+    }
+  }
+  for (int id = chosen_; valid(id); id = nodes_[static_cast<size_t>(id)].parent) {
+    if (chosen_path_[static_cast<size_t>(id)]) break;  // a malformed cycle
+    chosen_path_[static_cast<size_t>(id)] = true;
+  }
+  endResetModel();
+}
+
+const search::SearchNode* SearchTreeModel::node(const QModelIndex& index) const {
+  if (!index.isValid()) return nullptr;
+  const auto id = static_cast<size_t>(index.internalId());
+  return id < nodes_.size() ? &nodes_[id] : nullptr;
+}
+
+QModelIndex SearchTreeModel::index_of(int node_id) const {
+  if (node_id < 0 || node_id >= static_cast<int>(nodes_.size())) return {};
+  return createIndex(row_in_parent_[static_cast<size_t>(node_id)], 0, static_cast<quintptr>(node_id));
+}
+
+bool SearchTreeModel::on_chosen_path(int node_id) const {
+  return node_id >= 0 && node_id < static_cast<int>(chosen_path_.size()) &&
+         chosen_path_[static_cast<size_t>(node_id)];
+}
+
+QModelIndex SearchTreeModel::index(int row, int column, const QModelIndex& parent) const {
+  if (row < 0 || column < 0 || column >= ColumnCount) return {};
+  if (!parent.isValid()) {
+    if (row >= static_cast<int>(roots_.size())) return {};
+    return createIndex(row, column, static_cast<quintptr>(roots_[static_cast<size_t>(row)]));
+  }
+  const search::SearchNode* up = node(parent);
+  if (up == nullptr || row >= static_cast<int>(up->children.size())) return {};
+  return createIndex(row, column, static_cast<quintptr>(up->children[static_cast<size_t>(row)]));
+}
+
+QModelIndex SearchTreeModel::parent(const QModelIndex& child) const {
+  const search::SearchNode* below = node(child);
+  if (below == nullptr || below->parent < 0 || below->parent >= static_cast<int>(nodes_.size())) {
+    return {};
+  }
+  return index_of(below->parent);
+}
+
+int SearchTreeModel::rowCount(const QModelIndex& parent) const {
+  if (!parent.isValid()) return static_cast<int>(roots_.size());
+  if (parent.column() != 0) return 0;
+  const search::SearchNode* up = node(parent);
+  return up == nullptr ? 0 : static_cast<int>(up->children.size());
+}
+
+int SearchTreeModel::columnCount(const QModelIndex&) const { return ColumnCount; }
+
+QVariant SearchTreeModel::data(const QModelIndex& index, int role) const {
+  const search::SearchNode* shown = node(index);
+  if (shown == nullptr) return {};
+  if (role == kNodeIdRole) return shown->id;
+  if (role == Qt::DisplayRole) {
+    switch (index.column()) {
+      case Decision:
+        return shown->decision ? QString::fromStdString(sched::print_decision(*shown->decision))
+                               : tr("(root)");
+      case Status:
+        return QString::fromLatin1(search::node_status_name(shown->status)) +
+               (shown->pinned ? tr(", pinned") : QString());
+      case Estimate:
+        return shown->estimate ? QString::number(shown->estimate->microseconds, 'f', 1) : QString();
+      case Measured:
+        return shown->measured_us ? QString::number(*shown->measured_us, 'f', 1) : QString();
+      case Phase: return QString::fromLatin1(search::phase_name(shown->phase));
+      case Reason: return QString::fromStdString(shown->reason);
+      default: return {};
+    }
+  }
+  if (role == Qt::ToolTipRole) {
+    QString text;
+    for (const sched::Decision& decision : shown->schedule.decisions) {
+      text += QString::fromStdString(sched::print_decision(decision)) + QLatin1Char('\n');
+    }
+    if (!shown->completion.decisions.empty()) {
+      text += tr("completed by default with:\n");
+      for (const sched::Decision& decision : shown->completion.decisions) {
+        text += QStringLiteral("  ") + QString::fromStdString(sched::print_decision(decision)) +
+                QLatin1Char('\n');
+      }
+    }
+    if (!shown->reason.empty()) text += QString::fromStdString(shown->reason);
+    return text.trimmed();
+  }
+  if (role == Qt::ForegroundRole) {
+    if (shown->status == search::NodeStatus::Pruned) return QBrush(QColor(0x8a, 0x8a, 0x8a));
+    if (shown->status == search::NodeStatus::Failed) return QBrush(QColor(0xd0, 0x21, 0x1c));
+    if (on_chosen_path(shown->id)) return QBrush(QColor(0x1a, 0x7f, 0x37));
+  }
+  if (role == Qt::FontRole && on_chosen_path(shown->id)) {
+    QFont font;
+    font.setBold(true);
+    return font;
+  }
+  if (role == Qt::TextAlignmentRole && (index.column() == Estimate || index.column() == Measured)) {
+    return QVariant(Qt::AlignRight | Qt::AlignVCenter);
+  }
+  return {};
+}
+
+QVariant SearchTreeModel::headerData(int section, Qt::Orientation orientation, int role) const {
+  if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
+  switch (section) {
+    case Decision: return tr("Decision");
+    case Status: return tr("Status");
+    case Estimate: return tr("Estimate µs");
+    case Measured: return tr("Measured µs");
+    case Phase: return tr("Phase");
+    case Reason: return tr("Why pruned / failed");
+    default: return {};
+  }
+}
+
+QString print_tree(const QAbstractItemModel& model, const std::vector<int>& skip) {
+  QString out;
+  const std::function<void(const QModelIndex&, int)> walk = [&](const QModelIndex& parent,
+                                                                int depth) {
+    for (int row = 0; row < model.rowCount(parent); ++row) {
+      QStringList cells;
+      for (int column = 0; column < model.columnCount(parent); ++column) {
+        if (std::find(skip.begin(), skip.end(), column) != skip.end()) continue;
+        cells << model.data(model.index(row, column, parent)).toString();
+      }
+      out += QString(depth * 2, QLatin1Char(' ')) + cells.join(QStringLiteral(" | ")) +
+             QLatin1Char('\n');
+      walk(model.index(row, 0, parent), depth + 1);
+    }
+  };
+  walk({}, 0);
+  return out;
+}
+
+}  // namespace nautilus::views

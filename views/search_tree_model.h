@@ -1,0 +1,61 @@
+// The auto-scheduler's search tree (core/search) as a Qt tree model: one row per SearchNode under
+// its parent, the root being the unscheduled program.
+//
+//   decision                            status    estimate µs  measured µs  phase     reason
+//   (root)                              expanded  1830.2                    ...
+//     rolling_update(O_sum, n, tile=64) expanded  934.4
+//       compute_at(S, Mx, n_o)          chosen    934.4
+//     tile(S, m=64)                     pruned    2210.0                             beam
+//
+// A QTreeView draws only the rows it shows, so trees of thousands of nodes stay fluid; pruned
+// rows are greyed, the chosen path bold. `print_tree` prints the rows indented (golden tests).
+#pragma once
+
+#include <QAbstractItemModel>
+#include <QString>
+
+#include <vector>
+
+#include "core/search/search.h"
+
+namespace nautilus::views {
+
+class SearchTreeModel : public QAbstractItemModel {
+  Q_OBJECT
+
+ public:
+  enum Column { Decision, Status, Estimate, Measured, Phase, Reason, ColumnCount };
+  static constexpr int kNodeIdRole = Qt::UserRole;  // int: the SearchNode id
+
+  explicit SearchTreeModel(QObject* parent = nullptr);
+
+  // Replaces the tree (nodes by id, as SearchResult::nodes) and the chosen node.
+  void set_nodes(std::vector<search::SearchNode> nodes, int chosen);
+  const std::vector<search::SearchNode>& nodes() const { return nodes_; }
+  const search::SearchNode* node(const QModelIndex& index) const;
+  QModelIndex index_of(int node_id) const;
+  int chosen() const { return chosen_; }
+
+  QModelIndex index(int row, int column, const QModelIndex& parent = {}) const override;
+  QModelIndex parent(const QModelIndex& child) const override;
+  int rowCount(const QModelIndex& parent = {}) const override;
+  int columnCount(const QModelIndex& parent = {}) const override;
+  QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+  QVariant headerData(int section, Qt::Orientation orientation,
+                      int role = Qt::DisplayRole) const override;
+
+ private:
+  bool on_chosen_path(int node_id) const;
+
+  std::vector<search::SearchNode> nodes_;
+  std::vector<int> row_in_parent_;  // per node id
+  std::vector<int> roots_;          // ids of nodes without a parent
+  std::vector<bool> chosen_path_;   // per node id
+  int chosen_ = -1;
+};
+
+// Every row, depth-first, indented two spaces per level, columns joined by " | " (leaving out
+// `skip`).
+QString print_tree(const QAbstractItemModel& model, const std::vector<int>& skip = {});
+
+}  // namespace nautilus::views
