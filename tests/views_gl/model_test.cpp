@@ -485,6 +485,25 @@ TEST(PipelineTimelineModel, SlowerCopiesShowAsLongerWaits) {
   EXPECT_GT(slow_timeline.total_cycles, fast_timeline.total_cycles);
 }
 
+TEST(PipelineTimelineModel, WarpsRunningTheSameBarsFormOneGroup) {
+  PipelineTimeline timeline = timeline_from_kernel(attention_kernel());
+  ASSERT_EQ(timeline.error, "");
+  const int warps = attention_kernel().warps;
+  std::vector<int> all(static_cast<size_t>(warps));
+  for (int w = 0; w < warps; ++w) all[static_cast<size_t>(w)] = w;
+  EXPECT_EQ(identical_warp_rows(timeline), std::vector<std::vector<int>>{all});
+  // One warp's bar moved: that warp is a group of its own.
+  for (TimelineBar& bar : timeline.bars) {
+    if (bar.row == 1 && bar.op_class == OpClass::Mma) {
+      bar.end += 5;
+      break;
+    }
+  }
+  const auto groups = identical_warp_rows(timeline);
+  ASSERT_EQ(groups.size(), 2u);
+  EXPECT_EQ(groups[1], std::vector<int>{1});
+}
+
 TEST(PipelineTimelineModel, AKernelWithoutALoopSaysSo) {
   matile::Builder builder(4);
   builder.barrier();

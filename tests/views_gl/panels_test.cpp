@@ -176,6 +176,13 @@ TEST(PipelinePanelGL, DrawsTheWarpsCopiesAndMmas) {
   EXPECT_GT(pixels_of(image, qRgb(255, 138, 101)), 1000);  // mma
   EXPECT_GT(pixels_of(image, qRgb(129, 199, 132)), 500);   // softmax / element-wise
   EXPECT_GT(pixels_of(image, qRgb(77, 182, 172)), 20);     // cp.async (legend and issue bars)
+  // The identical warps share one row until the user asks for one row per warp.
+  const int copy_rows = static_cast<int>(panel.timeline().rows.size()) - attention_module()->kernels[0]->warps;
+  EXPECT_EQ(panel.shown_rows(), 1 + copy_rows);
+  panel.set_group_identical_warps(false);
+  EXPECT_EQ(panel.shown_rows(), static_cast<int>(panel.timeline().rows.size()));
+  show_and_settle(panel);
+  save(panel.grabFramebuffer(), QStringLiteral("panel-pipeline-warps.png"));
 }
 
 TEST(ImGuiPanelGL, AnIdlePanelDrawsNoFramesUntilInputOrData) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <tuple>
 #include <unordered_map>
 
 #include "core/matile/layouts.h"
@@ -496,6 +497,27 @@ PipelineTimeline timeline_from_kernel(const matile::Kernel& kernel, const Timeli
   run_path(sim, *kernel.body, path, 0, timeline.iterations, timeline);
   sim.finish();
   return timeline;
+}
+
+std::vector<std::vector<int>> identical_warp_rows(const PipelineTimeline& timeline) {
+  // Each warp row's bars as (start, end, label) in order; equal sequences group together.
+  std::vector<std::vector<std::tuple<int64_t, int64_t, std::string>>> bars(timeline.rows.size());
+  for (const TimelineBar& bar : timeline.bars) {
+    bars[static_cast<size_t>(bar.row)].emplace_back(bar.start, bar.end, bar.label);
+  }
+  std::vector<std::vector<int>> groups;
+  for (size_t r = 0; r < timeline.rows.size(); ++r) {
+    if (timeline.rows[r].kind != TimelineRow::Kind::Warp) continue;
+    auto same = std::find_if(groups.begin(), groups.end(), [&](const std::vector<int>& group) {
+      return bars[static_cast<size_t>(group.front())] == bars[r];
+    });
+    if (same == groups.end()) {
+      groups.push_back({static_cast<int>(r)});
+    } else {
+      same->push_back(static_cast<int>(r));
+    }
+  }
+  return groups;
 }
 
 }  // namespace nautilus::views::gl

@@ -116,4 +116,9 @@ struct TimelineOptions {
 PipelineTimeline timeline_from_kernel(const matile::Kernel& kernel,
                                       const TimelineOptions& options = {});
 
+// Groups of warp rows whose bars are identical (the same ops over the same cycles), in row order,
+// each group listing its rows in increasing order. Without warp specialization every warp runs
+// the same program, so all warps form one group; the panel then draws one row for them.
+std::vector<std::vector<int>> identical_warp_rows(const PipelineTimeline& timeline);
+
 }  // namespace nautilus::views::gl

@@ -76,6 +76,11 @@ void PipelinePanel::set_iterations(int iterations) {
   rebuild();
 }
 
+void PipelinePanel::set_group_identical_warps(bool group) {
+  group_warps_ = group;
+  rebuild();
+}
+
 void PipelinePanel::set_zoom(float pixels_per_100_cycles) {
   zoom_ = std::clamp(pixels_per_100_cycles, kMinZoom, kMaxZoom);
   request_frames();
@@ -103,10 +108,33 @@ void PipelinePanel::rebuild() {
     }
     bands[static_cast<size_t>(key.first)] = std::max(bands[static_cast<size_t>(key.first)], static_cast<int>(members.size()));
   }
-  // Rows grow with their bands so that every flight keeps a full bar's height.
+  // Warps that run identical bars share one row ("warps 0-7") unless the user asks for all.
+  row_shown_.assign(timeline_.rows.size(), true);
+  row_names_.clear();
+  for (const gl::TimelineRow& row : timeline_.rows) row_names_.push_back(row.name);
+  if (group_warps_) {
+    for (const std::vector<int>& group : gl::identical_warp_rows(timeline_)) {
+      if (group.size() < 2) continue;
+      const bool contiguous = group.back() - group.front() + 1 == static_cast<int>(group.size());
+      std::string name = "warps ";
+      if (contiguous) {
+        name += std::to_string(timeline_.rows[static_cast<size_t>(group.front())].warp) + "-" +
+                std::to_string(timeline_.rows[static_cast<size_t>(group.back())].warp);
+      } else {
+        for (size_t k = 0; k < group.size(); ++k) {
+          name += (k ? "," : "") + std::to_string(timeline_.rows[static_cast<size_t>(group[k])].warp);
+        }
+      }
+      row_names_[static_cast<size_t>(group.front())] = name;
+      for (size_t k = 1; k < group.size(); ++k) row_shown_[static_cast<size_t>(group[k])] = false;
+    }
+  }
+  // Rows grow with their bands so that every flight keeps a full bar's height; hidden rows
+  // take no space.
   row_top_.assign(timeline_.rows.size() + 1, 0.0f);
   for (size_t r = 0; r < timeline_.rows.size(); ++r) {
-    row_top_[r + 1] = row_top_[r] + 6 + (kRowHeight - 6) * static_cast<float>(bands[r]);
+    const float height = row_shown_[r] ? 6 + (kRowHeight - 6) * static_cast<float>(bands[r]) : 0.0f;
+    row_top_[r + 1] = row_top_[r] + height;
   }
   request_frames();
 }
@@ -135,6 +163,9 @@ void PipelinePanel::draw() {
   ImGui::SetNextItemWidth(110);
   int iterations = iterations_;
   if (ImGui::SliderInt("Iterations", &iterations, 1, 8)) set_iterations(iterations);
+  ImGui::SameLine();
+  bool group = group_warps_;
+  if (ImGui::Checkbox("Group identical warps", &group)) set_group_identical_warps(group);
   ImGui::SameLine();
   ImGui::SetNextItemWidth(180);
   ImGui::SliderFloat("Zoom", &zoom_, kMinZoom, kMaxZoom, "%.1f px/100 cyc", ImGuiSliderFlags_Logarithmic);
@@ -226,6 +257,7 @@ void PipelinePanel::draw_chart() {
   const gl::TimelineBar* hovered = nullptr;
   for (const gl::TimelineBar& bar : timeline_.bars) {
     if (bar.end <= bar.start) continue;  // free ops and predicated-off copies take no time
+    if (!row_shown_[static_cast<size_t>(bar.row)]) continue;
     const float bx0 = x_of(bar.start), bx1 = std::max(x_of(bar.end), x_of(bar.start) + 1.0f);
     if (bx1 < clip_min.x || bx0 > clip_max_x) continue;
     const gl::TimelineRow& row = timeline_.rows[static_cast<size_t>(bar.row)];
@@ -257,10 +289,11 @@ void PipelinePanel::draw_chart() {
   draw->AddRectFilled(ImVec2(label_x, top), ImVec2(label_x + kLabelWidth - 4, bottom),
                       ImGui::GetColorU32(ImGuiCol_WindowBg) | IM_COL32_A_MASK);
   for (size_t r = 0; r < timeline_.rows.size(); ++r) {
+    if (!row_shown_[r]) continue;
     const float y = top + row_top_[r], row_h = row_top_[r + 1] - row_top_[r];
     draw->AddLine(ImVec2(label_x, y), ImVec2(clip_max_x, y), IM_COL32(128, 128, 128, 40));
     draw->AddText(ImVec2(label_x + 4, y + (row_h - ImGui::GetTextLineHeight()) / 2), text,
-                  timeline_.rows[r].name.c_str());
+                  row_names_[r].c_str());
   }
   if (hovered) {
     ImGui::BeginTooltip();

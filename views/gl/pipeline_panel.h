@@ -1,7 +1,8 @@
 // PipelinePanel: the inner loop of an MA tile kernel as a per-warp Gantt chart (Dear ImGui in a
 // QOpenGLWidget), built by gl::timeline_from_kernel from what the MA tile IR says today.
 //
-// Rows are the warps, then one row per shared-memory stage on which the cp.async copies fly;
+// Rows are the warps (warps running identical bars share one row, "warps 0-7", unless "Group
+// identical warps" is off), then one row per shared-memory stage on which the cp.async copies fly;
 // bars are the loop body's ops in program order, coloured by class (cp.async issue, wait /
 // barrier, ldmatrix, mma, softmax / element-wise, reduce, global, index), over the first few
 // iterations (a slider picks 1..8). The background alternates per iteration (`n_o = 0`, ...),
@@ -14,6 +15,8 @@
 // one of its kernels (a kernel without a loop shows the reason).
 #pragma once
 
+#include <algorithm>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -35,6 +38,10 @@ class PipelinePanel : public ImGuiPanel {
   void set_iterations(int iterations);
   // Pixels per 100 cycles.
   void set_zoom(float pixels_per_100_cycles);
+  // Draw warps whose bars are identical as one row (the default) or every warp on its own row.
+  void set_group_identical_warps(bool group);
+  // Rows drawn now (grouped warps count once).
+  int shown_rows() const { return static_cast<int>(std::count(row_shown_.begin(), row_shown_.end(), true)); }
 
   int kernel_index() const { return kernel_; }
   float zoom() const { return zoom_; }
@@ -55,6 +62,9 @@ class PipelinePanel : public ImGuiPanel {
   gl::TimelineOptions options_;
   gl::PipelineTimeline timeline_;
   std::vector<std::pair<int, int>> bar_bands_;  // per bar: (band, bands in its row slot)
+  bool group_warps_ = true;
+  std::vector<bool> row_shown_;
+  std::vector<std::string> row_names_;  // "warp 3", "warps 0-7", "cp.async stage 1"
   std::vector<float> row_top_;                  // per row its top (pixels below the axis), then the end
 };
 
