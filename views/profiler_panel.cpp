@@ -1,6 +1,7 @@
 #include "views/profiler_panel.h"
 
 #include <QCheckBox>
+#include <QComboBox>
 #include <QDateTime>
 #include <QFileInfo>
 #include <QFormLayout>
@@ -19,6 +20,8 @@
 #include <sstream>
 
 #include "app/cli/compile_command.h"
+#include "core/cost/analytical_model.h"
+#include "core/cost/device_models.h"
 #include "core/codegen/package.h"
 #include "profiler/device_info.h"
 #include "profiler/runner_client.h"
@@ -100,6 +103,18 @@ ProfilerPanel::ProfilerPanel(QWidget* parent) : QWidget(parent) {
   options->addWidget(validate_);
   options->addStretch();
   form->addRow(QString(), options);
+  auto* estimate_row = new QHBoxLayout();
+  preset_ = new QComboBox(this);
+  preset_->setObjectName(QStringLiteral("estimate_device"));
+  preset_->addItem(QStringLiteral("H100 SXM"), QStringLiteral("h100"));
+  preset_->addItem(QStringLiteral("A100 SXM"), QStringLiteral("a100"));
+  estimate_label_ = new QLabel(tr("no estimate yet"), this);
+  estimate_label_->setObjectName(QStringLiteral("estimate"));
+  estimate_label_->setWordWrap(true);
+  estimate_label_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  estimate_row->addWidget(preset_);
+  estimate_row->addWidget(estimate_label_, 1);
+  form->addRow(tr("Cost model"), estimate_row);
   layout->addLayout(form);
 
   auto* buttons = new QHBoxLayout();
@@ -139,6 +154,8 @@ ProfilerPanel::ProfilerPanel(QWidget* parent) : QWidget(parent) {
 
   worker_ = new TaskRunner(this);
   device_worker_ = new TaskRunner(this);
+  estimate_worker_ = new TaskRunner(this);
+  connect(preset_, &QComboBox::currentIndexChanged, this, &ProfilerPanel::estimate_current);
   connect(run_button_, &QPushButton::clicked, this, &ProfilerPanel::run);
   connect(cancel_button_, &QPushButton::clicked, this, &ProfilerPanel::cancel);
   connect(worker_, &TaskRunner::busy_changed, this, [this](bool busy) {
@@ -183,6 +200,39 @@ void ProfilerPanel::set_compilation(std::shared_ptr<const driver::Compilation> c
                                     const PipelineInputs& inputs) {
   compilation_ = std::move(compilation);
   inputs_ = inputs;
+  estimate_current();
+}
+
+void ProfilerPanel::estimate_current() {
+  if (!compilation_ || !compilation_->ma_module) {
+    estimate_worker_->cancel();
+    estimate_.reset();
+    estimate_label_->setText(tr("no MA tile IR to estimate"));
+    refresh_roofline();
+    return;
+  }
+  const matile::ModulePtr module = compilation_->ma_module;
+  const std::string preset = preset_->currentData().toString().toStdString();
+  estimate_worker_->post([this, module, preset]() -> TaskRunner::Continuation {
+    const std::optional<cost::DeviceModel> device = cost::device_model_for(preset);
+    if (!device) return [this] { estimate_label_->setText(tr("unknown device preset")); };
+    const cost::CostEstimate estimate = cost::make_analytical_model(*device)->estimate(*module);
+    return [this, estimate, device] {
+      estimate_ = estimate;
+      estimate_device_ = device;
+      estimate_label_->setText(
+          estimate.feasible
+              ? tr("%1 µs predicted on %2 (%3)")
+                    .arg(estimate.microseconds, 0, 'f', 1)
+                    .arg(QString::fromStdString(device->name),
+                         QString::fromStdString(estimate.kernels.empty() ? std::string()
+                                                                         : estimate.kernels.front().bound + "-bound"))
+              : tr("infeasible on %1: %2")
+                    .arg(QString::fromStdString(device->name),
+                         QString::fromStdString(estimate.infeasible_reason)));
+      refresh_roofline();
+    };
+  });
 }
 
 QString ProfilerPanel::runner_command() const { return command_->text(); }
@@ -288,6 +338,19 @@ void ProfilerPanel::refresh_roofline() {
   std::optional<double> bytes_ceiling = device_peak_bytes_;
   QString device = device_name_;
   std::vector<RooflinePoint> points;
+  // The cost model's kernels first (a measured device below replaces the preset's ceilings).
+  if (estimate_ && estimate_device_ && estimate_->feasible) {
+    if (!bytes_ceiling) bytes_ceiling = estimate_device_->dram_bytes_per_s;
+    if (!flops_ceiling) flops_ceiling = estimate_device_->tensor_tflops_16bit * 1e12;
+    if (device.isEmpty()) device = QString::fromStdString(estimate_device_->name) + tr(" (model)");
+    for (const cost::KernelCost& kernel : estimate_->kernels) {
+      const double flops = kernel.tensor_flops + kernel.cuda_core_flops;
+      if (kernel.global_bytes <= 0 || kernel.microseconds <= 0 || flops <= 0) continue;
+      points.push_back({tr("%1: %2 µs est.").arg(QString::fromStdString(kernel.kernel))
+                            .arg(kernel.microseconds, 0, 'f', 1),
+                        flops / kernel.global_bytes, flops / (kernel.microseconds * 1e-6), true});
+    }
+  }
   for (const RunRecord& record : history_->records()) {
     // The newest run that reached a device gives the ceilings (it may be a remote GPU).
     if (record.peak_bytes_per_s) bytes_ceiling = record.peak_bytes_per_s;

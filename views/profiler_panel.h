@@ -11,6 +11,10 @@
 // The device line comes from profiler::query_devices() (also on the worker): on a machine without
 // a GPU the panel says "no GPU: <reason>", and runs report the runner's own no_gpu result; the
 // rest of the app is unaffected.
+//
+// Without any run, the roofline still shows where the cost model (core/cost, analytical) puts
+// each kernel of the current compilation on a device preset (H100 or A100): its predicted time,
+// bound and work, against that preset's ceilings. A measured run's device replaces the ceilings.
 #pragma once
 
 #include <QString>
@@ -20,11 +24,13 @@
 #include <optional>
 #include <vector>
 
+#include "core/cost/cost_model.h"
 #include "core/driver/pipeline.h"
 #include "views/pipeline_runner.h"
 #include "views/run_history_model.h"
 
 class QCheckBox;
+class QComboBox;
 class QLabel;
 class QLineEdit;
 class QPushButton;
@@ -59,6 +65,10 @@ class ProfilerPanel : public QWidget {
   RunHistoryModel* history() const { return history_; }
   QTableWidget* kernels_table() const { return kernels_; }
   RooflineWidget* roofline() const { return roofline_; }
+  // The cost model's estimate of the current compilation on the chosen device preset (computed
+  // on a worker; nullopt until it arrives or when there is no MA tile IR).
+  const std::optional<cost::CostEstimate>& estimate() const { return estimate_; }
+  QLabel* estimate_label() const { return estimate_label_; }
   bool busy() const;
 
  Q_SIGNALS:
@@ -68,6 +78,7 @@ class ProfilerPanel : public QWidget {
  private:
   void show_record(const RunRecord& record);
   void refresh_roofline();
+  void estimate_current();
 
   std::shared_ptr<const driver::Compilation> compilation_;
   PipelineInputs inputs_;
@@ -75,6 +86,8 @@ class ProfilerPanel : public QWidget {
   std::optional<double> device_peak_bytes_;
   std::optional<double> device_peak_flops_;
   QString device_name_;
+  std::optional<cost::CostEstimate> estimate_;
+  std::optional<cost::DeviceModel> estimate_device_;
 
   QLabel* device_ = nullptr;
   QLineEdit* command_ = nullptr;
@@ -83,12 +96,15 @@ class ProfilerPanel : public QWidget {
   QPushButton* run_button_ = nullptr;
   QPushButton* cancel_button_ = nullptr;
   QLabel* status_ = nullptr;
+  QLabel* estimate_label_ = nullptr;
+  QComboBox* preset_ = nullptr;
   QTableWidget* kernels_ = nullptr;
   QTableView* history_view_ = nullptr;
   RunHistoryModel* history_ = nullptr;
   RooflineWidget* roofline_ = nullptr;
   TaskRunner* worker_ = nullptr;
   TaskRunner* device_worker_ = nullptr;
+  TaskRunner* estimate_worker_ = nullptr;
 };
 
 }  // namespace nautilus::views

@@ -3,6 +3,7 @@
 #include <QPainter>
 #include <QPainterPath>
 #include <QPalette>
+#include <QPolygonF>
 
 #include <algorithm>
 #include <cmath>
@@ -60,6 +61,10 @@ void RooflineWidget::paintEvent(QPaintEvent*) {
   for (int e = -2; e <= 12; e += 2) {
     const double x = to_x(std::pow(2.0, e));
     painter.drawLine(QPointF(x, plot.top()), QPointF(x, plot.bottom()));
+    painter.setPen(colors.color(QPalette::PlaceholderText));
+    painter.drawText(QRectF(x - 30, plot.bottom() + 1, 60, 14), Qt::AlignCenter,
+                     QString::number(std::pow(2.0, e), 'g', 4));
+    painter.setPen(grid);
   }
   for (int e = static_cast<int>(std::ceil(y_min)); e <= static_cast<int>(std::floor(y_max)); ++e) {
     const double y = to_y(std::pow(10.0, e));
@@ -71,8 +76,8 @@ void RooflineWidget::paintEvent(QPaintEvent*) {
   }
   painter.setPen(colors.color(QPalette::Text));
   painter.drawRect(plot);
-  painter.drawText(QRectF(plot.left(), plot.bottom() + 14, plot.width(), 18), Qt::AlignCenter,
-                   tr("FLOP / DRAM byte (log₂)"));
+  painter.drawText(QRectF(plot.left(), plot.bottom() + 15, plot.width(), 18), Qt::AlignCenter,
+                   tr("FLOP per DRAM byte"));
   painter.save();
   painter.translate(12, plot.center().y());
   painter.rotate(-90);
@@ -97,6 +102,18 @@ void RooflineWidget::paintEvent(QPaintEvent*) {
     const RooflinePoint& point = points_[i];
     if (point.intensity <= 0 || point.flops_per_s <= 0) continue;
     const QPointF at(to_x(point.intensity), to_y(point.flops_per_s * 1e-12));
+    if (point.estimate) {
+      painter.setPen(QPen(QColor(0x8e, 0x24, 0xaa), 2));
+      painter.setBrush(Qt::NoBrush);
+      painter.drawPolygon(QPolygonF({at + QPointF(0, -6), at + QPointF(6, 0), at + QPointF(0, 6),
+                                     at + QPointF(-6, 0)}));
+      painter.setPen(colors.color(QPalette::Text));
+      // Labels near the right edge go to the left of their point.
+      const double width = painter.fontMetrics().horizontalAdvance(point.label);
+      const QPointF offset = at.x() + 8 + width > plot.right() ? QPointF(-8 - width, 14) : QPointF(8, 14);
+      painter.drawText(at + offset, point.label);
+      continue;
+    }
     const bool newest = i + 1 == points_.size();
     painter.setPen(QPen(colors.color(QPalette::Highlight), 2));
     painter.setBrush(newest ? colors.color(QPalette::Highlight) : Qt::NoBrush);

@@ -1,6 +1,7 @@
 // A small roofline chart (QPainter): log-log axes of arithmetic intensity (FLOP per DRAM byte)
 // and achieved TFLOP/s; the device's memory roof (bandwidth × intensity) and compute roof (dense
-// 16-bit tensor-core peak) as lines; one dot per timed run, the newest filled. Runs without
+// 16-bit tensor-core peak) as lines; one dot per timed run, the newest filled, and a hollow
+// diamond per kernel for the cost model's estimate of the current compilation. Runs without
 // timings or work figures are skipped; without device ceilings the chart says so.
 #pragma once
 
@@ -16,6 +17,7 @@ struct RooflinePoint {
   QString label;
   double intensity = 0;      // FLOP per byte
   double flops_per_s = 0;
+  bool estimate = false;     // the cost model's prediction (drawn as a hollow diamond)
 };
 
 class RooflineWidget : public QWidget {

@@ -34,6 +34,7 @@
 #include "views/pass_log_model.h"
 #include "views/pipeline_runner.h"
 #include "views/profiler_panel.h"
+#include "views/roofline_widget.h"
 #include "views/run_history_model.h"
 #include "views/search_panel.h"
 #include "views/search_tree_model.h"
@@ -380,6 +381,13 @@ TEST(ProfilerPanel, SaysNoGpuHereAndRunsReportIt) {
   PipelineResult result = run_pipeline(inputs);
   ASSERT_TRUE(result.compilation && result.compilation->ok()) << result.compilation->schedule_error;
   panel.set_compilation(result.compilation, inputs);
+  // The cost model's estimate arrives from the panel's worker and goes on the roofline.
+  ASSERT_TRUE(wait_until([&] { return panel.estimate().has_value(); }));
+  EXPECT_TRUE(panel.estimate()->feasible) << panel.estimate()->infeasible_reason;
+  EXPECT_TRUE(panel.estimate_label()->text().contains(QStringLiteral("predicted")));
+  ASSERT_FALSE(panel.roofline()->points().empty());
+  EXPECT_TRUE(panel.roofline()->points().front().estimate);
+  EXPECT_GT(panel.roofline()->points().front().flops_per_s, 0);
   QString status;
   QObject::connect(&panel, &ProfilerPanel::run_finished, [&status](const QString& s) { status = s; });
   ASSERT_TRUE(panel.run());
