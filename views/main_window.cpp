@@ -34,6 +34,7 @@
 #include <algorithm>
 
 #include "views/assets.h"
+#include "views/compare_panel.h"
 #include "views/cuda_view.h"
 #include "views/decisions_model.h"
 #include "views/decisions_panel.h"
@@ -108,6 +109,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   profiler_ = new ProfilerPanel(this);
   teaching_ = new TeachingPanel(stage_view_, this);
   search_ = new SearchPanel(this);
+  compare_ = new ComparePanel(this);
 
   QDockWidget* shapes = add_dock(tr("Shapes"), QStringLiteral("shapes"), shapes_, Qt::LeftDockWidgetArea);
   QDockWidget* decisions =
@@ -115,6 +117,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   QDockWidget* stages = add_dock(tr("Stages"), QStringLiteral("stages"), stage_view_, Qt::RightDockWidgetArea);
   QDockWidget* cuda = add_dock(tr("CUDA"), QStringLiteral("cuda"), cuda_view_, Qt::RightDockWidgetArea);
   QDockWidget* search = add_dock(tr("Search"), QStringLiteral("search"), search_, Qt::RightDockWidgetArea);
+  QDockWidget* compare = add_dock(tr("Compare"), QStringLiteral("compare"), compare_, Qt::RightDockWidgetArea);
   QDockWidget* diagnostics =
       add_dock(tr("Diagnostics"), QStringLiteral("diagnostics"), output_, Qt::BottomDockWidgetArea);
   QDockWidget* profiler =
@@ -124,6 +127,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   splitDockWidget(shapes, decisions, Qt::Vertical);
   tabifyDockWidget(stages, cuda);
   tabifyDockWidget(cuda, search);
+  tabifyDockWidget(search, compare);
   tabifyDockWidget(diagnostics, profiler);
   tabifyDockWidget(profiler, teaching);
   stages->raise();
@@ -189,6 +193,17 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     decisions_->model()->set_schedule(schedule, pins);
     schedule_compile(true);
   });
+  connect(search_, &SearchPanel::compare_requested, this,
+          [this](int slot, const sched::Schedule& schedule, const QString& origin) {
+            compare_->set_slot(static_cast<ComparePanel::Slot>(slot), schedule, origin);
+            dock(QStringLiteral("compare"))->raise();
+          });
+  connect(profiler_, &ProfilerPanel::compare_requested, this,
+          [this](int slot, const sched::Schedule& schedule, const QString& origin,
+                 const std::vector<KernelTiming>& measured) {
+            compare_->set_slot(static_cast<ComparePanel::Slot>(slot), schedule, origin, measured);
+            dock(QStringLiteral("compare"))->raise();
+          });
   connect(stage_view_, &StageView::status_message, this,
           [this](const QString& message) { statusBar()->showMessage(message, 4000); });
 
@@ -250,7 +265,7 @@ QDockWidget* MainWindow::add_dock(const QString& title, const QString& name, QWi
 QStringList MainWindow::panel_names() {
   return {QStringLiteral("diagnostics"), QStringLiteral("shapes"),   QStringLiteral("decisions"),
           QStringLiteral("stages"),      QStringLiteral("cuda"),     QStringLiteral("profiler"),
-          QStringLiteral("teaching"),    QStringLiteral("search")};
+          QStringLiteral("teaching"),    QStringLiteral("search"),   QStringLiteral("compare")};
 }
 
 QDockWidget* MainWindow::dock(const QString& name) const {
@@ -306,6 +321,7 @@ void MainWindow::set_theme(Theme theme) {
   stage_view_->refresh_colors();
   cuda_view_->refresh_colors();
   teaching_->refresh_colors();
+  compare_->refresh_colors();
   highlighter_->rehighlight();
 }
 
@@ -374,6 +390,15 @@ void MainWindow::build_menus() {
     sync_search_inputs();
     search_->start();
   });
+  for (int slot = 0; slot < 2; ++slot) {
+    pipeline->addAction(slot == 0 ? tr("Compare current schedule as &A") : tr("Compare current schedule as &B"),
+                        this, [this, slot] {
+                          sync_search_inputs();
+                          compare_->set_slot(static_cast<ComparePanel::Slot>(slot),
+                                             decisions_->model()->schedule(), tr("current schedule"));
+                          dock(QStringLiteral("compare"))->raise();
+                        });
+  }
   pipeline->addAction(tr("&Run on GPU"), QKeySequence(tr("Ctrl+R")), this, [this] {
     dock(QStringLiteral("profiler"))->raise();
     profiler_->run();
@@ -605,6 +630,7 @@ PipelineInputs MainWindow::current_inputs() const {
 void MainWindow::sync_search_inputs() {
   const PipelineInputs inputs = current_inputs();
   search_->set_spec(inputs.path, inputs.text, inputs.sizes);
+  compare_->set_spec(inputs);
   std::vector<sched::Decision> pinned;
   const DecisionsModel* decisions = decisions_->model();
   for (size_t i = 0; i < decisions->schedule().decisions.size() && i < decisions->pins().size(); ++i) {

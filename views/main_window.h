@@ -11,6 +11,7 @@
 //   Profiler     runs through nautilus-runner, roofline, history (ProfilerPanel)
 //   Teaching     one pass at a time with its explanation and diff (TeachingPanel)
 //   Search       the auto-scheduler's tree, pins and forbids, live progress (SearchPanel)
+//   Compare      two schedules side by side: decisions, IR diff, cost per kernel (ComparePanel)
 //
 // The pipeline runs on PipelineRunner's worker after every pause in typing, every size edit and
 // every schedule change; the status bar shows a busy indicator with Cancel while it runs and the
@@ -53,6 +54,7 @@ class QToolButton;
 
 namespace nautilus::views {
 
+class ComparePanel;
 class CudaView;
 class DecisionsPanel;
 class ProfilerPanel;
@@ -101,11 +103,12 @@ class MainWindow : public QMainWindow {
   ShapePanel* shape_panel() const { return shapes_; }
   TeachingPanel* teaching_panel() const { return teaching_; }
   SearchPanel* search_panel() const { return search_; }
+  ComparePanel* compare_panel() const { return compare_; }
   const std::shared_ptr<const driver::Compilation>& compilation() const { return compilation_; }
   QLabel* status_label() const { return status_; }
 
   // The dock of a panel by name: "diagnostics", "shapes", "decisions", "stages", "cuda",
-  // "profiler", "teaching", "search"; nullptr for others.
+  // "profiler", "teaching", "search", "compare"; nullptr for others.
   QDockWidget* dock(const QString& name) const;
   static QStringList panel_names();
 
@@ -187,6 +190,7 @@ class MainWindow : public QMainWindow {
   ShapePanel* shapes_ = nullptr;
   TeachingPanel* teaching_ = nullptr;
   SearchPanel* search_ = nullptr;
+  ComparePanel* compare_ = nullptr;
   QMenu* recent_menu_ = nullptr;
   std::vector<QDockWidget*> docks_;
   QByteArray default_state_;

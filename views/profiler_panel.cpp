@@ -151,6 +151,30 @@ ProfilerPanel::ProfilerPanel(QWidget* parent) : QWidget(parent) {
   splitter->addWidget(top);
   splitter->addWidget(history_view_);
   layout->addWidget(splitter, 1);
+  auto* compare_row = new QHBoxLayout();
+  for (int slot = 0; slot < 2; ++slot) {
+    auto* button = new QPushButton(slot == 0 ? tr("Compare run as A") : tr("Compare run as B"), this);
+    compare_row->addWidget(button);
+    connect(button, &QPushButton::clicked, this, [this, slot] {
+      const QModelIndex index = history_view_->currentIndex();
+      if (!index.isValid() || index.row() >= static_cast<int>(history_->records().size())) return;
+      const RunRecord& record = history_->records()[static_cast<size_t>(index.row())];
+      // The record keeps the schedule as printed decisions joined by "; ".
+      sched::Schedule schedule;
+      for (const QString& text : QString::fromStdString(record.schedule)
+                                     .split(QStringLiteral("; "), Qt::SkipEmptyParts)) {
+        sched::DecisionParseError error;
+        if (auto decision = sched::parse_decision(text.toStdString(), &error)) {
+          schedule.decisions.push_back(*decision);
+        }
+      }
+      Q_EMIT compare_requested(slot, schedule,
+                               tr("run %1").arg(history_->data(history_->index(index.row(), 0)).toString()),
+                               record.kernels);
+    });
+  }
+  compare_row->addStretch();
+  layout->addLayout(compare_row);
 
   worker_ = new TaskRunner(this);
   device_worker_ = new TaskRunner(this);

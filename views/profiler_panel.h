@@ -73,6 +73,9 @@ class ProfilerPanel : public QWidget {
 
  Q_SIGNALS:
   void run_finished(const QString& status);
+  // "Compare run as A/B" on a history row (slot 0 = A, 1 = B).
+  void compare_requested(int slot, const nautilus::sched::Schedule& schedule, const QString& origin,
+                         const std::vector<nautilus::views::KernelTiming>& measured);
   void device_queried();
 
  private:

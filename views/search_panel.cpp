@@ -105,7 +105,16 @@ SearchPanel::SearchPanel(QWidget* parent) : QWidget(parent) {
   forbid_button->setToolTip(tr("Never use this node's decision; search again"));
   auto* use = new QPushButton(tr("Use schedule"), this);
   use->setToolTip(tr("Compile this node's schedule (with its default completion)"));
-  for (QPushButton* button : {pin, forbid_button, use}) actions->addWidget(button);
+  auto* compare_a = new QPushButton(tr("Compare as A"), this);
+  auto* compare_b = new QPushButton(tr("Compare as B"), this);
+  for (QPushButton* button : {pin, forbid_button, use, compare_a, compare_b}) actions->addWidget(button);
+  for (int slot = 0; slot < 2; ++slot) {
+    connect(slot == 0 ? compare_a : compare_b, &QPushButton::clicked, this, [this, slot] {
+      const int id = selected_node();
+      if (id < 0) return;
+      Q_EMIT compare_requested(slot, completed_schedule(id), tr("search node %1").arg(id));
+    });
+  }
   actions->addStretch();
   layout->addLayout(actions);
 
@@ -116,13 +125,7 @@ SearchPanel::SearchPanel(QWidget* parent) : QWidget(parent) {
   connect(forbid_button, &QPushButton::clicked, this, [this] { forbid(selected_node()); });
   connect(use, &QPushButton::clicked, this, [this] {
     const int id = selected_node();
-    if (id < 0) return;
-    const search::SearchNode& node = model_->nodes()[static_cast<size_t>(id)];
-    sched::Schedule schedule = node.schedule;
-    for (const sched::Decision& decision : node.completion.decisions) {
-      schedule.decisions.push_back(decision);
-    }
-    Q_EMIT schedule_found(schedule);
+    if (id >= 0) Q_EMIT schedule_found(completed_schedule(id));
   });
   connect(model_, &QAbstractItemModel::modelReset, this, [this] {
     connect(tree_->selectionModel(), &QItemSelectionModel::currentChanged, this,
@@ -150,6 +153,15 @@ void SearchPanel::set_beam(int beam) { beam_->setValue(beam); }
 int SearchPanel::selected_node() const {
   const QModelIndex index = tree_->currentIndex();
   return index.isValid() ? model_->data(index, SearchTreeModel::kNodeIdRole).toInt() : -1;
+}
+
+sched::Schedule SearchPanel::completed_schedule(int node_id) const {
+  const search::SearchNode& node = model_->nodes()[static_cast<size_t>(node_id)];
+  sched::Schedule schedule = node.schedule;
+  for (const sched::Decision& decision : node.completion.decisions) {
+    schedule.decisions.push_back(decision);
+  }
+  return schedule;
 }
 
 bool SearchPanel::start() {

@@ -68,6 +68,8 @@ class SearchPanel : public QWidget {
  Q_SIGNALS:
   void finished(bool ok);
   void schedule_found(const nautilus::sched::Schedule& schedule);
+  // "Compare as A/B" on a node: its schedule with its default completion (slot 0 = A, 1 = B).
+  void compare_requested(int slot, const nautilus::sched::Schedule& schedule, const QString& origin);
 
  private:
   void show_progress(const search::SearchProgress& progress);
@@ -75,6 +77,7 @@ class SearchPanel : public QWidget {
   void show_node();
   void update_constraints_label();
   int selected_node() const;
+  sched::Schedule completed_schedule(int node_id) const;
 
   std::string path_;
   std::string text_;

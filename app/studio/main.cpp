@@ -29,6 +29,7 @@
 #include <functional>
 #include <optional>
 
+#include "views/compare_panel.h"
 #include "views/cuda_view.h"
 #include "views/main_window.h"
 #include "views/profiler_panel.h"
@@ -104,10 +105,15 @@ int main(int argc, char** argv) {
   const QCommandLineOption search_option(
       QStringLiteral("search"),
       QStringLiteral("Run the auto-scheduler once FILE is compiled (implied by --panel search)."));
+  const QCommandLineOption compare_option(
+      QStringLiteral("compare"),
+      QStringLiteral("With --panel compare: compare the current schedule (A) with this schedule "
+                     "file (B); without it B is the unscheduled program."),
+      QStringLiteral("json"));
   const QCommandLineOption theme_option(QStringLiteral("theme"),
                                         QStringLiteral("light or dark."), QStringLiteral("theme"));
   for (const auto* option : {&screenshot_option, &panel_option, &stage_option, &tab_option,
-                             &size_option, &schedule_option, &search_option, &theme_option}) {
+                             &size_option, &schedule_option, &search_option, &compare_option, &theme_option}) {
     parser.addOption(*option);
   }
   parser.addPositionalArgument(QStringLiteral("FILE"),
@@ -156,9 +162,28 @@ int main(int argc, char** argv) {
   bool searched = !search;
   QObject::connect(window.search_panel(), &nautilus::views::SearchPanel::finished, &window,
                    [&searched] { searched = true; });
+  const bool compare = panel == QStringLiteral("compare");
+  bool compared = !compare;
+  QObject::connect(window.compare_panel(), &nautilus::views::ComparePanel::compared, &window,
+                   [&compared] { compared = true; });
   QObject::connect(&window, &MainWindow::pipeline_finished, &window, [&] {
     if (stage) window.stage_view()->select_stage(*stage);
     if (search && !finished) window.search_panel()->start();
+    if (compare && !finished) {
+      nautilus::sched::Schedule other;
+      QString origin = QStringLiteral("unscheduled");
+      if (parser.isSet(compare_option)) {
+        std::string reason;
+        auto loaded = nautilus::sched::read_schedule_file(parser.value(compare_option).toStdString(), &reason);
+        if (loaded) other = *loaded;
+        origin = QFileInfo(parser.value(compare_option)).fileName();
+      }
+      using nautilus::views::ComparePanel;
+      window.compare_panel()->set_slot(ComparePanel::A, window.compilation() ? window.pipeline()->inputs().schedule
+                                                                              : nautilus::sched::Schedule{},
+                                       QStringLiteral("current schedule"));
+      window.compare_panel()->set_slot(ComparePanel::B, other, origin);
+    }
     finished = true;
   });
   if (!tab.isEmpty()) {
@@ -229,7 +254,7 @@ int main(int argc, char** argv) {
         QApplication::exit(1);
         return;
       }
-      if (!finished || !searched || window.pipeline()->running() || !panel_ready()) {
+      if (!finished || !searched || !compared || window.pipeline()->running() || !panel_ready()) {
         settle = 0;
         return;
       }

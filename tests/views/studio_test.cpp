@@ -13,6 +13,7 @@
 #include <QSet>
 #include <QSpinBox>
 #include <QTextEdit>
+#include <QTableWidget>
 #include <QTemporaryDir>
 #include <QThread>
 
@@ -25,6 +26,7 @@
 #include "core/support/source.h"
 #include "profiler/device_info.h"
 #include "tests/common/golden.h"
+#include "views/compare_panel.h"
 #include "views/cuda_view.h"
 #include "views/decisions_model.h"
 #include "views/decisions_panel.h"
@@ -468,6 +470,41 @@ TEST(SearchPanel, SearchesShowsTheTreeAndReRunsWithPinsAndForbids) {
   ASSERT_TRUE(wait_until([&] { return finished == 4; }, 60'000));
   EXPECT_FALSE(panel.running());
   EXPECT_EQ(check.failures_so_far(), 0);
+}
+
+TEST(ComparePanel, ShowsDecisionIrAndKernelDifferencesOfTwoSchedules) {
+  ComparePanel panel;
+  PipelineInputs inputs;
+  inputs.path = "softmax.nt";
+  inputs.text = read_asset("assets/specs/softmax.nt");
+  panel.set_spec(inputs);
+  int compared = 0;
+  QObject::connect(&panel, &ComparePanel::compared, [&compared] { ++compared; });
+  const sched::Schedule scheduled = asset_schedule("softmax");
+  panel.set_slot(ComparePanel::A, scheduled, QStringLiteral("the asset's schedule"));
+  panel.set_slot(ComparePanel::B, {}, QStringLiteral("unscheduled"),
+                 {KernelTiming{"softmax_Y", 12.5, std::nullopt, std::nullopt}});
+  ASSERT_TRUE(wait_until([&] { return compared > 0 && !panel.busy(); }));
+  const QString decisions = panel.decisions_diff()->toPlainText();
+  // Every decision of A is a removed line of the A → B diff.
+  for (const sched::Decision& decision : scheduled.decisions) {
+    EXPECT_TRUE(decisions.contains(QStringLiteral("-") + QString::fromStdString(sched::print_decision(decision))))
+        << decisions.toStdString();
+  }
+  EXPECT_TRUE(panel.stage_diff()->toPlainText().startsWith(QStringLiteral("--- A matile")))
+      << panel.stage_diff()->toPlainText().toStdString();
+  ASSERT_GE(panel.kernels()->rowCount(), 2) << "the fused kernel and the unscheduled kernels";
+  bool measured_shown = false;
+  for (int row = 0; row < panel.kernels()->rowCount(); ++row) {
+    if (panel.kernels()->item(row, 6)->text() == QStringLiteral("12.5")) measured_shown = true;
+  }
+  EXPECT_TRUE(measured_shown);
+  // The same schedule on both sides: no difference at any level.
+  compared = 0;
+  panel.set_slot(ComparePanel::B, scheduled, QStringLiteral("same"));
+  ASSERT_TRUE(wait_until([&] { return compared > 0 && !panel.busy(); }));
+  EXPECT_TRUE(panel.decisions_diff()->toPlainText().contains(QStringLiteral("same decisions")));
+  EXPECT_TRUE(panel.stage_diff()->toPlainText().contains(QStringLiteral("identical")));
 }
 
 // The number of distinct colours of an image (sampled on a grid).
