@@ -28,6 +28,7 @@
 #include <QTextCursor>
 #include <QTextDocument>
 #include <QTextEdit>
+#include <QTimer>
 #include <QToolButton>
 #include <QToolTip>
 
@@ -121,15 +122,15 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   QDockWidget* diagnostics =
       add_dock(tr("Diagnostics"), QStringLiteral("diagnostics"), output_, Qt::BottomDockWidgetArea);
   QDockWidget* profiler =
-      add_dock(tr("Profiler"), QStringLiteral("profiler"), profiler_, Qt::BottomDockWidgetArea);
+      add_dock(tr("Profiler"), QStringLiteral("profiler"), profiler_, Qt::RightDockWidgetArea);
   QDockWidget* teaching =
       add_dock(tr("Teaching"), QStringLiteral("teaching"), teaching_, Qt::BottomDockWidgetArea);
   splitDockWidget(shapes, decisions, Qt::Vertical);
   tabifyDockWidget(stages, cuda);
   tabifyDockWidget(cuda, search);
   tabifyDockWidget(search, compare);
-  tabifyDockWidget(diagnostics, profiler);
-  tabifyDockWidget(profiler, teaching);
+  tabifyDockWidget(compare, profiler);
+  tabifyDockWidget(diagnostics, teaching);
   stages->raise();
   diagnostics->raise();
   resize(1600, 1000);
@@ -304,7 +305,10 @@ void MainWindow::apply_default_dock_sizes() {
 
 void MainWindow::showEvent(QShowEvent* event) {
   QMainWindow::showEvent(event);
-  if (!shown_once_ && !layout_restored_) apply_default_dock_sizes();
+  // After the first layout pass: resizeDocks before it is measured against zero-sized docks.
+  if (!shown_once_ && !layout_restored_) {
+    QTimer::singleShot(0, this, &MainWindow::apply_default_dock_sizes);
+  }
   shown_once_ = true;
 }
 

@@ -1,6 +1,7 @@
 // nautilus-studio [--schedule S.json] [--theme light|dark] [FILE]
 // nautilus-studio --screenshot OUT.png [--panel NAME] [--stage STAGE] [--tab text|graph|diff]
-//                 [--size WxH] [--schedule S.json] [--search] FILE
+//                 [--pass N] [--size WxH] [--schedule S.json] [--search] [--compare S.json]
+//                 [--theme light|dark] FILE
 //
 // Opens the main window with FILE loaded when given: a .nt spec, or a session (.json). A spec from
 // the shipped examples (assets/specs) is opened with its schedule from assets/schedules, like the
@@ -10,7 +11,7 @@
 // for FILE (and the panel's own background work is done: the graph laid out, NVRTC's report, the
 // GPU query), the window — or with --panel one panel, alone at the window's size — is saved as
 // OUT.png and the program exits 0. --stage picks the pass log entry shown (the last of that
-// stage), --tab the stage view's tab, --search runs the auto-scheduler first (its chosen schedule
+// stage), --pass one entry of the pass log, --tab the stage view's tab, --search runs the auto-scheduler first (its chosen schedule
 // is then compiled and shown). This is how the documentation images are made and how CI
 // sees the window without a display.
 #include <QApplication>
@@ -93,6 +94,9 @@ int main(int argc, char** argv) {
   const QCommandLineOption stage_option(
       QStringLiteral("stage"), QStringLiteral("Show the last pass of this stage (spec, scalar, vrtile, matile, cuda)."),
       QStringLiteral("stage"));
+  const QCommandLineOption pass_option(
+      QStringLiteral("pass"), QStringLiteral("Show pass log entry N (0-based; overrides --stage)."),
+      QStringLiteral("N"));
   const QCommandLineOption tab_option(QStringLiteral("tab"),
                                       QStringLiteral("The stage view's tab: text, graph or diff."),
                                       QStringLiteral("tab"));
@@ -112,7 +116,7 @@ int main(int argc, char** argv) {
       QStringLiteral("json"));
   const QCommandLineOption theme_option(QStringLiteral("theme"),
                                         QStringLiteral("light or dark."), QStringLiteral("theme"));
-  for (const auto* option : {&screenshot_option, &panel_option, &stage_option, &tab_option,
+  for (const auto* option : {&screenshot_option, &panel_option, &stage_option, &pass_option, &tab_option,
                              &size_option, &schedule_option, &search_option, &compare_option, &theme_option}) {
     parser.addOption(*option);
   }
@@ -168,6 +172,7 @@ int main(int argc, char** argv) {
                    [&compared] { compared = true; });
   QObject::connect(&window, &MainWindow::pipeline_finished, &window, [&] {
     if (stage) window.stage_view()->select_stage(*stage);
+    if (parser.isSet(pass_option)) window.stage_view()->select_snapshot(parser.value(pass_option).toInt());
     if (search && !finished) window.search_panel()->start();
     if (compare && !finished) {
       nautilus::sched::Schedule other;
