@@ -168,6 +168,39 @@ void CudaView::compile() {
   });
 }
 
+int CudaView::show_ma_op(const QString& op_text) {
+  QList<QTextEdit::ExtraSelection> selections;
+  const QString wanted = QStringLiteral("// ") + op_text.trimmed();
+  const QColor mark = palette().color(QPalette::Base).lightness() < 128 ? QColor(0x2f, 0x3f, 0x5a)
+                                                                        : QColor(0xdd, 0xea, 0xfb);
+  int first = -1;
+  for (QTextBlock block = source_->document()->begin(); block.isValid(); block = block.next()) {
+    if (block.text().trimmed() != wanted) continue;
+    // The op's comment and its code: up to the next comment, blank line or closing brace at a
+    // shallower indentation.
+    const int indent = static_cast<int>(block.text().indexOf(QLatin1Char('/')));
+    for (QTextBlock line = block; line.isValid(); line = line.next()) {
+      const QString text = line.text();
+      const QString trimmed = text.trimmed();
+      if (line != block && (trimmed.isEmpty() || trimmed.startsWith(QStringLiteral("//")))) break;
+      const int line_indent = static_cast<int>(text.size() - text.trimmed().size());
+      if (line != block && trimmed.startsWith(QLatin1Char('}')) && line_indent < indent) break;
+      QTextEdit::ExtraSelection selection;
+      selection.cursor = QTextCursor(line);
+      selection.format.setBackground(mark);
+      selection.format.setProperty(QTextFormat::FullWidthSelection, true);
+      selections.append(selection);
+    }
+    if (first < 0) first = block.blockNumber();
+  }
+  if (first < 0) return 0;
+  source_->setExtraSelections(selections);
+  const QSignalBlocker blocker(source_);
+  source_->setTextCursor(QTextCursor(source_->document()->findBlockByNumber(first)));
+  source_->centerCursor();
+  return static_cast<int>(selections.size());
+}
+
 int CudaView::spec_line_at(int block) const {
   QTextBlock text = source_->document()->findBlockByNumber(block);
   while (text.isValid()) {

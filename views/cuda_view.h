@@ -42,6 +42,10 @@ class CudaView : public QWidget {
   // Marks every section whose provenance comment names spec line `line` (1-based; 0 clears);
   // scrolls to the first. Returns the number of sections marked.
   int show_spec_line(int line);
+  // Marks the CUDA lines of one MA op: its comment (`// ` + the op's MA tile IR text, which is
+  // the MA graph node's label) and the code under it up to the next comment. Returns the number of
+  // lines marked (0: no op with that text).
+  int show_ma_op(const QString& op_text);
   // The spec line of the section containing text line `block` (0-based), or 0.
   int spec_line_at(int block) const;
 

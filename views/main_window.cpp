@@ -211,6 +211,12 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   // Provenance links between the views.
   connect(stage_view_, &StageView::statement_selected, this,
           [this](int statement, int begin, int end) { show_statement(statement, begin, end, stage_view_); });
+  connect(stage_view_, &StageView::ma_op_selected, this, [this](const QString& op_text) {
+    if (linking_) return;
+    linking_ = true;
+    cuda_view_->show_ma_op(op_text);
+    linking_ = false;
+  });
   connect(cuda_view_, &CudaView::spec_line_selected, this, [this](int line) {
     if (linking_ || !compilation_ || !compilation_->spec) return;
     const auto& statements = compilation_->spec->program.statements;

@@ -313,13 +313,20 @@ void StageView::on_node_selected(const QString& id) {
   const auto found = origins_.find(id.toStdString());
   if (found == origins_.end() || found->second.statement < 0) {
     Q_EMIT status_message(tr("%1: no spec statement recorded").arg(id));
-    return;
+  } else {
+    statement_ = found->second.statement;
+    apply_statement_highlight();
+    const SourceRange& range = found->second.range;
+    Q_EMIT statement_selected(statement_, range.valid ? static_cast<int>(range.begin) : -1,
+                              range.valid ? static_cast<int>(range.end) : -1);
   }
-  statement_ = found->second.statement;
-  apply_statement_highlight();
-  const SourceRange& range = found->second.range;
-  Q_EMIT statement_selected(statement_, range.valid ? static_cast<int>(range.begin) : -1,
-                          range.valid ? static_cast<int>(range.end) : -1);
+  // Last, so the op's own CUDA lines are what the CUDA view ends up marking.
+  const driver::Snapshot* shown = snapshot();
+  if (shown != nullptr && shown->stage == driver::Stage::MATile && graph_->graph_layout()) {
+    for (const LayoutNode& node : graph_->graph_layout()->nodes) {
+      if (node.id == id) Q_EMIT ma_op_selected(node.label);
+    }
+  }
 }
 
 void StageView::show_statement(int statement) {

@@ -81,6 +81,8 @@ class StageView : public QWidget {
   // A graph node was selected: the spec statement it implements and the byte range of the
   // construct in the spec text (begin = end = -1 when only the statement is known).
   void statement_selected(int statement, int begin, int end);
+  // A node of an MA tile IR graph was selected: its label (the op's MA tile IR text).
+  void ma_op_selected(const QString& op_text);
   void graph_ready();
   void status_message(const QString& message);
 

@@ -14,6 +14,7 @@
 #include <QSpinBox>
 #include <QTextEdit>
 #include <QTableWidget>
+#include <QTextBlock>
 #include <QTemporaryDir>
 #include <QThread>
 
@@ -568,6 +569,20 @@ TEST(StudioWindow, OpensAttentionWalksTheStagesAndLinksProvenance) {
   EXPECT_FALSE(stages->graph_view()->highlighted().isEmpty());
   // Statement S (spec line 10) has sections in the CUDA source.
   EXPECT_GT(window.cuda_view()->show_spec_line(10), 0);
+  // An MA op node leads to its own CUDA lines (the emitter's comment quotes the op's text).
+  ASSERT_TRUE(stages->select_stage(driver::Stage::MATile));
+  ASSERT_TRUE(wait_until([&] { return !stages->graph_pending(); }, 30'000));
+  QString mma_node;
+  for (const LayoutNode& node : stages->graph_view()->graph_layout()->nodes) {
+    if (node.label.contains(QStringLiteral(" = mma."))) mma_node = node.id;
+  }
+  ASSERT_FALSE(mma_node.isEmpty()) << "the attention kernel has mma ops";
+  ASSERT_TRUE(stages->graph_view()->select_node(mma_node));
+  const QList<QTextEdit::ExtraSelection> cuda_marks = window.cuda_view()->source_view()->extraSelections();
+  ASSERT_GE(cuda_marks.size(), 2);
+  EXPECT_TRUE(cuda_marks.front().cursor.block().text().contains(QStringLiteral("// %")))
+      << cuda_marks.front().cursor.block().text().toStdString();
+  EXPECT_TRUE(cuda_marks.front().cursor.block().text().contains(QStringLiteral("mma.")));
 
   // Sizes: an override recompiles with the new value.
   finished = 0;
