@@ -8,12 +8,57 @@
 #include <QSplitter>
 #include <QVBoxLayout>
 
+#include "core/cost/analytical_model.h"
+#include "core/cost/device_models.h"
+#include "core/search/candidates.h"
+#include "core/sched/decision.h"
 #include "views/code_highlighter.h"
+#include "views/pipeline_runner.h"
 #include "views/pass_log_model.h"
 #include "views/snapshot_text.h"
 #include "views/stage_view.h"
+#include "views/task_runner.h"
 
 namespace nautilus::views {
+
+QString estimate_after_pass(const driver::Compilation& compilation, int index) {
+  if (index < 0 || index >= static_cast<int>(compilation.log.size()) || !compilation.spec ||
+      !compilation.file) {
+    return QObject::tr("no estimate");
+  }
+  const driver::Snapshot& snapshot = compilation.log[static_cast<size_t>(index)];
+  if (snapshot.stage != driver::Stage::Scalar || !snapshot.program) return QObject::tr("no estimate");
+  // The decisions applied up to this pass, as the pass log names them.
+  sched::Schedule schedule;
+  for (int i = 0; i <= index; ++i) {
+    const driver::Snapshot& entry = compilation.log[static_cast<size_t>(i)];
+    if (entry.stage != driver::Stage::Scalar) continue;
+    sched::DecisionParseError ignored;
+    if (auto decision = sched::parse_decision(entry.pass, &ignored)) schedule.decisions.push_back(*decision);
+  }
+  const search::Completion completion = search::complete_program(snapshot.program, {}, {});
+  for (const sched::Decision& decision : completion.decisions) schedule.decisions.push_back(decision);
+  PipelineInputs inputs;
+  inputs.path = compilation.file->path();
+  inputs.text = compilation.file->text();
+  for (const auto& [name, value] : compilation.spec->sizes) inputs.sizes.push_back({name, value});
+  inputs.schedule = schedule;
+  inputs.last_stage = driver::Stage::MATile;
+  const PipelineResult result = run_pipeline(inputs);
+  if (!result.compilation || !result.compilation->ma_module) {
+    return QObject::tr("no estimate (%1)")
+        .arg(result.compilation ? QString::fromStdString(result.compilation->schedule_error)
+                                : result.error);
+  }
+  const std::optional<cost::DeviceModel> device = cost::device_model_for("h100");
+  if (!device) return QObject::tr("no estimate");
+  const cost::CostEstimate estimate =
+      cost::make_analytical_model(*device)->estimate(*result.compilation->ma_module);
+  if (!estimate.feasible) {
+    return QObject::tr("infeasible: %1").arg(QString::fromStdString(estimate.infeasible_reason));
+  }
+  return QObject::tr("%1 µs").arg(estimate.microseconds, 0, 'f', 1);
+}
 
 TeachingPanel::TeachingPanel(StageView* stage_view, QWidget* parent)
     : QWidget(parent), stage_view_(stage_view) {
@@ -32,6 +77,12 @@ TeachingPanel::TeachingPanel(StageView* stage_view, QWidget* parent)
   bar->addWidget(next_);
   bar->addWidget(title_, 1);
   layout->addLayout(bar);
+
+  estimate_ = new QLabel(this);
+  estimate_->setObjectName(QStringLiteral("teach_estimate"));
+  estimate_->setWordWrap(true);
+  layout->addWidget(estimate_);
+  worker_ = new TaskRunner(this);
 
   auto* splitter = new QSplitter(Qt::Vertical, this);
   explanation_ = new QPlainTextEdit(splitter);
@@ -52,6 +103,8 @@ TeachingPanel::TeachingPanel(StageView* stage_view, QWidget* parent)
   connect(stage_view_, &StageView::snapshot_changed, this, &TeachingPanel::refresh);
   refresh();
 }
+
+bool TeachingPanel::estimating() const { return worker_->busy(); }
 
 void TeachingPanel::refresh_colors() { diff_highlighter_->refresh_colors(); }
 
@@ -85,6 +138,65 @@ void TeachingPanel::refresh() {
   }
   explanation_->setPlainText(explanation);
   diff_->setPlainText(stage_view_->diff_view()->toPlainText());
+  show_estimate();
+}
+
+void TeachingPanel::show_estimate() {
+  const auto& compilation = stage_view_->compilation();
+  const driver::Snapshot* snapshot = stage_view_->snapshot();
+  if (!compilation || snapshot == nullptr) {
+    estimate_->clear();
+    return;
+  }
+  if (compilation != cached_for_) {
+    estimates_.clear();  // a new compilation: earlier entries point at freed logs' positions
+    cached_for_ = compilation;
+  }
+  const int index = stage_view_->current_snapshot();
+  if (snapshot->stage == driver::Stage::Spec) {
+    estimate_->setText(tr("Cost estimate: the spec has no schedule yet."));
+    return;
+  }
+  if (snapshot->stage != driver::Stage::Scalar) {
+    // After scheduling the kernel is what it is: the finished MA tile IR's estimate.
+    if (!compilation->ma_module) {
+      estimate_->setText(tr("Cost estimate: no MA tile IR."));
+      return;
+    }
+    const std::optional<cost::DeviceModel> device = cost::device_model_for("h100");
+    const cost::CostEstimate estimate = cost::make_analytical_model(*device)->estimate(*compilation->ma_module);
+    estimate_->setText(estimate.feasible
+                           ? tr("Cost estimate of the finished kernel (H100 model): %1 µs")
+                                 .arg(estimate.microseconds, 0, 'f', 1)
+                           : tr("The finished kernel is infeasible: %1")
+                                 .arg(QString::fromStdString(estimate.infeasible_reason)));
+    return;
+  }
+  const int before = index - 1;
+  const auto key_after = std::make_pair(compilation.get(), index);
+  const auto key_before = std::make_pair(compilation.get(), before);
+  const auto show = [this, key_after, key_before, before] {
+    const auto after = estimates_.find(key_after);
+    const auto previous = estimates_.find(key_before);
+    if (after == estimates_.end()) return;
+    QString text = tr("Cost estimate (H100 model, the rest scheduled by default): %1").arg(after->second);
+    if (before >= 1 && previous != estimates_.end()) text += tr(" · before this pass: %1").arg(previous->second);
+    estimate_->setText(text);
+  };
+  if (estimates_.count(key_after) && (before < 1 || estimates_.count(key_before))) {
+    show();
+    return;
+  }
+  estimate_->setText(tr("Cost estimate: compiling with the default completion…"));
+  worker_->post([this, compilation, index, before, key_after, key_before, show]() -> TaskRunner::Continuation {
+    const QString after = estimate_after_pass(*compilation, index);
+    const QString previous = before >= 1 ? estimate_after_pass(*compilation, before) : QString();
+    return [this, after, previous, key_after, key_before, before, show] {
+      estimates_[key_after] = after;
+      if (before >= 1) estimates_[key_before] = previous;
+      show();
+    };
+  });
 }
 
 }  // namespace nautilus::views

@@ -1,11 +1,24 @@
 // Teaching mode: walk through the lowering one pass at a time. The panel follows the stage view's
 // selected pass and shows where it is ("pass 7 of 23 · stage scalar"), what the pass does (the
 // decision's description from decision_registry(), with its before/after example, or the pass's
-// summary from pass_registry()), how long it took, and the unified diff it made. Previous / Next
-// (also Alt+Left / Alt+Right in the window) move the stage view, so text, graph and diff follow.
+// summary from pass_registry()), how long it took, the unified diff it made, and what it did to
+// the cost estimate. Previous / Next (also Alt+Left / Alt+Right in the window) move the stage
+// view, so text, graph and diff follow.
+//
+// The estimate (analytical model, H100 preset) of a scheduling pass is that of the program after
+// the pass with the rest scheduled by the search's default completion (search::complete_program),
+// compiled to MA tile IR on the panel's worker, next to the same for the program before the pass;
+// later stages show the estimate of the finished kernel. Estimates are cached per compilation.
 #pragma once
 
+#include <QString>
 #include <QWidget>
+
+#include <map>
+#include <memory>
+#include <utility>
+
+#include "core/driver/pipeline.h"
 
 class QLabel;
 class QPlainTextEdit;
@@ -15,6 +28,11 @@ namespace nautilus::views {
 
 class CodeHighlighter;
 class StageView;
+class TaskRunner;
+
+// The estimate of the program after log entry `index` (a scalar pass) with the rest of the
+// schedule completed by default: "934.4 µs" or the reason there is none. Synchronous.
+QString estimate_after_pass(const driver::Compilation& compilation, int index);
 
 class TeachingPanel : public QWidget {
   Q_OBJECT
@@ -27,6 +45,8 @@ class TeachingPanel : public QWidget {
   QLabel* title() const { return title_; }
   QPlainTextEdit* explanation() const { return explanation_; }
   QPlainTextEdit* diff() const { return diff_; }
+  QLabel* estimate_label() const { return estimate_; }
+  bool estimating() const;
 
  private:
   StageView* stage_view_;
@@ -36,6 +56,12 @@ class TeachingPanel : public QWidget {
   CodeHighlighter* diff_highlighter_ = nullptr;
   QPushButton* previous_ = nullptr;
   QPushButton* next_ = nullptr;
+  QLabel* estimate_ = nullptr;
+  TaskRunner* worker_ = nullptr;
+  void show_estimate();
+  // (compilation, log index) -> estimate text
+  std::map<std::pair<const driver::Compilation*, int>, QString> estimates_;
+  std::shared_ptr<const driver::Compilation> cached_for_;
 };
 
 }  // namespace nautilus::views

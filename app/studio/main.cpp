@@ -36,6 +36,7 @@
 #include "views/profiler_panel.h"
 #include "views/search_panel.h"
 #include "views/stage_view.h"
+#include "views/teaching_panel.h"
 #include "views/theme.h"
 
 namespace {
@@ -245,6 +246,7 @@ int main(int argc, char** argv) {
       }
       if (panel == QStringLiteral("cuda")) return !window.cuda_view()->compiling();
       if (panel == QStringLiteral("profiler")) return window.profiler_panel()->device_known();
+      if (panel == QStringLiteral("teaching")) return !window.teaching_panel()->estimating();
       return true;
     };
     auto* poll = new QTimer(&window);

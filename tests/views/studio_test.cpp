@@ -10,6 +10,7 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QPlainTextEdit>
+#include <QRegularExpression>
 #include <QSet>
 #include <QSpinBox>
 #include <QTextEdit>
@@ -45,6 +46,7 @@
 #include "views/shape_panel.h"
 #include "views/snapshot_text.h"
 #include "views/stage_view.h"
+#include "views/teaching_panel.h"
 
 namespace nautilus::views {
 namespace {
@@ -557,6 +559,17 @@ TEST(StudioWindow, OpensAttentionWalksTheStagesAndLinksProvenance) {
   EXPECT_EQ(stages->current_snapshot(), before);
   stages->select_snapshot(2);  // rolling_update(O_sum, n, tile=64)
   EXPECT_TRUE(stages->diff_view()->toPlainText().startsWith(QStringLiteral("--- before")));
+  // Teaching mode follows: the pass's description and what it did to the cost estimate (the
+  // fused online softmax is far cheaper than the unfused program it replaces).
+  TeachingPanel* teaching = window.teaching_panel();
+  EXPECT_TRUE(teaching->explanation()->toPlainText().contains(QStringLiteral("online softmax")));
+  EXPECT_EQ(teaching->diff()->toPlainText(), stages->diff_view()->toPlainText());
+  ASSERT_TRUE(wait_until([&] { return !teaching->estimating(); }, 30'000));
+  const QString estimate = teaching->estimate_label()->text();
+  const QRegularExpression numbers(QStringLiteral("default\\): ([0-9.]+) µs · before this pass: ([0-9.]+) µs"));
+  const QRegularExpressionMatch match = numbers.match(estimate);
+  ASSERT_TRUE(match.hasMatch()) << estimate.toStdString();
+  EXPECT_LT(match.captured(1).toDouble(), match.captured(2).toDouble()) << estimate.toStdString();
 
   // Provenance: select the block of statement S in the scalar graph.
   ASSERT_TRUE(stages->select_stage(driver::Stage::Scalar));
