@@ -319,6 +319,10 @@ class Searcher {
   void expand_multi_step(const Entry& entry, const std::vector<Decision>& candidates, Phase next,
                          std::vector<Entry>& out) {
     std::vector<std::pair<std::string, int>> children;
+    if (steps_in_phase(entry.node, entry.phase) >= kMaxStepsPerPhase) {
+      out.push_back({entry.node, next});
+      return;
+    }
     for (const Decision& decision : candidates) {
       if (stop_.stop_requested()) return;
       const std::string text = sched::print_decision(decision);
@@ -344,6 +348,19 @@ class Searcher {
     out.push_back({entry.node, next});
   }
 
+  // Decisions of `phase` on the path to `id` since the path last entered it. Each multi-step
+  // phase is bounded, so a decision that keeps applying to its own output (a split of a split)
+  // cannot make the tree infinite.
+  static constexpr int kMaxStepsPerPhase = 8;
+  int steps_in_phase(int id, Phase phase) const {
+    int steps = 0;
+    while (id > 0 && nodes_[id].phase == phase) {
+      ++steps;
+      id = nodes_[id].parent;
+    }
+    return steps;
+  }
+
   // Gives `tabu` to `id` and the pinned chain below it (created before the tabu was known).
   void propagate_tabu(int id, const std::shared_ptr<const std::set<std::string>>& tabu) {
     while (true) {
@@ -357,6 +374,10 @@ class Searcher {
   // Stage 1: every candidate with its default step; stage 2: the other steps of the
   // rolling_update child with the best estimate.
   void expand_reduction_fusion(const Entry& entry, std::vector<Entry>& out) {
+    if (steps_in_phase(entry.node, entry.phase) >= kMaxStepsPerPhase) {
+      out.push_back({entry.node, Phase::Fusion});
+      return;
+    }
     const SearchNode& node = nodes_[entry.node];
     const ProgramFacts facts = analyze_program(*node.program);
     const int64_t split_k_below = int64_t{2} * std::max(1, model_.device().sm_count) * 128 * 128;
