@@ -11,6 +11,7 @@
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QFontDatabase>
+#include <QGuiApplication>
 #include <QHelpEvent>
 #include <QKeySequence>
 #include <QLabel>
@@ -39,6 +40,9 @@
 #include "views/cuda_view.h"
 #include "views/decisions_model.h"
 #include "views/decisions_panel.h"
+#include "views/gl/imgui_panel.h"
+#include "views/gl/layout_panel.h"
+#include "views/gl/pipeline_panel.h"
 #include "views/graph_view.h"
 #include "views/profiler_panel.h"
 #include "views/search_panel.h"
@@ -111,6 +115,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   teaching_ = new TeachingPanel(stage_view_, this);
   search_ = new SearchPanel(this);
   compare_ = new ComparePanel(this);
+  QWidget* layouts_widget = make_gl_panel(true);
+  QWidget* pipeline_widget = make_gl_panel(false);
 
   QDockWidget* shapes = add_dock(tr("Shapes"), QStringLiteral("shapes"), shapes_, Qt::LeftDockWidgetArea);
   QDockWidget* decisions =
@@ -125,12 +131,20 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
       add_dock(tr("Profiler"), QStringLiteral("profiler"), profiler_, Qt::RightDockWidgetArea);
   QDockWidget* teaching =
       add_dock(tr("Teaching"), QStringLiteral("teaching"), teaching_, Qt::BottomDockWidgetArea);
+  // Layouts joins the right-hand tabs (its grids need height); the pipeline's Gantt chart is wide
+  // and a few rows tall, which suits the bottom strip.
+  QDockWidget* layouts =
+      add_dock(tr("Layouts"), QStringLiteral("layouts"), layouts_widget, Qt::RightDockWidgetArea);
+  QDockWidget* pipeline =
+      add_dock(tr("Pipeline"), QStringLiteral("pipeline"), pipeline_widget, Qt::BottomDockWidgetArea);
   splitDockWidget(shapes, decisions, Qt::Vertical);
   tabifyDockWidget(stages, cuda);
   tabifyDockWidget(cuda, search);
   tabifyDockWidget(search, compare);
   tabifyDockWidget(compare, profiler);
+  tabifyDockWidget(profiler, layouts);
   tabifyDockWidget(diagnostics, teaching);
+  tabifyDockWidget(teaching, pipeline);
   stages->raise();
   diagnostics->raise();
   resize(1600, 1000);
@@ -217,6 +231,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     cuda_view_->show_ma_op(op_text);
     linking_ = false;
   });
+  // Not raised: Layouts shares the stage view's tab group, and the graph should stay in view.
+  connect(stage_view_->graph_view(), &GraphView::node_selected, this, &MainWindow::show_tile_of_node);
   connect(cuda_view_, &CudaView::spec_line_selected, this, [this](int line) {
     if (linking_ || !compilation_ || !compilation_->spec) return;
     const auto& statements = compilation_->spec->program.statements;
@@ -272,7 +288,68 @@ QDockWidget* MainWindow::add_dock(const QString& title, const QString& name, QWi
 QStringList MainWindow::panel_names() {
   return {QStringLiteral("diagnostics"), QStringLiteral("shapes"),   QStringLiteral("decisions"),
           QStringLiteral("stages"),      QStringLiteral("cuda"),     QStringLiteral("profiler"),
-          QStringLiteral("teaching"),    QStringLiteral("search"),   QStringLiteral("compare")};
+          QStringLiteral("teaching"),    QStringLiteral("search"),   QStringLiteral("compare"),
+          QStringLiteral("layouts"),     QStringLiteral("pipeline")};
+}
+
+QWidget* MainWindow::make_gl_panel(bool layouts) {
+  if (gl_panels_supported()) {
+    if (layouts) return layout_ = new LayoutPanel(this);
+    return pipeline_panel_ = new PipelinePanel(this);
+  }
+  auto* label = new QLabel(
+      tr("The %1 panel draws with OpenGL, which Qt's \"%2\" platform cannot show.\n"
+         "Open Nautilus Studio on a display (xcb or wayland); for a screenshot without one, run "
+         "nautilus-studio --screenshot under xvfb-run -a with QT_QPA_PLATFORM=xcb.")
+          .arg(layouts ? tr("Layouts") : tr("Pipeline"), QGuiApplication::platformName()),
+      this);
+  label->setObjectName(layouts ? QStringLiteral("layouts_placeholder")
+                               : QStringLiteral("pipeline_placeholder"));
+  label->setWordWrap(true);
+  label->setAlignment(Qt::AlignCenter);
+  label->setMargin(12);
+  return label;
+}
+
+void MainWindow::show_ma_module(const std::shared_ptr<const driver::Compilation>& compilation) {
+  const matile::ModulePtr module = compilation ? compilation->ma_module : nullptr;
+  // A compilation that stops before MA tile IR (a typo while editing) keeps the last pictures, so
+  // the selection survives; the titles say they are not of the current text.
+  const QString stale = module ? QString() : tr(" (last MA tile IR)");
+  dock(QStringLiteral("layouts"))->setWindowTitle(tr("Layouts") + stale);
+  dock(QStringLiteral("pipeline"))->setWindowTitle(tr("Pipeline") + stale);
+  if (!module) return;
+  if (layout_ != nullptr) layout_->set_module(module);
+  if (pipeline_panel_ != nullptr) pipeline_panel_->set_module(module);
+}
+
+void MainWindow::show_tile_of_node(const QString& node_id) {
+  const driver::Snapshot* shown = stage_view_->snapshot();
+  if (layout_ == nullptr || !layout_->module() || shown == nullptr ||
+      shown->stage != driver::Stage::MATile) {
+    return;
+  }
+  // The MA tile IR printer names value nodes "op:KERNEL/VALUE" and shared allocations
+  // "shared:KERNEL/ALLOC" (kernel names have no '/'); ops without a result have no tile.
+  const int colon = static_cast<int>(node_id.indexOf(QLatin1Char(':')));
+  const QString kind = node_id.left(colon);
+  if (colon < 0 || (kind != QStringLiteral("op") && kind != QStringLiteral("shared"))) return;
+  const int slash = static_cast<int>(node_id.indexOf(QLatin1Char('/'), colon + 1));
+  if (slash < 0) return;
+  const std::string kernel = node_id.mid(colon + 1, slash - colon - 1).toStdString();
+  const std::string tile = node_id.mid(slash + 1).toStdString();
+  const auto& kernels = layout_->module()->kernels;
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    if (!kernels[i] || kernels[i]->name != kernel) continue;
+    if (layout_->kernel_index() != static_cast<int>(i)) layout_->select_kernel(static_cast<int>(i));
+    if (layout_->select_tile(tile)) {
+      statusBar()->showMessage(tr("Layouts shows %1%2 of %3")
+                                   .arg(kind == QStringLiteral("op") ? QStringLiteral("%") : QString(),
+                                        QString::fromStdString(tile), QString::fromStdString(kernel)),
+                               4000);
+    }
+    return;
+  }
 }
 
 QDockWidget* MainWindow::dock(const QString& name) const {
@@ -332,6 +409,9 @@ void MainWindow::set_theme(Theme theme) {
   cuda_view_->refresh_colors();
   teaching_->refresh_colors();
   compare_->refresh_colors();
+  // The ImGui panels take their style from the palette at their next frame.
+  if (layout_ != nullptr) layout_->request_frames();
+  if (pipeline_panel_ != nullptr) pipeline_panel_->request_frames();
   highlighter_->rehighlight();
 }
 
@@ -686,6 +766,7 @@ void MainWindow::show_compilation(const PipelineResult& result) {
   const PipelineInputs& inputs = pipeline_->inputs();
   stage_view_->set_compilation(compilation_, result.generation);
   profiler_->set_compilation(compilation_, inputs);
+  show_ma_module(compilation_);
   if (!compilation_) {
     status_->setText(result.error);
     cuda_view_->set_cuda(nullptr, result.error);

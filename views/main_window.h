@@ -12,6 +12,14 @@
 //   Teaching     one pass at a time with its explanation and diff (TeachingPanel)
 //   Search       the auto-scheduler's tree, pins and forbids, live progress (SearchPanel)
 //   Compare      two schedules side by side: decisions, IR diff, cost per kernel (ComparePanel)
+//   Layouts      thread/value grids and swizzled bank grids of the MA tile IR (LayoutPanel)
+//   Pipeline     the inner loop as a per-warp timeline (PipelinePanel)
+//
+// Layouts and Pipeline are Dear ImGui panels in QOpenGLWidgets. They are fed the MA tile IR
+// module of every compilation that reaches it (a compilation that fails earlier leaves them on the
+// last module and says so in the dock title). Where gl_panels_supported() is false (Qt's offscreen
+// platform: tests and `--screenshot` without a display) a shown QOpenGLWidget would crash, so the
+// docks hold a label saying why instead, and layout_panel() / pipeline_panel() are null.
 //
 // The pipeline runs on PipelineRunner's worker after every pause in typing, every size edit and
 // every schedule change; the status bar shows a busy indicator with Cancel while it runs and the
@@ -19,7 +27,8 @@
 //
 // Provenance links: selecting a graph node highlights its spec range in the editor, the nodes of
 // the same statement in the graph, and the CUDA sections of that statement; moving the cursor in
-// the editor or the CUDA source selects the statement under it everywhere else.
+// the editor or the CUDA source selects the statement under it everywhere else. Selecting an MA
+// tile IR value or shared allocation in the graph shows that tile in the Layouts panel.
 //
 // Files: File > Open/Save work on .nt specs; sessions (.json, views/session.h) keep spec, sizes,
 // schedule, pins and runs. Examples opens a copy of a shipped spec together with its schedule from
@@ -57,6 +66,8 @@ namespace nautilus::views {
 class ComparePanel;
 class CudaView;
 class DecisionsPanel;
+class LayoutPanel;
+class PipelinePanel;
 class ProfilerPanel;
 class SearchPanel;
 class ShapePanel;
@@ -104,11 +115,14 @@ class MainWindow : public QMainWindow {
   TeachingPanel* teaching_panel() const { return teaching_; }
   SearchPanel* search_panel() const { return search_; }
   ComparePanel* compare_panel() const { return compare_; }
+  // The Dear ImGui panels; null where gl_panels_supported() is false (the docks hold a label).
+  LayoutPanel* layout_panel() const { return layout_; }
+  PipelinePanel* pipeline_panel() const { return pipeline_panel_; }
   const std::shared_ptr<const driver::Compilation>& compilation() const { return compilation_; }
   QLabel* status_label() const { return status_; }
 
   // The dock of a panel by name: "diagnostics", "shapes", "decisions", "stages", "cuda",
-  // "profiler", "teaching", "search", "compare"; nullptr for others.
+  // "profiler", "teaching", "search", "compare", "layouts", "pipeline"; nullptr for others.
   QDockWidget* dock(const QString& name) const;
   static QStringList panel_names();
 
@@ -157,6 +171,12 @@ class MainWindow : public QMainWindow {
   // view except `origin`.
   void show_statement(int statement, int begin, int end, QObject* origin);
   std::string validate_schedule(const sched::Schedule& schedule) const;
+  // The Layouts and Pipeline docks: the ImGui panels, or a label saying why they are missing.
+  QWidget* make_gl_panel(bool layouts);
+  void show_ma_module(const std::shared_ptr<const driver::Compilation>& compilation);
+  // Points the Layouts panel at the tile of an MA tile IR graph node ("op:KERNEL/VALUE" or
+  // "shared:KERNEL/ALLOC"); other nodes leave it as it is.
+  void show_tile_of_node(const QString& node_id);
   std::unique_ptr<QSettings> settings() const;
   void restore_layout();
   void apply_default_dock_sizes();
@@ -191,6 +211,8 @@ class MainWindow : public QMainWindow {
   TeachingPanel* teaching_ = nullptr;
   SearchPanel* search_ = nullptr;
   ComparePanel* compare_ = nullptr;
+  LayoutPanel* layout_ = nullptr;
+  PipelinePanel* pipeline_panel_ = nullptr;
   QMenu* recent_menu_ = nullptr;
   std::vector<QDockWidget*> docks_;
   QByteArray default_state_;

@@ -1,19 +1,25 @@
 // nautilus-studio [--schedule S.json] [--theme light|dark] [FILE]
-// nautilus-studio --screenshot OUT.png [--panel NAME] [--stage STAGE] [--tab text|graph|diff]
-//                 [--pass N] [--size WxH] [--schedule S.json] [--search] [--compare S.json]
-//                 [--theme light|dark] FILE
+// nautilus-studio --screenshot OUT.png [--panel NAME] [--show NAME]... [--stage STAGE]
+//                 [--tab text|graph|diff] [--pass N] [--size WxH] [--schedule S.json] [--search]
+//                 [--compare S.json] [--theme light|dark] FILE
 //
 // Opens the main window with FILE loaded when given: a .nt spec, or a session (.json). A spec from
 // the shipped examples (assets/specs) is opened with its schedule from assets/schedules, like the
 // Examples menu does; --schedule names another one.
 //
-// With --screenshot the window is rendered offscreen: once the pipeline has delivered its result
+// With --screenshot the window is rendered offscreen (unless QT_QPA_PLATFORM names a platform):
+// once the pipeline has delivered its result
 // for FILE (and the panel's own background work is done: the graph laid out, NVRTC's report, the
 // GPU query), the window — or with --panel one panel, alone at the window's size — is saved as
 // OUT.png and the program exits 0. --stage picks the pass log entry shown (the last of that
 // stage), --pass one entry of the pass log, --tab the stage view's tab, --search runs the auto-scheduler first (its chosen schedule
 // is then compiled and shown). This is how the documentation images are made and how CI
-// sees the window without a display.
+// sees the window without a display. --show brings panels to the front of their tab groups.
+//
+// The Layouts and Pipeline panels draw with OpenGL, which the offscreen platform cannot show (they
+// are placeholders there). Their screenshots need an X server: `xvfb-run -a env
+// QT_QPA_PLATFORM=xcb nautilus-studio --screenshot out.png --panel layouts FILE`; asked for
+// offscreen, they fail with a one-line reason.
 #include <QApplication>
 #include <QCommandLineOption>
 #include <QCommandLineParser>
@@ -32,6 +38,9 @@
 
 #include "views/compare_panel.h"
 #include "views/cuda_view.h"
+#include "views/gl/imgui_panel.h"
+#include "views/gl/layout_panel.h"
+#include "views/gl/pipeline_panel.h"
 #include "views/main_window.h"
 #include "views/profiler_panel.h"
 #include "views/search_panel.h"
@@ -46,7 +55,8 @@ constexpr int kScreenshotTimeoutMs = 120'000;
 
 // True when the run shows no window: a screenshot, or help/version text. Decided on argv before
 // QApplication exists, which is when the platform must be chosen; without it those runs would
-// fail on a machine without a display.
+// fail on a machine without a display. (A platform named in QT_QPA_PLATFORM is kept: xcb under
+// xvfb-run is how the OpenGL panels are screenshot.)
 bool needs_no_display(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const char* arg = argv[i];
@@ -68,7 +78,7 @@ int fail(const QString& message) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (needs_no_display(argc, argv)) {
+  if (needs_no_display(argc, argv) && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) {
     qputenv("QT_QPA_PLATFORM", "offscreen");
   }
   QApplication app(argc, argv);
@@ -91,6 +101,10 @@ int main(int argc, char** argv) {
       QStringLiteral("panel"),
       QStringLiteral("With --screenshot: render only this panel: %1.")
           .arg(MainWindow::panel_names().join(QStringLiteral(", "))),
+      QStringLiteral("name"));
+  const QCommandLineOption show_option(
+      QStringLiteral("show"),
+      QStringLiteral("Bring this panel to the front of its tab group (repeatable)."),
       QStringLiteral("name"));
   const QCommandLineOption stage_option(
       QStringLiteral("stage"), QStringLiteral("Show the last pass of this stage (spec, scalar, vrtile, matile, cuda)."),
@@ -117,7 +131,7 @@ int main(int argc, char** argv) {
       QStringLiteral("json"));
   const QCommandLineOption theme_option(QStringLiteral("theme"),
                                         QStringLiteral("light or dark."), QStringLiteral("theme"));
-  for (const auto* option : {&screenshot_option, &panel_option, &stage_option, &pass_option, &tab_option,
+  for (const auto* option : {&screenshot_option, &panel_option, &show_option, &stage_option, &pass_option, &tab_option,
                              &size_option, &schedule_option, &search_option, &compare_option, &theme_option}) {
     parser.addOption(*option);
   }
@@ -134,6 +148,19 @@ int main(int argc, char** argv) {
       panel != QStringLiteral("window")) {
     return fail(QStringLiteral("unknown panel '%1'; expected one of %2")
                     .arg(panel, MainWindow::panel_names().join(QStringLiteral(", "))));
+  }
+  const QStringList shown_panels = parser.values(show_option);
+  for (const QString& name : shown_panels) {
+    if (!MainWindow::panel_names().contains(name)) {
+      return fail(QStringLiteral("unknown panel '%1' for --show; expected one of %2")
+                      .arg(name, MainWindow::panel_names().join(QStringLiteral(", "))));
+    }
+  }
+  const bool gl_panel = panel == QStringLiteral("layouts") || panel == QStringLiteral("pipeline");
+  if (!screenshot.isEmpty() && gl_panel && !nautilus::views::gl_panels_supported()) {
+    return fail(QStringLiteral("the %1 panel draws with OpenGL, which Qt's '%2' platform cannot show; "
+                               "run under xvfb-run -a with QT_QPA_PLATFORM=xcb")
+                    .arg(panel, QGuiApplication::platformName()));
   }
   std::optional<nautilus::driver::Stage> stage;
   if (parser.isSet(stage_option)) {
@@ -225,6 +252,11 @@ int main(int argc, char** argv) {
     if (!window.load_schedule(parser.value(schedule_option), &error)) return fail(error);
   }
 
+  for (const QString& name : shown_panels) {
+    window.dock(name)->show();
+    window.dock(name)->raise();
+  }
+
   if (!screenshot.isEmpty()) {
     window.resize(size);
     window.show();
@@ -247,6 +279,9 @@ int main(int argc, char** argv) {
       if (panel == QStringLiteral("cuda")) return !window.cuda_view()->compiling();
       if (panel == QStringLiteral("profiler")) return window.profiler_panel()->device_known();
       if (panel == QStringLiteral("teaching")) return !window.teaching_panel()->estimating();
+      // The ImGui panels draw once they have the MA module (null: the placeholder is shown).
+      if (window.layout_panel() != nullptr && !window.layout_panel()->module()) return false;
+      if (window.pipeline_panel() != nullptr && !window.pipeline_panel()->module()) return false;
       return true;
     };
     auto* poll = new QTimer(&window);
