@@ -86,7 +86,7 @@ const CommandSpec kRun = [] {
   return command;
 }();
 
-const CommandSpec& kSchedule = schedule_command_spec({kSizeOption, kPinOption});
+const CommandSpec& kSchedule = schedule_command_spec({kSizeOption});
 
 const std::vector<const CommandSpec*>& all_commands() {
   static const std::vector<const CommandSpec*> commands = {&kCheck, &kLower, &kEval, &kCompile,

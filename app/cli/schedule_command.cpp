@@ -194,6 +194,10 @@ const CommandSpec& schedule_command_spec(const std::vector<OptionSpec>& shared_o
         "that compile, run and eval accept with --schedule. Pins must appear in the result;\n"
         "forbidden decisions (kind, target and the arguments given) are never used.",
         shared_options};
+    command.options.push_back({"pin", "DECISION",
+                               "the result must contain DECISION, applied as early as it applies, "
+                               "e.g. --pin 'tile(O_sum_acc, m=64)'; repeatable",
+                               true});
     command.options.push_back({"schedule", "FILE",
                                "a partial schedule to complete (its decisions act as the first pins)"});
     command.options.push_back({"forbid", "DECISION",

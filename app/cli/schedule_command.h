@@ -19,7 +19,7 @@
 
 namespace nautilus::cli {
 
-// The command's name, usage, help and options (-D and --pin are shared with the other commands).
+// The command's name, usage, help and options (-D is shared with the other commands).
 const CommandSpec& schedule_command_spec(const std::vector<OptionSpec>& shared_options);
 
 int run_schedule_command(const ParsedOptions& options, std::ostream& out, std::ostream& err);

@@ -243,9 +243,9 @@ const std::map<std::string, HandComparison>& hand_comparisons() {
         "the beam keeps split_k_update variants of the two statistics, which the model rates "
         "better than rolling_update(Var_sum, h) while the output nest is still untiled; the "
         "hand's one-pass mean/variance is not reached (docs/search.md, limitations)"}},
-      {"gemm", {{"M=1024", "N=1024", "K=1024"}, 1.0, ""}},
-      {"batched_gemm", {{"Z=4", "M=512", "N=512", "K=512"}, 1.0, ""}},
-      {"gated_mlp", {{"T=256", "H=256", "F=512"}, 1.0, ""}},
+      {"gemm", {{"M=128", "N=128", "K=128"}, 1.0, ""}},
+      {"batched_gemm", {{"Z=2", "M=128", "N=128", "K=128"}, 1.0, ""}},
+      {"gated_mlp", {{"T=32", "H=32", "F=64"}, 1.0, ""}},
   };
   return comparisons;
 }
