@@ -8,9 +8,9 @@ endif()
 
 if(NAUTILUS_BUILD_STUDIO)
   # Widgets for the main window and panels; OpenGL/OpenGLWidgets host the Dear ImGui panels;
-  # Svg renders icons. (libqt6opengl6-dev must be installed by name: it is only a Recommends of
-  # qt6-base-dev.)
-  find_package(Qt6 REQUIRED COMPONENTS Core Gui Widgets OpenGL OpenGLWidgets Svg)
+  # Svg renders icons; Test gives the view tests QAbstractItemModelTester. (libqt6opengl6-dev must
+  # be installed by name: it is only a Recommends of qt6-base-dev.)
+  find_package(Qt6 REQUIRED COMPONENTS Core Gui Widgets OpenGL OpenGLWidgets Svg Test)
 
   # Dear ImGui and Graphviz ship no CMake packages on Debian; pkg-config describes them. Debian's
   # libimgui-dev is one static library that already contains the OpenGL3 backend (1.86, pre-1.87
