@@ -1,0 +1,65 @@
+#!/usr/bin/env python3
+"""Auto-scheduler benchmark, step 2 (on the GPU machine): times every package that
+bench/search_prepare.py compiled with nautilus-runner (CUPTI medians, L2 flushed) and prints,
+per configuration, the hand schedule, the searched schedule and the best variant, and whether the
+measured best is among the cost model's five lowest estimates. Writes
+bench/out-search/results.md and results.json.
+
+Usage (from the repository root): python3 bench/search_measure.py [--reps N]
+"""
+import argparse
+import datetime
+import json
+import os
+import subprocess
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OUT = os.path.join(ROOT, "bench", "out-search")
+
+
+def median_us(package, reps):
+    command = [os.path.join(OUT, "nautilus-runner"), os.path.join(OUT, package), "--reps", str(reps),
+               "--warmup", "3"]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+        report = json.loads(done.stdout)
+    except (subprocess.TimeoutExpired, json.JSONDecodeError) as error:
+        return None, str(error)[:200]
+    total = ((report.get("timing") or {}).get("total") or {}).get("median_us")
+    if total is None:
+        return None, json.dumps(report.get("errors"))[:200]
+    return total, None
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--reps", type=int, default=15)
+    options = parser.parse_args()
+    manifest = json.load(open(os.path.join(OUT, "manifest.json")))
+    lines = [f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC", "",
+             "| configuration | hand µs | searched µs | searched / hand | best variant (µs) | model rank of best | best in model top 5 | candidates timed | search s |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for config in manifest["configs"]:
+        for entry in config["candidates"]:
+            if "package" in entry:
+                entry["measured_us"], entry["run_error"] = median_us(entry["package"], options.reps)
+        timed = [e for e in config["candidates"] if e.get("measured_us")]
+        by_label = {e["label"]: e for e in config["candidates"]}
+        best = min(timed, key=lambda e: e["measured_us"]) if timed else None
+        ranked = sorted([e for e in timed if e.get("estimate_us")], key=lambda e: e["estimate_us"])
+        rank = next((i + 1 for i, e in enumerate(ranked) if best and e["label"] == best["label"]), None)
+        hand = by_label.get("hand", {}).get("measured_us")
+        searched = by_label.get("searched", {}).get("measured_us")
+        config["best"] = best and best["label"]
+        config["model_rank_of_best"] = rank
+        lines.append(f"| {config['name']} | {hand and round(hand, 1)} | {searched and round(searched, 1)} | "
+                     f"{round(searched / hand, 3) if hand and searched else '–'} | "
+                     f"{best and best['label']} ({best and round(best['measured_us'], 1)}) | {rank} | "
+                     f"{'yes' if rank and rank <= 5 else 'no'} | {len(timed)} | {config['search_seconds']} |")
+        print(lines[-1], flush=True)
+    json.dump(manifest, open(os.path.join(OUT, "results.json"), "w"), indent=1)
+    open(os.path.join(OUT, "results.md"), "w").write("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
