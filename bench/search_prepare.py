@@ -7,7 +7,7 @@ bench/search_measure.py on the GPU machine, times them all and checks that the m
 contain the measured best and that the searched schedule is within 5% of the hand one.
 
 Usage (from the repository root, after a build): python3 bench/search_prepare.py [--build DIR]
-Writes bench/out-search/ (packages without their .cu/.ptx, the runner, manifest.json).
+Writes bench/out-search/ (the packages, the runner, manifest.json).
 """
 import argparse
 import itertools
@@ -100,9 +100,6 @@ def main():
                 if compiled.returncode != 0:
                     entry["error"] = compiled.stderr.strip().splitlines()[-1]
                 else:
-                    for extra in ("kernel.sm_90a.ptx",):
-                        if os.path.exists(os.path.join(package, extra)):
-                            os.remove(os.path.join(package, extra))
                     entry["package"] = os.path.relpath(package, OUT)
             entries.append(entry)
         manifest["configs"].append({"name": name, "family": family, "spec": spec, "sizes": sizes,
