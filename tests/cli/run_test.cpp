@@ -9,6 +9,7 @@
 #include "app/cli/cli.h"
 #include "core/codegen/nvrtc.h"
 #include "core/codegen/package.h"
+#include "tests/common/cli_run.h"
 #include "tests/common/golden.h"
 
 namespace nautilus::cli {
@@ -16,22 +17,10 @@ namespace {
 
 using testing::source_path;
 
-struct CliRun {
-  int status;
-  std::string out, err;
-};
+using testing::CliRun;
+using testing::machine_has_gpu;
 
-CliRun run(const std::vector<std::string>& args) {
-  std::ostringstream out, err;
-  const int status = run_cli(args, out, err);
-  return {status, out.str(), err.str()};
-}
-
-// The machine has a GPU when the runner finds one; these tests are about the other case.
-bool machine_has_gpu() {
-  const CliRun devices = run({"devices"});
-  return devices.status == 0;
-}
+CliRun run(const std::vector<std::string>& args) { return testing::run_cli_in_process(args); }
 
 TEST(Run, WithoutAGpuSaysSoAndKeepsTheCompiledPackages) {
   if (!codegen::Nvrtc::shared()) GTEST_SKIP() << "NVRTC is not installed";

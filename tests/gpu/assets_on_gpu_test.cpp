@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "app/cli/cli.h"
 #include "core/codegen/nvrtc.h"
+#include "tests/common/cli_run.h"
 #include "tests/common/golden.h"
 #include "tests/common/spec_test_util.h"
 
@@ -19,23 +19,16 @@ namespace {
 
 using testing::source_path;
 
-struct CliRun {
-  int status;
-  std::string out, err;
-};
+using testing::CliRun;
 
-CliRun run(const std::vector<std::string>& args) {
-  std::ostringstream out, err;
-  const int status = run_cli(args, out, err);
-  return {status, out.str(), err.str()};
-}
+CliRun run(const std::vector<std::string>& args) { return testing::run_cli_in_process(args); }
 
 class AssetOnGpu : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(AssetOnGpu, ValidatesAgainstTheUnscheduledLoweringAtItsOwnSizes) {
   if (!codegen::Nvrtc::shared()) GTEST_SKIP() << "NVRTC is not installed";
   const CliRun devices = run({"devices"});
-  if (devices.status != 0) GTEST_SKIP() << "no GPU: " << devices.err;
+  if (devices.status != 0) GTEST_SKIP() << "no GPU: " << devices.err;  // what `devices` says
   const std::string& asset = GetParam();
   const CliRun result = run({"run", source_path("assets/specs/" + asset + ".nt"), "--schedule",
                              source_path("assets/schedules/" + asset + ".json"), "--reps", "3",
