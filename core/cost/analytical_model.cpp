@@ -10,6 +10,8 @@
 #include <unordered_set>
 #include <vector>
 
+#include "core/layout/bank_conflicts.h"
+
 namespace nautilus::cost {
 namespace {
 
@@ -31,6 +33,16 @@ constexpr int kStreamedOperandRegisters = 8;
 constexpr double kWarpsPerSchedulerToOverlap = 4.0;
 // Reads that fit in this fraction of L2 are read from DRAM once per kernel.
 constexpr double kL2ResidentFraction = 0.5;
+// A CTA-wide barrier on the dependency chain: bar.sync itself and the shared-memory round trip
+// around it (a st.shared before, the dependent ld.shared after, ~30 cycles each), during which
+// the CTA's warps issue nothing.
+constexpr double kBarrierCycles = 100.0;
+// The most the pipes ever overlap: each instruction stream is itself a dependency chain
+// (S = Q K^T, then the softmax on its result, then P V), so a quarter of the other pipes' time
+// stays exposed however many streams there are.
+constexpr double kMaxOverlap = 0.75;
+// Bytes one shared-memory wavefront moves (32 banks x 4 bytes).
+constexpr double kWavefrontBytes = 128.0;
 // Grid-dimension combinations evaluated for a trip count before giving up (full range).
 constexpr int64_t kMaxTripCountPoints = 4096;
 
@@ -50,7 +62,9 @@ struct Work {
   double alu_ops = 0.0;      // lane operations on the CUDA cores (an FMA is one)
   double float_flops = 0.0;  // the FLOPs among them (an FMA is two)
   double special_ops = 0.0;
-  double shared_bytes = 0.0;
+  double shared_bytes = 0.0;  // wavefronts x 128: a conflicted or narrow access costs more
+  double barriers = 0.0;      // CTA-wide barriers (each reduce across warps or convert through
+                              // shared memory has two)
 
   void add(const Work& other, double times) {
     tensor_flops += other.tensor_flops * times;
@@ -58,6 +72,7 @@ struct Work {
     float_flops += other.float_flops * times;
     special_ops += other.special_ops * times;
     shared_bytes += other.shared_bytes * times;
+    barriers += other.barriers * times;
   }
 };
 
@@ -76,6 +91,7 @@ struct Segment {
   double executions = 1.0;  // per CTA
   int stages = 0;           // the loop's pipeline depth (0: not pipelined / kernel body)
   double read_bytes = 0.0;  // global reads issued per execution
+  double async_read_bytes = 0.0;  // of which cp.async (issued without waiting for the data)
   bool innermost = true;    // no loop nested inside
 };
 
@@ -459,9 +475,11 @@ class WorkWalk {
       case OpKind::ExtractSlice:
       case OpKind::CommitGroup:
       case OpKind::WaitGroup:
-      case OpKind::Barrier:
       case OpKind::Yield:
       case OpKind::For:
+        return;
+      case OpKind::Barrier:
+        work.barriers += 1;
         return;
       case OpKind::Iota:
       case OpKind::Compare:
@@ -529,8 +547,10 @@ class WorkWalk {
       }
       case OpKind::ConvertLayout:
         if (op.via_shared) {
-          work.shared_bytes += 2 * lanes(result) * dtype_bytes(result->type.dtype);
+          work.shared_bytes += kWavefrontBytes * (scratch_wavefronts(op.operands[0], op.scratch) +
+                                                  scratch_wavefronts(result, op.scratch));
           work.alu_ops += lanes(result);
+          work.barriers += 2;
         }
         return;
       case OpKind::Reduce: {
@@ -544,10 +564,16 @@ class WorkWalk {
         double total = combines + steps * threads * out_slots;
         work.shared_bytes += steps * threads * out_slots * 4;  // shuffles share the crossbar
         if (op.scratch >= 0) {
+          // Each warp stores its partials (one st.shared per slot), then every thread loads the
+          // partials of the warps: at least one wavefront per warp instruction.
           const double warps = kernel_.warps;
-          work.shared_bytes += warps * static_cast<double>(result->type.element_count()) * 4 +
-                               threads * out_slots * warps * 4;
+          const double stores = warps * out_slots, loads = warps * out_slots * warps;
+          work.shared_bytes +=
+              std::max(warps * static_cast<double>(result->type.element_count()) * 4,
+                       stores * kWavefrontBytes) +
+              std::max(threads * out_slots * warps * 4, loads * kWavefrontBytes);
           total += threads * out_slots * warps;
+          work.barriers += 2;
         }
         work.alu_ops += total;
         if (is_float(result->type.dtype)) work.float_flops += total;
@@ -611,6 +637,7 @@ class WorkWalk {
         work.alu_ops +=
             elements / static_cast<double>(std::max<int64_t>(op.vector_elements, 1)) * factor;
         segment.read_bytes += bytes * factor;
+        segment.async_read_bytes += bytes * factor;
         record_access(bytes, access_deps(op), false, executions, loops, factor);
         return;
       }
@@ -624,6 +651,35 @@ class WorkWalk {
       }
     }
   }
+
+  // Wavefronts of the st.shared / ld.shared per slot that move `value` to or from the scratch
+  // allocation `alloc` (flat in column-major order or with the tile's shape: either way element
+  // i of the tile is the allocation's element i): the bank conflicts of warp 0's instructions,
+  // counted exactly, times the warps (the warps' accesses are alike). Without a usable scratch,
+  // one conflict-free wavefront per warp instruction.
+  double scratch_wavefronts(const Value& value, int alloc_index) const {
+    const double warps = kernel_.warps;
+    const int64_t slots = value->layout.slots();
+    const double fallback = warps * static_cast<double>(slots) *
+                            std::max(1.0, kWarpSize * dtype_bytes(value->type.dtype) / 128.0);
+    if (alloc_index < 0 || alloc_index >= static_cast<int>(kernel_.shared.size())) return fallback;
+    const matile::SharedAlloc& alloc = kernel_.shared[static_cast<size_t>(alloc_index)];
+    const int bytes = dtype_bytes(alloc.dtype);
+    const int64_t lanes_in_warp = std::min<int64_t>(kWarpSize, value->layout.threads());
+    double wavefronts = 0.0;
+    std::vector<int64_t> addresses(static_cast<size_t>(lanes_in_warp));
+    for (int64_t slot = 0; slot < slots; ++slot) {
+      for (int64_t lane = 0; lane < lanes_in_warp; ++lane) {
+        addresses[static_cast<size_t>(lane)] = alloc.layout(value->layout.tv.index(lane, slot)) * bytes;
+      }
+      const auto counted = layout::count_bank_conflicts(addresses, bytes);
+      if (!counted.ok()) return fallback;
+      wavefronts += static_cast<double>(counted->wavefronts);
+    }
+    return wavefronts * warps;
+  }
+
+  static constexpr int64_t kWarpSize = matile::kWarpSize;
 
   const Kernel& kernel_;
   std::unordered_map<const ValueNode*, int> grid_axis_;
@@ -692,15 +748,18 @@ struct PipeTime {
   double tensor = 0.0, alu = 0.0, special = 0.0, shared = 0.0, dram = 0.0, l2 = 0.0;
 
   double memory() const { return std::max(dram, l2); }
-  // max + (1 - overlap) * (sum - max) over the compute pipes and the memory system.
-  double combined(double overlap) const {
-    const double parts[] = {tensor, alu, special, shared, memory()};
+  // max + (1 - overlap) * (sum - max) over the compute pipes and the part of the memory system
+  // the warps wait for; the asynchronous part (cp.async, a fraction of the reads) runs beside
+  // them, so the result is at least that part alone.
+  double combined(double overlap, double async_fraction = 0.0) const {
+    const double waited = memory() * (1.0 - async_fraction);
+    const double parts[] = {tensor, alu, special, shared, waited};
     double sum = 0.0, top = 0.0;
     for (double p : parts) {
       sum += p;
       top = std::max(top, p);
     }
-    return top + (1.0 - overlap) * (sum - top);
+    return std::max(top + (1.0 - overlap) * (sum - top), memory() * async_fraction);
   }
   std::string bound() const {
     const std::pair<double, const char*> parts[] = {{tensor, "tensor"},   {alu, "cuda-core"},
@@ -888,8 +947,20 @@ class AnalyticalModel : public CostModel {
         (dram_fraction * device_.dram_latency_ns + (1.0 - dram_fraction) * device_.l2_latency_ns) *
         1e-9;
     const double schedulers = std::max(device_.schedulers_per_sm, 1);
-    auto overlap_for = [&](double resident_warps) {
-      return std::min(1.0, resident_warps / schedulers / kWarpsPerSchedulerToOverlap);
+    // Independent instruction streams per scheduler: every resident warp, unless a loop body
+    // has a CTA-wide barrier; then the CTA's warps pass the iteration's phases together (all
+    // in the first MMA, then all in the softmax, ...) and a CTA counts as one stream on each
+    // scheduler it has warps on.
+    bool barrier_in_loop = false;
+    for (size_t i = 1; i < segments.size(); ++i) {
+      barrier_in_loop = barrier_in_loop || segments[i].work.barriers > 0;
+    }
+    auto overlap_for = [&](double resident_ctas) {
+      const double warps_per_scheduler = resident_ctas * kernel.warps / schedulers;
+      const double streams =
+          barrier_in_loop ? resident_ctas * std::min(1.0, warps_per_scheduler / resident_ctas)
+                          : warps_per_scheduler;
+      return std::min(kMaxOverlap, streams / kWarpsPerSchedulerToOverlap);
     };
     auto compute_pipes = [&](const Work& work, double k) {
       PipeTime t;
@@ -899,6 +970,13 @@ class AnalyticalModel : public CostModel {
       t.shared = k * work.shared_bytes / rate.shared;
       return t;
     };
+    double reads = 0.0, async_reads = 0.0;
+    for (const Segment& segment : segments) {
+      reads += segment.read_bytes * segment.executions;
+      async_reads += segment.async_read_bytes * segment.executions;
+    }
+    const double async_fraction = reads > 0 ? async_reads / reads : 0.0;
+    const double barrier_seconds = kBarrierCycles / (device_.clock_ghz * 1e9);
     struct Wave {
       double seconds = 0.0;
       PipeTime pipes;
@@ -911,16 +989,16 @@ class AnalyticalModel : public CostModel {
       const double l2_share = std::min(device_.l2_bytes_per_s / active_sms, rate.global_per_sm);
       w.pipes.dram = k * (cost->global_bytes / ctas) / dram_share;
       w.pipes.l2 = k * (cost->l2_bytes / ctas) / l2_share;
-      const double throughput = w.pipes.combined(overlap_for(k * kernel.warps));
+      const double throughput = w.pipes.combined(overlap_for(k), async_fraction);
       // One CTA's chain: each region's math, and its reads' latency plus transfer at the CTA's
       // share of the SM's bandwidth (DRAM-limited when the reads miss L2).
       double cta_bandwidth = l2_share;
       if (dram_fraction > 0) cta_bandwidth = std::min(cta_bandwidth, dram_share / dram_fraction);
       cta_bandwidth /= k;
-      const double single_overlap = overlap_for(kernel.warps);
+      const double single_overlap = overlap_for(1.0);
       for (const Segment& segment : segments) {
         const double math = compute_pipes(segment.work, 1.0).combined(single_overlap);
-        double time = math;
+        double time = math + segment.work.barriers * barrier_seconds;
         if (segment.read_bytes > 0) {
           const double copy = latency + segment.read_bytes / cta_bandwidth;
           time = segment.stages >= 2 ? std::max(math, copy / (segment.stages - 1)) : math + copy;
@@ -948,7 +1026,8 @@ class AnalyticalModel : public CostModel {
     cost->pipes.l2 = scaled(&PipeTime::l2);
     cost->pipes.latency = (full_waves * full.chain + partial.chain) * 1e6;
     const Wave& main = full_waves > 0 ? full : partial;
-    const double main_throughput = main.pipes.combined(overlap_for(per_sm * kernel.warps));
+    const double main_throughput =
+        main.pipes.combined(overlap_for(per_sm), async_fraction);
     cost->bound = main.chain > main_throughput ? "latency" : main.pipes.bound();
     cost->microseconds = seconds * 1e6 + device_.launch_overhead_us;
     return true;
