@@ -63,6 +63,7 @@ struct Work {
   double float_flops = 0.0;  // the FLOPs among them (an FMA is two)
   double special_ops = 0.0;
   double shared_bytes = 0.0;  // wavefronts x 128: a conflicted or narrow access costs more
+  double mma_ops = 0.0;       // Mma ops (one k step of a warp tile each)
   double barriers = 0.0;      // CTA-wide barriers (each reduce across warps or convert through
                               // shared memory has two)
 
@@ -73,6 +74,7 @@ struct Work {
     special_ops += other.special_ops * times;
     shared_bytes += other.shared_bytes * times;
     barriers += other.barriers * times;
+    mma_ops += other.mma_ops * times;
   }
 };
 
@@ -586,6 +588,7 @@ class WorkWalk {
         if (a.size() != 2 || c.size() != 2) return;
         work.tensor_flops +=
             2.0 * static_cast<double>(c[0]) * static_cast<double>(c[1]) * static_cast<double>(a[1]);
+        work.mma_ops += 1;
         return;
       }
       case OpKind::FmaDot: {
@@ -883,12 +886,16 @@ class AnalyticalModel : public CostModel {
     WorkWalk walk(kernel);
     walk.run();
     std::vector<Segment> segments = walk.segments();
-    // Registers past 255 spill: stored and reloaded once per innermost loop iteration.
+    // Registers past 255 spill to local memory (through L1, the shared pipe): per innermost
+    // loop iteration each spilled register is stored once and reloaded once, and once more for
+    // each MMA k step of the iteration (in an MMA loop the values that do not fit are
+    // accumulator and operand fragments, which every k step uses).
     if (registers > device_.max_registers_per_thread) {
       const double spilled = registers - device_.max_registers_per_thread;
       for (Segment& segment : segments) {
         if (segment.innermost && &segment != &segments.front()) {
-          segment.work.shared_bytes += 2.0 * spilled * 4.0 * static_cast<double>(kernel.threads());
+          segment.work.shared_bytes += (2.0 + segment.work.mma_ops) * spilled * 4.0 *
+                                       static_cast<double>(kernel.threads());
         }
       }
     }
