@@ -16,10 +16,17 @@
 //       special    exp2, log2, rsqrt, reciprocal-like: one MUFU op per lane and slot (exp also
 //                  a multiply; sigmoid two; a float division one reciprocal).
 //       shared     bytes through the SM's shared/L1 data path: cp.async writes, ldmatrix and
-//                  ld.shared reads (T*s*bytes: every warp reads its own fragments), st.shared,
-//                  shuffle steps (a shuffle uses the same 128 B/clock crossbar), reduction and
-//                  convert_layout scratch, FmaDot operand reads, and global loads/stores, which
-//                  pass through L1.
+//                  ld.shared reads (T*s*bytes: every warp reads its own fragments, so warps
+//                  side by side along M each read the whole K/V tile), st.shared, shuffle steps
+//                  (a shuffle uses the same 128 B/clock crossbar), FmaDot operand reads, and
+//                  global loads/stores, which pass through L1. Scratch accesses count in
+//                  wavefronts (x 128 bytes): a convert_layout through shared memory stores and
+//                  loads one element per slot, and the bank conflicts of warp 0's st/ld.shared
+//                  on the scratch layout are counted exactly (layout/bank_conflicts.h) and
+//                  multiplied by the warps; a cross-warp reduce costs at least one wavefront per
+//                  warp instruction (the partials' stores and every thread's loads of them).
+//       barriers   bar.sync, and two for each convert_layout through shared memory and each
+//                  reduce across warps.
 //       global     every GlobalLoad, AsyncCopy (its window) and GlobalStore, with the set of
 //                  grid axes and loops its offsets depend on. A pipelined copy predicated off
 //                  past the end (`if %more`) runs min(trips, extent - stages + 1) times.
@@ -46,16 +53,29 @@
 //       throughput  each pipe's time for k CTAs' work on one SM (tensor, cuda-core, special,
 //                   shared at their per-SM ceilings; dram and l2 at the SM's share of the chip's
 //                   bandwidth, l2 also capped by what one SM can pull per clock), combined as
-//                   max + (1 - overlap) * (sum - max). overlap = min(1, warps per scheduler / 4):
-//                   with few resident warps the pipes cannot all be kept busy at once.
+//                   max + (1 - overlap) * (sum - max) over the compute pipes and the memory
+//                   the warps wait for; cp.async reads run beside the warps, so that fraction of
+//                   the memory time only bounds the result from below (max with it).
+//                   overlap = min(0.75, streams per scheduler / 4): independent instruction
+//                   streams are the resident warps, but when a loop body has a CTA-wide barrier
+//                   the warps of a CTA go through each iteration's phases together (all in the
+//                   first MMA, then all in the softmax), so each CTA is one stream per scheduler
+//                   it occupies. Even with many streams a quarter stays exposed: each stream is
+//                   a dependency chain (MMA -> element-wise -> MMA). More resident warps of one
+//                   CTA therefore do not help once the busiest pipe is saturated.
 //       chain       one CTA's dependency chain: every region (the kernel body, each loop body)
 //                   takes its own math time m per execution, and a region with global reads
 //                   also waits for them: c = memory latency (DRAM/L2 mix of the kernel's reads)
 //                   + bytes / the CTA's share of the SM's bandwidth. Not pipelined (stages <= 1,
 //                   or the kernel body): m + c, the copies are not overlapped with math;
-//                   pipelined over S stages: max(m, c / (S - 1)).
-//     Registers over 255 spill: the excess is stored and reloaded through L1 once per innermost
-//     loop iteration (counted as shared traffic). Kernel time = the waves' sum + launch overhead.
+//                   pipelined over S stages: max(m, c / (S - 1)). Each barrier of the region
+//                   adds 100 cycles (bar.sync and the st.shared / ld.shared round trip around
+//                   it), during which the CTA issues nothing.
+//     Registers over 255 spill to local memory through L1 (counted as shared traffic): per
+//     innermost loop iteration each excess register is stored once, reloaded once and reloaded
+//     again at every Mma of the iteration (the values that do not fit in an MMA loop are
+//     accumulator and operand fragments, which every k step uses). Kernel time = the waves' sum
+//     + launch overhead.
 //  Infeasible (feasible = false, one line naming the kernel and the numbers): more threads per CTA
 //  than the device allows, more shared memory than the per-CTA opt-in limit, or
 //  min(estimate, 255) registers x threads over the SM's register file.
