@@ -37,9 +37,10 @@ constexpr double kL2ResidentFraction = 0.5;
 // around it (a st.shared before, the dependent ld.shared after, ~30 cycles each), during which
 // the CTA's warps issue nothing.
 constexpr double kBarrierCycles = 100.0;
-// The most the pipes ever overlap: each instruction stream is itself a dependency chain
-// (S = Q K^T, then the softmax on its result, then P V), so a quarter of the other pipes' time
-// stays exposed however many streams there are.
+// The most the pipes overlap when barriers align the warps of each CTA: each CTA's stream is
+// then a dependency chain of phases (S = Q K^T, then the softmax on its result, then P V), so a
+// quarter of the other pipes' time stays exposed however many CTAs there are. Free-running
+// warps (no barrier in a loop) interleave their phases and can overlap fully.
 constexpr double kMaxOverlap = 0.75;
 // Bytes one shared-memory wavefront moves (32 banks x 4 bytes).
 constexpr double kWavefrontBytes = 128.0;
@@ -967,7 +968,7 @@ class AnalyticalModel : public CostModel {
       const double streams =
           barrier_in_loop ? resident_ctas * std::min(1.0, warps_per_scheduler / resident_ctas)
                           : warps_per_scheduler;
-      return std::min(kMaxOverlap, streams / kWarpsPerSchedulerToOverlap);
+      return std::min(barrier_in_loop ? kMaxOverlap : 1.0, streams / kWarpsPerSchedulerToOverlap);
     };
     auto compute_pipes = [&](const Work& work, double k) {
       PipeTime t;

@@ -56,13 +56,13 @@
 //                   max + (1 - overlap) * (sum - max) over the compute pipes and the memory
 //                   the warps wait for; cp.async reads run beside the warps, so that fraction of
 //                   the memory time only bounds the result from below (max with it).
-//                   overlap = min(0.75, streams per scheduler / 4): independent instruction
+//                   overlap = min(1, streams per scheduler / 4): independent instruction
 //                   streams are the resident warps, but when a loop body has a CTA-wide barrier
 //                   the warps of a CTA go through each iteration's phases together (all in the
 //                   first MMA, then all in the softmax), so each CTA is one stream per scheduler
-//                   it occupies. Even with many streams a quarter stays exposed: each stream is
-//                   a dependency chain (MMA -> element-wise -> MMA). More resident warps of one
-//                   CTA therefore do not help once the busiest pipe is saturated.
+//                   it occupies, and the overlap stops at 0.75: each such stream is a chain of
+//                   phases (MMA -> element-wise -> MMA). More resident warps of one CTA
+//                   therefore do not help once the busiest pipe is saturated.
 //       chain       one CTA's dependency chain: every region (the kernel body, each loop body)
 //                   takes its own math time m per execution, and a region with global reads
 //                   also waits for them: c = memory latency (DRAM/L2 mix of the kernel's reads)
