@@ -38,6 +38,8 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--reps", type=int, default=10)
     parser.add_argument("--budget-s", type=float, default=480, help="stop timing after this many seconds")
+    parser.add_argument("--variants", help="time the variants only of these configurations (comma-separated "
+                        "names); the hand and searched schedules are always timed")
     options = parser.parse_args()
     manifest = json.load(open(os.path.join(OUT, "manifest.json")))
     lines = [f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC", "",
@@ -46,7 +48,9 @@ def main():
     deadline = time.time() + options.budget_s
     for config in manifest["configs"]:
         for entry in config["candidates"]:
-            if "package" in entry and time.time() < deadline:
+            wanted = (not entry["label"].startswith("variant_") or options.variants is None or
+                      config["name"] in options.variants.split(","))
+            if "package" in entry and wanted and time.time() < deadline:
                 entry["measured_us"], entry["run_error"] = median_us(entry["package"], options.reps)
         timed = [e for e in config["candidates"] if e.get("measured_us")]
         by_label = {e["label"]: e for e in config["candidates"]}
