@@ -29,10 +29,6 @@
 namespace nautilus::cli {
 namespace {
 
-constexpr int kExitOk = 0;
-constexpr int kExitFailure = 1;
-constexpr int kExitInternal = 2;
-
 const OptionSpec kSizeOption{"D", "NAME=VALUE",
                              "bind a size symbol (overrides the spec's `let`); repeatable", true};
 
@@ -349,16 +345,6 @@ int run_lower(const ParsedOptions& options, std::ostream& out, std::ostream& err
   return kExitOk;
 }
 
-std::optional<uint64_t> parse_unsigned(const std::string& text) {
-  if (text.empty() || text.size() > 19) return std::nullopt;
-  uint64_t value = 0;
-  for (char c : text) {
-    if (c < '0' || c > '9') return std::nullopt;
-    value = value * 10 + static_cast<uint64_t>(c - '0');
-  }
-  return value;
-}
-
 // "[0, 3, 1]" for a flat row-major index.
 std::string coordinates(int64_t flat, const std::vector<int64_t>& shape) {
   std::vector<int64_t> coords(shape.size());
@@ -383,7 +369,7 @@ int run_eval(const ParsedOptions& options, std::ostream& out, std::ostream& err,
   }
   eval_options.stage = *stage;
   if (options.has("seed")) {
-    auto seed = parse_unsigned(options.get("seed"));
+    auto seed = parse_non_negative(options.get("seed"), 19);
     if (!seed) {
       err << "nautilus: error: --seed expects a non-negative integer, got '" << options.get("seed")
           << "'\n";

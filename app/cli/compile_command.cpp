@@ -12,10 +12,6 @@
 namespace nautilus::cli {
 namespace {
 
-constexpr int kExitOk = 0;
-constexpr int kExitFailure = 1;
-constexpr int kExitInternal = 2;
-
 std::string role_of(const scalar::Buffer& buffer) {
   switch (buffer->role) {
     case scalar::BufferRole::Input: return "input";

@@ -110,4 +110,14 @@ std::string command_help(const CommandSpec& command) {
   return out.str();
 }
 
+std::optional<uint64_t> parse_non_negative(const std::string& text, size_t max_digits) {
+  if (text.empty() || text.size() > max_digits) return std::nullopt;
+  uint64_t value = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return std::nullopt;
+    value = value * 10 + static_cast<uint64_t>(c - '0');
+  }
+  return value;
+}
+
 }  // namespace nautilus::cli

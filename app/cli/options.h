@@ -5,6 +5,7 @@
 // errors that name the option and the command.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -45,5 +46,15 @@ std::optional<ParsedOptions> parse_options(const CommandSpec& command,
 
 // Multi-line help of one command.
 std::string command_help(const CommandSpec& command);
+
+// Exit statuses of every command: success, a user-facing failure (bad input, failed check, no
+// GPU), an internal compiler error.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;
+inline constexpr int kExitInternal = 2;
+
+// A non-negative decimal integer of at most `max_digits` digits (so it cannot overflow), or
+// nullopt: "12" -> 12; "", "-1", "1e3", "0x10" -> nullopt.
+std::optional<uint64_t> parse_non_negative(const std::string& text, size_t max_digits = 9);
 
 }  // namespace nautilus::cli

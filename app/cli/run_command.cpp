@@ -8,22 +8,6 @@
 #include "profiler/runner_client.h"
 
 namespace nautilus::cli {
-namespace {
-
-constexpr int kExitOk = 0;
-constexpr int kExitFailure = 1;
-
-std::optional<int64_t> parse_count(const std::string& text) {
-  if (text.empty() || text.size() > 9) return std::nullopt;
-  int64_t value = 0;
-  for (char c : text) {
-    if (c < '0' || c > '9') return std::nullopt;
-    value = value * 10 + (c - '0');
-  }
-  return value;
-}
-
-}  // namespace
 
 std::vector<OptionSpec> run_command_options() {
   return {
@@ -46,7 +30,7 @@ int run_packages(const std::string& package_dir, const std::string& reference_di
   request.reference_dir = reference_dir;
   for (const char* name : {"reps", "warmup", "seed"}) {
     if (!options.has(name)) continue;
-    const std::optional<int64_t> value = parse_count(options.get(name));
+    const std::optional<uint64_t> value = parse_non_negative(options.get(name));
     if (!value) {
       err << "nautilus: error: --" << name << " expects a non-negative integer, got '"
           << options.get(name) << "'\n";

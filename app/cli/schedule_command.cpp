@@ -21,20 +21,6 @@
 namespace nautilus::cli {
 namespace {
 
-constexpr int kExitOk = 0;
-constexpr int kExitFailure = 1;
-constexpr int kExitInternal = 2;
-
-std::optional<int64_t> parse_count(const std::string& text) {
-  if (text.empty() || text.size() > 9) return std::nullopt;
-  int64_t value = 0;
-  for (char c : text) {
-    if (c < '0' || c > '9') return std::nullopt;
-    value = value * 10 + (c - '0');
-  }
-  return value;
-}
-
 std::string microseconds(double us) {
   std::ostringstream out;
   out << std::fixed << std::setprecision(us < 10 ? 2 : 1) << us << " µs";
@@ -259,8 +245,8 @@ int run_schedule_command(const ParsedOptions& options, std::ostream& out, std::o
                              Count{"measure", &search_options.measure, 0},
                              Count{"seed", &seed, 0}}) {
     if (!options.has(count.name)) continue;
-    const std::optional<int64_t> value = parse_count(options.get(count.name));
-    if (!value || *value < count.min) {
+    const std::optional<uint64_t> value = parse_non_negative(options.get(count.name));
+    if (!value || static_cast<int64_t>(*value) < count.min) {
       err << "nautilus: error: --" << count.name << " expects an integer of at least " << count.min
           << ", got '" << options.get(count.name) << "'\n";
       return kExitFailure;
