@@ -35,18 +35,9 @@ PipelineRunner::PipelineRunner(QObject* parent, std::chrono::milliseconds deboun
   debounce_.setSingleShot(true);
   debounce_.setInterval(debounce);
   connect(&debounce_, &QTimer::timeout, this, &PipelineRunner::submit);
-  worker_ = std::thread([this] { worker_loop(); });
 }
 
-PipelineRunner::~PipelineRunner() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stopping_ = true;
-    next_.reset();
-  }
-  wake_.notify_all();
-  worker_.join();
-}
+PipelineRunner::~PipelineRunner() = default;
 
 void PipelineRunner::set_inputs(PipelineInputs inputs) {
   inputs_ = std::move(inputs);
@@ -66,38 +57,18 @@ void PipelineRunner::cancel() {
   debounce_.stop();
   ++generation_;
   cancelled_ = true;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    next_.reset();
-  }
+  worker_.cancel();
   Q_EMIT cancelled();
 }
 
 void PipelineRunner::submit() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    next_ = Job{generation_, inputs_};
-  }
-  wake_.notify_one();
+  const uint64_t generation = generation_;
+  worker_.post([this, generation, inputs = inputs_]() -> TaskRunner::Continuation {
+    PipelineResult result = run_pipeline(inputs);
+    result.generation = generation;
+    return [this, result = std::move(result)]() mutable { deliver(std::move(result)); };
+  });
   Q_EMIT started(generation_);
-}
-
-void PipelineRunner::worker_loop() {
-  while (true) {
-    Job job;
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [this] { return stopping_ || next_.has_value(); });
-      if (stopping_) return;
-      job = std::move(*next_);
-      next_.reset();
-    }
-    PipelineResult result = run_pipeline(job.inputs);
-    result.generation = job.generation;
-    QMetaObject::invokeMethod(
-        this, [this, result = std::move(result)]() mutable { deliver(std::move(result)); },
-        Qt::QueuedConnection);
-  }
 }
 
 void PipelineRunner::deliver(PipelineResult result) {

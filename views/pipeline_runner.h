@@ -17,16 +17,13 @@
 #include <QTimer>
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
-#include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "core/driver/pipeline.h"
+#include "views/task_runner.h"
 
 namespace nautilus::views {
 
@@ -74,25 +71,15 @@ class PipelineRunner : public QObject {
   void cancelled();
 
  private:
-  struct Job {
-    uint64_t generation = 0;
-    PipelineInputs inputs;
-  };
   void submit();
   void deliver(PipelineResult result);
-  void worker_loop();
 
   QTimer debounce_;
   PipelineInputs inputs_;
   uint64_t generation_ = 0;
   uint64_t delivered_ = 0;
   bool cancelled_ = false;
-
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::optional<Job> next_;
-  bool stopping_ = false;
-  std::thread worker_;
+  TaskRunner worker_;  // the compile thread; only the newest submitted inputs wait
 };
 
 }  // namespace nautilus::views
