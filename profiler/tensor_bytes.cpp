@@ -5,6 +5,8 @@
 #include <cstring>
 #include <limits>
 
+#include "core/support/parallel.h"
+
 namespace nautilus::profiler {
 
 std::optional<uint64_t> buffer_bytes(DType dtype, int64_t element_count) {
@@ -69,21 +71,24 @@ std::vector<uint8_t> encode_tensor(const TensorData& tensor) {
   std::optional<uint64_t> size = buffer_bytes(tensor.dtype, static_cast<int64_t>(tensor.values.size()));
   if (!size) return {};
   std::vector<uint8_t> bytes(*size);
-  uint8_t* out = bytes.data();
-  for (double value : tensor.values) {
-    // Rounding the double straight to the dtype avoids a double rounding through f32; the float
-    // below then holds the value exactly.
-    const auto single = static_cast<float>(round_to(tensor.dtype, value));
-    if (tensor.dtype == DType::F32) {
-      std::memcpy(out, &single, 4);
-      out += 4;
-      continue;
+  const size_t element_bytes = tensor.dtype == DType::F32 ? 4 : 2;
+  parallel_chunks(static_cast<int64_t>(tensor.values.size()), [&](int64_t begin, int64_t end) {
+    uint8_t* out = bytes.data() + static_cast<size_t>(begin) * element_bytes;
+    for (int64_t i = begin; i < end; ++i) {
+      // Rounding the double straight to the dtype avoids a double rounding through f32; the
+      // float below then holds the value exactly.
+      const auto single = static_cast<float>(round_to(tensor.dtype, tensor.values[i]));
+      if (tensor.dtype == DType::F32) {
+        std::memcpy(out, &single, 4);
+        out += 4;
+        continue;
+      }
+      const uint16_t half = tensor.dtype == DType::F16 ? float_to_half_bits(single)
+                                                       : float_to_bfloat16_bits(single);
+      std::memcpy(out, &half, 2);
+      out += 2;
     }
-    const uint16_t half = tensor.dtype == DType::F16 ? float_to_half_bits(single)
-                                                     : float_to_bfloat16_bits(single);
-    std::memcpy(out, &half, 2);
-    out += 2;
-  }
+  });
   return bytes;
 }
 
@@ -96,20 +101,24 @@ std::optional<TensorData> decode_tensor(const std::vector<uint8_t>& bytes,
   std::optional<uint64_t> size = buffer_bytes(dtype, count);
   if (!size || *size != bytes.size()) return std::nullopt;
   tensor.values.resize(static_cast<size_t>(count));
-  const uint8_t* in = bytes.data();
-  for (double& value : tensor.values) {
-    if (dtype == DType::F32) {
-      float single = 0;
-      std::memcpy(&single, in, 4);
-      in += 4;
-      value = single;
-      continue;
+  const size_t element_bytes = dtype == DType::F32 ? 4 : 2;
+  parallel_chunks(count, [&](int64_t begin, int64_t end) {
+    const uint8_t* in = bytes.data() + static_cast<size_t>(begin) * element_bytes;
+    for (int64_t i = begin; i < end; ++i) {
+      double& value = tensor.values[static_cast<size_t>(i)];
+      if (dtype == DType::F32) {
+        float single = 0;
+        std::memcpy(&single, in, 4);
+        in += 4;
+        value = single;
+        continue;
+      }
+      uint16_t half = 0;
+      std::memcpy(&half, in, 2);
+      in += 2;
+      value = dtype == DType::F16 ? half_bits_to_float(half) : bfloat16_bits_to_float(half);
     }
-    uint16_t half = 0;
-    std::memcpy(&half, in, 2);
-    in += 2;
-    value = dtype == DType::F16 ? half_bits_to_float(half) : bfloat16_bits_to_float(half);
-  }
+  });
   return tensor;
 }
 

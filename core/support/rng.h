@@ -13,8 +13,14 @@ class SplitMix64 {
  public:
   explicit SplitMix64(uint64_t seed) : state_(seed) {}
 
+  // The generator seeded with `seed` after `index` calls to next(): the state advances by a
+  // constant, so any position of the stream is reached directly (parallel tensor fills).
+  static SplitMix64 at(uint64_t seed, uint64_t index) {
+    return SplitMix64(seed + index * kIncrement);
+  }
+
   uint64_t next() {
-    uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
+    uint64_t z = (state_ += kIncrement);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
     return z ^ (z >> 31);
@@ -25,6 +31,7 @@ class SplitMix64 {
   double uniform(double lo, double hi) { return lo + (hi - lo) * next_unit(); }
 
  private:
+  static constexpr uint64_t kIncrement = 0x9e3779b97f4a7c15ULL;
   uint64_t state_;
 };
 

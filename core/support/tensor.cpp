@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "core/support/parallel.h"
 #include "core/support/rng.h"
 
 namespace nautilus {
@@ -12,9 +13,12 @@ TensorData random_tensor(const std::vector<int64_t>& shape, DType dtype, uint64_
   TensorData tensor;
   tensor.shape = shape;
   tensor.dtype = dtype;
-  SplitMix64 rng(seed);
   tensor.values.resize(static_cast<size_t>(tensor.element_count()));
-  for (double& v : tensor.values) v = round_to(dtype, rng.uniform(lo, hi));
+  double* values = tensor.values.data();
+  parallel_chunks(tensor.element_count(), [&](int64_t begin, int64_t end) {
+    SplitMix64 rng = SplitMix64::at(seed, static_cast<uint64_t>(begin));
+    for (int64_t i = begin; i < end; ++i) values[i] = round_to(dtype, rng.uniform(lo, hi));
+  });
   return tensor;
 }
 

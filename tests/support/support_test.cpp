@@ -35,6 +35,22 @@ TEST(DType, Bf16RoundingMatchesBitPatternRoundingOnManyValues) {
   }
 }
 
+TEST(Tensor, LargeRandomTensorsFilledInParallelEqualTheSerialStream) {
+  // Above a million elements random_tensor fills chunks on several threads, each starting its
+  // generator at the chunk's position; the values must be the serial stream's, element for element.
+  const int64_t count = (int64_t{1} << 20) + 12345;
+  TensorData filled = random_tensor({count}, DType::BF16, 77);
+  SplitMix64 rng(77);
+  for (int64_t i = 0; i < count; ++i) {
+    ASSERT_EQ(filled.values[static_cast<size_t>(i)], round_to(DType::BF16, rng.uniform(-1.0, 1.0)))
+        << "element " << i;
+  }
+  SplitMix64 skipped = SplitMix64::at(5, 1000);
+  SplitMix64 walked(5);
+  for (int i = 0; i < 1000; ++i) walked.next();
+  EXPECT_EQ(skipped.next(), walked.next());
+}
+
 TEST(DType, Bf16AndF16TiesGoToEven) {
   // 1 + 2^-8 lies halfway between bf16 neighbours 1 and 1 + 2^-7: even mantissa (1) wins.
   EXPECT_EQ(round_to(DType::BF16, 1.0 + std::ldexp(1.0, -8)), 1.0);
