@@ -1,5 +1,6 @@
 #include "core/matile/layouts.h"
 
+#include <mutex>
 #include <numeric>
 #include <unordered_map>
 #include <utility>
@@ -100,11 +101,17 @@ IntTuple tile_tuple(const std::vector<int64_t>& shape) {
 
 std::vector<int64_t> coordinates_of(int64_t index, const std::vector<int64_t>& shape) {
   std::vector<int64_t> coordinates(shape.size());
+  coordinates_into(index, shape, coordinates);
+  return coordinates;
+}
+
+void coordinates_into(int64_t index, const std::vector<int64_t>& shape,
+                      std::vector<int64_t>& coordinates) {
+  coordinates.resize(shape.size());
   for (size_t k = 0; k < shape.size(); ++k) {
     coordinates[k] = index % shape[k];
     index /= shape[k];
   }
-  return coordinates;
 }
 
 int64_t index_of(const std::vector<int64_t>& coordinates, const std::vector<int64_t>& shape) {
@@ -338,7 +345,8 @@ Result<std::vector<int32_t>> register_gather(const RegisterLayout& source,
   std::vector<int32_t> where(static_cast<size_t>(source_elements), -1);
   std::vector<int32_t> out(needed.size(), -1);
   for (int64_t t = 0; t < threads; ++t) {
-    std::fill(where.begin(), where.end(), -1);
+    // `where` is all -1 here: the previous thread's entries were reset below (clearing only
+    // those, not the whole tile, keeps this linear in the slots rather than the tile size).
     for (int64_t v = slots - 1; v >= 0; --v) {
       const int64_t e = held[static_cast<size_t>(t * slots + v)];
       if (e >= 0 && e < source_elements) where[static_cast<size_t>(e)] = static_cast<int32_t>(v);
@@ -355,8 +363,72 @@ Result<std::vector<int32_t>> register_gather(const RegisterLayout& source,
       }
       out[at] = slot;
     }
+    for (int64_t v = 0; v < slots; ++v) {
+      const int64_t e = held[static_cast<size_t>(t * slots + v)];
+      if (e >= 0 && e < source_elements) where[static_cast<size_t>(e)] = -1;
+    }
   }
   return out;
+}
+
+namespace {
+
+std::optional<std::string> compute_register_move_error(RegisterMove move,
+                                                       const RegisterLayout& source,
+                                                       const std::vector<int64_t>& source_shape,
+                                                       const RegisterLayout& result,
+                                                       const std::vector<int64_t>& result_shape,
+                                                       const std::vector<int64_t>& argument) {
+  const std::vector<int64_t> elements = slot_elements(result);
+  std::vector<int64_t> needed(elements.size());
+  std::vector<int64_t> c, s;
+  for (size_t i = 0; i < elements.size(); ++i) {
+    coordinates_into(elements[i], result_shape, c);
+    s.assign(source_shape.size(), 0);
+    for (size_t k = 0; k < source_shape.size(); ++k) {
+      switch (move) {
+        case RegisterMove::Broadcast: s[k] = c[static_cast<size_t>(argument[k])]; break;
+        case RegisterMove::Permute: s[static_cast<size_t>(argument[k])] = c[k]; break;
+        case RegisterMove::ExtractSlice: s[k] = c[k] + argument[k]; break;
+        case RegisterMove::Copy: s[k] = c[k]; break;
+      }
+    }
+    needed[i] = index_of(s, source_shape);
+  }
+  int64_t source_elements = 1;
+  for (int64_t extent : source_shape) source_elements *= extent;
+  Result<std::vector<int32_t>> gather =
+      register_gather(source, source_elements, needed, result.slots());
+  if (gather) return std::nullopt;
+  return gather.error().message;
+}
+
+std::string join(const std::vector<int64_t>& values) {
+  std::string text;
+  for (int64_t v : values) text += std::to_string(v) + ",";
+  return text;
+}
+
+}  // namespace
+
+std::optional<std::string> register_move_error(RegisterMove move, const RegisterLayout& source,
+                                               const std::vector<int64_t>& source_shape,
+                                               const RegisterLayout& result,
+                                               const std::vector<int64_t>& result_shape,
+                                               const std::vector<int64_t>& argument) {
+  static std::mutex mutex;
+  static std::unordered_map<std::string, std::optional<std::string>> answers;
+  const std::string key = std::to_string(static_cast<int>(move)) + "|" + join(source_shape) +
+                          "|" + join(result_shape) + "|" + join(argument) + "|" +
+                          layout_text(source) + "|" + layout_text(result);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (auto it = answers.find(key); it != answers.end()) return it->second;
+  }
+  std::optional<std::string> answer =
+      compute_register_move_error(move, source, source_shape, result, result_shape, argument);
+  std::lock_guard<std::mutex> lock(mutex);
+  return answers.emplace(key, std::move(answer)).first->second;
 }
 
 std::string layout_text(const RegisterLayout& layout) {

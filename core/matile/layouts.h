@@ -24,6 +24,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -40,6 +41,9 @@ using layout::Result;
 layout::IntTuple tile_tuple(const std::vector<int64_t>& shape);
 // Column-major element index <-> coordinates (axis 0 fastest), as TV layouts count.
 std::vector<int64_t> coordinates_of(int64_t index, const std::vector<int64_t>& shape);
+// The same into a caller's buffer (loops over every element of a tile reuse one).
+void coordinates_into(int64_t index, const std::vector<int64_t>& shape,
+                      std::vector<int64_t>& coordinates);
 int64_t index_of(const std::vector<int64_t>& coordinates, const std::vector<int64_t>& shape);
 
 RegisterLayout uniform_layout(const std::vector<int64_t>& shape, int64_t threads);
@@ -82,6 +86,25 @@ Result<std::vector<int32_t>> register_gather(const RegisterLayout& source,
                                              int64_t source_elements,
                                              const std::vector<int64_t>& needed,
                                              int64_t result_slots);
+
+// A move between register tiles: result element c reads source element
+//   Copy          c                      (same shape, another layout)
+//   Broadcast     (c[dims[0]], c[dims[1]], ...)
+//   Permute       s with s[dims[k]] = c[k]
+//   ExtractSlice  c + offsets
+// `argument` is the dims or the offsets.
+enum class RegisterMove { Copy, Broadcast, Permute, ExtractSlice };
+
+// Whether the move needs no data exchange between threads: nullopt when every thread already
+// holds the source elements its result slots read, otherwise register_gather's reason. The
+// answer depends only on the layouts, shapes and argument, and the search compiles the same
+// moves hundreds of times over tiles of up to a few hundred thousand elements, so it is
+// remembered for the life of the process (thread-safe).
+std::optional<std::string> register_move_error(RegisterMove move, const RegisterLayout& source,
+                                               const std::vector<int64_t>& source_shape,
+                                               const RegisterLayout& result,
+                                               const std::vector<int64_t>& result_shape,
+                                               const std::vector<int64_t>& argument);
 
 // One line: "mma_c warps(4,1) ((4,8),(4,1)):(...) ..." -- the kind and the TV layout text.
 std::string layout_text(const RegisterLayout& layout);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
@@ -109,6 +110,65 @@ struct SmemLoad {
 };
 
 std::string key_of(const RegisterLayout& l) { return layout_text(l); }
+
+// The shared-memory swizzle of a row-major [rows, columns] tile read by ldmatrix.x4: the one
+// with the fewest wavefronts (ties: the earlier candidate). XORing the 16-byte chunk index with
+// the row index needs the row bits, which start at bit log2(row bytes): a 128-byte row wants
+// Swizzle<3,4,3> (byte units), a 256-byte row (bf16, 128 columns) Swizzle<3,4,4> -- with <3,4,3>
+// rows r and r+4 of an ldmatrix phase share banks (measured: 8 instead of 4 wavefronts per
+// ldmatrix.x4 on an H100). So the candidates are every field width at every distance up to rows
+// of 1 KB. Counting wavefronts for 13 candidates was 40% of a search's compile time, and the
+// answer depends only on the shape and element size, so it is computed once per process.
+struct SwizzleChoice {
+  layout::Swizzle swizzle{};
+  int64_t wavefronts = -1;
+  int64_t unswizzled_wavefronts = -1;
+  std::string name = "unswizzled";
+};
+
+SwizzleChoice compute_swizzle(const std::vector<int64_t>& shape, int bytes) {
+  std::vector<layout::Swizzle> candidates = {layout::kSwizzleNone};
+  for (int shift = 3; shift <= 6; ++shift) {
+    for (int bits = 1; bits <= 3; ++bits) candidates.push_back(layout::Swizzle{bits, 4, shift});
+  }
+  SwizzleChoice best;
+  for (const layout::Swizzle& candidate : candidates) {
+    Result<layout::Swizzle> sw = candidate.is_identity()
+                                     ? Result<layout::Swizzle>(layout::Swizzle{})
+                                     : layout::to_element_units(candidate, bytes);
+    if (!sw) continue;
+    const layout::ComposedLayout smem = row_major_shared(shape, *sw);
+    int64_t wavefronts = 0;
+    if (shape[0] % 16 == 0 && shape[1] % 16 == 0) {
+      Result<layout::TVLayout> access = layout::tile_tv_layout(
+          layout::ldmatrix_x4_addresses(), layout::tuple_of(shape[0], shape[1]));
+      if (!access) continue;
+      Result<layout::BankConflicts> conflicts = layout::count_bank_conflicts(smem, bytes, *access, 8);
+      if (!conflicts) continue;
+      wavefronts = conflicts->wavefronts;
+    }
+    if (candidate.is_identity()) best.unswizzled_wavefronts = wavefronts;
+    if (best.wavefronts < 0 || wavefronts < best.wavefronts) {
+      best.wavefronts = wavefronts;
+      best.swizzle = *sw;
+      best.name = layout::to_string(*sw);
+    }
+  }
+  return best;
+}
+
+SwizzleChoice choose_swizzle(const std::vector<int64_t>& shape, int bytes) {
+  static std::mutex mutex;
+  static std::map<std::pair<std::vector<int64_t>, int>, SwizzleChoice> chosen;
+  const std::pair<std::vector<int64_t>, int> key{shape, bytes};
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (auto it = chosen.find(key); it != chosen.end()) return it->second;
+  }
+  SwizzleChoice choice = compute_swizzle(shape, bytes);
+  std::lock_guard<std::mutex> lock(mutex);
+  return chosen.emplace(key, std::move(choice)).first->second;
+}
 
 class KernelLowering {
  public:
@@ -806,8 +866,7 @@ class KernelLowering {
         RegisterLayout want = x->type.rank() == 0 ? layout_for(x)
                               : projected(to, v->type.shape, op.dims, x->type.shape);
         Value source = x->type.rank() == 0 ? scalar_value(x) : materialize(x, want);
-        std::vector<int64_t> needed;
-        if (!register_only_broadcast(source, v, op.dims, to)) {
+        if (!register_only_move(RegisterMove::Broadcast, source, v, op.dims, to)) {
           source = convert(source, uniform_layout(x->type.shape, threads()), x->name);
         }
         return b_.broadcast(source, v->type.shape, op.dims, to, name);
@@ -821,7 +880,7 @@ class KernelLowering {
         Value source = materialize(x, source_layout);
         Result<RegisterLayout> natural = permute_layout(source->layout, x->type.shape, op.dims);
         if (natural && *natural == to) return b_.permute(source, op.dims, to, name);
-        if (!register_only_permute(source, v, op.dims, to)) {
+        if (!register_only_move(RegisterMove::Permute, source, v, op.dims, to)) {
           source = convert(source, uniform_layout(x->type.shape, threads()), x->name);
         }
         return b_.permute(source, op.dims, to, name);
@@ -844,30 +903,10 @@ class KernelLowering {
     }
   }
 
-  bool register_only_broadcast(const Value& source, const VValue& v, const std::vector<int>& dims,
-                               const RegisterLayout& to) {
-    const std::vector<int64_t> elements = slot_elements(to);
-    std::vector<int64_t> needed(elements.size());
-    for (size_t i = 0; i < elements.size(); ++i) {
-      const std::vector<int64_t> c = coordinates_of(elements[i], v->type.shape);
-      std::vector<int64_t> s;
-      for (int d : dims) s.push_back(c[static_cast<size_t>(d)]);
-      needed[i] = index_of(s, source->type.shape);
-    }
-    return register_gather(source->layout, source->type.element_count(), needed, to.slots()).ok();
-  }
-
-  bool register_only_permute(const Value& source, const VValue& v, const std::vector<int>& order,
-                             const RegisterLayout& to) {
-    const std::vector<int64_t> elements = slot_elements(to);
-    std::vector<int64_t> needed(elements.size());
-    for (size_t i = 0; i < elements.size(); ++i) {
-      const std::vector<int64_t> c = coordinates_of(elements[i], v->type.shape);
-      std::vector<int64_t> s(c.size());
-      for (size_t k = 0; k < c.size(); ++k) s[static_cast<size_t>(order[k])] = c[k];
-      needed[i] = index_of(s, source->type.shape);
-    }
-    return register_gather(source->layout, source->type.element_count(), needed, to.slots()).ok();
+  bool register_only_move(RegisterMove move, const Value& source, const VValue& v,
+                          const std::vector<int>& dims, const RegisterLayout& to) {
+    return !register_move_error(move, source->layout, source->type.shape, to, v->type.shape,
+                                std::vector<int64_t>(dims.begin(), dims.end()));
   }
 
   // A rank-0 VR value as an MA scalar (emitted at its definition).
@@ -940,41 +979,10 @@ class KernelLowering {
     const VValue& v = load.results[0];
     const std::vector<int64_t>& shape = v->type.shape;
     const int bytes = dtype_bytes(v->type.dtype);
-    // The swizzle with the fewest ldmatrix wavefronts (ties: the earlier candidate). XORing the
-    // 16-byte chunk index with the row index needs the row bits, which start at bit log2(row
-    // bytes): a 128-byte row wants Swizzle<3,4,3> (byte units), a 256-byte row (bf16, 128
-    // columns) Swizzle<3,4,4> -- with <3,4,3> rows r and r+4 of an ldmatrix phase share banks
-    // (measured: 8 instead of 4 wavefronts per ldmatrix.x4 on an H100). So the candidates are
-    // every field width at every distance up to rows of 1 KB.
-    std::vector<layout::Swizzle> candidates = {layout::kSwizzleNone};
-    for (int shift = 3; shift <= 6; ++shift) {
-      for (int bits = 1; bits <= 3; ++bits) candidates.push_back(layout::Swizzle{bits, 4, shift});
-    }
-    layout::Swizzle best{};
-    int64_t best_wavefronts = -1, unswizzled = -1;
-    std::string choice = "unswizzled";
-    for (const layout::Swizzle& candidate : candidates) {
-      Result<layout::Swizzle> sw = candidate.is_identity()
-                                       ? Result<layout::Swizzle>(layout::Swizzle{})
-                                       : layout::to_element_units(candidate, bytes);
-      if (!sw) continue;
-      const layout::ComposedLayout smem = row_major_shared(shape, *sw);
-      int64_t wavefronts = 0;
-      if (shape[0] % 16 == 0 && shape[1] % 16 == 0) {
-        Result<layout::TVLayout> access =
-            layout::tile_tv_layout(layout::ldmatrix_x4_addresses(), layout::tuple_of(shape[0], shape[1]));
-        if (!access) continue;
-        Result<layout::BankConflicts> conflicts = layout::count_bank_conflicts(smem, bytes, *access, 8);
-        if (!conflicts) continue;
-        wavefronts = conflicts->wavefronts;
-      }
-      if (candidate.is_identity()) unswizzled = wavefronts;
-      if (best_wavefronts < 0 || wavefronts < best_wavefronts) {
-        best_wavefronts = wavefronts;
-        best = *sw;
-        choice = layout::to_string(*sw);
-      }
-    }
+    const SwizzleChoice chosen = choose_swizzle(shape, bytes);
+    const layout::Swizzle& best = chosen.swizzle;
+    const int64_t best_wavefronts = chosen.wavefronts, unswizzled = chosen.unswizzled_wavefronts;
+    const std::string& choice = chosen.name;
     const std::string purpose = "tile of " + load.buffer->name + " (%" + v->name + "), " + choice +
                                 ": " + std::to_string(best_wavefronts) +
                                 " ldmatrix wavefronts, unswizzled " + std::to_string(unswizzled);

@@ -256,26 +256,27 @@ class KernelVerifier {
   void check_register_move(const Op& op, const std::string& where) {
     const Value& source = op.operands[0];
     const Value& result = op.results[0];
-    const std::vector<int64_t> elements = slot_elements(result->layout);
-    std::vector<int64_t> needed(elements.size());
-    const std::vector<int64_t>& rs = result->type.shape;
-    const std::vector<int64_t>& ss = source->type.shape;
-    for (size_t i = 0; i < elements.size(); ++i) {
-      const std::vector<int64_t> c = coordinates_of(elements[i], rs);
-      std::vector<int64_t> s(ss.size(), 0);
-      for (size_t k = 0; k < ss.size(); ++k) {
-        switch (op.kind) {
-          case OpKind::Broadcast: s[k] = c[static_cast<size_t>(op.dims[k])]; break;
-          case OpKind::Permute: s[static_cast<size_t>(op.dims[k])] = c[k]; break;
-          case OpKind::ExtractSlice: s[k] = c[k] + op.offsets[k]; break;
-          default: s[k] = c[k]; break;
-        }
-      }
-      needed[i] = index_of(s, ss);
+    RegisterMove move = RegisterMove::Copy;
+    std::vector<int64_t> argument;
+    switch (op.kind) {
+      case OpKind::Broadcast:
+        move = RegisterMove::Broadcast;
+        argument.assign(op.dims.begin(), op.dims.end());
+        break;
+      case OpKind::Permute:
+        move = RegisterMove::Permute;
+        argument.assign(op.dims.begin(), op.dims.end());
+        break;
+      case OpKind::ExtractSlice:
+        move = RegisterMove::ExtractSlice;
+        argument = op.offsets;
+        break;
+      default: break;
     }
-    Result<std::vector<int32_t>> gather =
-        register_gather(source->layout, source->type.element_count(), needed, result->layout.slots());
-    if (!gather) error(where, "not register-only: " + gather.error().message);
+    if (std::optional<std::string> why = register_move_error(
+            move, source->layout, source->type.shape, result->layout, result->type.shape, argument)) {
+      error(where, "not register-only: " + *why);
+    }
   }
 
   void op(const Op& op) {
