@@ -7,9 +7,12 @@ bench/search_measure.py on the GPU machine, times them all and checks that the m
 contain the measured best and that the searched schedule is within 5% of the hand one.
 
 Usage (from the repository root, after a build): python3 bench/search_prepare.py [--build DIR]
-Writes bench/out-search/ (the packages, the runner, manifest.json).
+[--step all|search|compile]
+Writes bench/out-search/ (the packages, the runner, manifest.json). The searches run one at a
+time (their wall time is reported); the candidates then compile on every core.
 """
 import argparse
+import concurrent.futures
 import itertools
 import json
 import os
@@ -22,9 +25,9 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, "bench", "out-search")
 
-ATTENTION = [  # (B, H, S, D, causal): rows of ANCHORS.md, one per head dimension and mask
-    (8, 32, 2048, 64, False), (8, 16, 2048, 128, False), (2, 16, 8192, 128, False),
-    (8, 16, 2048, 128, True)]
+# (B, H, S, D, causal): every attention row of ANCHORS.md (16384 tokens, H * D = 2048).
+ATTENTION = [(16384 // s, 2048 // d, s, d, causal)
+             for d in (64, 128) for s in (512, 2048, 8192, 16384) for causal in (False, True)]
 GEMM = [4096, 8192]
 
 
@@ -52,18 +55,29 @@ def gemm_variants():
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--build", default=os.environ.get("NAUTILUS_BUILD_DIR", os.path.join(ROOT, "build")))
+    parser.add_argument("--step", choices=("all", "search", "compile"), default="all",
+                        help="search: the searches and the candidate list only (manifest.json, with the "
+                        "nautilus and nautilus-runner binaries copied into bench/out-search); compile: the "
+                        "estimates and packages of that manifest, with the copied nautilus, on every core "
+                        "(run it on the GPU machine, whose 16 cores compile 500 candidates in minutes)")
     options = parser.parse_args()
+    if options.step == "compile":
+        compile_candidates(os.path.join(OUT, "nautilus"))
+        return
     nautilus = os.path.join(options.build, "app", "nautilus")
     shutil.rmtree(OUT, ignore_errors=True)
     os.makedirs(os.path.join(OUT, "schedules"))
-    shutil.copy(os.path.join(options.build, "app", "nautilus-runner"), OUT)
-    subprocess.run(["strip", os.path.join(OUT, "nautilus-runner")], check=False)
+    for binary in ("nautilus", "nautilus-runner"):
+        shutil.copy(os.path.join(options.build, "app", binary), OUT)
+        subprocess.run(["strip", os.path.join(OUT, binary)], check=False)
 
     configs = [("attention", f"attention_B{b}_H{h}_S{s}_D{d}_{'causal' if c else 'full'}",
                 "causal_attention" if c else "attention", [f"B={b}", f"H={h}", f"M={s}", f"N={s}", f"D={d}"])
                for b, h, s, d, c in ATTENTION]
     configs += [("gemm", f"gemm_{n}", "gemm", [f"M={n}", f"N={n}", f"K={n}"]) for n in GEMM]
     manifest = {"configs": []}
+    # Step 1, one configuration at a time so that the search times are those of an otherwise idle
+    # machine: the search.
     for family, name, spec, sizes in configs:
         spec_path = os.path.join("assets", "specs", spec + ".nt")
         size_args = [a for s in sizes for a in ("-D", s)]
@@ -80,31 +94,54 @@ def main():
         variants = attention_variants(spec == "causal_attention") if family == "attention" else gemm_variants()
         for variant, schedule in variants:
             candidates["variant_" + variant] = schedule
-        entries = []
+        config = {"name": name, "family": family, "spec": spec, "sizes": sizes,
+                  "search_seconds": round(search_seconds, 2), "candidates": []}
+        manifest["configs"].append(config)
         for label, schedule in candidates.items():
-            schedule_path = os.path.join(OUT, "schedules", f"{name}_{label}.json")
-            json.dump(schedule, open(schedule_path, "w"), indent=2)
-            package = os.path.join(OUT, "packages", f"{name}_{label}")
-            lowered = subprocess.run([nautilus, "lower", spec_path, *size_args, "--schedule", schedule_path,
-                                      "--stage", "matile", "--estimate", "h100"],
-                                     capture_output=True, text=True, cwd=ROOT)
-            estimate = re.search(r"^\S+: ([0-9.]+) us, \d+ kernel", lowered.stdout, re.M)
-            infeasible = "infeasible" in lowered.stdout
-            entry = {"label": label, "decisions": schedule["decisions"],
-                     "estimate_us": float(estimate.group(1)) if estimate and not infeasible else None}
-            if lowered.returncode != 0:
-                entry["error"] = lowered.stderr.strip().splitlines()[-1] if lowered.stderr.strip() else "lower failed"
-            else:
-                compiled = subprocess.run([nautilus, "compile", spec_path, *size_args, "--schedule", schedule_path,
-                                           "--arch", "sm_90a", "-o", package], capture_output=True, text=True, cwd=ROOT)
-                if compiled.returncode != 0:
-                    entry["error"] = compiled.stderr.strip().splitlines()[-1]
-                else:
-                    entry["package"] = os.path.relpath(package, OUT)
-            entries.append(entry)
-        manifest["configs"].append({"name": name, "family": family, "spec": spec, "sizes": sizes,
-                                    "search_seconds": round(search_seconds, 2), "candidates": entries})
-        print(f"{name}: {len(entries)} candidates, search {search_seconds:.1f} s", file=sys.stderr, flush=True)
+            config["candidates"].append({"label": label, "decisions": schedule["decisions"]})
+        print(f"{name}: search {search_seconds:.1f} s", file=sys.stderr, flush=True)
+    json.dump(manifest, open(os.path.join(OUT, "manifest.json"), "w"), indent=1)
+    if options.step == "all":
+        compile_candidates(nautilus)
+
+
+def compile_candidates(nautilus):
+    """Step 2, on every core: each candidate's estimate (nautilus lower --estimate h100) and
+    package (nautilus compile --arch sm_90a), recorded in manifest.json."""
+    manifest = json.load(open(os.path.join(OUT, "manifest.json")))
+    os.makedirs(os.path.join(OUT, "schedules"), exist_ok=True)
+    jobs = []
+    for config in manifest["configs"]:
+        spec_path = os.path.join("assets", "specs", config["spec"] + ".nt")
+        size_args = [a for s in config["sizes"] for a in ("-D", s)]
+        for entry in config["candidates"]:
+            jobs.append((entry, config["name"], spec_path, size_args))
+
+    def prepare(job):
+        entry, name, spec_path, size_args = job
+        schedule_path = os.path.join(OUT, "schedules", f"{name}_{entry['label']}.json")
+        json.dump({"decisions": entry["decisions"]}, open(schedule_path, "w"), indent=2)
+        package = os.path.join(OUT, "packages", f"{name}_{entry['label']}")
+        lowered = subprocess.run([nautilus, "lower", spec_path, *size_args, "--schedule", schedule_path,
+                                  "--stage", "matile", "--estimate", "h100"],
+                                 capture_output=True, text=True, cwd=ROOT)
+        estimate = re.search(r"^\S+: ([0-9.]+) us, \d+ kernel", lowered.stdout, re.M)
+        infeasible = "infeasible" in lowered.stdout
+        entry["estimate_us"] = float(estimate.group(1)) if estimate and not infeasible else None
+        if lowered.returncode != 0:
+            entry["error"] = lowered.stderr.strip().splitlines()[-1] if lowered.stderr.strip() else "lower failed"
+            return
+        compiled = subprocess.run([nautilus, "compile", spec_path, *size_args, "--schedule", schedule_path,
+                                   "--arch", "sm_90a", "-o", package], capture_output=True, text=True, cwd=ROOT)
+        if compiled.returncode != 0:
+            entry["error"] = compiled.stderr.strip().splitlines()[-1]
+        else:
+            entry["package"] = os.path.relpath(package, OUT)
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        for done, _ in enumerate(pool.map(prepare, jobs), 1):
+            if done % 50 == 0:
+                print(f"{done} of {len(jobs)} candidates compiled", file=sys.stderr, flush=True)
     json.dump(manifest, open(os.path.join(OUT, "manifest.json"), "w"), indent=1)
 
 

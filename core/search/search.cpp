@@ -25,6 +25,7 @@ const char* node_status_name(NodeStatus status) {
     case NodeStatus::Leaf: return "leaf";
     case NodeStatus::Chosen: return "chosen";
     case NodeStatus::Failed: return "failed";
+    case NodeStatus::Open: return "open";
   }
   return "?";
 }
@@ -301,6 +302,26 @@ class Searcher {
       for (const Decision& d : full.decisions) progress.best_schedule += sched::print_decision(d) + "\n";
     }
     observer_->on_progress(progress);
+    if (observer_->wants_tree()) {
+      std::vector<SearchNode> tree = nodes_;
+      for (SearchNode& node : tree) {
+        node.status = status_now(node.id);
+        if (node.status != NodeStatus::Pruned && node.status != NodeStatus::Failed) {
+          node.reason.clear();
+        }
+      }
+      observer_->on_tree(tree);
+    }
+  }
+
+  // A node's status while the search runs; finish() settles the open ones.
+  NodeStatus status_now(int id) const {
+    const SearchNode& node = nodes_[id];
+    if (failed_[id]) return NodeStatus::Failed;
+    if (complete_[id] && node.estimate) return NodeStatus::Leaf;
+    if (!node.children.empty()) return NodeStatus::Expanded;
+    if (dropped_[id]) return NodeStatus::Pruned;
+    return NodeStatus::Open;
   }
 
   double elapsed() const {
@@ -631,6 +652,7 @@ class Searcher {
         case NodeStatus::Leaf:
         case NodeStatus::Chosen: ++stats_.leaves; break;
         case NodeStatus::Failed: ++stats_.failed; break;
+        case NodeStatus::Open: break;  // settled above: never left open
       }
     }
     stats_.nodes = static_cast<int>(nodes_.size());

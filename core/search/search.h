@@ -28,7 +28,8 @@
 //
 // Threads: `threads` compiles of one round run at once (results do not depend on it). The stop
 // token is checked before every compile and between rounds; `run_search` then returns what it
-// has (stats.cancelled). The observer is called from the calling thread.
+// has (stats.cancelled). The observer is called from the calling thread, with the progress and,
+// if it asks, the tree as it grows (the studio draws the search live from it).
 #pragma once
 
 #include <cstdint>
@@ -53,6 +54,8 @@ enum class NodeStatus {
   Leaf,      // complete: every phase ran; a candidate result
   Chosen,    // the result
   Failed,    // an internal compiler error, or the measurement failed (validation, fault)
+  Open,      // only in trees handed to SearchObserver::on_tree while the search runs: not yet
+             // expanded (in the beam, or waiting for its estimate)
 };
 const char* node_status_name(NodeStatus status);  // "expanded", "pruned", ...
 
@@ -113,6 +116,12 @@ class SearchObserver {
  public:
   virtual ~SearchObserver() = default;
   virtual void on_progress(const SearchProgress& progress) { (void)progress; }
+  // The tree so far, after every round and every batch of estimates (right after on_progress),
+  // when wants_tree() says so: nodes by id, as SearchResult::nodes, with the statuses of the
+  // moment (Open for nodes not yet expanded; Chosen appears only in the result). Node ids never
+  // change and nodes are only added, so a view can insert the new ones and update the rest.
+  virtual bool wants_tree() const { return false; }
+  virtual void on_tree(const std::vector<SearchNode>& nodes) { (void)nodes; }
 };
 
 // Timing one complete schedule on a GPU (the CLI builds a kernel package and runs the runner).

@@ -504,6 +504,54 @@ TEST(Progress, ReportsAndStopsWithinAHundredMillisecondsOfACancel) {
   EXPECT_GT(observer.best, 0.0);
 }
 
+// Records every tree the search hands out while it runs.
+class TreeRecorder : public search::SearchObserver {
+ public:
+  bool wants_tree() const override { return true; }
+  void on_tree(const std::vector<search::SearchNode>& nodes) override { trees.push_back(nodes); }
+  std::vector<std::vector<search::SearchNode>> trees;
+};
+
+TEST(Progress, TheTreeGrowsNodeByNodeAndEndsAsTheResult) {
+  const search::SearchInput input = asset_input("attention", kSmallAttention);
+  TreeRecorder recorder;
+  search::SearchOptions options;
+  options.threads = 1;
+  const search::SearchResult result = search::run_search(input, h100(), options, &recorder);
+  ASSERT_TRUE(result.ok) << result.error;
+  ASSERT_GE(recorder.trees.size(), 3u) << "one tree per round at least";
+  size_t open_seen = 0;
+  for (size_t t = 0; t < recorder.trees.size(); ++t) {
+    const std::vector<search::SearchNode>& tree = recorder.trees[t];
+    // Only ever grows; every node keeps its id, parent and decision into the final tree.
+    if (t > 0) {
+      EXPECT_GE(tree.size(), recorder.trees[t - 1].size());
+    }
+    ASSERT_LE(tree.size(), result.nodes.size());
+    for (const search::SearchNode& node : tree) {
+      const search::SearchNode& final_node = result.nodes[static_cast<size_t>(node.id)];
+      EXPECT_EQ(node.parent, final_node.parent);
+      EXPECT_EQ(node.decision.has_value(), final_node.decision.has_value());
+      if (node.decision) {
+        EXPECT_EQ(sched::print_decision(*node.decision), sched::print_decision(*final_node.decision));
+      }
+      EXPECT_NE(node.status, search::NodeStatus::Chosen) << "chosen only in the result";
+      if (node.status == search::NodeStatus::Open) ++open_seen;
+      // A pruned node stays pruned, with its reason. (An expanded one may still end as a leaf:
+      // in the multi-step phases a node with children can also go on unchanged.)
+      if (node.status == search::NodeStatus::Pruned) {
+        EXPECT_FALSE(node.reason.empty()) << node.id;
+        EXPECT_EQ(final_node.status, search::NodeStatus::Pruned) << "node " << node.id << " in tree " << t;
+      }
+    }
+  }
+  EXPECT_GT(open_seen, 0u) << "the live trees show nodes still waiting to be expanded";
+  EXPECT_LT(recorder.trees.front().size(), result.nodes.size());
+  for (const search::SearchNode& node : result.nodes) {
+    EXPECT_NE(node.status, search::NodeStatus::Open) << "the result settles every node";
+  }
+}
+
 // ---- measured mode -------------------------------------------------------------------------
 
 TEST(Measure, WithoutAGpuSaysSoAndChoosesByTheEstimate) {
