@@ -338,7 +338,9 @@ void ProfilerPanel::cancel() {
 void ProfilerPanel::show_record(const RunRecord& record) {
   QString text;
   if (record.status == "no_gpu") {
-    text = tr("no GPU: %1").arg(QString::fromStdString(record.message));
+    // The runner client's message already reads "no GPU: <reason>".
+    const QString message = QString::fromStdString(record.message);
+    text = message.startsWith(QStringLiteral("no GPU")) ? message : tr("no GPU: %1").arg(message);
   } else if (record.ok()) {
     text = tr("ok: %1 µs median").arg(record.total_median_us.value_or(0), 0, 'f', 1);
     if (!record.device.empty()) text += tr(" on %1").arg(QString::fromStdString(record.device));

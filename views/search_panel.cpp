@@ -23,19 +23,28 @@
 namespace nautilus::views {
 namespace {
 
-// Forwards the search's progress to the panel's thread; stale generations are dropped there.
+// Forwards the search's progress and its growing tree to the panel's thread; stale generations
+// are dropped there.
 class ProgressForwarder : public search::SearchObserver {
  public:
-  ProgressForwarder(QObject* target, std::function<void(const search::SearchProgress&)> show)
-      : target_(target), show_(std::move(show)) {}
+  ProgressForwarder(QObject* target, std::function<void(const search::SearchProgress&)> show,
+                    std::function<void(std::vector<search::SearchNode>)> show_tree)
+      : target_(target), show_(std::move(show)), show_tree_(std::move(show_tree)) {}
   void on_progress(const search::SearchProgress& progress) override {
     QMetaObject::invokeMethod(target_, [show = show_, progress] { show(progress); },
                               Qt::QueuedConnection);
+  }
+  bool wants_tree() const override { return true; }
+  void on_tree(const std::vector<search::SearchNode>& nodes) override {
+    QMetaObject::invokeMethod(
+        target_, [show = show_tree_, nodes]() mutable { show(std::move(nodes)); },
+        Qt::QueuedConnection);
   }
 
  private:
   QObject* target_;
   std::function<void(const search::SearchProgress&)> show_;
+  std::function<void(std::vector<search::SearchNode>)> show_tree_;
 };
 
 QString decisions_text(const std::vector<sched::Decision>& decisions) {
@@ -178,6 +187,9 @@ bool SearchPanel::start() {
   search_->setEnabled(false);
   cancel_->setEnabled(true);
   progress_->setText(tr("searching…"));
+  // The new search's tree grows from its root as the rounds arrive.
+  model_->set_nodes({}, -1);
+  tree_updates_ = 0;
 
   search::SearchInput input;
   input.file = std::make_shared<const SourceFile>(path_, text_);
@@ -198,9 +210,14 @@ bool SearchPanel::start() {
         result.error = "unknown device " + device_name;
       } else {
         std::unique_ptr<cost::CostModel> model = cost::make_analytical_model(*device);
-        ProgressForwarder forwarder(this, [this, generation](const search::SearchProgress& p) {
-          if (generation == generation_) show_progress(p);
-        });
+        ProgressForwarder forwarder(
+            this,
+            [this, generation](const search::SearchProgress& p) {
+              if (generation == generation_) show_progress(p);
+            },
+            [this, generation](std::vector<search::SearchNode> nodes) {
+              if (generation == generation_) show_tree(std::move(nodes));
+            });
         result = search::run_search(input, *model, options, &forwarder, token);
       }
     } catch (const std::exception& error) {
@@ -267,12 +284,19 @@ void SearchPanel::show_progress(const search::SearchProgress& progress) {
   progress_->setText(text);
 }
 
+void SearchPanel::show_tree(std::vector<search::SearchNode> nodes) {
+  const bool first = model_->nodes().empty();
+  model_->grow(std::move(nodes), -1);
+  ++tree_updates_;
+  if (first) tree_->expandToDepth(1);
+}
+
 void SearchPanel::show_result(search::SearchResult result) {
   running_ = false;
   search_->setEnabled(true);
   cancel_->setEnabled(false);
   result_ = std::move(result);
-  model_->set_nodes(result_.nodes, result_.chosen);
+  model_->grow(result_.nodes, result_.chosen);
   tree_->expandToDepth(1);
   if (result_.chosen >= 0) {
     const QModelIndex chosen = model_->index_of(result_.chosen);

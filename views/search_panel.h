@@ -63,6 +63,8 @@ class SearchPanel : public QWidget {
   const std::vector<sched::Decision>& pins() const { return pins_; }
   const std::vector<sched::Decision>& forbids() const { return forbids_; }
   const search::SearchResult& result() const { return result_; }
+  // Trees received from the running search so far (live updates before the result).
+  int tree_updates() const { return tree_updates_; }
   void set_beam(int beam);
 
  Q_SIGNALS:
@@ -73,6 +75,7 @@ class SearchPanel : public QWidget {
 
  private:
   void show_progress(const search::SearchProgress& progress);
+  void show_tree(std::vector<search::SearchNode> nodes);
   void show_result(search::SearchResult result);
   void show_node();
   void update_constraints_label();
@@ -88,6 +91,7 @@ class SearchPanel : public QWidget {
   search::SearchResult result_;
   bool running_ = false;
   uint64_t generation_ = 0;
+  int tree_updates_ = 0;
 
   QPushButton* search_ = nullptr;
   QPushButton* cancel_ = nullptr;

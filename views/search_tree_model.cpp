@@ -31,11 +31,88 @@ void SearchTreeModel::set_nodes(std::vector<search::SearchNode> nodes, int chose
       }
     }
   }
+  mark_chosen_path();
+  endResetModel();
+}
+
+void SearchTreeModel::mark_chosen_path() {
+  chosen_path_.assign(nodes_.size(), false);
+  const auto valid = [this](int id) { return id >= 0 && id < static_cast<int>(nodes_.size()); };
   for (int id = chosen_; valid(id); id = nodes_[static_cast<size_t>(id)].parent) {
     if (chosen_path_[static_cast<size_t>(id)]) break;  // a malformed cycle
     chosen_path_[static_cast<size_t>(id)] = true;
   }
-  endResetModel();
+}
+
+bool SearchTreeModel::extends(const std::vector<search::SearchNode>& nodes) const {
+  if (nodes.size() < nodes_.size()) return false;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const search::SearchNode& node = nodes[i];
+    if (node.id != static_cast<int>(i) || node.parent >= static_cast<int>(i)) return false;
+    if (i >= nodes_.size()) continue;
+    const search::SearchNode& known = nodes_[i];
+    if (node.parent != known.parent || node.decision.has_value() != known.decision.has_value() ||
+        (node.decision && !(*node.decision == *known.decision))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+void SearchTreeModel::grow(std::vector<search::SearchNode> nodes, int chosen) {
+  if (!extends(nodes)) {
+    set_nodes(std::move(nodes), chosen);
+    return;
+  }
+  const std::vector<bool> was_on_path = chosen_path_;
+  // Rows that change in place: status, estimate, measured time, reason.
+  std::vector<int> changed;
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    search::SearchNode& known = nodes_[i];
+    search::SearchNode& fresh = nodes[i];
+    const bool same = known.status == fresh.status && known.reason == fresh.reason &&
+                      known.measured_us == fresh.measured_us &&
+                      known.estimate.has_value() == fresh.estimate.has_value() &&
+                      (!known.estimate || known.estimate->microseconds == fresh.estimate->microseconds);
+    std::vector<int> children = std::move(known.children);
+    known = std::move(fresh);
+    known.children = std::move(children);  // new children are inserted below, one by one
+    if (!same) changed.push_back(static_cast<int>(i));
+  }
+  // New nodes, in id order: every parent precedes its children and each parent's children are
+  // in id order, so each new node is the last row of its parent when it arrives.
+  for (size_t i = nodes_.size(); i < nodes.size(); ++i) {
+    search::SearchNode node = std::move(nodes[i]);
+    node.children.clear();
+    const int id = node.id;
+    const int parent = node.parent;
+    if (parent < 0) {
+      const int row = static_cast<int>(roots_.size());
+      beginInsertRows(QModelIndex(), row, row);
+      roots_.push_back(id);
+      row_in_parent_.push_back(row);
+      chosen_path_.push_back(false);
+      nodes_.push_back(std::move(node));
+      endInsertRows();
+      continue;
+    }
+    const int row = static_cast<int>(nodes_[static_cast<size_t>(parent)].children.size());
+    beginInsertRows(index_of(parent), row, row);
+    nodes_[static_cast<size_t>(parent)].children.push_back(id);
+    row_in_parent_.push_back(row);
+    chosen_path_.push_back(false);
+    nodes_.push_back(std::move(node));
+    endInsertRows();
+  }
+  chosen_ = chosen;
+  mark_chosen_path();
+  for (size_t i = 0; i < was_on_path.size(); ++i) {
+    if (was_on_path[i] != chosen_path_[i]) changed.push_back(static_cast<int>(i));
+  }
+  for (int id : changed) {
+    const QModelIndex first = index_of(id);
+    Q_EMIT dataChanged(first, first.siblingAtColumn(ColumnCount - 1));
+  }
 }
 
 const search::SearchNode* SearchTreeModel::node(const QModelIndex& index) const {

@@ -31,6 +31,11 @@ class SearchTreeModel : public QAbstractItemModel {
 
   // Replaces the tree (nodes by id, as SearchResult::nodes) and the chosen node.
   void set_nodes(std::vector<search::SearchNode> nodes, int chosen);
+  // Takes a later tree of the same search (SearchObserver::on_tree while it runs, then the
+  // result): inserts the new nodes as rows under their parents and updates the rows whose
+  // status, estimate or reason changed, so the view keeps its expansion, selection and scroll
+  // position. A tree that does not extend the current one (another search) replaces it.
+  void grow(std::vector<search::SearchNode> nodes, int chosen);
   const std::vector<search::SearchNode>& nodes() const { return nodes_; }
   const search::SearchNode* node(const QModelIndex& index) const;
   QModelIndex index_of(int node_id) const;
@@ -46,6 +51,8 @@ class SearchTreeModel : public QAbstractItemModel {
 
  private:
   bool on_chosen_path(int node_id) const;
+  bool extends(const std::vector<search::SearchNode>& nodes) const;
+  void mark_chosen_path();
 
   std::vector<search::SearchNode> nodes_;
   std::vector<int> row_in_parent_;  // per node id

@@ -1,7 +1,7 @@
 // nautilus-studio [--schedule S.json] [--theme light|dark] [FILE]
 // nautilus-studio --screenshot OUT.png [--panel NAME] [--show NAME]... [--stage STAGE]
 //                 [--tab text|graph|diff] [--pass N] [--size WxH] [--schedule S.json] [--search]
-//                 [--compare S.json] [--theme light|dark] FILE
+//                 [--compare S.json] [--profile current|S.json]... [--theme light|dark] FILE
 //
 // Opens the main window with FILE loaded when given: a .nt spec, or a session (.json). A spec from
 // the shipped examples (assets/specs) is opened with its schedule from assets/schedules, like the
@@ -15,6 +15,10 @@
 // stage), --pass one entry of the pass log, --tab the stage view's tab, --search runs the auto-scheduler first (its chosen schedule
 // is then compiled and shown). This is how the documentation images are made and how CI
 // sees the window without a display. --show brings panels to the front of their tab groups.
+// --profile times schedules through the Profiler panel before the picture, in the order given:
+// `current` is the schedule FILE opened with, a file is loaded first (the pipeline reruns); each
+// run's status line is printed ("profile current: 805.9 µs, 1 kernel, ..."), and the run history
+// holds them all. On a machine without a GPU each run ends "no GPU: ...".
 //
 // The Layouts and Pipeline panels draw with OpenGL, which the offscreen platform cannot show (they
 // are placeholders there). Their screenshots need an X server: `xvfb-run -a env
@@ -27,6 +31,7 @@
 #include <QDockWidget>
 #include <QElapsedTimer>
 #include <QFileInfo>
+#include <QLabel>
 #include <QPixmap>
 #include <QString>
 #include <QTimer>
@@ -129,10 +134,16 @@ int main(int argc, char** argv) {
       QStringLiteral("With --panel compare: compare the current schedule (A) with this schedule "
                      "file (B); without it B is the unscheduled program."),
       QStringLiteral("json"));
+  const QCommandLineOption profile_option(
+      QStringLiteral("profile"),
+      QStringLiteral("With --screenshot: time a schedule in the Profiler panel first (repeatable): "
+                     "'current' or a schedule file."),
+      QStringLiteral("schedule"));
   const QCommandLineOption theme_option(QStringLiteral("theme"),
                                         QStringLiteral("light or dark."), QStringLiteral("theme"));
   for (const auto* option : {&screenshot_option, &panel_option, &show_option, &stage_option, &pass_option, &tab_option,
-                             &size_option, &schedule_option, &search_option, &compare_option, &theme_option}) {
+                             &size_option, &schedule_option, &search_option, &compare_option,
+                             &profile_option, &theme_option}) {
     parser.addOption(*option);
   }
   parser.addPositionalArgument(QStringLiteral("FILE"),
@@ -190,6 +201,7 @@ int main(int argc, char** argv) {
     window.set_theme(nautilus::views::parse_theme(parser.value(theme_option)));
   }
   bool finished = false;
+  int pipeline_runs = 0;  // results delivered by the pipeline (each schedule change reruns it)
   const bool search = parser.isSet(search_option) || panel == QStringLiteral("search");
   bool searched = !search;
   QObject::connect(window.search_panel(), &nautilus::views::SearchPanel::finished, &window,
@@ -218,6 +230,7 @@ int main(int argc, char** argv) {
       window.compare_panel()->set_slot(ComparePanel::B, other, origin);
     }
     finished = true;
+    ++pipeline_runs;
   });
   if (!tab.isEmpty()) {
     window.stage_view()->show_tab(tab == QStringLiteral("graph")  ? StageView::GraphTab
@@ -284,6 +297,19 @@ int main(int argc, char** argv) {
       if (window.pipeline_panel() != nullptr && !window.pipeline_panel()->module()) return false;
       return true;
     };
+    // --profile: one entry at a time; a schedule file first reruns the pipeline.
+    QStringList profiles = parser.values(profile_option);
+    bool profiling = false;
+    QObject::connect(window.profiler_panel(), &nautilus::views::ProfilerPanel::run_finished, &window,
+                     [&](const QString&) {
+                       if (!profiling) return;
+                       profiling = false;
+                       std::printf("profile %s: %s\n", qPrintable(profiles.front()),
+                                   qPrintable(window.profiler_panel()->status_label()->text()));
+                       std::fflush(stdout);
+                       profiles.pop_front();
+                     });
+    int profile_loaded_at = -1;  // pipeline_runs when the front entry's schedule was loaded
     auto* poll = new QTimer(&window);
     QElapsedTimer clock;
     clock.start();
@@ -296,8 +322,34 @@ int main(int argc, char** argv) {
         QApplication::exit(1);
         return;
       }
-      if (!finished || !searched || !compared || window.pipeline()->running() || !panel_ready()) {
+      if (!finished || !searched || !compared || window.pipeline()->running() || !panel_ready() ||
+          profiling) {
         settle = 0;
+        return;
+      }
+      if (!profiles.isEmpty()) {
+        settle = 0;
+        const QString entry = profiles.front();
+        if (entry != QStringLiteral("current") && profile_loaded_at < 0) {
+          QString error;
+          if (!window.load_schedule(entry, &error)) {
+            poll->stop();
+            std::fprintf(stderr, "nautilus-studio: --profile %s: %s\n", qPrintable(entry),
+                         qPrintable(error));
+            QApplication::exit(1);
+            return;
+          }
+          profile_loaded_at = pipeline_runs;
+          return;
+        }
+        if (profile_loaded_at >= 0 && pipeline_runs == profile_loaded_at) return;  // compiling it
+        profile_loaded_at = -1;
+        profiling = window.profiler_panel()->run();
+        if (!profiling) {
+          std::printf("profile %s: %s\n", qPrintable(entry),
+                      qPrintable(window.profiler_panel()->status_label()->text()));
+          profiles.pop_front();
+        }
         return;
       }
       if (++settle < 3) return;

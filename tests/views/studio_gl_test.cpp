@@ -11,6 +11,7 @@
 #include <QDockWidget>
 #include <QElapsedTimer>
 #include <QImage>
+#include <QRegularExpression>
 #include <QLabel>
 #include <QPlainTextEdit>
 #include <QProcess>
@@ -152,6 +153,42 @@ TEST(StudioGlDocks, ScreenshotOfAGlPanelOffscreenFailsWithOneLine) {
     EXPECT_TRUE(lines.front().contains(QStringLiteral("xvfb-run -a"))) << lines.front().toStdString();
     EXPECT_FALSE(QFile::exists(directory.filePath(panel + QStringLiteral(".png"))));
   }
+}
+
+// --profile times two schedules through the Profiler panel before the picture; here, without a
+// GPU, each run ends "no GPU: ..." and the history holds both (on a GPU machine the lines carry
+// the medians instead, which is how bench/RESULTS.md's studio run was made).
+TEST(StudioCommandLine, ProfileTimesEachScheduleInTurn) {
+  QTemporaryDir directory;
+  QProcessEnvironment environment = studio_environment(directory);
+  environment.insert(QStringLiteral("QT_QPA_PLATFORM"), QStringLiteral("offscreen"));
+  const QString other = directory.filePath(QStringLiteral("gemm_64.json"));
+  {
+    QFile file(other);
+    ASSERT_TRUE(file.open(QIODevice::WriteOnly));
+    file.write(R"json({"decisions": ["tile(C_sum, m=64, n=64, k=32)", "reverse_compute_at(C, C_sum, n_o)",
+      "bind(C_sum, m_o=grid.y, n_o=grid.x)", "launch(C_sum, warps=4, stages=2)"]})json");
+  }
+  const QString png = directory.filePath(QStringLiteral("profiler.png"));
+  const ProcessResult result = run_process(
+      QStringLiteral(NAUTILUS_STUDIO_PATH),
+      {QStringLiteral("--screenshot"), png, QStringLiteral("--panel"), QStringLiteral("profiler"),
+       QStringLiteral("--profile"), QStringLiteral("current"), QStringLiteral("--profile"), other,
+       QString::fromStdString(nautilus::testing::source_path("assets/specs/gemm.nt"))},
+      environment, 120'000);
+  ASSERT_EQ(result.exit_code, 0) << result.output.toStdString();
+  const QStringList lines = result.output.split(QLatin1Char('\n'), Qt::SkipEmptyParts)
+                                .filter(QRegularExpression(QStringLiteral("^profile ")));
+  ASSERT_EQ(lines.size(), 2) << result.output.toStdString();
+  EXPECT_TRUE(lines[0].startsWith(QStringLiteral("profile current: "))) << lines[0].toStdString();
+  EXPECT_TRUE(lines[1].startsWith(QStringLiteral("profile ") + other + QStringLiteral(": ")))
+      << lines[1].toStdString();
+  for (const QString& line : lines) {
+    // Either a measured run (a GPU is present) or the runner's own no-GPU answer.
+    EXPECT_TRUE(line.contains(QStringLiteral("no GPU: ")) || line.contains(QStringLiteral("µs")))
+        << line.toStdString();
+  }
+  EXPECT_FALSE(QImage(png).isNull());
 }
 
 // ---- Under Xvfb ----------------------------------------------------------------------------

@@ -418,9 +418,16 @@ TEST(SearchPanel, SearchesShowsTheTreeAndReRunsWithPinsAndForbids) {
   });
   QObject::connect(&panel, &SearchPanel::schedule_found,
                    [&found](const sched::Schedule& schedule) { found.push_back(schedule); });
+  // The tree grows while the search runs: rows arrive before the result does.
+  int rows_inserted_before_result = 0;
+  QObject::connect(panel.model(), &QAbstractItemModel::rowsInserted, [&] {
+    if (panel.result().nodes.empty()) ++rows_inserted_before_result;  // no result yet
+  });
   ASSERT_TRUE(panel.start());
   ASSERT_TRUE(wait_until([&] { return finished == 1; }, 60'000));
   ASSERT_TRUE(last_ok) << panel.progress_label()->text().toStdString();
+  EXPECT_GE(panel.tree_updates(), 2) << "live trees before the result";
+  EXPECT_GT(rows_inserted_before_result, 1);
   ASSERT_EQ(found.size(), 1u);
   EXPECT_FALSE(found[0].decisions.empty());
   SearchTreeModel* model = panel.model();
