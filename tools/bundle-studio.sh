@@ -42,6 +42,19 @@ if [[ -d $qt_plugins/xcbglintegrations ]]; then cp -r "$qt_plugins/xcbglintegrat
 cp "$graphviz"/config6a "$graphviz"/libgvplugin_core.so.6 "$graphviz"/libgvplugin_dot_layout.so.6 \
   "$bundle/graphviz/"
 cp /usr/share/fonts/truetype/dejavu/*.ttf "$bundle/fonts/"
+# Qt finds fonts through fontconfig, which without a configuration file finds none (every glyph
+# a box). This one names the bundle's fonts, relative to its own folder.
+cat >"$bundle/fonts/fonts.conf" <<'CONF'
+<?xml version="1.0"?>
+<!DOCTYPE fontconfig SYSTEM "urn:fontconfig:fonts.dtd">
+<fontconfig>
+  <dir prefix="relative">.</dir>
+  <alias><family>sans-serif</family><prefer><family>DejaVu Sans</family></prefer></alias>
+  <alias><family>monospace</family><prefer><family>DejaVu Sans Mono</family></prefer></alias>
+  <match target="pattern"><edit name="family" mode="append_last"><string>DejaVu Sans</string></edit></match>
+  <cachedir prefix="xdg">nautilus-studio-bundle</cachedir>
+</fontconfig>
+CONF
 
 # The shared libraries of everything above, minus the ones that must come from the host: the C
 # library and loader (ABI of the host's kernel interface), the CUDA driver and NVRTC (tied to
@@ -63,6 +76,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 export LD_LIBRARY_PATH="$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export QT_PLUGIN_PATH="$here/plugins"
 export QT_QPA_FONTDIR="$here/fonts"
+export FONTCONFIG_FILE="$here/fonts/fonts.conf"
 export GVBINDIR="$here/graphviz"
 if [[ -z ${DISPLAY:-} && -z ${QT_QPA_PLATFORM:-} ]]; then export QT_QPA_PLATFORM=offscreen; fi
 exec "$here/bin/nautilus-studio" "$@"

@@ -352,10 +352,14 @@ void ProfilerPanel::show_record(const RunRecord& record) {
   kernels_->setRowCount(static_cast<int>(record.kernels.size()));
   for (int row = 0; row < static_cast<int>(record.kernels.size()); ++row) {
     const KernelTiming& kernel = record.kernels[static_cast<size_t>(row)];
+    // The runner rates the operator's work as a whole; a single kernel does all of it.
+    const bool only = record.kernels.size() == 1;
+    const std::optional<double> tflops = kernel.tflops ? kernel.tflops : only ? record.tflops : std::nullopt;
+    const std::optional<double> gbps = kernel.gbps ? kernel.gbps : only ? record.gbps : std::nullopt;
     kernels_->setItem(row, 0, cell(QString::fromStdString(kernel.name), false));
     kernels_->setItem(row, 1, cell(QString::number(kernel.median_us, 'f', 1)));
-    kernels_->setItem(row, 2, cell(kernel.tflops ? QString::number(*kernel.tflops, 'f', 1) : QString()));
-    kernels_->setItem(row, 3, cell(kernel.gbps ? QString::number(*kernel.gbps, 'f', 1) : QString()));
+    kernels_->setItem(row, 2, cell(tflops ? QString::number(*tflops, 'f', 1) : QString()));
+    kernels_->setItem(row, 3, cell(gbps ? QString::number(*gbps, 'f', 1) : QString()));
   }
 }
 
