@@ -8,6 +8,8 @@
 #include <chrono>
 #include <cstring>
 
+#include "views/task_runner.h"
+
 namespace nautilus::views {
 namespace {
 
@@ -140,19 +142,8 @@ int count_dot_nodes(const std::string& dot) {
   return count;
 }
 
-GraphLayouter::GraphLayouter(QObject* parent) : QObject(parent) {
+GraphLayouter::GraphLayouter(QObject* parent) : QObject(parent), runner_(new TaskRunner(this)) {
   qRegisterMetaType<GraphLayoutPtr>();
-  worker_ = std::thread([this] { worker_loop(); });
-}
-
-GraphLayouter::~GraphLayouter() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stopping_ = true;
-    next_.reset();
-  }
-  wake_.notify_all();
-  worker_.join();
 }
 
 void GraphLayouter::request(const QString& key, const std::string& dot) {
@@ -166,46 +157,26 @@ void GraphLayouter::request(const QString& key, const std::string& dot) {
         Qt::QueuedConnection);
     return;
   }
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    next_ = Job{generation, key, dot};
-  }
-  wake_.notify_one();
+  // The job touches no member: only layout_dot, on the runner's one thread. Its continuation
+  // runs on this object's thread, and not at all once a later request or cancel made it stale.
+  runner_->post([this, generation, key, dot]() -> TaskRunner::Continuation {
+    std::string error;
+    GraphLayoutPtr layout = layout_dot(dot, &error);
+    return [this, generation, key, layout, reason = QString::fromStdString(error)] {
+      deliver(generation, key, layout, reason);
+    };
+  });
 }
 
 void GraphLayouter::cancel() {
   delivered_ = ++generation_;
-  std::lock_guard<std::mutex> lock(mutex_);
-  next_.reset();
-}
-
-void GraphLayouter::worker_loop() {
-  while (true) {
-    Job job;
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [this] { return stopping_ || next_.has_value(); });
-      if (stopping_) return;
-      job = std::move(*next_);
-      next_.reset();
-    }
-    std::string error;
-    GraphLayoutPtr layout = layout_dot(job.dot, &error);
-    const QString reason = QString::fromStdString(error);
-    QMetaObject::invokeMethod(
-        this,
-        [this, generation = job.generation, key = job.key, layout, reason] {
-          deliver(generation, key, layout, reason);
-        },
-        Qt::QueuedConnection);
-  }
+  runner_->cancel();
 }
 
 void GraphLayouter::deliver(uint64_t generation, const QString& key, GraphLayoutPtr layout,
                             const QString& error) {
   if (layout) {
-    // A finished layout is worth keeping even if stale; the cache is bounded because every
-    // recompilation brings new snapshots (and keys).
+    // The cache is bounded because every recompilation brings new snapshots (and keys).
     if (cache_.size() >= kCacheLimit) cache_.clear();
     cache_[key] = layout;
   }

@@ -7,9 +7,10 @@
 // reason instead of a layout when the DOT does not parse.
 //
 // Graphviz keeps global state and is not thread-safe, so every layout runs on the single worker
-// thread of a `GraphLayouter`. Layouts are cached by key (the view uses one key per snapshot and
-// stage): a snapshot is immutable, so its layout never changes. Requests carry a generation; a
-// result for a request that a newer one replaced is dropped, never delivered.
+// thread (a TaskRunner) of the app's one `GraphLayouter`. Layouts are cached by key (the view uses
+// one key per snapshot and stage): a snapshot is immutable, so its layout never changes. Requests
+// carry a generation; a result for a request that a newer one replaced is dropped, never
+// delivered.
 #pragma once
 
 #include <QObject>
@@ -18,11 +19,9 @@
 #include <QString>
 #include <QVector>
 
-#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -71,12 +70,13 @@ GraphLayoutPtr layout_dot(const std::string& dot, std::string* error);
 // printers write nodes). For tests and the "n nodes" status.
 int count_dot_nodes(const std::string& dot);
 
+class TaskRunner;
+
 class GraphLayouter : public QObject {
   Q_OBJECT
 
  public:
   explicit GraphLayouter(QObject* parent = nullptr);
-  ~GraphLayouter() override;
   GraphLayouter(const GraphLayouter&) = delete;
   GraphLayouter& operator=(const GraphLayouter&) = delete;
 
@@ -93,24 +93,13 @@ class GraphLayouter : public QObject {
   void failed(const QString& key, const QString& reason);
 
  private:
-  struct Job {
-    uint64_t generation = 0;
-    QString key;
-    std::string dot;
-  };
-  void worker_loop();
   void deliver(uint64_t generation, const QString& key, GraphLayoutPtr layout,
                const QString& error);
 
   uint64_t generation_ = 0;  // UI thread
   uint64_t delivered_ = 0;   // UI thread
   std::map<QString, GraphLayoutPtr> cache_;  // UI thread
-
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::optional<Job> next_;
-  bool stopping_ = false;
-  std::thread worker_;
+  TaskRunner* runner_ = nullptr;
 };
 
 }  // namespace nautilus::views

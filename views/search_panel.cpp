@@ -19,6 +19,7 @@
 #include "core/cost/analytical_model.h"
 #include "core/cost/device_models.h"
 #include "views/search_tree_model.h"
+#include "views/task_runner.h"
 
 namespace nautilus::views {
 namespace {
@@ -58,6 +59,7 @@ QString decisions_text(const std::vector<sched::Decision>& decisions) {
 }  // namespace
 
 SearchPanel::SearchPanel(QWidget* parent) : QWidget(parent) {
+  runner_ = new TaskRunner(this);
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(2, 2, 2, 2);
   auto* bar = new QHBoxLayout();
@@ -146,8 +148,10 @@ SearchPanel::SearchPanel(QWidget* parent) : QWidget(parent) {
 }
 
 SearchPanel::~SearchPanel() {
+  // Stop the search, then wait for it here, while the panel is whole: the search posts its
+  // progress to this object until it returns.
   stop_.request_stop();
-  if (worker_.joinable()) worker_.join();
+  delete runner_;
 }
 
 void SearchPanel::set_spec(const std::string& path, const std::string& text,
@@ -178,9 +182,9 @@ bool SearchPanel::start() {
     progress_->setText(tr("Nothing to search: the editor is empty."));
     return false;
   }
-  // One search at a time: stop and join the previous one (it returns promptly once stopped).
+  // One search at a time: the previous one stops at its next compile; its result is stale and
+  // dropped by the runner, which starts this one as soon as it returns.
   stop_.request_stop();
-  if (worker_.joinable()) worker_.join();
   stop_ = std::stop_source();
   const uint64_t generation = ++generation_;
   running_ = true;
@@ -202,7 +206,7 @@ bool SearchPanel::start() {
   options.threads = 1;
   const std::string device_name = device_->currentData().toString().toStdString();
   std::stop_token token = stop_.get_token();
-  worker_ = std::thread([this, input, options, device_name, token, generation] {
+  runner_->post([this, input, options, device_name, token, generation]() -> TaskRunner::Continuation {
     search::SearchResult result;
     try {
       const std::optional<cost::DeviceModel> device = cost::device_model_for(device_name);
@@ -224,13 +228,10 @@ bool SearchPanel::start() {
       result.ok = false;
       result.error = std::string("internal error: ") + error.what();
     }
-    QMetaObject::invokeMethod(
-        this,
-        [this, generation, result = std::move(result)]() mutable {
-          if (generation != generation_) return;
-          show_result(std::move(result));
-        },
-        Qt::QueuedConnection);
+    return [this, generation, result = std::move(result)]() mutable {
+      if (generation != generation_) return;
+      show_result(std::move(result));
+    };
   });
   return true;
 }

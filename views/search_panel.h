@@ -1,8 +1,8 @@
 // The search panel: runs the auto-scheduler (core/search run_search) on the current spec and
-// sizes, on the panel's own thread, with live progress (rounds, nodes, compiles, best estimate so
-// far) and Cancel (the search's stop token: it returns what it has). The finished tree is shown
-// in a SearchTreeModel: each node's decision, status, estimate, measured time and, for pruned
-// nodes, why.
+// sizes, on the panel's TaskRunner, with live progress (rounds, nodes, compiles, best estimate so
+// far) and Cancel (the search's stop token: it returns what it has). The tree grows in a
+// SearchTreeModel as the search hands it over (SearchObserver::on_tree), then takes the result:
+// each node's decision, status, estimate, measured time and, for pruned nodes, why.
 //
 // From any node: "Pin path" re-runs the search with the node's decisions as pins (the search
 // completes the rest), "Forbid" re-runs it with the node's decision forbidden, "Use schedule"
@@ -20,7 +20,6 @@
 #include <cstdint>
 #include <memory>
 #include <stop_token>
-#include <thread>
 #include <vector>
 
 #include "core/search/search.h"
@@ -36,6 +35,7 @@ class QTreeView;
 namespace nautilus::views {
 
 class SearchTreeModel;
+class TaskRunner;
 
 class SearchPanel : public QWidget {
   Q_OBJECT
@@ -103,8 +103,8 @@ class SearchPanel : public QWidget {
   QPlainTextEdit* detail_ = nullptr;
   SearchTreeModel* model_ = nullptr;
 
-  std::stop_source stop_;
-  std::thread worker_;  // the search in flight (joined before the next one and on destruction)
+  std::stop_source stop_;  // of the search in flight
+  TaskRunner* runner_ = nullptr;  // runs the searches, one at a time
 };
 
 }  // namespace nautilus::views
