@@ -19,10 +19,10 @@
 
 #include <sstream>
 
-#include "app/cli/compile_command.h"
 #include "core/cost/analytical_model.h"
 #include "core/cost/device_models.h"
 #include "core/codegen/package.h"
+#include "core/driver/kernel_package.h"
 #include "profiler/device_info.h"
 #include "profiler/runner_client.h"
 #include "views/roofline_widget.h"
@@ -59,15 +59,12 @@ QTableWidgetItem* cell(const QString& text, bool number = true) {
 
 // Builds the package of `compilation` into `directory`; "" on success, else the reason.
 std::string build_into(const driver::Compilation& compilation, const std::string& directory) {
-  std::ostringstream errors;
-  int status = 0;
-  std::optional<codegen::KernelPackage> package =
-      cli::build_package(compilation, compilation.ma_module,
-                         {codegen::GpuArch::Sm90a, codegen::GpuArch::Sm80}, errors, &status);
-  if (!package) {
-    std::string reason = errors.str();
-    while (!reason.empty() && reason.back() == '\n') reason.pop_back();
-    return reason.empty() ? "the kernel package could not be built" : reason;
+  codegen::Result<codegen::KernelPackage> package = driver::build_kernel_package(
+      compilation, compilation.ma_module, {codegen::GpuArch::Sm90a, codegen::GpuArch::Sm80});
+  if (!package.ok()) {
+    std::string reason = package.error().message;
+    if (!package.error().log.empty()) reason += "\n" + package.error().log;
+    return reason;
   }
   codegen::Result<bool> written = codegen::write_package(*package, directory);
   if (!written.ok()) return written.error().message;
@@ -353,9 +350,11 @@ void ProfilerPanel::show_record(const RunRecord& record) {
   for (int row = 0; row < static_cast<int>(record.kernels.size()); ++row) {
     const KernelTiming& kernel = record.kernels[static_cast<size_t>(row)];
     // The runner rates the operator's work as a whole; a single kernel does all of it.
-    const bool only = record.kernels.size() == 1;
-    const std::optional<double> tflops = kernel.tflops ? kernel.tflops : only ? record.tflops : std::nullopt;
-    const std::optional<double> gbps = kernel.gbps ? kernel.gbps : only ? record.gbps : std::nullopt;
+    std::optional<double> tflops = kernel.tflops, gbps = kernel.gbps;
+    if (record.kernels.size() == 1) {
+      if (!tflops) tflops = record.tflops;
+      if (!gbps) gbps = record.gbps;
+    }
     kernels_->setItem(row, 0, cell(QString::fromStdString(kernel.name), false));
     kernels_->setItem(row, 1, cell(QString::number(kernel.median_us, 'f', 1)));
     kernels_->setItem(row, 2, cell(tflops ? QString::number(*tflops, 'f', 1) : QString()));

@@ -1,7 +1,7 @@
 // The profiler panel: times the current schedule on a GPU through nautilus-runner.
 //
 // "Run" does, on the panel's worker (never on the UI thread): build the kernel package of the
-// current compilation (the CLI's build_package: emit CUDA, NVRTC for sm_90a and sm_80), build the
+// current compilation (driver::build_kernel_package: emit CUDA, NVRTC for sm_90a and sm_80), build the
 // unscheduled reference package of the same spec and sizes (the runner validates against it),
 // write both to a temporary directory and run the runner command — a child process, so a
 // faulting or hanging kernel cannot take the app down — with the user's command template (e.g.

@@ -4,28 +4,10 @@
 #include <optional>
 #include <ostream>
 
-#include "core/codegen/emit_cuda.h"
-#include "core/codegen/nvrtc.h"
 #include "core/codegen/package.h"
-#include "core/spec/reference.h"
+#include "core/driver/kernel_package.h"
 
 namespace nautilus::cli {
-namespace {
-
-std::string role_of(const scalar::Buffer& buffer) {
-  switch (buffer->role) {
-    case scalar::BufferRole::Input: return "input";
-    case scalar::BufferRole::Output: return "output";
-    case scalar::BufferRole::Intermediate: return "intermediate";
-  }
-  return "intermediate";
-}
-
-codegen::KernelArgument argument_of(const scalar::Buffer& buffer) {
-  return {buffer->name, buffer->shape, buffer->dtype, role_of(buffer)};
-}
-
-}  // namespace
 
 const CommandSpec& compile_command_spec(const std::vector<OptionSpec>& shared_options) {
   static const CommandSpec spec = [&] {
@@ -63,74 +45,22 @@ std::optional<codegen::KernelPackage> build_package(const driver::Compilation& c
                                                     const matile::ModulePtr& ma_module,
                                                     const std::vector<codegen::GpuArch>& archs,
                                                     std::ostream& err, int* exit_status) {
-  *exit_status = kExitFailure;
-  if (!ma_module) {
-    err << "nautilus: error: the pipeline did not produce MA tile IR for this spec\n";
-    return std::nullopt;
+  codegen::Result<codegen::KernelPackage> package =
+      driver::build_kernel_package(compilation, ma_module, archs);
+  if (package.ok()) {
+    *exit_status = kExitOk;
+    return std::move(package).value();
   }
-  codegen::EmitOptions emit_options;
-  emit_options.source = compilation.file.get();
-  codegen::Result<codegen::EmittedModule> emitted = codegen::emit_cuda(*ma_module, emit_options);
-  if (!emitted.ok()) {
-    err << "nautilus: error: cannot emit CUDA: " << emitted.error().message << "\n";
-    if (emitted.error().kind == codegen::CodegenError::Kind::InvalidInput) {
-      *exit_status = kExitInternal;
-    }
-    return std::nullopt;
+  const codegen::CodegenError& error = package.error();
+  using Kind = codegen::CodegenError::Kind;
+  if (error.kind == Kind::Compilation) {
+    err << "nautilus: internal error: " << error.message << "\n" << error.log;
+  } else {
+    err << "nautilus: error: " << error.message << "\n";
   }
-  const auto& nvrtc = codegen::Nvrtc::shared();
-  if (!nvrtc.ok()) {
-    err << "nautilus: error: " << nvrtc.error().message << "\n";
-    return std::nullopt;
-  }
-  codegen::KernelPackage package;
-  package.spec_name = ma_module->name;
-  if (compilation.spec) {
-    for (const auto& [name, value] : compilation.spec->sizes) package.sizes.emplace_back(name, value);
-  }
-  package.arch = archs.front();
-  if (compilation.spec) {
-    package.flops = spec::estimate_flops(*compilation.spec);
-    package.bytes = spec::estimate_compulsory_bytes(*compilation.spec);
-  }
-  package.nvrtc_version = (*nvrtc)->version();
-  package.source = emitted->source;
-  for (codegen::GpuArch arch : archs) {
-    codegen::NvrtcOptions nvrtc_options;
-    nvrtc_options.arch = arch;
-    codegen::Result<codegen::CompiledProgram> compiled =
-        (*nvrtc)->compile(emitted->source, "kernel.cu", nvrtc_options);
-    if (!compiled.ok()) {
-      // The emitter printed CUDA that NVRTC rejects: a compiler bug, reported with the log.
-      err << "nautilus: internal error: " << compiled.error().message << "\n"
-          << compiled.error().log;
-      *exit_status = kExitInternal;
-      return std::nullopt;
-    }
-    package.cubins[arch] = compiled->cubin;
-    package.ptx[arch] = compiled->ptx;
-    // The report and options of the first arch describe the package (launch.json's "arch").
-    if (arch == archs.front()) {
-      package.nvrtc_options = compiled->options;
-      package.report = compiled->report;
-      package.ptxas_log = compiled->log;
-    }
-  }
-  for (const scalar::Buffer& buffer : ma_module->params) package.buffers.push_back(argument_of(buffer));
-  for (const scalar::Buffer& buffer : ma_module->allocations) {
-    package.buffers.push_back(argument_of(buffer));
-  }
-  for (const codegen::EmittedKernel& kernel : emitted->kernels) {
-    codegen::KernelLaunch launch;
-    launch.name = kernel.symbol;
-    launch.grid = kernel.grid;
-    launch.block = kernel.block;
-    launch.dynamic_shared_bytes = kernel.dynamic_shared_bytes;
-    for (const scalar::Buffer& buffer : kernel.params) launch.arguments.push_back(argument_of(buffer));
-    package.kernels.push_back(launch);
-  }
-  *exit_status = kExitOk;
-  return package;
+  *exit_status = error.kind == Kind::Compilation || error.kind == Kind::InvalidInput ? kExitInternal
+                                                                                    : kExitFailure;
+  return std::nullopt;
 }
 
 int run_compile_command(const driver::Compilation& compilation,
