@@ -725,79 +725,41 @@ class Interpreter {
   // ldmatrix.x4: lane L gives the address of row L%8 of matrix L/8 (8 contiguous 16-bit
   // elements, 16-byte aligned). Without .trans lane l receives, in register j, elements
   // 2*(l%4) and 2*(l%4)+1 of row l/4 of matrix j; with .trans, element l/4 of rows 2*(l%4) and
-  // 2*(l%4)+1. Which tile elements a matrix covers is fixed by the fragment the result holds.
+  // 2*(l%4)+1. Which tile elements a matrix covers is fixed by the fragment the result holds
+  // (layouts.h: ldmatrix_issues, which the studio's bank pictures use too).
   void ldmatrix(const Op& op) {
     const Value& result = op.results[0];
     const RegisterLayout& layout = result->layout;
     const bool trans = op.shared_read == SharedRead::LdMatrixX4Trans;
-    const bool is_a = layout.kind == LayoutKind::MmaA;
-    const int64_t R = result->type.shape[0], C = result->type.shape[1];
-    const int wm_count = layout.warps_m;
     const int64_t slots = layout.slots();
     const int64_t stage = stage_of(op.shared);
     const SharedState& s = alloc_state(op.shared.alloc);
     const int bytes = dtype_bytes(s.alloc->dtype);
     Slots out(static_cast<size_t>(threads() * slots), std::nan(""));
     count_steps(out.size());
-    // One x4 issue: `start(j, r)` is the tile coordinate where lane 8j+r's row begins,
-    // `run_axis` the tile axis along which its 8 elements lie, `slot(j, e)` where register j's
-    // element e goes.
-    auto issue = [&](int w, const std::function<std::vector<int64_t>(int, int)>& start,
-                     const std::function<int64_t(int, int)>& slot) {
-      int64_t address[32];
+    for (const LdmatrixIssue& issue : ldmatrix_issues(layout, result->type.shape, trans,
+                                                       kernel_->warps)) {
+      int64_t address[kWarpSize];
       for (int lane = 0; lane < kWarpSize; ++lane) {
-        address[lane] = address_of(op.shared, stage, start(lane / 8, lane % 8));
+        const std::array<int64_t, 2>& start = issue.lane_start[static_cast<size_t>(lane)];
+        address[lane] = address_of(op.shared, stage, {start[0], start[1]});
         if ((s.alloc->byte_offset + address[lane] * bytes) % 16 != 0) {
           fail("ldmatrix row address of lane " + std::to_string(lane) + " in " + s.alloc->name +
                " is not 16-byte aligned");
         }
       }
       for (int l = 0; l < kWarpSize; ++l) {
-        const int64_t thread = int64_t{w} * kWarpSize + l;
+        const int64_t thread = int64_t{issue.warp} * kWarpSize + l;
         for (int j = 0; j < 4; ++j) {
           for (int e = 0; e < 2; ++e) {
             const int64_t at = trans ? address[8 * j + 2 * (l % 4) + e] + l / 4
                                      : address[8 * j + l / 4] + 2 * (l % 4) + e;
-            out[static_cast<size_t>(thread * slots + slot(j, e))] =
+            out[static_cast<size_t>(thread * slots + issue.slot[j][e])] =
                 shared_read(op.shared.alloc, at, thread);
           }
         }
       }
       instructions_[trans ? "ldmatrix.x4.trans" : "ldmatrix.x4"] += 1;
-    };
-    for (int w = 0; w < kernel_->warps; ++w) {
-      const int wm = w % wm_count, wn = w / wm_count;
-      if (is_a) {
-        const int64_t mt = R / (16 * wm_count), kt = C / 16;
-        for (int64_t ki = 0; ki < kt; ++ki) {
-          for (int64_t mi = 0; mi < mt; ++mi) {
-            const int64_t m0 = (wm * mt + mi) * 16, k0 = ki * 16;
-            issue(
-                w,
-                [&](int j, int r) -> std::vector<int64_t> {
-                  if (!trans) return {m0 + 8 * (j % 2) + r, k0 + 8 * (j / 2)};
-                  return {m0 + 8 * (j % 2), k0 + 8 * (j / 2) + r};
-                },
-                [&](int j, int e) { return 8 * (mi + mt * ki) + 2 * j + e; });
-          }
-        }
-      } else {
-        const int64_t kt = R / 16, nt = C / (8 * layout.warps_n);
-        for (int64_t ki = 0; ki < kt; ++ki) {
-          for (int64_t q = 0; q < nt / 2; ++q) {
-            const int64_t k0 = ki * 16;
-            const int64_t n_base = wn * nt * 8;
-            issue(
-                w,
-                [&](int j, int r) -> std::vector<int64_t> {
-                  const int64_t n0 = n_base + (2 * q + j / 2) * 8;
-                  if (!trans) return {k0 + 8 * (j % 2), n0 + r};
-                  return {k0 + 8 * (j % 2) + r, n0};
-                },
-                [&](int j, int e) { return 4 * (ki + kt * (2 * q + j / 2)) + 2 * (j % 2) + e; });
-          }
-        }
-      }
     }
     values_[result.get()] = std::move(out);
   }

@@ -431,6 +431,63 @@ std::optional<std::string> register_move_error(RegisterMove move, const Register
   return answers.emplace(key, std::move(answer)).first->second;
 }
 
+std::vector<LdmatrixIssue> ldmatrix_issues(const RegisterLayout& layout,
+                                           const std::vector<int64_t>& shape, bool trans,
+                                           int warps) {
+  std::vector<LdmatrixIssue> issues;
+  const bool is_a = layout.kind == LayoutKind::MmaA, is_b = layout.kind == LayoutKind::MmaB;
+  if (shape.size() != 2 || (!is_a && !is_b) || layout.warps_m <= 0 || layout.warps_n <= 0) {
+    return issues;
+  }
+  const int64_t R = shape[0], C = shape[1];
+  for (int w = 0; w < warps; ++w) {
+    const int wm = w % layout.warps_m, wn = w / layout.warps_m;
+    if (is_a) {
+      const int64_t mt = R / (16 * layout.warps_m), kt = C / 16;
+      for (int64_t ki = 0; ki < kt; ++ki) {
+        for (int64_t mi = 0; mi < mt; ++mi) {
+          LdmatrixIssue issue;
+          issue.warp = w;
+          const int64_t m0 = (wm * mt + mi) * 16, k0 = ki * 16;
+          for (int lane = 0; lane < kWarpSize; ++lane) {
+            const int j = lane / 8, r = lane % 8;
+            issue.lane_start[static_cast<size_t>(lane)] =
+                trans ? std::array<int64_t, 2>{m0 + 8 * (j % 2), k0 + 8 * (j / 2) + r}
+                      : std::array<int64_t, 2>{m0 + 8 * (j % 2) + r, k0 + 8 * (j / 2)};
+          }
+          for (int j = 0; j < 4; ++j) {
+            for (int e = 0; e < 2; ++e) issue.slot[j][e] = 8 * (mi + mt * ki) + 2 * j + e;
+          }
+          issues.push_back(issue);
+        }
+      }
+    } else {
+      const int64_t kt = R / 16, nt = C / (8 * layout.warps_n);
+      for (int64_t ki = 0; ki < kt; ++ki) {
+        for (int64_t q = 0; q < nt / 2; ++q) {
+          LdmatrixIssue issue;
+          issue.warp = w;
+          const int64_t k0 = ki * 16, n_base = wn * nt * 8;
+          for (int lane = 0; lane < kWarpSize; ++lane) {
+            const int j = lane / 8, r = lane % 8;
+            const int64_t n0 = n_base + (2 * q + j / 2) * 8;
+            issue.lane_start[static_cast<size_t>(lane)] =
+                trans ? std::array<int64_t, 2>{k0 + 8 * (j % 2) + r, n0}
+                      : std::array<int64_t, 2>{k0 + 8 * (j % 2), n0 + r};
+          }
+          for (int j = 0; j < 4; ++j) {
+            for (int e = 0; e < 2; ++e) {
+              issue.slot[j][e] = 4 * (ki + kt * (2 * q + j / 2)) + 2 * (j % 2) + e;
+            }
+          }
+          issues.push_back(issue);
+        }
+      }
+    }
+  }
+  return issues;
+}
+
 std::string layout_text(const RegisterLayout& layout) {
   std::string text = layout_kind_name(layout.kind);
   if (layout.kind == LayoutKind::MmaA || layout.kind == LayoutKind::MmaB ||

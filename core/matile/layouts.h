@@ -23,6 +23,7 @@
 // every leaf to be pure; blocked and mma layouts are.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -105,6 +106,22 @@ std::optional<std::string> register_move_error(RegisterMove move, const Register
                                                const RegisterLayout& result,
                                                const std::vector<int64_t>& result_shape,
                                                const std::vector<int64_t>& argument);
+
+// The ldmatrix.x4 [.trans] issues that load an mma A or B fragment tile of `shape` in `layout`
+// from shared memory, as the MA interpreter executes them and the studio draws them: per warp,
+// one issue per 16x16 A block (k outer, m inner) or per pair of 16x8 B blocks (k outer, n inner).
+// Lane 8j + r gives the tile coordinate where row r of matrix j begins (8 elements along the
+// tile's columns without .trans, along its rows with .trans); register j's element e of lane l
+// is, without .trans, element 2*(l%4)+e of lane 8j + l/4's row, with .trans element l/4 of lane
+// 8j + 2*(l%4)+e's row, and lands in result slot `slot[j][e]`. Empty for any other layout.
+struct LdmatrixIssue {
+  int warp = 0;
+  std::array<std::array<int64_t, 2>, kWarpSize> lane_start{};
+  std::array<std::array<int64_t, 2>, 4> slot{};
+};
+std::vector<LdmatrixIssue> ldmatrix_issues(const RegisterLayout& layout,
+                                           const std::vector<int64_t>& shape, bool trans,
+                                           int warps);
 
 // One line: "mma_c warps(4,1) ((4,8),(4,1)):(...) ..." -- the kind and the TV layout text.
 std::string layout_text(const RegisterLayout& layout);

@@ -1,8 +1,8 @@
 #include "views/gl/layout_model.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
-#include <functional>
 #include <map>
 #include <set>
 #include <unordered_set>
@@ -41,53 +41,20 @@ std::string ref_text(const matile::Kernel& kernel, const matile::SharedRef& ref)
 }
 
 // ldmatrix.x4 [.trans] issues of a SharedLoad whose result is an mma A or B fragment tile, as
-// the MA interpreter executes them (core/matile/interpreter.cpp): per warp, one issue per 16x16
-// A block (k outer, m inner) or per pair of 16x8 B blocks (k outer, n inner); lane 8j + r gives
-// the address of row r of matrix j. Without .trans a matrix row runs along the tile's columns;
-// with .trans along its rows. An empty result: the value is no fragment tile.
+// the MA interpreter executes them (core/matile/layouts.h: ldmatrix_issues): lane 8j + r gives
+// the address of row r of matrix j. An empty result: the value is no fragment tile.
 std::vector<SharedInstruction> ldmatrix_issues(const matile::Kernel& kernel, const matile::Op& op) {
   std::vector<SharedInstruction> issues;
   const matile::Value& result = op.results[0];
-  const matile::RegisterLayout& layout = result->layout;
-  const std::vector<int64_t>& shape = result->type.shape;
-  if (shape.size() != 2 || layout.warps_m <= 0 || layout.warps_n <= 0) return issues;
   const bool trans = op.shared_read == matile::SharedRead::LdMatrixX4Trans;
-  const int64_t R = shape[0], C = shape[1];
-  const int wm_count = layout.warps_m;
-  auto issue = [&](int warp, const std::function<std::vector<int64_t>(int, int)>& start) {
+  for (const matile::LdmatrixIssue& issue :
+       matile::ldmatrix_issues(result->layout, result->type.shape, trans, kernel.warps)) {
     SharedInstruction instruction;
-    instruction.warp = warp;
-    for (int lane = 0; lane < matile::kWarpSize; ++lane) {
-      instruction.lane_starts.push_back(alloc_coordinate(op.shared, start(lane / 8, lane % 8)));
+    instruction.warp = issue.warp;
+    for (const std::array<int64_t, 2>& start : issue.lane_start) {
+      instruction.lane_starts.push_back(alloc_coordinate(op.shared, {start[0], start[1]}));
     }
     issues.push_back(std::move(instruction));
-  };
-  for (int w = 0; w < kernel.warps; ++w) {
-    const int wm = w % wm_count, wn = w / wm_count;
-    if (layout.kind == matile::LayoutKind::MmaA) {
-      const int64_t mt = R / (16 * wm_count), kt = C / 16;
-      for (int64_t ki = 0; ki < kt; ++ki) {
-        for (int64_t mi = 0; mi < mt; ++mi) {
-          const int64_t m0 = (wm * mt + mi) * 16, k0 = ki * 16;
-          issue(w, [&](int j, int r) -> std::vector<int64_t> {
-            if (!trans) return {m0 + 8 * (j % 2) + r, k0 + 8 * (j / 2)};
-            return {m0 + 8 * (j % 2), k0 + 8 * (j / 2) + r};
-          });
-        }
-      }
-    } else if (layout.kind == matile::LayoutKind::MmaB) {
-      const int64_t kt = R / 16, nt = C / (8 * layout.warps_n);
-      for (int64_t ki = 0; ki < kt; ++ki) {
-        for (int64_t q = 0; q < nt / 2; ++q) {
-          const int64_t k0 = ki * 16, n_base = wn * nt * 8;
-          issue(w, [&](int j, int r) -> std::vector<int64_t> {
-            const int64_t n0 = n_base + (2 * q + j / 2) * 8;
-            if (!trans) return {k0 + 8 * (j % 2), n0 + r};
-            return {k0 + 8 * (j % 2) + r, n0};
-          });
-        }
-      }
-    }
   }
   return issues;
 }
