@@ -205,6 +205,11 @@ QVariant SearchTreeModel::data(const QModelIndex& index, int role) const {
     font.setBold(true);
     return font;
   }
+  if (role == Qt::FontRole && shown->status == search::NodeStatus::Open) {
+    QFont font;  // still waiting for its turn while the search runs
+    font.setItalic(true);
+    return font;
+  }
   if (role == Qt::TextAlignmentRole && (index.column() == Estimate || index.column() == Measured)) {
     return QVariant(Qt::AlignRight | Qt::AlignVCenter);
   }
