@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <cmath>
 #include <iomanip>
 #include <limits>
@@ -31,6 +32,9 @@ const char* node_status_name(NodeStatus status) {
 }
 
 namespace {
+
+// Tiling's second stage combines this many sizes of each axis (2: at most 8 tiles for a GEMM).
+constexpr size_t kTileSizesCombinedPerAxis = 2;
 
 using Clock = std::chrono::steady_clock;
 using sched::Decision;
@@ -476,28 +480,44 @@ class Searcher {
       out.push_back({entry.node, Phase::Binding});
       return;
     }
-    // Stage 2: the combination of each axis's best size, when two or more axes improved.
+    // Stage 2: every combination of each axis's two best sizes (by the estimates of stage 1,
+    // the default counting as a size of every axis). Axes interact -- a GEMM's 128x128x64 tile
+    // beats 64x64x32 although no single-axis change of the default shows it, while the
+    // combination of each axis's best alone (256x256x128) does not fit in shared memory.
     std::vector<int> ids;
     for (const Tried& t : tried) ids.push_back(t.node);
     evaluate(ids);
-    std::vector<int64_t> best = base;
-    size_t improved = 0;
+    std::vector<std::vector<int64_t>> kept(plan->axes.size());
     for (size_t axis = 0; axis < plan->axes.size(); ++axis) {
-      int best_node = -1;
+      std::vector<const Tried*> along;
       for (const Tried& t : tried) {
         bool only_this_axis = true;
         for (size_t other = 0; other < base.size(); ++other) {
           if (other != axis && t.sizes[other] != base[other]) only_this_axis = false;
         }
-        if (!only_this_axis || !nodes_[t.node].estimate) continue;
-        if (best_node < 0 || better(t.node, best_node)) {
-          best_node = t.node;
-          best[axis] = t.sizes[axis];
-        }
+        if (only_this_axis && nodes_[t.node].estimate) along.push_back(&t);
       }
-      if (best[axis] != base[axis]) ++improved;
+      std::sort(along.begin(), along.end(),
+                [&](const Tried* a, const Tried* b) { return better(a->node, b->node); });
+      for (size_t i = 0; i < along.size() && i < kTileSizesCombinedPerAxis; ++i) {
+        kept[axis].push_back(along[i]->sizes[axis]);
+      }
+      if (kept[axis].empty()) kept[axis].push_back(base[axis]);
     }
-    if (improved >= 2) add(best);
+    std::vector<int64_t> sizes(plan->axes.size());
+    const std::function<void(size_t)> combine = [&](size_t axis) {
+      if (axis == sizes.size()) {
+        const bool seen = std::any_of(tried.begin(), tried.end(),
+                                      [&](const Tried& t) { return t.sizes == sizes; });
+        if (!seen) add(sizes);
+        return;
+      }
+      for (int64_t size : kept[axis]) {
+        sizes[axis] = size;
+        combine(axis + 1);
+      }
+    };
+    combine(0);
   }
 
   void expand_binding(const Entry& entry, std::vector<Entry>& out) {
