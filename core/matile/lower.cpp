@@ -889,8 +889,13 @@ class KernelLowering {
     }
     std::vector<Value> operands;
     for (const VValue& x : op.operands) {
-      operands.push_back(x->type.rank() == 0 && v->type.rank() == 0 ? scalar_value(x)
-                                                                     : materialize(x, to));
+      // A rank-0 operand is used where it was placed, in the result's layout: a reduction's
+      // result (every thread holds the sum after the butterfly) has the reduce's sliced layout,
+      // which a loop-carried scalar's uniform one does not equal although both hold the value in
+      // every thread (layernorm's one-pass statistics hoist such a reduction out of the loop).
+      operands.push_back(x->type.rank() == 0 && v->type.rank() == 0
+                             ? convert(scalar_value(x), to, x->name)
+                             : materialize(x, to));
     }
     switch (op.kind) {
       case VOpKind::Unary: return b_.unary(op.unary_op, operands[0], name);

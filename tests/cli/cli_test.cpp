@@ -82,6 +82,22 @@ TEST_P(EveryAssetCli, CheckLowerAndEvalSucceed) {
 INSTANTIATE_TEST_SUITE_P(Assets, EveryAssetCli, ::testing::ValuesIn(testing::asset_names()),
                          [](const auto& test_info) { return test_info.param; });
 
+// LayerNorm's one-pass statistics with only the statistics nest bound (the completion the search
+// gives a node after rolling_update): the hoisted reduction of a constant is a scalar in the
+// reduce's sliced layout, added to a loop-carried scalar in the uniform layout. The MA lowering
+// used to emit that add with mismatched layouts, the module failed verification, and the search
+// pruned every one-pass LayerNorm as "the tiles cannot be placed".
+TEST(Cli, LayerNormOnePassStatisticsLowerToVerifiedMaTileIr) {
+  const std::string schedule =
+      (std::filesystem::temp_directory_path() / "layernorm_one_pass.json").string();
+  std::ofstream(schedule) << R"json({"decisions": ["rolling_update(Var_sum, h, tile=1024)",
+    "bind(Var_sum_acc3, t=grid.x)", "tile(Y, t=64, h=64)", "bind(Y, t_o=grid.y, h_o=grid.x)"]})json";
+  CliRun eval = run({"eval", asset("layernorm"), "-D", "T=16", "-D", "H=4096", "--schedule",
+                     schedule, "--stage", "matile", "--seed", "5"});
+  EXPECT_EQ(eval.status, 0) << eval.out << eval.err;
+  EXPECT_NE(eval.out.find("PASS"), std::string::npos) << eval.out << eval.err;
+}
+
 TEST(Cli, LowerAllPrintsEveryStageWithBanners) {
   CliRun lower = run({"lower", asset("attention")});
   ASSERT_EQ(lower.status, 0) << lower.err;
