@@ -6,7 +6,6 @@
 #include <limits>
 #include <optional>
 #include <queue>
-#include <queue>
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
@@ -848,8 +847,8 @@ double makespan(const std::vector<double>& durations, int64_t slots) {
 // excess is the tail, where the long CTAs run with fewer neighbours on their SM and so up to
 // per_sm times faster: it is divided by per_sm. Causal attention's last query tiles run 2x the
 // average; measured on the H100 (ncu), the busiest SM is active 23% longer than the average one
-// for 128-row tiles, 10% for 64-row tiles. Below a wave, the ratio tends to longest / average:
-// skipping masked tiles then saves only what the shorter CTAs free for the longer ones.
+// for 128-row tiles, 10% for 64-row tiles. Below a wave the makespan is the longest CTA's, so
+// skipping masked tiles saves only what the shorter CTAs free for the longer ones.
 double imbalance(const std::vector<double>& trips, int64_t sms, int64_t per_sm) {
   if (trips.empty()) return 1.0;
   constexpr double kFixedTrips = 1.0;
