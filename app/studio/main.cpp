@@ -154,6 +154,10 @@ int main(int argc, char** argv) {
   const QStringList files = parser.positionalArguments();
   if (files.size() > 1) return fail(QStringLiteral("expected at most one FILE, got %1").arg(files.size()));
   const QString screenshot = parser.value(screenshot_option);
+  if (screenshot.isEmpty() && parser.isSet(profile_option)) {
+    return fail(QStringLiteral("--profile needs --screenshot (in the window, use the Profiler panel's "
+                               "Run on GPU)"));
+  }
   const QString panel = parser.value(panel_option);
   if (!panel.isEmpty() && !MainWindow::panel_names().contains(panel) &&
       panel != QStringLiteral("window")) {
