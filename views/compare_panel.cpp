@@ -18,6 +18,7 @@
 #include "core/cost/device_models.h"
 #include "views/code_highlighter.h"
 #include "views/snapshot_text.h"
+#include "views/table_cell.h"
 #include "views/task_runner.h"
 
 namespace nautilus::views {
@@ -32,16 +33,8 @@ QPlainTextEdit* make_diff_view(QWidget* parent) {
 }
 
 std::string decision_lines(const sched::Schedule& schedule) {
-  std::string text;
-  for (const sched::Decision& decision : schedule.decisions) text += sched::print_decision(decision) + "\n";
-  return text;
-}
-
-QTableWidgetItem* cell(const QString& text, bool number = true) {
-  auto* item = new QTableWidgetItem(text);
-  item->setFlags(Qt::ItemIsEnabled | Qt::ItemIsSelectable);
-  if (number) item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
-  return item;
+  const std::string text = sched::print_decisions(schedule.decisions, "\n");
+  return text.empty() ? text : text + "\n";
 }
 
 }  // namespace
@@ -201,9 +194,9 @@ void ComparePanel::show_sides() {
   kernels_->setRowCount(static_cast<int>(rows.size()));
   int row = 0;
   for (const auto& [name, values] : rows) {
-    kernels_->setItem(row, 0, cell(QString::fromStdString(name), false));
+    kernels_->setItem(row, 0, table_cell(QString::fromStdString(name), false));
     for (int column = 0; column < 6; ++column) {
-      kernels_->setItem(row, column + 1, cell(values[static_cast<size_t>(column)], column < 2 || column > 3));
+      kernels_->setItem(row, column + 1, table_cell(values[static_cast<size_t>(column)], column < 2 || column > 3));
     }
     ++row;
   }

@@ -21,19 +21,10 @@
 
 #include "views/code_highlighter.h"
 #include "views/snapshot_text.h"
+#include "views/table_cell.h"
 #include "views/task_runner.h"
 
 namespace nautilus::views {
-namespace {
-
-QTableWidgetItem* cell(const QString& text, bool number = true) {
-  auto* item = new QTableWidgetItem(text);
-  item->setFlags(Qt::ItemIsEnabled | Qt::ItemIsSelectable);
-  if (number) item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
-  return item;
-}
-
-}  // namespace
 
 CudaView::CudaView(QWidget* parent) : QWidget(parent) {
   auto* layout = new QVBoxLayout(this);
@@ -145,13 +136,13 @@ void CudaView::compile() {
       report_->setRowCount(static_cast<int>(report.kernels.size()));
       for (int row = 0; row < static_cast<int>(report.kernels.size()); ++row) {
         const codegen::KernelResources& kernel = report.kernels[static_cast<size_t>(row)];
-        report_->setItem(row, 0, cell(QString::fromStdString(kernel.name), false));
-        report_->setItem(row, 1, cell(QString::fromStdString(kernel.arch), false));
-        report_->setItem(row, 2, cell(QString::number(kernel.registers)));
-        report_->setItem(row, 3, cell(QString::number(kernel.spill_store_bytes)));
-        report_->setItem(row, 4, cell(QString::number(kernel.spill_load_bytes)));
-        report_->setItem(row, 5, cell(QString::number(kernel.shared_memory_bytes)));
-        report_->setItem(row, 6, cell(QString::number(kernel.stack_frame_bytes)));
+        report_->setItem(row, 0, table_cell(QString::fromStdString(kernel.name), false));
+        report_->setItem(row, 1, table_cell(QString::fromStdString(kernel.arch), false));
+        report_->setItem(row, 2, table_cell(QString::number(kernel.registers)));
+        report_->setItem(row, 3, table_cell(QString::number(kernel.spill_store_bytes)));
+        report_->setItem(row, 4, table_cell(QString::number(kernel.spill_load_bytes)));
+        report_->setItem(row, 5, table_cell(QString::number(kernel.shared_memory_bytes)));
+        report_->setItem(row, 6, table_cell(QString::number(kernel.stack_frame_bytes)));
         if (kernel.spills()) {
           for (int column = 3; column <= 4; ++column) {
             report_->item(row, column)->setForeground(QColor(0xd0, 0x21, 0x1c));

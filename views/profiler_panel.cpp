@@ -26,6 +26,7 @@
 #include "profiler/device_info.h"
 #include "profiler/runner_client.h"
 #include "views/roofline_widget.h"
+#include "views/table_cell.h"
 #include "views/task_runner.h"
 
 namespace nautilus::views {
@@ -41,21 +42,6 @@ QString default_runner() {
   return QString::fromStdString(profiler::default_runner_command());
 }
 
-std::string schedule_text(const sched::Schedule& schedule) {
-  std::string text;
-  for (const sched::Decision& decision : schedule.decisions) {
-    if (!text.empty()) text += "; ";
-    text += sched::print_decision(decision);
-  }
-  return text;
-}
-
-QTableWidgetItem* cell(const QString& text, bool number = true) {
-  auto* item = new QTableWidgetItem(text);
-  item->setFlags(Qt::ItemIsEnabled | Qt::ItemIsSelectable);
-  if (number) item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
-  return item;
-}
 
 // Builds the package of `compilation` into `directory`; "" on success, else the reason.
 std::string build_into(const driver::Compilation& compilation, const std::string& directory) {
@@ -284,7 +270,7 @@ bool ProfilerPanel::run() {
   const bool validate = validate_->isChecked();
   const std::string command = command_->text().toStdString();
   const int repetitions = repetitions_->value();
-  const std::string label = schedule_text(inputs_.schedule);
+  const std::string label = sched::print_decisions(inputs_.schedule.decisions, "; ");
   worker_->post([=, this]() -> TaskRunner::Continuation {
     RunRecord record;
     QTemporaryDir directory;
@@ -355,10 +341,10 @@ void ProfilerPanel::show_record(const RunRecord& record) {
       if (!tflops) tflops = record.tflops;
       if (!gbps) gbps = record.gbps;
     }
-    kernels_->setItem(row, 0, cell(QString::fromStdString(kernel.name), false));
-    kernels_->setItem(row, 1, cell(QString::number(kernel.median_us, 'f', 1)));
-    kernels_->setItem(row, 2, cell(tflops ? QString::number(*tflops, 'f', 1) : QString()));
-    kernels_->setItem(row, 3, cell(gbps ? QString::number(*gbps, 'f', 1) : QString()));
+    kernels_->setItem(row, 0, table_cell(QString::fromStdString(kernel.name), false));
+    kernels_->setItem(row, 1, table_cell(QString::number(kernel.median_us, 'f', 1)));
+    kernels_->setItem(row, 2, table_cell(tflops ? QString::number(*tflops, 'f', 1) : QString()));
+    kernels_->setItem(row, 3, table_cell(gbps ? QString::number(*gbps, 'f', 1) : QString()));
   }
 }
 

@@ -49,11 +49,7 @@ class ProgressForwarder : public search::SearchObserver {
 };
 
 QString decisions_text(const std::vector<sched::Decision>& decisions) {
-  QStringList parts;
-  for (const sched::Decision& decision : decisions) {
-    parts << QString::fromStdString(sched::print_decision(decision));
-  }
-  return parts.join(QStringLiteral("; "));
+  return QString::fromStdString(sched::print_decisions(decisions, "; "));
 }
 
 }  // namespace

@@ -214,6 +214,15 @@ class DecisionParser {
 
 }  // namespace
 
+std::string print_decisions(const std::vector<Decision>& decisions, std::string_view separator) {
+  std::string text;
+  for (const Decision& decision : decisions) {
+    if (!text.empty()) text += separator;
+    text += print_decision(decision);
+  }
+  return text;
+}
+
 std::string print_decision(const Decision& decision) {
   std::string text = decision.kind + "(";
   bool first = true;

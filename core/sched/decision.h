@@ -51,6 +51,8 @@ struct Decision {
 
 // "tile(O, m=128, n=64)". Canonical spacing; parse_decision(print_decision(d)) == d.
 std::string print_decision(const Decision& decision);
+// The decisions printed and joined with `separator`: "rolling_update(O_sum, n, tile=64); tile(...)".
+std::string print_decisions(const std::vector<Decision>& decisions, std::string_view separator);
 
 struct DecisionParseError {
   size_t column = 0;  // 1-based column in the text
