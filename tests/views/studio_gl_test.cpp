@@ -9,7 +9,6 @@
 // node selection. Without xvfb-run those tests skip and say why.
 #include <QApplication>
 #include <QDockWidget>
-#include <QElapsedTimer>
 #include <QImage>
 #include <QRegularExpression>
 #include <QLabel>
@@ -19,13 +18,13 @@
 #include <QSpinBox>
 #include <QStandardPaths>
 #include <QTemporaryDir>
-#include <QThread>
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <functional>
 
+#include "tests/common/event_loop.h"
 #include "tests/common/golden.h"
 #include "views/gl/imgui_panel.h"
 #include "views/gl/layout_panel.h"
@@ -38,15 +37,7 @@
 namespace nautilus::views {
 namespace {
 
-bool wait_until(const std::function<bool()>& done, int timeout_ms = 20'000) {
-  QElapsedTimer timer;
-  timer.start();
-  while (!done() && timer.elapsed() < timeout_ms) {
-    QApplication::processEvents(QEventLoop::AllEvents, 20);
-    QThread::msleep(1);
-  }
-  return done();
-}
+using nautilus::testing::wait_until;
 
 int distinct_colours(const QImage& image) {
   QSet<QRgb> colours;

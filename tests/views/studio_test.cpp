@@ -5,7 +5,6 @@
 #include <QAbstractItemModelTester>
 #include <QApplication>
 #include <QDockWidget>
-#include <QElapsedTimer>
 #include <QImage>
 #include <QLabel>
 #include <QLineEdit>
@@ -17,7 +16,6 @@
 #include <QTableWidget>
 #include <QTextBlock>
 #include <QTemporaryDir>
-#include <QThread>
 
 #include <gtest/gtest.h>
 
@@ -27,6 +25,7 @@
 #include "core/sched/decision.h"
 #include "core/support/source.h"
 #include "profiler/device_info.h"
+#include "tests/common/event_loop.h"
 #include "tests/common/golden.h"
 #include "views/compare_panel.h"
 #include "views/cuda_view.h"
@@ -51,15 +50,7 @@
 namespace nautilus::views {
 namespace {
 
-bool wait_until(const std::function<bool()>& done, int timeout_ms = 20'000) {
-  QElapsedTimer timer;
-  timer.start();
-  while (!done() && timer.elapsed() < timeout_ms) {
-    QApplication::processEvents(QEventLoop::AllEvents, 20);
-    QThread::msleep(1);
-  }
-  return done();
-}
+using nautilus::testing::wait_until;
 
 // QAbstractItemModelTester reports through qWarning in Warning mode; count its failures.
 class ModelCheck {

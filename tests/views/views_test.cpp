@@ -1,13 +1,11 @@
 // The spec editor's highlighter, the background checker and the main window, offscreen.
 #include <QApplication>
-#include <QElapsedTimer>
 #include <QHelpEvent>
 #include <QPlainTextEdit>
 #include <QTextBlock>
 #include <QTextDocument>
 #include <QTextLayout>
 #include <QTextCursor>
-#include <QThread>
 #include <QToolTip>
 
 #include <gtest/gtest.h>
@@ -15,6 +13,7 @@
 #include <functional>
 #include <vector>
 
+#include "tests/common/event_loop.h"
 #include "tests/common/golden.h"
 #include "views/main_window.h"
 #include "views/spec_checker.h"
@@ -23,16 +22,7 @@
 namespace nautilus::views {
 namespace {
 
-// Runs the event loop until `done` is true or `timeout_ms` passed; returns `done()`.
-bool wait_until(const std::function<bool()>& done, int timeout_ms = 10'000) {
-  QElapsedTimer timer;
-  timer.start();
-  while (!done() && timer.elapsed() < timeout_ms) {
-    QApplication::processEvents(QEventLoop::AllEvents, 20);
-    QThread::msleep(1);
-  }
-  return done();
-}
+using nautilus::testing::wait_until;
 
 // The range of `ranges` that covers `column`, or nullptr.
 const QTextLayout::FormatRange* format_at(const std::vector<QTextLayout::FormatRange>& ranges,

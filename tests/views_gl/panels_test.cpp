@@ -17,6 +17,7 @@
 #include <functional>
 #include <set>
 
+#include "tests/common/event_loop.h"
 #include "tests/views_gl/gl_test_util.h"
 #include "views/gl/layout_panel.h"
 #include "views/gl/pipeline_panel.h"
@@ -32,15 +33,7 @@ using gl::testing::attention_module;
         QGuiApplication::platformName().toStdString() << "): ctest runs them under xvfb-run"; \
   }
 
-bool wait_until(const std::function<bool()>& done, int timeout_ms = 10'000) {
-  QElapsedTimer timer;
-  timer.start();
-  while (!done() && timer.elapsed() < timeout_ms) {
-    QApplication::processEvents(QEventLoop::AllEvents, 20);
-    QThread::msleep(2);
-  }
-  return done();
-}
+using nautilus::testing::wait_until;
 
 // Processes events for `ms` milliseconds.
 void pump(int ms) {
