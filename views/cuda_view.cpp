@@ -25,6 +25,18 @@
 #include "views/task_runner.h"
 
 namespace nautilus::views {
+namespace {
+
+// The whole width of `line` marked in `colour` (provenance highlights in the source).
+QTextEdit::ExtraSelection line_highlight(const QTextBlock& line, const QColor& colour) {
+  QTextEdit::ExtraSelection selection;
+  selection.cursor = QTextCursor(line);
+  selection.format.setBackground(colour);
+  selection.format.setProperty(QTextFormat::FullWidthSelection, true);
+  return selection;
+}
+
+}  // namespace
 
 CudaView::CudaView(QWidget* parent) : QWidget(parent) {
   auto* layout = new QVBoxLayout(this);
@@ -176,11 +188,7 @@ int CudaView::show_ma_op(const QString& op_text) {
       if (line != block && (trimmed.isEmpty() || trimmed.startsWith(QStringLiteral("//")))) break;
       const int line_indent = static_cast<int>(text.size() - text.trimmed().size());
       if (line != block && trimmed.startsWith(QLatin1Char('}')) && line_indent < indent) break;
-      QTextEdit::ExtraSelection selection;
-      selection.cursor = QTextCursor(line);
-      selection.format.setBackground(mark);
-      selection.format.setProperty(QTextFormat::FullWidthSelection, true);
-      selections.append(selection);
+      selections.append(line_highlight(line, mark));
     }
     if (first < 0) first = block.blockNumber();
   }
@@ -218,11 +226,7 @@ int CudaView::show_spec_line(int line) {
       if (named > 0) section_line = named;
       if (block.text().startsWith(QLatin1Char('}'))) section_line = 0;
       if (section_line == line) {
-        QTextEdit::ExtraSelection selection;
-        selection.cursor = QTextCursor(block);
-        selection.format.setBackground(mark);
-        selection.format.setProperty(QTextFormat::FullWidthSelection, true);
-        selections.append(selection);
+        selections.append(line_highlight(block, mark));
         if (first < 0) first = block.blockNumber();
       }
       block = block.next();
