@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/layout/bank_conflicts.h"
+#include "core/matile/split_masked.h"
 
 namespace nautilus::cost {
 namespace {
@@ -312,7 +313,8 @@ class WorkWalk {
   const std::vector<Segment>& segments() const { return segments_; }
   const std::vector<Access>& accesses() const { return accesses_; }
   // Every CTA's trips of the outermost loop whose trip count depends on the grid (skip_masked's
-  // causal loops), in launch order; empty when every CTA runs the same loops.
+  // causal loops), summed with its siblings' at that depth (the two halves of a split loop), in
+  // launch order; empty when every CTA runs the same loops.
   const std::vector<double>& cta_trips() const { return cta_trips_; }
 
  private:
@@ -377,10 +379,13 @@ class WorkWalk {
   // The loop's trips, min(trips, cap), averaged over the grid points its trip count depends on.
   // With `per_cta`, also every CTA's trips in launch order (blockIdx.x fastest), when the count
   // depends on the grid and the grid is small enough to list.
-  double average_trips(const Op& loop, double cap, std::vector<double>* per_cta = nullptr) const {
+  // `first`: for the masked half of a split loop, the trip count of the half before it, whose
+  // iterations this loop's come after (the cap then applies to first + trips).
+  double average_trips(const Op& loop, double cap, std::vector<double>* per_cta = nullptr,
+                       const Value& first = nullptr) const {
     const double extent = std::min(static_cast<double>(std::max<int64_t>(loop.extent, 0)), cap);
     if (!loop.trip_count) return extent;
-    const DepMask deps = deps_of(loop.trip_count);
+    const DepMask deps = deps_of(loop.trip_count) | deps_of(first);
     if (deps & ~kGridMask) return extent;  // depends on a loop: assume the full range
     std::vector<int> axes;
     int64_t points = 1;
@@ -402,7 +407,13 @@ class WorkWalk {
       }
       const std::optional<int64_t> trips = evaluate(loop.trip_count, point, 0);
       if (!trips) return extent;
-      const double clamped = std::clamp(static_cast<double>(*trips), 0.0, extent);
+      double clamped = std::clamp(static_cast<double>(*trips), 0.0, extent);
+      if (first) {
+        const std::optional<int64_t> before = evaluate(first, point, 0);
+        if (!before) return extent;
+        const double start = std::max(static_cast<double>(*before), 0.0);
+        clamped = std::max(0.0, std::min(start + clamped, extent) - std::min(start, extent));
+      }
       sum += clamped;
       if (per_cta) per_point.push_back(clamped);
     }
@@ -460,21 +471,37 @@ class WorkWalk {
 
   void walk(const Region& region, size_t segment, std::vector<LoopContext> loops) {
     const double executions = segments_[segment].executions;
+    const Op* previous_loop = nullptr;
     for (const matile::OpPtr& op_ptr : region.ops) {
       const Op& op = *op_ptr;
       for (const Value& result : op.results) def_[result.get()] = &op;
       if (op.kind == OpKind::For) {
-        walk_for(op, segment, loops);
+        // The masked half of a split loop continues the unmasked half's iterations; its
+        // variable's offset depends on the grid only to say where the halves meet, so for
+        // reuse it depends on the loop alone (the halves read the tiles the loop read).
+        Value first_trips;
+        if (previous_loop) {
+          if (const Value offset = matile::split_loop_offset(*previous_loop, op)) {
+            loop_offsets_.insert(offset.get());
+            first_trips = previous_loop->trip_count;
+          }
+        }
+        walk_for(op, segment, loops, first_trips);
+        previous_loop = &op;
         continue;
       }
       DepMask deps = 0;
       for (const Value& used : matile::used_values(op)) deps |= deps_of(used);
+      if (!op.results.empty() && loop_offsets_.count(op.results[0].get())) {
+        deps = loops.empty() ? 0 : loops.back().bit;
+      }
       for (const Value& result : op.results) deps_[result.get()] = deps;
       cost_op(op, segment, executions, loops);
     }
   }
 
-  void walk_for(const Op& op, size_t segment, std::vector<LoopContext> loops) {
+  void walk_for(const Op& op, size_t segment, std::vector<LoopContext> loops,
+                const Value& first_trips) {
     const int loop_index = next_loop_++;
     const DepMask bit = loop_bit(loop_index);
     DepMask init_deps = 0;
@@ -482,13 +509,23 @@ class WorkWalk {
     if (op.loop_var) deps_[op.loop_var.get()] = bit;
     for (const Value& arg : op.block_args) deps_[arg.get()] = init_deps | bit;
     std::vector<double> per_cta;
+    const bool list_trips = cta_trips_.empty() || loops.size() == cta_trips_depth_;
     const double trips = average_trips(op, std::numeric_limits<double>::infinity(),
-                                       cta_trips_.empty() ? &per_cta : nullptr);
-    if (!per_cta.empty() && trips > 0.0) cta_trips_ = std::move(per_cta);
+                                       list_trips ? &per_cta : nullptr);
+    if (!per_cta.empty() && trips > 0.0) {
+      if (cta_trips_.empty()) {
+        cta_trips_ = std::move(per_cta);
+        cta_trips_depth_ = loops.size();
+      } else if (per_cta.size() == cta_trips_.size()) {
+        // A loop split in two (split_masked_loops): each CTA runs the trips of both.
+        for (size_t i = 0; i < per_cta.size(); ++i) cta_trips_[i] += per_cta[i];
+      }
+    }
     const double lookahead =
         op.pipeline_stages >= 2
             ? average_trips(
-                  op, std::max(0.0, static_cast<double>(op.extent - (op.pipeline_stages - 1))))
+                  op, std::max(0.0, static_cast<double>(op.extent - (op.pipeline_stages - 1))),
+                  nullptr, first_trips)
             : trips;
     segments_[segment].innermost = false;
     Segment inner;
@@ -733,6 +770,8 @@ class WorkWalk {
   std::vector<Access> accesses_;
   int next_loop_ = 0;
   std::vector<double> cta_trips_;
+  size_t cta_trips_depth_ = 0;
+  std::unordered_set<const ValueNode*> loop_offsets_;  // see walk()  // the nesting depth of the loops summed into cta_trips_
 };
 
 // Step 2: every value of the grid axes `deps` (their extents' product).

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "core/matile/split_masked.h"
 #include "core/matile/verifier.h"
 #include "core/rewrite/rewrite.h"
 #include "core/sched/launch.h"
@@ -59,6 +60,11 @@ const std::vector<PassInfo>& pass_registry() {
        "Every tile gets a memory space and an explicit layout: dot operands go global → shared "
        "(cp.async, swizzled) → registers (ldmatrix) → mma.sync, loads in loops are software "
        "pipelined, the rest uses blocked register layouts."},
+      {"split-masked", Stage::MATile,
+       "A loop whose body masks its tile with a comparison of index tiles (causal attention's "
+       "n <= m) is split in two: the iterations where the comparison holds on the whole tile "
+       "run without the mask, the rest (the diagonal tiles) with it, so the main loop carries "
+       "no mask arithmetic or its registers."},
       {"emit-cuda", Stage::Cuda,
        "Prints the MA tile IR as CUDA C++: one extern \"C\" kernel per MA kernel, register "
        "tiles as per-thread arrays, cp.async / ldmatrix / mma.sync as inline PTX, comments "
@@ -198,7 +204,16 @@ void build_matile(const CompileOptions& options, Compilation& result) {
   snapshot.ma_module = *placed;
   result.log.push_back(std::move(snapshot));
   if (!no_problems(matile::verify(**placed), "MA tile IR", info.name, result)) return;
-  result.ma_module = *placed;
+
+  start = Clock::now();
+  matile::ModulePtr split = matile::split_masked_loops(*placed);
+  const PassInfo& split_info = pass_info("split-masked");
+  Snapshot split_snapshot = log_entry(Stage::MATile, split_info.name, split_info.summary,
+                                      split == *placed, elapsed_ms(start));
+  split_snapshot.ma_module = split;
+  result.log.push_back(std::move(split_snapshot));
+  if (!no_problems(matile::verify(*split), "MA tile IR", split_info.name, result)) return;
+  result.ma_module = split;
 }
 
 // Stage cuda: the emitter. A construct it cannot print is a limit of the schedule's kernel
