@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/sched/decision.h"
 #include "tests/common/golden.h"
 
 namespace nautilus::testing {
@@ -31,6 +32,20 @@ driver::Compilation compile_file(SourceFilePtr file, const std::vector<std::stri
 }
 
 }  // namespace
+
+std::vector<std::string> hand_schedule(const std::string& asset) {
+  std::string error;
+  auto schedule =
+      sched::read_schedule_file(source_path("assets/schedules/" + asset + ".json"), &error);
+  EXPECT_TRUE(schedule) << error;
+  std::vector<std::string> printed;
+  if (schedule) {
+    for (const sched::Decision& decision : schedule->decisions) {
+      printed.push_back(sched::print_decision(decision));
+    }
+  }
+  return printed;
+}
 
 driver::Compilation compile_asset(const std::string& name, const std::vector<std::string>& sizes,
                                   driver::Stage last_stage,

@@ -20,6 +20,9 @@ driver::Compilation compile_text(const std::string& text, const std::vector<std:
 // Small sizes at which every asset spec evaluates in well under a second.
 std::vector<std::string> small_sizes(const std::string& asset);
 
+// The decisions of assets/schedules/<asset>.json, printed (as `--pin` arguments read).
+std::vector<std::string> hand_schedule(const std::string& asset);
+
 // Every asset spec name (stems of assets/specs/*.nt), sorted.
 std::vector<std::string> asset_names();
 

@@ -10,20 +10,6 @@
 
 namespace nautilus::cost::testing {
 
-std::vector<std::string> hand_schedule(const std::string& asset) {
-  std::string error;
-  auto schedule = sched::read_schedule_file(
-      nautilus::testing::source_path("assets/schedules/" + asset + ".json"), &error);
-  EXPECT_TRUE(schedule) << error;
-  std::vector<std::string> printed;
-  if (schedule) {
-    for (const sched::Decision& decision : schedule->decisions) {
-      printed.push_back(sched::print_decision(decision));
-    }
-  }
-  return printed;
-}
-
 matile::ModulePtr compile_ma(const std::string& asset, const std::vector<std::string>& sizes,
                              const std::vector<std::string>& decisions) {
   std::string error;

@@ -6,11 +6,11 @@
 #include <vector>
 
 #include "core/matile/ir.h"
+#include "tests/common/spec_test_util.h"
 
 namespace nautilus::cost::testing {
 
-// The decisions of assets/schedules/<asset>.json, printed.
-std::vector<std::string> hand_schedule(const std::string& asset);
+using nautilus::testing::hand_schedule;  // tests/common/spec_test_util.h
 
 // Compiles assets/specs/<asset>.nt with -D `sizes` and the printed `decisions` (empty: the
 // unscheduled program) to MA tile IR; fails the calling test (and returns null) on any error.

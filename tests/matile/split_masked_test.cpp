@@ -14,10 +14,12 @@
 #include "core/spec/sema.h"
 #include "core/support/tensor.h"
 #include "tests/common/golden.h"
+#include "tests/common/spec_test_util.h"
 
 namespace nautilus::matile {
 namespace {
 
+using nautilus::testing::hand_schedule;
 using nautilus::testing::source_path;
 
 driver::Compilation compile(const std::string& spec_path_or_text, bool inline_text,
@@ -39,20 +41,6 @@ driver::Compilation compile(const std::string& spec_path_or_text, bool inline_te
                            ? std::make_shared<SourceFile>("inline.nt", spec_path_or_text)
                            : SourceFile::read(source_path(spec_path_or_text), &error);
   return driver::compile(file, options);
-}
-
-std::vector<std::string> hand_schedule(const std::string& asset) {
-  std::string error;
-  auto schedule = sched::read_schedule_file(source_path("assets/schedules/" + asset + ".json"),
-                                            &error);
-  EXPECT_TRUE(schedule) << error;
-  std::vector<std::string> decisions;
-  if (schedule) {
-    for (const sched::Decision& d : schedule->decisions) {
-      decisions.push_back(sched::print_decision(d));
-    }
-  }
-  return decisions;
 }
 
 // The module the placement produced, before split-masked ran.
