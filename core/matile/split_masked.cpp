@@ -175,7 +175,16 @@ struct PrefixMask {
 std::optional<PrefixMask> prefix_mask(const AffineAnalysis& affine, const Definitions& defs,
                                       const Op& select) {
   if (select.operands.size() != 3) return std::nullopt;
+  // The condition may be a view of the comparison (a key-bounds mask [n] broadcast to the
+  // scores' [m, n]): every element it holds is one the comparison computed.
   const Op* compare = defs.op_of(select.operands[0]);
+  for (int depth = 0; compare && depth < 8; ++depth) {
+    const bool view = compare->kind == OpKind::Broadcast || compare->kind == OpKind::Permute ||
+                      compare->kind == OpKind::ExtractSlice ||
+                      (compare->kind == OpKind::ConvertLayout && !compare->via_shared);
+    if (!view || compare->operands.empty()) break;
+    compare = defs.op_of(compare->operands[0]);
+  }
   if (!compare || compare->kind != OpKind::Compare || compare->operands.size() != 2) {
     return std::nullopt;
   }
@@ -417,8 +426,9 @@ class Splitter {
 
     // The unmasked loop: the original body with each mask's select replaced by its value.
     ValueMap substitutions;
-    for (const PrefixMask& mask : masks) {
-      substitutions[mask.select->results[0].get()] = mask.select->operands[1];
+    for (const PrefixMask& mask : masks) {  // in program order: a select of a select resolves
+      substitutions[mask.select->results[0].get()] =
+          mapped(substitutions, mask.select->operands[1]);
     }
     std::vector<OpPtr> body;
     for (const OpPtr& op : loop.body->ops) {

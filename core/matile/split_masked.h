@@ -7,7 +7,9 @@
 // for every element of the tile while the largest key is at most the smallest query,
 // n_o * 64 + 63 <= m_o * 128, that is for the first floor((m_o * 128 - 63) / 64) + 1
 // iterations. The pass proves such a prefix (both sides affine in the loop variable, uniform
-// scalars from outside the loop and iota lanes, so the tile's extremes are known), and splits
+// scalars from outside the loop and iota lanes, so the tile's extremes are known; the condition
+// may reach the select through a broadcast, as a partial last tile's `n < N` does; with
+// several such selects the shortest prefix counts), and splits
 // the loop in two: the first runs the unmasked prefix with the comparison replaced by `true`
 // (the select, the compare and the index arithmetic behind it disappear), the second runs the
 // remaining iterations with the body as it was, its loop variable offset by the prefix. The

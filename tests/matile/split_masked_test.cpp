@@ -205,6 +205,27 @@ output O[b, h, m, d] : bf16 = sum(n) P[b, h, m, n] * V[b, h, n, d] / L[b, h, m]
   expect_matches_reference(compilation, 22);
 }
 
+TEST(SplitMaskedLoops, AttentionWithAPartialLastKeyTileRunsItLast) {
+  // 200 keys in tiles of 64: the bounds mask n < 200 (a [64] comparison broadcast to the scores)
+  // holds on the whole tile for the first 3 tiles. The query-bounds masks (m < 200) do not
+  // depend on the key loop and stay in both loops.
+  const driver::Compilation compilation =
+      compile("assets/specs/attention.nt", false, hand_schedule("attention"),
+              {"B=1", "H=2", "M=200", "N=200", "D=32"});
+  ASSERT_TRUE(compilation.ok()) << compilation.schedule_error << compilation.internal_error;
+  const std::vector<const Op*> loops = top_level_loops(*compilation.ma_module->kernels[0]);
+  ASSERT_EQ(loops.size(), 2u);
+  ASSERT_NE(split_loop_offset(*loops[0], *loops[1]), nullptr);
+  EXPECT_LT(count_ops(*loops[0]->body, is_select), count_ops(*loops[1]->body, is_select));
+  EXPECT_EQ(count_ops(*loops[0]->body, [](const Op& op) {
+              return is_tile_compare(op) && op.results[0]->type.shape.size() == 1 &&
+                     op.results[0]->type.shape[0] == 64;
+            }),
+            0);
+  for (uint64_t seed : {31, 32}) expect_same_outputs(*placed_module(compilation), *compilation.ma_module, seed);
+  expect_matches_reference(compilation, 33);
+}
+
 TEST(SplitMaskedLoops, LoopsWithoutATileMaskAreLeftAlone) {
   for (const std::string asset : {"attention", "gemm", "softmax"}) {
     const driver::Compilation compilation =
