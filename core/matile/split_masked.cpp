@@ -350,13 +350,16 @@ class Splitter {
     return make_value(rewriter_.fresh(name), vrtile::index_scalar(), uniform_layout({}, threads_));
   }
 
+  // One full op per distinct constant of a split (the printed IR reads `%c64`, not `%c64.3`).
   Value constant(int64_t c, const Provenance& provenance, std::vector<OpPtr>* out) {
+    if (auto it = constants_.find(c); it != constants_.end()) return it->second;
     Op op;
     op.kind = OpKind::Full;
     op.constant = static_cast<double>(c);
     op.results = {uniform(c >= 0 ? "c" + std::to_string(c) : "c_minus" + std::to_string(-c))};
     op.provenance = provenance;
     out->push_back(make_op(op));
+    constants_[c] = op.results[0];
     return op.results[0];
   }
 
@@ -393,6 +396,7 @@ class Splitter {
   }
 
   bool split(const Op& loop, std::vector<OpPtr>* out) {
+    constants_.clear();  // the ones of an earlier split may not dominate this loop
     AffineAnalysis affine(defs_, loop);
     std::vector<PrefixMask> masks;
     for (const OpPtr& op : loop.body->ops) {
@@ -472,6 +476,7 @@ class Splitter {
   Definitions defs_;
   Rewriter rewriter_;
   int64_t threads_;
+  std::map<int64_t, Value> constants_;
 };
 
 void collect_names(const Region& region, std::set<std::string>* names) {
