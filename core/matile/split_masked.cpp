@@ -404,13 +404,21 @@ class Splitter {
       if (std::optional<PrefixMask> mask = prefix_mask(affine, defs_, *op)) masks.push_back(*mask);
     }
     if (masks.empty()) return false;
-    // A bound without symbols is the same in every CTA: split only when both loops can run.
+    // A bound without symbols is the same in every CTA. One that covers no iteration leaves
+    // the first loop empty: no split. One that covers them all masks nothing whole-tile (it
+    // still goes, since it holds in the first loop); split only when some mask may stop sooner.
+    bool may_stop_early = false;
     for (const PrefixMask& mask : masks) {
-      if (!mask.bound.symbols.empty()) continue;
+      if (!mask.bound.symbols.empty()) {
+        may_stop_early = true;
+        continue;
+      }
       const int64_t b = mask.bound.constant, d = mask.divisor;
-      const int64_t count = std::max<int64_t>((b >= 0 ? b / d : -((-b + d - 1) / d)) + 1, 0);
-      if (count <= 0 || count >= loop.extent) return false;
+      const int64_t count = (b >= 0 ? b / d : -((-b + d - 1) / d)) + 1;
+      if (count <= 0) return false;
+      may_stop_early = may_stop_early || count < loop.extent;
     }
+    if (!may_stop_early) return false;
 
     const Provenance& provenance = loop.provenance;
     const std::string name = loop.loop_var->name;

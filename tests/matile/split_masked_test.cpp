@@ -205,6 +205,34 @@ output O[b, h, m, d] : bf16 = sum(n) P[b, h, m, n] * V[b, h, n, d] / L[b, h, m]
   expect_matches_reference(compilation, 22);
 }
 
+TEST(SplitMaskedLoops, AMaskThatNeverCoversAWholeTileDoesNotStopTheSplit) {
+  // `n < 1000` holds on every key tile of 192 keys; the causal mask still splits the loop, and
+  // both selects leave the first one.
+  const std::string spec = R"(let B = 1, H = 1, M = 192, N = 192, D = 16
+input Q[B, H, M, D] : bf16
+input K[B, H, N, D] : bf16
+input V[B, H, N, D] : bf16
+S[b, h, m, n] = select(n < 1000, select(n <= m, sum(d) Q[b, h, m, d] * K[b, h, n, d] / sqrt(D), -inf), -inf)
+Mx[b, h, m]   = max(n) S[b, h, m, n]
+P[b, h, m, n] = exp(S[b, h, m, n] - Mx[b, h, m])
+L[b, h, m]    = sum(n) P[b, h, m, n]
+output O[b, h, m, d] : bf16 = sum(n) P[b, h, m, n] * V[b, h, n, d] / L[b, h, m]
+)";
+  const driver::Compilation compilation =
+      compile(spec, true,
+              {"rolling_update(O_sum, n, tile=32)", "tile(O_sum_acc, m=64)",
+               "compute_at(S, Mx, n_o)", "compute_at(S_sum, S, n_o)",
+               "reverse_compute_at(O, O_sum, m_o)", "bind(O_sum_acc, b=grid.z, h=grid.y, m_o=grid.x)"},
+              {});
+  ASSERT_TRUE(compilation.ok()) << compilation.schedule_error << compilation.internal_error;
+  const std::vector<const Op*> loops = top_level_loops(*compilation.ma_module->kernels[0]);
+  ASSERT_EQ(loops.size(), 2u);
+  EXPECT_EQ(count_ops(*loops[0]->body, is_select), 0);
+  EXPECT_EQ(count_ops(*loops[1]->body, is_select), 2);
+  expect_same_outputs(*placed_module(compilation), *compilation.ma_module, 41);
+  expect_matches_reference(compilation, 42);
+}
+
 TEST(SplitMaskedLoops, AttentionWithAPartialLastKeyTileRunsItLast) {
   // 200 keys in tiles of 64: the bounds mask n < 200 (a [64] comparison broadcast to the scores)
   // holds on the whole tile for the first 3 tiles. The query-bounds masks (m < 200) do not
