@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -91,12 +92,14 @@ class Definitions {
   std::unordered_map<const ValueNode*, const Op*> defs_;
 };
 
-void collect_defined(const Region& region, std::unordered_set<const ValueNode*>* defined) {
+// Every value the region defines, nested loops included: results, loop variables, block
+// arguments.
+void for_each_defined(const Region& region, const std::function<void(const Value&)>& visit) {
   for (const OpPtr& op : region.ops) {
-    for (const Value& result : op->results) defined->insert(result.get());
-    if (op->loop_var) defined->insert(op->loop_var.get());
-    for (const Value& arg : op->block_args) defined->insert(arg.get());
-    if (op->body) collect_defined(*op->body, defined);
+    for (const Value& result : op->results) visit(result);
+    if (op->loop_var) visit(op->loop_var);
+    for (const Value& arg : op->block_args) visit(arg);
+    if (op->body) for_each_defined(*op->body, visit);
   }
 }
 
@@ -106,7 +109,7 @@ class AffineAnalysis {
   AffineAnalysis(const Definitions& defs, const Op& loop) : defs_(defs), loop_(loop) {
     inside_.insert(loop.loop_var.get());
     for (const Value& arg : loop.block_args) inside_.insert(arg.get());
-    if (loop.body) collect_defined(*loop.body, &inside_);
+    if (loop.body) for_each_defined(*loop.body, [&](const Value& v) { inside_.insert(v.get()); });
   }
 
   std::optional<Affine> of(const Value& value, int depth = 0) const {
@@ -487,15 +490,6 @@ class Splitter {
   std::map<int64_t, Value> constants_;
 };
 
-void collect_names(const Region& region, std::set<std::string>* names) {
-  for (const OpPtr& op : region.ops) {
-    for (const Value& result : op->results) names->insert(result->name);
-    if (op->loop_var) names->insert(op->loop_var->name);
-    for (const Value& arg : op->block_args) names->insert(arg->name);
-    if (op->body) collect_names(*op->body, names);
-  }
-}
-
 }  // namespace
 
 Value split_loop_offset(const Op& first, const Op& second) {
@@ -520,7 +514,7 @@ ModulePtr split_masked_loops(const ModulePtr& module) {
     for (const GridAxis& axis : kernel->grid) {
       if (axis.var) names.insert(axis.var->name);
     }
-    collect_names(*kernel->body, &names);
+    for_each_defined(*kernel->body, [&](const Value& v) { names.insert(v->name); });
     Splitter splitter(*kernel, &names);
     bool changed = false;
     RegionPtr body = splitter.region(*kernel->body, &changed);

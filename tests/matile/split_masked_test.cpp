@@ -177,60 +177,50 @@ TEST(SplitMaskedLoops, OtherTileShapesAndSizesKeepTheirResults) {
   }
 }
 
-TEST(SplitMaskedLoops, AMaskWrittenTheOtherWayRoundAndWithoutSkippingIsSplitToo) {
-  // `m >= n` instead of `n <= m`, and no skip_masked: the masked loop runs every iteration after
-  // the prefix, the fully masked ones included, and still computes the same values.
-  const std::string spec = R"(let B = 1, H = 1, M = 192, N = 192, D = 16
+// Attention over 192 queries and keys whose scores are `scores` (an expression of the dot
+// `QK`), scheduled with 64 query rows, 32-key tiles and no skip_masked (so the masked loop also
+// runs the tiles that are masked entirely); split into an unmasked loop without selects and a
+// masked one with `masked_selects`, computing the same bits and the reference's values.
+void expect_split_without_selects_first(const std::string& scores, int masked_selects,
+                                        uint64_t seed) {
+  std::string spec = R"(let B = 1, H = 1, M = 192, N = 192, D = 16
 input Q[B, H, M, D] : bf16
 input K[B, H, N, D] : bf16
 input V[B, H, N, D] : bf16
-S[b, h, m, n] = select(m >= n, sum(d) Q[b, h, m, d] * K[b, h, n, d] / sqrt(D), -inf)
+S[b, h, m, n] = SCORES
 Mx[b, h, m]   = max(n) S[b, h, m, n]
 P[b, h, m, n] = exp(S[b, h, m, n] - Mx[b, h, m])
 L[b, h, m]    = sum(n) P[b, h, m, n]
 output O[b, h, m, d] : bf16 = sum(n) P[b, h, m, n] * V[b, h, n, d] / L[b, h, m]
 )";
+  std::string expression = scores;
+  expression.replace(expression.find("QK"), 2, "sum(d) Q[b, h, m, d] * K[b, h, n, d] / sqrt(D)");
+  spec.replace(spec.find("SCORES"), 6, expression);
   const driver::Compilation compilation =
       compile(spec, true,
               {"rolling_update(O_sum, n, tile=32)", "tile(O_sum_acc, m=64)",
                "compute_at(S, Mx, n_o)", "compute_at(S_sum, S, n_o)",
-               "reverse_compute_at(O, O_sum, m_o)", "bind(O_sum_acc, b=grid.z, h=grid.y, m_o=grid.x)"},
+               "reverse_compute_at(O, O_sum, m_o)",
+               "bind(O_sum_acc, b=grid.z, h=grid.y, m_o=grid.x)"},
               {});
   ASSERT_TRUE(compilation.ok()) << compilation.schedule_error << compilation.internal_error;
   const std::vector<const Op*> loops = top_level_loops(*compilation.ma_module->kernels[0]);
-  ASSERT_EQ(loops.size(), 2u);
-  EXPECT_EQ(count_ops(*loops[0]->body, is_select), 0);
-  EXPECT_EQ(count_ops(*loops[1]->body, is_select), 1);
-  expect_same_outputs(*placed_module(compilation), *compilation.ma_module, 21);
-  expect_matches_reference(compilation, 22);
+  ASSERT_EQ(loops.size(), 2u) << scores;
+  EXPECT_EQ(count_ops(*loops[0]->body, is_select), 0) << scores;
+  EXPECT_EQ(count_ops(*loops[1]->body, is_select), masked_selects) << scores;
+  expect_same_outputs(*placed_module(compilation), *compilation.ma_module, seed);
+  expect_matches_reference(compilation, static_cast<int>(seed) + 1);
+}
+
+TEST(SplitMaskedLoops, AMaskWrittenTheOtherWayRoundAndWithoutSkippingIsSplitToo) {
+  // `m >= n` instead of `n <= m`.
+  expect_split_without_selects_first("select(m >= n, QK, -inf)", 1, 21);
 }
 
 TEST(SplitMaskedLoops, AMaskThatNeverCoversAWholeTileDoesNotStopTheSplit) {
   // `n < 1000` holds on every key tile of 192 keys; the causal mask still splits the loop, and
   // both selects leave the first one.
-  const std::string spec = R"(let B = 1, H = 1, M = 192, N = 192, D = 16
-input Q[B, H, M, D] : bf16
-input K[B, H, N, D] : bf16
-input V[B, H, N, D] : bf16
-S[b, h, m, n] = select(n < 1000, select(n <= m, sum(d) Q[b, h, m, d] * K[b, h, n, d] / sqrt(D), -inf), -inf)
-Mx[b, h, m]   = max(n) S[b, h, m, n]
-P[b, h, m, n] = exp(S[b, h, m, n] - Mx[b, h, m])
-L[b, h, m]    = sum(n) P[b, h, m, n]
-output O[b, h, m, d] : bf16 = sum(n) P[b, h, m, n] * V[b, h, n, d] / L[b, h, m]
-)";
-  const driver::Compilation compilation =
-      compile(spec, true,
-              {"rolling_update(O_sum, n, tile=32)", "tile(O_sum_acc, m=64)",
-               "compute_at(S, Mx, n_o)", "compute_at(S_sum, S, n_o)",
-               "reverse_compute_at(O, O_sum, m_o)", "bind(O_sum_acc, b=grid.z, h=grid.y, m_o=grid.x)"},
-              {});
-  ASSERT_TRUE(compilation.ok()) << compilation.schedule_error << compilation.internal_error;
-  const std::vector<const Op*> loops = top_level_loops(*compilation.ma_module->kernels[0]);
-  ASSERT_EQ(loops.size(), 2u);
-  EXPECT_EQ(count_ops(*loops[0]->body, is_select), 0);
-  EXPECT_EQ(count_ops(*loops[1]->body, is_select), 2);
-  expect_same_outputs(*placed_module(compilation), *compilation.ma_module, 41);
-  expect_matches_reference(compilation, 42);
+  expect_split_without_selects_first("select(n < 1000, select(n <= m, QK, -inf), -inf)", 2, 41);
 }
 
 TEST(SplitMaskedLoops, AttentionWithAPartialLastKeyTileRunsItLast) {
@@ -250,7 +240,9 @@ TEST(SplitMaskedLoops, AttentionWithAPartialLastKeyTileRunsItLast) {
                      op.results[0]->type.shape[0] == 64;
             }),
             0);
-  for (uint64_t seed : {31, 32}) expect_same_outputs(*placed_module(compilation), *compilation.ma_module, seed);
+  for (uint64_t seed : {31, 32}) {
+    expect_same_outputs(*placed_module(compilation), *compilation.ma_module, seed);
+  }
   expect_matches_reference(compilation, 33);
 }
 
