@@ -296,7 +296,18 @@ int run_schedule_command(const ParsedOptions& options, std::ostream& out, std::o
     out << "  " << sched::print_decision(decision) << "\n";
   }
   if (result.estimate) {
-    out << "estimate: " << microseconds(result.estimate->microseconds) << "\n";
+    out << "estimate: " << microseconds(result.estimate->microseconds);
+    if (result.roofline && result.roofline->microseconds > 0.0) {
+      out << " (roofline bound of the math " << cost::describe(*result.roofline) << ", "
+          << std::fixed << std::setprecision(1)
+          << result.estimate->microseconds / result.roofline->microseconds << std::defaultfloat
+          << "x)";
+    }
+    out << "\n";
+    if (result.beam > 0 && result.beam != search_options.beam) {
+      out << "  (searched again with a beam of " << result.beam << ": the first choice was over "
+          << static_cast<int>(search::kRooflineSuspicion) << "x the bound)\n";
+    }
     for (const cost::KernelCost& kernel : result.estimate->kernels) {
       out << "  " << kernel.kernel << ": " << microseconds(kernel.microseconds) << ", "
           << kernel.ctas << " CTAs, " << kernel.bound << "-bound\n";

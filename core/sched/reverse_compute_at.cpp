@@ -42,35 +42,51 @@ ApplyResult reverse_compute_at(const ProgramPtr& program, std::string_view consu
   const For& loop = *place->loop;
   const std::string& at = place->at;
 
-  // 1. The producer writes one tensor, alone, and completes its elements within an iteration.
+  // 1. The producer writes one tensor and completes its elements within an iteration. Other
+  //    writers of the tensor (a rolling sum's init, rescale and update blocks) count as part of
+  //    the producer when they run under LOOP too and write the same part in each iteration:
+  //    the part is then final at the end of the iteration all the same.
   const std::optional<StoreIndexing> indexing = store_indexing(producer, &reason);
   if (!indexing) return ApplyResult::failure(reason);
   const BufferNode* tensor = indexing->buffer.get();
   const BlockOrder order(program->body);
-  const std::vector<const Block*> writers = order.writers(tensor);
-  if (writers.size() > 1) {
-    return ApplyResult::failure("tensor " + tensor->name + " is written by blocks " +
-                                block_list(writers) + "; only a tensor with one producer can be "
-                                "consumed inside its loops");
-  }
-  for (size_t i = 0; i < producer.iter_vars.size(); ++i) {
-    if (producer.iter_vars[i].kind != IterKind::Reduce) continue;
-    for (size_t d = 0; d <= depth; ++d) {
-      const For* outer = producer_path->stmts[d]->as<For>();
-      if (outer && uses_var(producer.bindings[i], outer->var.get())) {
-        return ApplyResult::failure(
-            "loop " + outer->var->name + " iterates reduction axis " +
-            producer.iter_vars[i].var->name + " of block " + producer.name + "; " +
-            consumer.name + " can only be computed under loops over spatial axes, where the "
-            "values of " + tensor->name + " are final");
+  const std::vector<const Block*> under = collect_blocks(producer_path->stmts[depth]);
+  auto final_parts = [&](const BlockPath& path) -> std::optional<std::vector<IndexRange>> {
+    const Block& writer = path.block();
+    for (size_t i = 0; i < writer.iter_vars.size(); ++i) {
+      if (writer.iter_vars[i].kind != IterKind::Reduce) continue;
+      for (size_t d = 0; d <= depth; ++d) {
+        const For* outer = path.stmts[d]->as<For>();
+        if (outer && uses_var(writer.bindings[i], outer->var.get())) {
+          reason = "loop " + outer->var->name + " iterates reduction axis " +
+                   writer.iter_vars[i].var->name + " of block " + writer.name + "; " +
+                   consumer.name + " can only be computed under loops over spatial axes, where "
+                   "the values of " + tensor->name + " are final";
+          return std::nullopt;
+        }
       }
     }
-  }
-  const std::optional<std::vector<IndexRange>> parts =
-      parts_written(*producer_path, depth, &reason);
-  if (!parts) {
-    return ApplyResult::failure(reason + "; " + consumer.name +
-                                " could read elements a later iteration writes");
+    auto parts = parts_written(path, depth, &reason);
+    if (!parts) reason += "; " + consumer.name + " could read elements a later iteration writes";
+    return parts;
+  };
+  const std::optional<std::vector<IndexRange>> parts = final_parts(*producer_path);
+  if (!parts) return ApplyResult::failure(reason);
+  for (const Block* writer : order.writers(tensor)) {
+    if (writer == &producer) continue;
+    std::optional<std::vector<IndexRange>> other;
+    if (contains_block(under, writer)) other = final_parts(*find_block(program->body, writer->name));
+    bool same = other && other->size() == parts->size();
+    for (size_t dim = 0; same && dim < parts->size(); ++dim) {
+      same = (*other)[dim].offset == (*parts)[dim].offset && (*other)[dim].lo == (*parts)[dim].lo &&
+             (*other)[dim].hi == (*parts)[dim].hi;
+    }
+    if (!same) {
+      return ApplyResult::failure("tensor " + tensor->name + " is written by blocks " +
+                                  block_list(order.writers(tensor)) + "; only a tensor whose "
+                                  "writers all complete the same part in each iteration of " + at +
+                                  " can be consumed inside its loops");
+    }
   }
 
   // 2. The consumer's ranges: a variable that indexes the tensor runs over that dimension's
@@ -133,7 +149,6 @@ ApplyResult reverse_compute_at(const ProgramPtr& program, std::string_view consu
 
   // 3. The consumer's other inputs are complete before the loop, or written in the same
   //    iteration before it; its outputs are read only after the loop.
-  const std::vector<const Block*> under = collect_blocks(producer_path->stmts[depth]);
   const size_t loop_start = order.position(under.front());
   const size_t loop_end = order.position(under.back());
   for (const BufferNode* input : accesses.reads) {

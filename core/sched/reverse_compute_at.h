@@ -18,7 +18,8 @@
 //      CONSUMER's loops and their overhang predicate are replaced.
 //
 // Validity, checked with reasons: the loops down to LOOP iterate only spatial axes of PRODUCER,
-// so the elements of its part are final at the end of the iteration; X has no other writer;
+// so the elements of its part are final at the end of the iteration; every other writer of X
+// (the init and rescale blocks of a rolling sum) runs under LOOP and writes the same part;
 // every other tensor CONSUMER reads is written before LOOP, or under LOOP by a block that writes
 // all CONSUMER reads of it in the same iteration (region.h, uncovered_read); whatever CONSUMER
 // writes has no other writer and is read only after LOOP. Redundant work is allowed: when a

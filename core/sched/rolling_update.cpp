@@ -1,12 +1,14 @@
 #include "core/sched/rolling_update.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <set>
 
 #include "core/scalar/printer.h"
 #include "core/scalar/visitor.h"
+#include "core/sched/finite_stand_in.h"
 
 namespace nautilus::sched {
 namespace {
@@ -142,6 +144,19 @@ BufferUse buffer_use(const Stmt& stmt) {
   return use;
 }
 
+// Every load in `expr`, outermost first.
+std::vector<const Load*> loads_in(const Expr& expr) {
+  struct Collector : Visitor {
+    std::vector<const Load*> loads;
+    void visit_Load(const Load& node) override {
+      loads.push_back(&node);
+      Visitor::visit_Load(node);
+    }
+  } collector;
+  collector.visit(expr);
+  return collector.loads;
+}
+
 // No loads and no variables: the same value in every iteration of every loop.
 bool is_constant(const Expr& expr) {
   struct Finder : Visitor {
@@ -221,7 +236,13 @@ class RollingUpdate {
   bool collect_nests();
   bool find_target(const std::string& block_name, const std::string& axis);
   Expr inline_elementwise(const Expr& expr, int depth);
+  Member make_member(size_t nest_index);
   bool discover_members();
+  void discover_from(size_t first);
+  bool may_be_infinite(const Expr& expr, int depth) const;
+  void add_siblings();
+  const BufferNode* buffer_written_by(const Nest& nest) const;
+  std::optional<std::vector<size_t>> sibling_frame(const Member& sibling) const;
   std::optional<size_t> member_of_load(const Load& load, const Member& reader) const;
   bool decompose(size_t index);
   std::optional<std::vector<Term>> terms_of(const Expr& expr, const Member& reader);
@@ -405,33 +426,62 @@ bool RollingUpdate::only_members_and_constants(const Expr& expr, const Member& r
 
 // Finds every reduction the target depends on along the axis: candidates are reductions with one
 // reduce variable of the axis' extent, read at the reader's point (indices = spatial variables).
+Member RollingUpdate::make_member(size_t nest_index) {
+  const Nest& nest = nests_[nest_index];
+  Member member;
+  member.block = nest.block;
+  member.nest_index = nest_index;
+  member.reduction = *match_reduction(*nest.block, nest.spatial);
+  member.spatial = nest.spatial;
+  member.reduce = nest.reduce[0];
+  member.reduction.value = inline_elementwise(member.reduction.value, 0);
+  return member;
+}
+
 bool RollingUpdate::discover_members() {
-  auto make_member = [&](size_t nest_index) {
-    const Nest& nest = nests_[nest_index];
-    Member member;
-    member.block = nest.block;
-    member.nest_index = nest_index;
-    member.reduction = *match_reduction(*nest.block, nest.spatial);
-    member.spatial = nest.spatial;
-    member.reduce = nest.reduce[0];
-    member.reduction.value = inline_elementwise(member.reduction.value, 0);
-    return member;
-  };
   members_.push_back(make_member(target_nest_));
   member_by_buffer_[members_[0].reduction.buffer.get()] = 0;
   for (size_t i = 0; i < members_[0].spatial.size(); ++i) members_[0].frame.push_back(i);
 
-  // Breadth-first over loads of candidate reductions from members' values.
-  for (size_t next = 0; next < members_.size(); ++next) {
-    struct Collector : Visitor {
-      std::vector<const Load*> loads;
-      void visit_Load(const Load& node) override {
-        loads.push_back(&node);
-        Visitor::visit_Load(node);
-      }
-    } collector;
-    collector.visit(members_[next].reduction.value);
-    for (const Load* load : collector.loads) {
+  discover_from(0);
+  if (members_.size() > 1) add_siblings();
+  if (members_.size() == 1) {
+    return fail("block " + members_[0].block->name + " reads no other reduction over an axis of "
+                "extent " + std::to_string(axis_extent_) + "; there is nothing to fuse");
+  }
+  return true;
+}
+
+// Whether `expr` can be ±inf for finite inputs: it holds an infinite constant, or reads an
+// intermediate computed from one (`S = select(n <= m, ..., -inf)`). Overflow is not counted.
+bool RollingUpdate::may_be_infinite(const Expr& expr, int depth) const {
+  struct Finder : Visitor {
+    bool found = false;
+    void visit_FloatImm(const FloatImm& node) override { found |= std::isinf(node.value); }
+  } finder;
+  finder.visit(expr);
+  if (finder.found) return true;
+  if (depth > 16) return true;  // too deep to follow: assume the worst
+  for (const Load* load : loads_in(expr)) {
+    auto writer = writer_.find(load->buffer.get());
+    if (writer == writer_.end() || load->buffer->role != BufferRole::Intermediate) continue;
+    const Block* block = nests_[writer->second].block;
+    const Store* store = block && block->body ? block->body->as<Store>() : nullptr;
+    if (!store) return true;
+    // A reduction reads its own running value: follow only the value it combines.
+    Expr value = store->value;
+    if (const Binary* combine = value->as<Binary>(); combine && same_load(combine->a, *store)) {
+      value = combine->b;
+    }
+    if (may_be_infinite(value, depth + 1)) return true;
+  }
+  return false;
+}
+
+// Breadth-first over loads of candidate reductions from the values of members_[first, ...).
+void RollingUpdate::discover_from(size_t first) {
+  for (size_t next = first; next < members_.size(); ++next) {
+    for (const Load* load : loads_in(members_[next].reduction.value)) {
       auto w = writer_.find(load->buffer.get());
       if (w == writer_.end() || member_by_buffer_.count(load->buffer.get())) continue;
       const Nest& nest = nests_[w->second];
@@ -458,11 +508,76 @@ bool RollingUpdate::discover_members() {
       members_.push_back(std::move(member));
     }
   }
-  if (members_.size() == 1) {
-    return fail("block " + members_[0].block->name + " reads no other reduction over an axis of "
-                "extent " + std::to_string(axis_extent_) + "; there is nothing to fuse");
+}
+
+// Siblings: other sum reductions over the axis that read a member at their own point although no
+// member reads them. `(sum(n) P*V) / (sum(n) P)` gives two such sums, both reading the running
+// max through P. In the fused loop they share the running values and the scores; left out, each
+// would need a pass over the axis of its own that recomputes (or rereads) the scores. A sibling
+// joins only when every one of its spatial variables indexes a member, so it lives in the fused
+// loop's frame, and when its value separates into terms (else the fusion proceeds without it).
+void RollingUpdate::add_siblings() {
+  for (bool added = true; added;) {
+    added = false;
+    for (const Nest& nest : nests_) {
+      if (!nest.block || nest.reduce.size() != 1 || nest.index == target_nest_) continue;
+      if (member_by_buffer_.count(buffer_written_by(nest))) continue;
+      auto reduction = match_reduction(*nest.block, nest.spatial);
+      if (!reduction || reduction->combine != BinaryOp::Add) continue;
+      int64_t extent = 0;
+      for (const IterVar& iv : nest.block->iter_vars) {
+        if (iv.var == nest.reduce[0]) extent = iv.extent;
+      }
+      if (extent != axis_extent_) continue;
+      Member sibling = make_member(nest.index);
+      auto frame = sibling_frame(sibling);
+      if (!frame) continue;
+      sibling.frame = *frame;
+      const std::string saved_reason = fail_reason_;
+      const bool separable = terms_of(sibling.reduction.value, sibling).has_value();
+      fail_reason_ = saved_reason;
+      if (!separable) continue;
+      member_by_buffer_[sibling.reduction.buffer.get()] = members_.size();
+      members_.push_back(std::move(sibling));
+      discover_from(members_.size() - 1);
+      added = true;
+    }
   }
-  return true;
+}
+
+const BufferNode* RollingUpdate::buffer_written_by(const Nest& nest) const {
+  const Store* store = nest.block->body ? nest.block->body->as<Store>() : nullptr;
+  return store ? store->buffer.get() : nullptr;
+}
+
+// The frame positions of a would-be sibling's spatial variables, read off its loads of members:
+// `Mx[b2, h2, m2]` maps b2, h2, m2 to the positions Mx's own variables have. Nothing when a
+// variable indexes no member, or two loads disagree.
+std::optional<std::vector<size_t>> RollingUpdate::sibling_frame(const Member& sibling) const {
+  std::vector<std::optional<size_t>> positions(sibling.spatial.size());
+  bool reads_member = false, consistent = true;
+  for (const Load* load : loads_in(sibling.reduction.value)) {
+    auto it = member_by_buffer_.find(load->buffer.get());
+    if (it == member_by_buffer_.end()) continue;
+    const Member& member = members_[it->second];
+    for (size_t i = 0; i < load->indices.size() && i < member.frame.size(); ++i) {
+      const VarRef* ref = load->indices[i]->as<VarRef>();
+      if (!ref) return std::nullopt;
+      auto pos = std::find(sibling.spatial.begin(), sibling.spatial.end(), ref->var);
+      if (pos == sibling.spatial.end()) return std::nullopt;
+      std::optional<size_t>& slot = positions[static_cast<size_t>(pos - sibling.spatial.begin())];
+      consistent &= !slot || *slot == member.frame[i];
+      slot = member.frame[i];
+      reads_member = true;
+    }
+  }
+  if (!reads_member || !consistent) return std::nullopt;
+  std::vector<size_t> frame;
+  for (const auto& position : positions) {
+    if (!position) return std::nullopt;
+    frame.push_back(*position);
+  }
+  return frame;
 }
 
 std::optional<std::vector<Term>> RollingUpdate::terms_of(const Expr& expr, const Member& reader) {
@@ -811,6 +926,32 @@ Stmt RollingUpdate::build_fused_nest(const std::vector<size_t>& order) {
   } to_previous;
   to_previous.previous = &previous;
 
+  // Running values of max and min reductions start at -inf and +inf, and stay there while every
+  // value seen so far is masked (a query row whose first key tiles lie outside its window). An
+  // exponent reading them raw gives exp(-inf - -inf) = NaN in both the rescale and the new term.
+  // So exponents read the current running value as `r == ±inf ? 0 : r` (FlashAttention's row
+  // max does the same): wherever r is finite nothing changes, and a masked value gives
+  // exp(-inf - 0) = 0. The previous value in a rescale stays raw: it is infinite only when the
+  // partial sums are still 0, and exp(-inf - r') = 0 then rescales them to 0, where replacing it
+  // by 0 as well would give exp(0 - r'), which overflows for a very negative r' (0 · inf = NaN).
+  // Values that cannot be infinite (no ±inf constant anywhere in what they are computed from:
+  // plain attention's scores) need no guard.
+  std::map<const BufferNode*, double> unbounded;  // running buffer → its infinite start value
+  for (const Member& member : members_) {
+    if (!member.leader || member.reduction.combine == BinaryOp::Add) continue;
+    if (!may_be_infinite(member.reduction.value, 0)) continue;
+    unbounded[member.reduction.buffer.get()] = identity_of(member.reduction.combine);
+  }
+  struct FiniteRunning : Mutator {
+    const std::map<const BufferNode*, double>* unbounded;
+    Expr mutate_Load(const Load& node, const Expr& self) override {
+      auto it = unbounded->find(node.buffer.get());
+      if (it == unbounded->end()) return Mutator::mutate_Load(node, self);
+      return finite_stand_in(self, it->second);
+    }
+  } finite_running;
+  finite_running.unbounded = &unbounded;
+
   std::vector<Stmt> before, during, after;
   for (size_t index : order) {
     const Member& member = members_[index];
@@ -853,7 +994,8 @@ Stmt RollingUpdate::build_fused_nest(const std::vector<size_t>& order) {
       auto exponent_change = [&](const std::vector<RunningPart>& parts) {
         Expr change;
         for (const RunningPart& part : parts) {
-          Expr current = part.value, previous_value = to_previous.mutate(part.value);
+          Expr current = finite_running.mutate(part.value);
+          Expr previous_value = to_previous.mutate(part.value);
           Expr delta = part.coefficient < 0 ? binary(BinaryOp::Sub, previous_value, current)
                                             : binary(BinaryOp::Sub, current, previous_value);
           double magnitude = std::abs(part.coefficient);
@@ -884,6 +1026,7 @@ Stmt RollingUpdate::build_fused_nest(const std::vector<size_t>& order) {
         }
       }
       if (!value) value = float_imm(1.0, DType::F32);
+      value = finite_running.mutate(value);
       if (term.coefficient == -1.0) {
         value = unary(UnaryOp::Neg, value);
       } else if (term.coefficient != 1.0) {

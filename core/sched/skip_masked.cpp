@@ -7,6 +7,7 @@
 #include "core/scalar/affine.h"
 #include "core/scalar/printer.h"
 #include "core/scalar/visitor.h"
+#include "core/sched/finite_stand_in.h"
 #include "core/sched/decision_args.h"
 #include "core/sched/loop_nest.h"
 
@@ -130,9 +131,15 @@ class MaskedSimplifier : public Mutator {
   Expr mutate_Select(const Select& node, const Expr& self) override {
     Expr c = mutate(node.condition), t = mutate(node.if_true), f = mutate(node.if_false);
     if (same(t, f)) return t;
-    return c == node.condition && t == node.if_true && f == node.if_false
-               ? self
-               : select(c, t, f, node.provenance);
+    // The finite stand-in of a running max (finite_stand_in.h) is the value itself: values
+    // other than the mask constant are finite.
+    Expr rebuilt = c == node.condition && t == node.if_true && f == node.if_false
+                       ? self
+                       : select(c, t, f, node.provenance);
+    if (Expr value = finite_stand_in_value(rebuilt); value && !is_infinite_constant(value)) {
+      return value;
+    }
+    return rebuilt;
   }
 
  private:

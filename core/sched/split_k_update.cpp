@@ -10,6 +10,7 @@
 #include "core/scalar/visitor.h"
 #include "core/sched/buffer_rewrite.h"
 #include "core/sched/decision_args.h"
+#include "core/sched/finite_stand_in.h"
 #include "core/sched/loop_nest.h"
 #include "core/sched/region.h"
 
@@ -74,6 +75,10 @@ bool cancels_when_unchanged(const Expr& expr, double scale,
   }
   if (const Unary* u = expr->as<Unary>()) {
     return u->op == UnaryOp::Neg && cancels_when_unchanged(u->a, -scale, copy_of, terms, constant);
+  }
+  // A running value's finite stand-in is the value wherever the factor matters (it is finite).
+  if (Expr value = finite_stand_in_value(expr)) {
+    return cancels_when_unchanged(value, scale, copy_of, terms, constant);
   }
   if (const Binary* b = expr->as<Binary>()) {
     switch (b->op) {

@@ -262,9 +262,12 @@ ReductionFusionCandidates reduction_fusion_candidates(const scalar::Program& pro
         }
         out.step_variations.emplace_back(out.first.size(), std::move(others));
         out.first.push_back(rolling(step));
-        // Splitting a reduction pays only when its outputs give too few tiles to fill the GPU.
+        // Splitting a reduction pays only when its outputs give too few tiles to fill the GPU,
+        // and when each split still runs a long loop: the combine rereads splits × outputs
+        // partial results, which a 64-wide head-dimension sum (an attention score) never repays.
         if (outputs < split_k_below) {
           for (int64_t splits : {2, 4}) {
+            if (iv.extent < kSplitKMinStepsPerSplit * splits) continue;
             add_unique(out.first, seen,
                        make("split_k_update", block.block->name,
                             {positional(iv.var->name), keyword("splits", splits)}));

@@ -50,7 +50,11 @@ bool is_forbidden(const std::vector<sched::Decision>& forbids, const sched::Deci
 // inline(T) of every intermediate; rolling_update(B, AXIS, tile=T) of every reduce axis with the
 // step T closest to 64 from below, and per such decision the other steps worth trying (tried
 // after the first ones, for the best of them only); split_k_update(B, AXIS, splits=2|4) when B
-// has fewer than `split_k_below` outputs (too few tiles to fill the GPU otherwise).
+// has fewer than `split_k_below` outputs (too few tiles to fill the GPU otherwise) and AXIS at
+// least kSplitKMinStepsPerSplit steps per split.
+// split_k_update is a candidate only where every split keeps at least this many steps.
+inline constexpr int64_t kSplitKMinStepsPerSplit = 256;
+
 struct ReductionFusionCandidates {
   std::vector<sched::Decision> first;
   // (index into `first` of a rolling_update, the same decision with the other steps)

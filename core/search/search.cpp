@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <functional>
 #include <cmath>
 #include <iomanip>
@@ -286,6 +287,33 @@ class Searcher {
     const uint64_t ta = tiebreak(a), tb = tiebreak(b);
     if (ta != tb) return ta < tb;
     return a < b;
+  }
+
+  // The number of loop nests (kernels) of a node's program.
+  size_t nest_count(int id) const {
+    const scalar::Stmt& body = nodes_[id].program->body;
+    const scalar::Seq* seq = body->as<scalar::Seq>();
+    return seq ? seq->stmts.size() : 1;
+  }
+
+  // Fusing looks better than stopping under the default completion, but tiling can turn that
+  // round (softmax: the two-kernel form tiles to a better estimate than the fused one). So when
+  // the `keep` best entries all have the same number of nests and a candidate with another
+  // number exists, the best such candidate takes the last place: the beam keeps one alternative
+  // structure alive until tiling has had its say.
+  void keep_one_other_structure(std::vector<Entry>& candidates, size_t keep) const {
+    if (keep < 2 || candidates.size() <= keep) return;
+    const size_t nests = nest_count(candidates.front().node);
+    for (size_t i = 1; i < keep; ++i) {
+      if (nest_count(candidates[i].node) != nests) return;
+    }
+    for (size_t i = keep; i < candidates.size(); ++i) {
+      if (nest_count(candidates[i].node) == nests) continue;
+      std::rotate(candidates.begin() + static_cast<long>(keep) - 1,
+                  candidates.begin() + static_cast<long>(i),
+                  candidates.begin() + static_cast<long>(i) + 1);
+      return;
+    }
   }
 
   void note_best(int id) {
@@ -726,6 +754,7 @@ SearchResult Searcher::run() {
     if (result.error.empty()) result.error = "the spec does not compile";
     return result;
   }
+  result.roofline = cost::math_roofline(*lowered.spec, model_.device());
   SearchNode root;
   root.program = lowered.program;
   by_key_.emplace(node_key(root), 0);
@@ -777,6 +806,7 @@ SearchResult Searcher::run() {
       return better(a.node, b.node);
     });
     const size_t keep = std::min(candidates.size(), static_cast<size_t>(std::max(1, options_.beam)));
+    keep_one_other_structure(candidates, keep);
     beam.assign(candidates.begin(), candidates.begin() + static_cast<long>(keep));
     if (keep > 0) {
       const double worst_kept = score(beam.back().node);
@@ -826,8 +856,51 @@ SearchResult Searcher::run() {
 SearchResult run_search(const SearchInput& input, const cost::CostModel& model,
                         const SearchOptions& options, SearchObserver* observer,
                         std::stop_token stop, const Measurer& measurer) {
-  Searcher searcher(input, model, options, observer, std::move(stop), measurer);
-  return searcher.run();
+  SearchResult result = Searcher(input, model, options, observer, stop, measurer).run();
+  result.beam = options.beam;
+  auto ratio = [](const SearchResult& r) {
+    return r.ok && r.estimate && r.roofline && r.roofline->microseconds > 0.0
+               ? r.estimate->microseconds / r.roofline->microseconds
+               : 0.0;
+  };
+  if (ratio(result) <= kRooflineSuspicion || result.stats.cancelled || options.measure > 0) {
+    return result;
+  }
+  // The wider search's tree starts again from node 0, which an observer drawing the first tree
+  // live cannot take as an update: it gets the progress only, and the final tree with the result.
+  struct ProgressOnly : SearchObserver {
+    SearchObserver* target = nullptr;
+    void on_progress(const SearchProgress& progress) override {
+      if (target) target->on_progress(progress);
+    }
+  } progress_only;
+  progress_only.target = observer;
+  SearchOptions wider = options;
+  wider.beam = std::max(12, options.beam * 4);
+  SearchResult second = Searcher(input, model, wider, &progress_only, stop, measurer).run();
+  second.beam = wider.beam;
+  second.stats.seconds += result.stats.seconds;
+  const bool better = second.ok && !second.stats.cancelled &&
+                      second.estimate->microseconds < result.estimate->microseconds;
+  SearchResult& kept = better ? second : result;
+  if (!better) kept.stats.seconds = second.stats.seconds;
+  if (ratio(kept) > kRooflineSuspicion) {
+    const cost::KernelCost* slowest = nullptr;
+    for (const cost::KernelCost& kernel : kept.estimate->kernels) {
+      if (!slowest || kernel.microseconds > slowest->microseconds) slowest = &kernel;
+    }
+    char ratio_text[32];
+    std::snprintf(ratio_text, sizeof ratio_text, "%.0f", ratio(kept));
+    std::string warning = "the chosen schedule's estimate is " + std::string(ratio_text) +
+                          "x the roofline bound of the math, " + cost::describe(*kept.roofline) +
+                          ", also with a beam of " + std::to_string(wider.beam);
+    if (slowest) {
+      warning += "; kernel " + slowest->kernel + " dominates (" + format_us(slowest->microseconds) +
+                 ", " + std::to_string(slowest->ctas) + " CTAs, " + slowest->bound + "-bound)";
+    }
+    kept.warnings.push_back(warning);
+  }
+  return std::move(kept);
 }
 
 }  // namespace nautilus::search

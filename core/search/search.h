@@ -26,6 +26,11 @@
 // "pin k D does not apply after pin k-1 E: <reason>". Forbidden decisions (matched by kind,
 // target and the arguments the pattern gives) are never children and never used by a completion.
 //
+// Nonsense is refused: when the chosen schedule's estimate is more than kRooflineSuspicion times
+// the roofline bound of the math (cost/roofline.h), the search runs again with a beam four times
+// wider (at least 12) and keeps the better result; when even that stays above, the result carries
+// a warning naming the bound and the kernel that dominates the estimate.
+//
 // Threads: `threads` compiles of one round run at once (results do not depend on it). The stop
 // token is checked before every compile and between rounds; `run_search` then returns what it
 // has (stats.cancelled). The observer is called from the calling thread, with the progress and,
@@ -40,6 +45,7 @@
 #include <vector>
 
 #include "core/cost/cost_model.h"
+#include "core/cost/roofline.h"
 #include "core/scalar/ir.h"
 #include "core/sched/decision.h"
 #include "core/search/candidates.h"
@@ -149,7 +155,18 @@ struct SearchResult {
   SearchStats stats;
   std::vector<std::string> warnings;  // "no GPU: ...; chose by the estimate"
   std::string model;                  // the cost model's name
+  // The roofline bound of the math on the model's device (cost/roofline.h); absent when the
+  // spec did not compile.
+  std::optional<cost::RooflineBound> roofline;
+  // The beam of the search whose result this is: larger than SearchOptions::beam when the first
+  // search's choice was estimated at more than kRooflineSuspicion times the roofline bound and
+  // the search was run again with a wider beam.
+  int beam = 0;
 };
+
+// An estimate this many times the roofline bound of the math is a missed fusion rather than a
+// slow machine: the search widens its beam, and warns when that finds nothing better.
+inline constexpr double kRooflineSuspicion = 20.0;
 
 SearchResult run_search(const SearchInput& input, const cost::CostModel& model,
                         const SearchOptions& options, SearchObserver* observer = nullptr,

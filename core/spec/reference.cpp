@@ -1,6 +1,8 @@
 #include "core/spec/reference.h"
 
+#include <algorithm>
 #include <cmath>
+#include <map>
 #include <limits>
 #include <sstream>
 
@@ -19,26 +21,70 @@ TensorMap make_random_inputs(const Spec& spec, uint64_t seed) {
 
 namespace {
 
-double product_of_extents(const Statement& statement, bool reduced) {
-  double product = 1.0;
-  for (const Statement::Var& var : statement.vars) {
-    if (var.reduced == reduced) product *= static_cast<double>(var.extent);
-  }
-  return product;
+void index_vars(const IndexExpr& index, std::vector<bool>& used) {
+  if (index.kind == IndexKind::Name && index.name_kind == NameKind::IndexVar) used[index.var] = true;
+  if (index.lhs) index_vars(*index.lhs, used);
+  if (index.rhs) index_vars(*index.rhs, used);
 }
 
-// Operations to evaluate `expr` once (one per node, reductions multiplied by their trip count).
-double expr_operations(const Expr& expr, const Statement& statement) {
-  double own = 1.0;
-  for (const auto& operand : expr.operands) own += expr_operations(*operand, statement);
-  if (expr.kind == ExprKind::Reduce) {
-    double trip = 1.0;
-    for (const ReduceVar& rv : expr.reduce_vars) {
-      trip *= static_cast<double>(statement.vars[rv.var].extent);
-    }
-    own *= trip;
+void condition_vars(const Condition& condition, std::vector<bool>& used) {
+  if (condition.lhs_index) index_vars(*condition.lhs_index, used);
+  if (condition.rhs_index) index_vars(*condition.rhs_index, used);
+  if (condition.lhs) condition_vars(*condition.lhs, used);
+  if (condition.rhs) condition_vars(*condition.rhs, used);
+}
+
+// Marks the statement variables `expr` reads, including those its own reductions bind.
+void expr_vars(const Expr& expr, std::vector<bool>& used) {
+  if (expr.kind == ExprKind::Name && expr.name_kind == NameKind::IndexVar) used[expr.var] = true;
+  for (const auto& index : expr.indices) index_vars(*index, used);
+  if (expr.condition) condition_vars(*expr.condition, used);
+  for (const auto& operand : expr.operands) expr_vars(*operand, used);
+}
+
+// The variables a reduction's value depends on: those its body reads, less those it binds. The
+// value is the same for every combination of the other variables, so it is computed once per
+// change of these (the "hoisting" of an inline normalizer out of the enclosing sum).
+std::vector<int> free_vars(const Expr& reduce, size_t var_count) {
+  std::vector<bool> used(var_count, false);
+  expr_vars(*reduce.operands[0], used);
+  for (const ReduceVar& rv : reduce.reduce_vars) used[rv.var] = false;
+  std::vector<int> vars;
+  for (size_t v = 0; v < var_count; ++v) {
+    if (used[v]) vars.push_back(static_cast<int>(v));
   }
-  return own;
+  return vars;
+}
+
+// The loops (statement variable, extent) enclosing a point of the evaluation, outermost first.
+using LoopStack = std::vector<std::pair<int, int64_t>>;
+
+double trip_count(const LoopStack& loops) {
+  double trips = 1.0;
+  for (const auto& loop : loops) trips *= static_cast<double>(loop.second);
+  return trips;
+}
+
+// Operations to evaluate `expr` at every point of `loops`, one per node. A reduction runs again
+// only when one of its free variables changes (see StatementEvaluator::eval_reduce): the loops
+// inside the innermost one it depends on do not repeat it.
+double expr_operations(const Expr& expr, const Statement& statement, const LoopStack& loops) {
+  if (expr.kind != ExprKind::Reduce) {
+    double total = trip_count(loops);
+    for (const auto& operand : expr.operands) {
+      total += expr_operations(*operand, statement, loops);
+    }
+    return total;
+  }
+  std::vector<int> free = free_vars(expr, statement.vars.size());
+  size_t depth = 0;  // loops[0, depth) hold every free variable
+  for (size_t i = 0; i < loops.size(); ++i) {
+    if (std::find(free.begin(), free.end(), loops[i].first) != free.end()) depth = i + 1;
+  }
+  LoopStack inner(loops.begin(), loops.begin() + static_cast<std::ptrdiff_t>(depth));
+  const double evaluations = trip_count(inner);
+  for (const ReduceVar& rv : expr.reduce_vars) inner.emplace_back(rv.var, statement.vars[rv.var].extent);
+  return evaluations + expr_operations(*expr.operands[0], statement, inner);
 }
 
 // Evaluates one statement. Index variables live in `env`, indexed like Statement::vars.
@@ -175,7 +221,28 @@ class StatementEvaluator {
     return 0.0;
   }
 
+  // A reduction's value depends only on its free variables: it is recomputed when one of them
+  // changes and otherwise reused. Without this, an inline normalizer `/ (sum(n3) ...)` inside
+  // `sum(n) ...` would be re-evaluated for every n, multiplying the work by N.
   double eval_reduce(const Expr& expr) {
+    Memo& memo = memos_[&expr];
+    if (!memo.analysed) {
+      memo.free = free_vars(expr, statement_.vars.size());
+      memo.analysed = true;
+    }
+    std::vector<int64_t> key(memo.free.size());
+    for (size_t i = 0; i < memo.free.size(); ++i) key[i] = env_[memo.free[i]];
+    if (memo.valid && key == memo.key) return memo.value;
+    double value = compute_reduce(expr);
+    if (error_.empty()) {
+      memo.valid = true;
+      memo.key = std::move(key);
+      memo.value = value;
+    }
+    return value;
+  }
+
+  double compute_reduce(const Expr& expr) {
     double acc = expr.reduce_op == ReduceOp::Sum   ? 0.0
                  : expr.reduce_op == ReduceOp::Max ? -std::numeric_limits<double>::infinity()
                                                    : std::numeric_limits<double>::infinity();
@@ -207,9 +274,18 @@ class StatementEvaluator {
     if (error_.empty()) error_ = std::move(message);
   }
 
+  struct Memo {
+    bool analysed = false;
+    std::vector<int> free;  // the statement variables the reduction's value depends on
+    bool valid = false;
+    std::vector<int64_t> key;  // their values when `value` was computed
+    double value = 0.0;
+  };
+
   const Statement& statement_;
   const std::vector<const TensorData*>& tensors_;
   std::vector<int64_t> env_;
+  std::map<const Expr*, Memo> memos_;
   std::string error_;
 };
 
@@ -219,7 +295,9 @@ double estimate_reference_operations(const Spec& spec) {
   double total = 0.0;
   for (int index : spec.definitions) {
     const Statement& statement = spec.statement(index);
-    total += product_of_extents(statement, false) * expr_operations(*statement.value, statement);
+    LoopStack spatial;
+    for (size_t v = 0; v < statement.lhs.size(); ++v) spatial.emplace_back(static_cast<int>(v), statement.vars[v].extent);
+    total += expr_operations(*statement.value, statement, spatial);
   }
   return total;
 }
@@ -255,25 +333,54 @@ void product_factors(const Expr& expr, std::vector<const Expr*>* factors) {
   if (!is_constant(expr)) factors->push_back(&expr);
 }
 
+// The statement variables the value of `expr` depends on: those it reads, less those bound by
+// reductions inside it.
+std::vector<bool> depends_on(const Expr& expr, size_t var_count) {
+  std::vector<bool> vars(var_count, false);
+  if (expr.kind == ExprKind::Reduce) {
+    vars = depends_on(*expr.operands[0], var_count);
+    for (const ReduceVar& rv : expr.reduce_vars) vars[rv.var] = false;
+    return vars;
+  }
+  if (expr.kind == ExprKind::Name && expr.name_kind == NameKind::IndexVar) vars[expr.var] = true;
+  for (const auto& index : expr.indices) index_vars(*index, vars);
+  if (expr.condition) condition_vars(*expr.condition, vars);
+  for (const auto& operand : expr.operands) {
+    std::vector<bool> inner = depends_on(*operand, var_count);
+    for (size_t v = 0; v < var_count; ++v) vars[v] = vars[v] || inner[v];
+  }
+  return vars;
+}
+
+double points(const std::vector<bool>& vars, const Statement& statement) {
+  double product = 1.0;
+  for (size_t v = 0; v < vars.size(); ++v) {
+    if (vars[v]) product *= static_cast<double>(statement.vars[v].extent);
+  }
+  return product;
+}
+
+// Every node is counted once per value of the variables it depends on, as a compiler that
+// hoists invariant work computes it: an inline normalizer `/ sum(c2) E[r, c2]` costs one sum per
+// row, not one per element of the row.
 double expr_flops(const Expr& expr, const Statement& statement) {
   if (is_constant(expr) || expr.kind == ExprKind::Access) return 0.0;
+  const size_t var_count = statement.vars.size();
   double inner = 0.0;
   if (expr.kind == ExprKind::Reduce) {
-    double trip = 1.0;
-    for (const ReduceVar& rv : expr.reduce_vars) {
-      trip *= static_cast<double>(statement.vars[rv.var].extent);
-    }
+    std::vector<bool> iterated = depends_on(expr, var_count);
+    for (const ReduceVar& rv : expr.reduce_vars) iterated[rv.var] = true;
     const Expr& body = *expr.operands[0];
     std::vector<const Expr*> factors;
     product_factors(body, &factors);
     if (expr.reduce_op == ReduceOp::Sum && factors.size() >= 2) {
       for (const Expr* factor : factors) inner += expr_flops(*factor, statement);
-      return trip * (2.0 + inner);  // one multiply-add per term
+      return 2.0 * points(iterated, statement) + inner;  // one multiply-add per term
     }
-    return trip * (1.0 + expr_flops(body, statement));
+    return points(iterated, statement) + expr_flops(body, statement);
   }
   for (const auto& operand : expr.operands) inner += expr_flops(*operand, statement);
-  return 1.0 + inner;
+  return points(depends_on(expr, var_count), statement) + inner;
 }
 
 }  // namespace
@@ -282,7 +389,7 @@ double estimate_flops(const Spec& spec) {
   double total = 0.0;
   for (int index : spec.definitions) {
     const Statement& statement = spec.statement(index);
-    total += product_of_extents(statement, false) * expr_flops(*statement.value, statement);
+    total += expr_flops(*statement.value, statement);
   }
   return total;
 }

@@ -3,8 +3,10 @@
 //
 // Each statement is evaluated point by point over its left-hand index space, straight from the
 // syntax tree: a reduction loops over its variables and combines in float64 (sum from 0,
-// max from -inf, min from +inf); nested reductions are re-evaluated where they appear, exactly as
-// written, with no fusion or reuse. Declared dtypes of intermediates and outputs are not applied:
+// max from -inf, min from +inf); nested reductions are evaluated where they appear, exactly as
+// written, with no fusion. One reuse keeps inline normalizers affordable: a nested reduction is
+// recomputed only when a variable its body reads changes, so `sum(n) e / (sum(n3) f)` evaluates
+// the inner sum once per row rather than once per n. Declared dtypes of intermediates and outputs are not applied:
 // the reference is the exact math on the given (already rounded) inputs.
 #pragma once
 
@@ -20,14 +22,16 @@ namespace nautilus::spec {
 // dtype. Input k (in declaration order) uses derive_seed(seed, k), so inputs are independent.
 TensorMap make_random_inputs(const Spec& spec, uint64_t seed);
 
-// Number of scalar operations the reference evaluation performs (saturates at ~1.8e19).
+// Number of scalar operations the reference evaluation performs, with that reuse (saturates at
+// ~1.8e19).
 double estimate_reference_operations(const Spec& spec);
 
 // The floating-point work of the spec as written, the number TFLOP/s figures divide: a sum of
 // products counts one multiply-add (2 FLOPs) per term plus the work inside its factors, every
 // other arithmetic node, call or comparison 1 per evaluation, constants (sizes, literals,
-// sqrt(D)) nothing. Attention gives 4·B·H·M·N·D plus the softmax's few operations per score; a
-// causal mask written as a select does not halve it.
+// sqrt(D)) nothing. Each node is evaluated once per value of the index variables it depends on
+// (an inline normalizer costs one sum per row, as hoisted). Attention gives 4·B·H·M·N·D plus the
+// softmax's few operations per score; a causal mask written as a select does not halve it.
 double estimate_flops(const Spec& spec);
 
 // The bytes every kernel schedule must move at least: each input read once and each output

@@ -166,6 +166,27 @@ TEST(Reference, OneStatementAttentionEqualsFiveStatementForm) {
   expect_attention(e, 1, 2, 4, 6, 4, false, 1);
 }
 
+// Inline reductions that do not depend on the enclosing reduction's variable are computed once
+// per change of the variables they read, not once per term: one-statement attention at 96 × 130
+// × 64 was refused before (2.8e10 operations), and the flop count follows the same rule.
+TEST(Reference, InvariantInlineReductionsAreEvaluatedOncePerRow) {
+  std::vector<std::string> sizes = {"B=1", "H=1", "M=96", "N=130", "D=64"};
+  auto one = compile_asset("attention_one_statement", sizes, driver::Stage::Spec);
+  ASSERT_TRUE(one.spec);
+  EXPECT_LT(spec::estimate_reference_operations(*one.spec), 2e9);
+  Evaluated e = run_reference(one, 2);
+  expect_attention(e, 1, 1, 96, 130, 64, false, 1);
+  auto five = compile_asset("attention", sizes, driver::Stage::Spec);
+  const double products = 4.0 * 96 * 130 * 64;
+  EXPECT_LT(spec::estimate_flops(*five.spec), 1.03 * products);
+  // The one-statement form recomputes the scores inside each of its four reductions.
+  EXPECT_LT(spec::estimate_flops(*one.spec), 4.0 * products);
+
+  // Softmax with its normalizer inline: one sum per row.
+  auto softmax = compile_asset("softmax", {"R=8", "C=1000"}, driver::Stage::Spec);
+  EXPECT_LT(spec::estimate_flops(*softmax.spec), 10.0 * 8 * 1000);
+}
+
 TEST(Reference, RmsNormMatchesDirectFormula) {
   auto compilation = compile_asset("rmsnorm", {"T=4", "H=10"}, driver::Stage::Spec);
   Evaluated e = run_reference(compilation, 7);

@@ -75,9 +75,14 @@ int count_ops(const Region& region, const std::function<bool(const Op&)>& wanted
   return count;
 }
 
-bool is_select(const Op& op) { return op.kind == OpKind::Select; }
+// The mask's select and comparison work on index tiles; the finite stand-in of the running max
+// (`Mx == -inf ? 0 : Mx`, rolling_update) compares floats and is not a mask.
 bool is_tile_compare(const Op& op) {
-  return op.kind == OpKind::Compare && op.results[0]->type.rank() > 0;
+  return op.kind == OpKind::Compare && op.results[0]->type.rank() > 0 &&
+         op.operands[0]->type.dtype == DType::Index;
+}
+bool is_select(const Op& op) {
+  return op.kind == OpKind::Select && op.results[0]->type.rank() > 1;
 }
 
 TensorMap random_inputs(const Module& module, uint64_t seed) {

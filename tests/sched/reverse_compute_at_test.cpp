@@ -153,8 +153,9 @@ TEST(ReverseComputeAt, FailureReasons) {
   auto two_writers = testing::hand::program(
       {x, y}, {a}, {nest("A", a, twice), nest("A2", a, twice), nest("Y", y, read_a)});
   EXPECT_EQ(failure_reason(two_writers, "reverse_compute_at(Y, A, i)"),
-            "tensor A is written by blocks A and A2; only a tensor with one producer can be "
-            "consumed inside its loops");
+            "tensor A is written by blocks A and A2; only a tensor whose writers all complete "
+            "the same part in each iteration of loop i of block A can be consumed inside its "
+            "loops");
 
   auto two_outputs = testing::hand::program(
       {x, y}, {a}, {nest("A", a, twice), nest("Y", y, read_a), nest("Y2", y, read_a)});

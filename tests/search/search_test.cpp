@@ -24,59 +24,18 @@
 #include "core/sched/launch.h"
 #include "tests/common/golden.h"
 #include "tests/common/spec_test_util.h"
+#include "tests/search/search_test_util.h"
 
 namespace nautilus {
 namespace {
 
+using testing::asset_input;
+using testing::compile;
+using testing::h100;
+using testing::parse_sizes;
+using testing::run;
 using testing::source_path;
-
-const cost::CostModel& h100() {
-  static const std::unique_ptr<cost::CostModel> model =
-      cost::make_analytical_model(cost::h100_sxm());
-  return *model;
-}
-
-std::vector<spec::SizeOverride> parse_sizes(const std::vector<std::string>& texts) {
-  std::vector<spec::SizeOverride> sizes;
-  for (const std::string& text : texts) {
-    std::string error;
-    auto size = spec::parse_size_override(text, &error);
-    EXPECT_TRUE(size) << error;
-    if (size) sizes.push_back(*size);
-  }
-  return sizes;
-}
-
-search::SearchInput asset_input(const std::string& asset, const std::vector<std::string>& sizes) {
-  std::string error;
-  search::SearchInput input;
-  input.file = SourceFile::read(source_path("assets/specs/" + asset + ".nt"), &error);
-  EXPECT_TRUE(input.file) << error;
-  input.sizes = parse_sizes(sizes);
-  return input;
-}
-
-search::SearchInput text_input(const std::string& text, const std::vector<std::string>& sizes) {
-  search::SearchInput input;
-  input.file = std::make_shared<SourceFile>("unseen.nt", text);
-  input.sizes = parse_sizes(sizes);
-  return input;
-}
-
-search::SearchResult run(const search::SearchInput& input, search::SearchOptions options = {},
-                         const cost::CostModel& model = h100()) {
-  options.threads = 2;
-  return search::run_search(input, model, options);
-}
-
-driver::Compilation compile(const search::SearchInput& input, const sched::Schedule& schedule,
-                            driver::Stage stage = driver::Stage::MATile) {
-  driver::CompileOptions options;
-  options.sizes = input.sizes;
-  options.last_stage = stage;
-  options.schedule = schedule;
-  return driver::compile(input.file, options);
-}
+using testing::text_input;
 
 std::string text_of(const sched::Schedule& schedule) {
   std::string text;

@@ -1,0 +1,161 @@
+// Variants users write that the assets do not cover (issue "Unseen programs"): each test failed
+// before the fix it guards.
+//   - a window mask that masks a row's leading key tiles entirely (NaN from exp(-inf - -inf));
+//   - the normalizer written inline, `(sum(n) P * V) / (sum(n) P)`, which left the scores
+//     unfused in a kernel of one CTA per score (estimates of seconds);
+//   - the search's comparison with the roofline bound of the math, and its wider second try.
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "core/driver/evaluate.h"
+#include "core/driver/pipeline.h"
+#include "core/sched/decision.h"
+#include "core/search/search.h"
+#include "tests/common/spec_test_util.h"
+#include "tests/search/search_test_util.h"
+
+namespace nautilus {
+namespace {
+
+using testing::compile;
+using testing::run;
+using testing::text_input;
+
+// Sliding-window attention with an additive bias: query m sees keys m - W < n <= m. The scores
+// are scaled up so that a rescale from a finite stand-in of 0 would overflow.
+const char* kSlidingWindow = R"(let B = 1, H = 2, M = 40, N = 40, D = 8, W = 6
+input Q[B, H, M, D] : f32
+input K[B, H, N, D] : f32
+input V[B, H, N, D] : f32
+input Bias[H, M, N] : f32
+S[b, h, m, n] = select(n <= m and m - n < W, 40 * (sum(d) Q[b, h, m, d] * K[b, h, n, d]) + Bias[h, m, n], -inf)
+Mx[b, h, m] = max(n) S[b, h, m, n]
+P[b, h, m, n] = exp(S[b, h, m, n] - Mx[b, h, m])
+L[b, h, m] = sum(n) P[b, h, m, n]
+output O[b, h, m, d] = sum(n) P[b, h, m, n] * V[b, h, n, d] / L[b, h, m]
+)";
+
+// Causal attention with tanh soft-capping (Gemma 2) and the normalizer inline.
+const char* kSoftCapInline = R"(let B = 1, H = 2, M = 256, N = 256, D = 64
+input Q[B, H, M, D] : bf16
+input K[B, H, N, D] : bf16
+input V[B, H, N, D] : bf16
+S[b, h, m, n] = select(n <= m, 30 * tanh((sum(d) Q[b, h, m, d] * K[b, h, n, d]) / sqrt(D) / 30), -inf)
+Mx[b, h, m] = max(n) S[b, h, m, n]
+P[b, h, m, n] = exp(S[b, h, m, n] - Mx[b, h, m])
+output O[b, h, m, d] : bf16 = (sum(n) P[b, h, m, n] * V[b, h, n, d]) / (sum(n) P[b, h, m, n])
+)";
+
+// Cross-attention, 77 queries over 1031 keys, normalizer inline.
+const char* kCrossInline = R"(let B = 4, H = 16, M = 77, N = 1031, D = 96
+input Q[B, H, M, D] : f16
+input K[B, H, N, D] : f16
+input V[B, H, N, D] : f16
+S[b, h, m, n] = sum(d) Q[b, h, m, d] * K[b, h, n, d] / sqrt(D)
+Mx[b, h, m] = max(n) S[b, h, m, n]
+P[b, h, m, n] = exp(S[b, h, m, n] - Mx[b, h, m])
+output O[b, h, m, d] : f16 = (sum(n) P[b, h, m, n] * V[b, h, n, d]) / (sum(n) P[b, h, m, n])
+)";
+
+void expect_every_stage_passes(const search::SearchInput& input, const sched::Schedule& schedule) {
+  const driver::Compilation compilation = compile(input, schedule);
+  ASSERT_TRUE(compilation.ok()) << compilation.schedule_error << compilation.internal_error;
+  for (driver::Stage stage : {driver::Stage::Scalar, driver::Stage::VRTile, driver::Stage::MATile}) {
+    for (uint64_t seed : {0, 3}) {
+      driver::EvalOptions options;
+      options.stage = stage;
+      options.seed = seed;
+      const driver::EvalResult result = driver::evaluate(compilation, options);
+      ASSERT_TRUE(result.ran) << result.error;
+      for (const driver::OutputCheck& output : result.outputs) {
+        EXPECT_TRUE(output.passed) << driver::stage_name(stage) << " seed " << seed << ": "
+                                   << output.name << " error " << output.error.max_relative_error;
+      }
+    }
+  }
+}
+
+TEST(UnseenPrograms, WindowMaskingARowsLeadingKeyTilesGivesNoNaN) {
+  // Rows m >= 8 see no key of tile 0 (keys 0..3): their running max is -inf after it.
+  const search::SearchInput input = text_input(kSlidingWindow, {});
+  sched::Schedule schedule;
+  for (const char* text : {"rolling_update(O, n, tile=4)", "compute_at(S, Mx, n_o)",
+                           "compute_at(S_sum, S, n_o)", "tile(O_acc, m=8)",
+                           "bind(O_acc, b=grid.z, h=grid.y, m_o=grid.x)"}) {
+    sched::DecisionParseError error;
+    auto decision = sched::parse_decision(text, &error);
+    ASSERT_TRUE(decision) << text;
+    schedule.decisions.push_back(*decision);
+  }
+  expect_every_stage_passes(input, schedule);
+}
+
+TEST(UnseenPrograms, WindowAttentionSearchedScheduleMatchesTheReference) {
+  const search::SearchInput input = text_input(kSlidingWindow, {});
+  const search::SearchResult result = run(input);
+  ASSERT_TRUE(result.ok) << result.error;
+  EXPECT_TRUE(std::any_of(result.schedule.decisions.begin(), result.schedule.decisions.end(),
+                          [](const sched::Decision& d) { return d.kind == "rolling_update"; }));
+  expect_every_stage_passes(input, result.schedule);
+}
+
+size_t kernels_of(const search::SearchResult& result) {
+  return result.estimate ? result.estimate->kernels.size() : 0;
+}
+
+TEST(UnseenPrograms, AnInlineNormalizerFusesIntoOneKernel) {
+  const search::SearchInput input = text_input(kSoftCapInline, {});
+  const search::SearchResult result = run(input);
+  ASSERT_TRUE(result.ok) << result.error;
+  EXPECT_EQ(kernels_of(result), 1u) << cost::describe(*result.estimate);
+  ASSERT_TRUE(result.roofline);
+  EXPECT_LT(result.estimate->microseconds, 5.0 * result.roofline->microseconds)
+      << cost::describe(*result.estimate);
+  // The normalizer as its own statement gets the same kind of kernel.
+  std::string separate = kSoftCapInline;
+  separate.replace(separate.find("output O"), std::string::npos,
+                   "L[b, h, m] = sum(n) P[b, h, m, n]\n"
+                   "output O[b, h, m, d] : bf16 = sum(n) P[b, h, m, n] * V[b, h, n, d] / L[b, h, m]\n");
+  const search::SearchResult spelled = run(text_input(separate, {}));
+  ASSERT_TRUE(spelled.ok) << spelled.error;
+  EXPECT_LT(result.estimate->microseconds, 1.5 * spelled.estimate->microseconds);
+  const search::SearchInput small = text_input(kSoftCapInline, {"M=40", "N=40", "D=16"});
+  const search::SearchResult small_result = run(small);
+  ASSERT_TRUE(small_result.ok) << small_result.error;
+  expect_every_stage_passes(small, small_result.schedule);
+}
+
+TEST(UnseenPrograms, CrossAttentionWithAnInlineNormalizerIsOneKernelNearTheBound) {
+  const search::SearchResult result = run(text_input(kCrossInline, {}));
+  ASSERT_TRUE(result.ok) << result.error;
+  EXPECT_EQ(kernels_of(result), 1u) << cost::describe(*result.estimate);
+  ASSERT_TRUE(result.roofline);
+  EXPECT_LT(result.estimate->microseconds, 5.0 * result.roofline->microseconds);
+  EXPECT_TRUE(result.warnings.empty());
+}
+
+TEST(UnseenPrograms, ASchedulesFarAboveTheRooflineWidensTheBeamAndWarns) {
+  // Without rolling_update nothing fuses the scores: the best left is hundreds of times the
+  // bound, and no beam finds better.
+  const search::SearchInput input = text_input(kCrossInline, {"B=1", "H=1", "D=16"});
+  search::SearchOptions options;
+  sched::DecisionParseError error;
+  options.forbids.push_back(*sched::parse_decision("rolling_update(O_sum, n)", &error));
+  options.forbids.push_back(*sched::parse_decision("rolling_update(O_sum_1, n)", &error));
+  const search::SearchResult result = run(input, options);
+  ASSERT_TRUE(result.ok) << result.error;
+  ASSERT_TRUE(result.roofline);
+  EXPECT_GT(result.estimate->microseconds, search::kRooflineSuspicion * result.roofline->microseconds);
+  EXPECT_EQ(result.beam, 12);
+  ASSERT_EQ(result.warnings.size(), 1u);
+  EXPECT_NE(result.warnings[0].find("x the roofline bound of the math"), std::string::npos)
+      << result.warnings[0];
+  EXPECT_NE(result.warnings[0].find("dominates"), std::string::npos) << result.warnings[0];
+}
+
+}  // namespace
+}  // namespace nautilus
