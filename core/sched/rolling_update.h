@@ -31,6 +31,13 @@
 //       O_sum_acc[d] = O_sum_acc[d] + exp(S[n] - Mx) * V[n, d]
 //     O_sum[d] = O_sum_acc[d] / L
 //
+// Other sum reductions over the axis that read a fused reduction at their own point but that no
+// member reads ("siblings": the two sums of `(sum(n) P * V) / (sum(n) P)`) join the same loop.
+// When a max or min can be infinite (its value comes from a `select(..., -inf)`), exponents read
+// its current running value through the finite stand-in `select(Mx == -inf, 0, Mx)`
+// (finite_stand_in.h), so rows whose values are all masked so far give 0, not NaN:
+//       L = L * exp(Mx_prev - select(Mx == -inf, 0, Mx));  L = L + exp(S[n] - select(Mx == -inf, 0, Mx))
+//
 // With tile=T the axis is split into T-wide steps: the running reductions advance a whole tile
 // at a time and the repair runs once per tile, as in FlashAttention's loop over key tiles.
 // The pass expects the nests as lowered (one loop per iteration variable); apply it before
