@@ -416,25 +416,11 @@ def torch_dtype(name, torch):
 
 
 def timed_us(fn, reps):
-    """Median microseconds of `fn` over `reps` runs, L2 flushed before each (CUDA events), the
-    protocol of bench/measure.py."""
-    import torch
-    flush = torch.empty(256 * 1024 * 1024 // 4, device="cuda")
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        flush.zero_()
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end) * 1000.0)
-    times.sort()
-    return times[len(times) // 2]
+    """Median microseconds of `fn` over `reps` runs, L2 flushed before each (CUDA events): the
+    protocol of bench/measure.py, whose `timed` this is."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from measure import timed
+    return timed(fn, reps) * 1000.0
 
 
 def peers_for(name, s, x, options):
