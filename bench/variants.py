@@ -373,19 +373,27 @@ def validate_package(entry):
             "errors": report.get("errors") or []}
 
 
-def time_package(entry, reps):
+def time_package(entry, reps, seconds_per_package):
+    """(median µs, note, device section of the runner's report) of the realistic package."""
     if "package" not in entry:
-        return None, "not compiled"
+        return None, "not compiled", {}
     package = os.path.join(OUT, entry["package"])
-    # A schedule far off the good shapes can take seconds per launch: bound each wait, and fall
-    # back to a few repetitions when the full count does not fit.
-    for count, warmup, limit in ((reps, 5, 240), (3, 1, 240)):
-        report = run_runner([package, "--reps", str(count), "--warmup", str(warmup), "--timeout", "20"], timeout=limit)
-        total = ((report.get("timing") or {}).get("total") or {}).get("median_us")
-        if total is not None:
-            return total, None if count == reps else f"timed with {count} repetitions only"
-        error = json.dumps(report.get("errors"))[:300]
-    return None, error
+    # A schedule far off the good shapes can take seconds per launch: one probe launch first
+    # (each GPU wait bounded), then as many repetitions as fit in the time given to a package.
+    probe = run_runner([package, "--reps", "1", "--warmup", "0", "--timeout", "60"], timeout=180)
+    probe_us = ((probe.get("timing") or {}).get("total") or {}).get("median_us")
+    if probe_us is None:
+        return None, "probe: " + json.dumps(probe.get("errors"))[:300], probe.get("device") or {}
+    count, warmup = reps, 5
+    if probe_us * (reps + warmup) > seconds_per_package * 1e6:
+        count, warmup = max(1, int(seconds_per_package * 1e6 / probe_us) - 1), 1
+    report = run_runner([package, "--reps", str(count), "--warmup", str(warmup), "--timeout", "60"],
+                        timeout=seconds_per_package * 2 + 60)
+    total = ((report.get("timing") or {}).get("total") or {}).get("median_us")
+    if total is None:
+        return probe_us, "one launch only: " + json.dumps(report.get("errors"))[:300], probe.get("device") or {}
+    return total, None if count == reps else f"{count} repetitions only ({probe_us / 1e3:.0f} ms per launch)", \
+        report.get("device") or {}
 
 
 def read_npy(path):
@@ -500,6 +508,15 @@ def peers_for(name, s, x, options):
                         return out_shape(F.scaled_dot_product_attention(
                             q, k, v, attn_mask=mask, is_causal=causal, enable_gqa=group > 1))
                 peers[label] = sdpa
+                if group > 1 and backend != SDPBackend.FLASH_ATTENTION:
+                    # As transformers' repeat_kv does before SDPA: key/value heads repeated on
+                    # every call (counted in the time).
+                    def sdpa_repeated(backend=backend):
+                        with sdpa_kernel(backend):
+                            return out_shape(F.scaled_dot_product_attention(
+                                q, k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1),
+                                attn_mask=mask, is_causal=causal))
+                    peers[label + "_repeat_kv"] = sdpa_repeated
 
         # FlexAttention, compiled, with the variant's mask_mod and score_mod.
         if not options.no_flex:
@@ -630,6 +647,10 @@ def check_peers(name, entry, options, torch):
         if isinstance(fn, Exception):
             result[label] = f"unavailable: {fn}"[:300]
             continue
+        if label.startswith("compiled") and label.replace("compiled", "eager", 1) in result:
+            # torch.compile of the eager peer's own function: the eager check covers its math.
+            result[label] = result[label.replace("compiled", "eager", 1)]
+            continue
         try:
             outs = fn()
             outs = outs if isinstance(outs, tuple) else (outs,)
@@ -677,8 +698,10 @@ def fmt(value, digits=1):
 def write_results(results, device, torch_version):
     lines = [f"Device: {device}; torch {torch_version}; "
              f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; command: "
-             "`python3 bench/variants.py prepare` then `python3 bench/variants.py measure`", "",
-             "| variant | sizes | ours µs | best peer (µs) | peer / ours | % of DRAM floor (ours / peer) | "
+             "`python3 bench/variants.py prepare` then `python3 bench/variants.py measure`; DRAM floor at "
+             f"{max([r.get('dram_bytes_per_s') or 0 for r in results.values()] + [0]) / 1e12:.2f} TB/s "
+             "(the runner's figure for this device)", "",
+             "| variant | sizes | ours µs | best peer (µs) | peer / ours | % of DRAM floor, memory-bound (ours / peer) | "
              "validation error | search s | estimate µs | calibration |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for name, r in results.items():
@@ -697,12 +720,14 @@ def write_results(results, device, torch_version):
                      f"{f'{best[0]} {best[1]:.1f}' if best else '–'} | {fmt(ratio, 2)} | {floor} | {vtext} | "
                      f"{r.get('search_seconds')}{' (' + r['search_status'] + ')' if r.get('search_status') != 'ok' else ''} | "
                      f"{r.get('estimate_us')} | {r.get('calibration')} |")
-    lines += ["", "Peers (µs; `wrong` = failed the tiny-size check against the float64 reference, not counted):", ""]
+    lines += ["", "Peers (µs; `wrong`: failed the tiny-size check against the float64 reference, not counted as "
+              "best; `unchecked`: the check itself did not run, counted):", ""]
     for name, r in results.items():
         cells = []
         for label, value in r.get("peers", {}).items():
             check = r.get("peer_check", {}).get(label)
-            mark = " wrong" if isinstance(check, float) and check > 1 else ""
+            mark = " wrong" if isinstance(check, float) and check > 1 else (
+                "" if isinstance(check, float) else " unchecked")
             cells.append(f"{label} {value:.1f}{mark}" if isinstance(value, float) else f"{label}: {value}")
         notes = "; ".join(r.get("notes", []))
         lines.append(f"- {name}: " + ", ".join(cells) + (f" — {notes}" if notes else ""))
@@ -740,12 +765,15 @@ def command_measure(options):
             row["validation"] = validate_package(entry)
             print(f"  validation: {row['validation']['status']} ({row['validation'].get('max_relative_error')})",
                   flush=True)
-            row["ours_us"], note = time_package(entry, options.reps)
+            row["ours_us"], note, device_report = time_package(entry, options.reps, options.seconds_per_package)
             if note:
                 row["notes"].append(f"ours: {note}")
             print(f"  ours: {row['ours_us']}", flush=True)
+            # The floor at the device's DRAM bandwidth as the runner reports it (3.35 TB/s on an
+            # H100 SXM), the H100 figure when the runner did not say.
+            row["dram_bytes_per_s"] = device_report.get("peak_memory_bandwidth_bytes_per_s") or DRAM_BYTES_PER_S
             if entry.get("bytes"):
-                row["floor_us"] = entry["bytes"] / DRAM_BYTES_PER_S * 1e6
+                row["floor_us"] = entry["bytes"] / row["dram_bytes_per_s"] * 1e6
             if "inputs" in entry and not options.no_peers:
                 try:
                     row["peer_check"] = check_peers(name, entry, options, torch)
@@ -798,6 +826,8 @@ def main():
     measure.add_argument("--max-math-bytes", type=float, default=24e9,
                          help="skip the plain-math attention peers whose score tensors exceed this")
     measure.add_argument("--budget-s", type=float, default=1e9, help="start no variant after this many seconds")
+    measure.add_argument("--seconds-per-package", type=float, default=60,
+                         help="fewer repetitions of our package when they would take longer than this")
     options = parser.parse_args()
     return {"check": command_check, "prepare": command_prepare, "measure": command_measure}[options.command](options)
 
