@@ -9,6 +9,7 @@ Three steps, from the repository root:
       (development machine) `nautilus check` and `nautilus eval` (scalar stage, small sizes)
       of every spec: the unscheduled program against the float64 reference.
   python3 bench/variants.py prepare [--build DIR] [--only NAME...] [--search-timeout S]
+      [--reuse-schedules]
       (development machine) per variant: the search at the realistic sizes (one at a time, wall
       time and estimate recorded, a timeout recorded as such), then on every core: the package
       at the realistic sizes, a validation package at reduced sizes with its unscheduled
@@ -17,12 +18,15 @@ Three steps, from the repository root:
       (`eval --stage matile`). Writes bench/out-variants/ (packages, schedules, nautilus-runner,
       manifest.json).
   python3 bench/variants.py measure [--reps N] [--only NAME...] [--resume] [--no-flex]
-      [--no-compile] [--budget-s S]
+      [--no-compile] [--budget-s S] [--seconds-per-package S]
       (GPU machine, torch and triton installed) per variant: validation of the small package
       against its reference with nautilus-runner, CUPTI median of the realistic package, and the
       PyTorch peers in the same job (L2 flushed, CUDA events, medians; each peer first checked
       at tiny sizes against the float64 reference that `prepare` saved). Writes
-      bench/out-variants/results.md and results.json after every variant.
+      bench/out-variants/results.md and results.json after every variant. The peers run even
+      where our package did not compile; a package slower than --seconds-per-package for all
+      its repetitions is timed with fewer. bench/out-variants/ is ignored by git: a device
+      machine that gets the working tree needs it carried along.
 
 Every spec file starts with a comment block: what the variant is, which model family uses it,
 and `# calibration: held-out` (never to be used to calibrate the cost model) or `in`.
@@ -44,7 +48,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SPECS = os.path.join(ROOT, "bench", "variants")
 OUT = os.path.join(ROOT, "bench", "out-variants")
 
-# H100 SXM (80 GB HBM3) DRAM bandwidth, for the floor of memory-bound variants.
+# H100 SXM (80 GB HBM3) DRAM bandwidth, for the floor of memory-bound variants when the runner's
+# report does not give the device's own figure.
 DRAM_BYTES_PER_S = 3.35e12
 
 # Per variant: the peer family, whether it is memory-bound, the sizes of the small validation
@@ -329,16 +334,22 @@ def command_prepare(options):
             print(f"{name}: {step} {'ok' if code == 0 else 'FAILED'} ({seconds:.1f} s)", file=sys.stderr, flush=True)
 
     for name, entry in entries.items():
+        # Inputs and outputs at the realistic sizes from the checked spec (so that the peers run
+        # even where our package did not compile), and the bytes that must move: each input read
+        # once, each output written once.
+        code, out, err, _ = run_tool([nautilus, "lower", entry["path"], "--stage", "spec", "--format", "json"], 60)
+        if code == 0:
+            tensors = json.loads(out)["tensors"]
+            for role in ("input", "output"):
+                entry[role + "s"] = [{"name": t["name"], "shape": t["shape"], "dtype": t["dtype"]}
+                                     for t in tensors if t["role"] == role]
+            entry["bytes"] = float(sum(math.prod(t["shape"]) * {"f32": 4, "f16": 2, "bf16": 2}[t["dtype"]]
+                                       for t in entry["inputs"] + entry["outputs"]))
         launch = os.path.join(OUT, entry.get("package", "-"), "launch.json")
         if os.path.exists(launch):
             package = json.load(open(launch))
-            entry["bytes"] = package.get("bytes")
             entry["flops"] = package.get("flops")
             entry["kernels"] = [k["name"] for k in package.get("kernels", [])]
-            entry["inputs"] = [{"name": b["name"], "shape": b["shape"], "dtype": b["dtype"]}
-                               for b in package["buffers"] if b["role"] == "input"]
-            entry["outputs"] = [{"name": b["name"], "shape": b["shape"], "dtype": b["dtype"]}
-                                for b in package["buffers"] if b["role"] == "output"]
         manifest["variants"][name] = entry
     json.dump(manifest, open(manifest_path, "w"), indent=1)
 
@@ -720,7 +731,7 @@ def write_results(results, device, torch_version):
         if r.get("memory_bound") and r.get("floor_us"):
             ours_pct = 100 * r["floor_us"] / r["ours_us"] if r.get("ours_us") else None
             peer_pct = 100 * r["floor_us"] / best[1] if best else None
-            floor = f"{fmt(ours_pct, 0)}% / {fmt(peer_pct, 0)}%"
+            floor = " / ".join("–" if pct is None else f"{pct:.0f}%" for pct in (ours_pct, peer_pct))
         validation = r.get("validation", {})
         error = validation.get("max_relative_error")
         vtext = f"{validation.get('status')} {error:.2e}" if isinstance(error, (int, float)) else str(validation.get("status"))
@@ -769,6 +780,8 @@ def command_measure(options):
         row = {"sizes": entry["sizes"], "calibration": entry["calibration"], "memory_bound": entry["memory_bound"],
                "search_seconds": entry["search"]["seconds"], "search_status": entry["search"]["status"],
                "estimate_us": entry["search"]["estimate_us"], "prepare_errors": entry["errors"], "notes": []}
+        if entry.get("validate_schedule", "").startswith("searched again"):
+            row["notes"].append("validated with a schedule searched at the validation sizes: " + entry["validate_schedule"])
         print(f"{name}:", flush=True)
         try:
             row["validation"] = validate_package(entry)
