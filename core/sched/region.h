@@ -54,6 +54,7 @@ struct IndexRange {
   int64_t hi = 0;
 
   int64_t width() const { return hi - lo; }
+  bool operator==(const IndexRange&) const = default;
   // The largest value of `offset` over all iterations.
   int64_t max_offset() const;
   // `m_o * 4 + [0, 4)`, for reasons.

@@ -76,12 +76,7 @@ ApplyResult reverse_compute_at(const ProgramPtr& program, std::string_view consu
     if (writer == &producer) continue;
     std::optional<std::vector<IndexRange>> other;
     if (contains_block(under, writer)) other = final_parts(*find_block(program->body, writer->name));
-    bool same = other && other->size() == parts->size();
-    for (size_t dim = 0; same && dim < parts->size(); ++dim) {
-      same = (*other)[dim].offset == (*parts)[dim].offset && (*other)[dim].lo == (*parts)[dim].lo &&
-             (*other)[dim].hi == (*parts)[dim].hi;
-    }
-    if (!same) {
+    if (!other || *other != *parts) {
       return ApplyResult::failure("tensor " + tensor->name + " is written by blocks " +
                                   block_list(order.writers(tensor)) + "; only a tensor whose "
                                   "writers all complete the same part in each iteration of " + at +
@@ -109,8 +104,7 @@ ApplyResult reverse_compute_at(const ProgramPtr& program, std::string_view consu
       const IterVar& iter = consumer.iter_vars[*i];
       IndexRange part = (*parts)[dim];
       clip_range(&part, iter.extent);
-      if (restricted[*i] && (restricted[*i]->offset != part.offset ||
-                             restricted[*i]->lo != part.lo || restricted[*i]->hi != part.hi)) {
+      if (restricted[*i] && *restricted[*i] != part) {
         return ApplyResult::failure("iteration variable " + iter.var->name + " of block " +
                                     consumer.name + " indexes parts " +
                                     restricted[*i]->to_string() + " and " + part.to_string() +

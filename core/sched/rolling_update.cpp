@@ -241,7 +241,7 @@ class RollingUpdate {
   void discover_from(size_t first);
   bool may_be_infinite(const Expr& expr, int depth) const;
   void add_siblings();
-  const BufferNode* buffer_written_by(const Nest& nest) const;
+  std::optional<Reduction> reduction_over_axis(const Nest& nest) const;
   std::optional<std::vector<size_t>> sibling_frame(const Member& sibling) const;
   std::optional<size_t> member_of_load(const Load& load, const Member& reader) const;
   bool decompose(size_t index);
@@ -424,8 +424,6 @@ bool RollingUpdate::only_members_and_constants(const Expr& expr, const Member& r
   return checker.ok;
 }
 
-// Finds every reduction the target depends on along the axis: candidates are reductions with one
-// reduce variable of the axis' extent, read at the reader's point (indices = spatial variables).
 Member RollingUpdate::make_member(size_t nest_index) {
   const Nest& nest = nests_[nest_index];
   Member member;
@@ -438,6 +436,8 @@ Member RollingUpdate::make_member(size_t nest_index) {
   return member;
 }
 
+// Finds every reduction the target depends on along the axis: candidates are reductions with one
+// reduce variable of the axis' extent, read at the reader's point (indices = spatial variables).
 bool RollingUpdate::discover_members() {
   members_.push_back(make_member(target_nest_));
   member_by_buffer_[members_[0].reduction.buffer.get()] = 0;
@@ -485,12 +485,7 @@ void RollingUpdate::discover_from(size_t first) {
       auto w = writer_.find(load->buffer.get());
       if (w == writer_.end() || member_by_buffer_.count(load->buffer.get())) continue;
       const Nest& nest = nests_[w->second];
-      if (nest.reduce.size() != 1 || load->indices.size() != nest.spatial.size()) continue;
-      int64_t extent = 0;
-      for (const IterVar& iv : nest.block->iter_vars) {
-        if (iv.var == nest.reduce[0]) extent = iv.extent;
-      }
-      if (extent != axis_extent_ || !match_reduction(*nest.block, nest.spatial)) continue;
+      if (load->indices.size() != nest.spatial.size() || !reduction_over_axis(nest)) continue;
       // Indexed by the reader's spatial variables: the reader sees one value per point.
       std::vector<size_t> frame;
       for (const Expr& index : load->indices) {
@@ -520,15 +515,12 @@ void RollingUpdate::add_siblings() {
   for (bool added = true; added;) {
     added = false;
     for (const Nest& nest : nests_) {
-      if (!nest.block || nest.reduce.size() != 1 || nest.index == target_nest_) continue;
-      if (member_by_buffer_.count(buffer_written_by(nest))) continue;
-      auto reduction = match_reduction(*nest.block, nest.spatial);
-      if (!reduction || reduction->combine != BinaryOp::Add) continue;
-      int64_t extent = 0;
-      for (const IterVar& iv : nest.block->iter_vars) {
-        if (iv.var == nest.reduce[0]) extent = iv.extent;
+      if (nest.index == target_nest_) continue;
+      auto reduction = reduction_over_axis(nest);
+      if (!reduction || reduction->combine != BinaryOp::Add ||
+          member_by_buffer_.count(reduction->buffer.get())) {
+        continue;
       }
-      if (extent != axis_extent_) continue;
       Member sibling = make_member(nest.index);
       auto frame = sibling_frame(sibling);
       if (!frame) continue;
@@ -545,9 +537,13 @@ void RollingUpdate::add_siblings() {
   }
 }
 
-const BufferNode* RollingUpdate::buffer_written_by(const Nest& nest) const {
-  const Store* store = nest.block->body ? nest.block->body->as<Store>() : nullptr;
-  return store ? store->buffer.get() : nullptr;
+// The nest's reduction when it is a plain one over a single axis of the fused axis' extent.
+std::optional<Reduction> RollingUpdate::reduction_over_axis(const Nest& nest) const {
+  if (!nest.block || nest.reduce.size() != 1) return std::nullopt;
+  for (const IterVar& iv : nest.block->iter_vars) {
+    if (iv.var == nest.reduce[0] && iv.extent != axis_extent_) return std::nullopt;
+  }
+  return match_reduction(*nest.block, nest.spatial);
 }
 
 // The frame positions of a would-be sibling's spatial variables, read off its loads of members:

@@ -7,8 +7,8 @@
 #include "core/scalar/affine.h"
 #include "core/scalar/printer.h"
 #include "core/scalar/visitor.h"
-#include "core/sched/finite_stand_in.h"
 #include "core/sched/decision_args.h"
+#include "core/sched/finite_stand_in.h"
 #include "core/sched/loop_nest.h"
 
 namespace nautilus::sched {

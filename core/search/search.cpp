@@ -879,22 +879,22 @@ SearchResult run_search(const SearchInput& input, const cost::CostModel& model,
   wider.beam = std::max(12, options.beam * 4);
   SearchResult second = Searcher(input, model, wider, &progress_only, stop, measurer).run();
   second.beam = wider.beam;
-  second.stats.seconds += result.stats.seconds;
+  const double seconds = result.stats.seconds + second.stats.seconds;
   const bool better = second.ok && !second.stats.cancelled &&
                       second.estimate->microseconds < result.estimate->microseconds;
   SearchResult& kept = better ? second : result;
-  if (!better) kept.stats.seconds = second.stats.seconds;
+  kept.stats.seconds = seconds;
   if (ratio(kept) > kRooflineSuspicion) {
-    const cost::KernelCost* slowest = nullptr;
-    for (const cost::KernelCost& kernel : kept.estimate->kernels) {
-      if (!slowest || kernel.microseconds > slowest->microseconds) slowest = &kernel;
-    }
+    const std::vector<cost::KernelCost>& kernels = kept.estimate->kernels;
+    const auto slowest = std::max_element(
+        kernels.begin(), kernels.end(),
+        [](const auto& a, const auto& b) { return a.microseconds < b.microseconds; });
     char ratio_text[32];
     std::snprintf(ratio_text, sizeof ratio_text, "%.0f", ratio(kept));
     std::string warning = "the chosen schedule's estimate is " + std::string(ratio_text) +
                           "x the roofline bound of the math, " + cost::describe(*kept.roofline) +
                           ", also with a beam of " + std::to_string(wider.beam);
-    if (slowest) {
+    if (slowest != kernels.end()) {
       warning += "; kernel " + slowest->kernel + " dominates (" + format_us(slowest->microseconds) +
                  ", " + std::to_string(slowest->ctas) + " CTAs, " + slowest->bound + "-bound)";
     }

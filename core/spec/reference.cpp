@@ -34,21 +34,30 @@ void condition_vars(const Condition& condition, std::vector<bool>& used) {
   if (condition.rhs) condition_vars(*condition.rhs, used);
 }
 
-// Marks the statement variables `expr` reads, including those its own reductions bind.
-void expr_vars(const Expr& expr, std::vector<bool>& used) {
-  if (expr.kind == ExprKind::Name && expr.name_kind == NameKind::IndexVar) used[expr.var] = true;
-  for (const auto& index : expr.indices) index_vars(*index, used);
-  if (expr.condition) condition_vars(*expr.condition, used);
-  for (const auto& operand : expr.operands) expr_vars(*operand, used);
+// The statement variables the value of `expr` depends on: those it reads, less those bound by
+// reductions inside it.
+std::vector<bool> depends_on(const Expr& expr, size_t var_count) {
+  std::vector<bool> vars(var_count, false);
+  if (expr.kind == ExprKind::Reduce) {
+    vars = depends_on(*expr.operands[0], var_count);
+    for (const ReduceVar& rv : expr.reduce_vars) vars[rv.var] = false;
+    return vars;
+  }
+  if (expr.kind == ExprKind::Name && expr.name_kind == NameKind::IndexVar) vars[expr.var] = true;
+  for (const auto& index : expr.indices) index_vars(*index, vars);
+  if (expr.condition) condition_vars(*expr.condition, vars);
+  for (const auto& operand : expr.operands) {
+    std::vector<bool> inner = depends_on(*operand, var_count);
+    for (size_t v = 0; v < var_count; ++v) vars[v] = vars[v] || inner[v];
+  }
+  return vars;
 }
 
-// The variables a reduction's value depends on: those its body reads, less those it binds. The
-// value is the same for every combination of the other variables, so it is computed once per
-// change of these (the "hoisting" of an inline normalizer out of the enclosing sum).
+// The variables a reduction's value depends on (depends_on, as indices). Its value is the same
+// for every combination of the other variables, so it is computed once per change of these (the
+// "hoisting" of an inline normalizer out of the enclosing sum).
 std::vector<int> free_vars(const Expr& reduce, size_t var_count) {
-  std::vector<bool> used(var_count, false);
-  expr_vars(*reduce.operands[0], used);
-  for (const ReduceVar& rv : reduce.reduce_vars) used[rv.var] = false;
+  const std::vector<bool> used = depends_on(reduce, var_count);
   std::vector<int> vars;
   for (size_t v = 0; v < var_count; ++v) {
     if (used[v]) vars.push_back(static_cast<int>(v));
@@ -331,25 +340,6 @@ void product_factors(const Expr& expr, std::vector<const Expr*>* factors) {
     return;
   }
   if (!is_constant(expr)) factors->push_back(&expr);
-}
-
-// The statement variables the value of `expr` depends on: those it reads, less those bound by
-// reductions inside it.
-std::vector<bool> depends_on(const Expr& expr, size_t var_count) {
-  std::vector<bool> vars(var_count, false);
-  if (expr.kind == ExprKind::Reduce) {
-    vars = depends_on(*expr.operands[0], var_count);
-    for (const ReduceVar& rv : expr.reduce_vars) vars[rv.var] = false;
-    return vars;
-  }
-  if (expr.kind == ExprKind::Name && expr.name_kind == NameKind::IndexVar) vars[expr.var] = true;
-  for (const auto& index : expr.indices) index_vars(*index, vars);
-  if (expr.condition) condition_vars(*expr.condition, vars);
-  for (const auto& operand : expr.operands) {
-    std::vector<bool> inner = depends_on(*operand, var_count);
-    for (size_t v = 0; v < var_count; ++v) vars[v] = vars[v] || inner[v];
-  }
-  return vars;
 }
 
 double points(const std::vector<bool>& vars, const Statement& statement) {
