@@ -1,0 +1,44 @@
+// Random, always-valid spec text for differential testing (docs/difftest.md).
+//
+// The generator writes `.nt` source, not ASTs, so every triple also exercises the lexer, parser
+// and sema. Each spec comes from one *category* of program shape users write, with the details
+// drawn at random:
+//
+//   elementwise  chains of exp, tanh, sigmoid, max/min, select with index masks, index
+//                arithmetic (i / 2, I - 1 - i, i % 3), broadcast extra inputs, constants
+//   reduction    sum / max / min over one or two axes (rows or columns), masked with the
+//                reducer's identity, with element-wise prologues and epilogues
+//   softmax      softmax / log-softmax / log-sum-exp / cross-entropy rows, masked with -inf,
+//                normalizer as its own statement, inline, or the whole thing in one statement
+//   attention    batch / head dims, grouped heads (K[b, h / G, ...]), decode, causal / window /
+//                prefix / document / padding masks, soft-capping, ALiBi, additive bias
+//   gemm         GEMM (B or Bᵀ), batched, bias + activation epilogues, GEMM chains, gated MLPs
+//   norm         RMSNorm / LayerNorm rows, alone or feeding a GEMM
+//   nested       reductions nested inside expressions and inside other reductions
+//
+// Sizes are small (each dimension 1..24, non-powers of two and partial tiles included) so the
+// interpreters run in milliseconds. Values stay bounded (inputs are uniform in [-1, 1); exp only
+// of bounded arguments, divisions only by quantities bounded away from 0), and every row that a
+// max-reduction or a softmax masks with -inf keeps at least one unmasked entry (checked against
+// the mask's own predicate at the chosen sizes), so a difference from the float64 reference is
+// the compiler's, not the generator's.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "tools/difftest/rng.h"
+
+namespace nautilus::difftest {
+
+struct GeneratedSpec {
+  std::string category;
+  std::string text;  // the whole .nt file, sizes bound by its `let` line
+};
+
+const std::vector<std::string>& spec_categories();
+
+// A spec of a random category (`category` empty) or of the given one.
+GeneratedSpec generate_spec(Rng& rng, const std::string& category = {});
+
+}  // namespace nautilus::difftest
