@@ -96,7 +96,8 @@ TripleResult run_triple(uint64_t seed, uint64_t index, const TripleOptions& opti
   const auto start = std::chrono::steady_clock::now();
   try {
     Rng rng = Rng::for_triple(seed, index);
-    const GeneratedSpec spec = generate_spec(rng, options.category);
+    const GeneratedSpec spec =
+        generate_spec(rng, options.category, GeneratorOptions{options.strict_f32});
     r.category = spec.category;
     r.spec_text = spec.text;
     r.eval_seed = rng.next() % 100000;

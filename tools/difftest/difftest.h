@@ -29,6 +29,7 @@ namespace nautilus::difftest {
 struct TripleOptions {
   std::string category;             // empty: any
   double search_probability = 0.06;  // share of triples that use the search's own schedule
+  bool strict_f32 = false;           // GeneratorOptions::strict_f32
 };
 
 struct StageOutcome {

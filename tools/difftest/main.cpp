@@ -38,6 +38,7 @@ namespace {
 const char* kUsage = R"(usage: nautilus-difftest [--count N] [--seed S] [--jobs J] [--out DIR]
                          [--time-limit SECONDS] [--start I] [--category C]
                          [--triple-timeout SECONDS] [--search-share P] [--only I] [--quiet]
+                         [--strict-f32]
 
 Differential testing: random valid specs x random schedules from the search's candidate space x
 the scalar, vrtile and matile interpreters, each compared with the float64 reference.
@@ -55,6 +56,8 @@ the scalar, vrtile and matile interpreters, each compared with the float64 refer
   --search-share P     share of triples scheduled by the search itself (default 0.06)
   --only I             run triple I in this process and print everything about it
   --quiet              print failures only as one line each (the reproducers are in DIR)
+  --strict-f32         keep f32 outputs of contractions of 16-bit inputs (by default they get a
+                       16-bit dtype: the VR pipeline rounds computed dot operands to 16 bits)
 
 Exit status: 0 no failure, 1 at least one failure, 2 bad usage.)";
 
@@ -90,6 +93,7 @@ std::optional<Options> parse(int argc, char** argv) {
     else if (arg == "--search-share") o.triple.search_probability = std::stod(value());
     else if (arg == "--only") o.only = std::stoull(value());
     else if (arg == "--quiet") o.quiet = true;
+    else if (arg == "--strict-f32") o.triple.strict_f32 = true;
     else if (arg == "-h" || arg == "--help") {
       std::cout << kUsage << "\n";
       std::exit(0);
@@ -168,7 +172,8 @@ TripleResult crashed_triple(const Options& o, int worker, int status) {
   } catch (...) {
   }
   nautilus::difftest::Rng rng = nautilus::difftest::Rng::for_triple(r.seed, r.index);
-  const auto spec = nautilus::difftest::generate_spec(rng, o.triple.category);
+  const auto spec = nautilus::difftest::generate_spec(
+      rng, o.triple.category, nautilus::difftest::GeneratorOptions{o.triple.strict_f32});
   r.category = spec.category;
   r.spec_text = spec.text;
   r.eval_seed = rng.next() % 100000;

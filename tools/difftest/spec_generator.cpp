@@ -50,7 +50,7 @@ struct Mask {
 
 class Builder {
  public:
-  explicit Builder(Rng& rng) : rng_(rng) {}
+  Builder(Rng& rng, const GeneratorOptions& options) : rng_(rng), options_(options) {}
 
   Rng& rng() { return rng_; }
 
@@ -99,6 +99,12 @@ class Builder {
   // assume it for every narrow input dtype so far (conservative).
   void narrow_from_inputs() {
     for (const std::string& dt : input_dtypes_) narrow_intermediate(dt);
+  }
+  // A contraction (a dot after tilize) of 16-bit inputs: the VR rewrite narrow-dot-operands
+  // rounds the other, computed f32 operand to 16 bits (rewrite/operand_narrowing.h: within a
+  // 16-bit output's tolerance, not an f32 one), so unless `strict_f32` the output is 16-bit.
+  void contraction_of_inputs() {
+    if (!options_.strict_f32) narrow_from_inputs();
   }
   // An output dtype annotation (" : f16") or none (f32 by default).
   std::string output_dtype() {
@@ -294,6 +300,7 @@ class Builder {
   }
 
   Rng& rng_;
+  GeneratorOptions options_;
   std::vector<std::pair<std::string, int64_t>> lets_;
   std::vector<std::string> lines_;
   std::vector<std::string> input_dtypes_;
@@ -302,8 +309,8 @@ class Builder {
 
 // ---- categories --------------------------------------------------------------------------
 
-GeneratedSpec elementwise(Rng& rng) {
-  Builder b(rng);
+GeneratedSpec elementwise(Rng& rng, const GeneratorOptions& options) {
+  Builder b(rng, options);
   const int rank = static_cast<int>(rng.range(1, 3));
   const std::vector<std::string> names = {"I", "J", "L"}, vars = {"i", "j", "l"};
   std::vector<std::pair<std::string, int64_t>> index_vars;
@@ -368,8 +375,8 @@ std::string identity(const std::string& reducer) {
   return "inf";
 }
 
-GeneratedSpec reduction(Rng& rng) {
-  Builder b(rng);
+GeneratedSpec reduction(Rng& rng, const GeneratorOptions& options) {
+  Builder b(rng, options);
   const bool batch = rng.chance(0.3);
   const bool two_axes = rng.chance(0.3);
   const bool columns = !two_axes && rng.chance(0.25);
@@ -405,6 +412,7 @@ GeneratedSpec reduction(Rng& rng) {
   if (batch) kept.push_back("b");
   kept.push_back(columns ? "j" : "i");
   std::vector<std::pair<std::string, int64_t>> vars = {{"i", I}, {"j", J}};
+  b.contraction_of_inputs();
   Value body = with_leaf(b.expression(leaves, 2, vars), leaves.front().text);
   std::string term = body.text;
   if (rng.chance(0.5)) {
@@ -416,6 +424,8 @@ GeneratedSpec reduction(Rng& rng) {
   }
   (void)L;
   const std::string kept_idx = "[" + join(kept, ", ") + "]";
+  // A body that starts with '-' needs parentheses after the reduction's variables.
+  if (term.front() == '-') term = "(" + term + ")";
   const std::string red = reducer + "(" + reduced + ") " + term;
   switch (rng.range(0, 3)) {
     case 0: b.line("output Y" + kept_idx + b.output_dtype() + " = " + red); break;
@@ -440,8 +450,8 @@ GeneratedSpec reduction(Rng& rng) {
   return {"reduction", b.text("reduction")};
 }
 
-GeneratedSpec softmax(Rng& rng) {
-  Builder b(rng);
+GeneratedSpec softmax(Rng& rng, const GeneratorOptions& options) {
+  Builder b(rng, options);
   const bool batch = rng.chance(0.3);
   const int64_t R = b.let("R", b.random_extent());
   const int64_t C = b.let("C", b.random_extent());
@@ -503,8 +513,8 @@ GeneratedSpec softmax(Rng& rng) {
   return {"softmax", b.text("softmax")};
 }
 
-GeneratedSpec attention(Rng& rng) {
-  Builder b(rng);
+GeneratedSpec attention(Rng& rng, const GeneratorOptions& options) {
+  Builder b(rng, options);
   const bool decode = rng.chance(0.15);
   const bool has_b = rng.chance(0.5);
   const bool has_h = rng.chance(0.7) || (decode && !has_b);  // decode keeps a row dimension
@@ -583,6 +593,7 @@ GeneratedSpec attention(Rng& rng) {
     Mask m = b.mask("m", "n", M, N, true);
     s = "select(" + m.text + ", " + s + ", -inf)";
   }
+  b.contraction_of_inputs();
   std::string od = b.output_dtype();
   const std::string out = decode ? idx({"e"}) : idx({"m", "e"});
   const std::string v = "V" + kv({"n", "e"});
@@ -637,8 +648,8 @@ std::string activation(Rng& rng, const std::string& z) {
   }
 }
 
-GeneratedSpec gemm(Rng& rng) {
-  Builder b(rng);
+GeneratedSpec gemm(Rng& rng, const GeneratorOptions& options) {
+  Builder b(rng, options);
   const bool batched = rng.chance(0.25);
   if (batched) b.let("E", b.random_extent(1, 3));
   const int64_t M = b.let("M", b.random_extent());
@@ -655,6 +666,7 @@ GeneratedSpec gemm(Rng& rng) {
     b.input("Wg", {bp + "K, N"}, dt);
     b.input("Wu", {bp + "K, N"}, dt);
     b.input("Wd", {bp + "N, F"}, dt);
+    b.contraction_of_inputs();
     b.line("G[" + ip + "m, n] = sum(k) X[" + ip + "m, k] * Wg[" + ip + "k, n]");
     b.line("U[" + ip + "m, n] = sum(k) X[" + ip + "m, k] * Wu[" + ip + "k, n]");
     b.line("output Y[" + ip + "m, f]" + b.output_dtype() + " = sum(n) " +
@@ -671,6 +683,7 @@ GeneratedSpec gemm(Rng& rng) {
     (void)M;
   }
   const std::string dot = "sum(k) " + a + " * " + bm;
+  b.contraction_of_inputs();
   const std::string od = b.output_dtype();
   const std::string lhs = "[" + ip + "m, n]";
   if (kind == 0) {
@@ -694,8 +707,8 @@ GeneratedSpec gemm(Rng& rng) {
   return {"gemm", b.text("gemm")};
 }
 
-GeneratedSpec norm(Rng& rng) {
-  Builder b(rng);
+GeneratedSpec norm(Rng& rng, const GeneratorOptions& options) {
+  Builder b(rng, options);
   b.let("T", b.random_extent());
   b.let("H", b.random_extent());
   const std::string dt = b.dtype();
@@ -720,6 +733,7 @@ GeneratedSpec norm(Rng& rng) {
   } else {
     b.let("N", b.random_extent());
     b.input("Wp", {"H", "N"}, dt);
+    b.contraction_of_inputs();
     const bool declared = rng.chance(0.5);
     if (declared) b.narrow_intermediate(dt);
     b.line("Xn[t, h]" + std::string(declared ? " : " + dt : "") + " = " + normed);
@@ -728,13 +742,14 @@ GeneratedSpec norm(Rng& rng) {
   return {"norm", b.text("norm")};
 }
 
-GeneratedSpec nested(Rng& rng) {
-  Builder b(rng);
+GeneratedSpec nested(Rng& rng, const GeneratorOptions& options) {
+  Builder b(rng, options);
   b.let("I", b.random_extent());
   b.let("J", b.random_extent());
   b.let("L", b.random_extent(1, 12));
   const std::string dt = b.dtype();
   b.input("X", {"I", "J"}, dt);
+  b.contraction_of_inputs();
   switch (rng.range(0, 4)) {
     case 0:
       b.input("Z", {"I", "L"}, dt);
@@ -770,7 +785,8 @@ const std::vector<std::string>& spec_categories() {
   return categories;
 }
 
-GeneratedSpec generate_spec(Rng& rng, const std::string& category) {
+GeneratedSpec generate_spec(Rng& rng, const std::string& category,
+                            const GeneratorOptions& options) {
   std::string which = category;
   if (which.empty()) {
     // Attention and softmax carry most of the masks and fusions: draw them more often.
@@ -779,13 +795,13 @@ GeneratedSpec generate_spec(Rng& rng, const std::string& category) {
         "attention",   "attention", "gemm",      "gemm",    "norm",    "nested"};
     which = rng.pick(weighted);
   }
-  if (which == "elementwise") return elementwise(rng);
-  if (which == "reduction") return reduction(rng);
-  if (which == "softmax") return softmax(rng);
-  if (which == "attention") return attention(rng);
-  if (which == "gemm") return gemm(rng);
-  if (which == "norm") return norm(rng);
-  return nested(rng);
+  if (which == "elementwise") return elementwise(rng, options);
+  if (which == "reduction") return reduction(rng, options);
+  if (which == "softmax") return softmax(rng, options);
+  if (which == "attention") return attention(rng, options);
+  if (which == "gemm") return gemm(rng, options);
+  if (which == "norm") return norm(rng, options);
+  return nested(rng, options);
 }
 
 }  // namespace nautilus::difftest

@@ -36,9 +36,17 @@ struct GeneratedSpec {
   std::string text;  // the whole .nt file, sizes bound by its `let` line
 };
 
+struct GeneratorOptions {
+  // Keep f32 outputs of contractions of 16-bit inputs. By default such an output gets a 16-bit
+  // dtype: the default VR pipeline rounds a computed f32 dot operand to 16 bits (FlashAttention's
+  // P in bf16, rewrite/operand_narrowing.h), a documented approximation outside f32 tolerance.
+  bool strict_f32 = false;
+};
+
 const std::vector<std::string>& spec_categories();
 
 // A spec of a random category (`category` empty) or of the given one.
-GeneratedSpec generate_spec(Rng& rng, const std::string& category = {});
+GeneratedSpec generate_spec(Rng& rng, const std::string& category = {},
+                            const GeneratorOptions& options = {});
 
 }  // namespace nautilus::difftest
