@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Builds everything and runs every test: the CTest suites, then the spec fuzzer for a bounded time.
+# Builds everything and runs every test: the CTest suites, a bounded slice of differential testing
+# (tools/difftest.sh --slice, docs/difftest.md), then the spec fuzzer for a bounded time.
 # Exits non-zero if any step fails, after a short summary of all steps.
 #
-# Usage: tools/test.sh [--no-fuzz] [--fuzz-seconds N]
+# Usage: tools/test.sh [--no-fuzz] [--fuzz-seconds N] [--no-difftest]
 #
 # Missing Debian packages are installed first (tools/install-deps.sh). The main build is build/
 # (Ninja, RelWithDebInfo, GCC, with tests and the Qt app); the fuzzer is built with clang in
@@ -15,11 +16,13 @@ build_dir="${NAUTILUS_BUILD_DIR:-$root/build}"
 fuzz_dir="$build_dir/fuzz"
 fuzz=1
 fuzz_seconds=30
+difftest=1
 while (($# > 0)); do
   case "$1" in
     --no-fuzz) fuzz=0 ;;
+    --no-difftest) difftest=0 ;;
     --fuzz-seconds) fuzz_seconds="${2:?--fuzz-seconds needs a number}"; shift ;;
-    -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "test.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
   esac
   shift
@@ -88,6 +91,13 @@ run_ctest() {
   return "$status"
 }
 step "ctest" run_ctest || true
+
+# Random specs x random schedules x every interpreter stage against the float64 reference; a
+# failure's reproducer is kept in build/difftest-slice/failures/.
+if ((difftest)); then
+  NAUTILUS_DIFFTEST="$build_dir/tools/difftest/nautilus-difftest" \
+    DIFFTEST_OUT="$build_dir/difftest-slice" step "difftest" "$root/tools/difftest.sh" --slice || true
+fi
 
 run_fuzzer() {
   local corpus
