@@ -31,6 +31,12 @@ constexpr int kBaseRegisters = 16;
 // Registers of an mma operand that ptxas streams fragment by fragment (an ldmatrix result used
 // only by one mma): two ldmatrix.x4 results in flight.
 constexpr int kStreamedOperandRegisters = 8;
+// A kernel whose register tiles need more than this many times the registers a thread can have
+// keeps whole rows of a reduction per thread (arrays of thousands of values): they live in local
+// memory, which L1 cannot hold, and every op over them goes to L2.
+constexpr int kLocalArrayFactor = 2;
+// L2 serves local memory at about this fraction of the shared-memory bandwidth of an SM.
+constexpr double kLocalMemorySlowdown = 8.0;
 // Resident warps per scheduler at which the pipes overlap fully.
 constexpr double kWarpsPerSchedulerToOverlap = 4.0;
 // Reads that fit in this fraction of L2 are read from DRAM once per kernel.
@@ -1011,12 +1017,17 @@ class AnalyticalModel : public CostModel {
     // loop iteration each spilled register is stored once and reloaded once, and once more for
     // each MMA k step of the iteration (in an MMA loop the values that do not fit are
     // accumulator and operand fragments, which every k step uses).
+    // Past kLocalArrayFactor x 255 the tiles are local arrays: every segment, the kernel body
+    // too, moves them through L2 (charged as shared bytes scaled by kLocalMemorySlowdown).
     if (registers > device_.max_registers_per_thread) {
       const double spilled = registers - device_.max_registers_per_thread;
+      const bool local_arrays =
+          registers > kLocalArrayFactor * device_.max_registers_per_thread;
       for (Segment& segment : segments) {
-        if (segment.innermost && &segment != &segments.front()) {
+        if (segment.innermost && (local_arrays || &segment != &segments.front())) {
           segment.work.shared_bytes += (2.0 + segment.work.mma_ops) * spilled * 4.0 *
-                                       static_cast<double>(kernel.threads());
+                                       static_cast<double>(kernel.threads()) *
+                                       (local_arrays ? kLocalMemorySlowdown : 1.0);
         }
       }
     }

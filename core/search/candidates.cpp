@@ -123,6 +123,16 @@ std::optional<TilePlan> tile_plan(const NestFacts& nest) {
     }
   }
   if (nest.has_reduction) second_spatial = nullptr;
+  // A loop with a reuse group (the query heads of a GQA group) is tiled by that group by default
+  // only when no other spatial loop reuses data outright: decode (one query row per head) then
+  // gets the heads of a group as the rows of its tiles. Elsewhere (prefill's query rows and keys
+  // already make the two axes of its tensor-core tiles) the group tile is only a variation the
+  // search tries.
+  const bool full_reuse_elsewhere =
+      std::any_of(nest.chain.begin(), nest.chain.end(), [](const LoopFacts& loop) {
+        return loop.spatial && loop.reuse && loop.reuse_group == 0 && !loop.grid &&
+               loop.extent > 1;
+      });
   TilePlan plan;
   plan.block = principal.block->name;
   bool any = false;
@@ -133,6 +143,12 @@ std::optional<TilePlan> tile_plan(const NestFacts& nest) {
     std::vector<int64_t> sizes;
     if (loop.grid || loop.tile_outer || loop.tile_inner || loop.extent <= 1) {
       // keep only
+    } else if (loop.spatial && loop.reuse_group > 1) {
+      // A tile of one group reads each shared element once (larger ones would gather several).
+      if (loop.extent % loop.reuse_group == 0 && loop.extent > loop.reuse_group) {
+        sizes = {loop.reuse_group};
+        if (!full_reuse_elsewhere) axis.default_size = loop.reuse_group;
+      }
     } else if (loop.spatial && loop.reuse) {
       sizes = tile_sizes(loop.extent, 16, 256);
       for (int64_t t : sizes) {

@@ -58,6 +58,36 @@ bool has_scaled_var(const scalar::Expr& expr) {
   return false;
 }
 
+bool uses_any(const scalar::Expr& expr, const std::set<const scalar::VarNode*>& vars) {
+  for (const scalar::VarNode* used : sched::referenced_vars(expr)) {
+    if (vars.count(used)) return true;
+  }
+  return false;
+}
+
+// When every use in `expr` of a variable in `vars` sits under a floor division by a constant
+// larger than one (`h / 8`), that constant (the smallest of them): so many consecutive values of
+// the variables read the same element, and a tile of exactly that many reuses it (the key/value
+// head of grouped-query attention across the query heads of its group). 0 otherwise, and when
+// `expr` uses none of them.
+int64_t coarsening_divisor(const scalar::Expr& expr, const std::set<const scalar::VarNode*>& vars) {
+  if (!uses_any(expr, vars)) return 0;
+  const auto* binary = expr->as<scalar::Binary>();
+  if (!binary) return 0;
+  if (binary->op == scalar::BinaryOp::FloorDiv) {
+    const auto* divisor = binary->b->as<scalar::IntImm>();
+    return divisor && divisor->value > 1 ? divisor->value : 0;
+  }
+  int64_t smallest = 0;
+  for (const scalar::Expr& operand : {binary->a, binary->b}) {
+    if (!uses_any(operand, vars)) continue;
+    const int64_t divisor = coarsening_divisor(operand, vars);
+    if (divisor == 0) return 0;
+    smallest = smallest == 0 ? divisor : std::min(smallest, divisor);
+  }
+  return smallest;
+}
+
 struct NestWalker {
   NestFacts& nest;
   std::vector<const For*> path;
@@ -105,6 +135,8 @@ void classify_loops(NestFacts& nest) {
   for (LoopFacts& loop : nest.loops) {
     const scalar::VarNode* var = loop.loop->var.get();
     bool spatial = true;
+    bool full_reuse = false;
+    int64_t reuse_group = 0;
     for (const BlockFacts& facts : nest.blocks) {
       if (std::find(facts.loops.begin(), facts.loops.end(), loop.loop) == facts.loops.end()) continue;
       const Block& block = *facts.block;
@@ -130,15 +162,27 @@ void classify_loops(NestFacts& nest) {
       for (const scalar::Load* load : accesses.loads) {
         if (written.count(load->buffer.get())) continue;
         bool depends = false;
+        int64_t group = 0;
         for (const scalar::Expr& index : load->indices) {
+          if (const int64_t divisor = coarsening_divisor(index, following)) {
+            group = group == 0 ? divisor : std::min(group, divisor);
+            continue;
+          }
           for (const scalar::VarNode* used : sched::referenced_vars(index)) {
             if (following.count(used)) depends = true;
           }
         }
-        if (!depends) loop.reuse = true;
+        if (depends) continue;
+        if (group == 0) {
+          full_reuse = true;
+        } else {
+          reuse_group = reuse_group == 0 ? group : std::min(reuse_group, group);
+        }
       }
     }
     loop.spatial = spatial;
+    loop.reuse = full_reuse || reuse_group > 0;
+    loop.reuse_group = full_reuse ? 0 : reuse_group;
   }
 }
 

@@ -36,6 +36,9 @@ struct LoopFacts {
   // lets one CTA reuse that data across the tile (K and V across the query rows of attention,
   // B across the rows of a GEMM).
   bool reuse = false;
+  // When the only reuse comes from reads through a floor division (`K[b, h / 8, n, d]`): the
+  // divisor, the one tile size that reads one element per tile (0 otherwise).
+  int64_t reuse_group = 0;
 };
 
 struct BlockFacts {

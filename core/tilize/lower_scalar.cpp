@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "core/scalar/affine.h"
+#include "core/scalar/visitor.h"
 #include "core/scalar/printer.h"
 #include "core/sched/loop_nest.h"
 
@@ -595,7 +596,9 @@ class KernelLowering {
            " = " + store.buffer->name + " + term` (or max / min)");
     }
     const BinaryOp op = update->op;
-    const Expr term = bound(is_self(update->a) ? update->b : update->a);
+    // Exact quotients simplified first, so that a factor read through `h // 8` counts as
+    // invariant along the heads of its group when try_dot sorts factors by their axes.
+    const Expr term = without_exact_quotients(bound(is_self(update->a) ? update->b : update->a));
 
     std::vector<const VarNode*> reduce_vectors;
     for (const VarNode* var : vectors_) {
@@ -1205,6 +1208,49 @@ class KernelLowering {
     return {make(values), dims};
   }
 
+  // `(c * Q + R) // c` as Q when R stays in [0, c) over every iteration: with the query heads
+  // of a group in one tile, `(h_o * 8 + h_i) // 8` is `h_o`, so the key/value tile that GQA
+  // reads through `h // 8` is loaded once for the tile instead of once per head.
+  std::optional<Expr> exact_quotient(const scalar::Binary& division) const {
+    const auto* divisor = division.b->as<scalar::IntImm>();
+    if (division.op != BinaryOp::FloorDiv || !divisor || divisor->value <= 1) return std::nullopt;
+    const std::optional<Affine> numerator = affine_of(bound(division.a));
+    if (!numerator) return std::nullopt;
+    const int64_t c = divisor->value;
+    Affine quotient, remainder;
+    quotient.vars = remainder.vars = numerator->vars;
+    for (const auto& [var, coeff] : numerator->coeffs) {
+      if (coeff % c == 0) {
+        quotient.coeffs[var] = coeff / c;
+      } else {
+        if (!extents_.count(var)) return std::nullopt;  // its range is unknown here
+        remainder.coeffs[var] = coeff;
+      }
+    }
+    const int64_t floor_constant =
+        numerator->constant / c - (numerator->constant % c < 0 ? 1 : 0);
+    quotient.constant = floor_constant;
+    remainder.constant = numerator->constant - floor_constant * c;
+    const auto [low, high] = range_of(remainder);
+    if (low < 0 || high >= c) return std::nullopt;
+    return scalar::affine_expr(quotient);
+  }
+
+  Expr without_exact_quotients(const Expr& expr) const {
+    struct Simplifier : scalar::Mutator {
+      explicit Simplifier(const KernelLowering& lowering) : lowering(lowering) {}
+      Expr mutate_Binary(const scalar::Binary& node, const Expr& self) override {
+        Expr rebuilt = scalar::Mutator::mutate_Binary(node, self);
+        const auto* binary = rebuilt->as<scalar::Binary>();
+        if (!binary) return rebuilt;
+        return lowering.exact_quotient(*binary).value_or(rebuilt);
+      }
+      const KernelLowering& lowering;
+    };
+    Simplifier simplifier(*this);
+    return simplifier.mutate(expr);
+  }
+
   Tile eval(const Expr& expr) {
     switch (expr->kind) {
       case ExprKind::IntImm:
@@ -1237,6 +1283,7 @@ class KernelLowering {
       }
       case ExprKind::Binary: {
         const auto* bin = expr->as<scalar::Binary>();
+        if (std::optional<Expr> quotient = exact_quotient(*bin)) return eval(*quotient);
         return elementwise({eval(bin->a), eval(bin->b)}, [&](const auto& v) {
           return builder_.binary(bin->op, v[0], v[1]);
         });
