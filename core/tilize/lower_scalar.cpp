@@ -901,6 +901,19 @@ class KernelLowering {
         ++axis;
       } else {
         index = builder_.broadcast(base, shape, {});
+        // A scalar index can leave the buffer too: the last partial tile of a nest whose tile
+        // loops are all grid loops (n_o * 4 + n_i with n = 5).
+        const auto [low_ok, high_ok] = bounds_known(dim.index, region.buffer->shape[d]);
+        const vr::TileType type{DType::Index, shape};
+        if (!low_ok) {
+          vr::Value inside = builder_.compare(scalar::CompareOp::GE, index, builder_.full(0, type));
+          mask = mask ? builder_.logical(scalar::LogicalOp::And, mask, inside) : inside;
+        }
+        if (!high_ok) {
+          vr::Value limit = builder_.full(static_cast<double>(region.buffer->shape[d]), type);
+          vr::Value inside = builder_.compare(scalar::CompareOp::LT, index, limit);
+          mask = mask ? builder_.logical(scalar::LogicalOp::And, mask, inside) : inside;
+        }
       }
       indices.push_back(index);
     }

@@ -91,13 +91,11 @@ void expect_matches_reference(const Reproducer& r) {
   }
 }
 
-// Bug (tilize): a nest left unbound (every loop a grid dimension, scalar tiles) with a partial
-// tile of a spatial loop and a reduction loop stores its accumulator after the loop without the
-// partial-tile mask: `store C[%20, %26], %C.1` lacks `mask %5`, so n_o * 4 + n_i = 5 writes
-// C[0, 5] outside [3, 5] ("vrtile interpreter: ... writes C[0, 5] outside its shape"). The
-// init store and the loads inside the loop keep the mask; binding the nest hides it; matile
-// passes. Found by nautilus-difftest (seed 1 triple 12, seed 2 triples 402, 728, 1038, 1266).
-TEST(DiffTestRegression, DISABLED_UnboundPartialTileKeepsItsMaskAfterTheReduction) {
+// Fixed in tilize: a nest left unbound (every loop a grid dimension, scalar tiles) with a
+// partial tile of a spatial loop and a reduction loop stored its accumulator after the loop
+// without a bounds mask on its scalar indices, so n_o * 4 + n_i = 5 wrote C[0, 5] outside
+// [3, 5]. Found by nautilus-difftest (seed 1 triple 12, seed 2 triples 402, 728, 1038, 1266).
+TEST(DiffTestRegression, UnboundPartialTileKeepsItsMaskAfterTheReduction) {
   expect_matches_reference({R"(let M = 3, N = 5, K = 4
 input A[M, K] : f32
 input B[K, N] : f32
@@ -108,12 +106,12 @@ output C[m, n] = sum(k) A[m, k] * B[k, n]
                             1});
 }
 
-// Bug (rewrite/operand_narrowing): the RoundComputed form rounds "an f32 tile computed in the
-// kernel" to the other operand's 16-bit type, but it also rounds a *loaded f32 input*:
-// `%A.1 = cast %A : f16` before `dot %A.1, ...`. A user who declared A as f32 and C as f32
-// gets f16 accuracy (max rel error 2e-4 > 1e-4 for every seed). Found by nautilus-difftest
-// (seed 1 triple 172).
-TEST(DiffTestRegression, DISABLED_AnF32InputIsNotRoundedToSixteenBitsForATensorCoreDot) {
+// Fixed in rewrite/operand_narrowing: the RoundComputed form, meant for "an f32 tile computed in
+// the kernel", also rounded a *loaded f32 input* (`%A.1 = cast %A : f16` before
+// `dot %A.1, ...`), so a user who declared A and C f32 got f16 accuracy (max rel error 2e-4 >
+// 1e-4 for every seed). An f32 input read as is is never rounded now: the dot stays f32, B cast
+// up. Found by nautilus-difftest (seed 1 triple 172).
+TEST(DiffTestRegression, AnF32InputIsNotRoundedToSixteenBitsForATensorCoreDot) {
   expect_matches_reference({R"(let M = 16, N = 24, K = 5
 input A[M, K] : f32
 input B[K, N] : f16
@@ -124,13 +122,12 @@ output C[m, n] = sum(k) A[m, k] * B[k, n]
                             1});
 }
 
-// Bug (pipeline policy): the VR pass list always narrows with RoundComputed, so attention of
-// bf16 inputs whose output is declared f32 rounds P to bf16 before P @ V and misses the f32
-// tolerance at vrtile and matile (max rel error 1.7e-3 > 1e-4). operand_narrowing.h says to use
-// ExactOnly "where the output must keep f32 accuracy"; the pipeline never does. (The generator
-// gives such outputs a 16-bit dtype unless --strict-f32.) Found by nautilus-difftest (seed 1
-// triples 35, 70, 115, 156, 342, 375).
-TEST(DiffTestRegression, DISABLED_AnF32OutputKeepsF32AccuracyThroughPV) {
+// Fixed in rewrite/operand_narrowing: attention of bf16 inputs whose output is declared f32
+// rounded P to bf16 before P @ V and missed the f32 tolerance at vrtile and matile (max rel
+// error 1.7e-3 > 1e-4). A computed operand is now rounded only where every output the dot
+// flows into is 16-bit (an f32 output asks for f32 accuracy); bf16-output attention still gets
+// P in bf16. Found by nautilus-difftest (seed 1 triples 35, 70, 115, 156, 342, 375).
+TEST(DiffTestRegression, AnF32OutputKeepsF32AccuracyThroughPV) {
   expect_matches_reference({R"(let M = 16, N = 16, D = 16
 input Q[M, D] : bf16
 input K[N, D] : bf16
@@ -147,14 +144,13 @@ output O[m, e] : f32 = sum(n) P[m, n] * V[n, e] / L[m]
                             1});
 }
 
-// Bug (evaluator / reference): an intermediate declared `: bf16` is stored rounded by every
-// stage, while the float64 reference never rounds intermediates and the tolerance is the
-// output's (f32, 1e-4): LayerNorm -> GEMM with `Xn : bf16` and an f32 output fails even at stage
-// scalar with no schedule at all (max rel error 1.4e-3 .. 2.2e-3 for every seed). Either the
-// reference rounds declared intermediates or the tolerance follows the narrowest dtype on the
-// path. (The generator gives such outputs a 16-bit dtype.) Found by nautilus-difftest (seed 1
-// triple 17).
-TEST(DiffTestRegression, DISABLED_ANarrowIntermediateIsRoundedInTheReferenceToo) {
+// Fixed in the float64 reference (spec/reference.h): an intermediate declared `: bf16` is
+// stored rounded by every stage, but the reference never rounded it, so LayerNorm -> GEMM with
+// `Xn : bf16` and an f32 output failed the f32 tolerance even at stage scalar (max rel error
+// 1.4e-3 .. 2.2e-3 for every seed). The reference now rounds every tensor it defines to its
+// dtype, as the spec says it is stored; the tolerance stays the output's. Found by
+// nautilus-difftest (seed 1 triple 17).
+TEST(DiffTestRegression, ANarrowIntermediateIsRoundedInTheReferenceToo) {
   expect_matches_reference({R"(let T = 16, H = 17, N = 22
 input X[T, H] : bf16
 input Wn[H] : bf16
@@ -171,12 +167,15 @@ output Y[t, n] : f32 = sum(h) Xn[t, h] * Wp[h, n] * 0.25
 }
 
 
-// Bug (tilize / split_k_update + compute_at): a max-reduction split 4 ways over 7 keys and
-// computed at the loop over key tiles of the sum that reads it, in a one-statement attention,
-// gives NaN in every output element at vrtile and matile (scalar passes). The 11 decisions below
-// are delta-minimized from the nightly run (seed 20261202 triple 8133); without the sigmoid, or
-// with fewer query rows, it passes.
-TEST(DiffTestRegression, DISABLED_SplitMaxComputedAtAKeyTileLoopIsNotNaN) {
+// Fixed in sched/split: a max-reduction split 4 ways over 7 keys and computed at the loop over
+// key tiles of the sum that reads it gave NaN in every output element at vrtile and matile
+// (scalar passed). Moving that sum into O (compute_at) left the combine O_max_1 under the
+// loops e and n_o it does not use; tile(O_max_1, e=16) then gave it the overhang guard
+// `e_o * 16 + e_i < 4`, which bounds nothing it indexes, and tilize (which masks a reduction's
+// init and final store only by the bounds of its indices) let the grid points e_i >= 4 store
+// -inf into O_max_1. A block that only repeats along a split loop gets no guard now. The 11
+// decisions are delta-minimized from the nightly run (seed 20261202 triple 8133).
+TEST(DiffTestRegression, SplitMaxComputedAtAKeyTileLoopIsNotNaN) {
   expect_matches_reference({R"(let H = 1, M = 7, N = 7, D = 4
 input Q[H, M, D] : f32
 input K[H, N, D] : f32
