@@ -1,6 +1,10 @@
 #include "core/rewrite/operand_narrowing.h"
 
+#include <functional>
 #include <optional>
+#include <set>
+#include <string>
+#include <unordered_set>
 #include <utility>
 
 #include "core/rewrite/dead_code.h"
@@ -32,13 +36,89 @@ std::optional<NarrowSource> narrow_source(const Value& operand, const KernelInde
   return source;
 }
 
+// Whether `operand` is an f32 input of the operator read as is (through permutes and
+// broadcasts only): the user declared it f32, so it is never rounded.
+bool is_loaded_input(const Value& operand, const KernelIndex& index) {
+  const Op* op = index.def(operand);
+  while (op && (op->kind == OpKind::Permute || op->kind == OpKind::Broadcast)) {
+    op = index.def(op->operands[0]);
+  }
+  return op && op->kind == OpKind::Load && op->buffer->role == scalar::BufferRole::Input;
+}
+
+// Whether every output of the module that `value` flows into has a 16-bit dtype: then the
+// output's tolerance covers a 16-bit rounding of a dot operand, and an f32 output asks for f32
+// accuracy. Follows the data through every op, loop-carried values (For inits, yields, block
+// arguments, results) and global intermediates (a store taints the buffer, a load of a tainted
+// buffer in the same or a later kernel reads the taint), to a fixed point.
+bool reaches_only_16_bit_outputs(const Value& value, const vrtile::Module& module) {
+  std::unordered_set<const ValueNode*> tainted = {value.get()};
+  std::set<std::string> tainted_buffers;
+  bool changed = true;
+  const auto taint = [&](const Value& v) {
+    if (v && tainted.insert(v.get()).second) changed = true;
+  };
+  const auto any_tainted = [&](const std::vector<Value>& values) {
+    for (const Value& v : values) {
+      if (v && tainted.count(v.get())) return true;
+    }
+    return false;
+  };
+  std::function<void(const vrtile::Region&, const Op*)> walk = [&](const vrtile::Region& region,
+                                                                    const Op* loop) {
+    for (const OpPtr& op : region.ops) {
+      switch (op->kind) {
+        case OpKind::For:
+          for (size_t i = 0; i < op->operands.size(); ++i) {
+            if (tainted.count(op->operands[i].get())) {
+              taint(op->block_args[i]);
+              taint(op->results[i]);
+            }
+          }
+          walk(*op->body, op.get());
+          break;
+        case OpKind::Yield:
+          for (size_t i = 0; loop && i < op->operands.size(); ++i) {
+            if (tainted.count(op->operands[i].get())) {
+              taint(loop->block_args[i]);
+              taint(loop->results[i]);
+            }
+          }
+          break;
+        case OpKind::Store:
+          if (any_tainted(op->operands) && tainted_buffers.insert(op->buffer->name).second) {
+            changed = true;
+          }
+          break;
+        default:
+          if (any_tainted(op->operands) ||
+              (op->kind == OpKind::Load && tainted_buffers.count(op->buffer->name))) {
+            for (const Value& result : op->results) taint(result);
+          }
+      }
+    }
+  };
+  while (changed) {
+    changed = false;
+    for (const KernelPtr& kernel : module.kernels) walk(*kernel->body, nullptr);
+  }
+  for (const vrtile::Buffer& buffer : module.params) {
+    if (buffer->role == scalar::BufferRole::Output && tainted_buffers.count(buffer->name) &&
+        !is_16_bit(buffer->dtype)) {
+      return false;
+    }
+  }
+  return true;
+}
+
 Value emit_narrow(const NarrowSource& source, Rebuilder& out) {
   if (!source.permute) return source.value;
   return out.permute(source.value, source.permute->dims, source.permute->results[0]->name,
                      source.permute->provenance);
 }
 
-KernelPtr rewrite_kernel(const KernelPtr& kernel, NarrowingMode mode) {
+KernelPtr rewrite_kernel(const KernelPtr& kernel, const vrtile::Module& module,
+                         NarrowingMode mode) {
   const KernelIndex index(*kernel);
   Rebuilder rebuilder(*kernel);
   return rebuilder.run(kernel, [&](const Op& original, const OpPtr& renamed, Rebuilder& out) {
@@ -54,8 +134,11 @@ KernelPtr rewrite_kernel(const KernelPtr& kernel, NarrowingMode mode) {
     if (a && b && a->value->type.dtype == b->value->type.dtype) {
       copy.operands[0] = emit_narrow(*a, out);
       copy.operands[1] = emit_narrow(*b, out);
-    } else if (mode == NarrowingMode::RoundComputed && (a.has_value() != b.has_value())) {
-      // Round the computed operand to the cast one's 16-bit type (an approximation).
+    } else if (mode == NarrowingMode::RoundComputed && (a.has_value() != b.has_value()) &&
+               !is_loaded_input(original.operands[a ? 1 : 0], index) &&
+               reaches_only_16_bit_outputs(original.results[0], module)) {
+      // Round the computed operand to the cast one's 16-bit type (an approximation within the
+      // tolerance of the 16-bit outputs it reaches).
       const size_t narrow = a ? 0 : 1, computed = 1 - narrow;
       const NarrowSource& source = a ? *a : *b;
       copy.operands[narrow] = emit_narrow(source, out);
@@ -73,7 +156,7 @@ KernelPtr rewrite_kernel(const KernelPtr& kernel, NarrowingMode mode) {
 
 ModulePtr narrow_dot_operands(const ModulePtr& module, NarrowingMode mode) {
   const ModulePtr rewritten =
-      map_kernels(module, [mode](const KernelPtr& kernel) { return rewrite_kernel(kernel, mode); });
+      map_kernels(module, [&](const KernelPtr& kernel) { return rewrite_kernel(kernel, *module, mode); });
   return rewritten == module ? module : eliminate_dead_code(rewritten);
 }
 

@@ -6,11 +6,19 @@
 // (`permute(cast(k))`) counts: the permute moves onto the 16-bit tile.
 //
 // Rounding form (NarrowingMode::RoundComputed, the default of the pass list): when one operand
-// is a cast from a 16-bit T and the other an f32 tile computed in the kernel, the other is
+// is a cast from a 16-bit T and the other an f32 tile computed by the operator, the other is
 // rounded to T: `dot(p, cast(v : bf16 → f32), acc)` becomes `dot(cast(p : f32 → bf16), v, acc)`.
 // This is FlashAttention's P in bf16 and is an APPROXIMATION: each element of p gains a relative
 // error up to 2⁻⁹ (bf16) or 2⁻¹² (f16), which is within the tolerance of a 16-bit output but not
-// of an f32 one. Use NarrowingMode::ExactOnly where the output must keep f32 accuracy.
+// of an f32 one. So it applies only where
+//   - the other operand is computed, not an f32 *input* loaded as is (through permutes and
+//     broadcasts): the user declared that input f32, and an f32 × f16 dot stays an f32 dot
+//     (CUDA cores), its 16-bit operand cast up; and
+//   - every output of the module that the dot's result flows into (through loop-carried values
+//     and global intermediates too) is 16-bit: an f32 output asks for f32 accuracy (its
+//     tolerance is f32's), so attention with an f32 output keeps P in f32, while the usual
+//     bf16-output attention still gets P in bf16 for the tensor cores.
+// NarrowingMode::ExactOnly never rounds.
 //
 //   before:                                   after:
 //     %qf = cast %q : f32[8, 4]                 %kt.1 = permute %k, order [1, 0] : bf16[4, 16]
@@ -28,7 +36,8 @@ namespace nautilus::rewrite {
 
 enum class NarrowingMode {
   ExactOnly,      // only dots whose two operands are casts from one 16-bit type
-  RoundComputed,  // also round a computed f32 operand to the other's 16-bit type
+  RoundComputed,  // also round a computed f32 operand to the other's 16-bit type where the
+                  // dot only feeds 16-bit outputs
 };
 
 // Returns `module` itself when no dot can read narrower operands.

@@ -15,16 +15,40 @@ namespace {
 
 constexpr std::string_view kSignature = "split(BLOCK, AXIS, FACTOR)";
 
+// Whether the overhang iterations of the split loop `x` may run `block` unguarded: its
+// bindings and predicate do not use x, so every iteration of x repeats the same work (a loop
+// left around a block that compute_at placed under another block's loops), and its reductions
+// lie inside x (no reduce binding uses a loop enclosing x), so each repetition starts again from
+// the init and writes the same values. A guard there would be no bound of anything the block
+// indexes, and tilize masks a block's init and its stores after a loop only by the bounds of
+// what they index.
+bool repeats_without_guard(const Block& block, const VarNode* x,
+                           const std::vector<const VarNode*>& enclosing) {
+  for (size_t i = 0; i < block.bindings.size(); ++i) {
+    if (uses_var(block.bindings[i], x)) return false;
+    if (block.iter_vars[i].kind != IterKind::Reduce) continue;
+    for (const VarNode* outer : enclosing) {
+      if (uses_var(block.bindings[i], outer)) return false;
+    }
+  }
+  return !block.predicate || !uses_var(block.predicate, x);
+}
+
 // Rewrites the blocks under the split loop: bindings and predicates see x_o * F + x_i for x, and
-// `guard` (when not null) is added to every predicate. Block bodies are left alone: only
-// iteration variables are visible there.
+// `guard` (when not null) is added to the predicate of every block but those that only repeat
+// along x (above). Block bodies are left alone: only iteration variables are visible there.
 class SplitRewriter : public Mutator {
  public:
-  SplitRewriter(const VarReplacements& replacements, Expr guard)
-      : replacements_(replacements), guard_(std::move(guard)) {}
+  SplitRewriter(const VarNode* split_var, std::vector<const VarNode*> enclosing,
+                const VarReplacements& replacements, Expr guard)
+      : split_var_(split_var),
+        enclosing_(std::move(enclosing)),
+        replacements_(replacements),
+        guard_(std::move(guard)) {}
 
  protected:
   Stmt mutate_Block(const Block& node, const Stmt&) override {
+    const bool guarded = guard_ && !repeats_without_guard(node, split_var_, enclosing_);
     std::vector<Expr> bindings;
     for (const Expr& binding : node.bindings) {
       bindings.push_back(simplify_index(substitute(binding, replacements_)));
@@ -32,11 +56,13 @@ class SplitRewriter : public Mutator {
     Expr predicate =
         node.predicate ? simplify_index(substitute(node.predicate, replacements_)) : nullptr;
     return make_block(node.name, node.iter_vars, std::move(bindings),
-                      conjunction(std::move(predicate), guard_), node.init, node.body,
-                      node.provenance);
+                      guarded ? conjunction(std::move(predicate), guard_) : std::move(predicate),
+                      node.init, node.body, node.provenance);
   }
 
  private:
+  const VarNode* split_var_;
+  std::vector<const VarNode*> enclosing_;  // the loops around the split loop
   const VarReplacements& replacements_;
   Expr guard_;
 };
@@ -120,7 +146,11 @@ ApplyResult split(const ProgramPtr& program, std::string_view block_name, std::s
   Expr guard = loop.extent % factor != 0 ? index_lt(combined, loop.extent) : nullptr;
 
   const VarReplacements replacements = {{loop.var.get(), combined}};
-  SplitRewriter rewriter(replacements, guard);
+  std::vector<const VarNode*> enclosing;
+  for (size_t i = 0; i < *depth; ++i) {
+    if (const For* outer = path->stmts[i]->as<For>()) enclosing.push_back(outer->var.get());
+  }
+  SplitRewriter rewriter(loop.var.get(), std::move(enclosing), replacements, guard);
   Stmt body = rewriter.mutate(loop.body);
   Stmt nest = make_for(outer, outer_extent,
                        make_for(inner, factor, std::move(body), loop.provenance), loop.provenance);

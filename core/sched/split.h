@@ -10,9 +10,14 @@
 //
 // and substitutes x = x_o * FACTOR + x_i in the bindings and predicates of every block under the
 // loop. When FACTOR does not divide E, the last outer iteration overhangs and every block under
-// the loop gets the predicate `x_o * FACTOR + x_i < E` (after its own, joined with `and`). The
-// new names are made unique (m_o2) when the nest already uses them. The new loops are serial; a
-// loop bound to the grid cannot be split (split first, then bind).
+// the loop that uses x gets the predicate `x_o * FACTOR + x_i < E` (after its own, joined with
+// `and`). A block that does not use x (a loop left around a block that compute_at placed under
+// another block's loops) and whose reductions lie inside x gets none: each iteration of x
+// repeats its whole computation, so an overhang iteration writes the same values again, while a
+// guard there would bound nothing the block indexes (tilize masks a reduction's init and final
+// store only by the bounds of what they index). The new names are made unique (m_o2) when the
+// nest already uses them. The new loops are serial; a loop bound to the grid cannot be split
+// (split first, then bind).
 //
 // Blocks see only their iteration variables, so their bodies do not change; the init rule still
 // holds because a reduce binding is 0 exactly when x_o and x_i are.

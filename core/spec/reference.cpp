@@ -6,6 +6,7 @@
 #include <limits>
 #include <sstream>
 
+#include "core/support/dtype.h"
 #include "core/support/rng.h"
 
 namespace nautilus::spec {
@@ -423,6 +424,7 @@ ReferenceResult evaluate_reference(const Spec& spec, const TensorMap& inputs,
     }
     tensors[index] = &it->second;
   }
+  std::map<std::string, TensorData> stored_outputs;  // outputs as later statements read them
   for (int index : spec.definitions) {
     const Statement& statement = spec.statement(index);
     const Tensor& tensor = spec.tensors[statement.tensor];
@@ -435,7 +437,19 @@ ReferenceResult evaluate_reference(const Spec& spec, const TensorMap& inputs,
       result.error = "reference evaluation of '" + tensor.name + "': " + evaluator.error();
       return result;
     }
+    // A tensor is stored at its dtype (declared, or the narrow one sema keeps for an
+    // intermediate) and later statements read the stored values, so a 16-bit rounding is part
+    // of what the spec means: a `Xn : bf16` feeding an f32 output is read as bf16 by every
+    // stage. An f32 rounding is within every tolerance and left out (the reference stays the
+    // exact math there). An output itself is given exact (its tolerance covers its own
+    // rounding); a later statement reading it reads a rounded copy.
     tensors[statement.tensor] = &out;
+    if (tensor.dtype != DType::F32) {
+      TensorData& stored =
+          tensor.role == TensorRole::Output ? stored_outputs[tensor.name] = out : out;
+      for (double& value : stored.values) value = round_to(tensor.dtype, value);
+      tensors[statement.tensor] = &stored;
+    }
   }
   result.ok = true;
   return result;

@@ -6,8 +6,14 @@
 // max from -inf, min from +inf); nested reductions are evaluated where they appear, exactly as
 // written, with no fusion. One reuse keeps inline normalizers affordable: a nested reduction is
 // recomputed only when a variable its body reads changes, so `sum(n) e / (sum(n3) f)` evaluates
-// the inner sum once per row rather than once per n. Declared dtypes of intermediates and outputs are not applied:
-// the reference is the exact math on the given (already rounded) inputs.
+// the inner sum once per row rather than once per n. Arithmetic is exact (float64) on the given
+// (already rounded) inputs, and what a later statement reads of a defined 16-bit tensor is
+// rounded to its dtype (the declared one, or the narrow one sema keeps for an intermediate),
+// because that is how the spec says it is stored: `Xn[t, h] : bf16 = ...` is read as bf16
+// values, by the reference as by every stage. So a narrow intermediate feeding an f32 output is
+// checked with the f32 tolerance against a reference that rounds it too, rather than with a
+// looser one. 16-bit intermediates are returned rounded; outputs exact (their tolerance covers
+// their own rounding); f32 rounding is left out (within every tolerance).
 #pragma once
 
 #include <cstdint>

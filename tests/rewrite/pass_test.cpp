@@ -27,8 +27,8 @@ Buffer input(const std::string& name, std::vector<int64_t> shape, DType dtype = 
   return scalar::make_buffer(name, std::move(shape), dtype, MemoryScope::Global,
                              BufferRole::Input);
 }
-Buffer output(const std::string& name, std::vector<int64_t> shape) {
-  return scalar::make_buffer(name, std::move(shape), DType::F32, MemoryScope::Global,
+Buffer output(const std::string& name, std::vector<int64_t> shape, DType dtype = DType::F32) {
+  return scalar::make_buffer(name, std::move(shape), dtype, MemoryScope::Global,
                              BufferRole::Output);
 }
 
@@ -319,11 +319,12 @@ TEST(RescaleCancellation, MergesChainedExponentialsAndDropsOnes) {
               module_of({X, A, Bm, Cm, Y, Z}, b.finish_kernel("k", {X, A, Bm, Cm, Y, Z})));
 }
 
-// dot(f32(a), f32(w)) and dot(p, f32(v)) with bf16 a, w, v.
-ModulePtr casted_dots() {
+// dot(f32(a), f32(w)) and dot(p, f32(v)) with bf16 a, w, v; the second dot's output Z is
+// `z_dtype` (a bf16 Z stores a cast of the dot).
+ModulePtr casted_dots(DType z_dtype = DType::BF16) {
   const Buffer A = input("A", {R, C}, DType::BF16), W = input("W", {5, C}, DType::BF16),
                V = input("V", {5, 3}, DType::BF16), Y = output("Y", {R, 5}),
-               Z = output("Z", {R, 3});
+               Z = output("Z", {R, 3}, z_dtype);
   Builder b;
   b.grid("g", 1);
   const Value a = b.cast(load_all(b, A), DType::F32, "af");
@@ -331,7 +332,8 @@ ModulePtr casted_dots() {
   const Value s = b.dot(a, wt, nullptr, "s");
   store_all(b, Y, s);
   const Value p = b.unary(UnaryOp::Tanh, s, "p");
-  store_all(b, Z, b.dot(p, b.cast(load_all(b, V), DType::F32, "vf"), nullptr, "z"));
+  const Value z = b.dot(p, b.cast(load_all(b, V), DType::F32, "vf"), nullptr, "z");
+  store_all(b, Z, z_dtype == DType::F32 ? z : b.cast(z, z_dtype, "z_out"));
   return module_of({A, W, V, Y, Z}, b.finish_kernel("k", {A, W, V, Y, Z}));
 }
 
@@ -352,6 +354,63 @@ TEST(OperandNarrowing, RoundsTheComputedOperandWithinBf16Tolerance) {
   // And it is not exact: rounding P to bf16 changes Z.
   const testing::CheckResult exact = testing::check_equivalent(*casted_dots(), *after, 1e-6);
   EXPECT_FALSE(exact.ok);
+}
+
+// An f32 output asks for f32 accuracy: the dot feeding it keeps P in f32 (only the exact form
+// applies), so the result is bit for bit the same.
+TEST(OperandNarrowing, KeepsTheComputedOperandOfADotFeedingAnF32Output) {
+  const ModulePtr before = casted_dots(DType::F32);
+  const ModulePtr after = narrow_dot_operands(before);
+  ASSERT_NE(after, before);  // the exact form still applies to Y's dot
+  const testing::CheckResult same = testing::check_equivalent(*before, *after, 0.0);
+  EXPECT_TRUE(same.ok) << same.error;
+}
+
+// dot(a, f32(b)) with an f32 input a and a bf16 b, even into a bf16 output: the user declared a
+// f32, so it is not rounded; the dot stays f32.
+TEST(OperandNarrowing, NeverRoundsAnF32Input) {
+  const Buffer A = input("A", {R, C}), B = input("B", {C, 3}, DType::BF16),
+               Z = output("Z", {R, 3}, DType::BF16);
+  Builder b;
+  b.grid("g", 1);
+  const Value z = b.dot(load_all(b, A), b.cast(load_all(b, B), DType::F32, "bf"), nullptr, "z");
+  store_all(b, Z, b.cast(z, DType::BF16, "z_out"));
+  const ModulePtr before = module_of({A, B, Z}, b.finish_kernel("k", {A, B, Z}));
+  EXPECT_EQ(narrow_dot_operands(before), before);
+}
+
+// Whether a dot feeds only 16-bit outputs is followed through loop-carried values and global
+// intermediates: P @ V accumulated in a loop, stored to an f32 intermediate T, which a second
+// kernel copies to the output Z.
+TEST(OperandNarrowing, FollowsTheDotThroughLoopsAndIntermediatesToItsOutputs) {
+  for (const DType z_dtype : {DType::BF16, DType::F32}) {
+    const Buffer P = input("P", {R, 5}), V = input("V", {5, 3}, DType::BF16),
+                 Z = output("Z", {R, 3}, z_dtype);
+    const Buffer T = scalar::make_buffer("T", {R, 3}, DType::F32, MemoryScope::Global,
+                                         BufferRole::Intermediate);
+    Builder b;
+    b.grid("g", 1);
+    const Value vf = b.cast(load_all(b, V), DType::F32, "vf");
+    const Value p = b.unary(UnaryOp::Exp, load_all(b, P), "p");
+    const std::vector<Value> acc = b.for_loop(
+        "i", 2, {b.full(0.0, f32({R, 3}), "acc0")},
+        [&](const Value&, const std::vector<Value>& carried) {
+          return std::vector<Value>{b.dot(p, vf, carried[0], "acc1")};
+        },
+        {"acc"}, {"acc_i"});
+    store_all(b, T, acc[0]);
+    const KernelPtr first = b.finish_kernel("k1", {P, V, T});
+    const Value t = load_all(b, T);
+    store_all(b, Z, z_dtype == DType::F32 ? t : b.cast(t, z_dtype, "z_out"));
+    const KernelPtr second = b.finish_kernel("k2", {T, Z});
+    ModulePtr before = module_of({P, V, Z}, first);
+    auto module = std::make_shared<Module>(*before);
+    module->allocations.push_back(T);
+    module->kernels.push_back(second);
+    before = module;
+    const ModulePtr after = narrow_dot_operands(before);
+    EXPECT_EQ(after != before, z_dtype == DType::BF16) << dtype_name(z_dtype);
+  }
 }
 
 TEST(PassList, NamesAreUniqueAndEveryPassHasASummary) {

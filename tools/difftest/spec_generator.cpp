@@ -89,9 +89,10 @@ class Builder {
     return out;
   }
 
-  // An intermediate of dtype `dt` is stored rounded to it by every stage, while the float64
-  // reference never rounds, and the evaluator's tolerance is the output's: an output computed
-  // from a narrow intermediate gets a dtype whose tolerance covers that rounding.
+  // An intermediate of dtype `dt` is stored rounded to it by every stage and by the float64
+  // reference, but a value computed in f32 and the same value computed in float64 can round to
+  // neighbouring 16-bit values near a rounding midpoint, a difference the f32 tolerance does
+  // not cover: an output computed from a narrow intermediate gets a dtype whose tolerance does.
   void narrow_intermediate(const std::string& dt) {
     if (dt == "bf16" || (dt == "f16" && floor_.empty())) floor_ = dt;
   }
@@ -100,9 +101,9 @@ class Builder {
   void narrow_from_inputs() {
     for (const std::string& dt : input_dtypes_) narrow_intermediate(dt);
   }
-  // A contraction (a dot after tilize) of 16-bit inputs: the VR rewrite narrow-dot-operands
-  // rounds the other, computed f32 operand to 16 bits (rewrite/operand_narrowing.h: within a
-  // 16-bit output's tolerance, not an f32 one), so unless `strict_f32` the output is 16-bit.
+  // A contraction (a dot after tilize) of 16-bit inputs: its output is 16-bit unless
+  // `strict_f32`, the common case, in which narrow-dot-operands rounds a computed f32 operand to
+  // 16 bits (rewrite/operand_narrowing.h; for an f32 output the dot stays f32).
   void contraction_of_inputs() {
     if (!options_.strict_f32) narrow_from_inputs();
   }
