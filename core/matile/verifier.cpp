@@ -1,5 +1,6 @@
 #include "core/matile/verifier.h"
 
+#include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -123,17 +124,57 @@ class KernelVerifier {
       error(where, what + ": " + tv.error().message);
       return;
     }
-    const int64_t elements = value->type.element_count();
-    std::vector<uint8_t> held(static_cast<size_t>(elements), 0);
-    for (int64_t e : slot_elements(l)) {
-      if (e >= 0 && e < elements) held[static_cast<size_t>(e)] = 1;
+    // Values of one kernel share few layouts (a broadcast chain has one): each (layout, tile)
+    // is checked once, and without listing every slot, since the tiles of the search's worst
+    // candidates hold tens of millions of elements.
+    const std::string key = layout::to_string(l.tv.layout) + " of " + layout::to_string(l.tv.tile);
+    if (const auto known = covering_.find(key); known != covering_.end()) {
+      if (known->second >= 0) {
+        error(where, what + " layout leaves element " + std::to_string(known->second) + " unheld");
+      }
+      return;
     }
-    for (int64_t e = 0; e < elements; ++e) {
-      if (!held[static_cast<size_t>(e)]) {
-        error(where, what + " layout leaves element " + std::to_string(e) + " unheld");
-        return;
+    const int64_t unheld = first_unheld_element(l, value->type.element_count());
+    covering_.emplace(key, unheld);
+    if (unheld >= 0) error(where, what + " layout leaves element " + std::to_string(unheld) + " unheld");
+  }
+
+  // The first element of the tile that no (thread, slot) of `l` holds, or -1. A layout whose
+  // non-broadcast modes, sorted by stride, tile [0, elements) exactly (each stride the product
+  // of the shapes below it) holds every element; others are enumerated.
+  static int64_t first_unheld_element(const RegisterLayout& l, int64_t elements) {
+    {
+      const std::vector<int64_t> shapes = layout::leaves(l.tv.layout.shape());
+      const std::vector<int64_t> strides = layout::leaves(l.tv.layout.stride());
+      std::vector<std::pair<int64_t, int64_t>> modes;  // (stride, shape)
+      bool affine_cover = shapes.size() == strides.size();
+      for (size_t i = 0; affine_cover && i < shapes.size(); ++i) {
+        if (strides[i] < 0) affine_cover = false;
+        if (strides[i] > 0 && shapes[i] > 1) modes.emplace_back(strides[i], shapes[i]);
+      }
+      std::sort(modes.begin(), modes.end());
+      int64_t covered = 1;
+      for (const auto& [stride, shape] : modes) {
+        if (stride != covered) affine_cover = false;
+        covered *= shape;
+      }
+      if (affine_cover && covered == elements) return -1;
+    }
+    const layout::Layout thread_mode = l.tv.layout.mode(0), slot_mode = l.tv.layout.mode(1);
+    std::vector<int64_t> slot_offsets(static_cast<size_t>(l.slots()));
+    for (int64_t v = 0; v < l.slots(); ++v) slot_offsets[static_cast<size_t>(v)] = slot_mode(v);
+    std::vector<bool> held(static_cast<size_t>(elements), false);
+    for (int64_t t = 0; t < l.threads(); ++t) {
+      const int64_t base = thread_mode(t);
+      for (int64_t offset : slot_offsets) {
+        const int64_t e = base + offset;
+        if (e >= 0 && e < elements) held[static_cast<size_t>(e)] = true;
       }
     }
+    for (int64_t e = 0; e < elements; ++e) {
+      if (!held[static_cast<size_t>(e)]) return e;
+    }
+    return -1;
   }
 
   void use(const Value& value, const std::string& where) {
@@ -634,6 +675,7 @@ class KernelVerifier {
   std::unordered_set<const scalar::BufferNode*> params_;
   std::vector<std::unordered_set<const ValueNode*>> scopes_;
   std::unordered_set<std::string> names_;
+  std::unordered_map<std::string, int64_t> covering_;  // (layout, tile) → first unheld element or -1
 };
 
 }  // namespace

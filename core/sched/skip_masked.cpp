@@ -357,11 +357,6 @@ ApplyResult skip_masked(const ProgramPtr& program, std::string_view mask_block,
     }
     if (!favourable.uses(loop.var.get())) continue;  // no bound on this loop from this conjunct
     involves_loop = true;
-    if (first_iteration > 0) {
-      return ApplyResult::failure("the first iteration of loop " + loop.var->name + " can be " +
-                                  "entirely masked; it runs the inits of the reductions in it, "
-                                  "so no iteration can be skipped");
-    }
     // favourable <= 0 written as (positive terms) <= (negative terms).
     Affine left, right;
     for (const auto& [var, c] : favourable.coeffs) {
@@ -372,6 +367,14 @@ ApplyResult skip_masked(const ProgramPtr& program, std::string_view mask_block,
     (favourable.constant > 0 ? left : right).constant =
         favourable.constant > 0 ? favourable.constant : -favourable.constant;
     Expr conjunct = scalar::compare(CompareOp::LE, affine_expr(left), affine_expr(right));
+    if (first_iteration > 0) {
+      // The first iteration can be entirely masked (a window's lower edge): it still runs,
+      // since it runs the inits of the reductions in the loop; being masked, its body changes
+      // nothing. Tilize starts the loop past the masked iterations when it has hoisted those
+      // inits above the loop.
+      conjunct = logical(LogicalOp::Or, conjunct,
+                         scalar::compare(CompareOp::EQ, var_ref(loop.var), int_imm(0)));
+    }
     keep = keep ? logical(LogicalOp::And, keep, conjunct) : conjunct;
   }
   if (!involves_loop) {

@@ -25,11 +25,14 @@
 //
 // A predicated-off block does nothing, so the program computes the same values; tilize turns a
 // condition that bounds LOOP's variable from above into the loop's trip count, so the masked key
-// tiles of causal attention are never visited. The simplification assumes that values other
+// tiles of causal attention are never visited. A conjunct that bounds it from below (a sliding
+// window's `m - n < W`) may mask LOOP's first iteration, which runs the inits of the reductions
+// in the loop: it is added as `conjunct or n_o == 0` (iteration 0 runs, changing nothing but
+// the inits), and tilize, which hoists those inits above the loop, starts the loop at the first
+// iteration the conjunct admits. The simplification assumes that values other
 // than the mask constant are finite (x * 0 = 0). Refused, with the reason: MASK is not such a
 // select, LOOP is not a serial loop around it, a block would change a value that outlives the
-// iteration, the condition is not affine in the loop variables or does not involve LOOP, or the
-// first iteration could be skipped (it runs the inits of the reductions in the loop).
+// iteration, or the condition is not affine in the loop variables or does not involve LOOP.
 #pragma once
 
 #include <string_view>

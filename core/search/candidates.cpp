@@ -177,6 +177,7 @@ std::optional<TilePlan> tile_plan(const NestFacts& nest) {
   plan.keep = bind_outer_loops(nest);
   for (size_t i = 0; i < nest.chain.size(); ++i) {
     plan.spatial.push_back(nest.chain[i].spatial);
+    plan.extents.push_back(nest.chain[i].extent);
     plan.reuse.push_back(nest.chain[i].reuse);
   }
   // The defaults must leave at most three loops outside the CTA: give up tiling an axis that
@@ -394,16 +395,20 @@ std::optional<Decision> TilePlan::decision(const std::vector<int64_t>& sizes) co
 bool TilePlan::valid(const std::vector<int64_t>& sizes) const {
   int outer = 0;
   bool tiled = false;
+  int64_t cta_elements = 1;
   for (size_t i = 0; i < sizes.size() && i < spatial.size(); ++i) {
     if (!spatial[i]) continue;
     if (sizes[i] > 0) {
       ++outer;
       tiled = true;
+      cta_elements *= sizes[i];
     } else if (!tiled) {
       ++outer;
+    } else if (i < extents.size()) {
+      cta_elements *= extents[i];
     }
   }
-  return !tiled || outer <= 3;
+  return !tiled || (outer <= 3 && cta_elements <= kMaxCtaSpatialElements);
 }
 
 std::vector<int64_t> TilePlan::defaults() const {

@@ -73,6 +73,8 @@ std::vector<sched::Decision> launch_candidates(const ProgramFacts& facts,
 // three; the rest stay inside the CTA.
 std::vector<sched::Decision> binding_decisions(const ProgramFacts& facts);
 
+inline constexpr int64_t kMaxCtaSpatialElements = int64_t{1} << 20;
+
 struct TileAxis {
   std::string axis;              // the name the tile decision uses
   std::vector<int64_t> sizes;    // 0 = keep the loop whole
@@ -90,8 +92,13 @@ struct TilePlan {
   // bound. Fusion is then its way into a schedule (attention's scores S before compute_at).
   bool leave_unscheduled = false;
 
+  std::vector<int64_t> extents;      // per axis
   // At most three loops stay outside the CTA: the kept spatial loops above the first tiled one
-  // and the loops over tiles of the tiled spatial ones.
+  // and the loops over tiles of the tiled spatial ones. And the CTA's part of the spatial axes
+  // (tiles, and the kept loops below the first tiled one) holds at most
+  // kMaxCtaSpatialElements: more is no tile of registers or shared memory but arrays in local
+  // memory (a tile of 32 heads with 4096 queries and 4096 keys kept whole), and compiling it
+  // alone takes the search minutes.
   bool valid(const std::vector<int64_t>& sizes) const;
 
   // tile(block, axis=size, ...) for the non-zero sizes; nullopt when every size is 0.

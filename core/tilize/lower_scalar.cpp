@@ -371,7 +371,16 @@ class KernelLowering {
     }
 
     std::vector<std::string> trip_conditions;
-    const std::optional<vr::Value> trip_count = trip_count_of(loop, blocks, &trip_conditions);
+    const LoopBounds loop_bounds = bounds_of(loop, blocks, &trip_conditions);
+    // From a start, the loop runs j = 0, 1, ... with the loop variable j + start, for
+    // end - start iterations (the For op stops at max(trips, 0)).
+    std::optional<vr::Value> trip_count = loop_bounds.end;
+    if (loop_bounds.start) {
+      const vr::Value end = loop_bounds.end.value_or(
+          builder_.full(static_cast<double>(loop.extent), vr::index_scalar()));
+      trip_count = builder_.binary(BinaryOp::Sub, end, *loop_bounds.start,
+                                   loop.var->name + "_trips");
+    }
 
     std::vector<vr::Value> inits;
     std::vector<std::string> names;
@@ -387,7 +396,10 @@ class KernelLowering {
     const std::vector<vr::Value> results = builder_.for_loop(
         loop.var->name, loop.extent, inits,
         [&](const vr::Value& var, const std::vector<vr::Value>& args) {
-          scalars_[loop.var.get()] = var;
+          scalars_[loop.var.get()] =
+              loop_bounds.start ? builder_.binary(BinaryOp::Add, var, *loop_bounds.start,
+                                                  loop.var->name + "_at")
+                                : var;
           for (size_t i = 0; i < carried.size(); ++i) regions_.at(carried[i]).value = args[i];
           lower_stmt(loop.body);
           std::vector<vr::Value> yielded;
@@ -429,15 +441,25 @@ class KernelLowering {
     }
   }
 
+  // Where a serial loop starts and ends, both computed before it; nullopt: 0, and the extent.
+  struct LoopBounds {
+    std::optional<vr::Value> start;
+    std::optional<vr::Value> end;
+  };
+
   // A condition every block under `loop` is predicated on that bounds the loop variable from
   // above through values known before the loop (`n_o * 64 <= m_o * 128 + 127`, which
-  // skip_masked adds for causal attention) ends the loop early instead: the trip count is
-  // computed before it and the condition is left out of the blocks. Several combine by min.
-  std::optional<vr::Value> trip_count_of(
+  // skip_masked adds for causal attention) ends the loop early instead: the end is computed
+  // before it and the condition is left out of the blocks. Several combine by min. A condition
+  // `lower or n_o == 0` with `lower` bounding the loop variable from below (skip_masked's form
+  // for a window's lower edge) starts the loop past the iterations it excludes, when the inits
+  // of the reductions that start at this loop are hoisted above it (iteration 0 only ran them).
+  LoopBounds bounds_of(
       const For& loop,
       const std::vector<std::pair<const Block*, std::vector<const VarNode*>>>& blocks,
       std::vector<std::string>* enforced) {
-    if (blocks.empty()) return std::nullopt;
+    LoopBounds bounds;
+    if (blocks.empty()) return bounds;
     std::map<std::string, int> counts;
     std::map<std::string, Expr> conditions;
     for (const auto& [block, inner] : blocks) {
@@ -452,34 +474,94 @@ class KernelLowering {
         }
       }
     }
-    std::optional<vr::Value> trips;
+    const bool inits_hoisted = std::all_of(blocks.begin(), blocks.end(), [&](const auto& entry) {
+      const Block& block = *entry.first;
+      if (!block.init) return true;
+      const bool reduces_over_loop = [&] {
+        for (size_t i = 0; i < block.iter_vars.size(); ++i) {
+          if (block.iter_vars[i].kind == IterKind::Reduce &&
+              sched::uses_var(block.bindings[i], loop.var.get()))
+            return true;
+        }
+        return false;
+      }();
+      return !reduces_over_loop || reduction_starts_at(block, loop);
+    });
     for (const auto& [text, count] : counts) {
       if (count != static_cast<int>(blocks.size())) continue;
-      std::optional<vr::Value> bound_here = upper_trip_count(conditions.at(text), loop);
-      if (!bound_here) continue;
-      trips = trips ? builder_.binary(BinaryOp::Min, *trips, *bound_here) : *bound_here;
+      const Expr& condition = conditions.at(text);
+      if (std::optional<vr::Value> end = upper_trip_count(condition, loop)) {
+        bounds.end = bounds.end ? builder_.binary(BinaryOp::Min, *bounds.end, *end) : *end;
+      } else if (std::optional<vr::Value> start =
+                     inits_hoisted ? lower_start(condition, loop) : std::nullopt) {
+        bounds.start =
+            bounds.start ? builder_.binary(BinaryOp::Max, *bounds.start, *start) : *start;
+      } else {
+        continue;
+      }
       if (enforced_by_trip_count_.insert(text).second) enforced->push_back(text);
     }
-    return trips;
+    return bounds;
+  }
+
+  // For `lower or var == 0` with lower = `lhs CMP rhs`, lhs - rhs = -a * var + rest (a > 0,
+  // rest over variables known before the loop): the first iteration that satisfies `lower`,
+  // max(ceil((rest - limit) / a), 0) for `diff <= limit`.
+  std::optional<vr::Value> lower_start(const Expr& condition, const For& loop) {
+    const auto* either = condition->as<scalar::Logical>();
+    if (!either || either->op != scalar::LogicalOp::Or) return std::nullopt;
+    const auto is_first_iteration = [&](const Expr& e) {
+      const auto* equal = e->as<scalar::Compare>();
+      if (!equal || equal->op != scalar::CompareOp::EQ) return false;
+      const auto* ref = equal->a->as<scalar::VarRef>();
+      const auto* zero = equal->b->as<scalar::IntImm>();
+      return ref && ref->var.get() == loop.var.get() && zero && zero->value == 0;
+    };
+    const Expr lower = is_first_iteration(either->b) ? either->a
+                       : is_first_iteration(either->a) ? either->b
+                                                       : nullptr;
+    if (!lower) return std::nullopt;
+    const std::optional<std::pair<Affine, int64_t>> form = as_upper_form(lower);
+    if (!form) return std::nullopt;
+    Affine diff = form->first;
+    const auto self = diff.coeffs.find(loop.var.get());
+    if (self == diff.coeffs.end() || self->second >= 0) return std::nullopt;
+    const int64_t a = -self->second;
+    diff.coeffs.erase(self);
+    for (const auto& [var, c] : diff.coeffs) {
+      if (!scalars_.count(var)) return std::nullopt;  // not known before the loop
+    }
+    // -a * var + rest <= limit  <=>  var >= ceil((rest - limit) / a) = floor((rest - limit + a - 1) / a)
+    Affine numerator = diff;
+    numerator.constant = diff.constant - form->second + a - 1;
+    vr::Value first = builder_.binary(BinaryOp::FloorDiv, affine_value(numerator),
+                                      builder_.full(static_cast<double>(a), vr::index_scalar()));
+    return builder_.binary(BinaryOp::Max, first, builder_.full(0, vr::index_scalar()),
+                           loop.var->name + "_start");
+  }
+
+  // `lhs CMP rhs` (<, <=, >, >=) as (lhs - rhs, limit) with `lhs - rhs <= limit`.
+  std::optional<std::pair<Affine, int64_t>> as_upper_form(const Expr& condition) const {
+    const auto* compare = condition->as<scalar::Compare>();
+    if (!compare) return std::nullopt;
+    std::optional<Affine> lhs = affine_of(compare->a), rhs = affine_of(compare->b);
+    if (!lhs || !rhs) return std::nullopt;
+    switch (compare->op) {
+      case scalar::CompareOp::LE: return std::pair{lhs->plus(*rhs, -1), int64_t{0}};
+      case scalar::CompareOp::LT: return std::pair{lhs->plus(*rhs, -1), int64_t{-1}};
+      case scalar::CompareOp::GE: return std::pair{rhs->plus(*lhs, -1), int64_t{0}};
+      case scalar::CompareOp::GT: return std::pair{rhs->plus(*lhs, -1), int64_t{-1}};
+      default: return std::nullopt;
+    }
   }
 
   // For `lhs CMP rhs` with lhs - rhs = a * var + rest (a > 0, rest over variables known before
   // the loop): the number of leading iterations that satisfy it, floor(-rest / a) + 1 for <=.
   std::optional<vr::Value> upper_trip_count(const Expr& condition, const For& loop) {
-    const auto* compare = condition->as<scalar::Compare>();
-    if (!compare) return std::nullopt;
-    std::optional<Affine> lhs = affine_of(compare->a), rhs = affine_of(compare->b);
-    if (!lhs || !rhs) return std::nullopt;
-    Affine diff = *lhs;  // lhs - rhs, as `diff <= limit`
-    int64_t limit = 0;
-    switch (compare->op) {
-      case scalar::CompareOp::LE: break;
-      case scalar::CompareOp::LT: limit = -1; break;
-      case scalar::CompareOp::GE: diff = *rhs; *rhs = *lhs; break;
-      case scalar::CompareOp::GT: diff = *rhs; *rhs = *lhs; limit = -1; break;
-      default: return std::nullopt;
-    }
-    diff = diff.plus(*rhs, -1);
+    const std::optional<std::pair<Affine, int64_t>> form = as_upper_form(condition);
+    if (!form) return std::nullopt;
+    Affine diff = form->first;
+    const int64_t limit = form->second;
     const auto self = diff.coeffs.find(loop.var.get());
     if (self == diff.coeffs.end() || self->second <= 0) return std::nullopt;
     const int64_t a = self->second;

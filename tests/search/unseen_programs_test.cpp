@@ -1,6 +1,7 @@
 // Variants users write that the assets do not cover (issue "Unseen programs"): each test failed
 // before the fix it guards.
-//   - a window mask that masks a row's leading key tiles entirely (NaN from exp(-inf - -inf));
+//   - a window mask that masks a row's leading key tiles entirely (NaN from exp(-inf - -inf)),
+//     and those tiles skipped (skip_masked bounding the key loop from below);
 //   - the normalizer written inline, `(sum(n) P * V) / (sum(n) P)`, which left the scores
 //     unfused in a kernel of one CTA per score (estimates of seconds);
 //   - the search's comparison with the roofline bound of the math, and its wider second try;
@@ -89,6 +90,22 @@ TEST(UnseenPrograms, WindowMaskingARowsLeadingKeyTilesGivesNoNaN) {
   for (const char* text : {"rolling_update(O, n, tile=4)", "compute_at(S, Mx, n_o)",
                            "compute_at(S_sum, S, n_o)", "tile(O_acc, m=8)",
                            "bind(O_acc, b=grid.z, h=grid.y, m_o=grid.x)"}) {
+    sched::DecisionParseError error;
+    auto decision = sched::parse_decision(text, &error);
+    ASSERT_TRUE(decision) << text;
+    schedule.decisions.push_back(*decision);
+  }
+  expect_every_stage_passes(input, schedule);
+}
+
+TEST(UnseenPrograms, WindowSkippingStartsAtTheWindowAndMatchesTheReference) {
+  // skip_masked bounds the key-tile loop from both sides: rows m >= 8 start past tile 0.
+  const search::SearchInput input = text_input(kSlidingWindow, {});
+  sched::Schedule schedule;
+  for (const char* text : {"rolling_update(O, n, tile=4)", "compute_at(S, Mx, n_o)",
+                           "compute_at(S_sum, S, n_o)", "tile(O_acc, m=8)",
+                           "bind(O_acc, b=grid.z, h=grid.y, m_o=grid.x)",
+                           "skip_masked(S, n_o)"}) {
     sched::DecisionParseError error;
     auto decision = sched::parse_decision(text, &error);
     ASSERT_TRUE(decision) << text;
