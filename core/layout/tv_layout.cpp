@@ -1,5 +1,6 @@
 #include "core/layout/tv_layout.h"
 
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -112,6 +113,17 @@ Result<TVLayout> copy_row_major_16b(int64_t rows, int64_t cols, int element_byte
     const int64_t repeats = chunks / threads;  // chunks of one row per thread
     const Layout tv(tuple_of(threads, tuple_of(vector, repeats, rows)),
                     tuple_of(chunk_step, tuple_of(rows, threads * chunk_step, 1)));
+    return TVLayout{coalesce(tv, tuple_of(1, 1)), tuple_of(rows, cols)};
+  }
+  // Neither divides the other: c threads along a row's chunks (c divides both), the other
+  // threads along the rows. Without this a 64x80 f16 tile fell back to 2 copying threads.
+  const int64_t along_row = std::gcd(chunks, threads);
+  const int64_t along_columns = threads / along_row;
+  if (rows % along_columns == 0) {
+    const Layout tv(tuple_of(tuple_of(along_row, along_columns),
+                             tuple_of(vector, chunks / along_row, rows / along_columns)),
+                    tuple_of(tuple_of(chunk_step, 1),
+                             tuple_of(rows, along_row * chunk_step, along_columns)));
     return TVLayout{coalesce(tv, tuple_of(1, 1)), tuple_of(rows, cols)};
   }
   return layout_error(context + ": " + std::to_string(chunks) +

@@ -78,8 +78,11 @@ Result<TVLayout> tile_tv_layout(const TVLayout& atom, const IntTuple& tile);
 // warp's accesses coalesce. Each thread's values are its vectors' elements, vector after vector
 // (16 / element_bytes values per access; element_bytes is 1, 2, 4, 8 or 16). When a row has fewer
 // chunks than there are threads, the threads cover several rows per step; when it has more, each
-// thread takes several chunks of a row. Fails unless the chunks divide evenly among the threads.
+// thread takes several chunks of a row. When neither divides the other (10 chunks of an 80-wide
+// f16 row, 128 threads), gcd(chunks, threads) threads share a row's chunks and the rest of the
+// threads cover rows. Fails unless the threads split that way exactly.
 // 64x64 bf16, 128 threads: ((8,16),(8,4)):((512,1),(64,16))
+// 64x80 f16, 128 threads:  ((2,64),(8,5)):((512,1),(64,1024))
 Result<TVLayout> copy_row_major_16b(int64_t rows, int64_t cols, int element_bytes, int64_t threads);
 
 }  // namespace nautilus::layout

@@ -3,6 +3,8 @@
 // coverage of every tile element by exactly one (thread, value).
 #include "core/layout/tv_layout.h"
 
+#include <numeric>
+
 #include <gtest/gtest.h>
 
 #include <map>
@@ -151,7 +153,37 @@ TEST(TVLayout, RowMajorCopy16B) {
   EXPECT_FALSE(copy_row_major_16b(64, 64, 3, 128).ok());
   EXPECT_FALSE(copy_row_major_16b(64, 64, 2, 96).ok());  // 8 chunks per row, 96 threads
   EXPECT_FALSE(copy_row_major_16b(4, 64, 2, 128).ok());  // 16 rows per step, 4 rows
-  EXPECT_FALSE(copy_row_major_16b(8, 640, 2, 64).ok());  // 80 chunks per row, 64 threads
+  EXPECT_FALSE(copy_row_major_16b(6, 640, 2, 64).ok());  // 80 chunks per row: 4 rows per step
+}
+
+// Chunks per row and threads that do not divide each other: c = gcd(chunks, threads) threads
+// along a row's chunks, the others along rows, every thread busy (an 80-wide f16 tile once fell
+// back to 2 copying threads).
+TEST(TVLayout, RowMajorCopy16BSharesRowsWhenChunksAndThreadsDoNotDivide) {
+  EXPECT_EQ(to_string(copy_row_major_16b(64, 80, 2, 128).value()),
+            "((2,64),(8,5)):((512,1),(64,1024)) on (64,80)");
+  struct Case {
+    int64_t rows, cols;
+    int element_bytes;
+    int64_t threads;
+  };
+  for (const Case& c : {Case{64, 80, 2, 128}, Case{128, 96, 2, 128}, Case{8, 640, 2, 64},
+                        Case{64, 40, 4, 128}, Case{96, 24, 2, 96}}) {
+    const Result<TVLayout> tv = copy_row_major_16b(c.rows, c.cols, c.element_bytes, c.threads);
+    ASSERT_TRUE(tv.ok()) << tv.error().message;
+    const int64_t vec = 16 / c.element_bytes, chunks = c.cols / vec;
+    const int64_t along_row = std::gcd(chunks, c.threads), along_columns = c.threads / along_row;
+    ASSERT_EQ(tv->threads(), c.threads);
+    for (int64_t t = 0; t < c.threads; ++t) {
+      for (int64_t v = 0; v < tv->values(); ++v) {
+        const int64_t j = (v / vec) % (chunks / along_row), k = v / (vec * (chunks / along_row));
+        const RowCol expected{t / along_row + k * along_columns,
+                              (t % along_row + j * along_row) * vec + v % vec};
+        ASSERT_EQ(row_col(*tv, t, v), expected) << to_string(*tv) << " t" << t << " v" << v;
+      }
+    }
+    expect_covers_tile_once(*tv);
+  }
 }
 
 TEST(TVLayout, TileTVLayout) {
