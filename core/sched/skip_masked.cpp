@@ -1,6 +1,7 @@
 #include "core/sched/skip_masked.h"
 
 #include <cmath>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -308,33 +309,58 @@ ApplyResult skip_masked(const ProgramPtr& program, std::string_view mask_block,
       if (d < *depth && is_grid(f->for_kind)) kept.insert(f->var.get());
     }
   }
-  std::vector<Expr> pending = {substitute(select_node->condition, bindings)};
-  Expr keep;
-  bool involves_loop = false;
-  while (!pending.empty()) {
-    const Expr condition = pending.back();
-    pending.pop_back();
-    if (const auto* both = condition->as<Logical>(); both && both->op == LogicalOp::And) {
-      pending.push_back(both->a);
-      pending.push_back(both->b);
-      continue;
+  // A part of the mask's condition at its most favourable value: `condition` (null: always
+  // true after dropping a conjunct that does not bound the loop), whether it involves the loop,
+  // and whether it holds in the loop's first iteration for every value of the grid variables.
+  struct Favourable {
+    Expr condition;
+    bool involves_loop = false;
+    bool holds_first = true;
+  };
+  std::string refusal;
+  std::function<std::optional<Favourable>(const Expr&)> favourable_of =
+      [&](const Expr& condition) -> std::optional<Favourable> {
+    if (const auto* logical_node = condition->as<Logical>()) {
+      const std::optional<Favourable> a = favourable_of(logical_node->a);
+      if (!a) return std::nullopt;
+      const std::optional<Favourable> b = favourable_of(logical_node->b);
+      if (!b) return std::nullopt;
+      Favourable both;
+      both.involves_loop = a->involves_loop || b->involves_loop;
+      if (logical_node->op == LogicalOp::And) {
+        // Some element satisfies both only if some satisfies each (a conservative keep).
+        both.holds_first = a->holds_first && b->holds_first;
+        both.condition = !a->condition   ? b->condition
+                         : !b->condition ? a->condition
+                                         : logical(LogicalOp::And, a->condition, b->condition);
+      } else {
+        // Some element satisfies either exactly when some satisfies one (prefix-LM's
+        // `n <= m or n < P`: the key tile is at or below the diagonal, or in the prefix).
+        both.holds_first = a->holds_first || b->holds_first;
+        both.condition = !a->condition || !b->condition
+                             ? nullptr
+                             : logical(LogicalOp::Or, a->condition, b->condition);
+      }
+      return both;
     }
     const auto* compare = condition->as<Compare>();
     const std::optional<Affine> a = compare ? affine_of(compare->a) : std::nullopt;
     const std::optional<Affine> b = compare ? affine_of(compare->b) : std::nullopt;
     if (!a || !b) {
-      return ApplyResult::failure("the mask condition " + print_expr(condition) + " of block " +
-                                  mask.name + " is not a comparison of affine indices");
+      refusal = "the mask condition " + print_expr(condition) + " of block " + mask.name +
+                " is not a comparison of affine indices";
+      return std::nullopt;
     }
-    Affine f;  // the conjunct as f <= 0
+    Affine f;  // the comparison as f <= 0
     switch (compare->op) {
       case CompareOp::LE: f = a->plus(*b, -1); break;
       case CompareOp::LT: f = a->plus(*b, -1).plus(Affine{{}, 1, {}}); break;
       case CompareOp::GE: f = b->plus(*a, -1); break;
       case CompareOp::GT: f = b->plus(*a, -1).plus(Affine{{}, 1, {}}); break;
       default:
-        return ApplyResult::failure("the mask condition " + print_expr(condition) + " of block " +
-                                    mask.name + " is an equality; only <, <=, >, >= bound tiles");
+        refusal = "the mask condition " + print_expr(condition) + " of block " + mask.name +
+                  " is an equality; only <, <=, >, >= bound tiles";
+        return std::nullopt;
     }
     Affine favourable;
     favourable.constant = f.constant;
@@ -342,8 +368,9 @@ ApplyResult skip_masked(const ProgramPtr& program, std::string_view mask_block,
     for (const auto& [var, c] : f.coeffs) {
       auto extent = extents.find(var);
       if (extent == extents.end()) {
-        return ApplyResult::failure("the mask condition of block " + mask.name + " uses " +
-                                    var->name + ", which is not a loop around it");
+        refusal = "the mask condition of block " + mask.name + " uses " + var->name +
+                  ", which is not a loop around it";
+        return std::nullopt;
       }
       const int64_t top = extent->second - 1;
       if (kept.count(var)) {
@@ -355,8 +382,9 @@ ApplyResult skip_masked(const ProgramPtr& program, std::string_view mask_block,
         first_iteration += c * top;
       }
     }
-    if (!favourable.uses(loop.var.get())) continue;  // no bound on this loop from this conjunct
-    involves_loop = true;
+    Favourable result;
+    result.involves_loop = favourable.uses(loop.var.get());
+    result.holds_first = first_iteration <= 0;
     // favourable <= 0 written as (positive terms) <= (negative terms).
     Affine left, right;
     for (const auto& [var, c] : favourable.coeffs) {
@@ -366,8 +394,29 @@ ApplyResult skip_masked(const ProgramPtr& program, std::string_view mask_block,
     }
     (favourable.constant > 0 ? left : right).constant =
         favourable.constant > 0 ? favourable.constant : -favourable.constant;
-    Expr conjunct = scalar::compare(CompareOp::LE, affine_expr(left), affine_expr(right));
-    if (first_iteration > 0) {
+    result.condition = scalar::compare(CompareOp::LE, affine_expr(left), affine_expr(right));
+    return result;
+  };
+
+  // The top-level conjuncts each bound the loop on their own (tilize reads each as a start or
+  // an end); one that does not involve the loop is dropped, which only keeps more iterations.
+  std::vector<Expr> pending = {substitute(select_node->condition, bindings)};
+  Expr keep;
+  bool involves_loop = false;
+  while (!pending.empty()) {
+    const Expr condition = pending.back();
+    pending.pop_back();
+    if (const auto* both = condition->as<Logical>(); both && both->op == LogicalOp::And) {
+      pending.push_back(both->a);
+      pending.push_back(both->b);
+      continue;
+    }
+    const std::optional<Favourable> part = favourable_of(condition);
+    if (!part) return ApplyResult::failure(refusal);
+    if (!part->involves_loop || !part->condition) continue;
+    involves_loop = true;
+    Expr conjunct = part->condition;
+    if (!part->holds_first) {
       // The first iteration can be entirely masked (a window's lower edge): it still runs,
       // since it runs the inits of the reductions in the loop; being masked, its body changes
       // nothing. Tilize starts the loop past the masked iterations when it has hoisted those

@@ -558,6 +558,16 @@ class KernelLowering {
   // For `lhs CMP rhs` with lhs - rhs = a * var + rest (a > 0, rest over variables known before
   // the loop): the number of leading iterations that satisfy it, floor(-rest / a) + 1 for <=.
   std::optional<vr::Value> upper_trip_count(const Expr& condition, const For& loop) {
+    if (const auto* either = condition->as<scalar::Logical>();
+        either && either->op == scalar::LogicalOp::Or) {
+      // Either bound admits the iteration (prefix-LM: at or below the diagonal, or in the
+      // prefix): the loop runs to the later of the two ends.
+      std::optional<vr::Value> a = upper_trip_count(either->a, loop);
+      if (!a) return std::nullopt;
+      std::optional<vr::Value> b = upper_trip_count(either->b, loop);
+      if (!b) return std::nullopt;
+      return builder_.binary(BinaryOp::Max, *a, *b, loop.var->name + "_trips");
+    }
     const std::optional<std::pair<Affine, int64_t>> form = as_upper_form(condition);
     if (!form) return std::nullopt;
     Affine diff = form->first;

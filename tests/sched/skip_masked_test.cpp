@@ -80,6 +80,20 @@ TEST(SkipMasked, AWindowsLowerEdgeStartsTheKeyTileLoopPastIt) {
   }
 }
 
+TEST(SkipMasked, APrefixLmMaskEndsTheKeyTileLoopAtTheLaterOfItsTwoBounds) {
+  // Query m sees keys n <= m, and every query sees the prefix n < 6: a key tile is kept when it
+  // reaches the diagonal or the prefix, and the loop ends at the later of the two ends.
+  auto prefix = lower_text(masked_attention("n <= m or n < 6", "-inf"), {});
+  std::vector<std::string> decisions = kCausalFlash;
+  decisions.push_back("skip_masked(S, n_o)");
+  const scalar::ProgramPtr scheduled = apply_decisions(prefix.program, decisions);
+  expect_same_outputs(prefix, scheduled, 1e-5, {1, 5});
+  const tilize::TilizeResult tiled = tilize::lower_to_vrtile(*scheduled);
+  ASSERT_TRUE(tiled.module) << tiled.error;
+  const std::string text = vrtile::print_module(*tiled.module);
+  EXPECT_NE(text.find("= max %n_o_trips, %n_o_trips.1"), std::string::npos) << text;
+}
+
 testing::LoweredAsset lower_text(const std::string& text, const std::vector<std::string>& sizes) {
   testing::LoweredAsset asset;
   asset.file = std::make_shared<SourceFile>("masked.nt", text);

@@ -114,6 +114,24 @@ TEST(UnseenPrograms, WindowSkippingStartsAtTheWindowAndMatchesTheReference) {
   expect_every_stage_passes(input, schedule);
 }
 
+TEST(UnseenPrograms, PrefixLmSkipsTheKeyTilesPastBothBoundsAndMatchesTheReference) {
+  const char* prefix_lm = R"(let B = 1, H = 2, M = 2048, N = 2048, D = 64, P = 512
+input Q[B, H, M, D] : bf16
+input K[B, H, N, D] : bf16
+input V[B, H, N, D] : bf16
+S[b, h, m, n] = select(n <= m or n < P, sum(d) Q[b, h, m, d] * K[b, h, n, d] / sqrt(D), -inf)
+Mx[b, h, m] = max(n) S[b, h, m, n]
+E[b, h, m, n] = exp(S[b, h, m, n] - Mx[b, h, m])
+output O[b, h, m, d] : bf16 = (sum(n) E[b, h, m, n] * V[b, h, n, d]) / (sum(n) E[b, h, m, n])
+)";
+  const search::SearchResult result = run(text_input(prefix_lm, {}));
+  ASSERT_TRUE(result.ok) << result.error;
+  EXPECT_TRUE(std::any_of(result.schedule.decisions.begin(), result.schedule.decisions.end(),
+                          [](const sched::Decision& d) { return d.kind == "skip_masked"; }));
+  expect_every_stage_passes(text_input(prefix_lm, {"M=150", "N=150", "D=16", "P=40"}),
+                            result.schedule);
+}
+
 TEST(UnseenPrograms, WindowAttentionSearchedScheduleMatchesTheReference) {
   const search::SearchInput input = text_input(kSlidingWindow, {});
   const search::SearchResult result = run(input);
