@@ -318,6 +318,85 @@ ApplyResult skip_masked(const ProgramPtr& program, std::string_view mask_block,
     bool holds_first = true;
   };
   std::string refusal;
+  // The smallest and largest value of `affine` over one iteration's tile: the variables other
+  // than the kept ones at their extremes; nullopt (with the refusal) for a variable that is not
+  // a loop around the mask.
+  const auto tile_range = [&](const Affine& affine) -> std::optional<std::pair<Affine, Affine>> {
+    Affine low, high;
+    low.constant = high.constant = affine.constant;
+    for (const auto& [var, c] : affine.coeffs) {
+      auto extent = extents.find(var);
+      if (extent == extents.end()) {
+        refusal = "the mask condition of block " + mask.name + " uses " + var->name +
+                  ", which is not a loop around it";
+        return std::nullopt;
+      }
+      if (kept.count(var)) {
+        for (Affine* side : {&low, &high}) {
+          side->coeffs[var] = c;
+          side->vars[var] = affine.vars.at(var);
+        }
+      } else {
+        (c > 0 ? high : low).constant += c * (extent->second - 1);
+      }
+    }
+    return std::pair{low, high};
+  };
+  // `a // c == b // c` (a document mask: a query sees the keys of its own block of c): some
+  // element of the tile satisfies it where the blocks the tile's a and b reach overlap,
+  // `lo(b) <= c * (hi(a) // c) + c - 1 and hi(b) >= c * (lo(a) // c)`, with the loop's variable
+  // in b only (the sides are swapped when it is in a). The floor divisions are over values
+  // known before the loop; tilize computes them there.
+  const auto same_block_parts =
+      [&](const Compare& equal) -> std::optional<std::pair<Favourable, Favourable>> {
+    const auto* left = equal.a->as<Binary>();
+    const auto* right = equal.b->as<Binary>();
+    const auto* c_left = left ? left->b->as<IntImm>() : nullptr;
+    const auto* c_right = right ? right->b->as<IntImm>() : nullptr;
+    if (!c_left || !c_right || left->op != BinaryOp::FloorDiv ||
+        right->op != BinaryOp::FloorDiv || c_left->value != c_right->value || c_left->value < 1) {
+      return std::nullopt;
+    }
+    const int64_t c = c_left->value;
+    std::optional<Affine> a = affine_of(left->a), b = affine_of(right->a);
+    if (!a || !b) return std::nullopt;
+    if (a->uses(loop.var.get())) std::swap(a, b);
+    if (a->uses(loop.var.get())) {
+      refusal = "the mask condition " + print_expr(equal.a) + " == " + print_expr(equal.b) +
+                " of block " + mask.name + " uses loop " + loop.var->name + " on both sides";
+      return std::nullopt;
+    }
+    const auto a_range = tile_range(*a);
+    if (!a_range) return std::nullopt;
+    const auto b_range = tile_range(*b);
+    if (!b_range) return std::nullopt;
+    const auto block_start = [&](const Affine& x) {  // c * (x // c)
+      return binary(BinaryOp::Mul, int_imm(c),
+                    binary(BinaryOp::FloorDiv, affine_expr(x), int_imm(c)));
+    };
+    // The upper part holds in the first iteration when b starts inside the first block there
+    // and a is never negative; the lower part may not (the keys of the first iteration can all
+    // lie before the query block).
+    const auto extreme = [&](const Affine& x, bool largest, bool loop_at_zero) {
+      int64_t value = x.constant;
+      for (const auto& [var, coeff] : x.coeffs) {
+        if (loop_at_zero && var == loop.var.get()) continue;
+        if ((coeff > 0) == largest) value += coeff * (extents.at(var) - 1);
+      }
+      return value;
+    };
+    Favourable upper, lower;
+    upper.involves_loop = lower.involves_loop = b->uses(loop.var.get());
+    upper.holds_first = extreme(b_range->first, true, true) <= c - 1 &&
+                        extreme(a_range->second, false, false) >= 0;
+    lower.holds_first = false;
+    upper.condition =
+        scalar::compare(CompareOp::LE, affine_expr(b_range->first),
+                        binary(BinaryOp::Add, block_start(a_range->second), int_imm(c - 1)));
+    lower.condition = scalar::compare(CompareOp::GE, affine_expr(b_range->second),
+                                      block_start(a_range->first));
+    return std::pair{upper, lower};
+  };
   std::function<std::optional<Favourable>(const Expr&)> favourable_of =
       [&](const Expr& condition) -> std::optional<Favourable> {
     if (const auto* logical_node = condition->as<Logical>()) {
@@ -344,6 +423,17 @@ ApplyResult skip_masked(const ProgramPtr& program, std::string_view mask_block,
       return both;
     }
     const auto* compare = condition->as<Compare>();
+    if (compare && compare->op == CompareOp::EQ) {
+      if (const auto parts = same_block_parts(*compare)) {
+        Favourable both;
+        both.involves_loop = parts->first.involves_loop;
+        both.holds_first = parts->first.holds_first && parts->second.holds_first;
+        both.condition =
+            logical(LogicalOp::And, parts->first.condition, parts->second.condition);
+        return both;
+      }
+      if (!refusal.empty()) return std::nullopt;
+    }
     const std::optional<Affine> a = compare ? affine_of(compare->a) : std::nullopt;
     const std::optional<Affine> b = compare ? affine_of(compare->b) : std::nullopt;
     if (!a || !b) {
@@ -411,20 +501,31 @@ ApplyResult skip_masked(const ProgramPtr& program, std::string_view mask_block,
       pending.push_back(both->b);
       continue;
     }
-    const std::optional<Favourable> part = favourable_of(condition);
-    if (!part) return ApplyResult::failure(refusal);
-    if (!part->involves_loop || !part->condition) continue;
-    involves_loop = true;
-    Expr conjunct = part->condition;
-    if (!part->holds_first) {
-      // The first iteration can be entirely masked (a window's lower edge): it still runs,
-      // since it runs the inits of the reductions in the loop; being masked, its body changes
-      // nothing. Tilize starts the loop past the masked iterations when it has hoisted those
-      // inits above the loop.
-      conjunct = logical(LogicalOp::Or, conjunct,
-                         scalar::compare(CompareOp::EQ, var_ref(loop.var), int_imm(0)));
+    std::vector<Favourable> parts;
+    const auto* equal = condition->as<Compare>();
+    if (equal && equal->op == CompareOp::EQ) {
+      // A block equality bounds the loop from both sides: two conjuncts for tilize.
+      if (const auto both = same_block_parts(*equal)) parts = {both->first, both->second};
     }
-    keep = keep ? logical(LogicalOp::And, keep, conjunct) : conjunct;
+    if (parts.empty()) {
+      const std::optional<Favourable> part = favourable_of(condition);
+      if (!part) return ApplyResult::failure(refusal);
+      parts.push_back(*part);
+    }
+    for (const Favourable& part : parts) {
+      if (!part.involves_loop || !part.condition) continue;
+      involves_loop = true;
+      Expr conjunct = part.condition;
+      if (!part.holds_first) {
+        // The first iteration can be entirely masked (a window's lower edge): it still runs,
+        // since it runs the inits of the reductions in the loop; being masked, its body
+        // changes nothing. Tilize starts the loop past the masked iterations when it has
+        // hoisted those inits above the loop.
+        conjunct = logical(LogicalOp::Or, conjunct,
+                           scalar::compare(CompareOp::EQ, var_ref(loop.var), int_imm(0)));
+      }
+      keep = keep ? logical(LogicalOp::And, keep, conjunct) : conjunct;
+    }
   }
   if (!involves_loop) {
     return ApplyResult::failure("the mask of block " + mask.name + " does not depend on loop " +

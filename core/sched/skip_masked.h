@@ -30,7 +30,10 @@
 // in the loop: it is added as `conjunct or n_o == 0` (iteration 0 runs, changing nothing but
 // the inits), and tilize, which hoists those inits above the loop, starts the loop at the first
 // iteration the conjunct admits. A disjunction (prefix-LM's `n <= m or n < P`) keeps the
-// iteration where either side can hold; tilize ends the loop at the later of the two ends. The simplification assumes that values other
+// iteration where either side can hold; tilize ends the loop at the later of the two ends. A
+// block equality `m / c == n / c` (a document mask) keeps it where the blocks that the tile's
+// queries and keys reach overlap, as a lower and an upper bound on the keys over values known
+// before the loop. The simplification assumes that values other
 // than the mask constant are finite (x * 0 = 0). Refused, with the reason: MASK is not such a
 // select, LOOP is not a serial loop around it, a block would change a value that outlives the
 // iteration, or the condition is not affine in the loop variables or does not involve LOOP.

@@ -521,7 +521,7 @@ class KernelLowering {
                        : is_first_iteration(either->a) ? either->b
                                                        : nullptr;
     if (!lower) return std::nullopt;
-    const std::optional<std::pair<Affine, int64_t>> form = as_upper_form(lower);
+    const std::optional<std::pair<Affine, int64_t>> form = as_upper_form(lower, loop);
     if (!form) return std::nullopt;
     Affine diff = form->first;
     const auto self = diff.coeffs.find(loop.var.get());
@@ -540,8 +540,37 @@ class KernelLowering {
                            loop.var->name + "_start");
   }
 
-  // `lhs CMP rhs` (<, <=, >, >=) as (lhs - rhs, limit) with `lhs - rhs <= limit`.
-  std::optional<std::pair<Affine, int64_t>> as_upper_form(const Expr& condition) const {
+  // `condition` with each floor division or modulo that does not use `loop`'s variable, over
+  // values known before the loop, replaced by a new variable holding its value (computed here):
+  // a document mask's `n_o * 64 + 63 >= 1024 * ((m_o * 128) // 1024)` becomes affine.
+  Expr invariant_terms_as_scalars(const Expr& condition, const For& loop) {
+    struct Abstraction : scalar::Mutator {
+      Abstraction(KernelLowering& lowering, const For& loop) : lowering(lowering), loop(loop) {}
+      Expr mutate_Binary(const scalar::Binary& node, const Expr& self) override {
+        if (node.op == BinaryOp::FloorDiv || node.op == BinaryOp::Mod) {
+          const std::vector<const VarNode*> used = sched::referenced_vars(self);
+          const bool invariant = std::all_of(used.begin(), used.end(), [&](const VarNode* v) {
+            return v != loop.var.get() && lowering.scalars_.count(v);
+          });
+          if (invariant) {
+            scalar::Var term = scalar::make_var(loop.var->name + "_bound_term");
+            lowering.scalars_[term.get()] = lowering.eval(self).value;
+            return scalar::var_ref(term);
+          }
+        }
+        return scalar::Mutator::mutate_Binary(node, self);
+      }
+      KernelLowering& lowering;
+      const For& loop;
+    };
+    Abstraction abstraction(*this, loop);
+    return abstraction.mutate(condition);
+  }
+
+  // `lhs CMP rhs` (<, <=, >, >=) as (lhs - rhs, limit) with `lhs - rhs <= limit`, after
+  // invariant_terms_as_scalars.
+  std::optional<std::pair<Affine, int64_t>> as_upper_form(const Expr& original, const For& loop) {
+    const Expr condition = invariant_terms_as_scalars(original, loop);
     const auto* compare = condition->as<scalar::Compare>();
     if (!compare) return std::nullopt;
     std::optional<Affine> lhs = affine_of(compare->a), rhs = affine_of(compare->b);
@@ -568,7 +597,7 @@ class KernelLowering {
       if (!b) return std::nullopt;
       return builder_.binary(BinaryOp::Max, *a, *b, loop.var->name + "_trips");
     }
-    const std::optional<std::pair<Affine, int64_t>> form = as_upper_form(condition);
+    const std::optional<std::pair<Affine, int64_t>> form = as_upper_form(condition, loop);
     if (!form) return std::nullopt;
     Affine diff = form->first;
     const int64_t limit = form->second;

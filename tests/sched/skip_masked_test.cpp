@@ -94,6 +94,26 @@ TEST(SkipMasked, APrefixLmMaskEndsTheKeyTileLoopAtTheLaterOfItsTwoBounds) {
   EXPECT_NE(text.find("= max %n_o_trips, %n_o_trips.1"), std::string::npos) << text;
 }
 
+TEST(SkipMasked, ADocumentMaskVisitsOnlyTheKeyTilesOfItsOwnDocument) {
+  // Documents of 6 tokens: query m sees keys n of its own document up to itself. The key loop
+  // starts at the tile holding the document's first key and ends at the diagonal.
+  auto documents = lower_text(masked_attention("m / 6 == n / 6 and n <= m", "-inf"), {});
+  std::vector<std::string> decisions = kCausalFlash;
+  decisions.push_back("skip_masked(S, n_o)");
+  const scalar::ProgramPtr scheduled = apply_decisions(documents.program, decisions);
+  expect_same_outputs(documents, scheduled, 1e-5, {1, 5});
+  const tilize::TilizeResult tiled = tilize::lower_to_vrtile(*scheduled);
+  ASSERT_TRUE(tiled.module) << tiled.error;
+  const std::string text = vrtile::print_module(*tiled.module);
+  EXPECT_NE(text.find("%n_o_start = max"), std::string::npos) << text;
+  EXPECT_NE(text.find("= sub %"), std::string::npos) << text;
+  // A block equality with the loop's variable on both sides bounds nothing it can read.
+  auto both_sides = lower_text(masked_attention("(m + n) / 6 == n / 6", "-inf"), {});
+  EXPECT_NE(failure_reason(apply_decisions(both_sides.program, kCausalFlash), "skip_masked(S, n_o)")
+                .find("on both sides"),
+            std::string::npos);
+}
+
 testing::LoweredAsset lower_text(const std::string& text, const std::vector<std::string>& sizes) {
   testing::LoweredAsset asset;
   asset.file = std::make_shared<SourceFile>("masked.nt", text);
