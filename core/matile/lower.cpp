@@ -126,7 +126,25 @@ struct SwizzleChoice {
   std::string name = "unswizzled";
 };
 
+// The window of a [rows, columns] tile whose ldmatrix wavefronts are counted: at most 64 rows
+// by 512 columns at the origin, read through the whole tile's layout (its row pitch), and the
+// count scaled to the tile. An ldmatrix phase reads 8 rows of one 16-byte chunk, so its
+// conflicts depend on the pitch and the swizzle, which the window keeps; the search compiles
+// tiles of 128 x 6144 elements, whose full count took seconds per candidate swizzle.
+std::pair<int64_t, int64_t> counted_window(int64_t rows, int64_t columns) {
+  const auto prefix = [](int64_t extent, int64_t limit) {
+    if (extent <= limit) return extent;
+    for (int64_t size = limit; size >= 16; size -= 16) {
+      if (extent % size == 0) return size;
+    }
+    return extent;
+  };
+  return {prefix(rows, 64), prefix(columns, 512)};
+}
+
 SwizzleChoice compute_swizzle(const std::vector<int64_t>& shape, int bytes) {
+  const auto [counted_rows, counted_columns] = counted_window(shape[0], shape[1]);
+  const int64_t scale = (shape[0] / counted_rows) * (shape[1] / counted_columns);
   std::vector<layout::Swizzle> candidates = {layout::kSwizzleNone};
   for (int shift = 3; shift <= 6; ++shift) {
     for (int bits = 1; bits <= 3; ++bits) candidates.push_back(layout::Swizzle{bits, 4, shift});
@@ -137,15 +155,17 @@ SwizzleChoice compute_swizzle(const std::vector<int64_t>& shape, int bytes) {
                                      ? Result<layout::Swizzle>(layout::Swizzle{})
                                      : layout::to_element_units(candidate, bytes);
     if (!sw) continue;
-    const layout::ComposedLayout smem = row_major_shared(shape, *sw);
+    // The window's coordinates at the whole tile's offsets: its row pitch is the tile's.
+    const layout::ComposedLayout smem{
+        *sw, layout::Layout(layout::tuple_of(counted_rows, counted_columns), layout::tuple_of(shape[1], 1))};
     int64_t wavefronts = 0;
     if (shape[0] % 16 == 0 && shape[1] % 16 == 0) {
       Result<layout::TVLayout> access = layout::tile_tv_layout(
-          layout::ldmatrix_x4_addresses(), layout::tuple_of(shape[0], shape[1]));
+          layout::ldmatrix_x4_addresses(), layout::tuple_of(counted_rows, counted_columns));
       if (!access) continue;
       Result<layout::BankConflicts> conflicts = layout::count_bank_conflicts(smem, bytes, *access, 8);
       if (!conflicts) continue;
-      wavefronts = conflicts->wavefronts;
+      wavefronts = conflicts->wavefronts * scale;
     }
     if (candidate.is_identity()) best.unswizzled_wavefronts = wavefronts;
     if (best.wavefronts < 0 || wavefronts < best.wavefronts) {
