@@ -342,6 +342,16 @@ ApplyResult skip_masked(const ProgramPtr& program, std::string_view mask_block,
     }
     return std::pair{low, high};
   };
+  // The largest (or smallest) value of an affine over the loops' extents, the loop's own
+  // variable taken at 0 when `loop_at_zero`.
+  const auto extreme = [&](const Affine& x, bool largest, bool loop_at_zero) {
+    int64_t value = x.constant;
+    for (const auto& [var, coeff] : x.coeffs) {
+      if (loop_at_zero && var == loop.var.get()) continue;
+      if ((coeff > 0) == largest) value += coeff * (extents.at(var) - 1);
+    }
+    return value;
+  };
   // `a // c == b // c` (a document mask: a query sees the keys of its own block of c): some
   // element of the tile satisfies it where the blocks the tile's a and b reach overlap,
   // `lo(b) <= c * (hi(a) // c) + c - 1 and hi(b) >= c * (lo(a) // c)`, with the loop's variable
@@ -377,14 +387,6 @@ ApplyResult skip_masked(const ProgramPtr& program, std::string_view mask_block,
     // The upper part holds in the first iteration when b starts inside the first block there
     // and a is never negative; the lower part may not (the keys of the first iteration can all
     // lie before the query block).
-    const auto extreme = [&](const Affine& x, bool largest, bool loop_at_zero) {
-      int64_t value = x.constant;
-      for (const auto& [var, coeff] : x.coeffs) {
-        if (loop_at_zero && var == loop.var.get()) continue;
-        if ((coeff > 0) == largest) value += coeff * (extents.at(var) - 1);
-      }
-      return value;
-    };
     Favourable upper, lower;
     upper.involves_loop = lower.involves_loop = b->uses(loop.var.get());
     upper.holds_first = extreme(b_range->first, true, true) <= c - 1 &&
@@ -452,26 +454,10 @@ ApplyResult skip_masked(const ProgramPtr& program, std::string_view mask_block,
                   " is an equality; only <, <=, >, >= bound tiles";
         return std::nullopt;
     }
-    Affine favourable;
-    favourable.constant = f.constant;
-    int64_t first_iteration = f.constant;  // its largest value over the kept variables at var 0
-    for (const auto& [var, c] : f.coeffs) {
-      auto extent = extents.find(var);
-      if (extent == extents.end()) {
-        refusal = "the mask condition of block " + mask.name + " uses " + var->name +
-                  ", which is not a loop around it";
-        return std::nullopt;
-      }
-      const int64_t top = extent->second - 1;
-      if (kept.count(var)) {
-        favourable.coeffs[var] = c;
-        favourable.vars[var] = f.vars.at(var);
-        if (var != loop.var.get() && c > 0) first_iteration += c * top;
-      } else if (c < 0) {
-        favourable.constant += c * top;
-        first_iteration += c * top;
-      }
-    }
+    const auto range = tile_range(f);
+    if (!range) return std::nullopt;
+    const Affine& favourable = range->first;  // f at its smallest over the tile
+    const int64_t first_iteration = extreme(favourable, true, true);
     Favourable result;
     result.involves_loop = favourable.uses(loop.var.get());
     result.holds_first = first_iteration <= 0;

@@ -62,19 +62,25 @@ TEST(SkipMasked, TilizeBoundsTheKeyTileLoop) {
 testing::LoweredAsset lower_text(const std::string& text, const std::vector<std::string>& sizes);
 std::string masked_attention(const std::string& condition, const std::string& value);
 
+// Attention under `mask` with kCausalFlash and skip_masked(S, n_o): checks that the scalar IR
+// still computes the unscheduled outputs, and returns the tilized kernel's text.
+std::string skipped_vrtile(const std::string& mask) {
+  auto masked = lower_text(masked_attention(mask, "-inf"), {});
+  std::vector<std::string> decisions = kCausalFlash;
+  decisions.push_back("skip_masked(S, n_o)");
+  const scalar::ProgramPtr scheduled = apply_decisions(masked.program, decisions);
+  expect_same_outputs(masked, scheduled, 1e-5, {1, 5});
+  const tilize::TilizeResult tiled = tilize::lower_to_vrtile(*scheduled);
+  EXPECT_TRUE(tiled.module) << tiled.error;
+  return tiled.module ? vrtile::print_module(*tiled.module) : std::string();
+}
+
 TEST(SkipMasked, AWindowsLowerEdgeStartsTheKeyTileLoopPastIt) {
   // Query m sees keys m - 5 < n <= m: a query tile's leading key tiles are masked entirely, the
   // first one included (which runs the inits: it keeps running in the scalar IR, as
   // `... or n_o == 0`), and tilize starts the loop past them since the inits are hoisted.
   for (const char* mask : {"n <= m and m - n < 5", "n >= m"}) {
-    auto window = lower_text(masked_attention(mask, "-inf"), {});
-    std::vector<std::string> decisions = kCausalFlash;
-    decisions.push_back("skip_masked(S, n_o)");
-    const scalar::ProgramPtr scheduled = apply_decisions(window.program, decisions);
-    expect_same_outputs(window, scheduled, 1e-5, {1, 5});
-    const tilize::TilizeResult tiled = tilize::lower_to_vrtile(*scheduled);
-    ASSERT_TRUE(tiled.module) << tiled.error;
-    const std::string text = vrtile::print_module(*tiled.module);
+    const std::string text = skipped_vrtile(mask);
     EXPECT_NE(text.find("%n_o_start = max"), std::string::npos) << mask << "\n" << text;
     EXPECT_NE(text.find("%n_o_at = add %n_o, %n_o_start"), std::string::npos) << text;
   }
@@ -83,28 +89,14 @@ TEST(SkipMasked, AWindowsLowerEdgeStartsTheKeyTileLoopPastIt) {
 TEST(SkipMasked, APrefixLmMaskEndsTheKeyTileLoopAtTheLaterOfItsTwoBounds) {
   // Query m sees keys n <= m, and every query sees the prefix n < 6: a key tile is kept when it
   // reaches the diagonal or the prefix, and the loop ends at the later of the two ends.
-  auto prefix = lower_text(masked_attention("n <= m or n < 6", "-inf"), {});
-  std::vector<std::string> decisions = kCausalFlash;
-  decisions.push_back("skip_masked(S, n_o)");
-  const scalar::ProgramPtr scheduled = apply_decisions(prefix.program, decisions);
-  expect_same_outputs(prefix, scheduled, 1e-5, {1, 5});
-  const tilize::TilizeResult tiled = tilize::lower_to_vrtile(*scheduled);
-  ASSERT_TRUE(tiled.module) << tiled.error;
-  const std::string text = vrtile::print_module(*tiled.module);
+  const std::string text = skipped_vrtile("n <= m or n < 6");
   EXPECT_NE(text.find("= max %n_o_trips, %n_o_trips.1"), std::string::npos) << text;
 }
 
 TEST(SkipMasked, ADocumentMaskVisitsOnlyTheKeyTilesOfItsOwnDocument) {
   // Documents of 6 tokens: query m sees keys n of its own document up to itself. The key loop
   // starts at the tile holding the document's first key and ends at the diagonal.
-  auto documents = lower_text(masked_attention("m / 6 == n / 6 and n <= m", "-inf"), {});
-  std::vector<std::string> decisions = kCausalFlash;
-  decisions.push_back("skip_masked(S, n_o)");
-  const scalar::ProgramPtr scheduled = apply_decisions(documents.program, decisions);
-  expect_same_outputs(documents, scheduled, 1e-5, {1, 5});
-  const tilize::TilizeResult tiled = tilize::lower_to_vrtile(*scheduled);
-  ASSERT_TRUE(tiled.module) << tiled.error;
-  const std::string text = vrtile::print_module(*tiled.module);
+  const std::string text = skipped_vrtile("m / 6 == n / 6 and n <= m");
   EXPECT_NE(text.find("%n_o_start = max"), std::string::npos) << text;
   EXPECT_NE(text.find("= sub %"), std::string::npos) << text;
   // A block equality with the loop's variable on both sides bounds nothing it can read.

@@ -65,6 +65,22 @@ P[b, h, m, n] = exp(S[b, h, m, n] - Mx[b, h, m])
 output O[b, h, m, d] : f16 = (sum(n) P[b, h, m, n] * V[b, h, n, d]) / (sum(n) P[b, h, m, n])
 )";
 
+// Online softmax over key tiles of 4 for kSlidingWindow, query tiles of 8.
+const std::vector<const char*> kWindowFlash = {
+    "rolling_update(O, n, tile=4)", "compute_at(S, Mx, n_o)", "compute_at(S_sum, S, n_o)",
+    "tile(O_acc, m=8)", "bind(O_acc, b=grid.z, h=grid.y, m_o=grid.x)"};
+
+sched::Schedule parse_schedule(const std::vector<const char*>& texts) {
+  sched::Schedule schedule;
+  for (const char* text : texts) {
+    sched::DecisionParseError error;
+    auto decision = sched::parse_decision(text, &error);
+    EXPECT_TRUE(decision) << text;
+    if (decision) schedule.decisions.push_back(*decision);
+  }
+  return schedule;
+}
+
 void expect_every_stage_passes(const search::SearchInput& input, const sched::Schedule& schedule) {
   const driver::Compilation compilation = compile(input, schedule);
   ASSERT_TRUE(compilation.ok()) << compilation.schedule_error << compilation.internal_error;
@@ -86,32 +102,15 @@ void expect_every_stage_passes(const search::SearchInput& input, const sched::Sc
 TEST(UnseenPrograms, WindowMaskingARowsLeadingKeyTilesGivesNoNaN) {
   // Rows m >= 8 see no key of tile 0 (keys 0..3): their running max is -inf after it.
   const search::SearchInput input = text_input(kSlidingWindow, {});
-  sched::Schedule schedule;
-  for (const char* text : {"rolling_update(O, n, tile=4)", "compute_at(S, Mx, n_o)",
-                           "compute_at(S_sum, S, n_o)", "tile(O_acc, m=8)",
-                           "bind(O_acc, b=grid.z, h=grid.y, m_o=grid.x)"}) {
-    sched::DecisionParseError error;
-    auto decision = sched::parse_decision(text, &error);
-    ASSERT_TRUE(decision) << text;
-    schedule.decisions.push_back(*decision);
-  }
-  expect_every_stage_passes(input, schedule);
+  expect_every_stage_passes(input, parse_schedule(kWindowFlash));
 }
 
 TEST(UnseenPrograms, WindowSkippingStartsAtTheWindowAndMatchesTheReference) {
   // skip_masked bounds the key-tile loop from both sides: rows m >= 8 start past tile 0.
   const search::SearchInput input = text_input(kSlidingWindow, {});
-  sched::Schedule schedule;
-  for (const char* text : {"rolling_update(O, n, tile=4)", "compute_at(S, Mx, n_o)",
-                           "compute_at(S_sum, S, n_o)", "tile(O_acc, m=8)",
-                           "bind(O_acc, b=grid.z, h=grid.y, m_o=grid.x)",
-                           "skip_masked(S, n_o)"}) {
-    sched::DecisionParseError error;
-    auto decision = sched::parse_decision(text, &error);
-    ASSERT_TRUE(decision) << text;
-    schedule.decisions.push_back(*decision);
-  }
-  expect_every_stage_passes(input, schedule);
+  std::vector<const char*> decisions = kWindowFlash;
+  decisions.push_back("skip_masked(S, n_o)");
+  expect_every_stage_passes(input, parse_schedule(decisions));
 }
 
 TEST(UnseenPrograms, PrefixLmSkipsTheKeyTilesPastBothBoundsAndMatchesTheReference) {
