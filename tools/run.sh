@@ -6,9 +6,11 @@
 #             the main job: builds nautilus-studio and opens assets/specs/attention.nt with its
 #             schedule (assets/schedules/attention.json), as Examples > attention does
 #   no ARGS, without a display
-#             prints every stage of the attention example instead
-#             (nautilus lower assets/specs/attention.nt --stage all), and says on stderr how to
-#             get a screenshot of the app (nautilus-studio --screenshot under xvfb-run)
+#             the main job on the command line instead: the auto-scheduler's choice for the
+#             attention example with its estimate (nautilus schedule assets/specs/attention.nt),
+#             then every stage lowered with that schedule (nautilus lower ... --schedule
+#             --stage all); says on stderr how to get a screenshot of the app
+#             (nautilus-studio --screenshot under xvfb-run)
 #   ARGS      passed to nautilus as they are (relative paths are relative to the current
 #             directory), e.g. tools/run.sh check assets/specs/gemm.nt
 #
@@ -54,7 +56,7 @@ if (($# == 0)); then
   }
   cat >&2 <<EOF
 tools/run.sh: no display (\$DISPLAY and \$WAYLAND_DISPLAY are unset), so Nautilus Studio cannot open;
-printing every stage of the attention example with the nautilus command line instead.
+printing the auto-scheduled attention example with the nautilus command line instead.
 For a screenshot of the app without a display:
   cmake --build $(shown "$build_dir") --target nautilus-studio
   xvfb-run -a -s "-screen 0 1920x1200x24" env QT_QPA_PLATFORM=xcb \\
@@ -63,6 +65,11 @@ For a screenshot of the app without a display:
 EOF
   # From the source root, so the spec's path in the output reads as in the README.
   cd "$root"
-  exec "$build_dir/app/nautilus" lower assets/specs/attention.nt --stage all
+  chosen="$(mktemp --suffix=.json)"
+  trap 'rm -f "$chosen"' EXIT
+  "$build_dir/app/nautilus" schedule assets/specs/attention.nt -o "$chosen"
+  echo
+  "$build_dir/app/nautilus" lower assets/specs/attention.nt --schedule "$chosen" --stage all
+  exit $?
 fi
 exec "$build_dir/app/nautilus" "$@"
