@@ -18,55 +18,6 @@ std::optional<uint64_t> buffer_bytes(DType dtype, int64_t element_count) {
   return count * width;
 }
 
-uint16_t float_to_half_bits(float value) {
-  // Round through the double-based rounding of core/support (ties to even, subnormals, overflow
-  // to infinity); the result is then exact in binary16 and only needs re-packing.
-  const double rounded = round_to(DType::F16, static_cast<double>(value));
-  const uint16_t sign = std::signbit(rounded) ? 0x8000 : 0;
-  if (std::isnan(rounded)) return static_cast<uint16_t>(sign | 0x7e00);
-  if (std::isinf(rounded)) return static_cast<uint16_t>(sign | 0x7c00);
-  const double magnitude = std::fabs(rounded);
-  if (magnitude == 0.0) return sign;
-  int exponent = 0;
-  const double fraction = std::frexp(magnitude, &exponent);  // magnitude = fraction * 2^exponent
-  const int biased = exponent - 1 + 15;                      // [1, 2) mantissa form
-  if (biased <= 0) {
-    // Subnormal: the value is a multiple of 2^-24.
-    return static_cast<uint16_t>(sign | static_cast<uint16_t>(std::ldexp(magnitude, 24)));
-  }
-  const auto mantissa = static_cast<uint16_t>(std::ldexp(fraction * 2.0 - 1.0, 10));
-  return static_cast<uint16_t>(sign | (biased << 10) | mantissa);
-}
-
-float half_bits_to_float(uint16_t bits) {
-  const bool negative = (bits & 0x8000) != 0;
-  const int exponent = (bits >> 10) & 0x1f;
-  const int mantissa = bits & 0x3ff;
-  double magnitude;
-  if (exponent == 0x1f) {
-    magnitude = mantissa != 0 ? std::numeric_limits<double>::quiet_NaN()
-                              : std::numeric_limits<double>::infinity();
-  } else if (exponent == 0) {
-    magnitude = std::ldexp(static_cast<double>(mantissa), -24);
-  } else {
-    magnitude = std::ldexp(1.0 + static_cast<double>(mantissa) / 1024.0, exponent - 15);
-  }
-  return static_cast<float>(negative ? -magnitude : magnitude);
-}
-
-uint16_t float_to_bfloat16_bits(float value) {
-  const auto bits = std::bit_cast<uint32_t>(value);
-  if (std::isnan(value)) return static_cast<uint16_t>((bits >> 16) | 0x0040);  // stay a NaN
-  // Round to nearest, ties to even, on the 16 discarded bits (overflow carries into the
-  // exponent and yields infinity, as the GPU's cvt.rn.bf16.f32 does).
-  const uint32_t rounding = 0x7fff + ((bits >> 16) & 1);
-  return static_cast<uint16_t>((bits + rounding) >> 16);
-}
-
-float bfloat16_bits_to_float(uint16_t bits) {
-  return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16);
-}
-
 std::vector<uint8_t> encode_tensor(const TensorData& tensor) {
   std::optional<uint64_t> size = buffer_bytes(tensor.dtype, static_cast<int64_t>(tensor.values.size()));
   if (!size) return {};

@@ -28,10 +28,4 @@ std::vector<uint8_t> encode_tensor(const TensorData& tensor);
 std::optional<TensorData> decode_tensor(const std::vector<uint8_t>& bytes,
                                         const std::vector<int64_t>& shape, DType dtype);
 
-// Bit-level conversions (exposed for tests): binary16 and bfloat16 from and to binary32.
-uint16_t float_to_half_bits(float value);
-float half_bits_to_float(uint16_t bits);
-uint16_t float_to_bfloat16_bits(float value);
-float bfloat16_bits_to_float(uint16_t bits);
-
 }  // namespace nautilus::profiler

@@ -4,13 +4,13 @@
 // this machine, a kernel that does not compile, a package directory that cannot be written, an
 // MA tile construct the emitter does not print yet). Such failures are returned, never asserted:
 // the CLI prints `message` as one line, and the app shows `log` (NVRTC's full compile log) in the
-// CUDA panel. Reading value() of a failed result throws BadCodegenAccess (a programming error).
+// CUDA panel. Reading value() of a failed result throws BadResultAccess (support/result.h).
 #pragma once
 
-#include <stdexcept>
 #include <string>
 #include <utility>
-#include <variant>
+
+#include "core/support/result.h"
 
 namespace nautilus::codegen {
 
@@ -37,40 +37,7 @@ inline CodegenError codegen_error(CodegenError::Kind kind, std::string message,
   return CodegenError{kind, std::move(message), std::move(log)};
 }
 
-class BadCodegenAccess : public std::logic_error {
- public:
-  explicit BadCodegenAccess(const std::string& reason)
-      : std::logic_error("value() of a failed codegen result: " + reason) {}
-};
-
 template <class T>
-class [[nodiscard]] Result {
- public:
-  Result(T value) : state_(std::move(value)) {}              // NOLINT: implicit by design
-  Result(CodegenError error) : state_(std::move(error)) {}   // NOLINT: implicit by design
-
-  bool ok() const { return state_.index() == 0; }
-  explicit operator bool() const { return ok(); }
-
-  const T& value() const& {
-    if (!ok()) throw BadCodegenAccess(error().message);
-    return std::get<0>(state_);
-  }
-  T&& value() && {
-    if (!ok()) throw BadCodegenAccess(error().message);
-    return std::get<0>(std::move(state_));
-  }
-  const T& operator*() const& { return value(); }
-  const T* operator->() const { return &value(); }
-
-  // The failure; an empty CodegenError when ok().
-  const CodegenError& error() const {
-    static const CodegenError none;
-    return ok() ? none : std::get<1>(state_);
-  }
-
- private:
-  std::variant<T, CodegenError> state_;
-};
+using Result = nautilus::Result<T, CodegenError>;
 
 }  // namespace nautilus::codegen

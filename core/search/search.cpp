@@ -17,6 +17,7 @@
 #include "core/driver/pipeline.h"
 #include "core/scalar/printer.h"
 #include "core/sched/launch.h"
+#include "core/support/rng.h"
 
 namespace nautilus::search {
 
@@ -39,22 +40,6 @@ constexpr size_t kTileSizesCombinedPerAxis = 2;
 
 using Clock = std::chrono::steady_clock;
 using sched::Decision;
-
-uint64_t fnv1a(const std::string& text) {
-  uint64_t hash = 1469598103934665603ull;
-  for (unsigned char c : text) {
-    hash ^= c;
-    hash *= 1099511628211ull;
-  }
-  return hash;
-}
-
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
 
 std::string format_us(double us) {
   std::ostringstream out;
@@ -279,7 +264,7 @@ class Searcher {
     return node.estimate ? node.estimate->microseconds : std::numeric_limits<double>::infinity();
   }
   uint64_t tiebreak(int id) const {
-    return splitmix64(fnv1a(node_key(nodes_[id])) ^ splitmix64(options_.seed));
+    return SplitMix64(stable_hash(node_key(nodes_[id])) ^ SplitMix64(options_.seed).next()).next();
   }
   bool better(int a, int b) const {
     const double sa = score(a), sb = score(b);

@@ -9,6 +9,7 @@
 // bit pattern, exactly what the GPU conversion instructions do.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -31,5 +32,13 @@ double round_to(DType dtype, double value);
 // Largest acceptable normwise relative error, max|out - ref| / max|ref|, of an output of this
 // dtype computed in f32 with f32 accumulation, against the float64 reference.
 double tolerance(DType dtype);
+
+// Bit patterns: IEEE binary16 and bfloat16 from and to binary32, rounding to nearest with ties
+// to even (overflow to infinity, NaN stays NaN), as the GPU's cvt instructions do. The runner's
+// buffers and the .npy files use these.
+uint16_t float_to_half_bits(float value);
+float half_bits_to_float(uint16_t bits);
+uint16_t float_to_bfloat16_bits(float value);
+float bfloat16_bits_to_float(uint16_t bits);
 
 }  // namespace nautilus

@@ -1,6 +1,5 @@
 #include "core/support/npy.h"
 
-#include <cstring>
 #include <fstream>
 
 namespace nautilus {
@@ -12,30 +11,6 @@ const char* npy_descr(DType dtype) {
     default: return "<f4";
   }
 }
-
-namespace {
-
-// IEEE binary16 bits of a value that is already representable as f16.
-uint16_t to_half_bits(double value) {
-  float f = static_cast<float>(value);
-  uint32_t bits;
-  std::memcpy(&bits, &f, 4);
-  uint32_t sign = (bits >> 16) & 0x8000;
-  int32_t exponent = static_cast<int32_t>((bits >> 23) & 0xff) - 127 + 15;
-  uint32_t mantissa = bits & 0x7fffff;
-  if (((bits >> 23) & 0xff) == 0xff) return static_cast<uint16_t>(sign | 0x7c00 | (mantissa ? 0x200 : 0));
-  if (f == 0.0f) return static_cast<uint16_t>(sign);
-  if (exponent >= 31) return static_cast<uint16_t>(sign | 0x7c00);
-  if (exponent <= 0) {
-    // Subnormal: shift the implicit bit in; the value is exact so no rounding is needed.
-    if (exponent < -10) return static_cast<uint16_t>(sign);
-    mantissa |= 0x800000;
-    return static_cast<uint16_t>(sign | (mantissa >> (14 - exponent)));
-  }
-  return static_cast<uint16_t>(sign | (exponent << 10) | (mantissa >> 13));
-}
-
-}  // namespace
 
 std::string write_npy(const std::string& path, const std::vector<int64_t>& shape,
                       const std::vector<double>& values, DType dtype) {
@@ -64,7 +39,7 @@ std::string write_npy(const std::string& path, const std::vector<int64_t>& shape
     if (dtype == DType::F64) {
       out.write(reinterpret_cast<const char*>(&v), 8);
     } else if (dtype == DType::F16) {
-      uint16_t h = to_half_bits(v);
+      uint16_t h = float_to_half_bits(static_cast<float>(v));
       out.write(reinterpret_cast<const char*>(&h), 2);
     } else {
       float f = static_cast<float>(v);

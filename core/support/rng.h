@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 
 namespace nautilus {
 
@@ -40,6 +41,17 @@ class SplitMix64 {
 inline uint64_t derive_seed(uint64_t seed, uint64_t stream) {
   SplitMix64 mix(seed ^ (0xd1b54a32d192ed03ULL * (stream + 1)));
   return mix.next();
+}
+
+// A 64-bit hash of `text` that is the same on every platform and compiler (FNV-1a), unlike
+// std::hash: the search breaks ties between equal estimates with it, so a run is reproducible.
+inline uint64_t stable_hash(std::string_view text) {
+  uint64_t hash = 1469598103934665603ULL;
+  for (unsigned char c : text) {
+    hash ^= c;
+    hash *= 1099511628211ULL;
+  }
+  return hash;
 }
 
 }  // namespace nautilus
