@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/scalar/affine.h"
 #include "core/scalar/printer.h"
 #include "core/sched/decision_args.h"
 #include "core/sched/loop_nest.h"
@@ -75,20 +76,29 @@ ApplyResult compute_at(const ProgramPtr& program, std::string_view producer_name
   std::vector<const Block*> part_reader(tensor->shape.size());
   for (const Block* reader : readers) {
     const BlockPath reader_path = *find_block(program->body, reader->name);
+    // A read may combine iteration variables (a split's `n + n_s * 1024`): its index over the
+    // loops must then be affine, moving only with the loops outside the iteration.
+    VarReplacements bindings;
+    for (size_t i = 0; i < reader->iter_vars.size(); ++i) {
+      bindings[reader->iter_vars[i].var.get()] = reader->bindings[i];
+    }
     for (const Load* load : collect_loads(reader_path.stmts.back(), tensor)) {
       for (size_t dim = 0; dim < load->indices.size(); ++dim) {
         const std::optional<size_t> i = iter_var_index(*reader, load->indices[dim]);
-        if (!i) {
+        if (!i && !affine_of(substitute(load->indices[dim], bindings))) {
           return ApplyResult::failure(
               "block " + reader->name + " reads " + tensor->name + " at index " +
-              print_expr(load->indices[dim]) + "; compute_at needs reads indexed directly by "
+              print_expr(load->indices[dim]) + "; compute_at needs reads at affine indices of "
               "iteration variables");
         }
+        const std::string what =
+            i ? "iteration variable " + reader->iter_vars[*i].var->name + " of block " +
+                    reader->name
+              : "index " + print_expr(load->indices[dim]) + " of block " + reader->name +
+                    "'s read of " + tensor->name;
         std::optional<IndexRange> part = range_in_iteration(
-            reader->bindings[*i], reader_path, depth,
-            "iteration variable " + reader->iter_vars[*i].var->name + " of block " +
-                reader->name,
-            &reason);
+            i ? reader->bindings[*i] : substitute(load->indices[dim], bindings), reader_path,
+            depth, what, &reason);
         if (!part) return ApplyResult::failure(reason);
         clip_range(&*part, tensor->shape[dim]);
         if (!parts[dim]) {

@@ -13,6 +13,7 @@ namespace {
 
 using namespace testing::hand;
 using testing::apply_decisions;
+using testing::expect_same_outputs;
 using testing::expect_same_results;
 using testing::failure_reason;
 using testing::lower_asset;
@@ -72,6 +73,17 @@ TEST(ComputeAt, ProducerWithMovingPartsInSeveralDimensions) {
       attention.program, {"inline(P)", "tile(O_sum, b=1, m=2, d=3)", "compute_at(L, O_sum, m_o)",
                           "compute_at(Mx, O_sum, m_o)", "compute_at(S, O_sum, m_o)"});
   expect_same_results(attention, after);
+}
+
+TEST(ComputeAt, ReadsThatCombineIterationVariables) {
+  // After split_k_update the partial sums read the scores at `n + n_s * 6` (the split's keys):
+  // the scores of each key tile are computed inside it, split by split (FlashDecoding's fused
+  // partial kernel).
+  auto attention = lower_asset("attention", {"B=1", "H=2", "M=3", "N=12", "D=4"});
+  auto fused = apply_decisions(
+      attention.program, {"rolling_update(O_sum, n, tile=3)", "split_k_update(O_sum_acc, n, splits=2)",
+                          "compute_at(S, O_sum_acc_part, n_o)"});
+  expect_same_outputs(attention, fused, 1e-9);
 }
 
 TEST(ComputeAt, InputsWrittenEarlierInTheSameIteration) {
@@ -150,7 +162,7 @@ TEST(ComputeAt, FailureReasons) {
             "block Y reads different parts of dimension 0 of A in one iteration of loop i of block "
             "Y (i + [0, 1) and [0, 3))");
 
-  // Y[i] = A[(i + 1) % 3]: not indexed by an iteration variable.
+  // Y[i] = A[(i + 1) % 3]: not an affine index.
   auto shifted = testing::hand::program(
       {x, y1}, {a},
       {nest("A", a, twice), nest("Y", y1, [&](const Iters& v) {
@@ -158,7 +170,7 @@ TEST(ComputeAt, FailureReasons) {
                                 scalar::int_imm(3))});
        })});
   EXPECT_EQ(failure_reason(shifted, "compute_at(A, Y, i)"),
-            "block Y reads A at index (i + 1) % 3; compute_at needs reads indexed directly by "
+            "block Y reads A at index (i + 1) % 3; compute_at needs reads at affine indices of "
             "iteration variables");
 
   // A written in reverse: not the plain form.
