@@ -489,7 +489,8 @@ class KernelLowering {
     });
     for (const auto& [text, count] : counts) {
       if (count != static_cast<int>(blocks.size())) continue;
-      const Expr& condition = conditions.at(text);
+      // Invariant floor divisions are computed once here, whichever bound the condition gives.
+      const Expr condition = invariant_terms_as_scalars(conditions.at(text), loop);
       if (std::optional<vr::Value> end = upper_trip_count(condition, loop)) {
         bounds.end = bounds.end ? builder_.binary(BinaryOp::Min, *bounds.end, *end) : *end;
       } else if (std::optional<vr::Value> start =
@@ -521,7 +522,7 @@ class KernelLowering {
                        : is_first_iteration(either->a) ? either->b
                                                        : nullptr;
     if (!lower) return std::nullopt;
-    const std::optional<std::pair<Affine, int64_t>> form = as_upper_form(lower, loop);
+    const std::optional<std::pair<Affine, int64_t>> form = as_upper_form(lower);
     if (!form) return std::nullopt;
     Affine diff = form->first;
     const auto self = diff.coeffs.find(loop.var.get());
@@ -567,10 +568,9 @@ class KernelLowering {
     return abstraction.mutate(condition);
   }
 
-  // `lhs CMP rhs` (<, <=, >, >=) as (lhs - rhs, limit) with `lhs - rhs <= limit`, after
-  // invariant_terms_as_scalars.
-  std::optional<std::pair<Affine, int64_t>> as_upper_form(const Expr& original, const For& loop) {
-    const Expr condition = invariant_terms_as_scalars(original, loop);
+  // `lhs CMP rhs` (<, <=, >, >=) as (lhs - rhs, limit) with `lhs - rhs <= limit`; the caller
+  // has replaced invariant floor divisions by scalars (invariant_terms_as_scalars).
+  std::optional<std::pair<Affine, int64_t>> as_upper_form(const Expr& condition) const {
     const auto* compare = condition->as<scalar::Compare>();
     if (!compare) return std::nullopt;
     std::optional<Affine> lhs = affine_of(compare->a), rhs = affine_of(compare->b);
@@ -597,7 +597,7 @@ class KernelLowering {
       if (!b) return std::nullopt;
       return builder_.binary(BinaryOp::Max, *a, *b, loop.var->name + "_trips");
     }
-    const std::optional<std::pair<Affine, int64_t>> form = as_upper_form(condition, loop);
+    const std::optional<std::pair<Affine, int64_t>> form = as_upper_form(condition);
     if (!form) return std::nullopt;
     Affine diff = form->first;
     const int64_t limit = form->second;
