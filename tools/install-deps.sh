@@ -11,6 +11,7 @@ set -euo pipefail
 
 # Why each package is here (names checked with `apt-cache policy` on Debian 12):
 #   build-essential cmake ninja-build pkg-config   the toolchain and build system
+#   ccache                                          rebuilds, fresh clones and worktrees reuse objects
 #   nlohmann-json3-dev                              JSON forms of every IR, CLI --json output
 #   libgtest-dev                                    the GoogleTest suites
 #   qt6-base-dev qt6-svg-dev                        the nautilus-studio GUI
@@ -20,7 +21,7 @@ set -euo pipefail
 #   xvfb xauth                                      xvfb-run for OpenGL panel tests on CI
 #   clang libclang-rt-14-dev                        the libFuzzer target (runtime in clang-rt)
 packages=(
-  build-essential cmake ninja-build pkg-config
+  build-essential cmake ninja-build pkg-config ccache
   nlohmann-json3-dev libgtest-dev
   qt6-base-dev libqt6opengl6-dev qt6-svg-dev
   libimgui-dev libgraphviz-dev
