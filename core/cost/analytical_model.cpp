@@ -1046,33 +1046,40 @@ class AnalyticalModel : public CostModel {
     const double tail = ctas - full_waves * wave_size;
     cost->waves = full_waves + tail / wave_size;
 
-    // Step 2: DRAM and L2 bytes.
-    double read_requests = 0.0, write_bytes = 0.0, footprint = 0.0;
+    // Step 2: DRAM and L2 bytes. Reads are taken smallest footprint first: those that fit in
+    // L2 together stay resident and come from DRAM once per kernel (the activations of a GEMM
+    // whose weights stream past them); the rest stream, and each wave reads from DRAM the
+    // tiles its CTAs touch.
+    double read_requests = 0.0, write_bytes = 0.0;
+    std::vector<std::pair<double, const Access*>> footprints;  // (whole-kernel bytes, access)
     for (const Access& access : walk.accesses()) {
       if (access.write) {
         write_bytes += access.bytes * access.executions * ctas;
       } else {
         read_requests += access.bytes * access.executions * ctas;
-        footprint += access.bytes * access.distinct * all_keys(kernel, access.deps & kGridMask);
+        footprints.emplace_back(
+            access.bytes * access.distinct * all_keys(kernel, access.deps & kGridMask), &access);
       }
     }
-    double dram_reads = 0.0;
-    if (footprint <= kL2ResidentFraction * device_.l2_bytes) {
-      dram_reads = footprint;
-    } else {
-      for (const Access& access : walk.accesses()) {
-        if (access.write) continue;
-        const DepMask deps = access.deps & kGridMask;
-        double keys = 0.0;
-        if (full_waves > 0) {
-          keys += full_waves * distinct_keys(kernel, deps, 0, static_cast<int64_t>(wave_size));
-        }
-        if (tail > 0) {
-          keys += distinct_keys(kernel, deps, static_cast<int64_t>(full_waves * wave_size),
-                                static_cast<int64_t>(tail));
-        }
-        dram_reads += access.bytes * access.distinct * keys;
+    std::stable_sort(footprints.begin(), footprints.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    double dram_reads = 0.0, resident = 0.0;
+    for (const auto& [footprint, access] : footprints) {
+      if (resident + footprint <= kL2ResidentFraction * device_.l2_bytes) {
+        resident += footprint;
+        dram_reads += footprint;
+        continue;
       }
+      const DepMask deps = access->deps & kGridMask;
+      double keys = 0.0;
+      if (full_waves > 0) {
+        keys += full_waves * distinct_keys(kernel, deps, 0, static_cast<int64_t>(wave_size));
+      }
+      if (tail > 0) {
+        keys += distinct_keys(kernel, deps, static_cast<int64_t>(full_waves * wave_size),
+                              static_cast<int64_t>(tail));
+      }
+      dram_reads += access->bytes * access->distinct * keys;
     }
     dram_reads = std::min(dram_reads, read_requests);
     cost->global_bytes = dram_reads + write_bytes;

@@ -1,6 +1,7 @@
 #include "core/matile/lower.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -528,6 +529,54 @@ class KernelLowering {
     return true;
   }
 
+  // An mma operand computed element-wise from one loaded tile (a normalization applied to a
+  // GEMM's activations: cast(X - mean) * rstd * gamma + beta) reads that tile through shared
+  // memory like a plain operand: a 16-byte cp.async copy, issued stages-1 iterations ahead in a
+  // pipelined loop, then ldmatrix into the fragment layout where the element-wise ops run.
+  // Loaded straight into the fragment layout instead, every thread issues 4-byte global loads
+  // whose latency nothing hides. The other inputs of the chain must be rank-0, broadcasts or
+  // rematerializable (per-row or per-column vectors); anything else keeps the register path.
+  const VOp* prologue_root(const VValue& source) {
+    const VOp* root = nullptr;
+    bool ok = true;
+    std::function<void(const VValue&, int)> walk = [&](const VValue& v, int depth) {
+      if (!ok || v->type.rank() == 0) return;
+      const VOp* op = def(v);
+      if (depth > 32 || !op || carried_by_.count(v.get())) {
+        ok = false;
+        return;
+      }
+      if (op->kind == VOpKind::Load) {
+        if (v->type.shape != source->type.shape || (root && root != op)) ok = false;
+        root = op;
+        return;
+      }
+      if (op->kind == VOpKind::Broadcast || op->kind == VOpKind::Full ||
+          op->kind == VOpKind::Iota || remat(v)) {
+        return;
+      }
+      if (!vrtile::is_elementwise(op->kind) || v->type.shape != source->type.shape) {
+        ok = false;
+        return;
+      }
+      for (const VValue& x : op->operands) walk(x, depth + 1);
+    };
+    walk(source, 0);
+    if (!ok || !root || root == def(source) || root->results[0]->type.rank() != 2) return nullptr;
+    if (dtype_bytes(root->results[0]->type.dtype) != 2) return nullptr;  // ldmatrix: 16-bit
+    std::optional<Window> window = match_window(*root, root->results[0]->type.shape);
+    if (!window || !async_copyable(*root, *window)) return nullptr;
+    return root;
+  }
+
+  void stage_prologue_load(const VValue& source) {
+    const VOp* root = prologue_root(source);
+    if (!root || smem_windows_.count(root)) return;
+    smem_windows_[root] = *match_window(*root, root->results[0]->type.shape);
+    register_loads_.insert(root);
+    staged_register_loads_.insert(root);
+  }
+
   void plan_dots() {
     for (const VValue& v : order_) {
       const VOp* op = def(v);
@@ -546,7 +595,12 @@ class KernelLowering {
       // elements per k step instead of (M/warps + N)·K (a 128x128 GEMM tile on 4 warps: 2x2
       // reads 8 ldmatrix.x4 per k16 instead of 10). A product that is reduced along a row or
       // feeds another MMA keeps whole rows in one warp (warps along M only).
-      if (peel_reaches_shared(op->operands[0]) && peel_reaches_shared(op->operands[1]) &&
+      const auto through_shared = [&](const VValue& operand) {
+        if (peel_reaches_shared(operand)) return true;
+        DType narrow = DType::F32;
+        return prologue_root(peel(operand, &narrow).source) != nullptr;
+      };
+      if (through_shared(op->operands[0]) && through_shared(op->operands[1]) &&
           only_accumulated_and_stored(op->results[0])) {
         int best_loads = -1;
         for (int m = options_.warps; m >= 1; m /= 2) {
@@ -568,7 +622,10 @@ class KernelLowering {
       plan.warps_n = wn;
       if (plan.mma) {
         for (OperandPlan* operand : {&plan.a, &plan.b}) {
-          if (!operand->load) continue;
+          if (!operand->load) {
+            stage_prologue_load(operand->source);
+            continue;
+          }
           std::optional<Window> window =
               match_window(*operand->load, operand->load->results[0]->type.shape);
           if (window && operand->load->results[0]->type.rank() == 2 &&
@@ -741,6 +798,13 @@ class KernelLowering {
           } else if (user->operands.size() == 3 && user->operands[2] == v) {
             wanted = anchor(user->results[0]);
           }
+        } else if (user->kind == VOpKind::Broadcast && anchor(user->results[0])) {
+          // The layout the broadcast reads without moving data: a per-column vector (LayerNorm's
+          // gamma) is loaded straight into it instead of through a shared-memory conversion.
+          const RegisterLayout source = projected(*anchor(user->results[0]),
+                                                  user->results[0]->type.shape, user->dims,
+                                                  v->type.shape);
+          if (source.kind != LayoutKind::Uniform) wanted = source;
         } else if (user->kind == VOpKind::Yield || user->kind == VOpKind::For) {
           // Initial and yielded values follow the loop's carried layout (set in propagate).
         } else if (user->kind == VOpKind::Store || user->kind == VOpKind::Load) {
@@ -1132,6 +1196,10 @@ class KernelLowering {
         smem_loads_[&op] = SmemLoad{smem_alloc_.at(&op), pipelined->second};
       }
       if (!register_loads_.count(&op)) return;
+      if (staged_register_loads_.count(&op)) {
+        env_[v.get()] = read_staged(op, smem_loads_.at(&op));
+        return;
+      }
     }
     const RegisterLayout l = layout_for(v);
     std::optional<Window> window = match_window(op, v->type.shape);
@@ -1143,6 +1211,24 @@ class KernelLowering {
     std::vector<Value> gather;
     const GlobalAccess access = gather_access(op, l, &gather);
     env_[v.get()] = b_.global_load(op.buffer, access, gather, op.constant, v->type, l, v->name);
+  }
+
+  // The register copy of a staged tile, read from its shared buffer (the current stage): with
+  // ldmatrix when its layout is an mma fragment, element by element otherwise.
+  Value read_staged(const VOp& load, const SmemLoad& smem) {
+    const VValue& v = load.results[0];
+    const RegisterLayout l = layout_for(v);
+    const int64_t R = v->type.shape[0], C = v->type.shape[1];
+    SharedRead read = SharedRead::Scalar;
+    if (l.kind == LayoutKind::MmaA) {
+      Result<RegisterLayout> fragment = mma_a_layout(R, C, l.warps_m, l.warps_n);
+      if (fragment && *fragment == l) read = SharedRead::LdMatrixX4;
+    } else if (l.kind == LayoutKind::MmaB && (C / (8 * l.warps_n)) % 2 == 0) {
+      Result<RegisterLayout> fragment = mma_b_layout(R, C, l.warps_m, l.warps_n);
+      if (fragment && *fragment == l) read = SharedRead::LdMatrixX4Trans;
+    }
+    SharedRef ref{smem.alloc, smem.stage, {0, 0}, false};
+    return b_.shared_load(ref, read, v->type, l, v->name);
   }
 
   // The Gather form of a VR load's or store's access: its index tiles and optional mask,
@@ -1412,6 +1498,7 @@ class KernelLowering {
   std::unordered_map<const VOp*, DotPlan> dot_plans_;
   std::map<const VOp*, Window> smem_windows_;
   std::unordered_set<const VOp*> register_loads_;
+  std::unordered_set<const VOp*> staged_register_loads_;  // register copies read from shared
   std::unordered_map<const VNode*, RegisterLayout> layouts_;
   std::unordered_map<const VNode*, Value> env_;
   std::vector<std::map<std::pair<const VNode*, std::string>, Value>> memo_;

@@ -12,7 +12,12 @@
 //      allocation whose swizzle is the one with the fewest ldmatrix bank conflicts
 //      (layout/bank_conflicts.h), then shared -> registers by ldmatrix.x4 (.trans when the
 //      fragment's pairs run across the stored rows), one 16-wide k step at a time right before
-//      its mma. A permuted load (Kᵀ) is read through a transposed window.
+//      its mma. A permuted load (Kᵀ) is read through a transposed window. An operand computed
+//      element-wise from one such loaded tile and per-row / per-column vectors (a normalized
+//      activation, bf16((X - Mu) * rstd * G + Bt)) stages that tile the same way and reads it
+//      whole into the fragment layout by ldmatrix, where the element-wise ops run:
+//        %x = load X[...]; %a = cast(%x - %mu) ...; dot %a, %w   ->
+//        cp.async x_smem[%next] <- X[...]; %x = ldmatrix.x4 x_smem[%stage]; %a = ...; mma %a ...
 //   3. Such loads inside a For whose offsets depend only on the loop variable and values from
 //      outside it are software-pipelined over `stages` buffers: a prologue issues iterations
 //      0..S-2; iteration i waits until its group landed (wait_group S-2), synchronizes, issues

@@ -674,13 +674,20 @@ Stmt SplitKUpdate::build_partial() {
   per_split.in_loop = true;
   body.push_back(make_for(loop_->var, chunk_, per_split.mutate(loop_body_), loop_->provenance,
                           loop_->for_kind));
-  Stmt nest = make_for(split, splits_,
-                       body.size() == 1 ? body.front() : make_seq(body, loop_->provenance),
-                       loop_->provenance);
+  // The split loop goes outside the common loops unless one of them is bound to the grid
+  // already: every loop of the partial nest then stays spatial and outside any tile a later
+  // decision makes of the common loops (a head tile of a decode kernel), so the splits can be
+  // bound to the grid beside the tiles.
+  const bool common_bound = std::any_of(common_.begin(), common_.end(), [](const For* loop) {
+    return loop->for_kind != ForKind::Serial;
+  });
+  Stmt nest = body.size() == 1 ? body.front() : make_seq(body, loop_->provenance);
+  if (common_bound) nest = make_for(split, splits_, nest, loop_->provenance);
   for (size_t i = common_.size(); i-- > 0;) {
     nest = make_for(common_[i]->var, common_[i]->extent, nest, common_[i]->provenance,
                     common_[i]->for_kind);
   }
+  if (!common_bound) nest = make_for(split, splits_, nest, loop_->provenance);
   return nest;
 }
 

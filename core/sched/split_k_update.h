@@ -15,7 +15,9 @@
 // lowered is the special case with one state whose init (in the block) moves to the prologue.
 //
 // The rewrite:
-//   1. The partial nest: a new loop AXIS_s in 0..S inside the common loops; every block of the
+//   1. The partial nest: a new loop AXIS_s in 0..S around the common loops (inside them when
+//      one is bound to the grid already), so that tiles of the common loops leave it outside,
+//      free to become a grid dimension; every block of the
 //      prologue and the reduction loop gets a spatial iteration variable AXIS_s, its states
 //      become partial buffers X_part[AXIS_s, ...], and the reduction loop runs the
 //      chunk = ceil(steps / S) steps of split AXIS_s. Bindings stay local to the split, so
@@ -41,8 +43,8 @@
 //         Mx_prev = Mx; for n_i: Mx = max(Mx, S[n]); L_rescale; for n_i: L += ...; ...
 //       for d: O_sum = O_sum_acc / L
 //   after split_k_update(O_sum_acc, n, splits=2):
-//     for b, h, m:
-//       for n_s in 0..2:
+//     for n_s in 0..2:
+//       for b, h, m:
 //         Mx_init_part: Mx_part[n_s] = -inf; ...
 //         for n_o in 0..2:
 //           block Mx_prev_part(n_s = n_s, ...) if n_s * 2 + n_o < 3: Mx_prev_part[n_s] = Mx_part[n_s]

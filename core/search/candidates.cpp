@@ -81,22 +81,33 @@ void add_unique(std::vector<Decision>& out, std::set<std::string>& seen, Decisio
   if (seen.insert(sched::print_decision(decision)).second) out.push_back(std::move(decision));
 }
 
-// bind of the nest's outer loops that are spatial and not inside a tile, at most three.
-std::optional<Decision> bind_outer_loops(const NestFacts& nest) {
-  if (nest.bound || nest.principal < 0) return std::nullopt;
+// The nest's outer loops that are spatial and not inside a tile, at most three, outermost first.
+std::vector<const LoopFacts*> bindable_outer_loops(const NestFacts& nest) {
   std::vector<const LoopFacts*> outer;
+  if (nest.bound || nest.principal < 0) return outer;
   for (const LoopFacts& loop : nest.chain) {
     if (!loop.spatial || loop.tile_inner || loop.grid) break;
     outer.push_back(&loop);
   }
   if (outer.size() > 3) outer.resize(3);
-  if (outer.empty()) return std::nullopt;
+  return outer;
+}
+
+// bind of `loops` (outermost first): the last to grid.x, the one before to grid.y, ...
+Decision bind_in_order(const NestFacts& nest, const std::vector<const LoopFacts*>& loops) {
   static const char* const kDims[] = {"grid.x", "grid.y", "grid.z"};
   std::vector<DecisionArg> args;
-  for (size_t i = 0; i < outer.size(); ++i) {
-    args.push_back(keyword(outer[i]->name, kDims[outer.size() - 1 - i]));
+  for (size_t i = 0; i < loops.size(); ++i) {
+    args.push_back(keyword(loops[i]->name, kDims[loops.size() - 1 - i]));
   }
   return make("bind", nest.principal_block().block->name, std::move(args));
+}
+
+// bind of the nest's outer loops that are spatial and not inside a tile, at most three.
+std::optional<Decision> bind_outer_loops(const NestFacts& nest) {
+  const std::vector<const LoopFacts*> outer = bindable_outer_loops(nest);
+  if (outer.empty()) return std::nullopt;
+  return bind_in_order(nest, outer);
 }
 
 std::optional<TilePlan> tile_plan(const NestFacts& nest) {
@@ -383,6 +394,29 @@ std::vector<Decision> binding_decisions(const ProgramFacts& facts) {
   return out;
 }
 
+std::vector<std::pair<size_t, Decision>> raster_alternatives(const ProgramFacts& facts) {
+  std::vector<std::pair<size_t, Decision>> out;
+  size_t position = 0;
+  for (const NestFacts& nest : facts.nests) {
+    if (!binding_decision(nest)) continue;
+    const std::vector<const LoopFacts*> outer = bindable_outer_loops(nest);
+    // Only tiled loops: their order decides which operand tiles the CTAs of one wave share.
+    const bool tiled = std::all_of(outer.begin(), outer.end(),
+                                   [](const LoopFacts* loop) { return loop->tile_outer; });
+    if (tiled) {
+      for (size_t moved = 0; moved + 1 < outer.size(); ++moved) {
+        std::vector<const LoopFacts*> order = outer;
+        const LoopFacts* innermost = order[moved];
+        order.erase(order.begin() + static_cast<std::ptrdiff_t>(moved));
+        order.push_back(innermost);
+        out.emplace_back(position, bind_in_order(nest, order));
+      }
+    }
+    ++position;
+  }
+  return out;
+}
+
 std::optional<Decision> TilePlan::decision(const std::vector<int64_t>& sizes) const {
   std::vector<DecisionArg> args;
   for (size_t i = 0; i < axes.size() && i < sizes.size(); ++i) {
@@ -432,6 +466,12 @@ std::optional<TilePlan> next_tile_plan(const ProgramFacts& facts,
 
 Completion complete_program(const scalar::ProgramPtr& program, const std::vector<Decision>& forbids,
                             const std::vector<Decision>& pending_pins) {
+  return complete_program_rasters(program, forbids, pending_pins).front();
+}
+
+std::vector<Completion> complete_program_rasters(const scalar::ProgramPtr& program,
+                                                 const std::vector<Decision>& forbids,
+                                                 const std::vector<Decision>& pending_pins) {
   Completion completion;
   completion.program = program;
   const auto push = [&](const Decision& decision, const scalar::ProgramPtr& next, bool pinned) {
@@ -484,10 +524,22 @@ Completion complete_program(const scalar::ProgramPtr& program, const std::vector
     }
     if (!tiled) skip.push_back(plan->block);
   }
-  for (const Decision& bind : binding_decisions(analyze_program(*completion.program))) {
-    try_apply(bind);
+  const Completion tiled_state = completion;
+  const ProgramFacts facts = analyze_program(*completion.program);
+  const std::vector<Decision> binds = binding_decisions(facts);
+  std::vector<Completion> out;
+  const auto bind_with = [&](const std::vector<Decision>& decisions) {
+    completion = tiled_state;
+    for (const Decision& bind : decisions) try_apply(bind);
+    out.push_back(completion);
+  };
+  bind_with(binds);
+  for (const auto& [position, alternative] : raster_alternatives(facts)) {
+    std::vector<Decision> decisions = binds;
+    decisions[position] = alternative;
+    bind_with(decisions);
   }
-  return completion;
+  return out;
 }
 
 }  // namespace nautilus::search

@@ -72,6 +72,12 @@ std::vector<sched::Decision> launch_candidates(const ProgramFacts& facts,
 // tile (the loops over tiles and the untiled loops above them), innermost to grid.x, at most
 // three; the rest stay inside the CTA.
 std::vector<sched::Decision> binding_decisions(const ProgramFacts& facts);
+// The other raster orders of the binds above, for nests whose bound loops are all loops over
+// tiles: each loop in turn to grid.x, the rest in order. Which loop runs fastest across the
+// grid decides which operand tiles the CTAs of a wave share in L2 (a GEMM whose weights do not
+// fit in L2 wants the CTAs of a wave on one weight tile). Pairs of (index into
+// binding_decisions, the alternative bind).
+std::vector<std::pair<size_t, sched::Decision>> raster_alternatives(const ProgramFacts& facts);
 
 inline constexpr int64_t kMaxCtaSpatialElements = int64_t{1} << 20;
 
@@ -126,5 +132,11 @@ struct Completion {
 Completion complete_program(const scalar::ProgramPtr& program,
                             const std::vector<sched::Decision>& forbids,
                             const std::vector<sched::Decision>& pending_pins);
+// The default completion first, then the same with each other raster order of one nest
+// (raster_alternatives): a tile size is judged with the grid order that suits it (a GEMM whose
+// weights exceed L2 wants its activation tiles fastest across the grid).
+std::vector<Completion> complete_program_rasters(const scalar::ProgramPtr& program,
+                                                 const std::vector<sched::Decision>& forbids,
+                                                 const std::vector<sched::Decision>& pending_pins);
 
 }  // namespace nautilus::search

@@ -255,13 +255,23 @@ ProgramFacts analyze_program(const scalar::Program& program) {
       s = loop->body;
     }
     for (const BlockFacts& block : nest.blocks) nest.has_reduction |= block.reduction;
+    nest.principal = choose_principal(nest);
+    if (nest.principal < 0) nest.principal = 0;
+    // Tiled: a chain loop steps over tiles of the principal block's own axes. A block moved in
+    // by compute_at may scale a loop that is no tile of the principal (the key split of a
+    // FlashDecoding partial, which positions the scores' keys), and the heads stay to be tiled.
+    const scalar::Block& principal = *nest.blocks[static_cast<size_t>(nest.principal)].block;
+    const auto tiles_principal = [&](const LoopFacts& loop) {
+      return std::any_of(principal.bindings.begin(), principal.bindings.end(),
+                         [&](const scalar::Expr& binding) {
+                           return scales_var(binding, loop.loop->var.get());
+                         });
+    };
     for (const LoopFacts& loop : nest.chain) {
-      nest.tiled |= loop.tile_outer && loop.spatial;
+      nest.tiled |= loop.tile_outer && loop.spatial && tiles_principal(loop);
       nest.bound |= loop.grid;
     }
     nest.tiled |= nest.bound;
-    nest.principal = choose_principal(nest);
-    if (nest.principal < 0) nest.principal = 0;
     facts.nests.push_back(std::move(nest));
   }
   return facts;

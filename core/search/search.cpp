@@ -69,6 +69,8 @@ struct Evaluation {
   bool internal = false;  // an internal compiler error, not a property of the schedule
   std::string reason;
   cost::CostEstimate estimate;
+  // Launch decisions the evaluation added to make the completion fit (see fit_shared_memory).
+  std::vector<Decision> added;
 };
 
 struct Entry {
@@ -160,7 +162,7 @@ class Searcher {
 
   // ---- evaluation ------------------------------------------------------------------------
 
-  Evaluation compile_and_estimate(const sched::Schedule& schedule) const {
+  Evaluation compile_and_estimate(const sched::Schedule& schedule, bool retry = true) const {
     Evaluation evaluation;
     driver::CompileOptions compile_options;
     compile_options.sizes = input_.sizes;
@@ -184,19 +186,55 @@ class Searcher {
     evaluation.estimate = model_.estimate(*compilation.ma_module);
     if (!evaluation.estimate.feasible) {
       evaluation.reason = "infeasible: " + evaluation.estimate.infeasible_reason;
+      if (retry) return fit_shared_memory(schedule, compilation, evaluation);
       return evaluation;
     }
     evaluation.ok = true;
     return evaluation;
   }
 
+  // A completion whose kernel without a launch decision needs more shared memory than a CTA
+  // may have is tried once more with that kernel's operands single-buffered (stages=1):
+  // a FlashDecoding partial over 256-key tiles of a 128-wide head holds 128 KB of keys and
+  // values per stage. The search still tries every launch in its launch phase; this only keeps
+  // the structure (the fusion, the tile) from being judged by a launch it never chose.
+  Evaluation fit_shared_memory(const sched::Schedule& schedule,
+                               const driver::Compilation& compilation,
+                               const Evaluation& failed) const {
+    const int limit = model_.device().shared_bytes_per_cta_max;
+    const std::vector<sched::LaunchChoice> choices = sched::launch_choices(schedule);
+    std::vector<Decision> added;
+    for (size_t k = 0; k < failed.estimate.kernels.size() && k < compilation.kernel_blocks.size();
+         ++k) {
+      const std::vector<std::string>& blocks = compilation.kernel_blocks[k];
+      if (blocks.empty() || failed.estimate.kernels[k].shared_bytes_per_cta <= limit) continue;
+      const bool chosen = std::any_of(choices.begin(), choices.end(), [&](const auto& choice) {
+        return std::find(blocks.begin(), blocks.end(), choice.block) != blocks.end();
+      });
+      if (chosen) continue;
+      added.push_back(sched::Decision{"launch", blocks.front(),
+                                      {{"warps", int64_t{4}}, {"stages", int64_t{1}}}});
+    }
+    if (added.empty()) return failed;
+    sched::Schedule single_buffered = schedule;
+    for (const Decision& d : added) single_buffered.decisions.push_back(d);
+    Evaluation retried = compile_and_estimate(single_buffered, /*retry=*/false);
+    if (!retried.ok) return failed;
+    retried.added = std::move(added);
+    return retried;
+  }
+
   // Estimates every node of `ids` that has none yet: completes it, compiles each distinct
   // completed program once (on `threads` threads) and records the estimate or the reason.
   void evaluate(const std::vector<int>& ids) {
+    // A node's completions: the default and its other raster orders; the best one counts.
+    struct Variant {
+      std::string key;
+      std::vector<Decision> decisions;
+    };
     struct Pending {
       int node;
-      std::string key;
-      sched::Schedule schedule;
+      std::vector<Variant> variants;
     };
     std::vector<Pending> pending;
     std::vector<std::string> to_compile;
@@ -206,16 +244,20 @@ class Searcher {
       if (node.estimate || dropped_[id] || evaluated_.count(id)) continue;
       std::vector<Decision> remaining(options_.pins.begin() + static_cast<long>(node.pins_applied),
                                       options_.pins.end());
-      Completion completion = complete_program(node.program, options_.forbids, remaining);
-      node.completion.decisions = completion.decisions;
-      const sched::Schedule full = concat(node.schedule, completion.decisions);
-      std::string key = scalar::print_program(*completion.program) + "\n#launch " +
-                        launch_key(full);
-      if (!cache_.count(key) && !schedules.count(key)) {
-        schedules.emplace(key, full);
-        to_compile.push_back(key);
+      Pending entry{id, {}};
+      for (Completion& completion :
+           complete_program_rasters(node.program, options_.forbids, remaining)) {
+        const sched::Schedule full = concat(node.schedule, completion.decisions);
+        std::string key = scalar::print_program(*completion.program) + "\n#launch " +
+                          launch_key(full);
+        if (!cache_.count(key) && !schedules.count(key)) {
+          schedules.emplace(key, full);
+          to_compile.push_back(key);
+        }
+        entry.variants.push_back({std::move(key), std::move(completion.decisions)});
       }
-      pending.push_back({id, std::move(key), full});
+      node.completion.decisions = entry.variants.front().decisions;
+      pending.push_back(std::move(entry));
     }
     if (!to_compile.empty()) {
       std::vector<std::optional<Evaluation>> results(to_compile.size());
@@ -244,10 +286,25 @@ class Searcher {
       }
     }
     for (const Pending& p : pending) {
-      auto it = cache_.find(p.key);
-      if (it == cache_.end()) continue;  // cancelled
+      const Evaluation* chosen = nullptr;
+      for (const Variant& variant : p.variants) {
+        auto it = cache_.find(variant.key);
+        if (it == cache_.end()) continue;  // cancelled
+        const Evaluation& evaluation = it->second;
+        const bool better_variant =
+            !chosen || (evaluation.ok && (!chosen->ok || evaluation.estimate.microseconds <
+                                                             chosen->estimate.microseconds));
+        if (better_variant) {
+          chosen = &evaluation;
+          nodes_[p.node].completion.decisions = variant.decisions;
+          for (const Decision& d : evaluation.added) {
+            nodes_[p.node].completion.decisions.push_back(d);
+          }
+        }
+      }
+      if (!chosen) continue;  // cancelled
       evaluated_.insert(p.node);
-      const Evaluation& evaluation = it->second;
+      const Evaluation& evaluation = *chosen;
       if (evaluation.ok) {
         nodes_[p.node].estimate = evaluation.estimate;
         note_best(p.node);
@@ -533,16 +590,27 @@ class Searcher {
     combine(0);
   }
 
+  // Every nest bound in its default raster order, and beside it each other raster order of one
+  // nest (raster_alternatives) with the rest as default.
   void expand_binding(const Entry& entry, std::vector<Entry>& out) {
-    int current = entry.node;
-    const ProgramFacts facts = analyze_program(*nodes_[current].program);
-    for (const Decision& bind : binding_decisions(facts)) {
-      bool duplicate = false;
-      const int child = try_child(current, bind, Phase::Binding, &duplicate);
-      if (duplicate) return;  // the bound program is another node's: that path carries on
-      if (child >= 0) current = child;
+    const ProgramFacts facts = analyze_program(*nodes_[entry.node].program);
+    const std::vector<Decision> binds = binding_decisions(facts);
+    const auto bind_all = [&](const std::vector<Decision>& decisions) {
+      int current = entry.node;
+      for (const Decision& bind : decisions) {
+        bool duplicate = false;
+        const int child = try_child(current, bind, Phase::Binding, &duplicate);
+        if (duplicate) return;  // the bound program is another node's: that path carries on
+        if (child >= 0) current = child;
+      }
+      out.push_back({current, Phase::Masking});
+    };
+    bind_all(binds);
+    for (const auto& [position, alternative] : raster_alternatives(facts)) {
+      std::vector<Decision> decisions = binds;
+      decisions[position] = alternative;
+      bind_all(decisions);
     }
-    out.push_back({current, Phase::Masking});
   }
 
   void expand(const Entry& entry, std::vector<Entry>& out) {

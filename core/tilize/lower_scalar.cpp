@@ -697,6 +697,53 @@ class KernelLowering {
     return false;
   }
 
+  // A summand `select(c, identity, x)` (or `select(c, x, identity)`) whose condition does not
+  // depend on the reduction: the whole step adds the identity where c holds, so the update
+  // becomes `x`'s reduction written only where c fails, and `x` can still be a dot. This is the
+  // guard split_k_update puts on a split that has seen only -inf:
+  //   O_part += select(Mx_part == -inf, 0, exp(S - Mx_part) * V)   (an FMA reduction)
+  //   -> O_part = select(Mx_part != -inf, O_part + dot(exp(S - Mx_part), V), O_part)
+  // (the select is applied to the updated value, so it also holds on a first step whose
+  // previous value is the init).
+  // Only exact negations are taken (== and != always; order comparisons of integers).
+  std::vector<Expr> peel_invariant_guards(Expr* term, BinaryOp op) const {
+    std::vector<Expr> guards;
+    const auto is_identity = [&](const Expr& e) {
+      const auto* imm = e->as<scalar::FloatImm>();
+      return imm && imm->value == reduce_identity(op);
+    };
+    const auto negation = [](const scalar::Compare& c) -> Expr {
+      const bool exact = c.op == scalar::CompareOp::EQ || c.op == scalar::CompareOp::NE ||
+                         (!is_float(c.a->dtype) && !is_float(c.b->dtype));
+      if (!exact) return nullptr;
+      static const std::map<scalar::CompareOp, scalar::CompareOp> kNegated = {
+          {scalar::CompareOp::EQ, scalar::CompareOp::NE}, {scalar::CompareOp::NE, scalar::CompareOp::EQ},
+          {scalar::CompareOp::LT, scalar::CompareOp::GE}, {scalar::CompareOp::GE, scalar::CompareOp::LT},
+          {scalar::CompareOp::LE, scalar::CompareOp::GT}, {scalar::CompareOp::GT, scalar::CompareOp::LE}};
+      return scalar::compare(kNegated.at(c.op), c.a, c.b, c.provenance);
+    };
+    while (const auto* select = (*term)->as<scalar::Select>()) {
+      bool on_reduction = false;
+      for (const VarNode* var : sched::referenced_vars(select->condition)) {
+        on_reduction |= is_reduce_var(var);
+      }
+      if (on_reduction) break;
+      if (is_identity(select->if_false)) {
+        guards.push_back(select->condition);
+        *term = select->if_true;
+      } else if (const auto* compare = select->condition->as<scalar::Compare>();
+                 compare && is_identity(select->if_true)) {
+        Expr negated = negation(*compare);
+        if (!negated) break;
+        guards.push_back(std::move(negated));
+        *term = select->if_false;
+      } else {
+        break;
+      }
+    }
+    return guards;
+  }
+
   void lower_reduction(const Block& block, const scalar::Store& store) {
     const auto* update = store.value->as<scalar::Binary>();
     const auto is_self = [&](const Expr& e) {
@@ -719,7 +766,8 @@ class KernelLowering {
     const BinaryOp op = update->op;
     // Exact quotients simplified first, so that a factor read through `h // 8` counts as
     // invariant along the heads of its group when try_dot sorts factors by their axes.
-    const Expr term = without_exact_quotients(bound(is_self(update->a) ? update->b : update->a));
+    Expr term = without_exact_quotients(bound(is_self(update->a) ? update->b : update->a));
+    const std::vector<Expr> guards = peel_invariant_guards(&term, op);
 
     std::vector<const VarNode*> reduce_vectors;
     for (const VarNode* var : vectors_) {
@@ -782,6 +830,11 @@ class KernelLowering {
                     ? summand
                     : Tile{builder_.binary(op, old.value, summand.value, store.buffer->name),
                            out_dims};
+    }
+    if (!guards.empty()) {
+      // Where a guard fails the step adds the identity: the value stays what it was before.
+      Tile keep = broadcast_to(eval_all(guards), out_dims);
+      updated = {builder_.select(keep.value, updated.value, old.value), out_dims};
     }
     const Expr predicate = spatial_conditions.empty() ? nullptr : conjoin(spatial_conditions);
     lower_write(store, updated, predicate);
@@ -967,9 +1020,11 @@ class KernelLowering {
       return mask;
     };
     if (key) {
-      if (predicate && regions_.count(*key)) {
+      const Expr region_predicate = without_store_bounds(predicate, store);
+      if (region_predicate && regions_.count(*key)) {
         Tile old = region_tile(regions_.at(*key), access);
-        value = {builder_.select(predicate_mask()->value, value.value, old.value), dims};
+        Tile keep = broadcast_to(eval(region_predicate), dims);
+        value = {builder_.select(keep.value, value.value, old.value), dims};
       }
       std::erase_if(regions_, [&](const auto& entry) {
         return entry.second.buffer == store.buffer;
@@ -984,6 +1039,30 @@ class KernelLowering {
     if (!needs_global(store.buffer.get())) return;
     if (key && sunk_by_enclosing_loop(*key)) return;
     store_global(store.buffer, bound_indices(store.indices), value, predicate_mask());
+  }
+
+  // The predicate less its conjuncts of the form `index < extent` on the store's own indices.
+  // A lane such a conjunct turns off lies outside the buffer: no valid program reads it (every
+  // reader has the same bound, as a reduction condition or its own store's predicate), so the
+  // register copy of the buffer may hold anything there. Dropping them saves a select per
+  // update on every partial tile (e.g. the vocabulary tiles of a 50257-wide GEMM).
+  Expr without_store_bounds(const Expr& predicate, const scalar::Store& store) const {
+    if (!predicate) return nullptr;
+    std::vector<Expr> kept;
+    for (const Expr& condition : conjuncts(predicate)) {
+      const auto* compare = condition->as<scalar::Compare>();
+      const auto* extent = compare ? compare->b->as<scalar::IntImm>() : nullptr;
+      bool is_bound = false;
+      if (compare && compare->op == scalar::CompareOp::LT && extent) {
+        const std::string index = scalar::print_expr(compare->a);
+        for (size_t d = 0; d < store.indices.size(); ++d) {
+          is_bound |= store.buffer->shape[d] == extent->value &&
+                      scalar::print_expr(bound(store.indices[d])) == index;
+        }
+      }
+      if (!is_bound) kept.push_back(condition);
+    }
+    return kept.empty() ? nullptr : conjoin(kept);
   }
 
   bool sunk_by_enclosing_loop(const std::string& key) const {

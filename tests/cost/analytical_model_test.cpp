@@ -222,7 +222,9 @@ TEST_F(AnalyticalModelTest, WorkMatchesTheInterpretersInstructionCounts) {
 
 // The L2 rule on a kernel whose reads do not fit in half the L2: attention B=1 H=1 S=65536
 // D=128 (each of Q, K, V, O is 16 MB). Every CTA (one per query tile) reads all of K and V; the
-// CTAs of one wave share them, so K and V come from DRAM once per wave, Q and O once.
+// CTAs of one wave share them. One 16 MB read fits in half the L2 and stays resident (read
+// once); of the other two, Q's tiles are distinct per CTA (read once in all) and K or V comes
+// from DRAM once per wave. O is written once.
 TEST_F(AnalyticalModelTest, ReadsSharedWithinAWaveComeFromDramOncePerWave) {
   const auto module =
       compile_ma("attention", attention_sizes(1, 1, 65536, 128), hand_schedule("attention"));
@@ -232,7 +234,9 @@ TEST_F(AnalyticalModelTest, ReadsSharedWithinAWaveComeFromDramOncePerWave) {
   const double waves = std::ceil(static_cast<double>(kernel.ctas) / (132.0 * kernel.ctas_per_sm));
   ASSERT_GE(waves, 2.0);  // more than one wave, or the rule is not exercised
   const double tensor_bytes = 65536.0 * 128 * 2;  // one of Q, K, V, O
-  EXPECT_DOUBLE_EQ(kernel.global_bytes, 2 * tensor_bytes + waves * (2 * tensor_bytes));
+  // Within one 16 KB tile: the pipeline prologue's first K/V tiles are a read of their own,
+  // small enough to stay resident.
+  EXPECT_NEAR(kernel.global_bytes, 3 * tensor_bytes + waves * tensor_bytes, 64.0 * 128 * 2);
   // Every CTA requests all of K and V from L2.
   EXPECT_DOUBLE_EQ(kernel.l2_bytes, 2 * tensor_bytes + kernel.ctas * (2 * tensor_bytes));
 }

@@ -21,8 +21,7 @@ TEST(StagePipeline, FlashDecodingScheduleIsLoggedAndMatchesTheReference) {
       "cache_read(O_sum_acc_part, V, shared, at=n_o)",
       "cache_write(O_sum_acc_part, register, at=n_s)",
       "regularize(O_sum_acc_part, d=8)",  // already regular: logged as unchanged
-      "reorder(Mx_part, n_s, m)",
-      "bind(Mx_part, b=grid.z, h=grid.y, n_s=grid.x)",
+      "bind(Mx_part, n_s=grid.z, b=grid.y, h=grid.x)",
       "rematerialize(S, Mx_part)",  // causal S = select(n <= m, S_sum, -inf)
   };
   driver::CompileOptions options;

@@ -7,7 +7,14 @@
 //   - the search's comparison with the roofline bound of the math, and its wider second try;
 //   - grouped-query decode, whose key/value head is read through `h / 8`: the schedule kept a
 //     whole split of the keys per thread (arrays of 8192 values that never finished compiling)
-//     and read each key/value head once per query head.
+//     and read each key/value head once per query head;
+//   - a language-model head whose vocabulary is no multiple of a tile: a select on the
+//     accumulator in every step of the reduction loop, and CTAs rastered along the vocabulary,
+//     so that the weights (larger than L2) came from DRAM once per row of CTAs;
+//   - a normalization feeding a GEMM: the normalized operand's tile read straight from global
+//     memory into the fragment layout, four bytes per load and no latency hidden;
+//   - decode attention, one query row per head: key splits that could not become a grid
+//     dimension once the heads were tiled (FlashDecoding never reached).
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -17,6 +24,8 @@
 
 #include "core/driver/evaluate.h"
 #include "core/driver/pipeline.h"
+#include "core/matile/printer.h"
+#include "core/vrtile/printer.h"
 #include "core/sched/decision.h"
 #include "core/search/search.h"
 #include "tests/common/spec_test_util.h"
@@ -251,6 +260,118 @@ TEST(UnseenPrograms, GroupedQueryDecodeTilesTheHeadsOfAGroupTogether) {
   const search::SearchInput small = text_input(kGroupedQueryDecode, {"B=2", "N=72", "D=16"});
   const driver::Compilation compilation = compile(small, result.schedule);
   ASSERT_TRUE(compilation.ok()) << compilation.schedule_error << compilation.internal_error;
+  expect_every_stage_passes(small, result.schedule);
+}
+
+// GPT-2's tied language-model head: logits = X · Wteᵀ with a vocabulary (203 here, 50257 in the
+// model) that no tile divides.
+const char* kLanguageModelHead = R"(let T = 64, H = 64, V = 203
+input X[T, H] : bf16
+input Wte[V, H] : bf16
+output Logits[t, v] : bf16 = sum(h) X[t, h] * Wte[v, h]
+)";
+
+// The lines of `text` between the first line containing `open` and the next line that is
+// exactly `close` (a loop body of a printed kernel).
+std::string between(const std::string& text, const std::string& open, const std::string& close) {
+  const size_t begin = text.find(open);
+  if (begin == std::string::npos) return "";
+  const size_t end = text.find("\n" + close + "\n", begin);
+  return text.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+}
+
+TEST(UnseenPrograms, APartialVocabularyTileUpdatesItsAccumulatorWithoutASelect) {
+  const search::SearchInput input = text_input(kLanguageModelHead, {});
+  const sched::Schedule schedule = parse_schedule(
+      {"tile(Logits_sum, t=32, v=64, h=32)", "reverse_compute_at(Logits, Logits_sum, v_o)",
+       "bind(Logits_sum, v_o=grid.y, t_o=grid.x)"});
+  const driver::Compilation compilation = compile(input, schedule);
+  ASSERT_TRUE(compilation.ok()) << compilation.schedule_error << compilation.internal_error;
+  // The lanes past the vocabulary are never stored and no reduction reads them: the loads
+  // bring zeros there, and the accumulator needs no mask in the loop.
+  const std::string loop = between(matile::print_module(*compilation.ma_module), "= for h_o", "  }");
+  ASSERT_FALSE(loop.empty()) << matile::print_module(*compilation.ma_module);
+  EXPECT_EQ(loop.find("select"), std::string::npos) << loop;
+  EXPECT_NE(matile::print_module(*compilation.ma_module).find("bounds [64, 203]"), std::string::npos);
+  expect_every_stage_passes(input, schedule);
+}
+
+TEST(UnseenPrograms, AGemmWhoseWeightsExceedL2RunsTheCtasOfAWaveOverOneWeightTile) {
+  // At GPT-2's sizes the weights (77 MB) do not fit in L2 and the activations (12.5 MB) do:
+  // consecutive CTAs must share a weight tile and sweep the activations.
+  const search::SearchInput input = text_input(kLanguageModelHead, {"T=8192", "H=768", "V=50257"});
+  const search::SearchResult result = run(input);
+  ASSERT_TRUE(result.ok) << result.error;
+  bool activations_fastest = false;
+  for (const sched::Decision& d : result.schedule.decisions) {
+    if (d.kind != "bind") continue;
+    for (const auto& arg : d.args) {
+      activations_fastest |= arg.key == "t_o" && !arg.is_int() && arg.as_name() == "grid.x";
+    }
+  }
+  EXPECT_TRUE(activations_fastest) << sched::print_decisions(result.schedule.decisions, "; ");
+  ASSERT_TRUE(result.roofline);
+  EXPECT_LT(result.estimate->microseconds, 3.0 * result.roofline->microseconds)
+      << cost::describe(*result.estimate);
+}
+
+// LayerNorm with scale and shift, then a projection (GPT-2, OPT, Falcon).
+const char* kLayerNormGemm = R"(let T = 64, H = 96, N = 64
+input X[T, H] : bf16
+input G[H] : bf16
+input Bt[H] : bf16
+input Wp[H, N] : bf16
+Mu[t]  = (sum(h) X[t, h]) / H
+Var[t] = (sum(h) (X[t, h] - Mu[t]) * (X[t, h] - Mu[t])) / H
+Xn[t, h] : bf16 = (X[t, h] - Mu[t]) * rsqrt(Var[t] + 0.00001) * G[h] + Bt[h]
+output Y[t, n] : bf16 = sum(h) Xn[t, h] * Wp[h, n]
+)";
+
+TEST(UnseenPrograms, ANormalizedGemmOperandIsCopiedAheadAndReadWithLdmatrix) {
+  const search::SearchInput input = text_input(kLayerNormGemm, {});
+  const sched::Schedule schedule = parse_schedule(
+      {"inline(Xn)", "tile(Y_sum, t=32, n=32, h=32)", "reverse_compute_at(Y, Y_sum, n_o)",
+       "bind(Y_sum, t_o=grid.y, n_o=grid.x)", "launch(Y_sum, warps=2, stages=2)"});
+  const driver::Compilation compilation = compile(input, schedule);
+  ASSERT_TRUE(compilation.ok()) << compilation.schedule_error << compilation.internal_error;
+  const std::string ma = matile::print_module(*compilation.ma_module);
+  const std::string kernel = ma.substr(ma.find("kernel Y("));
+  // X's tile travels by cp.async, issued an iteration ahead, and reaches the fragments by
+  // ldmatrix; the normalization runs on the fragments.
+  EXPECT_NE(kernel.find("cp.async X_smem"), std::string::npos) << kernel;
+  EXPECT_NE(kernel.find("ldmatrix.x4 X_smem"), std::string::npos) << kernel;
+  EXPECT_EQ(kernel.find("global_load X["), std::string::npos) << kernel;
+  expect_every_stage_passes(input, schedule);
+}
+
+// Multi-query decode: one query row per head, every head over one shared key/value head.
+const char* kMultiQueryDecode = R"(let B = 32, H = 32, N = 8192, D = 128
+input Q[B, H, D] : bf16
+input K[B, N, D] : bf16
+input V[B, N, D] : bf16
+S[b, h, n] = sum(d) Q[b, h, d] * K[b, n, d] / sqrt(D)
+Mx[b, h] = max(n) S[b, h, n]
+P[b, h, n] = exp(S[b, h, n] - Mx[b, h])
+L[b, h] = sum(n) P[b, h, n]
+output O[b, h, d] : bf16 = sum(n) P[b, h, n] * V[b, n, d] / L[b, h]
+)";
+
+TEST(UnseenPrograms, DecodeSplitsTheKeysOverCtasBesideTheHeadTiles) {
+  const search::SearchInput input = text_input(kMultiQueryDecode, {});
+  const sched::Schedule pins = parse_schedule(
+      {"rolling_update(O_sum, n, tile=256)", "split_k_update(O_sum_acc, n, splits=8)"});
+  search::SearchOptions options;
+  options.pins = pins.decisions;
+  const search::SearchResult result = run(input, options);
+  ASSERT_TRUE(result.ok) << result.error;
+  // The split loop stays outside the head tile, so it is bound to the grid beside it.
+  bool split_on_grid = false;
+  for (const sched::Decision& d : result.schedule.decisions) {
+    if (d.kind != "bind") continue;
+    for (const auto& arg : d.args) split_on_grid |= arg.key == "n_s";
+  }
+  EXPECT_TRUE(split_on_grid) << sched::print_decisions(result.schedule.decisions, "; ");
+  const search::SearchInput small = text_input(kMultiQueryDecode, {"B=1", "N=2048", "D=16"});
   expect_every_stage_passes(small, result.schedule);
 }
 
