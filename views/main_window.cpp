@@ -178,6 +178,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     cancel_->show();
     status_->setText(tr("compiling…"));
   });
+  connect(pipeline_, &PipelineRunner::pass_finished, this,
+          [this](quint64, const QString& stage, const QString& pass) {
+            status_->setText(tr("compiling… %1 done (stage %2)").arg(pass, stage));
+          });
   connect(pipeline_, &PipelineRunner::finished, this, &MainWindow::show_compilation);
   connect(pipeline_, &PipelineRunner::cancelled, this, [this] {
     progress_->hide();

@@ -5,6 +5,7 @@
 #include <QAbstractItemModelTester>
 #include <QApplication>
 #include <QDockWidget>
+#include <QElapsedTimer>
 #include <QImage>
 #include <QLabel>
 #include <QLineEdit>
@@ -20,8 +21,10 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <stop_token>
 #include <thread>
 
+#include "core/driver/render.h"
 #include "core/sched/decision.h"
 #include "core/support/source.h"
 #include "profiler/device_info.h"
@@ -106,6 +109,66 @@ std::shared_ptr<const driver::Compilation> compile_attention() {
       << (result.compilation ? result.compilation->schedule_error + result.compilation->internal_error
                              : result.error.toStdString());
   return result.compilation;
+}
+
+PipelineInputs attention_inputs() {
+  PipelineInputs inputs;
+  inputs.path = "attention.nt";
+  inputs.text = read_asset("assets/specs/attention.nt");
+  inputs.schedule = asset_schedule("attention");
+  return inputs;
+}
+
+TEST(PipelineRunner, ReportsEachPassAsItFinishesThenTheCompilation) {
+  PipelineRunner runner(nullptr, std::chrono::milliseconds(0));
+  QStringList passes;
+  QStringList stages;
+  std::shared_ptr<const driver::Compilation> delivered;
+  QObject::connect(&runner, &PipelineRunner::pass_finished,
+                   [&](quint64, const QString& stage, const QString& pass) {
+                     EXPECT_FALSE(delivered) << "a pass reported after its compilation";
+                     stages << stage;
+                     passes << pass;
+                   });
+  QObject::connect(&runner, &PipelineRunner::finished,
+                   [&](const PipelineResult& result) { delivered = result.compilation; });
+  runner.set_inputs(attention_inputs());
+  runner.run_now();
+  ASSERT_TRUE(wait_until([&] { return delivered != nullptr; }, 30'000));
+  ASSERT_TRUE(delivered->ok());
+  ASSERT_EQ(passes.size(), static_cast<int>(delivered->log.size()));
+  for (size_t i = 0; i < delivered->log.size(); ++i) {
+    EXPECT_EQ(passes[static_cast<int>(i)].toStdString(), delivered->log[i].pass);
+    EXPECT_EQ(stages[static_cast<int>(i)].toStdString(), driver::stage_name(delivered->log[i].stage));
+  }
+}
+
+TEST(PipelineRunner, AStoppedCompileEndsBeforeItsNextPassAndACancelledOneDeliversNothing) {
+  std::stop_source stop;
+  stop.request_stop();
+  const PipelineResult stopped = run_pipeline(attention_inputs(), stop.get_token());
+  ASSERT_TRUE(stopped.compilation);
+  EXPECT_TRUE(stopped.compilation->cancelled);
+  EXPECT_TRUE(stopped.compilation->log.empty());
+  EXPECT_FALSE(stopped.compilation->ok());
+
+  PipelineRunner runner(nullptr, std::chrono::milliseconds(0));
+  int finished = 0, cancelled = 0;
+  QObject::connect(&runner, &PipelineRunner::finished, [&](const PipelineResult&) { ++finished; });
+  QObject::connect(&runner, &PipelineRunner::cancelled, [&] { ++cancelled; });
+  runner.set_inputs(attention_inputs());
+  runner.run_now();
+  runner.cancel();
+  EXPECT_EQ(cancelled, 1);
+  EXPECT_FALSE(runner.running());
+  // Whatever the worker was doing, nothing is delivered for the cancelled generation.
+  QElapsedTimer timer;
+  timer.start();
+  while (timer.elapsed() < 1000) QApplication::processEvents(QEventLoop::AllEvents, 20);
+  EXPECT_EQ(finished, 0);
+  // The next request compiles normally.
+  runner.run_now();
+  ASSERT_TRUE(wait_until([&] { return finished == 1; }, 30'000));
 }
 
 TEST(PassLogModel, PassesTheModelTesterAndPrintsTheGoldenAttentionLog) {
@@ -245,7 +308,7 @@ TEST(GraphLayout, LaysOutOffTheUiThreadWithOneItemPerDotNode) {
   ASSERT_TRUE(compilation);
   const driver::Snapshot* scalar = compilation->final_snapshot(driver::Stage::Scalar);
   ASSERT_NE(scalar, nullptr);
-  const std::string dot = snapshot_dot(*scalar);
+  const std::string dot = driver::render(*scalar, driver::RenderFormat::Dot);
   const int dot_nodes = count_dot_nodes(dot);
   ASSERT_GT(dot_nodes, 5);
 
@@ -293,7 +356,7 @@ TEST(SnapshotText, NodeOriginsCoverTheGraphsOfEveryStage) {
     ASSERT_NE(snapshot, nullptr);
     const NodeOrigins origins = node_origins(*snapshot);
     std::string error;
-    GraphLayoutPtr layout = layout_dot(snapshot_dot(*snapshot), &error);
+    GraphLayoutPtr layout = layout_dot(driver::render(*snapshot, driver::RenderFormat::Dot), &error);
     ASSERT_TRUE(layout) << error;
     // Every statement node or op node has a known origin (grid/loop values take their loop's).
     int known = 0;
@@ -302,14 +365,6 @@ TEST(SnapshotText, NodeOriginsCoverTheGraphsOfEveryStage) {
     }
     EXPECT_GT(known, layout->nodes.size() / 2) << driver::stage_name(stage);
   }
-}
-
-TEST(SnapshotText, UnifiedDiffOfTwoTexts) {
-  EXPECT_EQ(unified_diff("a\nb\n", "a\nb\n", "x", "y"), "");
-  EXPECT_EQ(unified_diff("a\nb\nc\nd\ne\nf\ng\nh\n", "a\nb\nc\nD\ne\nf\ng\nh\n", "before", "after", 1),
-            "--- before\n+++ after\n@@ -3,3 +3,3 @@\n c\n-d\n+D\n e\n");
-  EXPECT_EQ(unified_diff("", "x\n", "a", "b"), "--- a\n+++ b\n@@ -0,0 +1,1 @@\n+x\n");
-  EXPECT_EQ(unified_diff("x\ny\n", "y\n", "a", "b", 0), "--- a\n+++ b\n@@ -1,1 +0,0 @@\n-x\n");
 }
 
 TEST(SnapshotText, CudaProvenanceComments) {
