@@ -258,6 +258,66 @@ TEST(DecisionsModel, InvalidEditsShowTheReasonAndLeaveTheScheduleUnchanged) {
   EXPECT_EQ(check.failures_so_far(), 0);
 }
 
+TEST(DecisionsModel, AnAsynchronousValidatorChecksOnAWorkerAndAnswersLater) {
+  DecisionsModel model;
+  ModelCheck check(&model);
+  const std::string spec_text = read_asset("assets/specs/attention.nt");
+  TaskRunner worker;
+  std::thread::id checked_on;
+  int checks = 0;
+  // What the window installs: the schedule applied to the spec on a worker.
+  model.set_async_validator([&](const sched::Schedule& schedule, DecisionsModel::ValidationDone done) {
+    ++checks;
+    PipelineInputs inputs;
+    inputs.path = "attention.nt";
+    inputs.text = spec_text;
+    inputs.schedule = schedule;
+    inputs.last_stage = driver::Stage::VRTile;
+    worker.post([&checked_on, inputs, done]() -> TaskRunner::Continuation {
+      checked_on = std::this_thread::get_id();
+      const std::string reason = run_pipeline(inputs).compilation->schedule_error;
+      return [done, reason] { done(reason); };
+    });
+  });
+  const sched::Schedule original = asset_schedule("attention");
+  model.set_schedule(original);
+  QStringList rejected;
+  int changes = 0;
+  QObject::connect(&model, &DecisionsModel::edit_rejected,
+                   [&rejected](const QString& reason) { rejected << reason; });
+  QObject::connect(&model, &DecisionsModel::schedule_changed, [&changes] { ++changes; });
+
+  // A parse error is refused at once; the worker never sees it.
+  EXPECT_FALSE(model.replace(1, QStringLiteral("tile(O_sum_acc, m=128")));
+  EXPECT_EQ(checks, 0);
+  EXPECT_FALSE(model.validating());
+  // A valid edit waits for the answer; meanwhile the schedule is unchanged and other edits wait.
+  ASSERT_TRUE(model.replace(1, QStringLiteral("tile(O_sum_acc, m=64)")));
+  EXPECT_TRUE(model.validating());
+  EXPECT_EQ(model.schedule().decisions, original.decisions);
+  EXPECT_FALSE(model.remove(0));
+  EXPECT_TRUE(rejected.back().contains(QStringLiteral("still being checked"))) << rejected.back().toStdString();
+  ASSERT_TRUE(wait_until([&] { return !model.validating(); }, 30'000));
+  EXPECT_NE(checked_on, std::this_thread::get_id()) << "the schedule was checked on the UI thread";
+  EXPECT_EQ(sched::print_decision(model.schedule().decisions[1]), "tile(O_sum_acc, m=64)");
+  EXPECT_EQ(changes, 1);
+  // A decision that does not apply is refused when the answer arrives, with the compiler's reason.
+  const sched::Schedule edited = model.schedule();
+  ASSERT_TRUE(model.replace(1, QStringLiteral("tile(O_sum_acc, q=4)")));
+  ASSERT_TRUE(wait_until([&] { return !model.validating(); }, 30'000));
+  EXPECT_TRUE(rejected.back().contains(QStringLiteral("q"))) << rejected.back().toStdString();
+  EXPECT_EQ(model.last_error(), rejected.back());
+  EXPECT_EQ(model.schedule().decisions, edited.decisions);
+  EXPECT_EQ(changes, 1);
+  // A schedule loaded while a check runs drops its answer.
+  ASSERT_TRUE(model.remove(model.rowCount() - 1));
+  model.set_schedule(original);
+  EXPECT_FALSE(model.validating());
+  ASSERT_TRUE(wait_until([&] { return !worker.busy(); }, 30'000));
+  EXPECT_EQ(model.schedule().decisions, original.decisions);
+  EXPECT_EQ(check.failures_so_far(), 0);
+}
+
 TEST(DecisionsPanel, ShowsTheRefusalReasonInThePanel) {
   DecisionsPanel panel;
   panel.model()->set_schedule(asset_schedule("attention"));
