@@ -21,6 +21,7 @@
 #include "core/cost/device_models.h"
 #include "core/driver/evaluate.h"
 #include "core/driver/render.h"
+#include "profiler/measure.h"
 #include "core/codegen/emit_cuda.h"
 
 namespace nautilus::cli {
@@ -418,59 +419,6 @@ int run_eval(const ParsedOptions& options, std::ostream& out, std::ostream& err,
   return kExitOk;
 }
 
-// A fresh directory for the packages of one `run`, removed when the run ends unless the user
-// asked to keep them (--output).
-class PackageDirectory {
- public:
-  explicit PackageDirectory(const std::string& requested) {
-    if (!requested.empty()) {
-      path_ = requested;
-      return;
-    }
-    std::string pattern =
-        (std::filesystem::temp_directory_path() / "nautilus-run-XXXXXX").string();
-    if (mkdtemp(pattern.data())) {
-      path_ = pattern;
-      owned_ = true;
-    }
-  }
-  ~PackageDirectory() {
-    std::error_code ignored;
-    if (owned_) std::filesystem::remove_all(path_, ignored);
-  }
-  PackageDirectory(const PackageDirectory&) = delete;
-  PackageDirectory& operator=(const PackageDirectory&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-  bool owned_ = false;
-};
-
-// Compiles the spec of `options` (with or without its schedule) into `directory` for both
-// archs; returns the exit status (0 when written).
-int compile_run_package(const ParsedOptions& options, bool scheduled, const std::string& directory,
-                        const CliHooks& hooks, std::ostream& err) {
-  ParsedOptions selected = options;
-  if (!scheduled) {
-    selected.values.erase("schedule");
-    selected.values.erase("pin");
-  }
-  Loaded loaded = load(selected, driver::Stage::MATile, hooks, err);
-  if (!loaded.ok) return loaded.exit_status;
-  int status = kExitOk;
-  std::optional<codegen::KernelPackage> package =
-      build_package(loaded.compilation, loaded.compilation.ma_module,
-                    {codegen::GpuArch::Sm90a, codegen::GpuArch::Sm80}, err, &status);
-  if (!package) return status;
-  codegen::Result<bool> written = codegen::write_package(*package, directory);
-  if (!written.ok()) {
-    err << "nautilus: error: " << written.error().message << "\n";
-    return kExitFailure;
-  }
-  return kExitOk;
-}
-
 int run_run(const ParsedOptions& options, std::ostream& out, std::ostream& err,
             const CliHooks& hooks) {
   const std::string& target = options.positionals.front();
@@ -478,23 +426,29 @@ int run_run(const ParsedOptions& options, std::ostream& out, std::ostream& err,
   if (std::filesystem::is_directory(target, ec)) {
     return run_packages(target, options.get("reference"), options, out, err);
   }
-  PackageDirectory directory(options.get("output"));
-  if (directory.path().empty()) {
+  profiler::MeasureOptions measure;
+  if (!read_runner_options(options, &measure.run, &measure.client, err)) return kExitFailure;
+  measure.validate = !options.has("no-reference");
+  measure.directory = options.get("output");
+  Loaded loaded = load(options, driver::Stage::MATile, hooks, err);
+  if (!loaded.ok) return loaded.exit_status;
+  profiler::ScheduleMeasurer measurer(measure);
+  if (measurer.directory().empty()) {
     err << "nautilus: error: cannot create a directory for the kernel packages\n";
     return kExitFailure;
   }
-  const std::string package_dir = directory.path() + "/package";
-  int status = compile_run_package(options, true, package_dir, hooks, err);
-  if (status != kExitOk) return status;
-  std::string reference_dir;
-  if (!options.has("no-reference")) {
-    reference_dir = directory.path() + "/reference";
-    status = compile_run_package(options, false, reference_dir, hooks, err);
-    if (status != kExitOk) return status;
+  const profiler::Measurement measured = measurer.measure(loaded.compilation);
+  if (!measured.built()) {
+    if (measured.build_error_is_internal) {
+      err << "nautilus: internal error: " << measured.build_error << "\n" << measured.build_log;
+      return kExitInternal;
+    }
+    err << "nautilus: error: " << measured.build_error << "\n";
+    return kExitFailure;
   }
-  out << "packages: " << directory.path() << (options.has("output") ? "" : " (removed after the run)")
-      << "\n";
-  return run_packages(package_dir, reference_dir, options, out, err);
+  out << "packages: " << measurer.directory()
+      << (options.has("output") ? "" : " (removed after the run)") << "\n";
+  return report_run(measured.run, measure.validate, out, err);
 }
 
 int run_compile(const ParsedOptions& options, std::ostream& out, std::ostream& err,
