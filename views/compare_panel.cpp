@@ -16,8 +16,9 @@
 
 #include "core/cost/analytical_model.h"
 #include "core/cost/device_models.h"
+#include "core/driver/render.h"
+#include "core/support/text_diff.h"
 #include "views/code_highlighter.h"
-#include "views/snapshot_text.h"
 #include "views/table_cell.h"
 #include "views/task_runner.h"
 
@@ -209,7 +210,8 @@ void ComparePanel::show_stage_diff() {
     const Side& shown = sides_[side];
     if (!shown.compilation) continue;
     if (const driver::Snapshot* snapshot = shown.compilation->final_snapshot(stage)) {
-      texts[side] = snapshot_text(*snapshot, shown.compilation->file.get());
+      texts[side] = driver::render(*snapshot, driver::RenderFormat::Text,
+                                    shown.compilation->file.get());
     }
   }
   if (!sides_[A].compilation || !sides_[B].compilation) {

@@ -16,6 +16,8 @@ QString explanation_of(const sched::Decision& decision) {
 DecisionsModel::DecisionsModel(QObject* parent) : QAbstractTableModel(parent) {}
 
 void DecisionsModel::set_schedule(const sched::Schedule& schedule, const std::vector<bool>& pins) {
+  ++validation_;  // a pending answer describes the schedule being replaced
+  validating_ = false;
   beginResetModel();
   schedule_ = schedule;
   pins_ = pins;
@@ -47,6 +49,34 @@ bool DecisionsModel::accept(const sched::Schedule& candidate, const QString& wha
   return true;
 }
 
+bool DecisionsModel::submit(sched::Schedule candidate, const QString& what,
+                            std::function<void(sched::Schedule)> apply) {
+  if (validating_) {
+    reject(tr("%1 refused: the previous change is still being checked").arg(what));
+    return false;
+  }
+  if (!async_validator_) {
+    if (!accept(candidate, what)) return false;
+    apply(std::move(candidate));
+    return true;
+  }
+  validating_ = true;
+  const uint64_t validation = ++validation_;
+  sched::Schedule checked = candidate;
+  async_validator_(checked, [this, validation, what, candidate = std::move(candidate),
+                             apply = std::move(apply)](const std::string& reason) mutable {
+    if (validation != validation_) return;  // set_schedule() replaced the schedule meanwhile
+    validating_ = false;
+    if (!reason.empty()) {
+      reject(tr("%1 refused: %2").arg(what, QString::fromStdString(reason)));
+      return;
+    }
+    last_error_.clear();
+    apply(std::move(candidate));
+  });
+  return true;
+}
+
 void DecisionsModel::reject(const QString& reason) {
   last_error_ = reason;
   Q_EMIT edit_rejected(reason);
@@ -58,11 +88,11 @@ bool DecisionsModel::replace(int row, const QString& text) {
   if (!parse(text, &decision)) return false;
   sched::Schedule candidate = schedule_;
   candidate.decisions[static_cast<size_t>(row)] = decision;
-  if (!accept(candidate, tr("edit"))) return false;
-  schedule_ = std::move(candidate);
-  Q_EMIT dataChanged(index(row, 0), index(row, ColumnCount - 1));
-  Q_EMIT schedule_changed();
-  return true;
+  return submit(std::move(candidate), tr("edit"), [this, row](sched::Schedule accepted) {
+    schedule_ = std::move(accepted);
+    Q_EMIT dataChanged(index(row, 0), index(row, ColumnCount - 1));
+    Q_EMIT schedule_changed();
+  });
 }
 
 bool DecisionsModel::insert(int row, const QString& text) {
@@ -71,26 +101,27 @@ bool DecisionsModel::insert(int row, const QString& text) {
   if (!parse(text, &decision)) return false;
   sched::Schedule candidate = schedule_;
   candidate.decisions.insert(candidate.decisions.begin() + row, decision);
-  if (!accept(candidate, tr("new decision"))) return false;
-  beginInsertRows({}, row, row);
-  schedule_ = std::move(candidate);
-  pins_.insert(pins_.begin() + row, false);
-  endInsertRows();
-  Q_EMIT schedule_changed();
-  return true;
+  return submit(std::move(candidate), tr("new decision"), [this, row](sched::Schedule accepted) {
+    beginInsertRows({}, row, row);
+    schedule_ = std::move(accepted);
+    pins_.insert(pins_.begin() + row, false);
+    endInsertRows();
+    Q_EMIT schedule_changed();
+  });
 }
 
 bool DecisionsModel::remove(int row) {
   if (row < 0 || row >= rowCount()) return false;
   sched::Schedule candidate = schedule_;
   candidate.decisions.erase(candidate.decisions.begin() + row);
-  if (!accept(candidate, tr("removing decision %1").arg(row + 1))) return false;
-  beginRemoveRows({}, row, row);
-  schedule_ = std::move(candidate);
-  pins_.erase(pins_.begin() + row);
-  endRemoveRows();
-  Q_EMIT schedule_changed();
-  return true;
+  return submit(std::move(candidate), tr("removing decision %1").arg(row + 1),
+                [this, row](sched::Schedule accepted) {
+                  beginRemoveRows({}, row, row);
+                  schedule_ = std::move(accepted);
+                  pins_.erase(pins_.begin() + row);
+                  endRemoveRows();
+                  Q_EMIT schedule_changed();
+                });
 }
 
 bool DecisionsModel::move(int row, int to_row) {
@@ -101,16 +132,18 @@ bool DecisionsModel::move(int row, int to_row) {
   const sched::Decision moved = candidate.decisions[static_cast<size_t>(row)];
   candidate.decisions.erase(candidate.decisions.begin() + row);
   candidate.decisions.insert(candidate.decisions.begin() + to_row, moved);
-  if (!accept(candidate, tr("moving decision %1").arg(row + 1))) return false;
-  // beginMoveRows takes the destination *before* the move (one past when moving down).
-  beginMoveRows({}, row, row, {}, to_row > row ? to_row + 1 : to_row);
-  schedule_ = std::move(candidate);
-  const bool pinned = pins_[static_cast<size_t>(row)];
-  pins_.erase(pins_.begin() + row);
-  pins_.insert(pins_.begin() + to_row, pinned);
-  endMoveRows();
-  Q_EMIT schedule_changed();
-  return true;
+  return submit(std::move(candidate), tr("moving decision %1").arg(row + 1),
+                [this, row, to_row](sched::Schedule accepted) {
+                  // beginMoveRows takes the destination *before* the move (one past when moving
+                  // down).
+                  beginMoveRows({}, row, row, {}, to_row > row ? to_row + 1 : to_row);
+                  schedule_ = std::move(accepted);
+                  const bool pinned = pins_[static_cast<size_t>(row)];
+                  pins_.erase(pins_.begin() + row);
+                  pins_.insert(pins_.begin() + to_row, pinned);
+                  endMoveRows();
+                  Q_EMIT schedule_changed();
+                });
 }
 
 void DecisionsModel::set_pinned(int row, bool pinned) {

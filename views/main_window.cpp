@@ -178,6 +178,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     cancel_->show();
     status_->setText(tr("compiling…"));
   });
+  connect(pipeline_, &PipelineRunner::pass_finished, this,
+          [this](quint64, const QString& stage, const QString& pass) {
+            status_->setText(tr("compiling… %1 done (stage %2)").arg(pass, stage));
+          });
   connect(pipeline_, &PipelineRunner::finished, this, &MainWindow::show_compilation);
   connect(pipeline_, &PipelineRunner::cancelled, this, [this] {
     progress_->hide();
@@ -186,8 +190,30 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   });
   connect(cancel_, &QToolButton::clicked, pipeline_, &PipelineRunner::cancel);
   connect(shapes_, &ShapePanel::overrides_changed, this, [this] { schedule_compile(true); });
-  decisions_->model()->set_validator(
-      [this](const sched::Schedule& schedule) { return validate_schedule(schedule); });
+  schedule_checker_ = new TaskRunner(this);
+  decisions_->model()->set_async_validator(
+      [this](const sched::Schedule& schedule, DecisionsModel::ValidationDone done) {
+        // Applying a schedule and tiling the result is a compile of the spec: it runs on the
+        // checker's worker. The MA placement and the CUDA emitter run in the background compile
+        // that follows an accepted edit, whose errors the panel also shows.
+        PipelineInputs inputs = current_inputs();
+        inputs.schedule = schedule;
+        inputs.last_stage = driver::Stage::VRTile;
+        schedule_checker_->post([inputs = std::move(inputs),
+                                 done = std::move(done)]() -> TaskRunner::Continuation {
+          const PipelineResult result = run_pipeline(inputs);
+          std::string reason;
+          if (!result.compilation) {
+            reason = result.error.toStdString();
+          } else if (result.compilation->spec && !result.compilation->diagnostics->has_errors()) {
+            // (A spec that does not check has nothing to validate the schedule against.)
+            reason = !result.compilation->schedule_error.empty()
+                         ? result.compilation->schedule_error
+                         : result.compilation->internal_error;
+          }
+          return [done, reason] { done(reason); };
+        });
+      });
   connect(decisions_->model(), &DecisionsModel::schedule_changed, this,
           [this] { schedule_compile(true); });
   connect(decisions_->model(), &DecisionsModel::pins_changed, this, &MainWindow::sync_search_inputs);
@@ -734,21 +760,6 @@ void MainWindow::schedule_compile(bool now) {
   const PipelineInputs inputs = current_inputs();
   pipeline_->set_inputs(inputs);
   if (now) pipeline_->run_now();
-}
-
-std::string MainWindow::validate_schedule(const sched::Schedule& schedule) const {
-  // Applying a schedule and tiling the result takes milliseconds; the MA placement and the CUDA
-  // emitter run in the background compile that follows, whose errors the panel also shows.
-  PipelineInputs inputs = current_inputs();
-  inputs.schedule = schedule;
-  inputs.last_stage = driver::Stage::VRTile;
-  const PipelineResult result = run_pipeline(inputs);
-  if (!result.compilation) return result.error.toStdString();
-  if (!result.compilation->spec || result.compilation->diagnostics->has_errors()) {
-    return {};  // the spec itself does not check: nothing to validate the schedule against
-  }
-  if (!result.compilation->schedule_error.empty()) return result.compilation->schedule_error;
-  return result.compilation->internal_error;
 }
 
 void MainWindow::show_result(const SpecCheckResult& result) {

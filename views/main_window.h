@@ -23,7 +23,8 @@
 //
 // The pipeline runs on PipelineRunner's worker after every pause in typing, every size edit and
 // every schedule change; the status bar shows a busy indicator with Cancel while it runs and the
-// outcome when it ends. Only results for the current inputs are shown.
+// outcome when it ends. Only results for the current inputs are shown. An edit of the decisions is
+// checked (applied to the spec and tiled) on a worker of its own before it is accepted.
 //
 // Provenance links: selecting a graph node highlights its spec range in the editor, the nodes of
 // the same statement in the graph, and the CUDA sections of that statement; moving the cursor in
@@ -170,7 +171,6 @@ class MainWindow : public QMainWindow {
   // Highlights spec statement `statement` (or the byte range [begin, end) when valid) in every
   // view except `origin`.
   void show_statement(int statement, int begin, int end, QObject* origin);
-  std::string validate_schedule(const sched::Schedule& schedule) const;
   // The Layouts and Pipeline docks: the ImGui panels, or a label saying why they are missing.
   QWidget* make_gl_panel(bool layouts);
   void show_ma_module(const std::shared_ptr<const driver::Compilation>& compilation);
@@ -203,6 +203,7 @@ class MainWindow : public QMainWindow {
   SpecHighlighter* highlighter_ = nullptr;
   SpecChecker* checker_ = nullptr;
   PipelineRunner* pipeline_ = nullptr;
+  TaskRunner* schedule_checker_ = nullptr;  // checks edited schedules off the UI thread
   StageView* stage_view_ = nullptr;
   CudaView* cuda_view_ = nullptr;
   DecisionsPanel* decisions_ = nullptr;

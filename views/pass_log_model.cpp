@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-#include "views/snapshot_text.h"
+#include "core/driver/render.h"
 
 namespace nautilus::views {
 
@@ -73,7 +73,7 @@ QVariant PassLogModel::data(const QModelIndex& index, int role) const {
       default: return {};
     }
   }
-  if (role == Qt::ToolTipRole) return QString::fromStdString(pass_explanation(snapshot));
+  if (role == Qt::ToolTipRole) return QString::fromStdString(driver::pass_explanation(snapshot));
   if (role == Qt::ForegroundRole && snapshot.unchanged) return QBrush(QColor(0x8a, 0x8a, 0x8a));
   if (role == Qt::TextAlignmentRole &&
       (index.column() == Index || index.column() == Milliseconds)) {

@@ -8,7 +8,8 @@
 
 namespace nautilus::views {
 
-PipelineResult run_pipeline(const PipelineInputs& inputs) {
+PipelineResult run_pipeline(const PipelineInputs& inputs, std::stop_token stop,
+                            driver::SnapshotObserver on_snapshot) {
   const auto start = std::chrono::steady_clock::now();
   PipelineResult result;
   try {
@@ -17,6 +18,8 @@ PipelineResult run_pipeline(const PipelineInputs& inputs) {
     options.sizes = inputs.sizes;
     options.schedule = inputs.schedule;
     options.last_stage = inputs.last_stage;
+    options.stop = std::move(stop);
+    options.on_snapshot = std::move(on_snapshot);
     result.compilation =
         std::make_shared<const driver::Compilation>(driver::compile(file, options));
   } catch (const std::exception& error) {
@@ -37,9 +40,12 @@ PipelineRunner::PipelineRunner(QObject* parent, std::chrono::milliseconds deboun
   connect(&debounce_, &QTimer::timeout, this, &PipelineRunner::submit);
 }
 
-PipelineRunner::~PipelineRunner() = default;
+PipelineRunner::~PipelineRunner() {
+  stop_.request_stop();  // the worker's destructor waits for the compile: let it end at a pass
+}
 
 void PipelineRunner::set_inputs(PipelineInputs inputs) {
+  stop_.request_stop();  // the compile in flight describes older inputs
   inputs_ = std::move(inputs);
   ++generation_;  // results for the previous inputs are stale from now on
   cancelled_ = false;
@@ -48,6 +54,7 @@ void PipelineRunner::set_inputs(PipelineInputs inputs) {
 
 void PipelineRunner::run_now() {
   debounce_.stop();
+  stop_.request_stop();
   ++generation_;
   cancelled_ = false;
   submit();
@@ -55,6 +62,7 @@ void PipelineRunner::run_now() {
 
 void PipelineRunner::cancel() {
   debounce_.stop();
+  stop_.request_stop();
   ++generation_;
   cancelled_ = true;
   worker_.cancel();
@@ -63,8 +71,21 @@ void PipelineRunner::cancel() {
 
 void PipelineRunner::submit() {
   const uint64_t generation = generation_;
-  worker_.post([this, generation, inputs = inputs_]() -> TaskRunner::Continuation {
-    PipelineResult result = run_pipeline(inputs);
+  stop_.request_stop();
+  stop_ = std::stop_source();
+  // Runs on the worker: each logged pass goes to the UI thread, where a stale one is dropped.
+  driver::SnapshotObserver report = [this, generation](const driver::Snapshot& snapshot) {
+    QMetaObject::invokeMethod(
+        this,
+        [this, generation, stage = QString::fromLatin1(driver::stage_name(snapshot.stage)),
+         pass = QString::fromStdString(snapshot.pass)] {
+          if (generation == generation_ && !cancelled_) Q_EMIT pass_finished(generation, stage, pass);
+        },
+        Qt::QueuedConnection);
+  };
+  worker_.post([this, generation, inputs = inputs_, stop = stop_.get_token(),
+                report = std::move(report)]() -> TaskRunner::Continuation {
+    PipelineResult result = run_pipeline(inputs, stop, report);
     result.generation = generation;
     return [this, result = std::move(result)]() mutable { deliver(std::move(result)); };
   });

@@ -4,9 +4,11 @@
 // `set_inputs` records new inputs and restarts a debounce timer (edits in the editor arrive per
 // keystroke); `run_now` skips the wait. Like SpecChecker, every request advances a generation
 // counter and a result is delivered only when it belongs to the newest generation, so a slow
-// compile of old text can never overwrite the result of newer text. `cancel` advances the
-// generation without a new request: the compile in flight finishes on the worker (the pipeline
-// has no interruption points) but its result is dropped, and the window stops showing progress.
+// compile of old text can never overwrite the result of newer text. New inputs and `cancel` also
+// ask the compile in flight to stop (its stop token): it stops before its next pass instead of
+// finishing stages nobody will see. `cancel` advances the generation without a new request, and
+// the window stops showing progress. While a compile runs, `pass_finished` reports each pass of
+// the newest generation as the pipeline logs it.
 //
 // The result is an immutable, shared Compilation: snapshots share IR nodes, so every view can read
 // it (and hand it to its own workers) without copying.
@@ -19,6 +21,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <stop_token>
 #include <string>
 #include <vector>
 
@@ -42,8 +45,11 @@ struct PipelineResult {
   double elapsed_ms = 0;
 };
 
-// Compiles `inputs` synchronously. Never throws.
-PipelineResult run_pipeline(const PipelineInputs& inputs);
+// Compiles `inputs` synchronously. Never throws. `stop` ends the compile before its next pass
+// (the result's compilation then says `cancelled`); `on_snapshot` sees each pass as it is logged,
+// on the calling thread.
+PipelineResult run_pipeline(const PipelineInputs& inputs, std::stop_token stop = {},
+                            driver::SnapshotObserver on_snapshot = {});
 
 class PipelineRunner : public QObject {
   Q_OBJECT
@@ -69,6 +75,8 @@ class PipelineRunner : public QObject {
   void started(quint64 generation);
   void finished(const nautilus::views::PipelineResult& result);
   void cancelled();
+  // A pass of the compile of `generation` finished (delivered on the UI thread, newest only).
+  void pass_finished(quint64 generation, const QString& stage, const QString& pass);
 
  private:
   void submit();
@@ -79,6 +87,7 @@ class PipelineRunner : public QObject {
   uint64_t generation_ = 0;
   uint64_t delivered_ = 0;
   bool cancelled_ = false;
+  std::stop_source stop_;  // of the compile submitted last
   TaskRunner worker_;  // the compile thread; only the newest submitted inputs wait
 };
 

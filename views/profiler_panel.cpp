@@ -14,7 +14,6 @@
 #include <QSplitter>
 #include <QTableView>
 #include <QTableWidget>
-#include <QTemporaryDir>
 #include <QVBoxLayout>
 
 #include <sstream>
@@ -22,8 +21,8 @@
 #include "core/cost/analytical_model.h"
 #include "core/cost/device_models.h"
 #include "core/codegen/package.h"
-#include "core/driver/kernel_package.h"
 #include "profiler/device_info.h"
+#include "profiler/measure.h"
 #include "profiler/runner_client.h"
 #include "views/roofline_widget.h"
 #include "views/table_cell.h"
@@ -42,20 +41,6 @@ QString default_runner() {
   return QString::fromStdString(profiler::default_runner_command());
 }
 
-
-// Builds the package of `compilation` into `directory`; "" on success, else the reason.
-std::string build_into(const driver::Compilation& compilation, const std::string& directory) {
-  codegen::Result<codegen::KernelPackage> package = driver::build_kernel_package(
-      compilation, compilation.ma_module, {codegen::GpuArch::Sm90a, codegen::GpuArch::Sm80});
-  if (!package.ok()) {
-    std::string reason = package.error().message;
-    if (!package.error().log.empty()) reason += "\n" + package.error().log;
-    return reason;
-  }
-  codegen::Result<bool> written = codegen::write_package(*package, directory);
-  if (!written.ok()) return written.error().message;
-  return {};
-}
 
 }  // namespace
 
@@ -264,43 +249,28 @@ bool ProfilerPanel::run() {
   }
   status_->setText(tr("building packages and running…"));
   std::shared_ptr<const driver::Compilation> compilation = compilation_;
-  PipelineInputs reference_inputs = inputs_;
-  reference_inputs.schedule = {};
-  reference_inputs.last_stage = driver::Stage::MATile;
   const bool validate = validate_->isChecked();
   const std::string command = command_->text().toStdString();
   const int repetitions = repetitions_->value();
   const std::string label = sched::print_decisions(inputs_.schedule.decisions, "; ");
   worker_->post([=, this]() -> TaskRunner::Continuation {
+    // Packages in a temporary directory, removed with the measurer.
+    profiler::MeasureOptions options;
+    options.validate = validate;
+    options.run.repetitions = repetitions;
+    options.client.command_template = command;
+    options.client.timeout_seconds = 600;
+    profiler::ScheduleMeasurer measurer(options);
+    const profiler::Measurement measured = measurer.measure(*compilation);
     RunRecord record;
-    QTemporaryDir directory;
-    std::string failure;
-    if (!directory.isValid()) failure = "cannot create a temporary directory for the packages";
-    const std::string package_dir = directory.filePath(QStringLiteral("package")).toStdString();
-    const std::string reference_dir = directory.filePath(QStringLiteral("reference")).toStdString();
-    if (failure.empty()) failure = build_into(*compilation, package_dir);
-    if (failure.empty() && validate) {
-      const PipelineResult reference = run_pipeline(reference_inputs);
-      if (!reference.compilation || !reference.compilation->ok()) {
-        failure = "the unscheduled reference does not compile";
-      } else {
-        failure = build_into(*reference.compilation, reference_dir);
-      }
-    }
-    if (!failure.empty()) {
+    if (!measured.built()) {
       record.status = "build_error";
-      record.message = failure;
+      record.message = measured.build_error;
+      if (!measured.build_log.empty()) record.message += "\n" + measured.build_log;
       record.schedule = label;
       record.time = QDateTime::currentDateTime().toString(Qt::ISODate).toStdString();
     } else {
-      profiler::RunRequest request;
-      request.package_dir = package_dir;
-      if (validate) request.reference_dir = reference_dir;
-      request.repetitions = repetitions;
-      profiler::ClientOptions client;
-      client.command_template = command;
-      client.timeout_seconds = 600;
-      record = record_from_result(profiler::run_package(request, client), label);
+      record = record_from_result(measured.run, label);
     }
     return [this, record] {
       history_->append(record);

@@ -1,9 +1,10 @@
 // The profiler panel: times the current schedule on a GPU through nautilus-runner.
 //
-// "Run" does, on the panel's worker (never on the UI thread): build the kernel package of the
-// current compilation (driver::build_kernel_package: emit CUDA, NVRTC for sm_90a and sm_80), build the
-// unscheduled reference package of the same spec and sizes (the runner validates against it),
-// write both to a temporary directory and run the runner command — a child process, so a
+// "Run" measures the current schedule on the panel's worker (never on the UI thread) with
+// profiler::ScheduleMeasurer, as `nautilus run` does: build the kernel package of the current
+// compilation (emit CUDA, NVRTC for sm_90a and sm_80), build the unscheduled reference package of
+// the same spec and sizes (the runner validates against it), write both to a temporary directory
+// and run the runner command — a child process, so a
 // faulting or hanging kernel cannot take the app down — with the user's command template (e.g.
 // `ssh gpuhost nautilus-runner`). The result is a RunRecord: kernels with median time, TFLOP/s
 // and GB/s, appended to the run history and drawn on the roofline against the device's ceilings.

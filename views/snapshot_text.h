@@ -1,6 +1,6 @@
-// What the views show of one pass-log Snapshot, computed from the core's printers (never from
-// compiler state of their own): its text, its DOT graph, where each graph node came from in the
-// spec, the unified diff between two snapshots' texts, and the sentence that explains a pass.
+// What the views add to a pass-log Snapshot beyond core/driver/render.h (which gives its text,
+// DOT graph, per-pass diff and explanation): where each graph node came from in the spec, and the
+// links from CUDA lines back to spec lines and MA values.
 //
 // Node origins follow the node ids of the core's DOT printers:
 //   spec     "tensor:NAME", "stmt:NAME"                 → the declaring statement
@@ -23,12 +23,6 @@
 
 namespace nautilus::views {
 
-// The snapshot as `nautilus lower --stage S` prints it (the CUDA source for stage cuda).
-std::string snapshot_text(const driver::Snapshot& snapshot, const SourceFile* file);
-
-// The snapshot's DOT graph; empty for stage cuda (source text has no graph).
-std::string snapshot_dot(const driver::Snapshot& snapshot);
-
 // Where a graph node came from: a spec statement (index into spec::Program::statements) and,
 // when known, the exact source range of the construct.
 struct NodeOrigin {
@@ -37,19 +31,8 @@ struct NodeOrigin {
 };
 using NodeOrigins = std::unordered_map<std::string, NodeOrigin>;
 
-// The origin of every node of snapshot_dot(snapshot) whose provenance is known. `spec` gives the
-// statements of tensors at stage spec (may be null for the other stages).
+// The origin of every node of driver::render(snapshot, Dot) whose provenance is known.
 NodeOrigins node_origins(const driver::Snapshot& snapshot);
-
-// A unified diff ("--- a", "+++ b", "@@ -l,n +l,n @@" hunks with `context` lines around each
-// change) of two texts, line by line; empty when they are equal.
-std::string unified_diff(const std::string& before, const std::string& after,
-                         const std::string& before_name, const std::string& after_name,
-                         int context = 3);
-
-// The explanation of a pass for teaching mode and tooltips: a decision's description from
-// decision_registry() (the pass name is the printed decision), else the pass's summary.
-std::string pass_explanation(const driver::Snapshot& snapshot);
 
 // The 1-based spec line named by a CUDA provenance comment ("// spec attention.nt:10  S[...]"),
 // or 0 when `line` is not one.

@@ -18,6 +18,7 @@
 
 #include <algorithm>
 
+#include "core/driver/render.h"
 #include "views/code_highlighter.h"
 #include "views/graph_view.h"
 #include "views/pass_log_model.h"
@@ -271,27 +272,21 @@ void StageView::show_current() {
   const driver::Snapshot* shown = snapshot();
   if (shown == nullptr) return;
   const SourceFile* file = compilation_->file.get();
-  current_text_ = QString::fromStdString(snapshot_text(*shown, file));
+  current_text_ = QString::fromStdString(driver::render(*shown, driver::RenderFormat::Text, file));
   text_highlighter_->set_language(shown->stage == driver::Stage::Cuda ? CodeLanguage::Cuda
                                                                       : CodeLanguage::IR);
   text_->setPlainText(current_text_);
   // The diff against the entry before it in the log (hidden passes included: a diff is always
   // between neighbours, so the unchanged flag and the diff agree).
-  const std::string before =
-      current_ > 0 ? snapshot_text(compilation_->log[static_cast<size_t>(current_ - 1)], file)
-                   : std::string();
-  const std::string before_name =
-      current_ > 0 ? compilation_->log[static_cast<size_t>(current_ - 1)].pass : "(nothing)";
   const std::string diff =
-      unified_diff(before, current_text_.toStdString(), "before " + before_name,
-                   "after " + shown->pass);
+      driver::pass_diff(compilation_->log, static_cast<size_t>(current_), file);
   diff_->setPlainText(diff.empty() ? tr("(this pass left the IR unchanged)")
                                    : QString::fromStdString(diff));
   title_->setText(tr("<b>%1</b> · %2 · %3")
                       .arg(QString::fromStdString(shown->pass).toHtmlEscaped(),
                            QString::fromLatin1(driver::stage_name(shown->stage)),
                            QString::fromStdString(shown->summary).toHtmlEscaped()));
-  current_dot_ = snapshot_dot(*shown);
+  current_dot_ = driver::render(*shown, driver::RenderFormat::Dot);
   origins_ = node_origins(*shown);
   graph_key_ = QStringLiteral("%1/%2").arg(generation_).arg(current_);
   if (current_dot_.empty()) {

@@ -10,55 +10,30 @@
 
 #include "core/cost/analytical_model.h"
 #include "core/cost/device_models.h"
-#include "core/search/candidates.h"
-#include "core/sched/decision.h"
+#include "core/driver/pass_estimate.h"
+#include "core/driver/render.h"
 #include "views/code_highlighter.h"
-#include "views/pipeline_runner.h"
 #include "views/pass_log_model.h"
-#include "views/snapshot_text.h"
 #include "views/stage_view.h"
 #include "views/task_runner.h"
 
 namespace nautilus::views {
 
-QString estimate_after_pass(const driver::Compilation& compilation, int index) {
-  if (index < 0 || index >= static_cast<int>(compilation.log.size()) || !compilation.spec ||
-      !compilation.file) {
-    return QObject::tr("no estimate");
+namespace {
+
+// "934.4 µs", or why the pass has no estimate.
+QString estimate_text(const driver::PassEstimate& estimate) {
+  if (!estimate.estimate) {
+    return QObject::tr("no estimate (%1)").arg(QString::fromStdString(estimate.reason));
   }
-  const driver::Snapshot& snapshot = compilation.log[static_cast<size_t>(index)];
-  if (snapshot.stage != driver::Stage::Scalar || !snapshot.program) return QObject::tr("no estimate");
-  // The decisions applied up to this pass, as the pass log names them.
-  sched::Schedule schedule;
-  for (int i = 0; i <= index; ++i) {
-    const driver::Snapshot& entry = compilation.log[static_cast<size_t>(i)];
-    if (entry.stage != driver::Stage::Scalar) continue;
-    sched::DecisionParseError ignored;
-    if (auto decision = sched::parse_decision(entry.pass, &ignored)) schedule.decisions.push_back(*decision);
+  if (!estimate.estimate->feasible) {
+    return QObject::tr("infeasible: %1")
+        .arg(QString::fromStdString(estimate.estimate->infeasible_reason));
   }
-  const search::Completion completion = search::complete_program(snapshot.program, {}, {});
-  for (const sched::Decision& decision : completion.decisions) schedule.decisions.push_back(decision);
-  PipelineInputs inputs;
-  inputs.path = compilation.file->path();
-  inputs.text = compilation.file->text();
-  for (const auto& [name, value] : compilation.spec->sizes) inputs.sizes.push_back({name, value});
-  inputs.schedule = schedule;
-  inputs.last_stage = driver::Stage::MATile;
-  const PipelineResult result = run_pipeline(inputs);
-  if (!result.compilation || !result.compilation->ma_module) {
-    return QObject::tr("no estimate (%1)")
-        .arg(result.compilation ? QString::fromStdString(result.compilation->schedule_error)
-                                : result.error);
-  }
-  const std::optional<cost::DeviceModel> device = cost::device_model_for("h100");
-  if (!device) return QObject::tr("no estimate");
-  const cost::CostEstimate estimate =
-      cost::make_analytical_model(*device)->estimate(*result.compilation->ma_module);
-  if (!estimate.feasible) {
-    return QObject::tr("infeasible: %1").arg(QString::fromStdString(estimate.infeasible_reason));
-  }
-  return QObject::tr("%1 µs").arg(estimate.microseconds, 0, 'f', 1);
+  return QObject::tr("%1 µs").arg(estimate.estimate->microseconds, 0, 'f', 1);
 }
+
+}  // namespace
 
 TeachingPanel::TeachingPanel(StageView* stage_view, QWidget* parent)
     : QWidget(parent), stage_view_(stage_view) {
@@ -132,7 +107,7 @@ void TeachingPanel::refresh() {
                            QString::fromStdString(snapshot->pass).toHtmlEscaped())
                       .arg(snapshot->milliseconds, 0, 'f', 2)
                       .arg(snapshot->unchanged ? tr(" · <i>left the IR unchanged</i>") : QString()));
-  QString explanation = QString::fromStdString(pass_explanation(*snapshot));
+  QString explanation = QString::fromStdString(driver::pass_explanation(*snapshot));
   if (!snapshot->summary.empty() && !explanation.startsWith(QString::fromStdString(snapshot->summary))) {
     explanation = QString::fromStdString(snapshot->summary) + QStringLiteral("\n\n") + explanation;
   }
@@ -189,8 +164,14 @@ void TeachingPanel::show_estimate() {
   }
   estimate_->setText(tr("Cost estimate: compiling with the default completion…"));
   worker_->post([this, compilation, index, before, key_after, key_before, show]() -> TaskRunner::Continuation {
-    const QString after = estimate_after_pass(*compilation, index);
-    const QString previous = before >= 1 ? estimate_after_pass(*compilation, before) : QString();
+    const std::unique_ptr<cost::CostModel> model =
+        cost::make_analytical_model(*cost::device_model_for("h100"));
+    const QString after =
+        estimate_text(driver::estimate_after_pass(*compilation, static_cast<size_t>(index), *model));
+    const QString previous =
+        before >= 1 ? estimate_text(driver::estimate_after_pass(
+                          *compilation, static_cast<size_t>(before), *model))
+                    : QString();
     return [this, after, previous, key_after, key_before, before, show] {
       estimates_[key_after] = after;
       if (before >= 1) estimates_[key_before] = previous;

@@ -5,9 +5,9 @@
 // the cost estimate. Previous / Next (also Alt+Left / Alt+Right in the window) move the stage
 // view, so text, graph and diff follow.
 //
-// The estimate (analytical model, H100 preset) of a scheduling pass is that of the program after
-// the pass with the rest scheduled by the search's default completion (search::complete_program),
-// compiled to MA tile IR on the panel's worker, next to the same for the program before the pass;
+// The estimate (analytical model, H100 preset) of a scheduling pass is core's
+// driver::estimate_after_pass: the program after the pass with the rest scheduled by the search's
+// default completion, run on the panel's worker, next to the same for the program before the pass;
 // later stages show the estimate of the finished kernel. Estimates are cached per compilation.
 #pragma once
 
@@ -29,10 +29,6 @@ namespace nautilus::views {
 class CodeHighlighter;
 class StageView;
 class TaskRunner;
-
-// The estimate of the program after log entry `index` (a scalar pass) with the rest of the
-// schedule completed by default: "934.4 µs" or the reason there is none. Synchronous.
-QString estimate_after_pass(const driver::Compilation& compilation, int index);
 
 class TeachingPanel : public QWidget {
   Q_OBJECT

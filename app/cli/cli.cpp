@@ -20,11 +20,9 @@
 #include "core/cost/analytical_model.h"
 #include "core/cost/device_models.h"
 #include "core/driver/evaluate.h"
-#include "core/scalar/printer.h"
-#include "core/spec/printer.h"
+#include "core/driver/render.h"
+#include "profiler/measure.h"
 #include "core/codegen/emit_cuda.h"
-#include "core/matile/printer.h"
-#include "core/vrtile/printer.h"
 
 namespace nautilus::cli {
 namespace {
@@ -51,6 +49,9 @@ const CommandSpec kLower{
      {"stage", "STAGE", "spec, scalar, vrtile, matile, cuda or all (default all)"},
      {"format", "FORMAT", "text (default), dot or json"},
      {"print-after-all", "", "print the IR after every pass of the pipeline, with timings"},
+     {"diff-after-all", "",
+      "print, for every pass of the pipeline, a unified diff of its IR text against the IR "
+      "before it (the first pass against nothing), with timings"},
      {"estimate", "DEVICE",
       "after the IR, the cost model's estimate of the matile stage on DEVICE (h100, a100, sm_90, sm_80)"},
      {"output", "FILE", "write to FILE instead of standard output"}}};
@@ -192,55 +193,6 @@ int run_check(const ParsedOptions& options, std::ostream& out, std::ostream& err
   return kExitOk;
 }
 
-// The cuda stage as data: the source and, per kernel, how it is launched.
-nlohmann::ordered_json cuda_json(const codegen::EmittedModule& cuda) {
-  nlohmann::ordered_json kernels = nlohmann::ordered_json::array();
-  for (const codegen::EmittedKernel& kernel : cuda.kernels) {
-    nlohmann::ordered_json params = nlohmann::ordered_json::array();
-    for (const scalar::Buffer& buffer : kernel.params) params.push_back(buffer->name);
-    kernels.push_back({{"symbol", kernel.symbol},
-                       {"grid", kernel.grid},
-                       {"block", kernel.block},
-                       {"dynamic_shared_memory", kernel.dynamic_shared_bytes},
-                       {"params", params}});
-  }
-  return {{"kernels", kernels}, {"source", cuda.source}};
-}
-
-std::string render_snapshot(const driver::Snapshot& snapshot, const std::string& format,
-                            const SourceFile& file) {
-  if (snapshot.stage == driver::Stage::Spec) {
-    if (format == "dot") return spec::spec_to_dot(*snapshot.spec);
-    if (format == "json") return spec::spec_to_json(*snapshot.spec).dump(2) + "\n";
-    return spec::print_spec(*snapshot.spec);
-  }
-  if (snapshot.stage == driver::Stage::Cuda) {
-    if (format == "json") return cuda_json(*snapshot.cuda).dump(2) + "\n";
-    return snapshot.cuda->source;
-  }
-  if (snapshot.stage == driver::Stage::MATile) {
-    if (format == "dot") return matile::module_to_dot(*snapshot.ma_module);
-    if (format == "json") return matile::module_to_json(*snapshot.ma_module).dump(2) + "\n";
-    return matile::print_module(*snapshot.ma_module);
-  }
-  if (snapshot.stage == driver::Stage::VRTile) {
-    if (format == "dot") return vrtile::module_to_dot(*snapshot.vr_module);
-    if (format == "json") return vrtile::module_to_json(*snapshot.vr_module).dump(2) + "\n";
-    return vrtile::print_module(*snapshot.vr_module);
-  }
-  if (format == "dot") return scalar::program_to_dot(*snapshot.program);
-  if (format == "json") return scalar::program_to_json(*snapshot.program).dump(2) + "\n";
-  return scalar::print_program(*snapshot.program, &file);
-}
-
-nlohmann::ordered_json snapshot_json(const driver::Snapshot& snapshot) {
-  if (snapshot.stage == driver::Stage::Spec) return spec::spec_to_json(*snapshot.spec);
-  if (snapshot.stage == driver::Stage::VRTile) return vrtile::module_to_json(*snapshot.vr_module);
-  if (snapshot.stage == driver::Stage::MATile) return matile::module_to_json(*snapshot.ma_module);
-  if (snapshot.stage == driver::Stage::Cuda) return cuda_json(*snapshot.cuda);
-  return scalar::program_to_json(*snapshot.program);
-}
-
 int run_lower(const ParsedOptions& options, std::ostream& out, std::ostream& err,
               const CliHooks& hooks) {
   const std::string format = options.get("format", "text");
@@ -248,6 +200,7 @@ int run_lower(const ParsedOptions& options, std::ostream& out, std::ostream& err
     err << "nautilus: error: unknown format '" << format << "'; expected text, dot or json\n";
     return kExitFailure;
   }
+  const driver::RenderFormat render_format = *driver::parse_render_format(format);
   const std::string stage_text = options.get("stage", "all");
   std::optional<driver::Stage> stage;
   if (stage_text != "all") {
@@ -259,6 +212,16 @@ int run_lower(const ParsedOptions& options, std::ostream& out, std::ostream& err
     }
   }
   const bool after_all = options.has("print-after-all");
+  const bool diff_all = options.has("diff-after-all");
+  if (after_all && diff_all) {
+    err << "nautilus: error: --print-after-all and --diff-after-all exclude each other: choose "
+           "the whole IR or the diffs\n";
+    return kExitFailure;
+  }
+  if (diff_all && format != "text") {
+    err << "nautilus: error: --diff-after-all diffs the IR text: use --format text\n";
+    return kExitFailure;
+  }
   if (format == "dot" && (!stage || after_all)) {
     err << "nautilus: error: --format dot shows one graph: choose one --stage ("
         << driver::stage_names() << ")\n";
@@ -272,45 +235,62 @@ int run_lower(const ParsedOptions& options, std::ostream& out, std::ostream& err
   Loaded loaded = load(options, stage.value_or(driver::all_stages().back()), hooks, err);
   if (!loaded.ok) return loaded.exit_status;
   const driver::Compilation& compilation = loaded.compilation;
+  const SourceFile* source = compilation.file.get();
 
-  // The snapshots to print: every pass, or the final snapshot of each requested stage.
-  std::vector<const driver::Snapshot*> shown;
-  if (after_all) {
-    for (const driver::Snapshot& snapshot : compilation.log) shown.push_back(&snapshot);
-  } else {
-    for (driver::Stage s : driver::all_stages()) {
-      if (stage && *stage != s) continue;
-      if (const driver::Snapshot* snapshot = compilation.final_snapshot(s)) shown.push_back(snapshot);
+  // One banner per shown snapshot; with a pass-by-pass log it also names the pass and its time.
+  const auto banner = [](const char* what, const driver::Snapshot& snapshot, bool timed) {
+    std::ostringstream line;
+    line << "# ===== " << what << (timed ? " pass " + snapshot.pass + ", stage " : " ")
+         << driver::stage_name(snapshot.stage);
+    if (timed) {
+      line << std::fixed << std::setprecision(2) << " (" << snapshot.milliseconds << " ms"
+           << (snapshot.unchanged ? ", unchanged" : "") << ")";
     }
-  }
+    line << " =====\n";
+    return line.str();
+  };
 
   std::ostringstream text;
-  if (format == "json") {
-    nlohmann::ordered_json document = nlohmann::ordered_json::array();
-    for (const driver::Snapshot* snapshot : shown) {
-      document.push_back({{"stage", driver::stage_name(snapshot->stage)},
-                          {"pass", snapshot->pass},
-                          {"unchanged", snapshot->unchanged},
-                          {"milliseconds", snapshot->milliseconds},
-                          {"ir", snapshot_json(*snapshot)}});
+  if (diff_all) {
+    // Every pass of the log, however --stage limits how far the pipeline runs.
+    for (size_t i = 0; i < compilation.log.size(); ++i) {
+      if (i > 0) text << "\n";
+      text << banner("diff after", compilation.log[i], true)
+           << driver::pass_diff(compilation.log, i, source);
     }
-    if (shown.size() == 1 && !after_all) document = document[0]["ir"];
-    text << document.dump(2) << "\n";
   } else {
-    const bool banners = shown.size() > 1 || after_all;
-    for (size_t i = 0; i < shown.size(); ++i) {
-      const driver::Snapshot& snapshot = *shown[i];
-      if (banners) {
-        if (i > 0) text << "\n";
-        text << "# ===== " << (after_all ? "after pass " + snapshot.pass + ", stage " : "stage ")
-             << driver::stage_name(snapshot.stage);
-        if (after_all) {
-          text << std::fixed << std::setprecision(2) << " (" << snapshot.milliseconds << " ms"
-               << (snapshot.unchanged ? ", unchanged" : "") << ")";
+    // The snapshots to print: every pass, or the final snapshot of each requested stage.
+    std::vector<const driver::Snapshot*> shown;
+    if (after_all) {
+      for (const driver::Snapshot& snapshot : compilation.log) shown.push_back(&snapshot);
+    } else {
+      for (driver::Stage s : driver::all_stages()) {
+        if (stage && *stage != s) continue;
+        if (const driver::Snapshot* snapshot = compilation.final_snapshot(s)) {
+          shown.push_back(snapshot);
         }
-        text << " =====\n";
       }
-      text << render_snapshot(snapshot, format, *compilation.file);
+    }
+    if (render_format == driver::RenderFormat::Json) {
+      nlohmann::ordered_json document = nlohmann::ordered_json::array();
+      for (const driver::Snapshot* snapshot : shown) {
+        document.push_back({{"stage", driver::stage_name(snapshot->stage)},
+                            {"pass", snapshot->pass},
+                            {"unchanged", snapshot->unchanged},
+                            {"milliseconds", snapshot->milliseconds},
+                            {"ir", driver::render_json(*snapshot)}});
+      }
+      if (shown.size() == 1 && !after_all) document = document[0]["ir"];
+      text << document.dump(2) << "\n";
+    } else {
+      const bool banners = shown.size() > 1 || after_all;
+      for (size_t i = 0; i < shown.size(); ++i) {
+        if (banners) {
+          if (i > 0) text << "\n";
+          text << (after_all ? banner("after", *shown[i], true) : banner("stage", *shown[i], false));
+        }
+        text << driver::render(*shown[i], render_format, source);
+      }
     }
   }
 
@@ -439,59 +419,6 @@ int run_eval(const ParsedOptions& options, std::ostream& out, std::ostream& err,
   return kExitOk;
 }
 
-// A fresh directory for the packages of one `run`, removed when the run ends unless the user
-// asked to keep them (--output).
-class PackageDirectory {
- public:
-  explicit PackageDirectory(const std::string& requested) {
-    if (!requested.empty()) {
-      path_ = requested;
-      return;
-    }
-    std::string pattern =
-        (std::filesystem::temp_directory_path() / "nautilus-run-XXXXXX").string();
-    if (mkdtemp(pattern.data())) {
-      path_ = pattern;
-      owned_ = true;
-    }
-  }
-  ~PackageDirectory() {
-    std::error_code ignored;
-    if (owned_) std::filesystem::remove_all(path_, ignored);
-  }
-  PackageDirectory(const PackageDirectory&) = delete;
-  PackageDirectory& operator=(const PackageDirectory&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-  bool owned_ = false;
-};
-
-// Compiles the spec of `options` (with or without its schedule) into `directory` for both
-// archs; returns the exit status (0 when written).
-int compile_run_package(const ParsedOptions& options, bool scheduled, const std::string& directory,
-                        const CliHooks& hooks, std::ostream& err) {
-  ParsedOptions selected = options;
-  if (!scheduled) {
-    selected.values.erase("schedule");
-    selected.values.erase("pin");
-  }
-  Loaded loaded = load(selected, driver::Stage::MATile, hooks, err);
-  if (!loaded.ok) return loaded.exit_status;
-  int status = kExitOk;
-  std::optional<codegen::KernelPackage> package =
-      build_package(loaded.compilation, loaded.compilation.ma_module,
-                    {codegen::GpuArch::Sm90a, codegen::GpuArch::Sm80}, err, &status);
-  if (!package) return status;
-  codegen::Result<bool> written = codegen::write_package(*package, directory);
-  if (!written.ok()) {
-    err << "nautilus: error: " << written.error().message << "\n";
-    return kExitFailure;
-  }
-  return kExitOk;
-}
-
 int run_run(const ParsedOptions& options, std::ostream& out, std::ostream& err,
             const CliHooks& hooks) {
   const std::string& target = options.positionals.front();
@@ -499,23 +426,29 @@ int run_run(const ParsedOptions& options, std::ostream& out, std::ostream& err,
   if (std::filesystem::is_directory(target, ec)) {
     return run_packages(target, options.get("reference"), options, out, err);
   }
-  PackageDirectory directory(options.get("output"));
-  if (directory.path().empty()) {
+  profiler::MeasureOptions measure;
+  if (!read_runner_options(options, &measure.run, &measure.client, err)) return kExitFailure;
+  measure.validate = !options.has("no-reference");
+  measure.directory = options.get("output");
+  Loaded loaded = load(options, driver::Stage::MATile, hooks, err);
+  if (!loaded.ok) return loaded.exit_status;
+  profiler::ScheduleMeasurer measurer(measure);
+  if (measurer.directory().empty()) {
     err << "nautilus: error: cannot create a directory for the kernel packages\n";
     return kExitFailure;
   }
-  const std::string package_dir = directory.path() + "/package";
-  int status = compile_run_package(options, true, package_dir, hooks, err);
-  if (status != kExitOk) return status;
-  std::string reference_dir;
-  if (!options.has("no-reference")) {
-    reference_dir = directory.path() + "/reference";
-    status = compile_run_package(options, false, reference_dir, hooks, err);
-    if (status != kExitOk) return status;
+  const profiler::Measurement measured = measurer.measure(loaded.compilation);
+  if (!measured.built()) {
+    if (measured.build_error_is_internal) {
+      err << "nautilus: internal error: " << measured.build_error << "\n" << measured.build_log;
+      return kExitInternal;
+    }
+    err << "nautilus: error: " << measured.build_error << "\n";
+    return kExitFailure;
   }
-  out << "packages: " << directory.path() << (options.has("output") ? "" : " (removed after the run)")
-      << "\n";
-  return run_packages(package_dir, reference_dir, options, out, err);
+  out << "packages: " << measurer.directory()
+      << (options.has("output") ? "" : " (removed after the run)") << "\n";
+  return report_run(measured.run, measure.validate, out, err);
 }
 
 int run_compile(const ParsedOptions& options, std::ostream& out, std::ostream& err,

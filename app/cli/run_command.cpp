@@ -23,25 +23,21 @@ std::vector<OptionSpec> run_command_options() {
   };
 }
 
-int run_packages(const std::string& package_dir, const std::string& reference_dir,
-                 const ParsedOptions& options, std::ostream& out, std::ostream& err) {
-  profiler::RunRequest request;
-  request.package_dir = package_dir;
-  request.reference_dir = reference_dir;
+bool read_runner_options(const ParsedOptions& options, profiler::RunRequest* request,
+                         profiler::ClientOptions* client, std::ostream& err) {
   for (const char* name : {"reps", "warmup", "seed"}) {
     if (!options.has(name)) continue;
     const std::optional<uint64_t> value = parse_non_negative(options.get(name));
     if (!value) {
       err << "nautilus: error: --" << name << " expects a non-negative integer, got '"
           << options.get(name) << "'\n";
-      return kExitFailure;
+      return false;
     }
-    if (std::string(name) == "reps") request.repetitions = static_cast<int>(*value);
-    if (std::string(name) == "warmup") request.warmup = static_cast<int>(*value);
-    if (std::string(name) == "seed") request.seed = static_cast<uint64_t>(*value);
+    if (std::string(name) == "reps") request->repetitions = static_cast<int>(*value);
+    if (std::string(name) == "warmup") request->warmup = static_cast<int>(*value);
+    if (std::string(name) == "seed") request->seed = static_cast<uint64_t>(*value);
   }
-  profiler::ClientOptions client;
-  client.command_template = options.get("runner");
+  client->command_template = options.get("runner");
   if (options.has("timeout")) {
     char* end = nullptr;
     const std::string text = options.get("timeout");
@@ -49,12 +45,15 @@ int run_packages(const std::string& package_dir, const std::string& reference_di
     if (text.empty() || *end != '\0' || !(seconds > 0)) {
       err << "nautilus: error: --timeout expects a positive number of seconds, got '" << text
           << "'\n";
-      return kExitFailure;
+      return false;
     }
-    client.timeout_seconds = seconds;
+    client->timeout_seconds = seconds;
   }
+  return true;
+}
 
-  const profiler::RunResult result = profiler::run_package(request, client);
+int report_run(const profiler::RunResult& result, bool validated, std::ostream& out,
+               std::ostream& err) {
   const nlohmann::json& report = result.report;
   if (report.is_object() && report.contains("device") && report["device"].is_object() &&
       report["device"].contains("name")) {
@@ -67,7 +66,7 @@ int run_packages(const std::string& package_dir, const std::string& reference_di
           << *result.max_relative_error << std::defaultfloat;
     }
     out << "\n";
-  } else if (reference_dir.empty()) {
+  } else if (!validated) {
     out << "validation: skipped (no reference)\n";
   }
   if (report.is_object() && report.contains("timing") && report["timing"].is_object()) {
@@ -92,6 +91,16 @@ int run_packages(const std::string& package_dir, const std::string& reference_di
     return kExitFailure;
   }
   return kExitOk;
+}
+
+int run_packages(const std::string& package_dir, const std::string& reference_dir,
+                 const ParsedOptions& options, std::ostream& out, std::ostream& err) {
+  profiler::RunRequest request;
+  request.package_dir = package_dir;
+  request.reference_dir = reference_dir;
+  profiler::ClientOptions client;
+  if (!read_runner_options(options, &request, &client, err)) return kExitFailure;
+  return report_run(profiler::run_package(request, client), !reference_dir.empty(), out, err);
 }
 
 }  // namespace nautilus::cli

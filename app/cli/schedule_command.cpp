@@ -1,21 +1,18 @@
 #include "app/cli/schedule_command.h"
 
-#include <stdlib.h>
-
-#include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <optional>
 #include <ostream>
 #include <sstream>
 
-#include "app/cli/compile_command.h"
 #include "core/cost/analytical_model.h"
 #include "core/cost/device_models.h"
 #include "core/driver/pipeline.h"
 #include "core/search/search.h"
 #include "core/search/tree_json.h"
 #include "profiler/device_info.h"
+#include "profiler/measure.h"
 #include "profiler/runner_client.h"
 
 namespace nautilus::cli {
@@ -27,32 +24,13 @@ std::string microseconds(double us) {
   return out.str();
 }
 
-// A temporary directory removed when the command ends.
-class ScratchDirectory {
- public:
-  ScratchDirectory() {
-    std::string pattern =
-        (std::filesystem::temp_directory_path() / "nautilus-schedule-XXXXXX").string();
-    if (mkdtemp(pattern.data())) path_ = pattern;
-  }
-  ~ScratchDirectory() {
-    std::error_code ignored;
-    if (!path_.empty()) std::filesystem::remove_all(path_, ignored);
-  }
-  ScratchDirectory(const ScratchDirectory&) = delete;
-  ScratchDirectory& operator=(const ScratchDirectory&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
-// Times schedules through nautilus-runner: each is compiled into a kernel package (sm_90a and
-// sm_80 cubins) and validated against the unscheduled reference package, built once.
+// Times schedules through nautilus-runner (profiler/measure.h): each is compiled into a kernel
+// package (sm_90a and sm_80 cubins) and validated against the unscheduled reference package,
+// built once.
 class RunnerMeasurer {
  public:
   RunnerMeasurer(const search::SearchInput& input, std::string runner, double timeout_seconds)
-      : input_(input), runner_(std::move(runner)), timeout_seconds_(timeout_seconds) {}
+      : input_(input), runner_(std::move(runner)), measurer_(measure_options(timeout_seconds)) {}
 
   search::Measurement operator()(const sched::Schedule& schedule) {
     search::Measurement measurement;
@@ -69,32 +47,12 @@ class RunnerMeasurer {
         return measurement;
       }
     }
-    if (scratch_.path().empty()) {
-      measurement.message = "cannot create a directory for the kernel packages";
+    const profiler::Measurement measured = measurer_.measure(input_.file, input_.sizes, schedule);
+    if (!measured.built()) {
+      measurement.message = measured.build_error;
       return measurement;
     }
-    if (reference_.empty()) {
-      reference_ = scratch_.path() + "/reference";
-      std::string error = write_package({}, reference_);
-      if (!error.empty()) {
-        reference_.clear();
-        measurement.message = "the reference package: " + error;
-        return measurement;
-      }
-    }
-    const std::string package = scratch_.path() + "/candidate" + std::to_string(count_++);
-    std::string error = write_package(schedule, package);
-    if (!error.empty()) {
-      measurement.message = error;
-      return measurement;
-    }
-    profiler::RunRequest request;
-    request.package_dir = package;
-    request.reference_dir = reference_;
-    profiler::ClientOptions client;
-    client.command_template = runner_;
-    client.timeout_seconds = timeout_seconds_;
-    const profiler::RunResult result = profiler::run_package(request, client);
+    const profiler::RunResult& result = measured.run;
     if (result.status == profiler::RunStatus::NoGpu) {
       measurement.status = search::Measurement::Status::NoGpu;
       measurement.message = result.message;
@@ -109,34 +67,16 @@ class RunnerMeasurer {
   }
 
  private:
-  // Compiles the spec with `schedule` into a package in `directory`; the reason on failure.
-  std::string write_package(const sched::Schedule& schedule, const std::string& directory) {
-    driver::CompileOptions options;
-    options.sizes = input_.sizes;
-    options.last_stage = driver::Stage::MATile;
-    options.schedule = schedule;
-    driver::Compilation compilation = driver::compile(input_.file, options);
-    if (!compilation.ok()) {
-      return compilation.schedule_error.empty() ? compilation.internal_error
-                                                : compilation.schedule_error;
-    }
-    std::ostringstream err;
-    int status = kExitOk;
-    std::optional<codegen::KernelPackage> package =
-        build_package(compilation, compilation.ma_module,
-                      {codegen::GpuArch::Sm90a, codegen::GpuArch::Sm80}, err, &status);
-    if (!package) return err.str();
-    codegen::Result<bool> written = codegen::write_package(*package, directory);
-    if (!written.ok()) return written.error().message;
-    return {};
+  profiler::MeasureOptions measure_options(double timeout_seconds) const {
+    profiler::MeasureOptions options;
+    options.client.command_template = runner_;
+    options.client.timeout_seconds = timeout_seconds;
+    return options;
   }
 
   const search::SearchInput& input_;
   std::string runner_;
-  double timeout_seconds_;
-  ScratchDirectory scratch_;
-  std::string reference_;
-  int count_ = 0;
+  profiler::ScheduleMeasurer measurer_;
   bool gpu_checked_ = false;
   std::optional<std::string> no_gpu_;
 };

@@ -318,6 +318,18 @@ class WorkWalk {
 
   const std::vector<Segment>& segments() const { return segments_; }
   const std::vector<Access>& accesses() const { return accesses_; }
+
+  // The work of `op` alone, as if it stood in the kernel body (op_work()).
+  OpWork work_of_op(const Op& op) {
+    segments_.assign(1, Segment{});
+    accesses_.clear();
+    cost_op(op, 0, 1.0, {});
+    const Work& work = segments_[0].work;
+    OpWork result{work.tensor_flops, work.alu_ops, work.special_ops, work.shared_bytes,
+                  work.barriers, 0.0};
+    for (const Access& access : accesses_) result.global_bytes += access.bytes;
+    return result;
+  }
   // Every CTA's trips of the outermost loop whose trip count depends on the grid (skip_masked's
   // causal loops), summed with its siblings' at that depth (the two halves of a split loop), in
   // launch order; empty when every CTA runs the same loops.
@@ -1188,6 +1200,10 @@ class AnalyticalModel : public CostModel {
 int estimate_registers_per_thread(const matile::Kernel& kernel) {
   if (!kernel.body) return kBaseRegisters;
   return RegisterEstimate(kernel).run();
+}
+
+OpWork op_work(const matile::Kernel& kernel, const matile::Op& op) {
+  return WorkWalk(kernel).work_of_op(op);
 }
 
 std::unique_ptr<CostModel> make_analytical_model(const DeviceModel& device) {

@@ -95,4 +95,18 @@ std::unique_ptr<CostModel> make_analytical_model(const DeviceModel& device);
 // The register estimate of step 3 for one kernel (for views and for comparing with ptxas).
 int estimate_registers_per_thread(const matile::Kernel& kernel);
 
+// Step 1 for one op: what one execution of `op` adds to the work of one CTA of `kernel`, counted
+// exactly as the estimate counts it (a copy outside a pipelined loop, so never predicated off).
+// The per-warp timeline (timeline.h) sizes its bars from these numbers, so the Pipeline panel
+// and the estimate read the same work. A For counts nothing itself (its body's ops do).
+struct OpWork {
+  double tensor_flops = 0.0;
+  double alu_ops = 0.0;       // lane operations on the CUDA cores (an FMA is one)
+  double special_ops = 0.0;   // MUFU lane operations
+  double shared_bytes = 0.0;  // through the shared/L1 data path (wavefronts x 128)
+  double barriers = 0.0;      // CTA-wide barriers
+  double global_bytes = 0.0;  // global reads and writes
+};
+OpWork op_work(const matile::Kernel& kernel, const matile::Op& op);
+
 }  // namespace nautilus::cost

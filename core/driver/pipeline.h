@@ -13,20 +13,25 @@
 //   emit-cuda     MA tile IR → CUDA C++ (stage "cuda", core/codegen/emit_cuda.h); compiling it
 //                 with NVRTC is `nautilus compile`'s job
 //
-// After every pass the pipeline records a Snapshot: the stage, the pass name and summary, the IR
-// (shared, immutable), whether the pass left the IR unchanged (pointer identity) and its wall
-// time. The CLI (`--print-after-all`), the tests and every view of the app read this log; nothing
-// recomputes compiler state on its own. Extra passes can be inserted after a stage (`extra_passes`):
-// tests use this to perturb IR on purpose, and later schedules plug in the same way.
+// Every pass runs through a PassLogger (pass_log.h), which records a Snapshot after it: the stage,
+// the pass name and summary, the decision it applied, the IR (shared, immutable), whether the pass
+// left the IR unchanged (pointer identity) and its wall time, then runs the IR level's verifier.
+// The CLI (`--print-after-all`, `--diff-after-all`), the tests and every view of the app read this
+// log; nothing recomputes compiler state on its own. A caller may watch snapshots as they are
+// recorded (`on_snapshot`) and stop a compile that became stale (`stop`). Extra passes can be
+// inserted after a stage (`extra_passes`): tests use this to perturb IR on purpose, and later
+// schedules plug in the same way.
 #pragma once
 
 #include <functional>
 #include <memory>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "core/driver/pass_log.h"
 #include "core/scalar/ir.h"
 #include "core/sched/decision.h"
 #include "core/spec/ast.h"
@@ -39,13 +44,6 @@
 
 namespace nautilus::driver {
 
-enum class Stage { Spec, Scalar, VRTile, MATile, Cuda };
-const char* stage_name(Stage stage);
-std::optional<Stage> parse_stage(std::string_view name);
-// "spec, scalar, vrtile, matile, cuda" — for messages listing the valid stage names.
-std::string stage_names();
-std::vector<Stage> all_stages();
-
 // Static description of a pass: the same text feeds CLI help, pass logs and GUI tooltips.
 struct PassInfo {
   std::string name;
@@ -53,19 +51,6 @@ struct PassInfo {
   std::string summary;
 };
 const std::vector<PassInfo>& pass_registry();
-
-struct Snapshot {
-  Stage stage = Stage::Spec;
-  std::string pass;
-  std::string summary;
-  spec::SpecPtr spec;            // stage Spec
-  scalar::ProgramPtr program;    // stage Scalar
-  bool unchanged = false;
-  double milliseconds = 0.0;
-  vrtile::ModulePtr vr_module;   // stage VRTile
-  matile::ModulePtr ma_module;   // stage MATile
-  std::shared_ptr<const codegen::EmittedModule> cuda;  // stage Cuda: the source and launches
-};
 
 // A user-supplied rewrite of scalar IR run after the built-in scalar passes.
 struct ScalarPass {
@@ -91,6 +76,11 @@ struct CompileOptions {
   std::vector<VRPass> extra_vr_passes;
   // Warps per CTA, pipeline stages, target arch and instruction choices of the MA lowering.
   matile::LowerOptions matile;
+  // Called on the compiling thread after every pass (see SnapshotObserver).
+  SnapshotObserver on_snapshot;
+  // When stop is requested the pipeline runs no further pass and returns what it has, with
+  // `Compilation::cancelled` set.
+  std::stop_token stop;
 };
 
 struct Compilation {
@@ -109,9 +99,12 @@ struct Compilation {
   // "decision 2 tile(O, q=4) does not apply: ..." or "the scheduled program cannot be lowered
   // to tiles: ..."; empty when the schedule applied and every stage asked for was built.
   std::string schedule_error;
+  // The compile was stopped (CompileOptions::stop) before every stage asked for was built.
+  bool cancelled = false;
 
   bool ok() const {
-    return spec && !diagnostics->has_errors() && internal_error.empty() && schedule_error.empty();
+    return spec && !diagnostics->has_errors() && internal_error.empty() &&
+           schedule_error.empty() && !cancelled;
   }
   // The last snapshot of `stage`, or nullptr when the pipeline did not reach it.
   const Snapshot* final_snapshot(Stage stage) const;

@@ -19,8 +19,8 @@ constexpr int64_t kWavefrontBytes = kBanks * kBankBytes;
 
 }  // namespace
 
-Result<BankConflicts> count_bank_conflicts(const std::vector<int64_t>& byte_addresses,
-                                           int access_bytes) {
+Result<std::vector<BankPhaseConflicts>> bank_phases(
+    const std::vector<std::optional<int64_t>>& byte_addresses, int access_bytes) {
   if (access_bytes != 1 && access_bytes != 2 && access_bytes != 4 && access_bytes != 8 &&
       access_bytes != 16) {
     return layout_error("shared-memory accesses are 1, 2, 4, 8 or 16 bytes, not " +
@@ -30,7 +30,8 @@ Result<BankConflicts> count_bank_conflicts(const std::vector<int64_t>& byte_addr
     return layout_error(std::to_string(byte_addresses.size()) + " addresses for a 32-lane warp");
   }
   for (size_t lane = 0; lane < byte_addresses.size(); ++lane) {
-    const int64_t a = byte_addresses[lane];
+    if (!byte_addresses[lane]) continue;
+    const int64_t a = *byte_addresses[lane];
     if (a < 0 || a % access_bytes != 0) {
       return layout_error("lane " + std::to_string(lane) + " address " + std::to_string(a) +
                           " is not a non-negative multiple of " + std::to_string(access_bytes));
@@ -38,20 +39,40 @@ Result<BankConflicts> count_bank_conflicts(const std::vector<int64_t>& byte_addr
   }
   const int64_t lanes_per_phase = std::min(kWarpLanes, kWavefrontBytes / access_bytes);
   const int64_t words_per_access = std::max<int64_t>(1, access_bytes / kBankBytes);
-  BankConflicts result;
-  result.instructions = byte_addresses.empty() ? 0 : 1;
+  std::vector<BankPhaseConflicts> phases;
   for (size_t first = 0; first < byte_addresses.size(); first += lanes_per_phase) {
     const size_t last = std::min(byte_addresses.size(), first + lanes_per_phase);
     std::map<int64_t, std::set<int64_t>> words_of_bank;  // distinct words each bank delivers
     for (size_t lane = first; lane < last; ++lane) {
-      const int64_t first_word = byte_addresses[lane] / kBankBytes;
+      if (!byte_addresses[lane]) continue;
+      const int64_t first_word = *byte_addresses[lane] / kBankBytes;
       for (int64_t w = 0; w < words_per_access; ++w) {
         words_of_bank[(first_word + w) % kBanks].insert(first_word + w);
       }
     }
+    if (words_of_bank.empty()) continue;  // every lane of the phase is inactive
+    BankPhaseConflicts phase;
+    phase.phase = static_cast<int>(first / static_cast<size_t>(lanes_per_phase));
     size_t busiest = 0;
-    for (const auto& [bank, words] : words_of_bank) busiest = std::max(busiest, words.size());
-    result.wavefronts += static_cast<int64_t>(busiest);
+    for (const auto& [bank, words] : words_of_bank) {
+      busiest = std::max(busiest, words.size());
+      if (words.size() > 1) phase.conflicting_banks.push_back(static_cast<int>(bank));
+    }
+    phase.wavefronts = static_cast<int64_t>(busiest);
+    phases.push_back(std::move(phase));
+  }
+  return phases;
+}
+
+Result<BankConflicts> count_bank_conflicts(const std::vector<int64_t>& byte_addresses,
+                                           int access_bytes) {
+  const std::vector<std::optional<int64_t>> lanes(byte_addresses.begin(), byte_addresses.end());
+  Result<std::vector<BankPhaseConflicts>> phases = bank_phases(lanes, access_bytes);
+  if (!phases) return phases.error();
+  BankConflicts result;
+  result.instructions = byte_addresses.empty() ? 0 : 1;
+  for (const BankPhaseConflicts& phase : *phases) {
+    result.wavefronts += phase.wavefronts;
     result.ideal_wavefronts += 1;
   }
   return result;

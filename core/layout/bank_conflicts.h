@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "core/layout/result.h"
@@ -31,6 +32,20 @@ struct BankConflicts {
 
   bool operator==(const BankConflicts&) const = default;
 };
+
+// One phase of a warp instruction: the lanes the hardware serves together.
+struct BankPhaseConflicts {
+  int phase = 0;                       // lane / lanes per phase (0-based within the instruction)
+  int64_t wavefronts = 0;              // the most distinct words one bank delivers; 1: no conflict
+  std::vector<int> conflicting_banks;  // banks delivering more than one distinct word, ascending
+};
+
+// The phases of one warp instruction that have an active lane, in phase order:
+// byte_addresses[lane] is the first byte of that lane's `access_bytes` access, or nullopt for an
+// inactive lane (at most 32 lanes). The studio's bank grid draws these phases; every count below
+// sums them. Fails like count_bank_conflicts.
+Result<std::vector<BankPhaseConflicts>> bank_phases(
+    const std::vector<std::optional<int64_t>>& byte_addresses, int access_bytes);
 
 // One warp instruction: byte_addresses[lane] is the first byte of that lane's `access_bytes`
 // access (at most 32 lanes; a shorter list means the remaining lanes are inactive). Fails on an

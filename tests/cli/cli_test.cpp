@@ -154,6 +154,40 @@ TEST(Cli, PrintAfterAllShowsEveryPassWithTiming) {
   EXPECT_NE(lower.out.find("after pass lower-to-scalar, stage scalar ("), std::string::npos);
 }
 
+TEST(Cli, DiffAfterAllShowsWhatEveryPassChanged) {
+  CliRun lower = run({"lower", asset("softmax"), "--pin", "tile(Y_sum, r=4)", "--stage", "scalar",
+                      "--diff-after-all"});
+  ASSERT_EQ(lower.status, 0) << lower.err;
+  // One banner and one diff per pass: the first against nothing, each later one against the IR
+  // before it.
+  const size_t spec = lower.out.find("# ===== diff after pass parse-and-check, stage spec (");
+  ASSERT_NE(spec, std::string::npos) << lower.out;
+  EXPECT_NE(lower.out.find("--- before (nothing)\n+++ after parse-and-check\n@@ -0,0 +1,", spec),
+            std::string::npos);
+  const size_t lowered = lower.out.find("# ===== diff after pass lower-to-scalar, stage scalar (");
+  ASSERT_NE(lowered, std::string::npos);
+  EXPECT_NE(lower.out.find("--- before parse-and-check\n+++ after lower-to-scalar\n", lowered),
+            std::string::npos);
+  const size_t tiled = lower.out.find("# ===== diff after pass tile(Y_sum, r=4), stage scalar (");
+  ASSERT_NE(tiled, std::string::npos) << lower.out;
+  const std::string tile_diff = lower.out.substr(tiled);
+  EXPECT_EQ(tile_diff.find("--- before lower-to-scalar\n+++ after tile(Y_sum, r=4)\n"),
+            tile_diff.find('\n') + 1);
+  // A diff shows changed lines only, with context: no pass section repeats the whole IR.
+  EXPECT_NE(tile_diff.find("\n-"), std::string::npos);
+  EXPECT_NE(tile_diff.find("\n+"), std::string::npos);
+  CliRun full = run({"lower", asset("softmax"), "--pin", "tile(Y_sum, r=4)", "--stage", "scalar"});
+  ASSERT_EQ(full.status, 0);
+  EXPECT_LT(tile_diff.size(), full.out.size());
+
+  CliRun both = run({"lower", asset("gemm"), "--diff-after-all", "--print-after-all"});
+  EXPECT_EQ(both.status, 1);
+  EXPECT_NE(both.err.find("exclude each other"), std::string::npos) << both.err;
+  CliRun json = run({"lower", asset("gemm"), "--diff-after-all", "--format", "json"});
+  EXPECT_EQ(json.status, 1);
+  EXPECT_NE(json.err.find("--diff-after-all diffs the IR text"), std::string::npos) << json.err;
+}
+
 TEST(Cli, BadSpecGivesDiagnosticsAndExitOne) {
   std::string path = ::testing::TempDir() + "/bad.nt";
   std::ofstream(path) << "input A[M, K] : bf16\nC[m, n] = sum(k) A[m, k] * Bx[k, n]\n";
@@ -241,6 +275,7 @@ TEST(Cli, HelpListsCommands) {
   }
   CliRun lower_help = run({"help", "lower"});
   EXPECT_NE(lower_help.out.find("--print-after-all"), std::string::npos);
+  EXPECT_NE(lower_help.out.find("--diff-after-all"), std::string::npos);
 }
 
 // The real executable: exit codes and streams as a shell script sees them.

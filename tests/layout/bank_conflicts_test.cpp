@@ -44,6 +44,33 @@ TEST(BankConflicts, WideAccessesAreServedInPhases) {
   EXPECT_EQ(count_bank_conflicts(lanes(32, 64), 16)->wavefronts, 16);
 }
 
+TEST(BankConflicts, PhasesNameTheirConflictingBanksAndSkipInactiveLanes) {
+  // 16-byte accesses are served a quarter-warp (8 lanes) at a time. Lanes 0-7 read 8 rows of
+  // 128 bytes: every row's chunk is in banks 0-3, 8 wavefronts. Lanes 8-15 are inactive. Lanes
+  // 16-23 read consecutive chunks: one wavefront, no conflicting bank.
+  std::vector<std::optional<int64_t>> addresses(24);
+  for (int lane = 0; lane < 8; ++lane) addresses[static_cast<size_t>(lane)] = lane * 128;
+  for (int lane = 16; lane < 24; ++lane) addresses[static_cast<size_t>(lane)] = 4096 + (lane - 16) * 16;
+  const auto phases = bank_phases(addresses, 16);
+  ASSERT_TRUE(phases) << phases.error().message;
+  ASSERT_EQ(phases->size(), 2u) << "the inactive phase is not served";
+  EXPECT_EQ((*phases)[0].phase, 0);
+  EXPECT_EQ((*phases)[0].wavefronts, 8);
+  EXPECT_EQ((*phases)[0].conflicting_banks, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ((*phases)[1].phase, 2);
+  EXPECT_EQ((*phases)[1].wavefronts, 1);
+  EXPECT_TRUE((*phases)[1].conflicting_banks.empty());
+  // The per-instruction count is the phases' sum.
+  std::vector<int64_t> active;
+  for (int lane = 0; lane < 8; ++lane) active.push_back(lane * 128);
+  EXPECT_EQ(count_bank_conflicts(active, 16)->wavefronts, 8);
+  // A misaligned active lane fails; an inactive one is not looked at.
+  addresses[9] = 3;
+  EXPECT_FALSE(bank_phases(addresses, 16));
+  addresses[9].reset();
+  EXPECT_TRUE(bank_phases(addresses, 16));
+}
+
 TEST(BankConflicts, InvalidRequests) {
   EXPECT_FALSE(count_bank_conflicts(lanes(32, 16), 32).ok());
   EXPECT_FALSE(count_bank_conflicts(lanes(33, 4), 4).ok());

@@ -251,11 +251,11 @@ TEST_F(StudioWindowUnderX, BothDocksShowTheAttentionKernelAndFollowRecompilation
   EXPECT_FALSE(layouts->tiles().empty());
   EXPECT_TRUE(layouts->error().empty()) << layouts->error();
   EXPECT_TRUE(layouts->layout_grid() || layouts->bank_grid());
-  const gl::PipelineTimeline& timeline = pipeline->timeline();
+  const cost::PipelineTimeline& timeline = pipeline->timeline();
   EXPECT_TRUE(timeline.error.empty()) << timeline.error;
   EXPECT_EQ(timeline.loop_var, "n_o");
   EXPECT_TRUE(std::any_of(timeline.bars.begin(), timeline.bars.end(),
-                          [](const gl::TimelineBar& bar) { return bar.op_class == gl::OpClass::Mma; }));
+                          [](const cost::TimelineBar& bar) { return bar.op_class == cost::OpClass::Mma; }));
 
   // Shown in their docks, both draw real pictures.
   for (QDockWidget* dock : {window.dock(QStringLiteral("layouts")), window.dock(QStringLiteral("pipeline"))}) {

@@ -5,6 +5,7 @@
 #include <QAbstractItemModelTester>
 #include <QApplication>
 #include <QDockWidget>
+#include <QElapsedTimer>
 #include <QImage>
 #include <QLabel>
 #include <QLineEdit>
@@ -20,8 +21,10 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <stop_token>
 #include <thread>
 
+#include "core/driver/render.h"
 #include "core/sched/decision.h"
 #include "core/support/source.h"
 #include "profiler/device_info.h"
@@ -106,6 +109,66 @@ std::shared_ptr<const driver::Compilation> compile_attention() {
       << (result.compilation ? result.compilation->schedule_error + result.compilation->internal_error
                              : result.error.toStdString());
   return result.compilation;
+}
+
+PipelineInputs attention_inputs() {
+  PipelineInputs inputs;
+  inputs.path = "attention.nt";
+  inputs.text = read_asset("assets/specs/attention.nt");
+  inputs.schedule = asset_schedule("attention");
+  return inputs;
+}
+
+TEST(PipelineRunner, ReportsEachPassAsItFinishesThenTheCompilation) {
+  PipelineRunner runner(nullptr, std::chrono::milliseconds(0));
+  QStringList passes;
+  QStringList stages;
+  std::shared_ptr<const driver::Compilation> delivered;
+  QObject::connect(&runner, &PipelineRunner::pass_finished,
+                   [&](quint64, const QString& stage, const QString& pass) {
+                     EXPECT_FALSE(delivered) << "a pass reported after its compilation";
+                     stages << stage;
+                     passes << pass;
+                   });
+  QObject::connect(&runner, &PipelineRunner::finished,
+                   [&](const PipelineResult& result) { delivered = result.compilation; });
+  runner.set_inputs(attention_inputs());
+  runner.run_now();
+  ASSERT_TRUE(wait_until([&] { return delivered != nullptr; }, 30'000));
+  ASSERT_TRUE(delivered->ok());
+  ASSERT_EQ(passes.size(), static_cast<int>(delivered->log.size()));
+  for (size_t i = 0; i < delivered->log.size(); ++i) {
+    EXPECT_EQ(passes[static_cast<int>(i)].toStdString(), delivered->log[i].pass);
+    EXPECT_EQ(stages[static_cast<int>(i)].toStdString(), driver::stage_name(delivered->log[i].stage));
+  }
+}
+
+TEST(PipelineRunner, AStoppedCompileEndsBeforeItsNextPassAndACancelledOneDeliversNothing) {
+  std::stop_source stop;
+  stop.request_stop();
+  const PipelineResult stopped = run_pipeline(attention_inputs(), stop.get_token());
+  ASSERT_TRUE(stopped.compilation);
+  EXPECT_TRUE(stopped.compilation->cancelled);
+  EXPECT_TRUE(stopped.compilation->log.empty());
+  EXPECT_FALSE(stopped.compilation->ok());
+
+  PipelineRunner runner(nullptr, std::chrono::milliseconds(0));
+  int finished = 0, cancelled = 0;
+  QObject::connect(&runner, &PipelineRunner::finished, [&](const PipelineResult&) { ++finished; });
+  QObject::connect(&runner, &PipelineRunner::cancelled, [&] { ++cancelled; });
+  runner.set_inputs(attention_inputs());
+  runner.run_now();
+  runner.cancel();
+  EXPECT_EQ(cancelled, 1);
+  EXPECT_FALSE(runner.running());
+  // Whatever the worker was doing, nothing is delivered for the cancelled generation.
+  QElapsedTimer timer;
+  timer.start();
+  while (timer.elapsed() < 1000) QApplication::processEvents(QEventLoop::AllEvents, 20);
+  EXPECT_EQ(finished, 0);
+  // The next request compiles normally.
+  runner.run_now();
+  ASSERT_TRUE(wait_until([&] { return finished == 1; }, 30'000));
 }
 
 TEST(PassLogModel, PassesTheModelTesterAndPrintsTheGoldenAttentionLog) {
@@ -195,6 +258,66 @@ TEST(DecisionsModel, InvalidEditsShowTheReasonAndLeaveTheScheduleUnchanged) {
   EXPECT_EQ(check.failures_so_far(), 0);
 }
 
+TEST(DecisionsModel, AnAsynchronousValidatorChecksOnAWorkerAndAnswersLater) {
+  DecisionsModel model;
+  ModelCheck check(&model);
+  const std::string spec_text = read_asset("assets/specs/attention.nt");
+  TaskRunner worker;
+  std::thread::id checked_on;
+  int checks = 0;
+  // What the window installs: the schedule applied to the spec on a worker.
+  model.set_async_validator([&](const sched::Schedule& schedule, DecisionsModel::ValidationDone done) {
+    ++checks;
+    PipelineInputs inputs;
+    inputs.path = "attention.nt";
+    inputs.text = spec_text;
+    inputs.schedule = schedule;
+    inputs.last_stage = driver::Stage::VRTile;
+    worker.post([&checked_on, inputs, done]() -> TaskRunner::Continuation {
+      checked_on = std::this_thread::get_id();
+      const std::string reason = run_pipeline(inputs).compilation->schedule_error;
+      return [done, reason] { done(reason); };
+    });
+  });
+  const sched::Schedule original = asset_schedule("attention");
+  model.set_schedule(original);
+  QStringList rejected;
+  int changes = 0;
+  QObject::connect(&model, &DecisionsModel::edit_rejected,
+                   [&rejected](const QString& reason) { rejected << reason; });
+  QObject::connect(&model, &DecisionsModel::schedule_changed, [&changes] { ++changes; });
+
+  // A parse error is refused at once; the worker never sees it.
+  EXPECT_FALSE(model.replace(1, QStringLiteral("tile(O_sum_acc, m=128")));
+  EXPECT_EQ(checks, 0);
+  EXPECT_FALSE(model.validating());
+  // A valid edit waits for the answer; meanwhile the schedule is unchanged and other edits wait.
+  ASSERT_TRUE(model.replace(1, QStringLiteral("tile(O_sum_acc, m=64)")));
+  EXPECT_TRUE(model.validating());
+  EXPECT_EQ(model.schedule().decisions, original.decisions);
+  EXPECT_FALSE(model.remove(0));
+  EXPECT_TRUE(rejected.back().contains(QStringLiteral("still being checked"))) << rejected.back().toStdString();
+  ASSERT_TRUE(wait_until([&] { return !model.validating(); }, 30'000));
+  EXPECT_NE(checked_on, std::this_thread::get_id()) << "the schedule was checked on the UI thread";
+  EXPECT_EQ(sched::print_decision(model.schedule().decisions[1]), "tile(O_sum_acc, m=64)");
+  EXPECT_EQ(changes, 1);
+  // A decision that does not apply is refused when the answer arrives, with the compiler's reason.
+  const sched::Schedule edited = model.schedule();
+  ASSERT_TRUE(model.replace(1, QStringLiteral("tile(O_sum_acc, q=4)")));
+  ASSERT_TRUE(wait_until([&] { return !model.validating(); }, 30'000));
+  EXPECT_TRUE(rejected.back().contains(QStringLiteral("q"))) << rejected.back().toStdString();
+  EXPECT_EQ(model.last_error(), rejected.back());
+  EXPECT_EQ(model.schedule().decisions, edited.decisions);
+  EXPECT_EQ(changes, 1);
+  // A schedule loaded while a check runs drops its answer.
+  ASSERT_TRUE(model.remove(model.rowCount() - 1));
+  model.set_schedule(original);
+  EXPECT_FALSE(model.validating());
+  ASSERT_TRUE(wait_until([&] { return !worker.busy(); }, 30'000));
+  EXPECT_EQ(model.schedule().decisions, original.decisions);
+  EXPECT_EQ(check.failures_so_far(), 0);
+}
+
 TEST(DecisionsPanel, ShowsTheRefusalReasonInThePanel) {
   DecisionsPanel panel;
   panel.model()->set_schedule(asset_schedule("attention"));
@@ -245,7 +368,7 @@ TEST(GraphLayout, LaysOutOffTheUiThreadWithOneItemPerDotNode) {
   ASSERT_TRUE(compilation);
   const driver::Snapshot* scalar = compilation->final_snapshot(driver::Stage::Scalar);
   ASSERT_NE(scalar, nullptr);
-  const std::string dot = snapshot_dot(*scalar);
+  const std::string dot = driver::render(*scalar, driver::RenderFormat::Dot);
   const int dot_nodes = count_dot_nodes(dot);
   ASSERT_GT(dot_nodes, 5);
 
@@ -293,7 +416,7 @@ TEST(SnapshotText, NodeOriginsCoverTheGraphsOfEveryStage) {
     ASSERT_NE(snapshot, nullptr);
     const NodeOrigins origins = node_origins(*snapshot);
     std::string error;
-    GraphLayoutPtr layout = layout_dot(snapshot_dot(*snapshot), &error);
+    GraphLayoutPtr layout = layout_dot(driver::render(*snapshot, driver::RenderFormat::Dot), &error);
     ASSERT_TRUE(layout) << error;
     // Every statement node or op node has a known origin (grid/loop values take their loop's).
     int known = 0;
@@ -302,14 +425,6 @@ TEST(SnapshotText, NodeOriginsCoverTheGraphsOfEveryStage) {
     }
     EXPECT_GT(known, layout->nodes.size() / 2) << driver::stage_name(stage);
   }
-}
-
-TEST(SnapshotText, UnifiedDiffOfTwoTexts) {
-  EXPECT_EQ(unified_diff("a\nb\n", "a\nb\n", "x", "y"), "");
-  EXPECT_EQ(unified_diff("a\nb\nc\nd\ne\nf\ng\nh\n", "a\nb\nc\nD\ne\nf\ng\nh\n", "before", "after", 1),
-            "--- before\n+++ after\n@@ -3,3 +3,3 @@\n c\n-d\n+D\n e\n");
-  EXPECT_EQ(unified_diff("", "x\n", "a", "b"), "--- a\n+++ b\n@@ -0,0 +1,1 @@\n+x\n");
-  EXPECT_EQ(unified_diff("x\ny\n", "y\n", "a", "b", 0), "--- a\n+++ b\n@@ -1,1 +0,0 @@\n-x\n");
 }
 
 TEST(SnapshotText, CudaProvenanceComments) {

@@ -1,5 +1,6 @@
-// The pictures' data without a display: thread/value grids, bank grids and the pipeline timeline
-// of the attention example's MA tile IR (views/gl/layout_model.h, views/gl/pipeline_model.h).
+// The pictures' data without a display: thread/value grids and bank grids of the attention
+// example's MA tile IR (views/gl/layout_model.h), and every asset's pipeline timeline
+// (core/cost/timeline.h, whose own tests are tests/cost/timeline_test.cpp).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -7,13 +8,13 @@
 #include <set>
 #include <string>
 
+#include "core/cost/timeline.h"
 #include "core/layout/bank_conflicts.h"
 #include "core/layout/tv_layout.h"
 #include "core/matile/layouts.h"
 #include "tests/common/spec_test_util.h"
 #include "tests/views_gl/gl_test_util.h"
 #include "views/gl/layout_model.h"
-#include "views/gl/pipeline_model.h"
 
 namespace nautilus::views::gl {
 namespace {
@@ -350,169 +351,6 @@ TEST(TileChoices, SharedAllocationsFirstThenEveryRegisterValueOnce) {
   EXPECT_TRUE(value_named(kernel, "Mx_i"));  // loop block arguments are offered too
 }
 
-// ---- Pipeline timeline ---------------------------------------------------------------------
-
-// The For of the inner loop (attention has one).
-const matile::Op* inner_loop(const matile::Kernel& kernel) {
-  for (const matile::OpPtr& op : kernel.body->ops) {
-    if (op->kind == matile::OpKind::For) return op.get();
-  }
-  return nullptr;
-}
-
-// mma.sync issues per warp of an Mma op, from the PTX shape: (M / 16 / warps_m) x
-// (N / 8 / warps_n) x (K / 16).
-int64_t mma_instructions(const matile::Kernel& kernel, const matile::Op& mma) {
-  (void)kernel;
-  const auto& a = mma.operands[0]->type.shape;
-  const auto& c = mma.operands[2]->type.shape;
-  return (a[0] / 16 / mma.warps_m) * (c[1] / 8 / mma.warps_n) * (a[1] / 16);
-}
-
-TEST(PipelineTimelineModel, EveryMmaOfTheLoopHasABarOnEveryWarpInEveryIteration) {
-  const matile::Kernel& kernel = attention_kernel();
-  const matile::Op* loop = inner_loop(kernel);
-  ASSERT_TRUE(loop);
-  const PipelineTimeline timeline = timeline_from_kernel(kernel);
-  ASSERT_EQ(timeline.error, "");
-  EXPECT_EQ(timeline.loop_var, "n_o");
-  EXPECT_EQ(timeline.iterations, 3);
-  EXPECT_EQ(timeline.pipeline_stages, 2);
-  ASSERT_EQ(timeline.iteration_spans.size(), 3u);
-  std::vector<int> mma_ops;
-  for (size_t i = 0; i < loop->body->ops.size(); ++i) {
-    if (loop->body->ops[i]->kind == matile::OpKind::Mma) mma_ops.push_back(static_cast<int>(i));
-  }
-  ASSERT_EQ(mma_ops.size(), 8u);  // 4 k steps of Q K^T, 4 of P V
-  for (int iteration = 0; iteration < 3; ++iteration) {
-    for (int warp = 0; warp < kernel.warps; ++warp) {
-      std::vector<int> seen;
-      for (const TimelineBar& bar : timeline.bars) {
-        if (bar.row == warp && bar.iteration == iteration && bar.op_class == OpClass::Mma) {
-          seen.push_back(bar.op_index);
-          EXPECT_GT(bar.end, bar.start);
-          EXPECT_EQ(bar.instructions, mma_instructions(kernel, *loop->body->ops[static_cast<size_t>(bar.op_index)]))
-              << bar.label;
-          EXPECT_GE(bar.start, timeline.iteration_spans[static_cast<size_t>(iteration)].first);
-        }
-      }
-      EXPECT_EQ(seen, mma_ops) << "iteration " << iteration << " warp " << warp;
-    }
-  }
-}
-
-TEST(PipelineTimelineModel, NextStagesCopiesFlyDuringThisStagesMmas) {
-  const PipelineTimeline timeline = timeline_from_kernel(attention_kernel());
-  ASSERT_EQ(timeline.error, "");
-  // Rows: the warps, then a copy row per stage.
-  const size_t warps = static_cast<size_t>(attention_kernel().warps);
-  ASSERT_EQ(timeline.rows.size(), warps + 2);
-  EXPECT_EQ(timeline.rows[warps - 1].name, "warp " + std::to_string(warps - 1));
-  EXPECT_EQ(timeline.rows[warps].name, "cp.async stage 0");
-  EXPECT_EQ(timeline.rows[warps + 1].name, "cp.async stage 1");
-  for (int iteration = 0; iteration < 2; ++iteration) {
-    const int next_stage = (iteration + 1) % 2;
-    int flights = 0;
-    for (const TimelineBar& flight : timeline.bars) {
-      if (flight.iteration != iteration || timeline.rows[static_cast<size_t>(flight.row)].kind !=
-                                               TimelineRow::Kind::Copies) {
-        continue;
-      }
-      ++flights;
-      EXPECT_EQ(flight.stage, next_stage) << flight.label;
-      // Some MMA of this iteration runs while the copy is in flight.
-      const bool overlaps = std::any_of(timeline.bars.begin(), timeline.bars.end(), [&](const TimelineBar& b) {
-        return b.iteration == iteration && b.op_class == OpClass::Mma && b.start < flight.end &&
-               flight.start < b.end;
-      });
-      EXPECT_TRUE(overlaps) << flight.label;
-    }
-    EXPECT_EQ(flights, 2) << "K and V of iteration " << iteration;
-  }
-  // The last iteration has no next tile: its copies are predicated off and do not fly.
-  int off = 0;
-  for (const TimelineBar& bar : timeline.bars) {
-    if (bar.iteration == 2 && bar.op_class == OpClass::AsyncCopy) {
-      EXPECT_TRUE(bar.predicated_off) << bar.label;
-      EXPECT_EQ(bar.start, bar.end);
-      off += bar.predicated_off;
-    }
-  }
-  EXPECT_EQ(off, 2 * attention_kernel().warps);
-}
-
-TEST(PipelineTimelineModel, BarriersReleaseEveryWarpTogetherAndWaitsCoverTheCopies) {
-  const PipelineTimeline timeline = timeline_from_kernel(attention_kernel());
-  ASSERT_EQ(timeline.error, "");
-  std::map<std::pair<int, int>, std::set<int64_t>> barrier_ends;  // (iteration, op) -> ends
-  for (const TimelineBar& bar : timeline.bars) {
-    if (bar.label == "bar.sync") barrier_ends[{bar.iteration, bar.op_index}].insert(bar.end);
-    EXPECT_LE(bar.start, bar.end) << bar.label;
-    EXPECT_LE(bar.end, timeline.total_cycles);
-  }
-  ASSERT_FALSE(barrier_ends.empty());
-  for (const auto& [at, ends] : barrier_ends) EXPECT_EQ(ends.size(), 1u);
-  // Iteration 1 reads stage 1: its wait_group ends no earlier than stage 1's copies land.
-  int64_t stage1_lands = 0;
-  for (const TimelineBar& bar : timeline.bars) {
-    if (bar.iteration == 0 && bar.stage == 1 &&
-        timeline.rows[static_cast<size_t>(bar.row)].kind == TimelineRow::Kind::Copies) {
-      stage1_lands = std::max(stage1_lands, bar.end);
-    }
-  }
-  ASSERT_GT(stage1_lands, 0);
-  for (const TimelineBar& bar : timeline.bars) {
-    if (bar.iteration == 1 && bar.op_class == OpClass::Wait && bar.label.find("wait_group") != std::string::npos) {
-      EXPECT_GE(bar.end, stage1_lands);
-    }
-  }
-}
-
-TEST(PipelineTimelineModel, SlowerCopiesShowAsLongerWaits) {
-  // The same kernel with copies ten times slower: the exposed latency must appear as wait time.
-  auto wait_cycles = [](const PipelineTimeline& t) {
-    int64_t total = 0;
-    for (const TimelineBar& bar : t.bars) {
-      if (bar.op_class == OpClass::Wait && bar.row == 0) total += bar.end - bar.start;
-    }
-    return total;
-  };
-  TimelineOptions slow;
-  slow.costs.copy_latency *= 10;
-  const PipelineTimeline fast_timeline = timeline_from_kernel(attention_kernel());
-  const PipelineTimeline slow_timeline = timeline_from_kernel(attention_kernel(), slow);
-  EXPECT_GT(wait_cycles(slow_timeline), wait_cycles(fast_timeline) + 9 * 500);
-  EXPECT_GT(slow_timeline.total_cycles, fast_timeline.total_cycles);
-}
-
-TEST(PipelineTimelineModel, WarpsRunningTheSameBarsFormOneGroup) {
-  PipelineTimeline timeline = timeline_from_kernel(attention_kernel());
-  ASSERT_EQ(timeline.error, "");
-  const int warps = attention_kernel().warps;
-  std::vector<int> all(static_cast<size_t>(warps));
-  for (int w = 0; w < warps; ++w) all[static_cast<size_t>(w)] = w;
-  EXPECT_EQ(identical_warp_rows(timeline), std::vector<std::vector<int>>{all});
-  // One warp's bar moved: that warp is a group of its own.
-  for (TimelineBar& bar : timeline.bars) {
-    if (bar.row == 1 && bar.op_class == OpClass::Mma) {
-      bar.end += 5;
-      break;
-    }
-  }
-  const auto groups = identical_warp_rows(timeline);
-  ASSERT_EQ(groups.size(), 2u);
-  EXPECT_EQ(groups[1], std::vector<int>{1});
-}
-
-TEST(PipelineTimelineModel, AKernelWithoutALoopSaysSo) {
-  matile::Builder builder(4);
-  builder.barrier();
-  const matile::KernelPtr kernel = builder.finish_kernel("flat", {});
-  const PipelineTimeline timeline = timeline_from_kernel(*kernel);
-  EXPECT_NE(timeline.error.find("has no loop"), std::string::npos) << timeline.error;
-  EXPECT_TRUE(timeline.bars.empty());
-}
-
 // ---- Every asset -----------------------------------------------------------------------------
 
 // The panels must draw whatever the compiler produces: every register value of every asset's
@@ -537,14 +375,14 @@ TEST_P(EveryAsset, HasGridsAndATimelineOrAReason) {
         EXPECT_TRUE(grid) << asset << " " << pattern.label << ": " << grid.error().message;
       }
     }
-    const PipelineTimeline timeline = timeline_from_kernel(*kernel);
+    const cost::PipelineTimeline timeline = cost::timeline_from_kernel(*kernel);
     if (!timeline.error.empty()) {
       EXPECT_NE(timeline.error.find("no loop"), std::string::npos) << asset << ": " << timeline.error;
       continue;
     }
     ++timelines;
     EXPECT_FALSE(timeline.bars.empty()) << asset;
-    for (const TimelineBar& bar : timeline.bars) {
+    for (const cost::TimelineBar& bar : timeline.bars) {
       EXPECT_LE(bar.start, bar.end) << asset << " " << bar.label;
       EXPECT_GE(bar.row, 0);
       EXPECT_LT(bar.row, static_cast<int>(timeline.rows.size()));

@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <map>
-#include <set>
+#include <optional>
 #include <unordered_set>
 
+#include "core/layout/bank_conflicts.h"
 #include "core/layout/printer.h"
 #include "core/matile/layouts.h"
 
@@ -288,7 +288,6 @@ Result<BankGrid> bank_grid(const matile::SharedAlloc& alloc, const SharedAccessP
 
   const int64_t elements_per_access = a / grid.element_bytes;
   const int lanes_per_phase = std::min(matile::kWarpSize, kWavefrontBytes / a);
-  const int64_t words_per_access = std::max(1, a / kBankBytes);
   for (size_t i = 0; i < pattern.instructions.size(); ++i) {
     const SharedInstruction& instruction = pattern.instructions[i];
     if (instruction.lane_starts.size() > static_cast<size_t>(matile::kWarpSize)) {
@@ -323,27 +322,23 @@ Result<BankGrid> bank_grid(const matile::SharedAlloc& alloc, const SharedAccessP
       }
       lanes.push_back(std::move(access));
     }
-    // Split the active lanes into phases by lane number.
-    std::map<int, std::vector<PhaseLane>> by_phase;
-    for (PhaseLane& lane : lanes) by_phase[lane.lane / lanes_per_phase].push_back(std::move(lane));
-    for (auto& [phase_index, phase_lanes] : by_phase) {
+    // The hardware's phases and their conflicts (core/layout/bank_conflicts.h); the grid adds
+    // the lanes and cells each phase covers.
+    std::vector<std::optional<int64_t>> addresses(instruction.lane_starts.size());
+    for (const PhaseLane& lane : lanes) addresses[static_cast<size_t>(lane.lane)] = lane.byte_address;
+    Result<std::vector<layout::BankPhaseConflicts>> served = layout::bank_phases(addresses, a);
+    if (!served) return layout_error(context + ": " + served.error().message);
+    for (const layout::BankPhaseConflicts& conflicts : *served) {
       BankPhase phase;
       phase.instruction = static_cast<int>(i);
       phase.warp = instruction.warp;
-      phase.phase = phase_index;
-      std::map<int, std::set<int64_t>> words_of_bank;
-      for (const PhaseLane& lane : phase_lanes) {
-        const int64_t first_word = lane.byte_address / kBankBytes;
-        for (int64_t w = 0; w < words_per_access; ++w) {
-          words_of_bank[static_cast<int>((first_word + w) % kBanks)].insert(first_word + w);
-        }
+      phase.phase = conflicts.phase;
+      phase.wavefronts = static_cast<int>(conflicts.wavefronts);
+      phase.conflicting_banks = conflicts.conflicting_banks;
+      std::vector<PhaseLane> phase_lanes;
+      for (const PhaseLane& lane : lanes) {
+        if (lane.lane / lanes_per_phase == conflicts.phase) phase_lanes.push_back(lane);
       }
-      size_t busiest = 0;
-      for (const auto& [bank, words] : words_of_bank) {
-        busiest = std::max(busiest, words.size());
-        if (words.size() > 1) phase.conflicting_banks.push_back(bank);
-      }
-      phase.wavefronts = static_cast<int>(busiest);
       for (const PhaseLane& lane : phase_lanes) {
         for (int64_t cell : lane.cells) {
           if (std::binary_search(phase.conflicting_banks.begin(), phase.conflicting_banks.end(),

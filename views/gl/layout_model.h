@@ -22,8 +22,9 @@
 // an element offset; element e of stage s lies at byte byte_offset + (s * stage_elements + e) *
 // bytes, in 4-byte word byte/4 and bank word % 32. An access pattern (SharedAccessPattern) lists
 // the warp instructions of one op on the allocation -- which logical element each lane's access
-// starts at -- and bank_grid() splits every instruction into the phases the hardware serves
-// (layout/bank_conflicts.h: 32 lanes for accesses of <= 4 bytes, 16 for 8 bytes, 8 for 16 bytes,
+// starts at -- and bank_grid() has core's layout::bank_phases split every instruction into the
+// phases the hardware serves and count their wavefronts (core/layout/bank_conflicts.h, the same
+// count the cost model and layout synthesis use: 32 lanes for accesses of <= 4 bytes, 16 for 8 bytes, 8 for 16 bytes,
 // i.e. one 8x8 matrix of an ldmatrix.x4 per phase). A phase takes as many wavefronts as the
 // largest number of distinct words one bank must deliver; the cells of such a bank are the
 // conflicts the panel outlines. For a 64x64 bf16 tile read by ldmatrix, row-major rows of 128

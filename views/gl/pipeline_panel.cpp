@@ -16,16 +16,16 @@ constexpr float kLabelWidth = 120.0f;
 constexpr float kMinZoom = 0.5f;   // pixels per 100 cycles
 constexpr float kMaxZoom = 400.0f;
 
-ImU32 class_colour(gl::OpClass op_class) {
+ImU32 class_colour(cost::OpClass op_class) {
   switch (op_class) {
-    case gl::OpClass::AsyncCopy: return IM_COL32(77, 182, 172, 255);
-    case gl::OpClass::Wait: return IM_COL32(176, 176, 176, 255);
-    case gl::OpClass::SharedLoad: return IM_COL32(100, 181, 246, 255);
-    case gl::OpClass::Mma: return IM_COL32(255, 138, 101, 255);
-    case gl::OpClass::ElementWise: return IM_COL32(129, 199, 132, 255);
-    case gl::OpClass::Reduce: return IM_COL32(186, 104, 200, 255);
-    case gl::OpClass::Global: return IM_COL32(161, 136, 127, 255);
-    case gl::OpClass::Control: return IM_COL32(224, 224, 224, 255);
+    case cost::OpClass::AsyncCopy: return IM_COL32(77, 182, 172, 255);
+    case cost::OpClass::Wait: return IM_COL32(176, 176, 176, 255);
+    case cost::OpClass::SharedLoad: return IM_COL32(100, 181, 246, 255);
+    case cost::OpClass::Mma: return IM_COL32(255, 138, 101, 255);
+    case cost::OpClass::ElementWise: return IM_COL32(129, 199, 132, 255);
+    case cost::OpClass::Reduce: return IM_COL32(186, 104, 200, 255);
+    case cost::OpClass::Global: return IM_COL32(161, 136, 127, 255);
+    case cost::OpClass::Control: return IM_COL32(224, 224, 224, 255);
   }
   return IM_COL32(128, 128, 128, 255);
 }
@@ -55,7 +55,7 @@ void PipelinePanel::set_module(matile::ModulePtr module) {
   // Start on the first kernel that has a loop.
   if (module_) {
     for (size_t i = 0; i < module_->kernels.size(); ++i) {
-      if (gl::timeline_from_kernel(*module_->kernels[i], {1, {}}).error.empty()) {
+      if (cost::timeline_from_kernel(*module_->kernels[i], {1, {}}).error.empty()) {
         kernel_ = static_cast<int>(i);
         break;
       }
@@ -87,17 +87,17 @@ void PipelinePanel::set_zoom(float pixels_per_100_cycles) {
 }
 
 void PipelinePanel::rebuild() {
-  timeline_ = gl::PipelineTimeline{};
+  timeline_ = cost::PipelineTimeline{};
   if (module_ && kernel_ < static_cast<int>(module_->kernels.size())) {
     options_.iterations = iterations_;
-    timeline_ = gl::timeline_from_kernel(*module_->kernels[static_cast<size_t>(kernel_)], options_);
+    timeline_ = cost::timeline_from_kernel(*module_->kernels[static_cast<size_t>(kernel_)], options_);
   }
   // Bands: on copy rows, the flights of one iteration stack in program order.
   bar_bands_.assign(timeline_.bars.size(), {0, 1});
   std::map<std::pair<int, int>, std::vector<size_t>> groups;  // (row, iteration) -> bars
   for (size_t i = 0; i < timeline_.bars.size(); ++i) {
-    const gl::TimelineBar& bar = timeline_.bars[i];
-    if (timeline_.rows[static_cast<size_t>(bar.row)].kind == gl::TimelineRow::Kind::Copies) {
+    const cost::TimelineBar& bar = timeline_.bars[i];
+    if (timeline_.rows[static_cast<size_t>(bar.row)].kind == cost::TimelineRow::Kind::Copies) {
       groups[{bar.row, bar.iteration}].push_back(i);
     }
   }
@@ -111,9 +111,9 @@ void PipelinePanel::rebuild() {
   // Warps that run identical bars share one row ("warps 0-7") unless the user asks for all.
   row_shown_.assign(timeline_.rows.size(), true);
   row_names_.clear();
-  for (const gl::TimelineRow& row : timeline_.rows) row_names_.push_back(row.name);
+  for (const cost::TimelineRow& row : timeline_.rows) row_names_.push_back(row.name);
   if (group_warps_) {
-    for (const std::vector<int>& group : gl::identical_warp_rows(timeline_)) {
+    for (const std::vector<int>& group : cost::identical_warp_rows(timeline_)) {
       if (group.size() < 2) continue;
       const bool contiguous = group.back() - group.front() + 1 == static_cast<int>(group.size());
       std::string name = "warps ";
@@ -185,23 +185,23 @@ void PipelinePanel::draw() {
 void PipelinePanel::draw_legend() {
   ImDrawList* draw = ImGui::GetWindowDrawList();
   const float box = ImGui::GetTextLineHeight();
-  for (int i = 0; i < gl::kOpClassCount; ++i) {
-    const auto op_class = static_cast<gl::OpClass>(i);
+  for (int i = 0; i < cost::kOpClassCount; ++i) {
+    const auto op_class = static_cast<cost::OpClass>(i);
     const ImVec2 at = ImGui::GetCursorScreenPos();
     draw->AddRectFilled(at, ImVec2(at.x + box, at.y + box), class_colour(op_class));
     ImGui::Dummy(ImVec2(box, box));
     ImGui::SameLine();
-    ImGui::TextUnformatted(gl::op_class_name(op_class));
-    if (i + 1 < gl::kOpClassCount) ImGui::SameLine(0, 14);
+    ImGui::TextUnformatted(cost::op_class_name(op_class));
+    if (i + 1 < cost::kOpClassCount) ImGui::SameLine(0, 14);
   }
-  const gl::CycleCosts& c = options_.costs;
+  const cost::CycleCosts& c = options_.costs;
   ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
   ImGui::TextWrapped(
-      "Estimated cycles per warp instruction: mma.sync %lld, ldmatrix/ld.shared %lld per wavefront, "
-      "f32 ALU %lld and SFU %lld per register slot, shfl %lld, cp.async issue %lld per 16 B, copy "
-      "landing %lld + bytes/%lld, bar.sync %lld.",
+      "Bars are the cost model's work of each op, per warp, at these cycles per warp instruction: "
+      "mma.sync %lld, shared memory %lld per wavefront, CUDA-core %lld, SFU %lld, cp.async issue "
+      "%lld per 16 B, copy landing %lld + bytes/%lld, bar.sync %lld.",
       static_cast<long long>(c.mma), static_cast<long long>(c.shared_wavefront),
-      static_cast<long long>(c.alu), static_cast<long long>(c.sfu), static_cast<long long>(c.shuffle),
+      static_cast<long long>(c.alu), static_cast<long long>(c.sfu),
       static_cast<long long>(c.copy_issue), static_cast<long long>(c.copy_latency),
       static_cast<long long>(c.copy_bytes_per_cycle), static_cast<long long>(c.barrier));
   ImGui::PopStyleColor();
@@ -254,14 +254,14 @@ void PipelinePanel::draw_chart() {
     draw->AddText(ImVec2(x + 2, start.y + ImGui::GetTextLineHeight() + 2), faint, label);
   }
   // Bars.
-  const gl::TimelineBar* hovered = nullptr;
-  for (const gl::TimelineBar& bar : timeline_.bars) {
+  const cost::TimelineBar* hovered = nullptr;
+  for (const cost::TimelineBar& bar : timeline_.bars) {
     if (bar.end <= bar.start) continue;  // free ops and predicated-off copies take no time
     if (!row_shown_[static_cast<size_t>(bar.row)]) continue;
     const float bx0 = x_of(bar.start), bx1 = std::max(x_of(bar.end), x_of(bar.start) + 1.0f);
     if (bx1 < clip_min.x || bx0 > clip_max_x) continue;
-    const gl::TimelineRow& row = timeline_.rows[static_cast<size_t>(bar.row)];
-    const bool flight = row.kind == gl::TimelineRow::Kind::Copies;
+    const cost::TimelineRow& row = timeline_.rows[static_cast<size_t>(bar.row)];
+    const bool flight = row.kind == cost::TimelineRow::Kind::Copies;
     // Copies of one iteration that fly together share their stage's row, one above the other.
     const size_t index = static_cast<size_t>(&bar - timeline_.bars.data());
     const float band = (row_top_[static_cast<size_t>(bar.row) + 1] - row_top_[static_cast<size_t>(bar.row)] - 6) /
@@ -298,7 +298,7 @@ void PipelinePanel::draw_chart() {
   if (hovered) {
     ImGui::BeginTooltip();
     ImGui::TextUnformatted(hovered->label.c_str());
-    ImGui::Text("%s, %s", gl::op_class_name(hovered->op_class),
+    ImGui::Text("%s, %s", cost::op_class_name(hovered->op_class),
                 hovered->iteration < 0 ? "prologue"
                                        : (timeline_.loop_var + " = " + std::to_string(hovered->iteration)).c_str());
     ImGui::Text("cycles %lld .. %lld (%lld)", static_cast<long long>(hovered->start),

@@ -1,5 +1,6 @@
 // PipelinePanel: the inner loop of an MA tile kernel as a per-warp Gantt chart (Dear ImGui in a
-// QOpenGLWidget), built by gl::timeline_from_kernel from what the MA tile IR says today.
+// QOpenGLWidget), built by core's cost::timeline_from_kernel (core/cost/timeline.h), whose bars
+// are the analytical cost model's work of each op.
 //
 // Rows are the warps (warps running identical bars share one row, "warps 0-7", unless "Group
 // identical warps" is off), then one row per shared-memory stage on which the cp.async copies fly;
@@ -8,7 +9,7 @@
 // iterations (a slider picks 1..8). The background alternates per iteration (`n_o = 0`, ...),
 // the prologue before the loop is shaded, and hovering a bar shows its op, class, cycles,
 // instruction count and stage. Mouse wheel scrolls, Ctrl+wheel zooms the time axis. The cycle
-// costs are estimates (gl::CycleCosts, listed under the chart): the picture shows proportions
+// costs are estimates (cost::CycleCosts, listed under the chart): the picture shows proportions
 // and overlap -- stage s+1's copies in flight while the MMAs read stage s -- not measured time.
 //
 // Integration: set_module() with the MA module of each new compilation; select_kernel() picks
@@ -20,9 +21,9 @@
 #include <utility>
 #include <vector>
 
+#include "core/cost/timeline.h"
 #include "core/matile/ir.h"
 #include "views/gl/imgui_panel.h"
-#include "views/gl/pipeline_model.h"
 
 namespace nautilus::views {
 
@@ -45,7 +46,7 @@ class PipelinePanel : public ImGuiPanel {
 
   int kernel_index() const { return kernel_; }
   float zoom() const { return zoom_; }
-  const gl::PipelineTimeline& timeline() const { return timeline_; }
+  const cost::PipelineTimeline& timeline() const { return timeline_; }
 
  protected:
   void draw() override;
@@ -59,8 +60,8 @@ class PipelinePanel : public ImGuiPanel {
   int kernel_ = 0;
   int iterations_ = 3;
   float zoom_ = 12.0f;
-  gl::TimelineOptions options_;
-  gl::PipelineTimeline timeline_;
+  cost::TimelineOptions options_;
+  cost::PipelineTimeline timeline_;
   std::vector<std::pair<int, int>> bar_bands_;  // per bar: (band, bands in its row slot)
   bool group_warps_ = true;
   std::vector<bool> row_shown_;

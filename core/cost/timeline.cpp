@@ -1,30 +1,22 @@
-#include "views/gl/pipeline_model.h"
+#include "core/cost/timeline.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <optional>
 #include <tuple>
 #include <unordered_map>
 
-#include "core/matile/layouts.h"
-#include "views/gl/layout_model.h"
+#include "core/cost/analytical_model.h"
+#include "core/scalar/ir.h"
+#include "core/vrtile/ir.h"
 
-namespace nautilus::views::gl {
+namespace nautilus::cost {
 namespace {
 
 using matile::Op;
 using matile::OpKind;
 using matile::Value;
-
-bool is_sfu(const Op& op) {
-  if (op.kind == OpKind::Binary) return op.binary_op == matile::BinaryOp::Div;
-  if (op.kind != OpKind::Unary) return false;
-  switch (op.unary_op) {
-    case matile::UnaryOp::Neg:
-    case matile::UnaryOp::Abs: return false;
-    default: return true;
-  }
-}
 
 bool is_uniform_scalar(const Value& value) {
   return value && value->type.shape.empty();
@@ -47,14 +39,6 @@ bool find_loop(const matile::Region& region, bool want_pipelined, std::vector<co
   }
   return false;
 }
-
-// A cost and what it counts, for one op on one warp (waits and copy flights are not costs: the
-// simulator adds them).
-struct OpCost {
-  OpClass op_class = OpClass::Control;
-  int64_t cycles = 0;
-  int64_t instructions = 0;
-};
 
 class Simulator {
  public:
@@ -167,133 +151,6 @@ class Simulator {
     }
   }
 
-  // Wavefronts per warp of a shared-memory op, from the bank model (cached per op).
-  const std::vector<int64_t>& wavefronts_per_warp(const Op& op) {
-    auto found = wavefronts_.find(&op);
-    if (found != wavefronts_.end()) return found->second;
-    std::vector<int64_t> per_warp(static_cast<size_t>(kernel_.warps), 0);
-    const SharedAccessPattern pattern = shared_access_pattern(kernel_, op);
-    Result<BankGrid> grid =
-        pattern.instructions.empty()
-            ? Result<BankGrid>(layout::layout_error("no pattern"))
-            : bank_grid(kernel_.shared[static_cast<size_t>(op.shared.alloc)], pattern);
-    if (grid) {
-      for (const BankPhase& phase : grid->phases) {
-        if (phase.warp >= 0 && phase.warp < kernel_.warps) {
-          per_warp[static_cast<size_t>(phase.warp)] += phase.wavefronts;
-        }
-      }
-    } else {
-      // Unknown addressing: one wavefront per 128 bytes the warp moves.
-      for (const SharedInstruction& instruction : pattern.instructions) {
-        if (instruction.warp >= 0 && instruction.warp < kernel_.warps) {
-          per_warp[static_cast<size_t>(instruction.warp)] +=
-              std::max<int64_t>(1, pattern.access_bytes * matile::kWarpSize / 128);
-        }
-      }
-    }
-    return wavefronts_.emplace(&op, std::move(per_warp)).first->second;
-  }
-
-  int64_t instructions_per_warp(const Op& op) const {
-    std::map<int, int64_t> count;
-    for (const SharedInstruction& instruction : shared_access_pattern(kernel_, op).instructions) {
-      ++count[instruction.warp];
-    }
-    return count.empty() ? 0 : count.begin()->second;
-  }
-
-  // Cycles of a nested loop: its body's costs (waits not modelled) times its trip count.
-  int64_t static_cycles(const matile::Region& region, int warp) {
-    int64_t cycles = 0;
-    for (const matile::OpPtr& op : region.ops) cycles += cost(*op, warp).cycles;
-    return cycles;
-  }
-
-  OpCost cost(const Op& op, int warp) {
-    const Value result = op.results.empty() ? nullptr : op.results[0];
-    const int64_t slots = result ? result->layout.slots() : 0;
-    switch (op.kind) {
-      case OpKind::Iota:
-      case OpKind::Full:
-      case OpKind::Unary:
-      case OpKind::Binary:
-      case OpKind::Compare:
-      case OpKind::Logical:
-      case OpKind::Select:
-      case OpKind::Cast:
-        if (is_uniform_scalar(result)) return {OpClass::Control, costs_.index, 1};
-        return {OpClass::ElementWise, slots * (is_sfu(op) ? costs_.sfu : costs_.alu), slots};
-      case OpKind::Broadcast:
-      case OpKind::Permute:
-      case OpKind::ExtractSlice:
-        // Register renaming: the emitter reads the source registers in place.
-        return {OpClass::ElementWise, 0, 0};
-      case OpKind::ConvertLayout:
-        if (!op.via_shared) return {OpClass::ElementWise, 0, 0};
-        // st.shared and ld.shared of every slot, two barriers.
-        return {OpClass::SharedLoad, 2 * slots * costs_.shared_wavefront + 2 * costs_.barrier,
-                2 * slots};
-      case OpKind::Reduce: {
-        const Value& x = op.operands.empty() ? nullptr : op.operands[0];
-        const int64_t in_slots = x ? x->layout.slots() : 0;
-        const int64_t combines = std::max<int64_t>(0, in_slots - slots);
-        const int64_t shuffles = static_cast<int64_t>(op.xor_masks.size()) * slots;
-        int64_t cycles = combines * costs_.alu + shuffles * (costs_.shuffle + costs_.alu);
-        int64_t instructions = combines + 2 * shuffles;
-        if (op.scratch >= 0) {
-          cycles += 2 * costs_.barrier + slots * (2 * costs_.shared_wavefront + costs_.alu);
-          instructions += 3 * slots;
-        }
-        return {OpClass::Reduce, cycles, instructions};
-      }
-      case OpKind::Mma: {
-        if (op.operands.size() < 3 || op.warps_m <= 0 || op.warps_n <= 0) return {OpClass::Mma, 0, 0};
-        const std::vector<int64_t>& a = op.operands[0]->type.shape;
-        const std::vector<int64_t>& c = op.operands[2]->type.shape;
-        if (a.size() != 2 || c.size() != 2) return {OpClass::Mma, 0, 0};
-        const int64_t n = (a[0] / (16 * op.warps_m)) * (c[1] / (8 * op.warps_n)) * (a[1] / 16);
-        return {OpClass::Mma, n * costs_.mma, n};
-      }
-      case OpKind::FmaDot: {
-        int64_t k = 0;
-        if (op.shared.alloc >= 0 && op.shared.alloc < static_cast<int>(kernel_.shared.size())) {
-          const matile::SharedAlloc& alloc = kernel_.shared[static_cast<size_t>(op.shared.alloc)];
-          if (alloc.shape.size() == 2 && op.shared.offsets.size() == 2) {
-            k = op.shared.transposed ? alloc.shape[0] - op.shared.offsets[0]
-                                     : alloc.shape[1] - op.shared.offsets[1];
-          }
-        }
-        return {OpClass::Mma, slots * k * costs_.fma, slots * k};
-      }
-      case OpKind::GlobalLoad: return {OpClass::Global, costs_.global_latency + slots, slots};
-      case OpKind::GlobalStore: {
-        const Value value = matile::stored_value(op);
-        const int64_t n = value ? value->layout.slots() : 0;
-        return {OpClass::Global, n * costs_.global_store, n};
-      }
-      case OpKind::AsyncCopy: {
-        const int64_t vectors =
-            op.vector_elements > 0 ? op.copy_layout.values() / op.vector_elements : 0;
-        return {OpClass::AsyncCopy, vectors * costs_.copy_issue, vectors};
-      }
-      case OpKind::SharedLoad:
-      case OpKind::SharedStore:
-        return {OpClass::SharedLoad,
-                wavefronts_per_warp(op)[static_cast<size_t>(warp)] * costs_.shared_wavefront,
-                instructions_per_warp(op)};
-      case OpKind::CommitGroup: return {OpClass::Control, costs_.commit, 1};
-      case OpKind::For: {
-        const int64_t body = op.body ? static_cycles(*op.body, warp) : 0;
-        return {OpClass::Control, body * op.extent, 0};
-      }
-      case OpKind::WaitGroup:
-      case OpKind::Barrier:
-      case OpKind::Yield: break;
-    }
-    return {OpClass::Wait, 0, 0};
-  }
-
   std::string label(const Op& op) const {
     const std::string result = op.results.empty() ? "" : " %" + op.results[0]->name;
     switch (op.kind) {
@@ -371,8 +228,8 @@ class Simulator {
       }
       default: break;
     }
+    const WarpCost c = warp_cost(kernel_, op, costs_);
     for (size_t w = 0; w < warps; ++w) {
-      const OpCost c = cost(op, static_cast<int>(w));
       add_bar(static_cast<int>(w), clock_[w], clock_[w] + c.cycles, c.op_class, label(op),
               c.instructions, iteration, op_index);
       clock_[w] += c.cycles;
@@ -390,7 +247,7 @@ class Simulator {
     const int64_t bytes = elements * dtype_bytes(alloc.dtype);
     const std::string target = (op.buffer ? op.buffer->name : std::string("?")) + " -> " +
                                alloc.name + (stage ? "[" + std::to_string(*stage) + "]" : "[?]");
-    const OpCost c = cost(op, 0);
+    const WarpCost c = warp_cost(kernel_, op, costs_);
     int64_t first_issue = -1, last_landing = 0;
     for (size_t w = 0; w < clock_.size(); ++w) {
       const int64_t issue = off ? 0 : c.cycles;
@@ -429,7 +286,6 @@ class Simulator {
   std::vector<int64_t> open_group_;               // landing time of each warp's open group
   std::vector<std::vector<int64_t>> committed_;   // landing times of committed groups, oldest first
   std::unordered_map<const matile::ValueNode*, int64_t> scalars_;
-  std::unordered_map<const Op*, std::vector<int64_t>> wavefronts_;
   std::map<int, std::vector<TimelineBar>> copy_bars_;
 };
 
@@ -457,6 +313,76 @@ void run_path(Simulator& sim, const matile::Region& region, const std::vector<co
 }
 
 }  // namespace
+
+WarpCost warp_cost(const matile::Kernel& kernel, const matile::Op& op, const CycleCosts& costs) {
+  if (op.kind == OpKind::For) {
+    // A nested loop: its body's costs (waits not modelled) times its trip count.
+    int64_t body = 0;
+    if (op.body) {
+      for (const matile::OpPtr& inner : op.body->ops) body += warp_cost(kernel, *inner, costs).cycles;
+    }
+    return {OpClass::Control, body * op.extent, 0};
+  }
+  // 1. The op's work for the whole CTA, as the estimate counts it, as warp instructions per pipe
+  //    (the work is spread evenly over the warps).
+  const OpWork work = op_work(kernel, op);
+  const double warps = std::max(1, kernel.warps);
+  const double lanes = warps * matile::kWarpSize;
+  const double alu = work.alu_ops / lanes;
+  const double sfu = work.special_ops / lanes;
+  const double mma = work.tensor_flops / 4096.0 / warps;  // one mma.m16n8k16 is 4096 FLOPs
+  const double wavefronts = work.shared_bytes / 128.0 / warps;
+  const auto whole = [](double count) { return static_cast<int64_t>(std::ceil(count - 1e-9)); };
+  // 2. Cycles: the pipes one after another (one warp issues in order).
+  const int64_t math = whole(alu) * costs.alu + whole(sfu) * costs.sfu + whole(mma) * costs.mma;
+  const int64_t shared = whole(wavefronts) * costs.shared_wavefront;
+  const int64_t barriers = whole(work.barriers) * costs.barrier;
+  const Value result = op.results.empty() ? nullptr : op.results[0];
+  // 3. The class: what the op is for the reader of the picture.
+  switch (op.kind) {
+    case OpKind::Iota:
+    case OpKind::Full:
+    case OpKind::Unary:
+    case OpKind::Binary:
+    case OpKind::Compare:
+    case OpKind::Logical:
+    case OpKind::Select:
+    case OpKind::Cast:
+      if (is_uniform_scalar(result)) return {OpClass::Control, math, whole(alu + sfu)};
+      return {OpClass::ElementWise, math, whole(alu + sfu)};
+    case OpKind::Broadcast:
+    case OpKind::Permute:
+    case OpKind::ExtractSlice:
+      return {OpClass::ElementWise, 0, 0};  // register renaming: the model counts nothing
+    case OpKind::ConvertLayout:
+      if (!op.via_shared) return {OpClass::ElementWise, 0, 0};
+      return {OpClass::SharedLoad, math + shared + barriers, whole(wavefronts)};
+    case OpKind::Reduce:
+      return {OpClass::Reduce, math + shared + barriers, whole(alu)};
+    case OpKind::Mma:
+      return {OpClass::Mma, math + shared, whole(mma)};
+    case OpKind::FmaDot:
+      return {OpClass::Mma, math + shared, whole(alu)};
+    case OpKind::GlobalLoad:
+      return {OpClass::Global, costs.global_latency + math + shared, whole(alu)};
+    case OpKind::GlobalStore:
+      return {OpClass::Global, math + shared, whole(alu)};
+    case OpKind::AsyncCopy:
+      // The model counts one CUDA-core operation per vector copy; the bytes land later.
+      return {OpClass::AsyncCopy, whole(alu) * costs.copy_issue, whole(alu)};
+    case OpKind::SharedLoad:
+    case OpKind::SharedStore:
+      return {OpClass::SharedLoad, shared + math, whole(wavefronts)};
+    case OpKind::CommitGroup:
+      return {OpClass::Control, costs.commit, 1};
+    case OpKind::For:
+    case OpKind::WaitGroup:
+    case OpKind::Barrier:
+    case OpKind::Yield:
+      break;
+  }
+  return {OpClass::Wait, 0, 0};
+}
 
 const char* op_class_name(OpClass op_class) {
   switch (op_class) {
@@ -520,4 +446,4 @@ std::vector<std::vector<int>> identical_warp_rows(const PipelineTimeline& timeli
   return groups;
 }
 
-}  // namespace nautilus::views::gl
+}  // namespace nautilus::cost
