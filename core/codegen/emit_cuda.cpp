@@ -16,6 +16,7 @@
 #include "core/matile/layouts.h"
 #include "core/matile/printer.h"
 #include "core/matile/verifier.h"
+#include "core/matile/visitor.h"
 
 namespace nautilus::codegen {
 namespace {
@@ -375,7 +376,7 @@ int64_t device_swizzle(int64_t offset, const layout::Swizzle& s) {
 
 // ---------------------------------------------------------------------------------------------
 
-class KernelEmitter {
+class KernelEmitter : public matile::Visitor {
  public:
   KernelEmitter(const Kernel& kernel, std::string symbol, const EmitOptions& options)
       : kernel_(kernel), symbol_(std::move(symbol)), options_(options) {}
@@ -387,7 +388,7 @@ class KernelEmitter {
     for (const SharedAlloc& alloc : kernel_.shared) shared_name(alloc);
     std::vector<std::string> grid_lines = grid_mapping(launch);
     indent_ = 1;
-    region(*kernel_.body);
+    visit(*kernel_.body);
     std::ostringstream out;
     out << "// Kernel " << symbol_ << " (MA kernel " << kernel_.name << "): grid ";
     launch->symbol = symbol_;
@@ -812,13 +813,14 @@ class KernelEmitter {
   // -------------------------------------------------------------------------------------------
   // Regions and ops
 
-  void region(const matile::Region& body) {
-    for (const matile::OpPtr& op : body.ops) {
-      if (op->kind == OpKind::Yield) continue;  // handled by the For
-      provenance_comment(*op);
-      op_comment(*op);
-      emit_op(*op);
-    }
+  // Every op is preceded by its MA text as a comment (and its spec statement when that
+  // changes). A Yield prints nothing: its For assigns the carried values after the body.
+  using matile::Visitor::visit;
+  void visit(const Op& op) override {
+    if (op.kind == OpKind::Yield) return;
+    provenance_comment(op);
+    op_comment(op);
+    matile::Visitor::visit(op);
   }
 
   void provenance_comment(const Op& op) {
@@ -849,34 +851,26 @@ class KernelEmitter {
     line("// " + (first == std::string::npos ? text : text.substr(first)));
   }
 
-  void emit_op(const Op& op) {
-    switch (op.kind) {
-      case OpKind::Iota:
-      case OpKind::Full:
-      case OpKind::Unary:
-      case OpKind::Binary:
-      case OpKind::Compare:
-      case OpKind::Logical:
-      case OpKind::Select:
-      case OpKind::Cast: return elementwise(op);
-      case OpKind::Broadcast:
-      case OpKind::Permute:
-      case OpKind::ExtractSlice: return register_move(op);
-      case OpKind::ConvertLayout: return op.via_shared ? convert_via_shared(op) : register_move(op);
-      case OpKind::Reduce: return reduce(op);
-      case OpKind::Mma: return mma(op);
-      case OpKind::FmaDot: return fma_dot(op);
-      case OpKind::GlobalLoad: return global_load(op);
-      case OpKind::GlobalStore: return global_store(op);
-      case OpKind::AsyncCopy: return async_copy(op);
-      case OpKind::CommitGroup: return line("cp_async_commit();");
-      case OpKind::WaitGroup: return line("cp_async_wait<" + str(op.extent) + ">();");
-      case OpKind::Barrier: return line("__syncthreads();");
-      case OpKind::SharedLoad: return shared_load(op);
-      case OpKind::SharedStore: return shared_store(op);
-      case OpKind::For: return for_loop(op);
-      case OpKind::Yield: return;
-    }
+  void visit_elementwise(const Op& op) override { elementwise(op); }
+  void visit_register_move(const Op& op) override { register_move(op); }
+  void visit_ConvertLayout(const Op& op) override {
+    return op.via_shared ? convert_via_shared(op) : register_move(op);
+  }
+  void visit_Reduce(const Op& op) override { reduce(op); }
+  void visit_Mma(const Op& op) override { mma(op); }
+  void visit_FmaDot(const Op& op) override { fma_dot(op); }
+  void visit_GlobalLoad(const Op& op) override { global_load(op); }
+  void visit_GlobalStore(const Op& op) override { global_store(op); }
+  void visit_AsyncCopy(const Op& op) override { async_copy(op); }
+  void visit_CommitGroup(const Op&) override { line("cp_async_commit();"); }
+  void visit_WaitGroup(const Op& op) override { line("cp_async_wait<" + str(op.extent) + ">();"); }
+  void visit_Barrier(const Op&) override { line("__syncthreads();"); }
+  void visit_SharedLoad(const Op& op) override { shared_load(op); }
+  void visit_SharedStore(const Op& op) override { shared_store(op); }
+  void visit_For(const Op& op) override { for_loop(op); }
+  // Every kind above has its CUDA; an op reaching here is a kind without any.
+  void visit_op(const Op& op) override {
+    unsupported(std::string("no CUDA for MA op kind ") + matile::op_kind_name(op.kind));
   }
 
   std::string unary_expression(scalar::UnaryOp unary, const std::string& x, DType dtype) {
@@ -1963,7 +1957,7 @@ class KernelEmitter {
     if (op.trip_count) bound = "min(" + bound + ", " + name_of(op.trip_count) + ")";
     line("for (int " + var + " = 0; " + var + " < " + bound + "; ++" + var + ") {");
     ++indent_;
-    region(*op.body);
+    visit(*op.body);
     const Op& yield = *op.body->ops.back();
     if (yield.kind != OpKind::Yield || yield.operands.size() != op.results.size()) {
       invalid(matile::op_label(op) + ": body does not end with a matching yield");
