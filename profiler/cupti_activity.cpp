@@ -1,11 +1,8 @@
 #include "profiler/cupti_activity.h"
 
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <mutex>
-#include <type_traits>
 
 #if __has_include(<cupti_activity.h>)
 #include <cupti_activity.h>
@@ -13,6 +10,8 @@
 #else
 #define NAUTILUS_HAVE_CUPTI_HEADERS 0
 #endif
+
+#include "core/support/shared_library.h"
 
 namespace nautilus::profiler {
 
@@ -70,25 +69,20 @@ const CuptiApi* load_api(std::string* reason) {
   std::call_once(once, [] {
     std::string tried;
     for (const std::string& candidate : cupti_library_candidates()) {
-      void* handle = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
-      if (handle == nullptr) {
+      SharedLibrary library = SharedLibrary::open(candidate);
+      if (!library.is_open()) {
         tried += (tried.empty() ? "" : ", ") + candidate;
         continue;
       }
       auto* loaded = new CuptiApi();  // lives for the process, like the library
       loaded->library = candidate;
-      bool complete = true;
-      auto resolve = [&](auto& fn, const char* name) {
-        fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(handle, name));
-        complete = complete && fn != nullptr;
-      };
-      resolve(loaded->register_callbacks, "cuptiActivityRegisterCallbacks");
-      resolve(loaded->enable, "cuptiActivityEnable");
-      resolve(loaded->disable, "cuptiActivityDisable");
-      resolve(loaded->flush_all, "cuptiActivityFlushAll");
-      resolve(loaded->next_record, "cuptiActivityGetNextRecord");
-      resolve(loaded->result_string, "cuptiGetResultString");
-      if (!complete) {
+      library.resolve("cuptiActivityRegisterCallbacks", loaded->register_callbacks);
+      library.resolve("cuptiActivityEnable", loaded->enable);
+      library.resolve("cuptiActivityDisable", loaded->disable);
+      library.resolve("cuptiActivityFlushAll", loaded->flush_all);
+      library.resolve("cuptiActivityGetNextRecord", loaded->next_record);
+      library.resolve("cuptiGetResultString", loaded->result_string);
+      if (!library.first_missing().empty()) {
         delete loaded;
         tried += (tried.empty() ? "" : ", ") + candidate + " (incomplete)";
         continue;

@@ -33,7 +33,8 @@
 // emitter cannot print (a layout whose coordinates are not separable into thread and slot
 // parts, register movement that would index registers dynamically) return
 // CodegenError::Kind::Unsupported naming the op; a module that does not verify returns
-// InvalidInput. The same source serves sm_80 and sm_90a.
+// InvalidInput. The same source serves sm_80 and sm_90a. kernel_emitter.h says which file
+// prints which construct.
 //
 //   Example (excerpt of a GEMM kernel):
 //     // spec gemm.nt:6  output C[m, n] = sum(k) A[m, k] * B[k, n]

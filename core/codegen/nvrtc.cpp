@@ -1,7 +1,5 @@
 #include "core/codegen/nvrtc.h"
 
-#include <dlfcn.h>
-
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -9,6 +7,8 @@
 #include <mutex>
 #include <sstream>
 #include <string>
+
+#include "core/support/shared_library.h"
 
 namespace nautilus::codegen {
 
@@ -288,17 +288,6 @@ struct Nvrtc::Api {
   }
 };
 
-namespace {
-
-template <typename Fn>
-void resolve(void* handle, const char* name, Fn& fn, std::string& missing) {
-  // dlsym returns an object pointer; POSIX guarantees it converts to a function pointer.
-  fn = reinterpret_cast<Fn>(dlsym(handle, name));
-  if (fn == nullptr && missing.empty()) missing = name;
-}
-
-}  // namespace
-
 std::vector<std::string> Nvrtc::default_candidates() {
   std::vector<std::string> candidates = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"};
   for (const std::string& root : toolkit_roots()) {
@@ -310,33 +299,30 @@ std::vector<std::string> Nvrtc::default_candidates() {
 Result<std::shared_ptr<const Nvrtc>> Nvrtc::load(const std::vector<std::string>& candidates) {
   std::string tried;
   for (const std::string& candidate : candidates) {
-    // RTLD_LOCAL: NVRTC's symbols stay out of the global namespace (nothing else should bind
-    // to them by accident).
-    void* handle = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (handle == nullptr) {
-      const char* reason = dlerror();
-      std::string why = reason != nullptr ? reason : "cannot be opened";
+    SharedLibrary library = SharedLibrary::open(candidate);
+    if (!library.is_open()) {
+      std::string why = library.open_error().empty() ? "cannot be opened" : library.open_error();
       // dlerror repeats the name first ("libx.so: cannot open shared object file: ...").
       if (why.rfind(candidate + ": ", 0) == 0) why = why.substr(candidate.size() + 2);
       tried += (tried.empty() ? "" : "; ") + candidate + " (" + why + ")";
       continue;
     }
     auto api = std::make_shared<Api>();
-    std::string missing;
-    resolve(handle, "nvrtcGetErrorString", api->get_error_string, missing);
-    resolve(handle, "nvrtcVersion", api->version, missing);
-    resolve(handle, "nvrtcCreateProgram", api->create_program, missing);
-    resolve(handle, "nvrtcDestroyProgram", api->destroy_program, missing);
-    resolve(handle, "nvrtcCompileProgram", api->compile_program, missing);
-    resolve(handle, "nvrtcGetPTXSize", api->get_ptx_size, missing);
-    resolve(handle, "nvrtcGetPTX", api->get_ptx, missing);
-    resolve(handle, "nvrtcGetCUBINSize", api->get_cubin_size, missing);
-    resolve(handle, "nvrtcGetCUBIN", api->get_cubin, missing);
-    resolve(handle, "nvrtcGetProgramLogSize", api->get_log_size, missing);
-    resolve(handle, "nvrtcGetProgramLog", api->get_log, missing);
-    if (!missing.empty()) {
-      dlclose(handle);
-      tried += (tried.empty() ? "" : "; ") + candidate + " (does not export " + missing + ")";
+    library.resolve("nvrtcGetErrorString", api->get_error_string);
+    library.resolve("nvrtcVersion", api->version);
+    library.resolve("nvrtcCreateProgram", api->create_program);
+    library.resolve("nvrtcDestroyProgram", api->destroy_program);
+    library.resolve("nvrtcCompileProgram", api->compile_program);
+    library.resolve("nvrtcGetPTXSize", api->get_ptx_size);
+    library.resolve("nvrtcGetPTX", api->get_ptx);
+    library.resolve("nvrtcGetCUBINSize", api->get_cubin_size);
+    library.resolve("nvrtcGetCUBIN", api->get_cubin);
+    library.resolve("nvrtcGetProgramLogSize", api->get_log_size);
+    library.resolve("nvrtcGetProgramLog", api->get_log);
+    if (!library.first_missing().empty()) {
+      library.unload();
+      tried += (tried.empty() ? "" : "; ") + candidate + " (does not export " +
+               library.first_missing() + ")";
       continue;
     }
     // The handle stays open for the life of the process: compiled programs and NVRTC's own

@@ -13,6 +13,7 @@
 
 #include "core/layout/bank_conflicts.h"
 #include "core/matile/split_masked.h"
+#include "core/matile/visitor.h"
 
 namespace nautilus::cost {
 namespace {
@@ -130,14 +131,14 @@ bool is_view(const Op& op) {
 
 // ------------------------------------------------------------------------------------------
 // Step 3's register estimate: the largest sum of live register tiles at any op.
-class RegisterEstimate {
+class RegisterEstimate : public matile::Visitor {
  public:
   explicit RegisterEstimate(const Kernel& kernel) : kernel_(kernel) {}
 
   int run() {
     for (const matile::GridAxis& axis : kernel_.grid) define(axis.var, 0, 1);
     count_uses(*kernel_.body);
-    number(*kernel_.body, {});
+    visit(*kernel_.body);
     std::vector<int64_t> delta(static_cast<size_t>(next_position_) + 2, 0);
     for (const auto& [value, def] : def_) {
       const int regs = regs_.at(value);
@@ -180,19 +181,18 @@ class RegisterEstimate {
   // Uses of each value (to find ldmatrix results used by exactly one mma), and whether every
   // use is a slot-wise op (element-wise or a store) in the region that defines it. (Reduces are
   // not: counting their operands as streamed undercounts the row-reduction kernels by a third.)
-  void count_uses(const Region& region) {
-    for (const matile::OpPtr& op : region.ops) {
-      for (const Value& result : op->results) def_region_[result.get()] = &region;
-      const bool slot_wise = is_slot_wise_consumer(op->kind);
-      for (const Value& used : matile::used_values(*op)) {
+  void count_uses(const Region& body) {
+    matile::for_each_op_with_region(body, [&](const Op& op, const Region& region) {
+      for (const Value& result : op.results) def_region_[result.get()] = &region;
+      const bool slot_wise = is_slot_wise_consumer(op.kind);
+      for (const Value& used : matile::used_values(op)) {
         ++uses_[used.get()];
         auto def = def_region_.find(used.get());
         if (!slot_wise || def == def_region_.end() || def->second != &region) {
           not_slot_wise_.insert(used.get());
         }
       }
-      if (op->kind == OpKind::For && op->body) count_uses(*op->body);
-    }
+    });
   }
 
   static bool is_slot_wise_consumer(OpKind kind) {
@@ -234,60 +234,59 @@ class RegisterEstimate {
     last = std::max(last, at);
   }
 
-  void number(const Region& region, std::vector<int> enclosing) {
-    for (const matile::OpPtr& op_ptr : region.ops) {
-      const Op& op = *op_ptr;
-      const int position = next_position_++;
-      if (op.kind == OpKind::For) {
-        for (const Value& init : op.operands) use(init, position, enclosing);
-        use(op.trip_count, position, enclosing);
-        const int loop = static_cast<int>(loops_.size());
-        loops_.push_back({position, position});
-        define(op.loop_var, position, 1);
-        for (const Value& arg : op.block_args) define(arg, position, value_registers(arg));
-        std::vector<int> inner = enclosing;
-        inner.push_back(loop);
-        // The end is known only after the body; uses inside need it, so number the body once
-        // to find it, then record the uses.
-        const int body_start = next_position_;
-        const int body_size = count_ops(op.body.get());
-        loops_[static_cast<size_t>(loop)].end = body_start + body_size;
-        if (op.body) number(*op.body, inner);
-        const int end = next_position_++;
-        loops_[static_cast<size_t>(loop)].end = end;
-        for (const Value& result : op.results) define(result, end, value_registers(result));
-        continue;
-      }
-      for (const Value& used : matile::used_values(op)) use(used, position, enclosing);
-      for (const Value& result : op.results) {
-        if (is_view(op) && !op.operands.empty()) {
-          alias_[result.get()] = root(op.operands[0].get());
-          define(result, position, 0);
-        } else if (op.kind == OpKind::Full || op.kind == OpKind::Iota) {
-          define(result, position, result->type.rank() == 0 ? 0 : value_registers(result));
-          if (op.kind == OpKind::Full) regs_[result.get()] = 0;
-        } else if (evaluated_slot_by_slot(op)) {
-          define(result, position, 0);
-        } else if (streamed(op)) {
-          define(result, position, std::min(kStreamedOperandRegisters, value_registers(result)));
-        } else {
-          define(result, position, value_registers(result));
-        }
+  // Numbers the ops in program order (a loop takes a position before its body and one after)
+  // and records each value's definition and last use.
+  void visit_For(const Op& op) override {
+    const int position = next_position_++;
+    for (const Value& init : op.operands) use(init, position, enclosing_);
+    use(op.trip_count, position, enclosing_);
+    const int loop = static_cast<int>(loops_.size());
+    loops_.push_back({position, position});
+    define(op.loop_var, position, 1);
+    for (const Value& arg : op.block_args) define(arg, position, value_registers(arg));
+    // The end is known only after the body; uses inside need it, so number the body once
+    // to find it, then record the uses.
+    const int body_start = next_position_;
+    const int body_size = count_ops(op.body.get());
+    loops_[static_cast<size_t>(loop)].end = body_start + body_size;
+    enclosing_.push_back(loop);
+    if (op.body) visit(*op.body);
+    enclosing_.pop_back();
+    const int end = next_position_++;
+    loops_[static_cast<size_t>(loop)].end = end;
+    for (const Value& result : op.results) define(result, end, value_registers(result));
+  }
+
+  void visit_op(const Op& op) override {
+    const int position = next_position_++;
+    for (const Value& used : matile::used_values(op)) use(used, position, enclosing_);
+    for (const Value& result : op.results) {
+      if (is_view(op) && !op.operands.empty()) {
+        alias_[result.get()] = root(op.operands[0].get());
+        define(result, position, 0);
+      } else if (op.kind == OpKind::Full || op.kind == OpKind::Iota) {
+        define(result, position, result->type.rank() == 0 ? 0 : value_registers(result));
+        if (op.kind == OpKind::Full) regs_[result.get()] = 0;
+      } else if (evaluated_slot_by_slot(op)) {
+        define(result, position, 0);
+      } else if (streamed(op)) {
+        define(result, position, std::min(kStreamedOperandRegisters, value_registers(result)));
+      } else {
+        define(result, position, value_registers(result));
       }
     }
   }
 
+  // The positions a region's ops take: one per op, and one more per loop (its end).
   static int count_ops(const Region* region) {
     if (!region) return 0;
     int count = 0;
-    for (const matile::OpPtr& op : region->ops) {
-      ++count;
-      if (op->kind == OpKind::For) count += count_ops(op->body.get()) + 1;
-    }
+    matile::for_each_op(*region, [&](const Op& op) { count += op.kind == OpKind::For ? 2 : 1; });
     return count;
   }
 
   const Kernel& kernel_;
+  std::vector<int> enclosing_;  // the loops around the op being numbered, outermost first
   int next_position_ = 1;
   std::vector<Loop> loops_;
   std::unordered_map<const ValueNode*, int> def_;
@@ -301,7 +300,7 @@ class RegisterEstimate {
 
 // ------------------------------------------------------------------------------------------
 // Steps 1 and 2: the work of one CTA, its segments and its global accesses.
-class WorkWalk {
+class WorkWalk : public matile::Visitor {
  public:
   explicit WorkWalk(const Kernel& kernel) : kernel_(kernel) {
     for (size_t i = 0; i < kernel.grid.size(); ++i) {
@@ -313,7 +312,8 @@ class WorkWalk {
 
   void run() {
     segments_.push_back(Segment{});
-    if (kernel_.body) walk(*kernel_.body, 0, {});
+    segment_ = 0;
+    visit(kernel_);
   }
 
   const std::vector<Segment>& segments() const { return segments_; }
@@ -487,39 +487,48 @@ class WorkWalk {
     return deps;
   }
 
-  void walk(const Region& region, size_t segment, std::vector<LoopContext> loops) {
-    const double executions = segments_[segment].executions;
-    const Op* previous_loop = nullptr;
-    for (const matile::OpPtr& op_ptr : region.ops) {
-      const Op& op = *op_ptr;
-      for (const Value& result : op.results) def_[result.get()] = &op;
-      if (op.kind == OpKind::For) {
-        // The masked half of a split loop continues the unmasked half's iterations; its
-        // variable's offset depends on the grid only to say where the halves meet, so for
-        // reuse it depends on the loop alone (the halves read the tiles the loop read).
-        Value first_trips;
-        if (previous_loop) {
-          if (const Value offset = matile::split_loop_offset(*previous_loop, op)) {
-            loop_offsets_.insert(offset.get());
-            first_trips = previous_loop->trip_count;
-          }
-        }
-        walk_for(op, segment, loops, first_trips);
-        previous_loop = &op;
-        continue;
-      }
-      DepMask deps = 0;
-      for (const Value& used : matile::used_values(op)) deps |= deps_of(used);
-      if (!op.results.empty() && loop_offsets_.count(op.results[0].get())) {
-        deps = loops.empty() ? 0 : loops.back().bit;
-      }
-      for (const Value& result : op.results) deps_[result.get()] = deps;
-      cost_op(op, segment, executions, loops);
-    }
+  // Every op of a region in order, in the segment of the loop around it (`segment_`, inside
+  // `loops_`). A loop right after another may be the second half of a split loop.
+  using matile::Visitor::visit;
+  void visit(const Region& region) override {
+    const Op* outer_previous = previous_loop_;
+    previous_loop_ = nullptr;
+    matile::Visitor::visit(region);
+    previous_loop_ = outer_previous;
   }
 
-  void walk_for(const Op& op, size_t segment, std::vector<LoopContext> loops,
-                const Value& first_trips) {
+  void visit(const Op& op) override {
+    for (const Value& result : op.results) def_[result.get()] = &op;
+    matile::Visitor::visit(op);
+  }
+
+  void visit_For(const Op& op) override {
+    // The masked half of a split loop continues the unmasked half's iterations; its
+    // variable's offset depends on the grid only to say where the halves meet, so for
+    // reuse it depends on the loop alone (the halves read the tiles the loop read).
+    Value first_trips;
+    if (previous_loop_) {
+      if (const Value offset = matile::split_loop_offset(*previous_loop_, op)) {
+        loop_offsets_.insert(offset.get());
+        first_trips = previous_loop_->trip_count;
+      }
+    }
+    walk_for(op, first_trips);
+    previous_loop_ = &op;
+  }
+
+  void visit_op(const Op& op) override {
+    DepMask deps = 0;
+    for (const Value& used : matile::used_values(op)) deps |= deps_of(used);
+    if (!op.results.empty() && loop_offsets_.count(op.results[0].get())) {
+      deps = loops_.empty() ? 0 : loops_.back().bit;
+    }
+    for (const Value& result : op.results) deps_[result.get()] = deps;
+    cost_op(op, segment_, segments_[segment_].executions, loops_);
+  }
+
+  void walk_for(const Op& op, const Value& first_trips) {
+    const size_t segment = segment_;
     const int loop_index = next_loop_++;
     const DepMask bit = loop_bit(loop_index);
     DepMask init_deps = 0;
@@ -527,13 +536,13 @@ class WorkWalk {
     if (op.loop_var) deps_[op.loop_var.get()] = bit;
     for (const Value& arg : op.block_args) deps_[arg.get()] = init_deps | bit;
     std::vector<double> per_cta;
-    const bool list_trips = cta_trips_.empty() || loops.size() == cta_trips_depth_;
+    const bool list_trips = cta_trips_.empty() || loops_.size() == cta_trips_depth_;
     const double trips = average_trips(op, std::numeric_limits<double>::infinity(),
                                        list_trips ? &per_cta : nullptr);
     if (!per_cta.empty() && trips > 0.0) {
       if (cta_trips_.empty()) {
         cta_trips_ = std::move(per_cta);
-        cta_trips_depth_ = loops.size();
+        cta_trips_depth_ = loops_.size();
       } else if (per_cta.size() == cta_trips_.size()) {
         // A loop split in two (split_masked_loops): each CTA runs the trips of both.
         for (size_t i = 0; i < per_cta.size(); ++i) cta_trips_[i] += per_cta[i];
@@ -551,8 +560,13 @@ class WorkWalk {
     inner.stages = op.pipeline_stages;
     segments_.push_back(inner);
     const size_t inner_index = segments_.size() - 1;
-    loops.push_back({bit, trips, lookahead, op.pipeline_stages});
-    if (op.body && trips > 0.0) walk(*op.body, inner_index, loops);
+    if (op.body && trips > 0.0) {
+      loops_.push_back({bit, trips, lookahead, op.pipeline_stages});
+      segment_ = inner_index;
+      visit(*op.body);
+      segment_ = segment;
+      loops_.pop_back();
+    }
     for (const Value& result : op.results) deps_[result.get()] = init_deps | bit;
   }
 
@@ -788,8 +802,13 @@ class WorkWalk {
   std::vector<Access> accesses_;
   int next_loop_ = 0;
   std::vector<double> cta_trips_;
-  size_t cta_trips_depth_ = 0;
-  std::unordered_set<const ValueNode*> loop_offsets_;  // see walk()  // the nesting depth of the loops summed into cta_trips_
+  size_t cta_trips_depth_ = 0;  // the nesting depth of the loops summed into cta_trips_
+  std::unordered_set<const ValueNode*> loop_offsets_;  // see visit_For()
+  // The walk's position: the segment of the ops being visited, the loops around them
+  // (outermost first) and the loop before them in their region.
+  size_t segment_ = 0;
+  std::vector<LoopContext> loops_;
+  const Op* previous_loop_ = nullptr;
 };
 
 // Step 2: every value of the grid axes `deps` (their extents' product).

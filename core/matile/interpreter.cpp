@@ -11,6 +11,7 @@
 #include "core/matile/layouts.h"
 #include "core/matile/printer.h"
 #include "core/matile/verifier.h"
+#include "core/matile/visitor.h"
 #include "core/scalar/interpreter_support.h"
 
 namespace nautilus::matile {
@@ -79,7 +80,7 @@ double combine(ReduceOp op, DType dtype, double a, double b) {
   return a;
 }
 
-class Interpreter {
+class Interpreter : public Visitor {
  public:
   Interpreter(const Module& module, const InterpretOptions& options)
       : module_(module),
@@ -180,7 +181,7 @@ class Interpreter {
                                           static_cast<double>(grid_point_[k]));
       }
       reset_shared();
-      run_region(*kernel.body);
+      visit(*kernel.body);
     }
     grid_point_.clear();
   }
@@ -195,49 +196,40 @@ class Interpreter {
     }
   }
 
-  void run_region(const Region& region) {
-    for (const OpPtr& op : region.ops) {
-      op_ = op.get();
-      run_op(*op);
-    }
+  // Errors name the op that was running.
+  using Visitor::visit;
+  void visit(const Op& op) override {
+    op_ = &op;
+    Visitor::visit(op);
   }
 
-  void run_op(const Op& op) {
-    switch (op.kind) {
-      case OpKind::Iota:
-      case OpKind::Full:
-      case OpKind::Unary:
-      case OpKind::Binary:
-      case OpKind::Compare:
-      case OpKind::Logical:
-      case OpKind::Select:
-      case OpKind::Cast: return elementwise(op);
-      case OpKind::Broadcast:
-      case OpKind::Permute:
-      case OpKind::ExtractSlice: return register_move(op);
-      case OpKind::ConvertLayout: return convert_layout(op);
-      case OpKind::Reduce: return reduce(op);
-      case OpKind::Mma: return mma(op);
-      case OpKind::FmaDot: return fma_dot(op);
-      case OpKind::GlobalLoad: return global_load(op);
-      case OpKind::GlobalStore: return global_store(op);
-      case OpKind::AsyncCopy: return async_copy(op);
-      case OpKind::CommitGroup:
-        for (ThreadCopies& c : copies_) {
-          c.committed.push_back(std::move(c.open));
-          c.open.clear();
-        }
-        return;
-      case OpKind::WaitGroup: return wait_group(op);
-      case OpKind::Barrier:
-        ++epoch_;
-        instructions_["bar.sync"] += 1;
-        return;
-      case OpKind::SharedLoad: return shared_load(op);
-      case OpKind::SharedStore: return shared_store(op);
-      case OpKind::For: return run_for(op);
-      case OpKind::Yield: return;  // read by run_for
+  void visit_elementwise(const Op& op) override { elementwise(op); }
+  void visit_register_move(const Op& op) override { register_move(op); }
+  void visit_ConvertLayout(const Op& op) override { convert_layout(op); }
+  void visit_Reduce(const Op& op) override { reduce(op); }
+  void visit_Mma(const Op& op) override { mma(op); }
+  void visit_FmaDot(const Op& op) override { fma_dot(op); }
+  void visit_GlobalLoad(const Op& op) override { global_load(op); }
+  void visit_GlobalStore(const Op& op) override { global_store(op); }
+  void visit_AsyncCopy(const Op& op) override { async_copy(op); }
+  void visit_CommitGroup(const Op&) override {
+    for (ThreadCopies& c : copies_) {
+      c.committed.push_back(std::move(c.open));
+      c.open.clear();
     }
+  }
+  void visit_WaitGroup(const Op& op) override { wait_group(op); }
+  void visit_Barrier(const Op&) override {
+    ++epoch_;
+    instructions_["bar.sync"] += 1;
+  }
+  void visit_SharedLoad(const Op& op) override { shared_load(op); }
+  void visit_SharedStore(const Op& op) override { shared_store(op); }
+  void visit_For(const Op& op) override { run_for(op); }
+  void visit_Yield(const Op&) override {}  // read by run_for
+  // Every kind has its rule above; an op reaching here is a kind without one.
+  void visit_op(const Op& op) override {
+    fail(std::string("no interpreter rule for ") + op_kind_name(op.kind));
   }
 
   void run_for(const Op& op) {
@@ -250,7 +242,7 @@ class Interpreter {
       count_steps(1);
       define(op.loop_var).assign(static_cast<size_t>(threads()), static_cast<double>(i));
       for (size_t k = 0; k < op.block_args.size(); ++k) values_[op.block_args[k].get()] = carried[k];
-      run_region(*op.body);
+      visit(*op.body);
       op_ = self;
       const Op& yield = *op.body->ops.back();
       for (size_t k = 0; k < yield.operands.size(); ++k) carried[k] = slots_of(yield.operands[k]);

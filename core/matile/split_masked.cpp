@@ -5,7 +5,6 @@
 #include <functional>
 #include <map>
 #include <optional>
-#include <set>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -13,6 +12,7 @@
 #include <vector>
 
 #include "core/matile/layouts.h"
+#include "core/matile/visitor.h"
 
 namespace nautilus::matile {
 namespace {
@@ -74,7 +74,11 @@ bool is_index(const Value& value) { return value && value->type.dtype == DType::
 // Every value's defining op in a kernel, and which values a loop's body defines.
 class Definitions {
  public:
-  explicit Definitions(const Region& body) { record(body); }
+  explicit Definitions(const Region& body) {
+    for_each_op(body, [&](const Op& op) {
+      for (const Value& result : op.results) defs_[result.get()] = &op;
+    });
+  }
 
   const Op* op_of(const Value& value) const {
     auto it = defs_.find(value.get());
@@ -82,26 +86,8 @@ class Definitions {
   }
 
  private:
-  void record(const Region& region) {
-    for (const OpPtr& op : region.ops) {
-      for (const Value& result : op->results) defs_[result.get()] = op.get();
-      if (op->body) record(*op->body);
-    }
-  }
-
   std::unordered_map<const ValueNode*, const Op*> defs_;
 };
-
-// Every value the region defines, nested loops included: results, loop variables, block
-// arguments.
-void for_each_defined(const Region& region, const std::function<void(const Value&)>& visit) {
-  for (const OpPtr& op : region.ops) {
-    for (const Value& result : op->results) visit(result);
-    if (op->loop_var) visit(op->loop_var);
-    for (const Value& arg : op->block_args) visit(arg);
-    if (op->body) for_each_defined(*op->body, visit);
-  }
-}
 
 // The affine form of an index value inside one loop, or nullopt.
 class AffineAnalysis {
@@ -109,7 +95,9 @@ class AffineAnalysis {
   AffineAnalysis(const Definitions& defs, const Op& loop) : defs_(defs), loop_(loop) {
     inside_.insert(loop.loop_var.get());
     for (const Value& arg : loop.block_args) inside_.insert(arg.get());
-    if (loop.body) for_each_defined(*loop.body, [&](const Value& v) { inside_.insert(v.get()); });
+    if (loop.body) {
+      for_each_defined_value(*loop.body, [&](const Value& v) { inside_.insert(v.get()); });
+    }
   }
 
   std::optional<Affine> of(const Value& value, int depth = 0) const {
@@ -219,72 +207,11 @@ std::optional<PrefixMask> prefix_mask(const AffineAnalysis& affine, const Defini
   return mask;
 }
 
-// ---------------------------------------------------------------------------------------------
-// Rebuilding ops with values replaced.
-
-using ValueMap = std::unordered_map<const ValueNode*, Value>;
-
 Value mapped(const ValueMap& map, const Value& value) {
   if (!value) return value;
   auto it = map.find(value.get());
   return it == map.end() ? value : it->second;
 }
-
-class Rewriter {
- public:
-  explicit Rewriter(std::set<std::string>* names) : names_(names) {}
-
-  std::string fresh(const std::string& base) {
-    if (names_->insert(base).second) return base;
-    for (int n = 1;; ++n) {
-      std::string name = base + "." + std::to_string(n);
-      if (names_->insert(name).second) return name;
-    }
-  }
-
-  Value renamed(const Value& value, const std::string& suffix) {
-    return make_value(fresh(value->name + suffix), value->type, value->layout);
-  }
-
-  // `op` with every used value mapped; with `suffix` non-empty, its results (and a loop's
-  // variable and block arguments) are new values named with it, recorded in `map`.
-  Op rebuild(const Op& op, ValueMap& map, const std::string& suffix) {
-    Op out = op;
-    for (Value& v : out.operands) v = mapped(map, v);
-    for (Value& v : out.access.offsets) v = mapped(map, v);
-    out.shared.stage = mapped(map, out.shared.stage);
-    out.shared_b.stage = mapped(map, out.shared_b.stage);
-    out.predicate = mapped(map, out.predicate);
-    out.trip_count = mapped(map, out.trip_count);
-    if (!suffix.empty()) {
-      if (out.loop_var) {
-        out.loop_var = renamed(op.loop_var, suffix);
-        map[op.loop_var.get()] = out.loop_var;
-      }
-      for (Value& arg : out.block_args) {
-        Value fresh_arg = renamed(arg, suffix);
-        map[arg.get()] = fresh_arg;
-        arg = fresh_arg;
-      }
-      for (Value& result : out.results) {
-        Value fresh_result = renamed(result, suffix);
-        map[result.get()] = fresh_result;
-        result = fresh_result;
-      }
-    }
-    if (op.body) out.body = region(*op.body, map, suffix);
-    return out;
-  }
-
-  RegionPtr region(const Region& region, ValueMap& map, const std::string& suffix) {
-    std::vector<OpPtr> ops;
-    for (const OpPtr& op : region.ops) ops.push_back(make_op(rebuild(*op, map, suffix)));
-    return make_region(std::move(ops));
-  }
-
- private:
-  std::set<std::string>* names_;
-};
 
 bool removable_when_unused(OpKind kind) {
   return is_elementwise(kind) || kind == OpKind::Broadcast || kind == OpKind::Permute ||
@@ -292,10 +219,9 @@ bool removable_when_unused(OpKind kind) {
 }
 
 void count_uses(const Region& region, std::unordered_map<const ValueNode*, int>* uses) {
-  for (const OpPtr& op : region.ops) {
-    for (const Value& used : used_values(*op)) ++(*uses)[used.get()];
-    if (op->body) count_uses(*op->body, uses);
-  }
+  for_each_op(region, [&](const Op& op) {
+    for (const Value& used : used_values(op)) ++(*uses)[used.get()];
+  });
 }
 
 // Drops register-only ops whose results nothing reads (the index arithmetic of a removed
@@ -323,34 +249,34 @@ RegionPtr without_dead_ops(RegionPtr region) {
 
 class Splitter {
  public:
-  Splitter(const Kernel& kernel, std::set<std::string>* names)
-      : defs_(*kernel.body), rewriter_(names), threads_(kernel.threads()) {}
+  explicit Splitter(const Kernel& kernel)
+      : defs_(*kernel.body), rebuilder_(kernel), threads_(kernel.threads()) {}
 
-  RegionPtr region(const Region& in, bool* changed) {
-    std::vector<OpPtr> ops;
-    for (const OpPtr& op : in.ops) {
-      if (op->kind == OpKind::For && op->body) {
-        if (split(*op, &ops)) {
-          *changed = true;
-          continue;
-        }
-        Op copy = *op;
-        bool inner_changed = false;
-        copy.body = region(*op->body, &inner_changed);
-        if (inner_changed) {
-          *changed = true;
-          ops.push_back(make_op(std::move(copy)));
-          continue;
-        }
+  // `kernel` with every splittable loop split; `kernel` itself when none is.
+  KernelPtr run(const KernelPtr& kernel) {
+    // 1. Which loops split, outermost first: the loops inside a split loop stay whole (both
+    //    halves copy them as they are).
+    LoopsToSplit loops(*this);
+    loops.visit(*kernel);
+    if (loops.masks.empty()) return kernel;
+    // 2. Each of them replaced by its two halves, in program order (no split loop encloses
+    //    another, so the rebuild's inner-first order is program order among them).
+    return rebuilder_.run(kernel, [&](const Op& original, const OpPtr& renamed, Rebuilder& out) {
+      auto found = loops.masks.find(&original);
+      if (found == loops.masks.end()) {
+        out.emit(renamed);
+        return;
       }
-      ops.push_back(op);
-    }
-    return make_region(std::move(ops));
+      std::vector<OpPtr> halves;
+      split(original, found->second, &halves);
+      for (OpPtr& op : halves) out.emit(std::move(op));
+    });
   }
 
  private:
   Value uniform(const std::string& name) {
-    return make_value(rewriter_.fresh(name), vrtile::index_scalar(), uniform_layout({}, threads_));
+    return make_value(rebuilder_.fresh_name(name), vrtile::index_scalar(),
+                      uniform_layout({}, threads_));
   }
 
   // One full op per distinct constant of a split (the printed IR reads `%c64`, not `%c64.3`).
@@ -398,15 +324,36 @@ class Splitter {
                   loop_name + "_unmasked_count", provenance, out);
   }
 
-  bool split(const Op& loop, std::vector<OpPtr>* out) {
-    constants_.clear();  // the ones of an earlier split may not dominate this loop
+  class LoopsToSplit : public Visitor {
+   public:
+    explicit LoopsToSplit(const Splitter& splitter) : splitter_(splitter) {}
+    std::unordered_map<const Op*, std::vector<PrefixMask>> masks;
+
+   protected:
+    void visit_For(const Op& loop) override {
+      if (!loop.body) return;
+      std::vector<PrefixMask> found = splitter_.splitting_masks(loop);
+      if (found.empty()) {
+        Visitor::visit_For(loop);
+      } else {
+        masks.emplace(&loop, std::move(found));
+      }
+    }
+
+   private:
+    const Splitter& splitter_;
+  };
+
+  // The masks whose unmasked prefix the first half of `loop` runs; empty when the loop stays
+  // whole.
+  std::vector<PrefixMask> splitting_masks(const Op& loop) const {
     AffineAnalysis affine(defs_, loop);
     std::vector<PrefixMask> masks;
     for (const OpPtr& op : loop.body->ops) {
       if (op->kind != OpKind::Select) continue;
       if (std::optional<PrefixMask> mask = prefix_mask(affine, defs_, *op)) masks.push_back(*mask);
     }
-    if (masks.empty()) return false;
+    if (masks.empty()) return {};
     // A bound without symbols is the same in every CTA. One that covers no iteration leaves
     // the first loop empty: no split. One that covers them all masks nothing whole-tile (it
     // still goes, since it holds in the first loop); split only when some mask may stop sooner.
@@ -418,10 +365,15 @@ class Splitter {
       }
       const int64_t b = mask.bound.constant, d = mask.divisor;
       const int64_t count = (b >= 0 ? b / d : -((-b + d - 1) / d)) + 1;
-      if (count <= 0) return false;
+      if (count <= 0) return {};
       may_stop_early = may_stop_early || count < loop.extent;
     }
-    if (!may_stop_early) return false;
+    if (!may_stop_early) return {};
+    return masks;
+  }
+
+  void split(const Op& loop, const std::vector<PrefixMask>& masks, std::vector<OpPtr>* out) {
+    constants_.clear();  // the ones of an earlier split may not dominate this loop
 
     const Provenance& provenance = loop.provenance;
     const std::string name = loop.loop_var->name;
@@ -440,31 +392,33 @@ class Splitter {
     Value masked = binary(BinaryOp::Sub, trips, unmasked, name + "_masked", provenance, out);
 
     // The unmasked loop: the original body with each mask's select replaced by its value.
-    ValueMap substitutions;
+    ValueMap& substitutions = rebuilder_.map();
+    substitutions.clear();
     for (const PrefixMask& mask : masks) {  // in program order: a select of a select resolves
       substitutions[mask.select->results[0].get()] =
           mapped(substitutions, mask.select->operands[1]);
     }
-    std::vector<OpPtr> body;
-    for (const OpPtr& op : loop.body->ops) {
-      if (substitutions.count(op->results.empty() ? nullptr : op->results[0].get())) continue;
-      body.push_back(make_op(rewriter_.rebuild(*op, substitutions, "")));
-    }
     Op first = loop;
     first.trip_count = unmasked;
-    first.body = without_dead_ops(make_region(std::move(body)));
-    for (Value& result : first.results) result = rewriter_.renamed(result, ".unmasked");
+    first.body = without_dead_ops(rebuilder_.rebuild(
+        loop.body, [&](const Op& original, const OpPtr& renamed, Rebuilder& body) {
+          const bool substituted =
+              !original.results.empty() && substitutions.count(original.results[0].get());
+          if (!substituted) body.emit(renamed);
+        }));
+    for (Value& result : first.results) result = rebuilder_.fresh_value(result, ".unmasked");
     out->push_back(make_op(first));
 
     // The masked loop: the original body on var = unmasked + its own variable, carrying on from
     // the first loop's results and producing the original results.
-    ValueMap renames;
+    ValueMap& renames = rebuilder_.map();
+    renames.clear();
     Op second = loop;
     second.operands = first.results;
     second.trip_count = masked;
-    second.loop_var = rewriter_.renamed(loop.loop_var, ".masked");
+    second.loop_var = rebuilder_.fresh_value(loop.loop_var, ".masked");
     for (Value& arg : second.block_args) {
-      Value fresh_arg = rewriter_.renamed(arg, ".masked");
+      Value fresh_arg = rebuilder_.fresh_value(arg, ".masked");
       renames[arg.get()] = fresh_arg;
       arg = fresh_arg;
     }
@@ -472,20 +426,20 @@ class Splitter {
     offset.kind = OpKind::Binary;
     offset.binary_op = BinaryOp::Add;
     offset.operands = {unmasked, second.loop_var};
-    offset.results = {rewriter_.renamed(loop.loop_var, "")};
+    offset.results = {rebuilder_.fresh_value(loop.loop_var, "")};
     offset.provenance = provenance;
     renames[loop.loop_var.get()] = offset.results[0];
     std::vector<OpPtr> masked_body = {make_op(offset)};
     for (const OpPtr& op : loop.body->ops) {
-      masked_body.push_back(make_op(rewriter_.rebuild(*op, renames, ".masked")));
+      masked_body.push_back(rebuilder_.copy(op, ".masked", keep_op));
     }
+    renames.clear();
     second.body = make_region(std::move(masked_body));
     out->push_back(make_op(second));
-    return true;
   }
 
   Definitions defs_;
-  Rewriter rewriter_;
+  Rebuilder rebuilder_;
   int64_t threads_;
   std::map<int64_t, Value> constants_;
 };
@@ -510,18 +464,9 @@ ModulePtr split_masked_loops(const ModulePtr& module) {
   bool any = false;
   for (KernelPtr& kernel : result->kernels) {
     if (!kernel || !kernel->body) continue;
-    std::set<std::string> names;
-    for (const GridAxis& axis : kernel->grid) {
-      if (axis.var) names.insert(axis.var->name);
-    }
-    for_each_defined(*kernel->body, [&](const Value& v) { names.insert(v->name); });
-    Splitter splitter(*kernel, &names);
-    bool changed = false;
-    RegionPtr body = splitter.region(*kernel->body, &changed);
-    if (!changed) continue;
-    auto copy = std::make_shared<Kernel>(*kernel);
-    copy->body = body;
-    kernel = copy;
+    KernelPtr split = Splitter(*kernel).run(kernel);
+    if (split == kernel) continue;
+    kernel = split;
     any = true;
   }
   return any ? ModulePtr(result) : module;

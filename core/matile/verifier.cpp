@@ -7,6 +7,7 @@
 #include "core/layout/printer.h"
 #include "core/matile/layouts.h"
 #include "core/matile/printer.h"
+#include "core/matile/visitor.h"
 #include "core/scalar/verifier.h"
 
 namespace nautilus::matile {
@@ -16,7 +17,7 @@ bool is_index_scalar(const Value& v) {
   return v && v->type.dtype == DType::Index && v->type.shape.empty();
 }
 
-class KernelVerifier {
+class KernelVerifier : public Visitor {
  public:
   KernelVerifier(const Kernel& kernel, const std::unordered_set<const scalar::BufferNode*>& declared,
                  std::vector<std::string>* errors)
@@ -197,7 +198,7 @@ class KernelVerifier {
       if (op.kind == OpKind::Yield && (!loop_body || i + 1 != r.ops.size())) {
         error(op_label(op), "a yield must end a for body");
       }
-      this->op(op);
+      visit(op);
     }
     if (loop_body && (r.ops.empty() || !r.ops.back() || r.ops.back()->kind != OpKind::Yield)) {
       error("", "a for body must end with a yield");
@@ -320,7 +321,10 @@ class KernelVerifier {
     }
   }
 
-  void op(const Op& op) {
+  // The checks every op gets (operands in scope, result count, no null values), then its kind's
+  // own checks (visit_<Kind>, below), then its results enter the scope.
+  using Visitor::visit;
+  void visit(const Op& op) override {
     const std::string where = op_label(op);
     if (op.kind != OpKind::For) {
       for (const Value& v : used_values(op)) use(v, where);
@@ -355,13 +359,14 @@ class KernelVerifier {
         return;
       }
     }
-    if (op.kind == OpKind::For) {
-      for_op(op, where);
-    } else {
-      typed(op, where);
+    where_ = where;
+    Visitor::visit(op);
+    if (op.kind != OpKind::For) {
       for (const Value& r : op.results) define(r, where);
     }
   }
+
+  void visit_For(const Op& op) override { for_op(op, op_label(op)); }
 
   void for_op(const Op& op, const std::string& where) {
     expect(op.extent >= 0, where, "negative trip count");
@@ -404,269 +409,313 @@ class KernelVerifier {
     }
   }
 
-  void typed(const Op& op, const std::string& where) {
-    const Value result = op.results.empty() ? nullptr : op.results[0];
-    auto operand_count = [&](size_t n) {
-      return expect(op.operands.size() == n, where, "needs " + std::to_string(n) + " operands");
-    };
-    auto same_layouts = [&]() {
-      for (const Value& v : op.operands) {
-        if (!expect(v->layout == result->layout, where,
-                    "operand %" + v->name + " is not in the result's layout")) {
-          return false;
-        }
-        if (!expect(v->type.shape == result->type.shape, where,
-                    "operand %" + v->name + " has another shape")) {
-          return false;
-        }
+  // ---- each kind's own checks (`where_` names the op)
+
+  bool operand_count(const Op& op, size_t n) {
+    return expect(op.operands.size() == n, where_, "needs " + std::to_string(n) + " operands");
+  }
+
+  // Element-wise ops: every operand in the result's layout and shape.
+  bool same_layouts(const Op& op) {
+    const Value& result = op.results[0];
+    for (const Value& v : op.operands) {
+      if (!expect(v->layout == result->layout, where_,
+                  "operand %" + v->name + " is not in the result's layout")) {
+        return false;
       }
-      return true;
-    };
-    switch (op.kind) {
-      case OpKind::Iota:
-        if (operand_count(0)) {
-          expect(result->type == TileType{DType::Index, {op.extent}} && op.extent > 0, where,
-                 "iota gives index[n], n > 0");
-        }
-        return;
-      case OpKind::Full: operand_count(0); return;
-      case OpKind::Unary:
-        if (operand_count(1) && same_layouts()) {
-          expect(op.operands[0]->type.dtype == result->type.dtype, where, "dtype changes");
-          expect(is_float(result->type.dtype) || (result->type.dtype == DType::Index &&
-                                                  (op.unary_op == UnaryOp::Neg ||
-                                                   op.unary_op == UnaryOp::Abs)),
-                 where, "operation not defined on " + std::string(dtype_name(result->type.dtype)));
-        }
-        return;
-      case OpKind::Binary:
-        if (operand_count(2) && same_layouts()) {
-          expect(op.operands[0]->type.dtype == result->type.dtype &&
-                     op.operands[1]->type.dtype == result->type.dtype,
-                 where, "operand dtypes differ");
-          const bool index_only = op.binary_op == BinaryOp::FloorDiv || op.binary_op == BinaryOp::Mod;
-          expect(result->type.dtype == DType::Index ? op.binary_op != BinaryOp::Div
-                                                    : is_float(result->type.dtype) && !index_only,
-                 where, "operation not defined on " + std::string(dtype_name(result->type.dtype)));
-        }
-        return;
-      case OpKind::Compare:
-        if (operand_count(2) && same_layouts()) {
-          expect(op.operands[0]->type.dtype == op.operands[1]->type.dtype, where, "operand dtypes differ");
-          expect(result->type.dtype == DType::Bool, where, "a comparison gives bool");
-        }
-        return;
-      case OpKind::Logical:
-        if (operand_count(2) && same_layouts()) {
-          expect(op.operands[0]->type.dtype == DType::Bool && op.operands[1]->type.dtype == DType::Bool &&
-                     result->type.dtype == DType::Bool,
-                 where, "logical ops take and give bool");
-        }
-        return;
-      case OpKind::Select:
-        if (operand_count(3) && same_layouts()) {
-          expect(op.operands[0]->type.dtype == DType::Bool, where, "the condition must be bool");
-          expect(op.operands[1]->type.dtype == result->type.dtype &&
-                     op.operands[2]->type.dtype == result->type.dtype,
-                 where, "branches must have the result's dtype");
-        }
-        return;
-      case OpKind::Cast:
-        if (operand_count(1)) same_layouts();
-        return;
-      case OpKind::Broadcast: {
-        if (!operand_count(1)) return;
-        const TileType& s = op.operands[0]->type;
-        bool ok = op.dims.size() == s.shape.size() && s.dtype == result->type.dtype;
-        for (size_t i = 0; ok && i < op.dims.size(); ++i) {
-          ok = op.dims[i] >= 0 && op.dims[i] < result->type.rank() && (i == 0 || op.dims[i] > op.dims[i - 1]) &&
-               result->type.shape[static_cast<size_t>(op.dims[i])] == s.shape[i];
-        }
-        if (expect(ok, where, "broadcast dims do not match the shapes")) check_register_move(op, where);
-        return;
+      if (!expect(v->type.shape == result->type.shape, where_,
+                  "operand %" + v->name + " has another shape")) {
+        return false;
       }
-      case OpKind::Permute: {
-        if (!operand_count(1)) return;
-        const TileType& s = op.operands[0]->type;
-        std::vector<int> seen(s.shape.size(), 0);
-        bool ok = op.dims.size() == s.shape.size() && s.dtype == result->type.dtype &&
-                  result->type.rank() == s.rank();
-        for (size_t i = 0; ok && i < op.dims.size(); ++i) {
-          ok = op.dims[i] >= 0 && op.dims[i] < s.rank() && !seen[static_cast<size_t>(op.dims[i])]++ &&
-               result->type.shape[i] == s.shape[static_cast<size_t>(op.dims[i])];
-        }
-        if (expect(ok, where, "permute order does not match the shapes")) check_register_move(op, where);
-        return;
-      }
-      case OpKind::ExtractSlice: {
-        if (!operand_count(1)) return;
-        const TileType& s = op.operands[0]->type;
-        bool ok = op.offsets.size() == s.shape.size() && result->type.rank() == s.rank() &&
-                  s.dtype == result->type.dtype;
-        for (size_t k = 0; ok && k < op.offsets.size(); ++k) {
-          ok = op.offsets[k] >= 0 && op.offsets[k] + result->type.shape[k] <= s.shape[k];
-        }
-        if (expect(ok, where, "slice outside its source")) check_register_move(op, where);
-        return;
-      }
-      case OpKind::ConvertLayout:
-        if (!operand_count(1)) return;
-        if (!expect(op.operands[0]->type == result->type, where, "a conversion keeps the type")) return;
-        if (op.via_shared) {
-          expect(op.scratch >= 0 && op.scratch < static_cast<int>(kernel_.shared.size()), where,
-                 "a conversion through shared memory needs a scratch allocation");
-        } else {
-          check_register_move(op, where);
-        }
-        return;
-      case OpKind::Reduce: {
-        if (!operand_count(1)) return;
-        const Value& x = op.operands[0];
-        if (!expect(is_float(x->type.dtype) && op.axis >= 0 && op.axis < x->type.rank(), where,
-                    "reduces a float tile along an axis it has")) {
-          return;
-        }
-        Result<RegisterLayout> slice = slice_layout(x->layout, x->type.shape, op.axis);
-        if (!slice) {
-          error(where, slice.error().message);
-          return;
-        }
-        expect(slice->tv == result->layout.tv, where,
-               "the result layout is not the slice of the operand's (" + layout_text(*slice) + ")");
-        Result<ReducePlan> plan = reduce_plan(x->layout, x->type.shape, op.axis);
-        if (!plan) {
-          error(where, plan.error().message);
-          return;
-        }
-        expect(plan->xor_masks == op.xor_masks, where, "shuffle masks differ from the layout's");
-        expect(plan->cross_warp == (op.scratch >= 0), where,
-               plan->cross_warp ? "warps must combine through a scratch allocation"
-                                : "a scratch allocation is given but no warps combine");
-        return;
-      }
-      case OpKind::Mma: {
-        if (!operand_count(3)) return;
-        const Value &a = op.operands[0], &b = op.operands[1], &c = op.operands[2];
-        if (!expect(a->type.rank() == 2 && b->type.rank() == 2 && c->type.rank() == 2, where,
-                    "operands must be matrices")) {
-          return;
-        }
-        const int64_t M = a->type.shape[0], K = a->type.shape[1], N = b->type.shape[1];
-        expect((a->type.dtype == DType::BF16 || a->type.dtype == DType::F16) &&
-                   b->type.dtype == a->type.dtype,
-               where, "a and b must be bf16 or f16 of one dtype");
-        expect(c->type == (TileType{DType::F32, {M, N}}) && b->type.shape[0] == K &&
-                   result->type == c->type,
-               where, "shapes must be [M,K] x [K,N] + f32[M,N]");
-        if (!expect(op.warps_m * op.warps_n == kernel_.warps, where,
-                    "the warp grid must cover the kernel's warps")) {
-          return;
-        }
-        Result<RegisterLayout> la = mma_a_layout(M, K, op.warps_m, op.warps_n);
-        Result<RegisterLayout> lb = mma_b_layout(K, N, op.warps_m, op.warps_n);
-        Result<RegisterLayout> lc = mma_c_layout(M, N, op.warps_m, op.warps_n);
-        if (!la || !lb || !lc) {
-          error(where, !la ? la.error().message : !lb ? lb.error().message : lc.error().message);
-          return;
-        }
-        expect(a->layout == *la, where, "a is not in the mma A fragment layout " + layout_text(*la));
-        expect(b->layout == *lb, where, "b is not in the mma B fragment layout " + layout_text(*lb));
-        expect(c->layout == *lc && result->layout == *lc, where,
-               "c is not in the mma C fragment layout " + layout_text(*lc));
-        return;
-      }
-      case OpKind::FmaDot: {
-        if (!operand_count(1)) return;
-        const SharedAlloc* a = alloc_of(op.shared, where);
-        const SharedAlloc* b = alloc_of(op.shared_b, where);
-        const Value& acc = op.operands[0];
-        if (!a || !b) return;
-        if (!expect(acc->type.rank() == 2 && acc->type.dtype == DType::F32 && result->type == acc->type &&
-                        result->layout == acc->layout && a->shape.size() == 2 && b->shape.size() == 2,
-                    where, "fma_dot needs matrices and an f32 accumulator")) {
-          return;
-        }
-        const int64_t M = acc->type.shape[0], N = acc->type.shape[1];
-        const int64_t K = op.shared.transposed ? a->shape[0] - op.shared.offsets[0]
-                                               : a->shape[1] - op.shared.offsets[1];
-        check_window(op.shared, *a, {M, K}, where);
-        check_window(op.shared_b, *b, {K, N}, where);
-        return;
-      }
-      case OpKind::GlobalLoad:
-        check_access(op, result->type.shape, where);
-        if (op.buffer) {
-          expect(result->type.dtype == op.buffer->dtype, where, "a load gives the buffer's dtype");
-          check_gather(op, result, where);
-        }
-        return;
-      case OpKind::GlobalStore: {
-        const Value value = stored_value(op);
-        if (!expect(value != nullptr, where, "no stored value")) return;
-        check_access(op, value->type.shape, where);
-        if (op.buffer) {
-          expect(value->type.dtype == op.buffer->dtype, where, "stores the buffer's dtype");
-          expect(op.buffer->role != scalar::BufferRole::Input, where, "stores into an input");
-          check_gather(op, value, where);
-        }
-        return;
-      }
-      case OpKind::AsyncCopy: {
-        check_access(op, op.tile_shape, where);
-        const SharedAlloc* alloc = alloc_of(op.shared, where);
-        if (!alloc || !op.buffer) return;
-        expect(op.access.form == GlobalAccess::Form::Window, where, "cp.async copies windows");
-        expect(alloc->dtype == op.buffer->dtype, where, "copies between one dtype");
-        expect(op.vector_elements * dtype_bytes(alloc->dtype) == 16, where, "vectors are 16 bytes");
-        expect(op.copy_layout.threads() <= kernel_.threads(), where, "more copy threads than the CTA has");
-        expect(op.copy_layout.tile == tile_tuple(op.tile_shape), where, "copy layout tile is not the window");
-        if (op.predicate) {
-          expect(op.predicate->type == TileType{DType::Bool, {}}, where, "the predicate is a bool scalar");
-        }
-        check_window(op.shared, *alloc, op.tile_shape, where);
-        return;
-      }
-      case OpKind::CommitGroup:
-      case OpKind::Barrier:
-      case OpKind::Yield: return;
-      case OpKind::WaitGroup: expect(op.extent >= 0, where, "waits for a non-negative count"); return;
-      case OpKind::SharedLoad: {
-        const SharedAlloc* alloc = alloc_of(op.shared, where);
-        if (!alloc) return;
-        expect(result->type.dtype == alloc->dtype, where, "reads the allocation's dtype");
-        check_window(op.shared, *alloc, result->type.shape, where);
-        if (op.shared_read == SharedRead::Scalar) return;
-        expect(dtype_bytes(alloc->dtype) == 2, where, "ldmatrix reads 16-bit elements");
-        const RegisterLayout& l = result->layout;
-        if (!expect(result->type.rank() == 2 && (l.kind == LayoutKind::MmaA || l.kind == LayoutKind::MmaB),
-                    where, "ldmatrix gives an mma A or B fragment tile")) {
-          return;
-        }
-        const int64_t R = result->type.shape[0], C = result->type.shape[1];
-        Result<RegisterLayout> canonical = l.kind == LayoutKind::MmaA
-                                               ? mma_a_layout(R, C, l.warps_m, l.warps_n)
-                                               : mma_b_layout(R, C, l.warps_m, l.warps_n);
-        if (!canonical) {
-          error(where, canonical.error().message);
-          return;
-        }
-        expect(l == *canonical, where, "the result is not in its fragment layout " + layout_text(*canonical));
-        expect(l.warps_m * l.warps_n == kernel_.warps, where, "the warp grid must cover the kernel's warps");
-        if (l.kind == LayoutKind::MmaB) {
-          expect((C / (8 * l.warps_n)) % 2 == 0, where, "ldmatrix.x4 of B needs an even number of n atoms per warp");
-        }
-        return;
-      }
-      case OpKind::SharedStore: {
-        if (!operand_count(1)) return;
-        const SharedAlloc* alloc = alloc_of(op.shared, where);
-        if (!alloc) return;
-        expect(op.operands[0]->type.dtype == alloc->dtype, where, "stores the allocation's dtype");
-        check_window(op.shared, *alloc, op.operands[0]->type.shape, where);
-        return;
-      }
-      case OpKind::For: return;
     }
+    return true;
+  }
+
+  void visit_Iota(const Op& op) override {
+    const std::string& where = where_;
+    const Value& result = op.results[0];
+    if (operand_count(op, 0)) {
+      expect(result->type == TileType{DType::Index, {op.extent}} && op.extent > 0, where,
+             "iota gives index[n], n > 0");
+    }
+  }
+
+  void visit_Full(const Op& op) override {
+    operand_count(op, 0);
+  }
+
+  void visit_Unary(const Op& op) override {
+    const std::string& where = where_;
+    const Value& result = op.results[0];
+    if (operand_count(op, 1) && same_layouts(op)) {
+      expect(op.operands[0]->type.dtype == result->type.dtype, where, "dtype changes");
+      expect(is_float(result->type.dtype) || (result->type.dtype == DType::Index &&
+                                              (op.unary_op == UnaryOp::Neg ||
+                                               op.unary_op == UnaryOp::Abs)),
+             where, "operation not defined on " + std::string(dtype_name(result->type.dtype)));
+    }
+  }
+
+  void visit_Binary(const Op& op) override {
+    const std::string& where = where_;
+    const Value& result = op.results[0];
+    if (operand_count(op, 2) && same_layouts(op)) {
+      expect(op.operands[0]->type.dtype == result->type.dtype &&
+                 op.operands[1]->type.dtype == result->type.dtype,
+             where, "operand dtypes differ");
+      const bool index_only = op.binary_op == BinaryOp::FloorDiv || op.binary_op == BinaryOp::Mod;
+      expect(result->type.dtype == DType::Index ? op.binary_op != BinaryOp::Div
+                                                : is_float(result->type.dtype) && !index_only,
+             where, "operation not defined on " + std::string(dtype_name(result->type.dtype)));
+    }
+  }
+
+  void visit_Compare(const Op& op) override {
+    const std::string& where = where_;
+    const Value& result = op.results[0];
+    if (operand_count(op, 2) && same_layouts(op)) {
+      expect(op.operands[0]->type.dtype == op.operands[1]->type.dtype, where, "operand dtypes differ");
+      expect(result->type.dtype == DType::Bool, where, "a comparison gives bool");
+    }
+  }
+
+  void visit_Logical(const Op& op) override {
+    const std::string& where = where_;
+    const Value& result = op.results[0];
+    if (operand_count(op, 2) && same_layouts(op)) {
+      expect(op.operands[0]->type.dtype == DType::Bool && op.operands[1]->type.dtype == DType::Bool &&
+                 result->type.dtype == DType::Bool,
+             where, "logical ops take and give bool");
+    }
+  }
+
+  void visit_Select(const Op& op) override {
+    const std::string& where = where_;
+    const Value& result = op.results[0];
+    if (operand_count(op, 3) && same_layouts(op)) {
+      expect(op.operands[0]->type.dtype == DType::Bool, where, "the condition must be bool");
+      expect(op.operands[1]->type.dtype == result->type.dtype &&
+                 op.operands[2]->type.dtype == result->type.dtype,
+             where, "branches must have the result's dtype");
+    }
+  }
+
+  void visit_Cast(const Op& op) override {
+    if (operand_count(op, 1)) same_layouts(op);
+  }
+
+  void visit_Broadcast(const Op& op) override {
+    const std::string& where = where_;
+    const Value& result = op.results[0];
+    if (!operand_count(op, 1)) return;
+    const TileType& s = op.operands[0]->type;
+    bool ok = op.dims.size() == s.shape.size() && s.dtype == result->type.dtype;
+    for (size_t i = 0; ok && i < op.dims.size(); ++i) {
+      ok = op.dims[i] >= 0 && op.dims[i] < result->type.rank() && (i == 0 || op.dims[i] > op.dims[i - 1]) &&
+           result->type.shape[static_cast<size_t>(op.dims[i])] == s.shape[i];
+    }
+    if (expect(ok, where, "broadcast dims do not match the shapes")) check_register_move(op, where);
+  }
+
+  void visit_Permute(const Op& op) override {
+    const std::string& where = where_;
+    const Value& result = op.results[0];
+    if (!operand_count(op, 1)) return;
+    const TileType& s = op.operands[0]->type;
+    std::vector<int> seen(s.shape.size(), 0);
+    bool ok = op.dims.size() == s.shape.size() && s.dtype == result->type.dtype &&
+              result->type.rank() == s.rank();
+    for (size_t i = 0; ok && i < op.dims.size(); ++i) {
+      ok = op.dims[i] >= 0 && op.dims[i] < s.rank() && !seen[static_cast<size_t>(op.dims[i])]++ &&
+           result->type.shape[i] == s.shape[static_cast<size_t>(op.dims[i])];
+    }
+    if (expect(ok, where, "permute order does not match the shapes")) check_register_move(op, where);
+  }
+
+  void visit_ExtractSlice(const Op& op) override {
+    const std::string& where = where_;
+    const Value& result = op.results[0];
+    if (!operand_count(op, 1)) return;
+    const TileType& s = op.operands[0]->type;
+    bool ok = op.offsets.size() == s.shape.size() && result->type.rank() == s.rank() &&
+              s.dtype == result->type.dtype;
+    for (size_t k = 0; ok && k < op.offsets.size(); ++k) {
+      ok = op.offsets[k] >= 0 && op.offsets[k] + result->type.shape[k] <= s.shape[k];
+    }
+    if (expect(ok, where, "slice outside its source")) check_register_move(op, where);
+  }
+
+  void visit_ConvertLayout(const Op& op) override {
+    const std::string& where = where_;
+    const Value& result = op.results[0];
+    if (!operand_count(op, 1)) return;
+    if (!expect(op.operands[0]->type == result->type, where, "a conversion keeps the type")) return;
+    if (op.via_shared) {
+      expect(op.scratch >= 0 && op.scratch < static_cast<int>(kernel_.shared.size()), where,
+             "a conversion through shared memory needs a scratch allocation");
+    } else {
+      check_register_move(op, where);
+    }
+  }
+
+  void visit_Reduce(const Op& op) override {
+    const std::string& where = where_;
+    const Value& result = op.results[0];
+    if (!operand_count(op, 1)) return;
+    const Value& x = op.operands[0];
+    if (!expect(is_float(x->type.dtype) && op.axis >= 0 && op.axis < x->type.rank(), where,
+                "reduces a float tile along an axis it has")) {
+      return;
+    }
+    Result<RegisterLayout> slice = slice_layout(x->layout, x->type.shape, op.axis);
+    if (!slice) {
+      error(where, slice.error().message);
+      return;
+    }
+    expect(slice->tv == result->layout.tv, where,
+           "the result layout is not the slice of the operand's (" + layout_text(*slice) + ")");
+    Result<ReducePlan> plan = reduce_plan(x->layout, x->type.shape, op.axis);
+    if (!plan) {
+      error(where, plan.error().message);
+      return;
+    }
+    expect(plan->xor_masks == op.xor_masks, where, "shuffle masks differ from the layout's");
+    expect(plan->cross_warp == (op.scratch >= 0), where,
+           plan->cross_warp ? "warps must combine through a scratch allocation"
+                            : "a scratch allocation is given but no warps combine");
+  }
+
+  void visit_Mma(const Op& op) override {
+    const std::string& where = where_;
+    const Value& result = op.results[0];
+    if (!operand_count(op, 3)) return;
+    const Value &a = op.operands[0], &b = op.operands[1], &c = op.operands[2];
+    if (!expect(a->type.rank() == 2 && b->type.rank() == 2 && c->type.rank() == 2, where,
+                "operands must be matrices")) {
+      return;
+    }
+    const int64_t M = a->type.shape[0], K = a->type.shape[1], N = b->type.shape[1];
+    expect((a->type.dtype == DType::BF16 || a->type.dtype == DType::F16) &&
+               b->type.dtype == a->type.dtype,
+           where, "a and b must be bf16 or f16 of one dtype");
+    expect(c->type == (TileType{DType::F32, {M, N}}) && b->type.shape[0] == K &&
+               result->type == c->type,
+           where, "shapes must be [M,K] x [K,N] + f32[M,N]");
+    if (!expect(op.warps_m * op.warps_n == kernel_.warps, where,
+                "the warp grid must cover the kernel's warps")) {
+      return;
+    }
+    Result<RegisterLayout> la = mma_a_layout(M, K, op.warps_m, op.warps_n);
+    Result<RegisterLayout> lb = mma_b_layout(K, N, op.warps_m, op.warps_n);
+    Result<RegisterLayout> lc = mma_c_layout(M, N, op.warps_m, op.warps_n);
+    if (!la || !lb || !lc) {
+      error(where, !la ? la.error().message : !lb ? lb.error().message : lc.error().message);
+      return;
+    }
+    expect(a->layout == *la, where, "a is not in the mma A fragment layout " + layout_text(*la));
+    expect(b->layout == *lb, where, "b is not in the mma B fragment layout " + layout_text(*lb));
+    expect(c->layout == *lc && result->layout == *lc, where,
+           "c is not in the mma C fragment layout " + layout_text(*lc));
+  }
+
+  void visit_FmaDot(const Op& op) override {
+    const std::string& where = where_;
+    const Value& result = op.results[0];
+    if (!operand_count(op, 1)) return;
+    const SharedAlloc* a = alloc_of(op.shared, where);
+    const SharedAlloc* b = alloc_of(op.shared_b, where);
+    const Value& acc = op.operands[0];
+    if (!a || !b) return;
+    if (!expect(acc->type.rank() == 2 && acc->type.dtype == DType::F32 && result->type == acc->type &&
+                    result->layout == acc->layout && a->shape.size() == 2 && b->shape.size() == 2,
+                where, "fma_dot needs matrices and an f32 accumulator")) {
+      return;
+    }
+    const int64_t M = acc->type.shape[0], N = acc->type.shape[1];
+    const int64_t K = op.shared.transposed ? a->shape[0] - op.shared.offsets[0]
+                                           : a->shape[1] - op.shared.offsets[1];
+    check_window(op.shared, *a, {M, K}, where);
+    check_window(op.shared_b, *b, {K, N}, where);
+  }
+
+  void visit_GlobalLoad(const Op& op) override {
+    const std::string& where = where_;
+    const Value& result = op.results[0];
+    check_access(op, result->type.shape, where);
+    if (op.buffer) {
+      expect(result->type.dtype == op.buffer->dtype, where, "a load gives the buffer's dtype");
+      check_gather(op, result, where);
+    }
+  }
+
+  void visit_GlobalStore(const Op& op) override {
+    const std::string& where = where_;
+    const Value value = stored_value(op);
+    if (!expect(value != nullptr, where, "no stored value")) return;
+    check_access(op, value->type.shape, where);
+    if (op.buffer) {
+      expect(value->type.dtype == op.buffer->dtype, where, "stores the buffer's dtype");
+      expect(op.buffer->role != scalar::BufferRole::Input, where, "stores into an input");
+      check_gather(op, value, where);
+    }
+  }
+
+  void visit_AsyncCopy(const Op& op) override {
+    const std::string& where = where_;
+    check_access(op, op.tile_shape, where);
+    const SharedAlloc* alloc = alloc_of(op.shared, where);
+    if (!alloc || !op.buffer) return;
+    expect(op.access.form == GlobalAccess::Form::Window, where, "cp.async copies windows");
+    expect(alloc->dtype == op.buffer->dtype, where, "copies between one dtype");
+    expect(op.vector_elements * dtype_bytes(alloc->dtype) == 16, where, "vectors are 16 bytes");
+    expect(op.copy_layout.threads() <= kernel_.threads(), where, "more copy threads than the CTA has");
+    expect(op.copy_layout.tile == tile_tuple(op.tile_shape), where, "copy layout tile is not the window");
+    if (op.predicate) {
+      expect(op.predicate->type == TileType{DType::Bool, {}}, where, "the predicate is a bool scalar");
+    }
+    check_window(op.shared, *alloc, op.tile_shape, where);
+  }
+
+  void visit_WaitGroup(const Op& op) override {
+    expect(op.extent >= 0, where_, "waits for a non-negative count");
+  }
+
+  void visit_SharedLoad(const Op& op) override {
+    const std::string& where = where_;
+    const Value& result = op.results[0];
+    const SharedAlloc* alloc = alloc_of(op.shared, where);
+    if (!alloc) return;
+    expect(result->type.dtype == alloc->dtype, where, "reads the allocation's dtype");
+    check_window(op.shared, *alloc, result->type.shape, where);
+    if (op.shared_read == SharedRead::Scalar) return;
+    expect(dtype_bytes(alloc->dtype) == 2, where, "ldmatrix reads 16-bit elements");
+    const RegisterLayout& l = result->layout;
+    if (!expect(result->type.rank() == 2 && (l.kind == LayoutKind::MmaA || l.kind == LayoutKind::MmaB),
+                where, "ldmatrix gives an mma A or B fragment tile")) {
+      return;
+    }
+    const int64_t R = result->type.shape[0], C = result->type.shape[1];
+    Result<RegisterLayout> canonical = l.kind == LayoutKind::MmaA
+                                           ? mma_a_layout(R, C, l.warps_m, l.warps_n)
+                                           : mma_b_layout(R, C, l.warps_m, l.warps_n);
+    if (!canonical) {
+      error(where, canonical.error().message);
+      return;
+    }
+    expect(l == *canonical, where, "the result is not in its fragment layout " + layout_text(*canonical));
+    expect(l.warps_m * l.warps_n == kernel_.warps, where, "the warp grid must cover the kernel's warps");
+    if (l.kind == LayoutKind::MmaB) {
+      expect((C / (8 * l.warps_n)) % 2 == 0, where, "ldmatrix.x4 of B needs an even number of n atoms per warp");
+    }
+  }
+
+  void visit_SharedStore(const Op& op) override {
+    const std::string& where = where_;
+    if (!operand_count(op, 1)) return;
+    const SharedAlloc* alloc = alloc_of(op.shared, where);
+    if (!alloc) return;
+    expect(op.operands[0]->type.dtype == alloc->dtype, where, "stores the allocation's dtype");
+    check_window(op.shared, *alloc, op.operands[0]->type.shape, where);
   }
 
   const Kernel& kernel_;
@@ -676,6 +725,7 @@ class KernelVerifier {
   std::vector<std::unordered_set<const ValueNode*>> scopes_;
   std::unordered_set<std::string> names_;
   std::unordered_map<std::string, int64_t> covering_;  // (layout, tile) → first unheld element or -1
+  std::string where_;  // the op being checked, for each kind's checks
 };
 
 }  // namespace

@@ -10,9 +10,13 @@ namespace nautilus::scalar {
 Affine Affine::plus(const Affine& other, int64_t sign) const {
   Affine sum = *this;
   sum.vars.insert(other.vars.begin(), other.vars.end());
-  for (const auto& [var, c] : other.coeffs) sum.coeffs[var] += sign * c;
+  for (const auto& [var, c] : other.terms()) {
+    if (!sum.coeffs.count(var)) sum.order.push_back(var);
+    sum.coeffs[var] += sign * c;
+  }
   sum.constant += sign * other.constant;
   std::erase_if(sum.coeffs, [](const auto& entry) { return entry.second == 0; });
+  sum.forget_cancelled();
   return sum;
 }
 
@@ -22,13 +26,37 @@ Affine Affine::times(int64_t factor) const {
   if (factor == 0) return product;
   for (const auto& [var, c] : coeffs) product.coeffs[var] = c * factor;
   product.constant = constant * factor;
+  product.order = order;
   return product;
 }
 
+std::vector<std::pair<const VarNode*, int64_t>> Affine::terms() const {
+  std::vector<std::pair<const VarNode*, int64_t>> in_order;
+  for (const VarNode* var : order) {
+    auto it = coeffs.find(var);
+    const bool listed = std::any_of(in_order.begin(), in_order.end(),
+                                    [&](const auto& term) { return term.first == var; });
+    if (it != coeffs.end() && !listed) in_order.emplace_back(var, it->second);
+  }
+  std::vector<std::pair<const VarNode*, int64_t>> unordered;
+  for (const auto& [var, c] : coeffs) {
+    if (std::find(order.begin(), order.end(), var) == order.end()) unordered.emplace_back(var, c);
+  }
+  std::sort(unordered.begin(), unordered.end(), [](const auto& x, const auto& y) {
+    return std::tie(x.first->name, x.first) < std::tie(y.first->name, y.first);
+  });
+  in_order.insert(in_order.end(), unordered.begin(), unordered.end());
+  return in_order;
+}
+
+void Affine::forget_cancelled() {
+  std::erase_if(order, [&](const VarNode* var) { return !coeffs.count(var); });
+}
+
 std::optional<Affine> affine_of(const Expr& expr) {
-  if (const auto* imm = expr->as<IntImm>()) return Affine{{}, imm->value, {}};
+  if (const auto* imm = expr->as<IntImm>()) return Affine{{}, imm->value, {}, {}};
   if (const auto* ref = expr->as<VarRef>()) {
-    return Affine{{{ref->var.get(), 1}}, 0, {{ref->var.get(), ref->var}}};
+    return Affine{{{ref->var.get(), 1}}, 0, {{ref->var.get(), ref->var}}, {ref->var.get()}};
   }
   const auto* bin = expr->as<Binary>();
   if (!bin) return std::nullopt;

@@ -15,42 +15,48 @@ using namespace scalar;
 
 namespace {
 
-bool scale(AffineForm* form, int64_t factor) {
-  for (auto& term : form->terms) {
-    if (__builtin_mul_overflow(term.second, factor, &term.second)) return false;
+// Affine::times and Affine::plus with every product and sum checked for overflow.
+bool scale(Affine* form, int64_t factor) {
+  for (auto& [var, coefficient] : form->coeffs) {
+    if (__builtin_mul_overflow(coefficient, factor, &coefficient)) return false;
   }
-  std::erase_if(form->terms, [](const auto& term) { return term.second == 0; });
+  std::erase_if(form->coeffs, [](const auto& term) { return term.second == 0; });
+  form->forget_cancelled();
   return !__builtin_mul_overflow(form->constant, factor, &form->constant);
 }
 
-bool add_into(AffineForm* into, const AffineForm& other) {
-  for (const auto& [var, coefficient] : other.terms) {
-    auto it = std::find_if(into->terms.begin(), into->terms.end(),
-                           [var = var](const auto& term) { return term.first == var; });
-    if (it == into->terms.end()) {
-      into->terms.emplace_back(var, coefficient);
+bool add_into(Affine* into, const Affine& other) {
+  for (const auto& [var, coefficient] : other.terms()) {
+    auto it = into->coeffs.find(var);
+    if (it == into->coeffs.end()) {
+      into->coeffs.emplace(var, coefficient);
+      into->order.push_back(var);
+      into->vars[var] = other.vars.at(var);
     } else if (__builtin_add_overflow(it->second, coefficient, &it->second)) {
       return false;
     }
   }
-  std::erase_if(into->terms, [](const auto& term) { return term.second == 0; });
+  std::erase_if(into->coeffs, [](const auto& term) { return term.second == 0; });
+  into->forget_cancelled();
   return !__builtin_add_overflow(into->constant, other.constant, &into->constant);
 }
 
 }  // namespace
 
-std::optional<AffineForm> affine_form(const Expr& expr) {
-  if (const IntImm* imm = expr->as<IntImm>()) return AffineForm{{}, imm->value};
-  if (const VarRef* ref = expr->as<VarRef>()) return AffineForm{{{ref->var.get(), 1}}, 0};
+std::optional<Affine> affine_form(const Expr& expr) {
+  if (const IntImm* imm = expr->as<IntImm>()) return Affine{{}, imm->value, {}, {}};
+  if (const VarRef* ref = expr->as<VarRef>()) {
+    return Affine{{{ref->var.get(), 1}}, 0, {{ref->var.get(), ref->var}}, {ref->var.get()}};
+  }
   if (const Unary* unary = expr->as<Unary>()) {
     if (unary->op != UnaryOp::Neg) return std::nullopt;
-    std::optional<AffineForm> a = affine_form(unary->a);
+    std::optional<Affine> a = affine_form(unary->a);
     if (!a || !scale(&*a, -1)) return std::nullopt;
     return a;
   }
   const Binary* node = expr->as<Binary>();
   if (!node || node->dtype != DType::Index) return std::nullopt;
-  std::optional<AffineForm> a = affine_form(node->a), b = affine_form(node->b);
+  std::optional<Affine> a = affine_form(node->a), b = affine_form(node->b);
   if (!a || !b) return std::nullopt;
   switch (node->op) {
     case BinaryOp::Add:
@@ -61,8 +67,8 @@ std::optional<AffineForm> affine_form(const Expr& expr) {
       return a;
     case BinaryOp::Mul:
       // Affine only when one side is a constant.
-      if (a->terms.empty()) std::swap(a, b);
-      if (!b->terms.empty() || !scale(&*a, b->constant)) return std::nullopt;
+      if (a->coeffs.empty()) std::swap(a, b);
+      if (!b->coeffs.empty() || !scale(&*a, b->constant)) return std::nullopt;
       return a;
     default: return std::nullopt;
   }
@@ -74,34 +80,21 @@ class IndexSimplifier : public Mutator {
  public:
   Expr mutate(const Expr& expr) override {
     if (expr->dtype != DType::Index) return Mutator::mutate(expr);
-    const std::optional<AffineForm> form = affine_form(expr);
+    const std::optional<Affine> form = affine_form(expr);
     const bool positive =
-        form && std::all_of(form->terms.begin(), form->terms.end(),
+        form && std::all_of(form->coeffs.begin(), form->coeffs.end(),
                             [](const auto& term) { return term.second > 0; });
     if (!positive) return Mutator::mutate(expr);
     Expr sum = int_imm(0);
-    for (const auto& [var, coefficient] : form->terms) {
-      sum = index_add(sum, index_mul(var_ref(find_var(expr, var)), coefficient));
+    for (const auto& [var, coefficient] : form->terms()) {
+      sum = index_add(sum, index_mul(var_ref(form->vars.at(var)), coefficient));
     }
-    if (form->constant < 0 && !form->terms.empty()) {
+    if (form->constant < 0 && !form->coeffs.empty()) {
       return binary(BinaryOp::Sub, sum, int_imm(-form->constant));
     }
     return index_add(sum, int_imm(form->constant));
   }
 
- private:
-  // The shared pointer of `var` as referenced in `expr` (the affine form keeps raw pointers).
-  static Var find_var(const Expr& expr, const VarNode* var) {
-    if (const VarRef* ref = expr->as<VarRef>()) return ref->var.get() == var ? ref->var : nullptr;
-    Var found;
-    if (const Binary* binary_node = expr->as<Binary>()) {
-      found = find_var(binary_node->a, var);
-      if (!found) found = find_var(binary_node->b, var);
-    } else if (const Unary* unary_node = expr->as<Unary>()) {
-      found = find_var(unary_node->a, var);
-    }
-    return found;
-  }
 };
 
 }  // namespace
@@ -133,7 +126,7 @@ std::string IndexRange::to_string() const {
 std::optional<IndexRange> range_in_iteration(const Expr& binding, const BlockPath& path,
                                              size_t depth, const std::string& what,
                                              std::string* reason) {
-  const std::optional<AffineForm> form = affine_form(binding);
+  const std::optional<Affine> form = affine_form(binding);
   if (!form) {
     *reason = what + " is bound to " + print_expr(binding) +
               ", which is not an affine function of its loops";
@@ -150,7 +143,7 @@ std::optional<IndexRange> range_in_iteration(const Expr& binding, const BlockPat
   IndexRange range;
   int64_t inner_max = 0;
   std::vector<std::pair<size_t, int64_t>> outer;  // (depth, coefficient)
-  for (const auto& [var, coefficient] : form->terms) {
+  for (const auto& [var, coefficient] : form->terms()) {
     auto it = loop_depth.find(var);
     if (it == loop_depth.end()) {
       *reason = what + " is bound to " + print_expr(binding) + ", which uses " + var->name +

@@ -24,20 +24,17 @@
 #include <utility>
 #include <vector>
 
+#include "core/scalar/affine.h"
 #include "core/scalar/ir.h"
 #include "core/sched/loop_nest.h"
 
 namespace nautilus::sched {
 
-// coefficient · variable terms plus a constant. Each variable appears once, with a coefficient
-// that is not zero, in order of first appearance.
-struct AffineForm {
-  std::vector<std::pair<const scalar::VarNode*, int64_t>> terms;
-  int64_t constant = 0;
-};
-// nullopt when `expr` is not affine (floordiv, mod, a product of two variables) or a coefficient
-// overflows.
-std::optional<AffineForm> affine_form(const scalar::Expr& expr);
+// The affine form of an index expression (scalar/affine.h), its terms() in order of first
+// appearance. Stricter than scalar::affine_of and reading negation too: nullopt when `expr` is
+// not affine (floordiv, mod, a product of two variables), is not of index type, or a
+// coefficient overflows.
+std::optional<scalar::Affine> affine_form(const scalar::Expr& expr);
 
 // `expr` with every maximal index subexpression that is affine with positive coefficients
 // rewritten as Σ coefficient · variable + constant, variables in order of first appearance:

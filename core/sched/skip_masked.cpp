@@ -446,9 +446,9 @@ ApplyResult skip_masked(const ProgramPtr& program, std::string_view mask_block,
     Affine f;  // the comparison as f <= 0
     switch (compare->op) {
       case CompareOp::LE: f = a->plus(*b, -1); break;
-      case CompareOp::LT: f = a->plus(*b, -1).plus(Affine{{}, 1, {}}); break;
+      case CompareOp::LT: f = a->plus(*b, -1).plus(Affine{{}, 1, {}, {}}); break;
       case CompareOp::GE: f = b->plus(*a, -1); break;
-      case CompareOp::GT: f = b->plus(*a, -1).plus(Affine{{}, 1, {}}); break;
+      case CompareOp::GT: f = b->plus(*a, -1).plus(Affine{{}, 1, {}, {}}); break;
       default:
         refusal = "the mask condition " + print_expr(condition) + " of block " + mask.name +
                   " is an equality; only <, <=, >, >= bound tiles";

@@ -640,8 +640,8 @@ Stmt SplitKUpdate::build_partial() {
         predicate = conjunction(predicate, guard);
         VarReplacements to_global;
         for (size_t i = 0; i < node.iter_vars.size(); ++i) {
-          const std::optional<AffineForm> form = affine_form(node.bindings[i]);
-          for (const auto& [var, coefficient] : form ? form->terms : AffineForm{}.terms) {
+          const std::optional<scalar::Affine> form = affine_form(node.bindings[i]);
+          for (const auto& [var, coefficient] : form ? form->terms() : scalar::Affine{}.terms()) {
             if (var != self->loop_->var.get()) continue;
             to_global[node.iter_vars[i].var.get()] =
                 index_add(var_ref(node.iter_vars[i].var),

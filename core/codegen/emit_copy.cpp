@@ -1,0 +1,505 @@
+// Memory accesses as CUDA: GlobalLoad / GlobalStore slot by slot at a hoisted 32-bit start
+// plus a constant (bounds checked only where an index can reach them; unmasked neighbouring
+// pairs as one 4- or 8-byte access; one holder of a replicated element writes it), AsyncCopy
+// as one cp.async of 16 bytes per vector with zero-fill past the window's bounds, SharedLoad as
+// ldmatrix.x4[.trans] per issue or ld.shared per slot, SharedStore as st.shared per slot.
+// Shared addresses are the hoisted swizzled lane part, plus the stage, plus a constant.
+//
+//   cp.async K_smem[%next_stage][0, 0]     ->  if (more) {
+//     <- K[%b, %h, %4 + i0, i1] ... vec 8        const int K_start_1 = b * 8388608 + h * 524288
+//     if %more                                                     + v4 * 128 + K_thread;
+//                                                cp_async_16((K_smem_addr + next_stage * 16384u
+//                                                             + lane_offset_1), (K + K_start_1), 16);
+//                                                ... one line per vector
+//                                              }
+//   global_store O[%b, %h, %9 + i0, i1]    ->  const int O_start = b * 8388608 + ... + O_thread;
+//     bounds [2, 16, 4096, 128], %58           *reinterpret_cast<unsigned*>((O + O_start)) =
+//                                                  pack2(v58[0], v58[1]);
+//                                              ... one line per slot pair
+#include "core/codegen/kernel_emitter.h"
+
+namespace nautilus::codegen::detail {
+
+KernelEmitter::WindowIndex KernelEmitter::window(const Op& op, const std::vector<std::string>& c) {
+  const matile::GlobalAccess& access = op.access;
+  const size_t rank = op.buffer->shape.size();
+  if (access.tile_axes.size() != rank || access.offsets.size() != rank || access.bounds.size() != rank) {
+    invalid(matile::op_label(op) + ": window access of the wrong rank");
+  }
+  WindowIndex out;
+  for (size_t j = 0; j < rank; ++j) {
+    std::string index;
+    if (access.offsets[j]) index = name_of(access.offsets[j]);
+    if (access.tile_axes[j] >= 0) {
+      const std::string& coordinate = c[static_cast<size_t>(access.tile_axes[j])];
+      index = index.empty() ? coordinate : index + " + " + coordinate;
+    }
+    if (index.empty()) index = "0";
+    out.indices.push_back(index);
+    // An index that can only be 0 is always in bounds; anything else is checked.
+    if (index != "0" || access.bounds[j] < 1) {
+      out.valid += (out.valid.empty() ? "" : " && ") + std::string("(") + index + ") < " +
+                   str(access.bounds[j]);
+    }
+  }
+  return out;
+}
+
+std::string KernelEmitter::flat_offset(const scalar::Buffer& buffer,
+                                       const std::vector<std::string>& indices) {
+  std::string flat;
+  int64_t stride = 1;
+  std::vector<std::string> terms;
+  for (size_t j = buffer->shape.size(); j-- > 0;) {
+    std::string term = "static_cast<long long>(" + indices[j] + ")";
+    if (stride != 1) term += " * " + str(stride);
+    terms.push_back(term);
+    stride *= buffer->shape[j];
+  }
+  for (size_t i = terms.size(); i-- > 0;) flat += (flat.empty() ? "" : " + ") + terms[i];
+  return flat.empty() ? "0" : flat;
+}
+
+void KernelEmitter::global_load(const Op& op) {
+  const Value& result = op.results[0];
+  const std::vector<Value> gather = matile::gather_indices(op);
+  const Value mask = matile::gather_mask(op);
+  declare(result);
+  if (planned_window_load(op, result)) return;
+  const std::string buffer = buffer_name(op.buffer);
+  const std::string other = constant_of(op.constant, op.buffer->dtype);
+  for_slots(result->layout.slots(), [&](const std::string& s) {
+    std::vector<std::string> indices;
+    std::string valid;
+    if (op.access.form == matile::GlobalAccess::Form::Window) {
+      WindowIndex w = window(op, coordinates(result, s, matile::op_label(op)));
+      indices = w.indices;
+      valid = w.valid;
+    } else {
+      for (const Value& index : gather) indices.push_back(at(index, s));
+      if (mask) valid = at(mask, s);
+    }
+    const std::string read = buffer + "[" + flat_offset(op.buffer, indices) + "]";
+    line(at(result, s) + " = " + (valid.empty() ? read : valid + " ? " + read + " : " + other) + ";");
+  });
+}
+
+// Which slots of a replicated layout write: the stride-0 thread leaves give a per-thread
+// condition (coordinate 0 writes), the stride-0 slot leaves a per-slot one.
+std::pair<std::string, std::string> KernelEmitter::single_writer(const RegisterLayout& layout,
+                                                                 const std::string& slot) {
+  auto conditions = [](const layout::Layout& mode, const std::string& index, int64_t bound) {
+    const std::vector<int64_t> extents = layout::leaves(mode.shape());
+    const std::vector<int64_t> strides = layout::leaves(mode.stride());
+    std::string condition;
+    int64_t position = 1;
+    for (size_t i = 0; i < extents.size(); ++i) {
+      if (strides[i] == 0 && extents[i] > 1) {
+        condition += (condition.empty() ? "" : " && ") +
+                     term_text(index, position, extents[i], 1, bound) + " == 0";
+      }
+      position *= extents[i];
+    }
+    return condition;
+  };
+  return {conditions(layout.tv.layout.mode(0), "tid", layout.threads()),
+          conditions(layout.tv.layout.mode(1), slot, layout.slots())};
+}
+
+std::optional<KernelEmitter::WindowPlan> KernelEmitter::window_plan(const Op& op,
+                                                                    const Value& value,
+                                                                    const Value& predicate) {
+  const matile::GlobalAccess& access = op.access;
+  const size_t rank = op.buffer->shape.size();
+  const std::vector<int64_t>& shape = value->type.shape;
+  if (access.form != matile::GlobalAccess::Form::Window || rank == 0 || access.tile_axes.size() != rank ||
+      access.offsets.size() != rank || access.bounds.size() != rank) {
+    return std::nullopt;
+  }
+  int64_t elements = 1;
+  for (int64_t extent : op.buffer->shape) elements *= extent;
+  if (elements >= (int64_t{1} << 31)) return std::nullopt;
+  const LayoutInfo& info = layout_info(value->layout.tv, shape, matile::op_label(op));
+  const int64_t threads = info.coords.threads, slots = value->layout.slots();
+  std::vector<int64_t> stride(rank, 1);
+  for (size_t j = rank - 1; j-- > 0;) stride[j] = stride[j + 1] * op.buffer->shape[j + 1];
+  WindowPlan plan;
+  plan.slot_flat.assign(static_cast<size_t>(slots), 0);
+  plan.slot_check.assign(static_cast<size_t>(slots), "");
+  std::string uniform, per_thread;
+  int64_t uniform_alignment = 0;  // every uniform part is a multiple of it (0: the part is 0)
+  std::vector<int64_t> thread_flat(static_cast<size_t>(threads), 0);
+  for (size_t j = 0; j < rank; ++j) {
+    const std::string factor = stride[j] == 1 ? "" : " * " + str(stride[j]);
+    const std::optional<IndexRange> offset = range_given(access.offsets[j], predicate);
+    const int a = access.tile_axes[j];
+    int64_t thread_most = 0;
+    std::string thread_part;
+    if (a >= 0) {
+      const size_t axis = static_cast<size_t>(a);
+      for (int64_t t = 0; t < threads; ++t) {
+        const int64_t part = evaluate_terms(info.coords.thread_terms[axis], t);
+        thread_most = std::max(thread_most, part);
+        thread_flat[static_cast<size_t>(t)] += part * stride[j];
+      }
+      if (info.thread_vars[axis] != "0") {
+        thread_part = info.thread_vars[axis];
+        per_thread += (per_thread.empty() ? "" : " + ") + thread_part + factor;
+      }
+    }
+    if (access.offsets[j]) {
+      uniform += (uniform.empty() ? "" : " + ") + name_of(access.offsets[j]) + factor;
+      uniform_alignment = std::gcd(uniform_alignment, alignment_of(access.offsets[j]) * stride[j]);
+    }
+    for (int64_t v = 0; v < slots; ++v) {
+      const int64_t constant = a >= 0 ? evaluate_terms(info.coords.slot_terms[static_cast<size_t>(a)], v) : 0;
+      plan.slot_flat[static_cast<size_t>(v)] += constant * stride[j];
+      if (offset && offset->hi + thread_most + constant < access.bounds[j]) continue;
+      std::string index = access.offsets[j] ? name_of(access.offsets[j]) : "";
+      if (!thread_part.empty()) index += (index.empty() ? "" : " + ") + thread_part;
+      if (constant || index.empty()) index += (index.empty() ? "" : " + ") + str(constant);
+      std::string& check = plan.slot_check[static_cast<size_t>(v)];
+      check += (check.empty() ? "" : " && ") + parenthesized(index) + " < " + str(access.bounds[j]);
+    }
+  }
+  const std::string buffer = buffer_name(op.buffer);
+  std::string start = per_thread.empty() ? "" : hoisted("int", buffer + "_thread", per_thread);
+  if (!uniform.empty()) start = start.empty() ? uniform : uniform + " + " + start;
+  if (!start.empty() && !uniform.empty()) {
+    const std::string start_name = unique(buffer + "_start");
+    line("const int " + start_name + " = " + start + ";");
+    start = start_name;
+  }
+  plan.base = start.empty() ? buffer : "(" + buffer + " + " + start + ")";
+  plan.even_start = uniform_alignment % 2 == 0 &&
+                    std::all_of(thread_flat.begin(), thread_flat.end(), [](int64_t f) { return f % 2 == 0; });
+  return plan;
+}
+
+// Window stores through a WindowPlan: checks only where an index can reach its bound, and
+// unchecked neighbouring pairs as one 4-byte (16-bit types) or 8-byte (f32) store.
+bool KernelEmitter::planned_window_store(const Op& op, const Value& value) {
+  std::optional<WindowPlan> plan = window_plan(op, value);
+  if (!plan) return false;
+  const DType dtype = op.buffer->dtype;
+  const bool pairs = is_narrow_float(dtype) || dtype == DType::F32;
+  for (int64_t v = 0; v < value->layout.slots(); ++v) {
+    // Replicated holders store the same value; one of them is enough.
+    auto [thread_writes, slot_writes] = single_writer(value->layout, str(v));
+    std::string valid = plan->slot_check[static_cast<size_t>(v)];
+    for (const std::string& condition : {thread_writes, slot_writes}) {
+      if (!condition.empty()) valid = valid.empty() ? condition : condition + " && " + valid;
+    }
+    if (pairs && thread_writes.empty() && slot_writes.empty() && plan->pair(v) &&
+        single_writer(value->layout, str(v + 1)).second.empty()) {
+      if (dtype == DType::F32) {
+        line("*reinterpret_cast<float2*>(" + plan->at(v) + ") = make_float2(" + at(value, str(v)) + ", " +
+             at(value, str(v + 1)) + ");");
+      } else {
+        line("*reinterpret_cast<unsigned*>(" + plan->at(v) + ") = pack2(" + at(value, str(v)) + ", " +
+             at(value, str(v + 1)) + ");");
+      }
+      ++v;
+      continue;
+    }
+    const std::string store = "*(" + plan->at(v) + ") = " + at(value, str(v)) + ";";
+    line(valid.empty() ? store : "if (" + valid + ") " + store);
+  }
+  return true;
+}
+
+// Window loads through a WindowPlan: checks only where an index can reach its bound, and
+// unchecked neighbouring pairs of 16-bit elements as one 4-byte load.
+bool KernelEmitter::planned_window_load(const Op& op, const Value& result) {
+  std::optional<WindowPlan> plan = window_plan(op, result);
+  if (!plan) return false;
+  const DType dtype = op.buffer->dtype;
+  if (result->type.dtype != dtype) invalid(matile::op_label(op) + ": loaded dtype differs from the buffer's");
+  const std::string other = constant_of(op.constant, dtype);
+  for (int64_t v = 0; v < result->layout.slots(); ++v) {
+    if (is_narrow_float(dtype) && plan->pair(v)) {
+      line("unpack2(*reinterpret_cast<const unsigned*>(" + plan->at(v) + "), " + at(result, str(v)) + ", " +
+           at(result, str(v + 1)) + ");");
+      ++v;
+      continue;
+    }
+    const std::string& valid = plan->slot_check[static_cast<size_t>(v)];
+    const std::string read = "*(" + plan->at(v) + ")";
+    line(at(result, str(v)) + " = " + (valid.empty() ? read : valid + " ? " + read + " : " + other) + ";");
+  }
+  return true;
+}
+
+// Every value a uniform index scalar takes is a multiple of this (1 when unknown).
+int64_t KernelEmitter::alignment_of(const Value& value) {
+  auto found = alignments_.find(value.get());
+  return found == alignments_.end() ? 1 : found->second;
+}
+
+void KernelEmitter::global_store(const Op& op) {
+  const Value value = matile::stored_value(op);
+  const std::vector<Value> gather = matile::gather_indices(op);
+  const Value mask = matile::gather_mask(op);
+  const std::string buffer = buffer_name(op.buffer);
+  const DType dtype = op.buffer->dtype;
+  if (value->type.dtype != dtype) invalid(matile::op_label(op) + ": stored dtype differs from the buffer's");
+  if (planned_window_store(op, value)) return;
+  for_slots(value->layout.slots(), [&](const std::string& s) {
+    std::vector<std::string> indices;
+    std::string valid;
+    if (op.access.form == matile::GlobalAccess::Form::Window) {
+      WindowIndex w = window(op, coordinates(value, s, matile::op_label(op)));
+      indices = w.indices;
+      valid = w.valid;
+    } else {
+      for (const Value& index : gather) indices.push_back(at(index, s));
+      if (mask) valid = at(mask, s);
+    }
+    // Replicated holders store the same value; one of them is enough.
+    auto [thread_writes, slot_writes] = single_writer(value->layout, s);
+    for (const std::string& condition : {thread_writes, slot_writes}) {
+      if (!condition.empty()) valid = valid.empty() ? condition : condition + " && " + valid;
+    }
+    const std::string store = buffer + "[" + flat_offset(op.buffer, indices) + "] = " + at(value, s) + ";";
+    if (valid.empty()) {
+      line(store);
+    } else {
+      line("if (" + valid + ") {");
+      line("  " + store);
+      line("}");
+    }
+  });
+}
+
+void KernelEmitter::async_copy(const Op& op) {
+  const SharedAlloc& alloc = alloc_of(op.shared);
+  const int64_t vector = op.vector_elements;
+  const int bytes = dtype_bytes(alloc.dtype);
+  if (vector * bytes != 16) invalid(matile::op_label(op) + ": cp.async vectors must be 16 bytes");
+  if (op.access.form != matile::GlobalAccess::Form::Window) {
+    unsupported(matile::op_label(op) + ": cp.async from a gather");
+  }
+  const std::vector<int64_t>& tile = op.tile_shape;
+  const int last = static_cast<int>(tile.size()) - 1;
+  const size_t rank = op.buffer->shape.size();
+  if (op.access.tile_axes.size() != rank || rank == 0 ||
+      op.access.tile_axes[rank - 1] != last) {
+    unsupported(matile::op_label(op) + ": the copied vectors must run along the buffer's last axis");
+  }
+  const LayoutInfo& info = layout_info(op.copy_layout, tile, matile::op_label(op));
+  const int64_t copy_threads = info.coords.threads;
+  const int64_t vectors = op.copy_layout.values() / vector;
+  const std::string buffer = buffer_name(op.buffer);
+  const std::string destination = shared_name(alloc);
+  std::vector<std::string> guards;
+  if (op.predicate) guards.push_back(name_of(op.predicate));
+  if (copy_threads < kernel_.threads()) guards.push_back("tid < " + str(copy_threads));
+  if (!guards.empty()) {
+    std::string condition;
+    for (const std::string& g : guards) condition += (condition.empty() ? "" : " && ") + g;
+    line("if (" + condition + ") {");
+    ++indent_;
+  }
+  // Vector j starts at slot j * vector; the copies are unrolled here, each with constant slot
+  // coordinates, so every address is a hoisted per-thread part plus a constant.
+  SplitCoords split;
+  split.threads = copy_threads;
+  split.thread_exprs = info.thread_vars;
+  split.thread_value = [&info](int64_t t, size_t axis) {
+    return evaluate_terms(info.coords.thread_terms[axis], t);
+  };
+  // Per tile axis, the largest thread part (for the bounds the window can reach).
+  std::vector<int64_t> thread_max(tile.size(), 0);
+  for (int64_t t = 0; t < copy_threads; ++t) {
+    for (size_t a = 0; a < tile.size(); ++a) thread_max[a] = std::max(thread_max[a], split.thread_value(t, a));
+  }
+  // The uniform part of the flat source index (the window's offsets) and the per-thread part.
+  int64_t elements = 1;
+  for (int64_t extent : op.buffer->shape) elements *= extent;
+  const bool narrow = elements < (int64_t{1} << 31);
+  std::vector<int64_t> buffer_stride(rank, 1);
+  for (size_t j = rank - 1; j-- > 0;) buffer_stride[j] = buffer_stride[j + 1] * op.buffer->shape[j + 1];
+  std::string uniform, per_thread;
+  for (size_t j = 0; j < rank; ++j) {
+    const std::string factor = buffer_stride[j] == 1 ? "" : " * " + str(buffer_stride[j]);
+    if (op.access.offsets[j]) {
+      uniform += (uniform.empty() ? "" : " + ") + name_of(op.access.offsets[j]) + factor;
+    }
+    const int a = op.access.tile_axes[j];
+    if (a >= 0 && info.thread_vars[static_cast<size_t>(a)] != "0") {
+      per_thread += (per_thread.empty() ? "" : " + ") + info.thread_vars[static_cast<size_t>(a)] + factor;
+    }
+  }
+  std::string start;  // the flat index of the thread's first element (32-bit when it fits)
+  if (narrow) {
+    const std::string thread_name =
+        per_thread.empty() ? "" : hoisted("int", buffer + "_thread", per_thread);
+    start = uniform.empty() ? (thread_name.empty() ? "0" : thread_name)
+                            : thread_name.empty() ? uniform : uniform + " + " + thread_name;
+    if (start != "0" && start != thread_name) {
+      const std::string start_name = unique(buffer + "_start");
+      line("const int " + start_name + " = " + start + ";");
+      start = start_name;
+    }
+  }
+  for (int64_t j = 0; j < vectors; ++j) {
+    split.constants.clear();
+    for (size_t a = 0; a < tile.size(); ++a) {
+      split.constants.push_back(evaluate_terms(info.coords.slot_terms[a], j * vector));
+    }
+    // Buffer index j: offset + thread part + constant. Checked only where it can reach the
+    // bound: along the last axis the vector's end, elsewhere its index.
+    std::vector<std::string> indices;
+    std::string others;
+    bool last_checked = false;
+    int64_t constant_flat = 0;
+    for (size_t b = 0; b < rank; ++b) {
+      const int a = op.access.tile_axes[b];
+      std::string index = op.access.offsets[b] ? name_of(op.access.offsets[b]) : "";
+      int64_t reach = 0;
+      if (a >= 0) {
+        const size_t axis = static_cast<size_t>(a);
+        const int64_t constant = split.constants[axis];
+        const std::string& thread_part = info.thread_vars[axis];
+        std::string coordinate = thread_part == "0" ? "" : thread_part;
+        if (constant) coordinate += (coordinate.empty() ? "" : " + ") + str(constant);
+        if (coordinate.empty()) coordinate = "0";
+        index = index.empty() ? coordinate : index + " + " + coordinate;
+        reach = thread_max[axis] + constant;
+        constant_flat += constant * buffer_stride[b];
+      }
+      if (index.empty()) index = "0";
+      indices.push_back(index);
+      const std::optional<IndexRange> offset = range_given(op.access.offsets[b], op.predicate);
+      const int64_t end = b + 1 == rank ? vector : 1;  // elements from the index on that must fit
+      const bool in_bounds = offset && offset->hi + reach + end <= op.access.bounds[b];
+      if (b + 1 == rank) {
+        last_checked = !in_bounds;
+      } else if (!in_bounds) {
+        others += (others.empty() ? "" : " && ") + parenthesized(index) + " < " + str(op.access.bounds[b]);
+      }
+    }
+    line("// vector " + str(j) + ": tile slot " + str(j * vector));
+    const std::string destination_address = shared_address_of(op.shared, split);
+    std::string pointer;
+    if (narrow) {
+      pointer = start == "0" ? buffer : "(" + buffer + " + " + start + ")";
+      if (constant_flat) pointer += " + " + str(constant_flat);
+    } else {
+      pointer = buffer + " + (" + flat_offset(op.buffer, indices) + ")";
+    }
+    if (others.empty() && !last_checked) {
+      line("cp_async_16(" + destination_address + ", " + pointer + ", 16);");
+      continue;
+    }
+    line("{");
+    ++indent_;
+    const std::string count = last_checked ? "max(0, min(" + str(vector) + ", " + str(op.access.bounds[rank - 1]) +
+                                                 " - (" + indices[rank - 1] + ")))"
+                                           : str(vector);
+    line("const int valid = " + (others.empty() ? count : "(" + others + ") ? " + count + " : 0") + ";");
+    line("cp_async_16(" + destination_address + ", valid > 0 ? " + pointer + " : " + buffer + ", valid * " +
+         std::to_string(bytes) + ");");
+    --indent_;
+    line("}");
+  }
+  if (!guards.empty()) {
+    --indent_;
+    line("}");
+  }
+}
+
+void KernelEmitter::shared_load(const Op& op) {
+  const Value& result = op.results[0];
+  const SharedAlloc& alloc = alloc_of(op.shared);
+  const std::string source = shared_name(alloc);
+  if (op.shared_read == matile::SharedRead::Scalar) {
+    declare(result);
+    for_slots(result->layout.slots(), [&](const std::string& s) {
+      line(at(result, s) + " = " + source + "[" +
+           shared_offset(op.shared, coordinates(result, s, matile::op_label(op))) + "];");
+    });
+    return;
+  }
+  ldmatrix(op);
+}
+
+// ldmatrix.x4 as the interpreter executes it: lane 8j + r supplies the address of row r of
+// matrix j; the matrices of one issue and the slots they fill follow the fragment layout.
+// Every issue's row address is the lane's part (hoisted) plus a constant per (mi, k) / (k, q).
+void KernelEmitter::ldmatrix(const Op& op) {
+  const Value& result = op.results[0];
+  const RegisterLayout& layout = result->layout;
+  const bool trans = op.shared_read == matile::SharedRead::LdMatrixX4Trans;
+  const int64_t R = result->type.shape[0], C = result->type.shape[1];
+  const int wm = layout.warps_m, wn = layout.warps_n;
+  const SharedAlloc& alloc = alloc_of(op.shared);
+  if (dtype_bytes(alloc.dtype) != 2) invalid(matile::op_label(op) + ": ldmatrix reads 16-bit elements");
+  uses_warp_ = true;
+  declare(result);
+  const std::string helper = trans ? "ldmatrix_x4_trans" : "ldmatrix_x4";
+  const std::string out = name_of(result);
+  SplitCoords coords;
+  coords.threads = kernel_.threads();
+  std::vector<std::string> issues;
+  if (layout.kind == LayoutKind::MmaA) {
+    auto expected = matile::mma_a_layout(R, C, wm, wn);
+    if (!expected || *expected != layout) invalid(matile::op_label(op) + ": ldmatrix into a non-fragment layout");
+    const int64_t mt = R / (16 * wm), kt = C / 16;
+    // Lane 8j + r: rows m0 + 8*(j%2) + r (or m0 + 8*(j%2)), columns k0 + 8*(j/2) (+ r).
+    coords.thread_exprs = {"(warp % " + std::to_string(wm) + ") * " + str(mt * 16) +
+                               " + 8 * ((lane / 8) % 2)" + (trans ? "" : " + lane % 8"),
+                           "8 * (lane / 16)" + std::string(trans ? " + lane % 8" : "")};
+    coords.thread_value = [=](int64_t t, size_t axis) -> int64_t {
+      const int64_t lane = t % 32, warp = t / 32;
+      if (axis == 0) return (warp % wm) * mt * 16 + 8 * ((lane / 8) % 2) + (trans ? 0 : lane % 8);
+      return 8 * (lane / 16) + (trans ? lane % 8 : 0);
+    };
+    line("// row addresses: swizzle((lane_row + 16 * mi) * stride + lane_col + 16 * k), the lane's");
+    line("// part hoisted, one constant per (mi, k)");
+    for (int64_t k = 0; k < kt; ++k) {
+      for (int64_t mi = 0; mi < mt; ++mi) {
+        coords.constants = {16 * mi, 16 * k};
+        const std::string slot = str(8 * (mi + mt * k));
+        line(helper + "(&" + out + "[" + slot + "], &" + out + "[" + slot + " + 4], " +
+             shared_address_of(op.shared, coords) + ");");
+      }
+    }
+  } else if (layout.kind == LayoutKind::MmaB) {
+    auto expected = matile::mma_b_layout(R, C, wm, wn);
+    if (!expected || *expected != layout) invalid(matile::op_label(op) + ": ldmatrix into a non-fragment layout");
+    const int64_t kt = R / 16, nt = C / (8 * wn);
+    if (nt % 2 != 0) unsupported(matile::op_label(op) + ": ldmatrix.x4 of B needs an even number of n atoms per warp");
+    // Lane 8j + r: rows k0 + 8*(j%2) (+ r), columns n0 + 8*(j/2) (+ r).
+    coords.thread_exprs = {"8 * ((lane / 8) % 2)" + std::string(trans ? " + lane % 8" : ""),
+                           "(warp / " + std::to_string(wm) + ") * " + str(nt * 8) + " + 8 * (lane / 16)" +
+                               (trans ? "" : " + lane % 8")};
+    coords.thread_value = [=](int64_t t, size_t axis) -> int64_t {
+      const int64_t lane = t % 32, warp = t / 32;
+      if (axis == 0) return 8 * ((lane / 8) % 2) + (trans ? lane % 8 : 0);
+      return (warp / wm) * nt * 8 + 8 * (lane / 16) + (trans ? 0 : lane % 8);
+    };
+    line("// row addresses: swizzle((lane_row + 16 * k) * stride + lane_col + 16 * q), the lane's");
+    line("// part hoisted, one constant per (k, q)");
+    for (int64_t k = 0; k < kt; ++k) {
+      for (int64_t q = 0; q < nt / 2; ++q) {
+        coords.constants = {16 * k, 16 * q};
+        line(helper + "(&" + out + "[" + str(4 * (k + kt * (2 * q))) + "], &" + out + "[" +
+             str(4 * (k + kt * (2 * q + 1))) + "], " + shared_address_of(op.shared, coords) + ");");
+      }
+    }
+  } else {
+    invalid(matile::op_label(op) + ": ldmatrix result is not an mma A or B fragment");
+  }
+}
+
+void KernelEmitter::shared_store(const Op& op) {
+  const Value& value = op.operands[0];
+  const std::string target = shared_name(alloc_of(op.shared));
+  for_slots(value->layout.slots(), [&](const std::string& s) {
+    line(target + "[" + shared_offset(op.shared, coordinates(value, s, matile::op_label(op))) + "] = " +
+         at(value, s) + ";");
+  });
+}
+
+}  // namespace nautilus::codegen::detail

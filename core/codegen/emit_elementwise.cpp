@@ -1,0 +1,223 @@
+// Element-wise MA ops as CUDA (Iota, Full, Unary, Binary, Compare, Logical, Select, Cast): one
+// #pragma unroll loop over the result's slots, each slot combining the operands' same slot
+// (every operand is in the result's layout, verified). A one-slot result (a uniform scalar,
+// mostly index arithmetic) is one const definition, and interval arithmetic bounds each
+// uniform index scalar so that window accesses check bounds only where an index can reach
+// them. bf16/f16 math goes through float; an f32 -> bf16/f16 cast converts slot pairs with one
+// cvt.rn.bf16x2.f32 (or f16x2).
+//
+//   %34 = exp2 %33_log2 : f32[128] #L1    ->  float v34[4];
+//                                             #pragma unroll
+//                                             for (int s = 0; s < 4; ++s) {
+//                                               v34[s] = exp2f(v33_log2[s]);
+//                                             }
+//   %more = cmp lt %next, %c64 : bool #L0 ->  const bool more = next < c64;
+#include "core/codegen/kernel_emitter.h"
+
+namespace nautilus::codegen::detail {
+
+std::string KernelEmitter::unary_expression(scalar::UnaryOp unary, const std::string& x,
+                                            DType dtype) {
+  if (dtype == DType::Index) {
+    return unary == scalar::UnaryOp::Abs ? "abs(" + x + ")" : "-" + x;
+  }
+  const std::string f = to_float(x, dtype);
+  std::string value;
+  switch (unary) {
+    case scalar::UnaryOp::Neg: value = "-" + f; break;
+    case scalar::UnaryOp::Exp: value = "expf(" + f + ")"; break;
+    case scalar::UnaryOp::Exp2: value = "exp2f(" + f + ")"; break;
+    case scalar::UnaryOp::Log: value = "logf(" + f + ")"; break;
+    case scalar::UnaryOp::Log2: value = "log2f(" + f + ")"; break;
+    case scalar::UnaryOp::Sqrt: value = "sqrtf(" + f + ")"; break;
+    case scalar::UnaryOp::Rsqrt: value = "rsqrtf(" + f + ")"; break;
+    case scalar::UnaryOp::Tanh: value = "tanhf(" + f + ")"; break;
+    case scalar::UnaryOp::Sigmoid: value = "1.0f / (1.0f + expf(-" + f + "))"; break;
+    case scalar::UnaryOp::Abs: value = "fabsf(" + f + ")"; break;
+  }
+  return from_float(value, dtype);
+}
+
+std::string KernelEmitter::binary_expression(scalar::BinaryOp binary, const std::string& a,
+                                             const std::string& b, DType dtype) {
+  using scalar::BinaryOp;
+  if (dtype == DType::Index) {
+    switch (binary) {
+      case BinaryOp::Add: return a + " + " + b;
+      case BinaryOp::Sub: return a + " - " + b;
+      case BinaryOp::Mul: return a + " * " + b;
+      case BinaryOp::FloorDiv: return "floor_div(" + a + ", " + b + ")";
+      case BinaryOp::Mod: return "floor_mod(" + a + ", " + b + ")";
+      case BinaryOp::Max: return "max(" + a + ", " + b + ")";
+      case BinaryOp::Min: return "min(" + a + ", " + b + ")";
+      case BinaryOp::Div: break;
+    }
+    invalid("division of index values");
+  }
+  const std::string fa = to_float(a, dtype), fb = to_float(b, dtype);
+  std::string value;
+  switch (binary) {
+    case BinaryOp::Add: value = fa + " + " + fb; break;
+    case BinaryOp::Sub: value = fa + " - " + fb; break;
+    case BinaryOp::Mul: value = fa + " * " + fb; break;
+    case BinaryOp::Div: value = fa + " / " + fb; break;
+    case BinaryOp::Max: value = "fmaxf(" + fa + ", " + fb + ")"; break;
+    case BinaryOp::Min: value = "fminf(" + fa + ", " + fb + ")"; break;
+    case BinaryOp::FloorDiv:
+    case BinaryOp::Mod: invalid("floor division of float values");
+  }
+  return from_float(value, dtype);
+}
+
+void KernelEmitter::elementwise(const Op& op) {
+  const Value& result = op.results[0];
+  const DType dtype = result->type.dtype;
+  // A one-slot result (a uniform scalar, mostly index arithmetic) is one const definition.
+  const bool scalar_form = result->layout.slots() == 1;
+  if (scalar_form) {
+    names_[result.get()] = unique(result->name);
+  } else {
+    declare(result);
+  }
+  if (op.kind == OpKind::Cast && paired_narrowing(op)) return;
+  for_slots(result->layout.slots(), [&](const std::string& s) {
+    const std::string target = at(result, s);
+    auto operand = [&](size_t i) { return at(op.operands[i], s); };
+    std::string value;
+    switch (op.kind) {
+      case OpKind::Iota: value = coordinates(result, s, "iota %" + result->name)[0]; break;
+      case OpKind::Full: value = constant_of(op.constant, dtype); break;
+      case OpKind::Unary: value = unary_expression(op.unary_op, operand(0), dtype); break;
+      case OpKind::Binary:
+        value = binary_expression(op.binary_op, operand(0), operand(1), dtype);
+        break;
+      case OpKind::Compare: {
+        const DType in = op.operands[0]->type.dtype;
+        const bool as_float = is_narrow_float(in);
+        value = (as_float ? to_float(operand(0), in) : operand(0)) + " " +
+                scalar::compare_op_name(op.compare_op) + " " +
+                (as_float ? to_float(operand(1), in) : operand(1));
+        break;
+      }
+      case OpKind::Logical:
+        value = operand(0) + (op.logical_op == scalar::LogicalOp::And ? " && " : " || ") + operand(1);
+        break;
+      case OpKind::Select: value = operand(0) + " ? " + operand(1) + " : " + operand(2); break;
+      case OpKind::Cast: {
+        const DType from = op.operands[0]->type.dtype;
+        if (from == dtype) {
+          value = operand(0);
+        } else if (dtype == DType::Bool) {
+          value = from == DType::Index ? operand(0) + " != 0" : to_float(operand(0), from) + " != 0.0f";
+        } else if (from == DType::Bool) {
+          value = operand(0) + " ? " + constant_of(1.0, dtype) + " : " + constant_of(0.0, dtype);
+        } else {
+          value = from_float(to_float(operand(0), from), dtype);
+        }
+        break;
+      }
+      default: break;
+    }
+    line(scalar_form ? "const " + std::string(c_type(dtype)) + " " + target + " = " + value + ";"
+                     : target + " = " + value + ";");
+  });
+  if (scalar_form) definitions_[result.get()] = &op;
+  if (scalar_form && dtype == DType::Index) track_range(op);
+}
+
+// An f32 tile cast to bf16/f16 two slots at a time: one cvt.rn.bf16x2.f32 (or f16x2) per pair
+// instead of a conversion per element and a pack before the mma. Each half is rounded to
+// nearest even, as the one-element conversion does.
+bool KernelEmitter::paired_narrowing(const Op& op) {
+  const Value& result = op.results[0];
+  const Value& source = op.operands[0];
+  const int64_t slots = result->layout.slots();
+  const DType dtype = result->type.dtype;
+  if (source->type.dtype != DType::F32 || !is_narrow_float(dtype) || slots < 2 || slots % 2 != 0 ||
+      source->layout.slots() != slots) {
+    return false;
+  }
+  const bool bf16 = dtype == DType::BF16;
+  line("#pragma unroll");
+  line("for (int s = 0; s < " + str(slots) + "; s += 2) {");
+  line(std::string("  const ") + (bf16 ? "__nv_bfloat162" : "__half2") + " pair = " +
+       (bf16 ? "__floats2bfloat162_rn(" : "__floats2half2_rn(") + at(source, "s") + ", " + at(source, "s + 1") + ");");
+  line("  " + at(result, "s") + " = pair.x;");
+  line("  " + at(result, "s + 1") + " = pair.y;");
+  line("}");
+  return true;
+}
+
+// The range of `value` when `predicate` (a uniform Bool scalar) holds: a comparison of an
+// index with a bound narrows that index, and everything computed from it is re-derived.
+std::optional<IndexRange> KernelEmitter::range_given(const Value& value, const Value& predicate) {
+  std::map<const matile::ValueNode*, IndexRange> narrowed;
+  auto def = predicate ? definitions_.find(predicate.get()) : definitions_.end();
+  if (def != definitions_.end() && def->second->kind == OpKind::Compare) {
+    const Op& compare = *def->second;
+    const auto a = range_of(compare.operands[0]), b = range_of(compare.operands[1]);
+    if (a && b) {
+      switch (compare.compare_op) {
+        case scalar::CompareOp::LT: narrowed[compare.operands[0].get()] = {a->lo, std::min(a->hi, b->hi - 1)}; break;
+        case scalar::CompareOp::LE: narrowed[compare.operands[0].get()] = {a->lo, std::min(a->hi, b->hi)}; break;
+        case scalar::CompareOp::GT: narrowed[compare.operands[1].get()] = {b->lo, std::min(b->hi, a->hi - 1)}; break;
+        case scalar::CompareOp::GE: narrowed[compare.operands[1].get()] = {b->lo, std::min(b->hi, a->hi)}; break;
+        default: break;
+      }
+    }
+  }
+  if (narrowed.empty()) return range_of(value);
+  std::function<std::optional<IndexRange>(const Value&, int)> derive =
+      [&](const Value& v, int depth) -> std::optional<IndexRange> {
+    if (!v) return IndexRange{0, 0};
+    auto found = narrowed.find(v.get());
+    if (found != narrowed.end()) return found->second;
+    auto op = definitions_.find(v.get());
+    if (depth > 16 || op == definitions_.end() || op->second->kind != OpKind::Binary) return range_of(v);
+    const auto a = derive(op->second->operands[0], depth + 1), b = derive(op->second->operands[1], depth + 1);
+    if (!a || !b) return std::nullopt;
+    return binary_range(op->second->binary_op, *a, *b);
+  };
+  return derive(value, 0);
+}
+
+// The range of a uniform index scalar defined by `op`, when interval arithmetic bounds it.
+void KernelEmitter::track_range(const Op& op) {
+  const matile::ValueNode* result = op.results[0].get();
+  if (op.kind == OpKind::Full) {
+    const auto value = static_cast<int64_t>(op.constant);
+    ranges_[result] = {value, value};
+    alignments_[result] = value == 0 ? int64_t{1} << 30 : std::abs(value);
+    return;
+  }
+  if (op.kind == OpKind::Binary && op.operands.size() == 2) {
+    const int64_t a = alignment_of(op.operands[0]), b = alignment_of(op.operands[1]);
+    switch (op.binary_op) {
+      case scalar::BinaryOp::Add:
+      case scalar::BinaryOp::Sub: alignments_[result] = std::gcd(a, b); break;
+      case scalar::BinaryOp::Mul: alignments_[result] = a * b <= (int64_t{1} << 30) ? a * b : a; break;
+      default: break;
+    }
+  }
+  auto range_of = [&](size_t i) -> std::optional<IndexRange> {
+    auto found = ranges_.find(op.operands[i].get());
+    if (found == ranges_.end()) return std::nullopt;
+    return found->second;
+  };
+  if (op.kind == OpKind::Binary && op.operands.size() == 2) {
+    const auto a = range_of(0), b = range_of(1);
+    if (!a || !b) return;
+    if (auto range = binary_range(op.binary_op, *a, *b)) ranges_[result] = *range;
+  } else if (op.kind == OpKind::Cast && op.operands[0]->type.dtype == DType::Index) {
+    if (auto a = range_of(0)) ranges_[result] = *a;
+  }
+}
+
+std::optional<IndexRange> KernelEmitter::range_of(const Value& value) {
+  if (!value) return IndexRange{0, 0};
+  auto found = ranges_.find(value.get());
+  if (found == ranges_.end()) return std::nullopt;
+  return found->second;
+}
+
+}  // namespace nautilus::codegen::detail

@@ -1,0 +1,314 @@
+// The CUDA emitter's kernel printer, shared by the files that print each kind of MA op
+// (emit_cuda.h says what every construct becomes; nothing here is used outside core/codegen).
+//
+// One KernelEmitter prints one MA kernel. It walks the kernel with matile::Visitor and prints
+// each op after a comment with its MA text; the work is split by what is printed:
+//   emit_cuda.cpp           the entry point and the kernel frame: names, register storage,
+//                           thread coordinates of layouts, shared-memory addresses, regions
+//                           and loops
+//   emit_elementwise.cpp    element-wise ops and the index ranges of uniform scalars
+//   emit_register_move.cpp  broadcasts, permutes, slices and layout conversions
+//   emit_reduce.cpp         reductions: per thread, shuffle butterfly, across warps
+//   emit_mma.cpp            mma.sync and the CUDA-core fma fallback
+//   emit_copy.cpp           global loads and stores, cp.async, ldmatrix, shared loads/stores
+//   emit_text.cpp           C++ text of names, constants, casts and separable coordinates
+//   cuda_prelude.h          the device helpers every translation unit starts with
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <iomanip>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/codegen/cuda_prelude.h"
+#include "core/codegen/emit_cuda.h"
+#include "core/layout/int_tuple.h"
+#include "core/matile/layouts.h"
+#include "core/matile/printer.h"
+#include "core/matile/verifier.h"
+#include "core/matile/visitor.h"
+
+namespace nautilus::codegen::detail {
+
+using matile::Kernel;
+using matile::LayoutKind;
+using matile::Module;
+using matile::Op;
+using matile::OpKind;
+using matile::RegisterLayout;
+using matile::SharedAlloc;
+using matile::SharedRef;
+using matile::Value;
+
+// Thrown inside the emitter and turned into a CodegenError at the entry point, so that deep
+// helpers need not thread a Result through every string they build.
+struct EmitFailure {
+  CodegenError::Kind kind;
+  std::string message;
+};
+[[noreturn]] void unsupported(const std::string& message);
+[[noreturn]] void invalid(const std::string& message);
+
+// ---------------------------------------------------------------------------------------------
+// Text helpers
+
+std::string sanitize(const std::string& name);
+std::string str(int64_t value);
+
+// `expression` wrapped in parentheses unless it is a single name or number, so that it can be
+// multiplied safely.
+std::string parenthesized(const std::string& expression);
+
+// A float literal that round-trips through f32, with the special values spelled as bit patterns
+// (NVRTC has no INFINITY macro without extra headers).
+std::string float_literal(double value);
+const char* c_type(DType dtype);
+bool is_narrow_float(DType dtype);
+
+// `expr` (of `dtype`) as a float.
+std::string to_float(const std::string& expr, DType dtype);
+
+// A float expression converted (rounded to nearest even) to `dtype`.
+std::string from_float(const std::string& expr, DType dtype);
+std::string constant_of(double value, DType dtype);
+
+// "((t / 4) % 8) * 16" with the trivial parts left out.
+std::string term_text(const std::string& index, int64_t position, int64_t extent, int64_t scale,
+                      int64_t bound);
+
+// ---------------------------------------------------------------------------------------------
+// Separable coordinates of a TV layout: tile coordinate k of (thread t, slot v) is
+//   sum over thread leaves ((t / p) % s) * c  +  sum over slot leaves ((v / p) % s) * c,
+// each leaf moving along exactly one axis. Checked against the layout on every (t, v).
+
+struct Term {
+  int64_t position = 1;  // product of the extents of the leaves before this one
+  int64_t extent = 1;
+  int64_t scale = 1;     // coordinate units per step along its axis
+};
+
+struct SeparableCoords {
+  std::vector<std::vector<Term>> thread_terms;  // per axis
+  std::vector<std::vector<Term>> slot_terms;    // per axis
+  int64_t threads = 1;
+  int64_t slots = 1;
+};
+int64_t evaluate_terms(const std::vector<Term>& terms, int64_t index);
+
+// Assigns each leaf of `mode` to the tile axis it moves along; false when a leaf straddles axes.
+bool split_mode(const layout::Layout& mode, const std::vector<int64_t>& shape,
+                std::vector<std::vector<Term>>* terms);
+std::optional<SeparableCoords> separable_coords(const layout::TVLayout& tv,
+                                                const std::vector<int64_t>& shape);
+
+// The values a uniform index scalar can take: grid and loop variables, constants and the
+// arithmetic on them, widened by interval arithmetic (lo <= value <= hi). Used to drop bounds
+// checks that can never fail.
+struct IndexRange {
+  int64_t lo = 0;
+  int64_t hi = 0;
+};
+std::optional<IndexRange> binary_range(scalar::BinaryOp binary, IndexRange a, IndexRange b);
+std::string axis_suffix(size_t axis, size_t rank);
+
+// ---------------------------------------------------------------------------------------------
+// The printer of one kernel.
+
+class KernelEmitter : public matile::Visitor {
+ public:
+  KernelEmitter(const Kernel& kernel, std::string symbol, const EmitOptions& options)
+      : kernel_(kernel), symbol_(std::move(symbol)), options_(options) {}
+  std::string emit(EmittedKernel* launch);
+ private:
+
+  // -------------------------------------------------------------------------------------------
+  // Names
+  std::string unique(const std::string& wanted);
+  std::string buffer_name(const scalar::Buffer& buffer);
+  std::string shared_name(const SharedAlloc& alloc);
+  const std::string& name_of(const Value& value);
+  std::string declare(const Value& value);
+  static std::string slots_suffix(const Value& value);
+  std::string at(const Value& value, const std::string& slot);
+
+  // -------------------------------------------------------------------------------------------
+  // Output
+  void line(const std::string& text);
+  void for_slots(int64_t slots, const std::function<void(const std::string&)>& body);
+
+  // -------------------------------------------------------------------------------------------
+  // Grid
+  std::vector<std::string> grid_mapping(EmittedKernel* launch);
+
+  // -------------------------------------------------------------------------------------------
+  // Layout coordinates
+
+  struct LayoutInfo {
+    SeparableCoords coords;
+    std::vector<std::string> thread_vars;  // per axis
+  };
+  const LayoutInfo& layout_info(const layout::TVLayout& tv, const std::vector<int64_t>& shape,
+                                const std::string& what);
+  static std::string coordinate(const LayoutInfo& info, size_t axis, const std::string& slot);
+  std::vector<std::string> coordinates(const Value& value, const std::string& slot,
+                                       const std::string& what);
+  std::string element_index(const Value& value, const std::string& slot, const std::string& what);
+
+  // -------------------------------------------------------------------------------------------
+  // Shared memory addressing
+  const SharedAlloc& alloc_of(const SharedRef& ref);
+  std::string shared_offset(const SharedRef& ref, const std::vector<std::string>& tile);
+  std::string hoisted(const std::string& type, const std::string& wanted, const std::string& expression);
+  std::string shared_window_base(const SharedAlloc& alloc);
+
+  // Tile coordinates of one access split into a per-thread part and a constant: axis a is
+  // thread_exprs[a] (valid at the top of the kernel; thread_value(t, a) its value in thread t)
+  // plus constants[a].
+  struct SplitCoords {
+    std::vector<std::string> thread_exprs;
+    std::function<int64_t(int64_t, size_t)> thread_value;
+    int64_t threads = 1;
+    std::vector<int64_t> constants;
+  };
+  std::vector<int64_t> shared_strides(const SharedAlloc& alloc);
+  std::string shared_address_of(const SharedRef& ref, const SplitCoords& coords);
+  void check_device_swizzle(const layout::Swizzle& swizzle);
+
+  // -------------------------------------------------------------------------------------------
+  // Regions and ops
+
+  // Every op is preceded by its MA text as a comment (and its spec statement when that
+  // changes). A Yield prints nothing: its For assigns the carried values after the body.
+  using matile::Visitor::visit;
+  void visit(const Op& op) override;
+  void provenance_comment(const Op& op);
+  void op_comment(const Op& op);
+
+  void visit_elementwise(const Op& op) override { elementwise(op); }
+  void visit_register_move(const Op& op) override { register_move(op); }
+  void visit_ConvertLayout(const Op& op) override {
+    return op.via_shared ? convert_via_shared(op) : register_move(op);
+  }
+  void visit_Reduce(const Op& op) override { reduce(op); }
+  void visit_Mma(const Op& op) override { mma(op); }
+  void visit_FmaDot(const Op& op) override { fma_dot(op); }
+  void visit_GlobalLoad(const Op& op) override { global_load(op); }
+  void visit_GlobalStore(const Op& op) override { global_store(op); }
+  void visit_AsyncCopy(const Op& op) override { async_copy(op); }
+  void visit_CommitGroup(const Op&) override { line("cp_async_commit();"); }
+  void visit_WaitGroup(const Op& op) override { line("cp_async_wait<" + str(op.extent) + ">();"); }
+  void visit_Barrier(const Op&) override { line("__syncthreads();"); }
+  void visit_SharedLoad(const Op& op) override { shared_load(op); }
+  void visit_SharedStore(const Op& op) override { shared_store(op); }
+  void visit_For(const Op& op) override { for_loop(op); }
+  // Every kind above has its CUDA; an op reaching here is a kind without any.
+  void visit_op(const Op& op) override {
+    unsupported(std::string("no CUDA for MA op kind ") + matile::op_kind_name(op.kind));
+  }
+
+  // Element-wise ops and index ranges (emit_elementwise.cpp)
+  std::string unary_expression(scalar::UnaryOp unary, const std::string& x, DType dtype);
+  std::string binary_expression(scalar::BinaryOp binary, const std::string& a, const std::string& b,
+                                DType dtype);
+  void elementwise(const Op& op);
+  bool paired_narrowing(const Op& op);
+  std::optional<IndexRange> range_given(const Value& value, const Value& predicate);
+  void track_range(const Op& op);
+  std::optional<IndexRange> range_of(const Value& value);
+
+  // Register moves and layout conversions (emit_register_move.cpp)
+  std::vector<int64_t> thread_independent(const std::vector<int32_t>& table, int64_t slots,
+                                          const std::string& what);
+  void table_copy(const Value& result, const Value& source, const std::vector<int64_t>& table);
+  std::vector<int64_t> needed_elements(const Op& op);
+  void register_move(const Op& op);
+  static bool same_for_every_thread(const std::vector<int32_t>& table, int64_t slots);
+  void select_by_element(const Op& op);
+  void convert_via_shared(const Op& op);
+
+  // Reductions (emit_reduce.cpp)
+  std::string combine(vrtile::ReduceOp reduce_op, DType dtype, const std::string& a,
+                      const std::string& b);
+  void reduce(const Op& op);
+  void cross_warp_reduce(const Op& op, const Value& result, DType dtype, double identity);
+
+  // Tensor-core and CUDA-core dot products (emit_mma.cpp)
+  void mma(const Op& op);
+  void fma_dot(const Op& op);
+
+  // Global and shared memory accesses (emit_copy.cpp)
+
+  // Buffer indices and validity of tile coordinate `c` of a window access.
+  struct WindowIndex {
+    std::vector<std::string> indices;
+    std::string valid;  // empty: always valid
+  };
+  WindowIndex window(const Op& op, const std::vector<std::string>& c);
+  std::string flat_offset(const scalar::Buffer& buffer, const std::vector<std::string>& indices);
+  void global_load(const Op& op);
+  std::pair<std::string, std::string> single_writer(const RegisterLayout& layout,
+                                                    const std::string& slot);
+
+  // A window access of a register tile, slot by slot, in 32-bit indices: the flat index of slot
+  // v is `base + slot_flat[v]` (base: the window's uniform offsets plus the hoisted thread part)
+  // and slot_check[v] the bounds it can fail (empty: it never can, by the ranges of the offsets
+  // and the layout's reach). Slot pairs holding neighbouring elements at even indices in every
+  // thread can be accessed together. nullopt for gathers and buffers of 2^31 elements or more.
+  struct WindowPlan {
+    std::string base;
+    std::vector<int64_t> slot_flat;
+    std::vector<std::string> slot_check;
+    bool even_start = false;  // base is even in every thread
+    bool pair(int64_t v) const {
+      const auto i = static_cast<size_t>(v);
+      return even_start && i + 1 < slot_flat.size() && slot_flat[i] % 2 == 0 &&
+             slot_flat[i + 1] == slot_flat[i] + 1 && slot_check[i].empty() && slot_check[i + 1].empty();
+    }
+    std::string at(int64_t v) const {
+      const int64_t flat = slot_flat[static_cast<size_t>(v)];
+      return flat ? base + " + " + str(flat) : base;
+    }
+  };
+  std::optional<WindowPlan> window_plan(const Op& op, const Value& value, const Value& predicate = nullptr);
+  bool planned_window_store(const Op& op, const Value& value);
+  bool planned_window_load(const Op& op, const Value& result);
+  int64_t alignment_of(const Value& value);
+  void global_store(const Op& op);
+  void async_copy(const Op& op);
+  void shared_load(const Op& op);
+  void ldmatrix(const Op& op);
+  void shared_store(const Op& op);
+  void for_loop(const Op& op);
+
+  const Kernel& kernel_;
+  std::string symbol_;
+  const EmitOptions& options_;
+  std::ostringstream body_;
+  int indent_ = 1;
+  int last_statement_ = -1;
+  bool uses_warp_ = false;
+  std::set<std::string> used_;
+  std::map<const matile::ValueNode*, std::string> names_;
+  std::map<const scalar::BufferNode*, std::string> buffer_names_;
+  std::map<const SharedAlloc*, std::string> shared_names_;
+  std::map<std::string, LayoutInfo> layouts_;
+  std::vector<std::string> layout_lines_;
+  std::vector<std::string> hoisted_lines_;
+  std::map<std::string, std::string> hoisted_names_;  // expression -> hoisted variable
+  std::map<const matile::ValueNode*, IndexRange> ranges_;
+  std::map<const matile::ValueNode*, const Op*> definitions_;  // uniform scalars
+  std::map<const matile::ValueNode*, int64_t> alignments_;     // see alignment_of
+};
+
+}  // namespace nautilus::codegen::detail
