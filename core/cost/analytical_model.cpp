@@ -779,9 +779,14 @@ class WorkWalk : public matile::Visitor {
     const matile::SharedAlloc& alloc = kernel_.shared[static_cast<size_t>(alloc_index)];
     const int bytes = dtype_bytes(alloc.dtype);
     const int64_t lanes_in_warp = std::min<int64_t>(kWarpSize, value->layout.threads());
+    // The first kCountedScratchSlots slots are counted and the rest scaled from them: a
+    // thread's slots repeat one access pattern along the tile, and a row of thousands of slots
+    // per thread (a reduction over a 32000-wide vocabulary) made this count the search's
+    // largest cost.
+    const int64_t counted_slots = std::min(slots, kCountedScratchSlots);
     double wavefronts = 0.0;
     std::vector<int64_t> addresses(static_cast<size_t>(lanes_in_warp));
-    for (int64_t slot = 0; slot < slots; ++slot) {
+    for (int64_t slot = 0; slot < counted_slots; ++slot) {
       for (int64_t lane = 0; lane < lanes_in_warp; ++lane) {
         addresses[static_cast<size_t>(lane)] = alloc.layout(value->layout.tv.index(lane, slot)) * bytes;
       }
@@ -789,8 +794,10 @@ class WorkWalk : public matile::Visitor {
       if (!counted.ok()) return fallback;
       wavefronts += static_cast<double>(counted->wavefronts);
     }
+    if (counted_slots > 0) wavefronts *= static_cast<double>(slots) / static_cast<double>(counted_slots);
     return wavefronts * warps;
   }
+  static constexpr int64_t kCountedScratchSlots = 128;
 
   static constexpr int64_t kWarpSize = matile::kWarpSize;
 

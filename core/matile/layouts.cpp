@@ -341,31 +341,38 @@ Result<std::vector<int32_t>> register_gather(const RegisterLayout& source,
                                              const std::vector<int64_t>& needed,
                                              int64_t result_slots) {
   const int64_t threads = source.threads(), slots = source.slots();
-  const std::vector<int64_t> held = slot_elements(source);
-  std::vector<int32_t> where(static_cast<size_t>(source_elements), -1);
+  const Layout thread_mode = source.tv.layout.mode(0), slot_mode = source.tv.layout.mode(1);
+  // A thread holds (thread offset) + (slot offset) for every slot: the slot offsets, sorted
+  // once, answer "which slot holds element e" for every thread by one binary search of
+  // e - (thread offset). Tiles reach a million elements (the broadcasts of an FMA dot); a
+  // lookup table over the whole tile per call missed the cache on every probe.
+  std::vector<std::pair<int64_t, int32_t>> by_offset(static_cast<size_t>(slots));
+  for (int64_t v = 0; v < slots; ++v) {
+    by_offset[static_cast<size_t>(v)] = {slot_mode(v), static_cast<int32_t>(v)};
+  }
+  // Equal offsets (replicated slots): the lowest slot, as a first-wins table would give.
+  std::stable_sort(by_offset.begin(), by_offset.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<int32_t> out(needed.size(), -1);
   for (int64_t t = 0; t < threads; ++t) {
-    // `where` is all -1 here: the previous thread's entries were reset below (clearing only
-    // those, not the whole tile, keeps this linear in the slots rather than the tile size).
-    for (int64_t v = slots - 1; v >= 0; --v) {
-      const int64_t e = held[static_cast<size_t>(t * slots + v)];
-      if (e >= 0 && e < source_elements) where[static_cast<size_t>(e)] = static_cast<int32_t>(v);
-    }
+    const int64_t base = thread_mode(t);
     for (int64_t v = 0; v < result_slots; ++v) {
       const size_t at = static_cast<size_t>(t * result_slots + v);
       if (at >= needed.size()) break;
       const int64_t e = needed[at];
-      const int32_t slot = e >= 0 && e < source_elements ? where[static_cast<size_t>(e)] : -1;
+      int32_t slot = -1;
+      if (e >= 0 && e < source_elements) {
+        const auto it = std::lower_bound(
+            by_offset.begin(), by_offset.end(), e - base,
+            [](const std::pair<int64_t, int32_t>& entry, int64_t key) { return entry.first < key; });
+        if (it != by_offset.end() && it->first == e - base) slot = it->second;
+      }
       if (slot < 0) {
         return layout_error("thread " + std::to_string(t) + " does not hold element " +
                             std::to_string(e) + " of the source (layout " +
                             layout_text(source) + ")");
       }
       out[at] = slot;
-    }
-    for (int64_t v = 0; v < slots; ++v) {
-      const int64_t e = held[static_cast<size_t>(t * slots + v)];
-      if (e >= 0 && e < source_elements) where[static_cast<size_t>(e)] = -1;
     }
   }
   return out;

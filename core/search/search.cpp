@@ -15,6 +15,7 @@
 #include <unordered_map>
 
 #include "core/driver/pipeline.h"
+#include "core/matile/ir.h"
 #include "core/scalar/printer.h"
 #include "core/sched/launch.h"
 #include "core/support/rng.h"
@@ -71,7 +72,60 @@ struct Evaluation {
   cost::CostEstimate estimate;
   // Launch decisions the evaluation added to make the completion fit (see fit_shared_memory).
   std::vector<Decision> added;
+  // The estimated module, kept only until the raster orders of the same program are estimated.
+  matile::ModulePtr module;
 };
+
+// `module` with the grid of the kernel whose grid axes are the loops `bind` names reordered as
+// `bind` binds them (grid.x first); nullptr when no kernel has exactly those axes. Tilize
+// orders a kernel's grid by the bind and nothing else in the kernel depends on that order, so
+// this is the module the other raster order compiles to.
+matile::ModulePtr with_raster(const matile::Module& module, const Decision& bind) {
+  static const char* const kDims[] = {"grid.x", "grid.y", "grid.z"};
+  std::vector<std::string> order;
+  for (const char* dim : kDims) {
+    for (const sched::DecisionArg& arg : bind.args) {
+      if (!arg.is_int() && arg.as_name() == dim) order.push_back(arg.key);
+    }
+  }
+  for (size_t k = 0; k < module.kernels.size(); ++k) {
+    const matile::Kernel& kernel = *module.kernels[k];
+    std::vector<matile::GridAxis> grid;
+    for (const std::string& name : order) {
+      for (const matile::GridAxis& axis : kernel.grid) {
+        if (axis.var && axis.var->name == name) grid.push_back(axis);
+      }
+    }
+    if (grid.size() != order.size()) continue;
+    for (const matile::GridAxis& axis : kernel.grid) {
+      if (std::find(order.begin(), order.end(), axis.var ? axis.var->name : "") == order.end()) {
+        grid.push_back(axis);
+      }
+    }
+    auto permuted = std::make_shared<matile::Kernel>(kernel);
+    permuted->grid = std::move(grid);
+    auto out = std::make_shared<matile::Module>(module);
+    out->kernels[k] = permuted;
+    return out;
+  }
+  return nullptr;
+}
+
+// The bind in which `variant` differs from `base` when that is their only difference.
+std::optional<Decision> only_bind_difference(const std::vector<Decision>& base,
+                                             const std::vector<Decision>& variant) {
+  if (base.size() != variant.size()) return std::nullopt;
+  std::optional<Decision> differing;
+  for (size_t i = 0; i < base.size(); ++i) {
+    if (base[i] == variant[i]) continue;
+    if (differing || base[i].kind != "bind" || variant[i].kind != "bind" ||
+        base[i].target != variant[i].target) {
+      return std::nullopt;
+    }
+    differing = variant[i];
+  }
+  return differing;
+}
 
 struct Entry {
   int node = 0;
@@ -190,6 +244,7 @@ class Searcher {
       return evaluation;
     }
     evaluation.ok = true;
+    evaluation.module = compilation.ma_module;
     return evaluation;
   }
 
@@ -239,22 +294,35 @@ class Searcher {
     std::vector<Pending> pending;
     std::vector<std::string> to_compile;
     std::unordered_map<std::string, sched::Schedule> schedules;
+    // compiled key -> (key, bind) of its other raster orders
+    std::unordered_map<std::string, std::vector<std::pair<std::string, Decision>>> rasters;
     for (int id : ids) {
       SearchNode& node = nodes_[id];
       if (node.estimate || dropped_[id] || evaluated_.count(id)) continue;
       std::vector<Decision> remaining(options_.pins.begin() + static_cast<long>(node.pins_applied),
                                       options_.pins.end());
       Pending entry{id, {}};
-      for (Completion& completion :
-           complete_program_rasters(node.program, options_.forbids, remaining)) {
+      std::vector<Completion> completions =
+          complete_program_rasters(node.program, options_.forbids, remaining);
+      for (Completion& completion : completions) {
         const sched::Schedule full = concat(node.schedule, completion.decisions);
         std::string key = scalar::print_program(*completion.program) + "\n#launch " +
                           launch_key(full);
-        if (!cache_.count(key) && !schedules.count(key)) {
+        // Another raster order of the default completion is estimated on the default's
+        // compiled module with its grid reordered, not compiled again.
+        std::optional<Decision> raster;
+        if (!entry.variants.empty()) {
+          raster = only_bind_difference(completions.front().decisions, completion.decisions);
+        }
+        if (raster) {
+          const std::string& base = entry.variants.front().key;
+          key = base + "\n#raster " + sched::print_decision(*raster);
+          if (!cache_.count(key)) rasters[base].emplace_back(key, *raster);
+        } else if (!cache_.count(key) && !schedules.count(key)) {
           schedules.emplace(key, full);
           to_compile.push_back(key);
         }
-        entry.variants.push_back({std::move(key), std::move(completion.decisions)});
+        entry.variants.push_back({std::move(key), completion.decisions});
       }
       node.completion.decisions = entry.variants.front().decisions;
       pending.push_back(std::move(entry));
@@ -281,7 +349,26 @@ class Searcher {
       }
       for (size_t i = 0; i < to_compile.size(); ++i) {
         if (!results[i]) continue;  // cancelled before it ran
-        cache_.emplace(to_compile[i], std::move(*results[i]));
+        Evaluation& evaluation = *results[i];
+        auto others = rasters.find(to_compile[i]);
+        if (others != rasters.end()) {
+          for (const auto& [key, bind] : others->second) {
+            Evaluation other;
+            other.reason = "the raster order " + sched::print_decision(bind) + " has no kernel";
+            if (!evaluation.ok) {
+              other = evaluation;
+            } else if (matile::ModulePtr module = with_raster(*evaluation.module, bind)) {
+              other.estimate = model_.estimate(*module);
+              other.ok = other.estimate.feasible;
+              other.added = evaluation.added;
+              if (!other.ok) other.reason = "infeasible: " + other.estimate.infeasible_reason;
+            }
+            other.module = nullptr;
+            cache_.emplace(key, std::move(other));
+          }
+        }
+        evaluation.module = nullptr;
+        cache_.emplace(to_compile[i], std::move(evaluation));
         ++stats_.compiles;
       }
     }

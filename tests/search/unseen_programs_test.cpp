@@ -310,6 +310,12 @@ TEST(UnseenPrograms, AGemmWhoseWeightsExceedL2RunsTheCtasOfAWaveOverOneWeightTil
     }
   }
   EXPECT_TRUE(activations_fastest) << sched::print_decisions(result.schedule.decisions, "; ");
+  // The search estimated this raster order on the other order's module with its grid
+  // reordered; compiled as chosen, the schedule must estimate the same.
+  const driver::Compilation chosen = compile(input, result.schedule);
+  ASSERT_TRUE(chosen.ok()) << chosen.schedule_error << chosen.internal_error;
+  EXPECT_DOUBLE_EQ(testing::h100().estimate(*chosen.ma_module).microseconds,
+                   result.estimate->microseconds);
   ASSERT_TRUE(result.roofline);
   EXPECT_LT(result.estimate->microseconds, 3.0 * result.roofline->microseconds)
       << cost::describe(*result.estimate);
