@@ -10,6 +10,7 @@
 
 #include "core/matile/kernel_lowering.h"
 #include "core/matile/verifier.h"
+#include "core/matile/visitor.h"
 #include "core/vrtile/verifier.h"
 
 namespace nautilus::matile {
@@ -52,51 +53,28 @@ bool removable(const Op& op) {
   }
 }
 
-void count_uses(const Region& region, std::unordered_map<const ValueNode*, int>* uses) {
-  for (const OpPtr& op : region.ops) {
-    for (const Value& v : used_values(*op)) ++(*uses)[v.get()];
-    if (op->body) count_uses(*op->body, uses);
-  }
-}
-
-RegionPtr without_dead_ops(const RegionPtr& region,
-                           const std::unordered_map<const ValueNode*, int>& uses, bool* changed) {
-  std::vector<OpPtr> ops;
-  for (const OpPtr& op : region->ops) {
-    if (removable(*op) && std::none_of(op->results.begin(), op->results.end(), [&](const Value& r) {
-          return uses.count(r.get()) != 0;
-        })) {
-      *changed = true;
-      continue;
-    }
-    if (op->kind == OpKind::For) {
-      RegionPtr body = without_dead_ops(op->body, uses, changed);
-      if (body != op->body) {
-        Op copy = *op;
-        copy.body = body;
-        ops.push_back(make_op(std::move(copy)));
-        continue;
-      }
-    }
-    ops.push_back(op);
-  }
-  return ops.size() == region->ops.size() && std::equal(ops.begin(), ops.end(), region->ops.begin())
-             ? region
-             : make_region(std::move(ops));
-}
-
 }  // namespace
 
 KernelPtr remove_dead_ops(KernelPtr kernel) {
   while (true) {
     std::unordered_map<const ValueNode*, int> uses;
-    count_uses(*kernel->body, &uses);
-    bool changed = false;
-    RegionPtr body = without_dead_ops(kernel->body, uses, &changed);
-    if (!changed) return kernel;
-    Kernel copy = *kernel;
-    copy.body = body;
-    kernel = std::make_shared<const Kernel>(std::move(copy));
+    for_each_op(*kernel->body, [&](const Op& op) {
+      for (const Value& v : used_values(op)) ++uses[v.get()];
+    });
+    // Rebuilder keeps every op whose body did not change, so an unchanged kernel comes back
+    // as itself and ends the loop.
+    Rebuilder rebuilder(*kernel);
+    KernelPtr rebuilt = rebuilder.run(kernel, [&](const Op& original, const OpPtr& renamed,
+                                                  Rebuilder& out) {
+      if (removable(original) &&
+          std::none_of(original.results.begin(), original.results.end(),
+                       [&](const Value& r) { return uses.count(r.get()) != 0; })) {
+        return;
+      }
+      out.emit(renamed);
+    });
+    if (rebuilt == kernel) return kernel;
+    kernel = rebuilt;
   }
 }
 
