@@ -1,10 +1,11 @@
 // Dots (lower.h rules 1 and 2): the plan of every dot -- mma.sync when its operands are 16-bit
-// tiles (or exact f32 casts of them) of whole m16n8k16 steps, with the warp grid that reads the
-// fewest operand elements, else FMA from shared memory -- and which path each mma operand takes:
-// a loaded tile through a shared window (cp.async, then ldmatrix at each k step), a tile
-// computed element-wise from one loaded tile (a normalized activation) staged the same way and
-// read whole into its fragment layout, or any other value materialized in registers. Then the
-// emission of the planned dot, one 16-wide k step at a time:
+// tiles (or exact f32 casts of them) of whole m16n8k16 steps, else FMA from shared memory; warps
+// along M, or, when both operands come through shared memory and the product is only
+// accumulated and stored, the warp grid that reads the fewest operand elements per k step --
+// and which path each mma operand takes: a loaded tile through a shared window (cp.async, then
+// ldmatrix at each k step), a tile computed element-wise from one loaded tile (a normalized
+// activation) staged the same way and read whole into its fragment layout, or any other value
+// materialized in registers. Then the emission of the planned dot, one 16-wide k step at a time:
 //
 //   before (VR):                                 after (MA, k = 32 on warps(2, 2)):
 //     %a = load A[...] : bf16[128, 32]             %a_k0 = ldmatrix.x4 a_smem[%stage][0, 0]
