@@ -1,7 +1,10 @@
 #include "views/snapshot_text.h"
 
 #include <cctype>
+#include <string>
+#include <utility>
 
+#include "core/matile/visitor.h"
 #include "core/scalar/visitor.h"
 
 namespace nautilus::views {
@@ -56,33 +59,43 @@ void add_vr_region(const std::string& kernel, const vrtile::Region* region, int*
   }
 }
 
-void add_ma_region(const std::string& kernel, const matile::Region* region, int* counter,
-                   NodeOrigins* out) {
-  if (region == nullptr) return;
-  for (const matile::OpPtr& op : region->ops) {
-    if (!op) continue;
-    const NodeOrigin origin = origin_of(op->provenance);
-    const auto name = [&](const matile::Value& value) { return "op:" + kernel + "/" + value->name; };
-    if (op->kind == matile::OpKind::For) {
-      if (op->loop_var) (*out)[name(op->loop_var)] = origin;
-      for (const matile::Value& arg : op->block_args) {
-        if (arg) (*out)[name(arg)] = origin;
-      }
-      add_ma_region(kernel, op->body.get(), counter, out);
-      for (const matile::Value& result : op->results) {
-        if (result) (*out)[name(result)] = origin;
-      }
-      continue;
+// MA tile IR: every value by name, a For's loop variable and block arguments before the ops of
+// its body and its results after them; an op without results by kind and position
+// ("op:KERNEL/Barrier#3"), counted in program order through the whole kernel.
+class MaOrigins : public matile::Visitor {
+ public:
+  MaOrigins(std::string kernel, NodeOrigins* out) : kernel_(std::move(kernel)), out_(out) {}
+
+ protected:
+  void visit_For(const matile::Op& op) override {
+    const NodeOrigin origin = origin_of(op.provenance);
+    if (op.loop_var) (*out_)[name(op.loop_var)] = origin;
+    for (const matile::Value& arg : op.block_args) {
+      if (arg) (*out_)[name(arg)] = origin;
     }
-    if (op->kind == matile::OpKind::Yield) continue;
-    if (!op->results.empty() && op->results.front()) {
-      (*out)[name(op->results.front())] = origin;
-    } else {
-      (*out)["op:" + kernel + "/" + matile::op_kind_name(op->kind) + "#" +
-             std::to_string((*counter)++)] = origin;
+    if (op.body) visit(*op.body);
+    for (const matile::Value& result : op.results) {
+      if (result) (*out_)[name(result)] = origin;
     }
   }
-}
+  void visit_Yield(const matile::Op&) override {}
+  void visit_op(const matile::Op& op) override {
+    const NodeOrigin origin = origin_of(op.provenance);
+    if (!op.results.empty() && op.results.front()) {
+      (*out_)[name(op.results.front())] = origin;
+    } else {
+      (*out_)["op:" + kernel_ + "/" + matile::op_kind_name(op.kind) + "#" +
+              std::to_string(counter_++)] = origin;
+    }
+  }
+
+ private:
+  std::string name(const matile::Value& value) const { return "op:" + kernel_ + "/" + value->name; }
+
+  std::string kernel_;
+  NodeOrigins* out_;
+  int counter_ = 0;
+};
 
 }  // namespace
 
@@ -138,11 +151,10 @@ NodeOrigins node_origins(const driver::Snapshot& snapshot) {
       }
       for (const matile::KernelPtr& kernel : snapshot.ma_module->kernels) {
         if (!kernel) continue;
-        int counter = 0;
         for (const matile::GridAxis& axis : kernel->grid) {
           if (axis.var) out["op:" + kernel->name + "/" + axis.var->name] = origin_of(kernel->provenance);
         }
-        add_ma_region(kernel->name, kernel->body.get(), &counter, &out);
+        MaOrigins(kernel->name, &out).visit(*kernel);
       }
       break;
     case driver::Stage::Cuda:

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "core/matile/layouts.h"
+#include "core/matile/visitor.h"
 
 namespace nautilus::matile {
 namespace {
@@ -204,21 +205,13 @@ Value Builder::emit(Op op) {
 
 Value Builder::append(OpPtr op) {
   if (!op) return nullptr;
-  std::function<void(const Op&)> reserve = [&](const Op& o) {
-    for (const Value& r : o.results) {
-      if (r) used_names_.insert(r->name);
-    }
-    if (o.loop_var) used_names_.insert(o.loop_var->name);
-    for (const Value& a : o.block_args) {
-      if (a) used_names_.insert(a->name);
-    }
-    if (o.body) {
-      for (const OpPtr& inner : o.body->ops) {
-        if (inner) reserve(*inner);
-      }
-    }
+  const auto reserve = [&](const Value& value) {
+    if (value) used_names_.insert(value->name);
   };
-  reserve(*op);
+  for (const Value& r : op->results) reserve(r);
+  reserve(op->loop_var);
+  for (const Value& a : op->block_args) reserve(a);
+  if (op->body) for_each_defined_value(*op->body, reserve);
   Value result = op->results.empty() ? nullptr : op->results.front();
   regions_.back().push_back(std::move(op));
   return result;

@@ -5,6 +5,7 @@
 
 #include "core/layout/printer.h"
 #include "core/matile/layouts.h"
+#include "core/matile/visitor.h"
 #include "core/scalar/print_support.h"
 
 namespace nautilus::matile {
@@ -45,13 +46,11 @@ class LayoutTable {
     layouts_.push_back(value->layout);
   }
   void add_region(const Region& region) {
-    for (const OpPtr& op : region.ops) {
-      if (!op) continue;
-      add(op->loop_var);
-      for (const Value& arg : op->block_args) add(arg);
-      for (const Value& result : op->results) add(result);
-      if (op->body) add_region(*op->body);
-    }
+    for_each_op(region, [&](const Op& op) {
+      add(op.loop_var);
+      for (const Value& arg : op.block_args) add(arg);
+      for (const Value& result : op.results) add(result);
+    });
   }
   std::vector<RegisterLayout> layouts_;
 };
@@ -268,7 +267,7 @@ std::string print_module(const Module& module) {
 
 namespace {
 
-class DotWriter {
+class DotWriter : public Visitor {
  public:
   DotWriter(const Kernel& kernel, std::string* out)
       : kernel_(kernel), table_(kernel), out_(out) {}
@@ -283,7 +282,8 @@ class DotWriter {
     for (const GridAxis& axis : kernel_.grid) {
       if (axis.var) declare_plain(axis.var, "    ");
     }
-    if (kernel_.body) region(*kernel_.body, "    ");
+    pad_ = "    ";
+    visit(kernel_);
     *out_ += "  }\n";
     *out_ += edges_;
   }
@@ -303,34 +303,35 @@ class DotWriter {
     edges_ += "  " + dot_quote(from) + " -> " + dot_quote(to) + (dashed ? " [style=dashed]" : "") +
               ";\n";
   }
-  void region(const Region& r, const std::string& pad) {
-    for (const OpPtr& op : r.ops) {
-      if (op) emit(*op, pad);
+
+ protected:
+  // A loop is a cluster of its body, indented one level deeper.
+  void visit_For(const Op& op) override {
+    const std::string pad = pad_;
+    *out_ += pad + "subgraph " + dot_quote("cluster_" + kernel_.name + "/" + op_label(op)) +
+             " {\n" + pad + "  label=" + dot_quote(op_body_text(kernel_, op)) + ";\n";
+    if (op.loop_var) declare_plain(op.loop_var, pad + "  ");
+    for (const Value& arg : op.block_args) {
+      if (arg) declare_plain(arg, pad + "  ");
+    }
+    pad_ = pad + "  ";
+    if (op.body) visit(*op.body);
+    pad_ = pad;
+    *out_ += pad + "}\n";
+    for (size_t i = 0; i < op.results.size(); ++i) {
+      if (!op.results[i]) continue;
+      declare_plain(op.results[i], pad);
+      if (i < op.operands.size() && i < op.block_args.size() && op.operands[i] &&
+          op.block_args[i]) {
+        edge(node(op.operands[i]), node(op.block_args[i]));
+      }
     }
   }
-  void emit(const Op& op, const std::string& pad) {
+  // A Yield is drawn as the loop-carried edges (CarriedEdges below), not as a node.
+  void visit_Yield(const Op&) override {}
+  void visit_op(const Op& op) override {
+    const std::string& pad = pad_;
     std::string id;
-    if (op.kind == OpKind::For) {
-      *out_ += pad + "subgraph " + dot_quote("cluster_" + kernel_.name + "/" + op_label(op)) +
-               " {\n" + pad + "  label=" + dot_quote(op_body_text(kernel_, op)) + ";\n";
-      if (op.loop_var) declare_plain(op.loop_var, pad + "  ");
-      for (const Value& arg : op.block_args) {
-        if (arg) declare_plain(arg, pad + "  ");
-      }
-      if (op.body) region(*op.body, pad + "  ");
-      *out_ += pad + "}\n";
-      for (size_t i = 0; i < op.results.size(); ++i) {
-        if (!op.results[i]) continue;
-        declare_plain(op.results[i], pad);
-        if (i < op.operands.size() && i < op.block_args.size() && op.operands[i] &&
-            op.block_args[i]) {
-          edge(node(op.operands[i]), node(op.block_args[i]));
-        }
-      }
-      return;
-    }
-    // A Yield is drawn as the loop-carried edges (carried_edges below), not as a node.
-    if (op.kind == OpKind::Yield) return;
     if (!op.results.empty() && op.results[0]) {
       id = node(op.results[0]);
     } else {
@@ -359,32 +360,43 @@ class DotWriter {
     if (op.kind == OpKind::FmaDot) shared_edge(op.shared_b, false);
   }
 
+ private:
   const Kernel& kernel_;
   LayoutTable table_;
   std::string* out_;
   std::string edges_;
+  std::string pad_;  // the indentation of the region being written
   int counter_ = 0;
 };
 
-// Loop-carried edges: each yielded value -> the block argument it feeds (dashed).
-void carried_edges(const Kernel& kernel, const Region& region, std::string* out) {
-  for (const OpPtr& op : region.ops) {
-    if (!op || op->kind != OpKind::For || !op->body) continue;
-    carried_edges(kernel, *op->body, out);
-    if (op->body->ops.empty() || !op->body->ops.back()) continue;
-    const Op& yield = *op->body->ops.back();
-    for (size_t i = 0; i < yield.operands.size() && i < op->block_args.size(); ++i) {
-      if (!yield.operands[i] || !op->block_args[i]) continue;
-      *out += "  " + dot_quote("op:" + kernel.name + "/" + yield.operands[i]->name) + " -> " +
-              dot_quote("op:" + kernel.name + "/" + op->block_args[i]->name) +
-              " [style=dashed, constraint=false];\n";
-      if (i < op->results.size() && op->results[i]) {
-        *out += "  " + dot_quote("op:" + kernel.name + "/" + yield.operands[i]->name) + " -> " +
-                dot_quote("op:" + kernel.name + "/" + op->results[i]->name) + ";\n";
+// Loop-carried edges: each yielded value -> the block argument it feeds (dashed), an inner
+// loop's edges before its enclosing loop's.
+class CarriedEdges : public Visitor {
+ public:
+  CarriedEdges(const Kernel& kernel, std::string* out) : kernel_(kernel), out_(out) {}
+
+ protected:
+  void visit_For(const Op& op) override {
+    if (!op.body) return;
+    visit(*op.body);
+    if (op.body->ops.empty() || !op.body->ops.back()) return;
+    const Op& yield = *op.body->ops.back();
+    for (size_t i = 0; i < yield.operands.size() && i < op.block_args.size(); ++i) {
+      if (!yield.operands[i] || !op.block_args[i]) continue;
+      *out_ += "  " + dot_quote("op:" + kernel_.name + "/" + yield.operands[i]->name) + " -> " +
+               dot_quote("op:" + kernel_.name + "/" + op.block_args[i]->name) +
+               " [style=dashed, constraint=false];\n";
+      if (i < op.results.size() && op.results[i]) {
+        *out_ += "  " + dot_quote("op:" + kernel_.name + "/" + yield.operands[i]->name) + " -> " +
+                 dot_quote("op:" + kernel_.name + "/" + op.results[i]->name) + ";\n";
       }
     }
   }
-}
+
+ private:
+  const Kernel& kernel_;
+  std::string* out_;
+};
 
 }  // namespace
 
@@ -399,7 +411,7 @@ std::string module_to_dot(const Module& module) {
   for (const KernelPtr& kernel : module.kernels) {
     if (!kernel) continue;
     DotWriter(*kernel, &out).write();
-    if (kernel->body) carried_edges(*kernel, *kernel->body, &out);
+    CarriedEdges(*kernel, &out).visit(*kernel);
   }
   return out + "}\n";
 }

@@ -11,6 +11,7 @@
 #include "core/codegen/emit_cuda.h"
 #include "core/codegen/nvrtc.h"
 #include "core/cost/analytical_model.h"
+#include "core/matile/visitor.h"
 #include "tests/common/spec_test_util.h"
 #include "tests/cost/cost_test_util.h"
 
@@ -18,11 +19,11 @@ namespace nautilus::cost {
 namespace {
 
 bool has_mma(const matile::Region& region) {
-  for (const matile::OpPtr& op : region.ops) {
-    if (op->kind == matile::OpKind::Mma) return true;
-    if (op->kind == matile::OpKind::For && op->body && has_mma(*op->body)) return true;
-  }
-  return false;
+  bool found = false;
+  matile::for_each_op(region, [&](const matile::Op& op) {
+    found = found || op.kind == matile::OpKind::Mma;
+  });
+  return found;
 }
 
 TEST(RegisterEstimate, CloseToPtxasOnTheMmaKernels) {

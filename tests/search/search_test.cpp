@@ -19,6 +19,7 @@
 #include "core/cost/device_models.h"
 #include "core/driver/evaluate.h"
 #include "core/driver/pipeline.h"
+#include "core/matile/visitor.h"
 #include "core/search/search.h"
 #include "core/search/tree_json.h"
 #include "core/sched/launch.h"
@@ -58,12 +59,6 @@ void visit_vr(const vrtile::RegionPtr& region, const std::function<void(const vr
     if (op->body) visit_vr(op->body, f);
   }
 }
-void visit_ma(const matile::RegionPtr& region, const std::function<void(const matile::Op&)>& f) {
-  for (const matile::OpPtr& op : region->ops) {
-    f(*op);
-    if (op->body) visit_ma(op->body, f);
-  }
-}
 
 struct FlashStructure {
   size_t kernels = 0;
@@ -91,7 +86,7 @@ FlashStructure flash_structure(const driver::Compilation& compilation) {
     });
   }
   for (const matile::KernelPtr& kernel : compilation.ma_module->kernels) {
-    visit_ma(kernel->body, [&](const matile::Op& op) {
+    matile::for_each_op(*kernel->body, [&](const matile::Op& op) {
       if (op.kind == matile::OpKind::For) s.max_stages = std::max(s.max_stages, op.pipeline_stages);
     });
   }

@@ -247,7 +247,7 @@ TEST(BankGridModel, SwizzledLdmatrixReadsAreConflictFreeAndUnswizzledOnesAreNot)
 
 TEST(BankGridModel, QTileTotalsMatchTheLoweringsSwizzleChoice) {
   // The lowering picks the swizzle by counting ldmatrix wavefronts of the whole tile read as
-  // 16x16 blocks (core/matile/lower.cpp); the Q read covers exactly those blocks.
+  // 16x16 blocks (core/matile/lower_shared.cpp); the Q read covers exactly those blocks.
   const matile::Kernel& kernel = attention_kernel();
   const int alloc = alloc_named(kernel, "Q_smem");
   ASSERT_GE(alloc, 0);

@@ -9,6 +9,7 @@
 #include "core/layout/bank_conflicts.h"
 #include "core/layout/printer.h"
 #include "core/matile/layouts.h"
+#include "core/matile/visitor.h"
 
 namespace nautilus::views::gl {
 namespace {
@@ -100,34 +101,30 @@ std::vector<SharedInstruction> copy_issues(const matile::Op& op) {
   return issues;
 }
 
-void collect_patterns(const matile::Kernel& kernel, const matile::Region& region, int alloc,
-                      std::vector<SharedAccessPattern>& out) {
-  for (const matile::OpPtr& op : region.ops) {
-    if (op->kind == matile::OpKind::For && op->body) {
-      collect_patterns(kernel, *op->body, alloc, out);
-      continue;
-    }
-    if (op->shared.alloc != alloc) continue;
-    SharedAccessPattern pattern = shared_access_pattern(kernel, *op);
-    if (!pattern.instructions.empty()) out.push_back(std::move(pattern));
-  }
-}
+// The register values of a kernel that the panel can draw (rank 2 or less), each once, in
+// program order: a For's block arguments, then the values of its body, then its results.
+class DrawableValues : public matile::Visitor {
+ public:
+  std::vector<matile::Value> values;
 
-void collect_values(const matile::Region& region, std::unordered_set<const matile::ValueNode*>& seen,
-                    std::vector<matile::Value>& out) {
-  auto add = [&](const matile::Value& value) {
-    if (value && value->type.shape.size() <= 2 && seen.insert(value.get()).second) {
-      out.push_back(value);
-    }
-  };
-  for (const matile::OpPtr& op : region.ops) {
-    if (op->kind == matile::OpKind::For) {
-      for (const matile::Value& arg : op->block_args) add(arg);
-      if (op->body) collect_values(*op->body, seen, out);
-    }
-    for (const matile::Value& result : op->results) add(result);
+ protected:
+  void visit_For(const matile::Op& op) override {
+    for (const matile::Value& arg : op.block_args) add(arg);
+    if (op.body) visit(*op.body);
+    visit_op(op);
   }
-}
+  void visit_op(const matile::Op& op) override {
+    for (const matile::Value& result : op.results) add(result);
+  }
+
+ private:
+  void add(const matile::Value& value) {
+    if (value && value->type.shape.size() <= 2 && seen_.insert(value.get()).second) {
+      values.push_back(value);
+    }
+  }
+  std::unordered_set<const matile::ValueNode*> seen_;
+};
 
 // HSV (all in [0, 1]) to 0xAABBGGRR.
 uint32_t hsv_colour(double h, double s, double v) {
@@ -194,7 +191,11 @@ Result<LayoutGrid> layout_grid(const matile::RegisterLayout& layout,
 std::vector<SharedAccessPattern> shared_access_patterns(const matile::Kernel& kernel, int alloc) {
   std::vector<SharedAccessPattern> patterns;
   if (alloc < 0 || alloc >= static_cast<int>(kernel.shared.size()) || !kernel.body) return patterns;
-  collect_patterns(kernel, *kernel.body, alloc, patterns);
+  matile::for_each_op(*kernel.body, [&](const matile::Op& op) {
+    if (op.kind == matile::OpKind::For || op.shared.alloc != alloc) return;
+    SharedAccessPattern pattern = shared_access_pattern(kernel, op);
+    if (!pattern.instructions.empty()) patterns.push_back(std::move(pattern));
+  });
   return patterns;
 }
 
@@ -371,10 +372,9 @@ std::vector<TileChoice> tile_choices(const matile::Kernel& kernel) {
     choices.push_back(std::move(choice));
   }
   if (!kernel.body) return choices;
-  std::unordered_set<const matile::ValueNode*> seen;
-  std::vector<matile::Value> values;
-  collect_values(*kernel.body, seen, values);
-  for (const matile::Value& value : values) {
+  DrawableValues drawable;
+  drawable.visit(kernel);
+  for (const matile::Value& value : drawable.values) {
     TileChoice choice;
     choice.value = value;
     choice.label = "%" + value->name + "  " + matile::type_text(value->type) + "  " +

@@ -1,0 +1,232 @@
+// The state of lowering one VR kernel to MA tile IR, shared by the files that implement the rules
+// of lower.h (nothing here is used outside core/matile's lowering).
+//
+// One KernelLowering lowers one VR kernel. run() applies the rules in phases, each reading what
+// the earlier ones recorded in the maps below; the work is split by rule:
+//   lower.cpp              the entry point (options, verification, dead-op removal) and run()
+//   lower_analysis.cpp     definitions, users, scopes and loops of the VR kernel, the
+//                          rematerializable values and affine index windows (rules 2 and 4)
+//   lower_dots.cpp         rules 1 and 2: each dot's instruction, warp grid and operand paths
+//                          (shared memory, staged prologue tiles, registers), and its emission
+//   lower_layouts.cpp      rule 4: the register layout of every value kept in registers
+//   lower_materialize.cpp  rule 4 at emission: a value in the layout a consumer needs
+//                          (rematerialized, taken as placed, or converted)
+//   lower_shared.cpp       rule 2: shared allocations and their swizzle, cp.async copies,
+//                          ldmatrix reads of staged tiles and of A fragments held in registers
+//   lower_pipeline.cpp     rule 3: loops, and the software pipeline of their shared operands
+//   lower_emit.cpp         rule 5 and the rest: every other VR op, window and gather accesses,
+//                          and the uniform index scalars their offsets need
+#pragma once
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "core/matile/ir.h"
+#include "core/matile/layouts.h"
+#include "core/matile/lower.h"
+#include "core/vrtile/ir.h"
+
+namespace nautilus::matile::lowering {
+
+using VOp = vrtile::Op;
+using VOpKind = vrtile::OpKind;
+using VValue = vrtile::Value;
+using VNode = vrtile::ValueNode;
+
+// A failure of the lowering: unwinds to lower_to_matile, which returns it as the reason.
+struct LowerError {
+  std::string message;
+};
+
+// An index tile as constant + sum(coef * rank-0 value) + sum(coefs[k] * coordinate k).
+struct Affine {
+  int64_t constant = 0;
+  std::vector<std::pair<const VNode*, int64_t>> atoms;  // in first-seen order
+  std::vector<int64_t> coefs;
+
+  bool scalar_only() const {
+    return std::all_of(coefs.begin(), coefs.end(), [](int64_t c) { return c == 0; });
+  }
+  bool constant_only() const { return atoms.empty() && scalar_only(); }
+  void add_atom(const VNode* atom, int64_t coef) {
+    for (auto& [a, c] : atoms) {
+      if (a == atom) {
+        c += coef;
+        return;
+      }
+    }
+    atoms.emplace_back(atom, coef);
+  }
+  bool operator==(const Affine& other) const {
+    if (constant != other.constant || coefs != other.coefs) return false;
+    auto canonical = [](const Affine& a) {
+      std::vector<std::pair<const VNode*, int64_t>> out;
+      for (const auto& [atom, coef] : a.atoms) {
+        if (coef != 0) out.emplace_back(atom, coef);
+      }
+      std::sort(out.begin(), out.end());
+      return out;
+    };
+    return canonical(*this) == canonical(other);
+  }
+};
+
+// A global access matched as a window.
+struct Window {
+  std::vector<Affine> offsets;  // scalar parts, per buffer axis
+  std::vector<int> tile_axes;
+  std::vector<int64_t> bounds;
+};
+
+// How a dot runs.
+struct OperandPlan {
+  VValue source;              // the 16-bit tile the operand is (after peeling casts/permute)
+  const VOp* load = nullptr;  // when the operand comes through shared memory
+  bool transposed = false;    // the load's tile is the operand's transpose
+};
+struct DotPlan {
+  bool mma = false;
+  int warps_m = 0, warps_n = 0;
+  // Read the next k step's fragments from shared memory before this step's MMAs, so ldmatrix
+  // latency hides behind tensor-core work (costs one more step of fragment registers).
+  bool prefetch_fragments = false;
+  OperandPlan a, b;
+};
+
+struct SmemLoad {
+  int alloc = -1;
+  Value stage;  // the current stage inside a pipelined loop; null for stage 0
+};
+
+class KernelLowering {
+ public:
+  KernelLowering(const vrtile::Kernel& kernel, const LowerOptions& options);
+
+  KernelPtr run();
+
+ private:
+  [[noreturn]] void fail(const std::string& message) const {
+    throw LowerError{"kernel " + vk_.name + ": " + message};
+  }
+  int64_t threads() const { return b_.threads(); }
+  const VOp* def(const VValue& v) const {
+    auto found = def_.find(v.get());
+    return found == def_.end() ? nullptr : found->second;
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Analysis: definitions, users, scopes, rematerializable values, affine index windows
+  // (lower_analysis.cpp)
+  void analyze_region(const vrtile::Region& region, const VOp* loop);
+  bool remat(const VValue& v);
+  std::optional<Affine> affine(const VValue& v);
+  bool mask_bounds(const VValue& mask, const std::vector<int>& axis_map,
+                   const std::vector<Affine>& indices, size_t rank, std::vector<int64_t>* bounds);
+  std::optional<Window> match_window(const VOp& op, const std::vector<int64_t>& tile_shape);
+  bool async_copyable(const VOp& load, const Window& window);
+
+  // -------------------------------------------------------------------------------------------
+  // Dot plans and their emission (lower_dots.cpp)
+  OperandPlan peel(const VValue& operand, DType* narrow);
+  bool peel_reaches_shared(const VValue& operand);
+  bool only_accumulated_and_stored(const VValue& v, int depth = 0);
+  const VOp* prologue_root(const VValue& source);
+  void stage_prologue_load(const VValue& source);
+  void plan_dots();
+  void emit_dot(const VOp& op);
+
+  // -------------------------------------------------------------------------------------------
+  // Register layout assignment (lower_layouts.cpp)
+  bool lives_in_registers(const VValue& v);
+  RegisterLayout default_layout(const VValue& v) const;
+  RegisterLayout reduce_result_layout(const RegisterLayout& source, const VValue& operand, int axis);
+  std::optional<RegisterLayout> anchor(const VValue& v);
+  bool propagate();
+  bool demand();
+  void assign_layouts();
+  RegisterLayout layout_for(const VValue& v);
+  RegisterLayout projected(const RegisterLayout& to, const std::vector<int64_t>& shape,
+                           const std::vector<int>& dims, const std::vector<int64_t>& source_shape);
+
+  // -------------------------------------------------------------------------------------------
+  // Values in the layout a consumer needs (lower_materialize.cpp)
+  bool register_only(const RegisterLayout& from, const RegisterLayout& to, const TileType& type);
+  Value convert(const Value& value, const RegisterLayout& to, const std::string& name);
+  Value materialize(const VValue& v, const RegisterLayout& to);
+  Value emit_compute(const VOp& op, const VValue& v, const RegisterLayout& to);
+  bool register_only_move(RegisterMove move, const Value& source, const VValue& v,
+                          const std::vector<int>& dims, const RegisterLayout& to);
+  Value scalar_value(const VValue& v);
+
+  // -------------------------------------------------------------------------------------------
+  // Shared operands: allocations, swizzle choice, copies, reads (lower_shared.cpp)
+  int scratch(const std::string& name, DType dtype, std::vector<int64_t> shape,
+              const std::string& purpose);
+  int smem_alloc_for(const VOp& load, int stages);
+  void emit_copy(const VOp& load, int alloc, const Value& stage, const VNode* loop_var,
+                 const Value& replacement, const Value& predicate,
+                 std::optional<int64_t> iteration = std::nullopt);
+  Value read_staged(const VOp& load, const SmemLoad& smem);
+  void hoist_a_fragments(const VOp& load, int alloc);
+
+  // -------------------------------------------------------------------------------------------
+  // Loops and the software pipeline (lower_pipeline.cpp)
+  std::vector<const VOp*> pipelinable(const VOp& loop);
+  void emit_for(const VOp& op);
+  void emit_pipeline_step(const VOp& loop, const std::vector<const VOp*>& loads, const Value& var,
+                          int stages);
+
+  // -------------------------------------------------------------------------------------------
+  // Emission of the other VR ops and of index scalars (lower_emit.cpp)
+  Value index_constant(int64_t value);
+  static std::string affine_key(const Affine& a);
+  Value placed(const VValue& v);
+  Value* memo_find(const VNode* v, const std::string& key);
+  Value emit_offset(Affine a, const VNode* loop_var, const Value& replacement,
+                    std::optional<int64_t> iteration = std::nullopt);
+  Value placed_node(const VNode* node);
+  GlobalAccess window_access(const Window& w, const VNode* loop_var, const Value& replacement,
+                             std::optional<int64_t> iteration = std::nullopt);
+  void emit_region(const vrtile::Region& region);
+  bool needed(const VValue& v);
+  void emit(const VOp& op);
+  void emit_load(const VOp& op);
+  GlobalAccess gather_access(const VOp& op, const RegisterLayout& l, std::vector<Value>* gather);
+  void emit_store(const VOp& op);
+  void emit_reduce(const VOp& op);
+
+  const vrtile::Kernel& vk_;
+  const LowerOptions& options_;
+  Builder b_;
+  std::unordered_map<const VNode*, const VOp*> def_;
+  std::unordered_map<const VNode*, const VOp*> scope_;       // the For whose body defines it
+  std::unordered_map<const VNode*, const VOp*> carried_by_;  // block args and For results
+  std::unordered_map<const VOp*, const VOp*> loop_of_yield_;  // Yield -> the For it ends
+  std::unordered_map<const VNode*, std::vector<const VOp*>> users_;
+  std::vector<VValue> order_;
+  std::unordered_map<const VNode*, bool> remat_;
+  std::unordered_map<const VOp*, DotPlan> dot_plans_;
+  std::map<const VOp*, Window> smem_windows_;
+  std::unordered_set<const VOp*> register_loads_;
+  std::unordered_set<const VOp*> staged_register_loads_;  // register copies read from shared
+  std::unordered_map<const VNode*, RegisterLayout> layouts_;
+  std::unordered_map<const VNode*, Value> env_;
+  std::vector<std::map<std::pair<const VNode*, std::string>, Value>> memo_;
+  std::unordered_map<const VOp*, int> smem_alloc_;
+  std::unordered_map<const VOp*, SmemLoad> smem_loads_;
+  std::unordered_map<const VOp*, Value> pipelined_stage_;
+  std::unordered_map<const VOp*, std::pair<int, int>> fma_allocs_;
+  std::unordered_map<const VNode*, bool> needed_;
+  std::unordered_map<const VOp*, Value> hoisted_;  // A fragments read once after their copy
+};
+
+// The kernel without ops that have no effect and whose results nobody reads (lower.cpp).
+KernelPtr remove_dead_ops(KernelPtr kernel);
+
+}  // namespace nautilus::matile::lowering

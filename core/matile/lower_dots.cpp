@@ -1,0 +1,322 @@
+// Dots (lower.h rules 1 and 2): the plan of every dot -- mma.sync when its operands are 16-bit
+// tiles (or exact f32 casts of them) of whole m16n8k16 steps, else FMA from shared memory; warps
+// along M, or, when both operands come through shared memory and the product is only
+// accumulated and stored, the warp grid that reads the fewest operand elements per k step --
+// and which path each mma operand takes: a loaded tile through a shared window (cp.async, then
+// ldmatrix at each k step), a tile computed element-wise from one loaded tile (a normalized
+// activation) staged the same way and read whole into its fragment layout, or any other value
+// materialized in registers. Then the emission of the planned dot, one 16-wide k step at a time:
+//
+//   before (VR):                                 after (MA, k = 32 on warps(2, 2)):
+//     %a = load A[...] : bf16[128, 32]             %a_k0 = ldmatrix.x4 a_smem[%stage][0, 0]
+//     %w = load B[...] : bf16[32, 128]             %w_k0 = ldmatrix.x4.trans w_smem[%stage][0, 0]
+//     %acc1 = dot %a, %w, %acc_i                   %a_k1 = ldmatrix.x4 a_smem[%stage][0, 16]
+//                                                  %w_k1 = ldmatrix.x4.trans w_smem[%stage][16, 0]
+//                                                  %acc1_k0 = mma.m16n8k16 %a_k0, %w_k0, %acc_i
+//                                                  %acc1 = mma.m16n8k16 %a_k1, %w_k1, %acc1_k0
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/matile/kernel_lowering.h"
+
+namespace nautilus::matile::lowering {
+
+// The tile a dot operand stands for once exact f32 casts of 16-bit tiles are peeled off.
+OperandPlan KernelLowering::peel(const VValue& operand, DType* narrow) {
+  OperandPlan plan;
+  VValue v = operand;
+  auto peel_cast = [&](const VValue& x) -> VValue {
+    const VOp* op = def(x);
+    if (op && op->kind == VOpKind::Cast && x->type.dtype == DType::F32) {
+      const DType from = op->operands[0]->type.dtype;
+      if (from == DType::BF16 || from == DType::F16) return op->operands[0];
+    }
+    return nullptr;
+  };
+  if (VValue inner = peel_cast(v)) v = inner;
+  const VOp* op = def(v);
+  if (op && op->kind == VOpKind::Permute && op->dims == std::vector<int>{1, 0}) {
+    VValue inner = op->operands[0];
+    if (VValue narrower = peel_cast(inner)) inner = narrower;
+    const VOp* load = def(inner);
+    if (load && load->kind == VOpKind::Load && inner->type.dtype == v->type.dtype) {
+      plan.source = v;
+      plan.load = load;
+      plan.transposed = true;
+      *narrow = v->type.dtype;
+      return plan;
+    }
+  }
+  plan.source = v;
+  op = def(v);
+  if (op && op->kind == VOpKind::Load) plan.load = op;
+  *narrow = v->type.dtype;
+  return plan;
+}
+
+// Whether a dot operand is (up to exact casts and a transposition) a load from memory, i.e. a
+// candidate for the shared-memory operand path.
+bool KernelLowering::peel_reaches_shared(const VValue& operand) {
+  DType narrow = DType::F32;
+  return peel(operand, &narrow).load != nullptr;
+}
+
+// Whether every use of a dot's result only carries it through a loop, accumulates into it
+// (as another dot's accumulator), converts it element-wise with uniform operands, or stores
+// it: then the MMA's warp arrangement is free.
+bool KernelLowering::only_accumulated_and_stored(const VValue& v, int depth) {
+  if (depth > 16) return false;
+  for (const VOp* user : users_[v.get()]) {
+    switch (user->kind) {
+      case VOpKind::Store:
+        if (vrtile::stored_value(*user) != v) return false;
+        break;
+      case VOpKind::Cast:
+      case VOpKind::Unary:
+        if (!only_accumulated_and_stored(user->results[0], depth + 1)) return false;
+        break;
+      case VOpKind::Binary:
+        for (const VValue& other : user->operands) {
+          if (other != v && other->type.rank() != 0) return false;
+        }
+        if (!only_accumulated_and_stored(user->results[0], depth + 1)) return false;
+        break;
+      case VOpKind::Dot:
+        if (user->operands.size() != 3 || user->operands[2] != v || user->operands[0] == v ||
+            user->operands[1] == v) {
+          return false;
+        }
+        if (!only_accumulated_and_stored(user->results[0], depth + 1)) return false;
+        break;
+      case VOpKind::Yield: {
+        auto loop = loop_of_yield_.find(user);
+        if (loop == loop_of_yield_.end()) return false;
+        for (size_t i = 0; i < user->operands.size(); ++i) {
+          if (user->operands[i] != v) continue;
+          if (i >= loop->second->results.size() ||
+              !only_accumulated_and_stored(loop->second->results[i], depth + 1)) {
+            return false;
+          }
+        }
+        break;
+      }
+      default: return false;
+    }
+  }
+  return true;
+}
+
+// An mma operand computed element-wise from one loaded tile (a normalization applied to a
+// GEMM's activations: cast(X - mean) * rstd * gamma + beta) reads that tile through shared
+// memory like a plain operand: a 16-byte cp.async copy, issued stages-1 iterations ahead in a
+// pipelined loop, then ldmatrix into the fragment layout where the element-wise ops run.
+// Loaded straight into the fragment layout instead, every thread issues 4-byte global loads
+// whose latency nothing hides. The other inputs of the chain must be rank-0, broadcasts or
+// rematerializable (per-row or per-column vectors); anything else keeps the register path.
+const VOp* KernelLowering::prologue_root(const VValue& source) {
+  const VOp* root = nullptr;
+  bool ok = true;
+  std::function<void(const VValue&, int)> walk = [&](const VValue& v, int depth) {
+    if (!ok || v->type.rank() == 0) return;
+    const VOp* op = def(v);
+    if (depth > 32 || !op || carried_by_.count(v.get())) {
+      ok = false;
+      return;
+    }
+    if (op->kind == VOpKind::Load) {
+      if (v->type.shape != source->type.shape || (root && root != op)) ok = false;
+      root = op;
+      return;
+    }
+    if (op->kind == VOpKind::Broadcast || op->kind == VOpKind::Full ||
+        op->kind == VOpKind::Iota || remat(v)) {
+      return;
+    }
+    if (!vrtile::is_elementwise(op->kind) || v->type.shape != source->type.shape) {
+      ok = false;
+      return;
+    }
+    for (const VValue& x : op->operands) walk(x, depth + 1);
+  };
+  walk(source, 0);
+  if (!ok || !root || root == def(source) || root->results[0]->type.rank() != 2) return nullptr;
+  if (dtype_bytes(root->results[0]->type.dtype) != 2) return nullptr;  // ldmatrix: 16-bit
+  std::optional<Window> window = match_window(*root, root->results[0]->type.shape);
+  if (!window || !async_copyable(*root, *window)) return nullptr;
+  return root;
+}
+
+void KernelLowering::stage_prologue_load(const VValue& source) {
+  const VOp* root = prologue_root(source);
+  if (!root || smem_windows_.count(root)) return;
+  smem_windows_[root] = *match_window(*root, root->results[0]->type.shape);
+  register_loads_.insert(root);
+  staged_register_loads_.insert(root);
+}
+
+void KernelLowering::plan_dots() {
+  for (const VValue& v : order_) {
+    const VOp* op = def(v);
+    if (!op || op->kind != VOpKind::Dot || dot_plans_.count(op)) continue;
+    DotPlan plan;
+    DType da = DType::F32, db = DType::F32;
+    plan.a = peel(op->operands[0], &da);
+    plan.b = peel(op->operands[1], &db);
+    const int64_t M = op->operands[0]->type.shape[0], K = op->operands[0]->type.shape[1];
+    const int64_t N = op->operands[1]->type.shape[1];
+    int wm = options_.warps;
+    while (wm > 1 && M % (16 * wm) != 0) wm /= 2;
+    int wn = options_.warps / wm;
+    // Warps side by side along N too when both operands come from shared memory and the
+    // product only accumulates and is stored: each warp then loads (M/wm + N/wn)·K operand
+    // elements per k step instead of (M/warps + N)·K (a 128x128 GEMM tile on 4 warps: 2x2
+    // reads 8 ldmatrix.x4 per k16 instead of 10). A product that is reduced along a row or
+    // feeds another MMA keeps whole rows in one warp (warps along M only).
+    const auto through_shared = [&](const VValue& operand) {
+      if (peel_reaches_shared(operand)) return true;
+      DType narrow = DType::F32;
+      return prologue_root(peel(operand, &narrow).source) != nullptr;
+    };
+    if (through_shared(op->operands[0]) && through_shared(op->operands[1]) &&
+        only_accumulated_and_stored(op->results[0])) {
+      int best_loads = -1;
+      for (int m = options_.warps; m >= 1; m /= 2) {
+        const int n = options_.warps / m;
+        if (M % (16 * m) != 0 || N % (16 * n) != 0) continue;
+        const int loads = static_cast<int>(M / m + N / n);
+        if (best_loads < 0 || loads < best_loads) {
+          best_loads = loads;
+          wm = m;
+          wn = n;
+        }
+      }
+      // Only the accumulator is live beside the fragments: room for a second set.
+      plan.prefetch_fragments = true;
+    }
+    plan.mma = options_.use_mma && da == db && (da == DType::BF16 || da == DType::F16) &&
+               M % (16 * wm) == 0 && N % (16 * wn) == 0 && K % 16 == 0;
+    plan.warps_m = wm;
+    plan.warps_n = wn;
+    if (plan.mma) {
+      for (OperandPlan* operand : {&plan.a, &plan.b}) {
+        if (!operand->load) {
+          stage_prologue_load(operand->source);
+          continue;
+        }
+        std::optional<Window> window =
+            match_window(*operand->load, operand->load->results[0]->type.shape);
+        if (window && operand->load->results[0]->type.rank() == 2 &&
+            async_copyable(*operand->load, *window)) {
+          smem_windows_[operand->load] = *window;
+        } else {
+          operand->load = nullptr;
+          if (operand->transposed) {
+            // The register path reads the permuted tile itself.
+            operand->transposed = false;
+          }
+        }
+      }
+    } else {
+      plan.a = OperandPlan{op->operands[0], nullptr, false};
+      plan.b = OperandPlan{op->operands[1], nullptr, false};
+    }
+    dot_plans_[op] = plan;
+  }
+  // Loads that also have users other than mma operands keep a register copy.
+  for (const auto& [load, window] : smem_windows_) {
+    for (const VOp* user : users_[load->results[0].get()]) {
+      bool operand_only = false;
+      auto found = dot_plans_.find(user);
+      if (found != dot_plans_.end() && found->second.mma) operand_only = true;
+      if (user->kind == VOpKind::Permute || user->kind == VOpKind::Cast) operand_only = true;
+      if (!operand_only) register_loads_.insert(load);
+    }
+  }
+}
+
+void KernelLowering::emit_dot(const VOp& op) {
+  const VValue& v = op.results[0];
+  const DotPlan& plan = dot_plans_.at(&op);
+  const int64_t M = v->type.shape[0], N = v->type.shape[1];
+  const int64_t K = op.operands[0]->type.shape[1];
+  if (!plan.mma) {
+    // FMA from shared memory: both operands are stored (any layout), fenced by barriers.
+    const VValue &a = op.operands[0], &bb = op.operands[1];
+    const Value av = materialize(a, remat(a) ? blocked_layout(a->type.shape, threads()) : layout_for(a));
+    const Value bv = materialize(bb, remat(bb) ? blocked_layout(bb->type.shape, threads()) : layout_for(bb));
+    auto found = fma_allocs_.find(&op);
+    if (found == fma_allocs_.end()) {
+      const int sa = scratch(v->name + "_a", a->type.dtype, a->type.shape, "operand a of fma dot %" + v->name);
+      const int sb = scratch(v->name + "_b", bb->type.dtype, bb->type.shape, "operand b of fma dot %" + v->name);
+      found = fma_allocs_.emplace(&op, std::make_pair(sa, sb)).first;
+    }
+    const SharedRef ra{found->second.first, nullptr, {0, 0}, false};
+    const SharedRef rb{found->second.second, nullptr, {0, 0}, false};
+    b_.barrier();
+    b_.shared_store(ra, av);
+    b_.shared_store(rb, bv);
+    b_.barrier();
+    const RegisterLayout l = layout_for(v);
+    const Value acc = op.operands.size() == 3 ? materialize(op.operands[2], l)
+                                              : b_.full(0.0, v->type, l, v->name + "_zero");
+    env_[v.get()] = b_.fma_dot(ra, rb, acc, v->name);
+    return;
+  }
+  const RegisterLayout c_layout = layout_for(v);
+  Value acc = op.operands.size() == 3 ? materialize(op.operands[2], c_layout)
+                                      : b_.full(0.0, v->type, c_layout, v->name + "_zero");
+  const int wm = plan.warps_m, wn = plan.warps_n;
+  auto layout_or_fail = [&](Result<RegisterLayout> l) {
+    if (!l) fail(l.error().message);
+    return *l;
+  };
+  const RegisterLayout a_step = layout_or_fail(mma_a_layout(M, 16, wm, wn));
+  const RegisterLayout b_step = layout_or_fail(mma_b_layout(16, N, wm, wn));
+  Value a_reg, b_reg;
+  const bool a_hoisted = plan.a.load && hoisted_.count(plan.a.load);
+  if (a_hoisted) a_reg = hoisted_.at(plan.a.load);
+  if (!plan.a.load) a_reg = materialize(plan.a.source, layout_or_fail(mma_a_layout(M, K, wm, wn)));
+  if (!plan.b.load) b_reg = materialize(plan.b.source, layout_or_fail(mma_b_layout(K, N, wm, wn)));
+  const DType dtype = plan.a.source->type.dtype;
+  auto load_step = [&](int64_t kk) -> std::pair<Value, Value> {
+    const std::string step = "_k" + std::to_string(kk);
+    Value a_k, b_k;
+    if (plan.a.load && !a_hoisted) {
+      const SmemLoad& s = smem_loads_.at(plan.a.load);
+      SharedRef ref{s.alloc, s.stage, {0, kk * 16}, plan.a.transposed};
+      if (plan.a.transposed) ref.offsets = {kk * 16, 0};
+      a_k = b_.shared_load(ref, plan.a.transposed ? SharedRead::LdMatrixX4Trans : SharedRead::LdMatrixX4,
+                           TileType{dtype, {M, 16}}, a_step, plan.a.source->name + step);
+    } else {
+      a_k = K == 16 ? a_reg
+                    : b_.extract_slice(a_reg, {0, kk * 16}, {M, 16}, a_step, plan.a.source->name + step);
+    }
+    if (plan.b.load) {
+      const SmemLoad& s = smem_loads_.at(plan.b.load);
+      SharedRef ref{s.alloc, s.stage, {kk * 16, 0}, plan.b.transposed};
+      if (plan.b.transposed) ref.offsets = {0, kk * 16};
+      b_k = b_.shared_load(ref, plan.b.transposed ? SharedRead::LdMatrixX4 : SharedRead::LdMatrixX4Trans,
+                           TileType{dtype, {16, N}}, b_step, plan.b.source->name + step);
+    } else {
+      b_k = K == 16 ? b_reg
+                    : b_.extract_slice(b_reg, {kk * 16, 0}, {16, N}, b_step, plan.b.source->name + step);
+    }
+    return {a_k, b_k};
+  };
+  const int64_t steps = K / 16;
+  std::pair<Value, Value> next = load_step(0);
+  for (int64_t kk = 0; kk < steps; ++kk) {
+    const std::pair<Value, Value> current = next;
+    if (kk + 1 < steps && plan.prefetch_fragments) next = load_step(kk + 1);
+    const std::string step = "_k" + std::to_string(kk);
+    acc = b_.mma(current.first, current.second, acc, wm, wn,
+                 kk + 1 == steps ? v->name : v->name + step);
+    if (kk + 1 < steps && !plan.prefetch_fragments) next = load_step(kk + 1);
+  }
+  env_[v.get()] = acc;
+}
+
+}  // namespace nautilus::matile::lowering

@@ -1,0 +1,223 @@
+// Register layout assignment (lower.h rule 4): every value kept in registers gets one layout
+// before anything is emitted. Layouts that follow from operands are propagated first (mma
+// accumulators the C fragment, element-wise results their first placed operand's, reduce
+// results the slice of their operand's, loop-carried values their initial or yielded value's);
+// a value still without one then takes what its first placed consumer needs (an mma operand its
+// fragment layout, a broadcast's source the layout it reads without moving data); whatever is
+// left is blocked, and propagation starts again:
+//
+//   before (VR):                          after (the layouts, 4 warps):
+//     %s = dot %q, %k : f32[64, 64]         %s       mma_c warps(4,1)
+//     %m = reduce max %s, axis 1            %m       the slice of mma_c along axis 1
+//     %p = exp2 (%s - broadcast %m)         %p       mma_c warps(4,1)
+//     %pb = cast %p : bf16[64, 64]          %pb      mma_c, read as the next dot's A fragment
+#include <algorithm>
+#include <optional>
+#include <vector>
+
+#include "core/matile/kernel_lowering.h"
+
+namespace nautilus::matile::lowering {
+
+bool KernelLowering::lives_in_registers(const VValue& v) {
+  if (v->type.rank() == 0) return true;
+  if (remat(v)) return false;
+  const VOp* op = def(v);
+  if (op && op->kind == VOpKind::Load && smem_windows_.count(op) && !register_loads_.count(op)) {
+    return false;
+  }
+  return true;
+}
+
+RegisterLayout KernelLowering::default_layout(const VValue& v) const {
+  return v->type.rank() == 0 ? uniform_layout({}, threads()) : blocked_layout(v->type.shape, threads());
+}
+
+// The layout a reduce produces from an operand in `source` (falling back to blocked).
+RegisterLayout KernelLowering::reduce_result_layout(const RegisterLayout& source,
+                                                    const VValue& operand, int axis) {
+  Result<RegisterLayout> slice = slice_layout(source, operand->type.shape, axis);
+  Result<ReducePlan> plan = reduce_plan(source, operand->type.shape, axis);
+  if (slice && plan) return *slice;
+  Result<RegisterLayout> blocked =
+      slice_layout(blocked_layout(operand->type.shape, threads()), operand->type.shape, axis);
+  if (!blocked) fail("no layout for reduce: " + blocked.error().message);
+  return *blocked;
+}
+
+std::optional<RegisterLayout> KernelLowering::anchor(const VValue& v) {
+  auto found = layouts_.find(v.get());
+  if (found != layouts_.end()) return found->second;
+  return std::nullopt;
+}
+
+// Phase 1: layouts that follow from operands. Returns whether anything changed.
+bool KernelLowering::propagate() {
+  bool changed = false;
+  auto set = [&](const VValue& v, const RegisterLayout& l) {
+    if (layouts_.count(v.get())) return;
+    layouts_[v.get()] = l;
+    changed = true;
+  };
+  for (const VValue& v : order_) {
+    if (!lives_in_registers(v) || layouts_.count(v.get())) continue;
+    auto carried = carried_by_.find(v.get());
+    if (carried != carried_by_.end()) {
+      const VOp* loop = carried->second;
+      size_t i = 0;
+      while (i < loop->results.size() && loop->results[i] != v && loop->block_args[i] != v) ++i;
+      const VValue& init = loop->operands[i];
+      const VValue& yielded = loop->body->ops.back()->operands[i];
+      if (lives_in_registers(init) && anchor(init) && !(init->type.rank() == 0 && !anchor(yielded))) {
+        set(v, *anchor(init));
+      } else if (lives_in_registers(yielded) && anchor(yielded)) {
+        set(v, *anchor(yielded));
+      } else if (v->type.rank() == 0) {
+        set(v, uniform_layout({}, threads()));
+      }
+      continue;
+    }
+    const VOp* op = def(v);
+    if (!op) {
+      set(v, uniform_layout({}, threads()));
+      continue;
+    }
+    switch (op->kind) {
+      case VOpKind::Dot: {
+        const DotPlan& plan = dot_plans_.at(op);
+        if (plan.mma) {
+          Result<RegisterLayout> c = mma_c_layout(v->type.shape[0], v->type.shape[1],
+                                                  plan.warps_m, plan.warps_n);
+          if (!c) fail(c.error().message);
+          set(v, *c);
+        } else {
+          set(v, blocked_layout(v->type.shape, threads()));
+        }
+        break;
+      }
+      case VOpKind::Reduce: {
+        const VValue& x = op->operands[0];
+        if (!lives_in_registers(x)) {
+          set(v, reduce_result_layout(blocked_layout(x->type.shape, threads()), x, op->axis));
+        } else if (anchor(x)) {
+          set(v, reduce_result_layout(*anchor(x), x, op->axis));
+        }
+        break;
+      }
+      case VOpKind::Permute: {
+        const VValue& x = op->operands[0];
+        if (lives_in_registers(x) && anchor(x)) {
+          Result<RegisterLayout> p = permute_layout(*anchor(x), x->type.shape, op->dims);
+          set(v, p ? *p : blocked_layout(v->type.shape, threads()));
+        }
+        break;
+      }
+      case VOpKind::Unary:
+      case VOpKind::Binary:
+      case VOpKind::Compare:
+      case VOpKind::Logical:
+      case VOpKind::Select:
+      case VOpKind::Cast:
+      case VOpKind::Full:
+      case VOpKind::Iota:
+        if (v->type.rank() == 0) {
+          set(v, uniform_layout({}, threads()));
+          break;
+        }
+        for (const VValue& x : op->operands) {
+          if (lives_in_registers(x) && anchor(x)) {
+            set(v, *anchor(x));
+            break;
+          }
+        }
+        break;
+      default: break;  // loads and broadcasts: by demand
+    }
+  }
+  return changed;
+}
+
+// Phase 2: a value without a layout takes the one its first placed consumer needs.
+bool KernelLowering::demand() {
+  bool changed = false;
+  for (const VValue& v : order_) {
+    if (!lives_in_registers(v) || layouts_.count(v.get())) continue;
+    for (const VOp* user : users_[v.get()]) {
+      std::optional<RegisterLayout> wanted;
+      if (vrtile::is_elementwise(user->kind) && !user->results.empty() &&
+          user->results[0]->type.shape == v->type.shape) {
+        wanted = anchor(user->results[0]);
+      } else if (user->kind == VOpKind::Dot) {
+        const DotPlan& plan = dot_plans_.at(user);
+        if (plan.mma && (plan.a.source == v || plan.b.source == v)) {
+          const bool is_a = plan.a.source == v;
+          Result<RegisterLayout> l =
+              is_a ? mma_a_layout(v->type.shape[0], v->type.shape[1], plan.warps_m, plan.warps_n)
+                   : mma_b_layout(v->type.shape[0], v->type.shape[1], plan.warps_m, plan.warps_n);
+          if (l) wanted = *l;
+        } else if (user->operands.size() == 3 && user->operands[2] == v) {
+          wanted = anchor(user->results[0]);
+        }
+      } else if (user->kind == VOpKind::Broadcast && anchor(user->results[0])) {
+        // The layout the broadcast reads without moving data: a per-column vector (LayerNorm's
+        // gamma) is loaded straight into it instead of through a shared-memory conversion.
+        const RegisterLayout source = projected(*anchor(user->results[0]),
+                                                user->results[0]->type.shape, user->dims,
+                                                v->type.shape);
+        if (source.kind != LayoutKind::Uniform) wanted = source;
+      } else if (user->kind == VOpKind::Yield || user->kind == VOpKind::For) {
+        // Initial and yielded values follow the loop's carried layout (set in propagate).
+      } else if (user->kind == VOpKind::Store || user->kind == VOpKind::Load) {
+        continue;
+      }
+      if (wanted) {
+        layouts_[v.get()] = *wanted;
+        changed = true;
+        break;
+      }
+    }
+  }
+  return changed;
+}
+
+void KernelLowering::assign_layouts() {
+  while (true) {
+    while (propagate()) {
+    }
+    if (demand()) continue;
+    bool all = true;
+    for (const VValue& v : order_) {
+      if (lives_in_registers(v) && !layouts_.count(v.get())) {
+        layouts_[v.get()] = default_layout(v);
+        all = false;
+        break;
+      }
+    }
+    if (all) return;
+  }
+}
+
+RegisterLayout KernelLowering::layout_for(const VValue& v) {
+  auto found = layouts_.find(v.get());
+  return found != layouts_.end() ? found->second : default_layout(v);
+}
+
+// The layout a broadcast's source must have for the broadcast to `to` to be register-only:
+// `to` with the broadcast axes sliced away (uniform when that is impossible).
+RegisterLayout KernelLowering::projected(const RegisterLayout& to,
+                                         const std::vector<int64_t>& shape,
+                                         const std::vector<int>& dims,
+                                         const std::vector<int64_t>& source_shape) {
+  RegisterLayout l = to;
+  std::vector<int64_t> current = shape;
+  for (int axis = static_cast<int>(shape.size()) - 1; axis >= 0; --axis) {
+    if (std::find(dims.begin(), dims.end(), axis) != dims.end()) continue;
+    Result<RegisterLayout> s = slice_layout(l, current, axis);
+    if (!s) return uniform_layout(source_shape, threads());
+    l = *s;
+    current.erase(current.begin() + axis);
+  }
+  return l;
+}
+
+}  // namespace nautilus::matile::lowering

@@ -1,0 +1,130 @@
+// Loops and their software pipeline (lower.h rule 3): a For whose body loads shared operands at
+// offsets known ahead of the iteration (they depend only on the loop variable and values from
+// outside the loop) keeps `stages` buffers of each. A prologue issues iterations 0..S-2, one
+// commit group each; iteration i waits until its group landed (wait_group S-2), synchronizes,
+// issues iteration i+S-1 into the buffer iteration i-1 used (predicated off past the end) and
+// computes on buffer i % S. With one stage every iteration copies, waits and synchronizes
+// before computing. Loop-carried values keep the layouts rule 4 gave them:
+//
+//   before (VR):                            after (MA, 2 stages):
+//     %acc = for k_o in 0..64                 cp.async A_smem[%c0][0, 0] <- A[%3 + i0, i1] ...
+//         iter_args(%acc_i = %acc0) {         cp.async.commit_group
+//       %A = load A[...]                      %acc = for k_o in 0..64 iter_args(...) pipeline 2 {
+//       ...                                     cp.async.wait_group 0
+//     }                                         bar.sync
+//                                               %next = add %k_o, %c1
+//                                               %next_stage = mod %next, %c2
+//                                               %more = cmp lt %next, %c64
+//                                               cp.async A_smem[%next_stage][0, 0] <- A[%3 + i0,
+//                                                 %4 + i1] ... if %more
+//                                               cp.async.commit_group
+//                                               %stage = mod %k_o, %c2
+//                                               ... reads of A_smem[%stage]
+//                                             }
+//                                             cp.async.wait_group 0
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "core/matile/kernel_lowering.h"
+
+namespace nautilus::matile::lowering {
+
+// Loads of this loop's body that can be issued stages-1 iterations ahead.
+std::vector<const VOp*> KernelLowering::pipelinable(const VOp& loop) {
+  std::vector<const VOp*> out;
+  for (const vrtile::OpPtr& op : loop.body->ops) {
+    if (op->kind != VOpKind::Load || !smem_windows_.count(op.get())) continue;
+    bool ok = true;
+    for (const Affine& offset : smem_windows_.at(op.get()).offsets) {
+      for (const auto& [atom, coef] : offset.atoms) {
+        if (atom == loop.loop_var.get()) continue;
+        auto where = scope_.find(atom);
+        // Atoms defined in this body (or deeper) are not known ahead of time.
+        if (where != scope_.end() && where->second == &loop) ok = false;
+      }
+    }
+    if (ok) out.push_back(op.get());
+  }
+  return out;
+}
+
+void KernelLowering::emit_for(const VOp& op) {
+  const std::vector<const VOp*> loads = pipelinable(op);
+  const int stages = std::max(1, options_.stages);
+  for (const VOp* load : loads) smem_alloc_for(*load, stages);
+  // Prologue: iterations 0 .. stages-2, one commit group each (empty past the end).
+  if (!loads.empty() && stages >= 2) {
+    for (int s = 0; s + 1 < stages; ++s) {
+      if (s < op.extent) {
+        for (const VOp* load : loads) {
+          b_.set_provenance(load->provenance);
+          emit_copy(*load, smem_alloc_.at(load), index_constant(s), op.loop_var.get(), nullptr,
+                    nullptr, s);
+        }
+      }
+      b_.commit_group();
+    }
+  }
+  b_.set_provenance(op.provenance);
+  std::vector<Value> inits;
+  for (size_t i = 0; i < op.operands.size(); ++i) {
+    inits.push_back(materialize(op.operands[i], layout_for(op.block_args[i])));
+  }
+  std::vector<std::string> result_names, arg_names;
+  for (const VValue& r : op.results) result_names.push_back(r->name);
+  for (const VValue& a : op.block_args) arg_names.push_back(a->name);
+  const std::vector<Value> results = b_.for_loop(
+      op.loop_var->name, op.extent, inits,
+      [&](const Value& var, const std::vector<Value>& carried) {
+        env_[op.loop_var.get()] = var;
+        for (size_t i = 0; i < carried.size(); ++i) env_[op.block_args[i].get()] = carried[i];
+        memo_.emplace_back();
+        if (!loads.empty()) emit_pipeline_step(op, loads, var, stages);
+        emit_region(*op.body);
+        b_.set_provenance(op.provenance);
+        const vrtile::Op& yield = *op.body->ops.back();
+        std::vector<Value> yielded;
+        for (size_t i = 0; i < yield.operands.size(); ++i) {
+          yielded.push_back(materialize(yield.operands[i], carried[i]->layout));
+        }
+        memo_.pop_back();
+        return yielded;
+      },
+      result_names, arg_names, loads.empty() ? 0 : stages,
+      op.trip_count ? scalar_value(op.trip_count) : nullptr);
+  for (size_t i = 0; i < results.size(); ++i) env_[op.results[i].get()] = results[i];
+  if (!loads.empty()) b_.wait_group(0);
+}
+
+// The top of a pipelined iteration i: wait for i's tiles, publish them, issue i+S-1.
+void KernelLowering::emit_pipeline_step(const VOp& loop, const std::vector<const VOp*>& loads,
+                                        const Value& var, int stages) {
+  const Value stage_count = index_constant(stages);
+  if (stages == 1) {
+    b_.barrier();
+    for (const VOp* load : loads) {
+      b_.set_provenance(load->provenance);
+      emit_copy(*load, smem_alloc_.at(load), nullptr, loop.loop_var.get(), var, nullptr);
+    }
+    b_.commit_group();
+    b_.wait_group(0);
+    b_.barrier();
+    for (const VOp* load : loads) pipelined_stage_[load] = nullptr;
+    return;
+  }
+  b_.wait_group(stages - 2);
+  b_.barrier();
+  const Value next = b_.binary(BinaryOp::Add, var, index_constant(stages - 1), "next");
+  const Value next_stage = b_.binary(BinaryOp::Mod, next, stage_count, "next_stage");
+  const Value more = b_.compare(CompareOp::LT, next, index_constant(loop.extent), "more");
+  for (const VOp* load : loads) {
+    b_.set_provenance(load->provenance);
+    emit_copy(*load, smem_alloc_.at(load), next_stage, loop.loop_var.get(), next, more);
+  }
+  b_.commit_group();
+  const Value stage = b_.binary(BinaryOp::Mod, var, stage_count, "stage");
+  for (const VOp* load : loads) pipelined_stage_[load] = stage;
+}
+
+}  // namespace nautilus::matile::lowering
