@@ -1,10 +1,7 @@
 #include "core/driver/pipeline.h"
 
-#include <algorithm>
-
 #include "core/matile/split_masked.h"
 #include "core/rewrite/rewrite.h"
-#include "core/sched/launch.h"
 #include "core/scalar/lower_spec.h"
 #include "core/tilize/lower_scalar.h"
 
@@ -83,37 +80,6 @@ vrtile::ModulePtr build_vrtile(const CompileOptions& options, const scalar::Prog
   return module;
 }
 
-// The placement of a module whose kernels may have their own launch choices: kernels without
-// one use `options.matile`; each kernel with one is placed alone with its warps and stages.
-layout::Result<matile::ModulePtr> place_kernels(const CompileOptions& options,
-                                                const Compilation& result) {
-  const std::vector<sched::LaunchChoice> choices = sched::launch_choices(options.schedule);
-  if (choices.empty()) return matile::lower_to_matile(result.vr_module, options.matile);
-  const vrtile::Module& vr = *result.vr_module;
-  auto merged = std::make_shared<matile::Module>();
-  for (size_t k = 0; k < vr.kernels.size(); ++k) {
-    matile::LowerOptions kernel_options = options.matile;
-    for (const sched::LaunchChoice& choice : choices) {
-      const std::vector<std::string>& blocks = result.kernel_blocks.at(k);
-      if (std::find(blocks.begin(), blocks.end(), choice.block) != blocks.end()) {
-        kernel_options.warps = choice.warps;
-        kernel_options.stages = choice.stages;
-      }
-    }
-    auto single = std::make_shared<vrtile::Module>(vr);
-    single->kernels = {vr.kernels[k]};
-    layout::Result<matile::ModulePtr> placed = matile::lower_to_matile(single, kernel_options);
-    if (!placed) return placed;
-    if (merged->kernels.empty()) {
-      matile::Module header = **placed;
-      header.kernels.clear();
-      *merged = header;
-    }
-    for (const matile::KernelPtr& kernel : (*placed)->kernels) merged->kernels.push_back(kernel);
-  }
-  return matile::ModulePtr(merged);
-}
-
 }  // namespace
 
 Compilation compile(SourceFilePtr file, const CompileOptions& options) {
@@ -169,7 +135,9 @@ Compilation compile(SourceFilePtr file, const CompileOptions& options) {
   // Stage matile: placement of every tile, then loops split at their mask's diagonal.
   const matile::ModulePtr placed =
       logger.run(registered_step("place"), matile::ModulePtr(), [&]() -> matile::ModulePtr {
-        layout::Result<matile::ModulePtr> kernels = place_kernels(options, result);
+        // Each kernel carries its own warps and stages (the schedule's launch attributes).
+        layout::Result<matile::ModulePtr> kernels =
+            matile::lower_to_matile(result.vr_module, options.matile);
         if (!kernels) {
           result.schedule_error = "the tiles cannot be placed: " + kernels.error().message;
           return nullptr;

@@ -74,7 +74,9 @@ struct CompileOptions {
   sched::Schedule schedule;
   std::vector<ScalarPass> extra_passes;
   std::vector<VRPass> extra_vr_passes;
-  // Warps per CTA, pipeline stages, target arch and instruction choices of the MA lowering.
+  // Target arch and instruction choices of the MA lowering, and the warps per CTA and pipeline
+  // stages of kernels whose nest has no launch attributes (the schedule's `launch` decisions
+  // put those in the scalar IR).
   matile::LowerOptions matile;
   // Called on the compiling thread after every pass (see SnapshotObserver).
   SnapshotObserver on_snapshot;
@@ -91,7 +93,8 @@ struct Compilation {
   vrtile::ModulePtr vr_module;  // the VR tile IR after every VR pass (stage vrtile and later)
   matile::ModulePtr ma_module;  // the MA tile IR (stage matile and later)
   std::shared_ptr<const codegen::EmittedModule> cuda;  // the emitted CUDA C++ (stage cuda)
-  // Per kernel of vr_module: the scalar blocks it computes (launch decisions name a block).
+  // Per kernel of vr_module: the scalar blocks it computes (a decision names a block; the
+  // search maps a kernel's estimate back to the blocks a launch decision may name).
   std::vector<std::vector<std::string>> kernel_blocks;
   std::vector<Snapshot> log;
   // A compiler bug (e.g. the verifier rejected a pass's output); empty when none.

@@ -109,7 +109,13 @@ layout::Result<ModulePtr> lower_to_matile(const vrtile::ModulePtr& module,
   out->allocations = module->allocations;
   try {
     for (const vrtile::KernelPtr& kernel : module->kernels) {
-      out->kernels.push_back(remove_dead_ops(KernelLowering(*kernel, options).run()));
+      // A kernel's own launch attributes (the schedule's `launch`) override the defaults.
+      LowerOptions kernel_options = options;
+      if (kernel->launch) {
+        kernel_options.warps = kernel->launch->warps;
+        kernel_options.stages = kernel->launch->stages;
+      }
+      out->kernels.push_back(remove_dead_ops(KernelLowering(*kernel, kernel_options).run()));
     }
   } catch (const LowerError& error) {
     return layout_error("lower_to_matile: " + error.message);

@@ -1,6 +1,8 @@
 // lower_to_matile: VR tile IR -> MA tile IR by placement rules.
 //
-// Every VR kernel becomes one MA kernel of `warps` warps with the same grid. Rules, in the
+// Every VR kernel becomes one MA kernel with the same grid, of the warps and pipeline stages of
+// its launch attributes (vrtile::Kernel::launch), or of the options' defaults when it has none
+// (an unscheduled kernel, or one built by hand). Rules, in the
 // order they are tried (each falls back to a generic correct path, so the lowering is total over
 // verified VR modules; an unsupported construct returns a reason instead):
 //   1. Dots. A dot whose operands are (or are exact f32 casts of) bf16/f16 tiles with M a
@@ -56,6 +58,8 @@
 
 namespace nautilus::matile {
 
+// Module-wide options. `warps` and `stages` are defaults: a kernel with launch attributes uses
+// its own.
 struct LowerOptions {
   int warps = 4;               // 1, 2, 4 or 8
   int stages = 2;              // software-pipeline depth of in-loop shared operands, >= 1

@@ -133,8 +133,13 @@ Expr select(Expr condition, Expr if_true, Expr if_false, Provenance p) {
                                         std::move(if_false), p);
 }
 
-Stmt make_for(Var var, int64_t extent, Stmt body, Provenance p, ForKind kind) {
-  return std::make_shared<const For>(std::move(var), extent, kind, std::move(body), p);
+Stmt make_for(Var var, int64_t extent, Stmt body, Provenance p, ForKind kind,
+              std::optional<LaunchAttrs> launch) {
+  return std::make_shared<const For>(std::move(var), extent, kind, std::move(body), p, launch);
+}
+
+Stmt with_launch(const For& loop, std::optional<LaunchAttrs> launch) {
+  return make_for(loop.var, loop.extent, loop.body, loop.provenance, loop.for_kind, launch);
 }
 
 Stmt make_seq(std::vector<Stmt> stmts, Provenance p) {

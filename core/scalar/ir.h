@@ -46,6 +46,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -250,15 +251,28 @@ enum class ForKind { Serial, GridX, GridY, GridZ };
 const char* for_kind_name(ForKind kind);  // "serial", "grid.x", "grid.y", "grid.z"
 bool is_grid(ForKind kind);
 
+// How the kernel made from one top-level loop nest is launched and pipelined (the `launch`
+// decision, core/sched/launch.h): `warps` warps per CTA (1, 2, 4 or 8) and `stages`
+// software-pipeline buffers for the copies of its inner loop (1 to 4). Only the outermost loop
+// of a nest carries it (the verifier checks); tilize copies it onto the nest's VR kernel and the
+// MA lowering places that kernel with it. A nest without one gets the lowering's defaults.
+struct LaunchAttrs {
+  int warps = 4;
+  int stages = 2;
+  bool operator==(const LaunchAttrs&) const = default;
+};
+
 struct For : StmtNode {
   static constexpr StmtKind kKind = StmtKind::For;
-  For(Var var, int64_t extent, ForKind for_kind, Stmt body, Provenance p)
+  For(Var var, int64_t extent, ForKind for_kind, Stmt body, Provenance p,
+      std::optional<LaunchAttrs> launch = std::nullopt)
       : StmtNode(kKind, p), var(std::move(var)), extent(extent), for_kind(for_kind),
-        body(std::move(body)) {}
+        body(std::move(body)), launch(launch) {}
   const Var var;
   const int64_t extent;
   const ForKind for_kind;
   const Stmt body;
+  const std::optional<LaunchAttrs> launch;  // only on the outermost loop of a nest
 };
 struct Seq : StmtNode {
   static constexpr StmtKind kKind = StmtKind::Seq;
@@ -299,7 +313,9 @@ struct Block : StmtNode {
 };
 
 Stmt make_for(Var var, int64_t extent, Stmt body, Provenance p = {},
-              ForKind kind = ForKind::Serial);
+              ForKind kind = ForKind::Serial, std::optional<LaunchAttrs> launch = std::nullopt);
+// The same loop with `launch` as its launch attributes (nullopt: none).
+Stmt with_launch(const For& loop, std::optional<LaunchAttrs> launch);
 Stmt make_seq(std::vector<Stmt> stmts, Provenance p = {});
 Stmt make_store(Buffer buffer, std::vector<Expr> indices, Expr value, Provenance p = {});
 Stmt make_block(std::string name, std::vector<IterVar> iter_vars, std::vector<Expr> bindings,

@@ -155,11 +155,16 @@ std::string block_signature(const Block& block) {
   return text;
 }
 
-// `m_o in 0..32`, followed by ` [grid.x]` for a loop bound to the grid.
+// `m_o in 0..32`, followed by ` [grid.x]` for a loop bound to the grid and by
+// ` launch(warps=8, stages=2)` for the outermost loop of a nest with launch attributes.
 std::string loop_header(const For& loop) {
   std::string text =
       (loop.var ? loop.var->name : kNull) + " in 0.." + std::to_string(loop.extent);
   if (is_grid(loop.for_kind)) text += std::string(" [") + for_kind_name(loop.for_kind) + "]";
+  if (loop.launch) {
+    text += " launch(warps=" + std::to_string(loop.launch->warps) +
+            ", stages=" + std::to_string(loop.launch->stages) + ")";
+  }
   return text;
 }
 
@@ -511,6 +516,9 @@ Json stmt_json(const Stmt& stmt) {
       json["var"] = loop.var ? loop.var->name : kNull;
       json["extent"] = loop.extent;
       json["for_kind"] = for_kind_name(loop.for_kind);
+      if (loop.launch) {
+        json["launch"] = {{"warps", loop.launch->warps}, {"stages", loop.launch->stages}};
+      }
       json["body"] = stmt_json(loop.body);
       break;
     }

@@ -25,6 +25,11 @@ class Verifier {
       error("program " + program_.name + " has no body");
     } else {
       where_ = "program body";
+      if (const auto* seq = program_.body->as<Seq>()) {
+        for (const Stmt& nest : seq->stmts) nest_tops_.insert(nest.get());
+      } else {
+        nest_tops_.insert(program_.body.get());
+      }
       check_stmt(program_.body);
     }
     return std::move(errors_);
@@ -75,6 +80,7 @@ class Verifier {
       error_here("loop " + name + " is bound to " + for_kind_name(loop.for_kind) +
                  ", which an enclosing loop is already bound to");
     }
+    if (loop.launch) check_launch(loop, name);
     const std::string saved_serial = innermost_serial_;
     if (!grid) innermost_serial_ = "serial loop " + name;
     const bool bound = bind(loop.var, "loop " + name);
@@ -82,6 +88,24 @@ class Verifier {
     if (bound) unbind(loop.var);
     innermost_serial_ = saved_serial;
     if (new_dim) grid_dims_.erase(loop.for_kind);
+  }
+
+  // Launch attributes describe the kernel of a whole nest, so only a nest's outermost loop
+  // carries them, with values the MA lowering accepts (core/sched/launch.h).
+  void check_launch(const For& loop, const std::string& name) {
+    if (!nest_tops_.count(&loop)) {
+      error_here("loop " + name + " has launch attributes but is not the outermost loop of a "
+                 "nest");
+    }
+    const int warps = loop.launch->warps;
+    if (warps != 1 && warps != 2 && warps != 4 && warps != 8) {
+      error_here("loop " + name + " launches " + std::to_string(warps) +
+                 " warps; warps must be 1, 2, 4 or 8");
+    }
+    if (loop.launch->stages < 1 || loop.launch->stages > 4) {
+      error_here("loop " + name + " has " + std::to_string(loop.launch->stages) +
+                 " pipeline stages; stages must be between 1 and 4");
+    }
   }
 
   void check_store(const Store& store) {
@@ -354,6 +378,7 @@ class Verifier {
   // loop h", "block S"), empty at the top; and the grid dimensions of the enclosing loops.
   std::string innermost_serial_;
   std::set<ForKind> grid_dims_;
+  std::set<const StmtNode*> nest_tops_;  // the outermost loops of the top-level nests
 };
 
 }  // namespace

@@ -171,7 +171,8 @@ Expr Mutator::mutate_Select(const Select& node, const Expr& self) {
 Stmt Mutator::mutate_For(const For& node, const Stmt& self) {
   Stmt body = mutate(node.body);
   if (body == node.body) return self;
-  return make_for(node.var, node.extent, std::move(body), node.provenance, node.for_kind);
+  return make_for(node.var, node.extent, std::move(body), node.provenance, node.for_kind,
+                  node.launch);
 }
 
 Stmt Mutator::mutate_Seq(const Seq& node, const Stmt& self) {

@@ -352,7 +352,10 @@ ApplyResult apply_decision(const scalar::ProgramPtr& program, const Decision& de
                                 known);
   }
   if (!program || !program->body) return ApplyResult::failure("there is no program to schedule");
-  return kind->apply(program, decision);
+  ApplyResult result = kind->apply(program, decision);
+  // Passes rebuild loop nests without knowing about launch attributes; the nests keep them here.
+  if (result.ok()) result.program = keep_launch_attrs(program, result.program);
+  return result;
 }
 
 ApplyResult apply_schedule(const scalar::ProgramPtr& program, const Schedule& schedule) {

@@ -1,5 +1,7 @@
 #include "core/sched/launch.h"
 
+#include <map>
+
 #include "core/sched/decision_args.h"
 #include "core/sched/loop_nest.h"
 
@@ -37,12 +39,30 @@ std::string read_choice(const Decision& decision, LaunchChoice* choice) {
   return {};
 }
 
+// The top-level nests of a program body (one per kernel that tilize makes).
+std::vector<scalar::Stmt> top_level_nests(const scalar::Stmt& body) {
+  if (const auto* seq = body->as<scalar::Seq>()) return seq->stmts;
+  return {body};
+}
+
 ApplyResult apply(const scalar::ProgramPtr& program, const Decision& decision) {
   LaunchChoice choice;
   std::string reason = read_choice(decision, &choice);
   if (!reason.empty()) return ApplyResult::failure(reason);
-  if (!find_block(*program, choice.block, &reason)) return ApplyResult::failure(reason);
-  return ApplyResult::success(program);  // read by stage matile; the scalar IR is unchanged
+  const std::optional<BlockPath> path = find_block(*program, choice.block, &reason);
+  if (!path) return ApplyResult::failure(reason);
+  // The nest's outermost loop: stmts[0] is the program body, a sequence of nests or one nest.
+  const size_t nest_depth = path->stmts.front()->as<scalar::Seq>() ? 1 : 0;
+  const auto* nest = nest_depth < path->stmts.size() ? path->stmts[nest_depth]->as<scalar::For>()
+                                                     : nullptr;
+  if (!nest) {
+    return ApplyResult::failure("launch: block " + choice.block +
+                                " is not inside a loop nest, so it has no kernel to launch");
+  }
+  const scalar::LaunchAttrs attrs{choice.warps, choice.stages};
+  if (nest->launch == attrs) return ApplyResult::success(program);
+  return ApplyResult::success(
+      with_body(program, replace_at(*path, nest_depth, scalar::with_launch(*nest, attrs))));
 }
 
 }  // namespace
@@ -57,6 +77,34 @@ std::vector<LaunchChoice> launch_choices(const Schedule& schedule) {
   return choices;
 }
 
+scalar::ProgramPtr keep_launch_attrs(const scalar::ProgramPtr& before,
+                                     const scalar::ProgramPtr& after) {
+  if (!before || !after || before == after || !before->body || !after->body) return after;
+  std::map<std::string, scalar::LaunchAttrs> attrs_of_block;
+  for (const scalar::Stmt& nest : top_level_nests(before->body)) {
+    const auto* loop = nest->as<scalar::For>();
+    if (!loop || !loop->launch) continue;
+    for (const scalar::Block* block : collect_blocks(nest)) attrs_of_block[block->name] = *loop->launch;
+  }
+  if (attrs_of_block.empty()) return after;
+  std::vector<scalar::Stmt> nests = top_level_nests(after->body);
+  bool restored = false;
+  for (scalar::Stmt& nest : nests) {
+    const auto* loop = nest->as<scalar::For>();
+    if (!loop || loop->launch) continue;
+    for (const scalar::Block* block : collect_blocks(nest)) {
+      const auto found = attrs_of_block.find(block->name);
+      if (found == attrs_of_block.end()) continue;
+      nest = scalar::with_launch(*loop, found->second);
+      restored = true;
+      break;
+    }
+  }
+  if (!restored) return after;
+  const auto* seq = after->body->as<scalar::Seq>();
+  return with_body(after, seq ? scalar::make_seq(std::move(nests), seq->provenance) : nests.front());
+}
+
 DecisionKind launch_decision() {
   return {
       "launch",
@@ -64,7 +112,8 @@ DecisionKind launch_decision() {
       "Choose the warps per CTA and the pipeline stages of the kernel that computes a block.",
       "The kernel of BLOCK's loop nest runs with W warps (1, 2, 4 or 8; default 4) and "
       "software-pipelines the copies of its inner loop over S buffers (1 to 4; default 2). The "
-      "scalar IR is unchanged; stage matile reads the choice. More warps split the CTA's tile "
+      "choice becomes launch attributes on the nest's outermost loop, which tilize copies onto "
+      "the nest's kernel and stage matile places it with. More warps split the CTA's tile "
       "among more threads, so fewer registers hold each thread's part. Example: "
       "launch(O_sum_acc, warps=8, stages=2) gives the attention kernel 8 warps of 16 query rows "
       "each.",

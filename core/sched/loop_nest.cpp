@@ -169,7 +169,7 @@ class LoadInliner : public Mutator {
 Stmt replace_child(const Stmt& parent, const Stmt& old_child, Stmt new_child) {
   if (const For* loop = parent->as<For>()) {
     return make_for(loop->var, loop->extent, std::move(new_child), loop->provenance,
-                    loop->for_kind);
+                    loop->for_kind, loop->launch);
   }
   const Seq& seq = *parent->as<Seq>();
   std::vector<Stmt> stmts = seq.stmts;
@@ -377,7 +377,7 @@ Stmt insert_into_loop(const BlockPath& path, size_t depth, size_t index, Stmt st
   Stmt body = make_seq(std::move(children), loop.body->provenance);
   return replace_at(path, depth,
                     make_for(loop.var, loop.extent, std::move(body), loop.provenance,
-                             loop.for_kind));
+                             loop.for_kind, loop.launch));
 }
 
 std::set<std::string> names_in_scope(const BlockPath& path, size_t depth) {

@@ -48,16 +48,6 @@ std::string format_us(double us) {
   return out.str();
 }
 
-// The launches of a schedule as text (they do not show in the program).
-std::string launch_key(const sched::Schedule& schedule) {
-  std::string key;
-  for (const sched::LaunchChoice& choice : sched::launch_choices(schedule)) {
-    key += choice.block + ":" + std::to_string(choice.warps) + "x" + std::to_string(choice.stages) +
-           ";";
-  }
-  return key;
-}
-
 sched::Schedule concat(const sched::Schedule& a, const std::vector<Decision>& b) {
   sched::Schedule out = a;
   out.decisions.insert(out.decisions.end(), b.begin(), b.end());
@@ -148,8 +138,8 @@ class Searcher {
   // ---- the tree --------------------------------------------------------------------------
 
   std::string node_key(const SearchNode& node) const {
-    return scalar::print_program(*node.program) + "\n#launch " + launch_key(node.schedule) +
-           "\n#pins " + std::to_string(node.pins_applied);
+    // The printed program includes the launch attributes of its nests.
+    return scalar::print_program(*node.program) + "\n#pins " + std::to_string(node.pins_applied);
   }
 
   // Adds the child of `parent` made by `decision`; returns its id, or -1 when the program is
@@ -306,8 +296,7 @@ class Searcher {
           complete_program_rasters(node.program, options_.forbids, remaining);
       for (Completion& completion : completions) {
         const sched::Schedule full = concat(node.schedule, completion.decisions);
-        std::string key = scalar::print_program(*completion.program) + "\n#launch " +
-                          launch_key(full);
+        std::string key = scalar::print_program(*completion.program);
         // Another raster order of the default completion is estimated on the default's
         // compiled module with its grid reordered, not compiled again.
         std::optional<Decision> raster;

@@ -1560,7 +1560,14 @@ vr::ModulePtr lower_program(const scalar::Program& program, GlobalReads& reads,
     std::string name = blocks.back()->name;
     if (name_uses[name]++ > 0) name += "_" + std::to_string(name_uses[name] - 1);
     KernelLowering lowering(program, reads);
-    module->kernels.push_back(lowering.lower_nest(nest, name));
+    vr::KernelPtr kernel = lowering.lower_nest(nest, name);
+    // The nest's launch attributes (the `launch` decision) travel with its kernel to placement.
+    if (const auto* outermost = nest->as<scalar::For>(); outermost && outermost->launch) {
+      vr::Kernel launched = *kernel;
+      launched.launch = outermost->launch;
+      kernel = std::make_shared<const vr::Kernel>(std::move(launched));
+    }
+    module->kernels.push_back(std::move(kernel));
     std::vector<std::string> names;
     for (const Block* block : blocks) names.push_back(block->name);
     kernel_blocks->push_back(std::move(names));

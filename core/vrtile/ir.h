@@ -89,6 +89,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -210,6 +211,10 @@ struct Kernel {
   std::vector<GridAxis> grid;
   RegionPtr body;
   Provenance provenance;
+  // Warps per CTA and pipeline stages chosen for this kernel (tilize copies them from the
+  // outermost loop of the scalar nest the kernel comes from); nullopt: the MA lowering's
+  // defaults (matile::LowerOptions).
+  std::optional<scalar::LaunchAttrs> launch;
 };
 using KernelPtr = std::shared_ptr<const Kernel>;
 

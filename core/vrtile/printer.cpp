@@ -144,7 +144,12 @@ std::string kernel_header(const Kernel& kernel) {
     const GridAxis& axis = kernel.grid[i];
     text += (axis.var ? axis.var->name : kNull) + ": " + std::to_string(axis.extent);
   }
-  return text + ")";
+  text += ")";
+  if (kernel.launch) {
+    text += " launch(warps=" + std::to_string(kernel.launch->warps) +
+            ", stages=" + std::to_string(kernel.launch->stages) + ")";
+  }
+  return text;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -382,11 +387,15 @@ Json kernel_json(const KernelPtr& kernel) {
     grid.push_back({{"var", axis.var ? Json(axis.var->name) : Json(nullptr)},
                     {"extent", axis.extent}});
   }
-  return {{"name", kernel->name},
-          {"params", std::move(params)},
-          {"grid", std::move(grid)},
-          {"body", region_json(kernel->body)},
-          {"provenance", provenance_json(kernel->provenance)}};
+  Json json = {{"name", kernel->name},
+               {"params", std::move(params)},
+               {"grid", std::move(grid)},
+               {"body", region_json(kernel->body)},
+               {"provenance", provenance_json(kernel->provenance)}};
+  if (kernel->launch) {
+    json["launch"] = {{"warps", kernel->launch->warps}, {"stages", kernel->launch->stages}};
+  }
+  return json;
 }
 
 }  // namespace

@@ -109,6 +109,17 @@ class Verifier {
       }
     }
 
+    if (kernel.launch) {
+      const int warps = kernel.launch->warps;
+      if (warps != 1 && warps != 2 && warps != 4 && warps != 8) {
+        error_here("launches " + std::to_string(warps) + " warps; warps must be 1, 2, 4 or 8");
+      }
+      if (kernel.launch->stages < 1 || kernel.launch->stages > 4) {
+        error_here("has " + std::to_string(kernel.launch->stages) +
+                   " pipeline stages; stages must be between 1 and 4");
+      }
+    }
+
     collect_definitions(kernel);
     std::vector<const ValueNode*> kernel_scope;
     for (size_t i = 0; i < kernel.grid.size(); ++i) {
