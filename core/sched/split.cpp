@@ -148,7 +148,7 @@ ApplyResult split(const ProgramPtr& program, std::string_view block_name, std::s
   const VarReplacements replacements = {{loop.var.get(), combined}};
   std::vector<const VarNode*> enclosing;
   for (size_t i = 0; i < *depth; ++i) {
-    if (const For* outer = path->stmts[i]->as<For>()) enclosing.push_back(outer->var.get());
+    if (const For* around = path->stmts[i]->as<For>()) enclosing.push_back(around->var.get());
   }
   SplitRewriter rewriter(loop.var.get(), std::move(enclosing), replacements, guard);
   Stmt body = rewriter.mutate(loop.body);

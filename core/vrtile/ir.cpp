@@ -282,7 +282,7 @@ RegionPtr make_region(std::vector<OpPtr> ops) {
 KernelPtr make_kernel(std::string name, std::vector<Buffer> params, std::vector<GridAxis> grid,
                       RegionPtr body, Provenance p) {
   return std::make_shared<const Kernel>(
-      Kernel{std::move(name), std::move(params), std::move(grid), std::move(body), p});
+      Kernel{std::move(name), std::move(params), std::move(grid), std::move(body), p, std::nullopt});
 }
 
 // ---------------------------------------------------------------------------------------------
