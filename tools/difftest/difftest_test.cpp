@@ -192,5 +192,19 @@ output O[h, m, e] : f32 = (sum(n) exp(S[h, m, n] - max(n2) S[h, m, n2]) * V[h, n
                             1});
 }
 
+// A summand select(c, identity, x) whose condition does not read the reduction is applied to
+// the updated value. Here `j // 7` is 0 for every j < 4, so the condition reduces to `i // 7 ==
+// 0`: a first step whose previous value is the init must still keep the init (0) where it fails.
+TEST(DiffTestRegression, AnInvariantGuardOnTheFirstReductionStepKeepsTheInit) {
+  expect_matches_reference({R"(let I = 24, J = 4, Doc = 7
+input X[I, J] : f32
+R[i] = sum(j) select(i / Doc == j / Doc, X[i, j] + 0.5, 0)
+output Y[i] = tanh(R[i] / 4) + 0.5
+)",
+                            {"tile(R, i=8)", "reverse_compute_at(Y, R, i_o)", "bind(R, i_o=grid.x)"},
+                            driver::Stage::VRTile,
+                            81459});
+}
+
 }  // namespace
 }  // namespace nautilus
