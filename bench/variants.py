@@ -308,13 +308,21 @@ def command_prepare(options):
             code, out, err, seconds = run_tool([nautilus, "eval", spec_path, *size_args(entry["tiny_sizes"]),
                                                 "--save", directory], options.eval_timeout)
             return job, code, err, seconds, {"peercheck": os.path.relpath(directory, OUT)}
-        # cpu_matile: the scheduled program through the MA tile interpreter at tiny sizes.
+        # cpu_matile: the scheduled program through the MA tile interpreter at tiny sizes; at the
+        # validation sizes when a decision cannot apply at the tiny ones (a key split into 4 of a
+        # 72-key sequence that has one key step).
+        sizes_used = "tiny_sizes"
         code, out, err, seconds = run_tool([nautilus, "eval", spec_path, *size_args(entry["tiny_sizes"]), "--stage",
                                             "matile", "--schedule", schedule], options.eval_timeout)
+        if code != 0 and code != "timeout" and "does not apply" in (err or ""):
+            sizes_used = "validate_sizes"
+            code, out, err, more = run_tool([nautilus, "eval", spec_path, *size_args(entry["validate_sizes"]),
+                                             "--stage", "matile", "--schedule", schedule], options.eval_timeout)
+            seconds += more
         errors = re.findall(r"output (\w+) \(\w+\): max relative error (\S+)", out)
         return job, code, err, seconds, {"cpu_matile": {
             "status": "pass" if code == 0 else ("timeout" if code == "timeout" else "fail"),
-            "seconds": round(seconds, 1), "errors": dict(errors),
+            "sizes": sizes_used, "seconds": round(seconds, 1), "errors": dict(errors),
             "message": "" if code == 0 else (last_line(err) or last_line(out))[:300]}}
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=options.jobs or os.cpu_count() or 2) as pool:
@@ -359,7 +367,8 @@ def command_prepare(options):
         cpu = entry.get("cpu_matile", {})
         print(f"| {name} | {entry['calibration']} | {entry['search']['seconds']} | {entry['search']['status']} | "
               f"{entry['search']['estimate_us']} | {len(entry.get('kernels', [])) or '–'} | "
-              f"{cpu.get('status', '–')} {' '.join(f'{k} {v}' for k, v in cpu.get('errors', {}).items())} | "
+              f"{cpu.get('status', '–')}{' (validation sizes)' if cpu.get('sizes') == 'validate_sizes' else ''} "
+              f"{' '.join(f'{k} {v}' for k, v in cpu.get('errors', {}).items())} | "
               f"{'; '.join(entry['errors']) or '–'} |")
     print(f"\nmanifest: {os.path.relpath(manifest_path, ROOT)}")
     return 0
