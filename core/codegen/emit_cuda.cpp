@@ -268,26 +268,11 @@ const SharedAlloc& KernelEmitter::alloc_of(const SharedRef& ref) {
 // The element offset (from the allocation's base pointer) of tile coordinate `tile` of `ref`.
 std::string KernelEmitter::shared_offset(const SharedRef& ref, const std::vector<std::string>& tile) {
   const SharedAlloc& alloc = alloc_of(ref);
-  const layout::Layout& inner = alloc.layout.layout;
   const size_t rank = alloc.shape.size();
   if (tile.size() != rank || ref.offsets.size() != rank) {
     invalid("shared reference to " + alloc.name + " has the wrong rank");
   }
-  std::vector<int64_t> strides;
-  if (rank == 1 && inner.shape().is_leaf()) {
-    strides.push_back(inner.stride().value());
-  } else {
-    if (inner.rank() != static_cast<int>(rank)) {
-      unsupported("shared layout of " + alloc.name + " does not have one mode per axis");
-    }
-    for (size_t k = 0; k < rank; ++k) {
-      const layout::IntTuple& mode_shape = inner.shape().mode(static_cast<int>(k));
-      if (!mode_shape.is_leaf() || mode_shape.value() != alloc.shape[k]) {
-        unsupported("shared layout of " + alloc.name + " has a hierarchical mode");
-      }
-      strides.push_back(inner.stride().mode(static_cast<int>(k)).value());
-    }
-  }
+  const std::vector<int64_t> strides = shared_strides(alloc);
   std::string linear;
   for (size_t k = 0; k < rank; ++k) {
     const std::string coordinate = parenthesized(tile[ref.transposed ? rank - 1 - k : k]);
@@ -300,10 +285,13 @@ std::string KernelEmitter::shared_offset(const SharedRef& ref, const std::vector
   if (linear.empty()) linear = "0";
   const layout::Swizzle& swizzle = alloc.layout.swizzle;
   if (!swizzle.is_identity()) {
-    for (int64_t offset = 0; offset < 1 << 14; ++offset) {
-      if (device_swizzle(offset, swizzle) != swizzle(offset)) {
-        throw EmitFailure{CodegenError::Kind::InvalidInput,
-                          "internal: the device swizzle differs from the layout algebra"};
+    // The device formula is checked against the layout algebra once per swizzle, not per access.
+    if (checked_swizzles_.insert({swizzle.bits, swizzle.base, swizzle.shift}).second) {
+      for (int64_t offset = 0; offset < 1 << 14; ++offset) {
+        if (device_swizzle(offset, swizzle) != swizzle(offset)) {
+          throw EmitFailure{CodegenError::Kind::InvalidInput,
+                            "internal: the device swizzle differs from the layout algebra"};
+        }
       }
     }
     linear = "swizzle(" + linear + ", " + std::to_string(swizzle.bits) + ", " +

@@ -57,28 +57,11 @@ void KernelEmitter::table_copy(const Value& result, const Value& source,
 
 // The column-major source element each result slot needs (as the interpreter defines it).
 std::vector<int64_t> KernelEmitter::needed_elements(const Op& op) {
-  const Value& result = op.results[0];
-  const Value& source = op.operands[0];
-  const std::vector<int64_t> elements = matile::slot_elements(result->layout);
-  std::vector<int64_t> needed(elements.size());
-  std::vector<int64_t> source_coords(source->type.shape.size());
-  for (size_t i = 0; i < elements.size(); ++i) {
-    const std::vector<int64_t> c = matile::coordinates_of(elements[i], result->type.shape);
-    switch (op.kind) {
-      case OpKind::Broadcast:
-        for (size_t k = 0; k < source_coords.size(); ++k) source_coords[k] = c[static_cast<size_t>(op.dims[k])];
-        break;
-      case OpKind::Permute:
-        for (size_t k = 0; k < c.size(); ++k) source_coords[static_cast<size_t>(op.dims[k])] = c[k];
-        break;
-      case OpKind::ExtractSlice:
-        for (size_t k = 0; k < c.size(); ++k) source_coords[k] = c[k] + op.offsets[k];
-        break;
-      default: source_coords = c; break;
-    }
-    needed[i] = matile::index_of(source_coords, source->type.shape);
-  }
-  return needed;
+  std::vector<int64_t> argument;
+  const matile::RegisterMove move = matile::register_move_of(op, &argument);
+  return matile::register_move_sources(move, argument, op.operands[0]->type.shape,
+                                       op.results[0]->type.shape,
+                                       matile::slot_elements(op.results[0]->layout));
 }
 
 void KernelEmitter::register_move(const Op& op) {

@@ -28,6 +28,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -306,6 +307,7 @@ class KernelEmitter : public matile::Visitor {
   std::vector<std::string> layout_lines_;
   std::vector<std::string> hoisted_lines_;
   std::map<std::string, std::string> hoisted_names_;  // expression -> hoisted variable
+  std::set<std::tuple<int, int, int>> checked_swizzles_;  // (bits, base, shift) of swizzles checked
   std::map<const matile::ValueNode*, IndexRange> ranges_;
   std::map<const matile::ValueNode*, const Op*> definitions_;  // uniform scalars
   std::map<const matile::ValueNode*, int64_t> alignments_;     // see alignment_of

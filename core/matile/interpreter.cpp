@@ -357,34 +357,10 @@ class Interpreter : public Visitor {
 
   // For every result slot, the column-major source element it needs.
   std::vector<int64_t> needed_elements(const Op& op) {
-    const Value& result = op.results[0];
-    const Value& source = op.operands[0];
-    const std::vector<int64_t>& result_shape = result->type.shape;
-    const std::vector<int64_t>& source_shape = source->type.shape;
-    const std::vector<int64_t>& elements = elements_of(result);
-    std::vector<int64_t> needed(elements.size());
-    std::vector<int64_t> source_coords(source_shape.size());
-    for (size_t i = 0; i < elements.size(); ++i) {
-      const std::vector<int64_t> c = coordinates_of(elements[i], result_shape);
-      switch (op.kind) {
-        case OpKind::Broadcast:
-          for (size_t k = 0; k < source_coords.size(); ++k) {
-            source_coords[k] = c[static_cast<size_t>(op.dims[k])];
-          }
-          break;
-        case OpKind::Permute:
-          for (size_t k = 0; k < c.size(); ++k) source_coords[static_cast<size_t>(op.dims[k])] = c[k];
-          break;
-        case OpKind::ExtractSlice:
-          for (size_t k = 0; k < c.size(); ++k) source_coords[k] = c[k] + op.offsets[k];
-          break;
-        default:  // ConvertLayout
-          source_coords = c;
-          break;
-      }
-      needed[i] = index_of(source_coords, source_shape);
-    }
-    return needed;
+    std::vector<int64_t> argument;
+    const RegisterMove move = register_move_of(op, &argument);
+    return register_move_sources(move, argument, op.operands[0]->type.shape,
+                                 op.results[0]->type.shape, elements_of(op.results[0]));
   }
 
   const std::vector<int32_t>& gather_table(const Op& op) {

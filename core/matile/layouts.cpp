@@ -378,16 +378,27 @@ Result<std::vector<int32_t>> register_gather(const RegisterLayout& source,
   return out;
 }
 
-namespace {
+RegisterMove register_move_of(const Op& op, std::vector<int64_t>* argument) {
+  argument->clear();
+  switch (op.kind) {
+    case OpKind::Broadcast:
+      argument->assign(op.dims.begin(), op.dims.end());
+      return RegisterMove::Broadcast;
+    case OpKind::Permute:
+      argument->assign(op.dims.begin(), op.dims.end());
+      return RegisterMove::Permute;
+    case OpKind::ExtractSlice:
+      *argument = op.offsets;
+      return RegisterMove::ExtractSlice;
+    default: return RegisterMove::Copy;
+  }
+}
 
-std::optional<std::string> compute_register_move_error(RegisterMove move,
-                                                       const RegisterLayout& source,
-                                                       const std::vector<int64_t>& source_shape,
-                                                       const RegisterLayout& result,
-                                                       const std::vector<int64_t>& result_shape,
-                                                       const std::vector<int64_t>& argument) {
-  const std::vector<int64_t> elements = slot_elements(result);
-  std::vector<int64_t> needed(elements.size());
+std::vector<int64_t> register_move_sources(RegisterMove move, const std::vector<int64_t>& argument,
+                                           const std::vector<int64_t>& source_shape,
+                                           const std::vector<int64_t>& result_shape,
+                                           const std::vector<int64_t>& elements) {
+  std::vector<int64_t> sources(elements.size());
   std::vector<int64_t> c, s;
   for (size_t i = 0; i < elements.size(); ++i) {
     coordinates_into(elements[i], result_shape, c);
@@ -400,8 +411,21 @@ std::optional<std::string> compute_register_move_error(RegisterMove move,
         case RegisterMove::Copy: s[k] = c[k]; break;
       }
     }
-    needed[i] = index_of(s, source_shape);
+    sources[i] = index_of(s, source_shape);
   }
+  return sources;
+}
+
+namespace {
+
+std::optional<std::string> compute_register_move_error(RegisterMove move,
+                                                       const RegisterLayout& source,
+                                                       const std::vector<int64_t>& source_shape,
+                                                       const RegisterLayout& result,
+                                                       const std::vector<int64_t>& result_shape,
+                                                       const std::vector<int64_t>& argument) {
+  const std::vector<int64_t> needed =
+      register_move_sources(move, argument, source_shape, result_shape, slot_elements(result));
   int64_t source_elements = 1;
   for (int64_t extent : source_shape) source_elements *= extent;
   Result<std::vector<int32_t>> gather =

@@ -96,6 +96,18 @@ Result<std::vector<int32_t>> register_gather(const RegisterLayout& source,
 // `argument` is the dims or the offsets.
 enum class RegisterMove { Copy, Broadcast, Permute, ExtractSlice };
 
+// The move a Broadcast, Permute, ExtractSlice or (register) ConvertLayout op performs, with its
+// argument written to `argument`.
+RegisterMove register_move_of(const Op& op, std::vector<int64_t>* argument);
+
+// For each result element of `elements` (column-major indices into `result_shape`), the
+// column-major index of the source element the move reads. The interpreter, the verifier and the
+// emitter all read register moves through this one definition.
+std::vector<int64_t> register_move_sources(RegisterMove move, const std::vector<int64_t>& argument,
+                                           const std::vector<int64_t>& source_shape,
+                                           const std::vector<int64_t>& result_shape,
+                                           const std::vector<int64_t>& elements);
+
 // Whether the move needs no data exchange between threads: nullopt when every thread already
 // holds the source elements its result slots read, otherwise register_gather's reason. The
 // answer depends only on the layouts, shapes and argument, and the search compiles the same

@@ -298,23 +298,8 @@ class KernelVerifier : public Visitor {
   void check_register_move(const Op& op, const std::string& where) {
     const Value& source = op.operands[0];
     const Value& result = op.results[0];
-    RegisterMove move = RegisterMove::Copy;
     std::vector<int64_t> argument;
-    switch (op.kind) {
-      case OpKind::Broadcast:
-        move = RegisterMove::Broadcast;
-        argument.assign(op.dims.begin(), op.dims.end());
-        break;
-      case OpKind::Permute:
-        move = RegisterMove::Permute;
-        argument.assign(op.dims.begin(), op.dims.end());
-        break;
-      case OpKind::ExtractSlice:
-        move = RegisterMove::ExtractSlice;
-        argument = op.offsets;
-        break;
-      default: break;
-    }
+    const RegisterMove move = register_move_of(op, &argument);
     if (std::optional<std::string> why = register_move_error(
             move, source->layout, source->type.shape, result->layout, result->type.shape, argument)) {
       error(where, "not register-only: " + *why);
