@@ -464,14 +464,12 @@ std::optional<TilePlan> next_tile_plan(const ProgramFacts& facts,
   return last_reduction ? last_reduction : first;
 }
 
-Completion complete_program(const scalar::ProgramPtr& program, const std::vector<Decision>& forbids,
-                            const std::vector<Decision>& pending_pins) {
-  return complete_program_rasters(program, forbids, pending_pins).front();
-}
+namespace {
 
-std::vector<Completion> complete_program_rasters(const scalar::ProgramPtr& program,
-                                                 const std::vector<Decision>& forbids,
-                                                 const std::vector<Decision>& pending_pins) {
+// The default completion, and with `rasters` its other raster orders after it.
+std::vector<Completion> complete(const scalar::ProgramPtr& program,
+                                 const std::vector<Decision>& forbids,
+                                 const std::vector<Decision>& pending_pins, bool rasters) {
   Completion completion;
   completion.program = program;
   const auto push = [&](const Decision& decision, const scalar::ProgramPtr& next, bool pinned) {
@@ -534,12 +532,26 @@ std::vector<Completion> complete_program_rasters(const scalar::ProgramPtr& progr
     out.push_back(completion);
   };
   bind_with(binds);
+  if (!rasters) return out;
   for (const auto& [position, alternative] : raster_alternatives(facts)) {
     std::vector<Decision> decisions = binds;
     decisions[position] = alternative;
     bind_with(decisions);
   }
   return out;
+}
+
+}  // namespace
+
+Completion complete_program(const scalar::ProgramPtr& program, const std::vector<Decision>& forbids,
+                            const std::vector<Decision>& pending_pins) {
+  return complete(program, forbids, pending_pins, false).front();
+}
+
+std::vector<Completion> complete_program_rasters(const scalar::ProgramPtr& program,
+                                                 const std::vector<Decision>& forbids,
+                                                 const std::vector<Decision>& pending_pins) {
+  return complete(program, forbids, pending_pins, true);
 }
 
 }  // namespace nautilus::search
