@@ -1,5 +1,5 @@
 // Reduce as CUDA, in the three steps the MA tile IR fixes: (1) each thread combines its own
-// slots of each result element in slot order, starting from the identity, (2) an xor
+// distinct elements of each result element in slot order, starting from the identity, (2) an xor
 // butterfly of __shfl_xor_sync over the op's lane masks, (3) with a scratch allocation, every
 // warp writes its partials to shared memory and each thread combines the warps' partials in
 // warp order, between two barriers.
@@ -47,9 +47,14 @@ void KernelEmitter::reduce(const Op& op) {
     for (int64_t w = 0; w < result_slots; ++w) {
       slot_of_element.emplace(result_elements[static_cast<size_t>(t * result_slots + w)], w);
     }
+    std::set<int64_t> combined;  // a repeated element counts once: its later slots map to -1
     for (int64_t v = 0; v < source_slots; ++v) {
-      std::vector<int64_t> c =
-          matile::coordinates_of(source_elements[static_cast<size_t>(t * source_slots + v)], shape);
+      const int64_t element = source_elements[static_cast<size_t>(t * source_slots + v)];
+      if (!combined.insert(element).second) {
+        table[static_cast<size_t>(t * source_slots + v)] = -1;
+        continue;
+      }
+      std::vector<int64_t> c = matile::coordinates_of(element, shape);
       c.erase(c.begin() + op.axis);
       auto found = slot_of_element.find(matile::index_of(c, result_shape));
       if (found == slot_of_element.end()) invalid(matile::op_label(op) + ": result layout misses an element");
@@ -66,19 +71,30 @@ void KernelEmitter::reduce(const Op& op) {
     line(at(result, s) + " = " + constant_of(identity, dtype) + ";");
   });
   // Source slots in order; a table when the slot -> result mapping is not the identity.
-  std::string entries;
-  bool simple = result_slots == 1;
-  for (int64_t v = 0; v < source_slots; ++v) entries += (v ? ", " : "") + str(target[static_cast<size_t>(v)]);
-  std::string target_of_s = "0";
-  if (!simple) {
-    const std::string table_name = unique(name_of(result) + "_slot");
-    line("constexpr int " + table_name + "[" + str(source_slots) + "] = {" + entries + "};");
-    target_of_s = table_name + "[s]";
+  const bool repeats = std::find(target.begin(), target.end(), -1) != target.end();
+  if (repeats) {
+    // A layout that repeats elements in a thread (an mma fragment of fewer than 16 rows): one
+    // statement per distinct slot, the repeats left out.
+    for (int64_t v = 0; v < source_slots; ++v) {
+      if (target[static_cast<size_t>(v)] < 0) continue;
+      const std::string into = at(result, str(target[static_cast<size_t>(v)]));
+      line(into + " = " + combine(op.reduce_op, dtype, into, at(source, str(v))) + ";");
+    }
+  } else {
+    std::string entries;
+    bool simple = result_slots == 1;
+    for (int64_t v = 0; v < source_slots; ++v) entries += (v ? ", " : "") + str(target[static_cast<size_t>(v)]);
+    std::string target_of_s = "0";
+    if (!simple) {
+      const std::string table_name = unique(name_of(result) + "_slot");
+      line("constexpr int " + table_name + "[" + str(source_slots) + "] = {" + entries + "};");
+      target_of_s = table_name + "[s]";
+    }
+    for_slots(source_slots, [&](const std::string& s) {
+      const std::string into = at(result, source_slots == 1 ? str(target[0]) : target_of_s);
+      line(into + " = " + combine(op.reduce_op, dtype, into, at(source, s)) + ";");
+    });
   }
-  for_slots(source_slots, [&](const std::string& s) {
-    const std::string into = at(result, source_slots == 1 ? str(target[0]) : target_of_s);
-    line(into + " = " + combine(op.reduce_op, dtype, into, at(source, s)) + ";");
-  });
   if (!op.xor_masks.empty()) {
     line("// 2. across lanes: xor butterfly");
     uses_warp_ = true;

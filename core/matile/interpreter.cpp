@@ -5,6 +5,7 @@
 #include <deque>
 #include <limits>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -445,9 +446,11 @@ class Interpreter : public Visitor {
       for (int64_t v = 0; v < result_slots; ++v) {
         slot_of_element.emplace(result_elements[static_cast<size_t>(t * result_slots + v)], v);
       }
+      std::unordered_set<int64_t> combined;  // a repeated element counts once
       for (int64_t v = 0; v < source_slots; ++v) {
-        std::vector<int64_t> c =
-            coordinates_of(source_elements[static_cast<size_t>(t * source_slots + v)], shape);
+        const int64_t element = source_elements[static_cast<size_t>(t * source_slots + v)];
+        if (!combined.insert(element).second) continue;
+        std::vector<int64_t> c = coordinates_of(element, shape);
         c.erase(c.begin() + op.axis);
         auto found = slot_of_element.find(index_of(c, result_shape));
         if (found == slot_of_element.end()) {

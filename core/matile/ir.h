@@ -51,7 +51,8 @@
 //   Reduce(op, x, axis)         the result (x's layout with the axis removed: slice_layout)
 //                               is computed in three fixed steps: (1) each thread combines its
 //                               own slots of each result element in slot order, starting from
-//                               the op's identity; (2) for each mask m of `xor_masks` in order,
+//                               the op's identity, each distinct element once (a layout may
+//                               repeat an element in two slots: short mma fragments); (2) for each mask m of `xor_masks` in order,
 //                               x = op(x, shfl.xor(x, m)); (3) when `scratch` is set, every warp
 //                               writes its partials to it, barrier, each thread combines the
 //                               warps' partials in warp order, barrier.

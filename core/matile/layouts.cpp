@@ -149,24 +149,50 @@ RegisterLayout blocked_layout(const std::vector<int64_t>& shape, int64_t threads
   return result;
 }
 
+namespace {
+
+// Fragments of a tile shorter than the atom's 16 rows (m in {1, 2, 4, 8}, one warp along M):
+// the instruction still computes 16 rows, and row r + 8 (and, below 8 rows, every row past m)
+// repeats row r % m. The repeats are stride-0 leaves: the thread of groupID g holds row g % m,
+// the slots of the "+8 rows" half hold the same elements as the first half. The MMA then
+// computes each real row twice or more with equal values, which is what a replicated layout
+// means (ir.h), and nothing is padded or masked.
+bool short_fragment_rows(int64_t m, int warps_m) {
+  return warps_m == 1 && (m == 1 || m == 2 || m == 4 || m == 8);
+}
+
+// The groupID (lane / 4) thread leaves: rows 0..7, or rows 0..m-1 repeated 8/m times.
+IntTuple group_rows_shape(int64_t m) {
+  return m >= 8 ? IntTuple(8) : layout::tuple_of(m, 8 / m);
+}
+IntTuple group_rows_stride(int64_t m) {
+  return m >= 8 ? IntTuple(1) : layout::tuple_of(1, 0);
+}
+
+}  // namespace
+
 Result<RegisterLayout> mma_a_layout(int64_t m, int64_t k, int warps_m, int warps_n) {
   const std::string context = "mma A layout of [" + std::to_string(m) + ", " + std::to_string(k) +
                               "] over warps (" + std::to_string(warps_m) + ", " +
                               std::to_string(warps_n) + ")";
-  if (warps_m < 1 || warps_n < 1 || m % (16 * warps_m) != 0 || k % 16 != 0 || m < 1 || k < 1) {
-    return layout_error(context + ": needs M a multiple of 16 * warps_m and K of 16");
+  const bool short_rows = short_fragment_rows(m, warps_m);
+  if (warps_m < 1 || warps_n < 1 || (m % (16 * warps_m) != 0 && !short_rows) || k % 16 != 0 ||
+      m < 1 || k < 1) {
+    return layout_error(context + ": needs M a multiple of 16 * warps_m (or 1, 2, 4, 8 rows on "
+                                  "one warp) and K of 16");
   }
-  const int64_t mt = m / (16 * warps_m), kt = k / 16;
+  const int64_t mt = short_rows ? 1 : m / (16 * warps_m), kt = k / 16;
+  const int64_t half = short_rows ? 0 : 8;  // the a_i "+8 rows" step
   RegisterLayout result;
   result.kind = LayoutKind::MmaA;
   result.warps_m = warps_m;
   result.warps_n = warps_n;
   using layout::tuple_of;
   result.tv = layout::TVLayout{
-      Layout(tuple_of(tuple_of(tuple_of(4, 8), tuple_of(warps_m, warps_n)),
+      Layout(tuple_of(tuple_of(tuple_of(4, group_rows_shape(m)), tuple_of(warps_m, warps_n)),
                       tuple_of(tuple_of(2, 2, 2), tuple_of(mt, kt))),
-             tuple_of(tuple_of(tuple_of(2 * m, 1), tuple_of(16 * mt, 0)),
-                      tuple_of(tuple_of(m, 8, 8 * m), tuple_of(16, 16 * m)))),
+             tuple_of(tuple_of(tuple_of(2 * m, group_rows_stride(m)), tuple_of(16 * mt, 0)),
+                      tuple_of(tuple_of(m, half, 8 * m), tuple_of(16, 16 * m)))),
       tuple_of(m, k)};
   return checked(std::move(result), context);
 }
@@ -197,21 +223,24 @@ Result<RegisterLayout> mma_c_layout(int64_t m, int64_t n, int warps_m, int warps
   const std::string context = "mma C layout of [" + std::to_string(m) + ", " + std::to_string(n) +
                               "] over warps (" + std::to_string(warps_m) + ", " +
                               std::to_string(warps_n) + ")";
-  if (warps_m < 1 || warps_n < 1 || m % (16 * warps_m) != 0 || n % (8 * warps_n) != 0 || m < 1 ||
-      n < 1) {
-    return layout_error(context + ": needs M a multiple of 16 * warps_m and N of 8 * warps_n");
+  const bool short_rows = short_fragment_rows(m, warps_m);
+  if (warps_m < 1 || warps_n < 1 || (m % (16 * warps_m) != 0 && !short_rows) ||
+      n % (8 * warps_n) != 0 || m < 1 || n < 1) {
+    return layout_error(context + ": needs M a multiple of 16 * warps_m (or 1, 2, 4, 8 rows on "
+                                  "one warp) and N of 8 * warps_n");
   }
-  const int64_t mt = m / (16 * warps_m), nt = n / (8 * warps_n);
+  const int64_t mt = short_rows ? 1 : m / (16 * warps_m), nt = n / (8 * warps_n);
+  const int64_t half = short_rows ? 0 : 8;  // the c_i "+8 rows" step
   RegisterLayout result;
   result.kind = LayoutKind::MmaC;
   result.warps_m = warps_m;
   result.warps_n = warps_n;
   using layout::tuple_of;
   result.tv = layout::TVLayout{
-      Layout(tuple_of(tuple_of(tuple_of(4, 8), tuple_of(warps_m, warps_n)),
+      Layout(tuple_of(tuple_of(tuple_of(4, group_rows_shape(m)), tuple_of(warps_m, warps_n)),
                       tuple_of(tuple_of(2, 2), tuple_of(mt, nt))),
-             tuple_of(tuple_of(tuple_of(2 * m, 1), tuple_of(16 * mt, 8 * nt * m)),
-                      tuple_of(tuple_of(m, 8), tuple_of(16, 8 * m)))),
+             tuple_of(tuple_of(tuple_of(2 * m, group_rows_stride(m)), tuple_of(16 * mt, 8 * nt * m)),
+                      tuple_of(tuple_of(m, half), tuple_of(16, 8 * m)))),
       tuple_of(m, n)};
   return checked(std::move(result), context);
 }
@@ -230,10 +259,9 @@ Result<RegisterLayout> slice_layout(const RegisterLayout& source,
     Result<LeafAxis> where = leaf_axis(leaf, shape);
     if (!where) return where.error();
     if (where->axis < 0) {
-      if (is_slot && leaf.shape > 1) {
-        return layout_error("slot leaf " + std::to_string(leaf.shape) +
-                            ":0 repeats an element (it would be counted twice)");
-      }
+      // A repeating slot leaf holds nothing new: the result keeps each element once (Reduce
+      // combines each distinct element of a thread once, ir.h).
+      if (is_slot && leaf.shape > 1) return std::vector<Leaf>{};
       return std::vector<Leaf>{{leaf.shape, 0}};
     }
     if (where->axis == axis) {

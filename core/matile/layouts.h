@@ -16,6 +16,9 @@
 //                                   replicate (thread stride 0)
 //   mma_b_layout(K, N, wm, wn)      B fragments: slot 4*(ki + kt*ni) + i is b_i; warps along M
 //                                   replicate
+//   mma_a_layout(8, K, 1, wn)       a tile of 1, 2, 4 or 8 rows on one warp along M: the atom's
+//   mma_c_layout(8, N, 1, wn)       16 rows repeat rows r % M (stride-0 leaves), so a decode
+//                                   step's 8-head group runs on the tensor cores unpadded
 //
 // A *pure* leaf of a layout (shape s, stride d) moves along exactly one tile axis k: d is a
 // multiple of that axis' column-major stride P_k and (d / P_k) * (s - 1) < extent_k, or d == 0.
@@ -56,8 +59,8 @@ Result<RegisterLayout> mma_b_layout(int64_t k, int64_t n, int warps_m, int warps
 Result<RegisterLayout> mma_c_layout(int64_t m, int64_t n, int warps_m, int warps_n);
 
 // The layout of a reduce's result: `source` with `axis` removed (its thread leaves get stride
-// 0, its slot leaves disappear). Fails on impure leaves and on slot leaves of stride 0 (a slot
-// repeating an element would be counted twice).
+// 0, its slot leaves disappear, and so do stride-0 slot leaves: the result holds each element
+// once). Fails on impure leaves.
 Result<RegisterLayout> slice_layout(const RegisterLayout& source,
                                     const std::vector<int64_t>& shape, int axis);
 // How a reduce over `axis` combines across threads: the lane masks of the xor butterfly and

@@ -5,6 +5,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <set>
 
 #include "core/scalar/printer.h"
 #include "core/scalar/visitor.h"
@@ -140,6 +141,7 @@ class SplitKUpdate {
     return false;
   }
   bool find_reduction_loop();
+  bool iteration_local(const Block& block) const;
   bool read_nest();
   bool hoist_inits();
   bool classify_states();
@@ -178,6 +180,9 @@ class SplitKUpdate {
   std::vector<Stmt> prologue_, epilogue_;
   Stmt loop_body_;  // the reduction loop's body, inits hoisted
   std::vector<const Block*> under_;  // blocks under the reduction loop (as in the input)
+  // Blocks under the loop that are no state: each step writes its own elements (a producer
+  // computed at the loop, the scores of one key tile) and only the loop reads them.
+  std::set<const Block*> local_blocks_;
   std::vector<State> states_;
   std::vector<size_t> combine_order_;  // indices into states_ of the states to combine
   int64_t chunk_ = 0;
@@ -237,6 +242,38 @@ bool SplitKUpdate::find_reduction_loop() {
   return true;
 }
 
+// A block whose stored element moves with the reduction loop (a spatial axis bound through the
+// loop's variable) and whose tensor no block outside the loop reads: every split computes and
+// consumes its own elements, so the block needs no partial copy and no combine, and its own
+// init (a reduction of its own inside one step, like a score's sum over d) stays where it is.
+// Example: after compute_at(S, Mx, n_o), S[b, h, n_o * 64 + n] = sum(d) Q * K is computed per
+// key tile inside the loop being split.
+bool SplitKUpdate::iteration_local(const Block& block) const {
+  const Store* store = block.body->as<Store>();
+  if (!store) return false;
+  bool moves = false;
+  for (size_t i = 0; i < block.iter_vars.size(); ++i) {
+    const bool uses_loop = uses_var(block.bindings[i], loop_->var.get());
+    if (block.iter_vars[i].kind == IterKind::Reduce) {
+      if (uses_loop) return false;  // it reduces along the loop: a state
+      continue;
+    }
+    if (!uses_loop) continue;
+    for (const Expr& index : store->indices) {
+      if (uses_var(index, block.iter_vars[i].var.get())) moves = true;
+    }
+  }
+  if (!moves) return false;
+  const BlockOrder order(program_->body);
+  for (const Block* reader : order.readers(store->buffer.get())) {
+    if (!contains_block(under_, reader)) return false;
+  }
+  for (const Block* other : collect_blocks(program_->body)) {
+    if (other != &block && block_accesses(*other).writes_buffer(store->buffer.get())) return false;
+  }
+  return true;
+}
+
 // The statements around the reduction loop: perfectly nested common loops, then the prologue,
 // the loop and the epilogue as the children of the innermost common loop.
 bool SplitKUpdate::read_nest() {
@@ -271,6 +308,10 @@ bool SplitKUpdate::read_nest() {
     if (accesses.writes.size() != 1) {
       return fail("block " + block->name + " writes " + std::to_string(accesses.writes.size()) +
                   " tensors; split_k_update needs one per block");
+    }
+    if (iteration_local(*block)) {
+      local_blocks_.insert(block);
+      continue;
     }
     if (state_set.insert(accesses.writes.front()).second) {
       const Buffer* buffer = program_->find_buffer(accesses.writes.front()->name);
@@ -324,16 +365,20 @@ bool SplitKUpdate::read_nest() {
 // split needs it before the loop, once per split, so it becomes a block of its own there.
 bool SplitKUpdate::hoist_inits() {
   struct InitDropper : Mutator {
+    const std::set<std::string>* local_names;
     Stmt mutate_Block(const Block& node, const Stmt& self) override {
-      if (!node.init) return self;
+      if (!node.init || local_names->count(node.name)) return self;
       return make_block(node.name, node.iter_vars, node.bindings, node.predicate, nullptr,
                         node.body, node.provenance);
     }
   } dropper;
+  std::set<std::string> local_names;
+  for (const Block* block : local_blocks_) local_names.insert(block->name);
+  dropper.local_names = &local_names;
   loop_body_ = dropper.mutate(loop_->body);
   std::set<std::string> taken = block_names(program_->body);
   for (const Block* block : under_) {
-    if (!block->init) continue;
+    if (!block->init || local_blocks_.count(block)) continue;
     std::vector<IterVar> iter_vars;
     std::vector<Expr> bindings;
     VarReplacements rename;

@@ -142,7 +142,7 @@ std::optional<TilePlan> tile_plan(const NestFacts& nest) {
   const bool full_reuse_elsewhere =
       std::any_of(nest.chain.begin(), nest.chain.end(), [](const LoopFacts& loop) {
         return loop.spatial && loop.reuse && loop.reuse_group == 0 && !loop.grid &&
-               loop.extent > 1;
+               !loop.chunks_reads && loop.extent > 1;
       });
   TilePlan plan;
   plan.block = principal.block->name;

@@ -172,7 +172,14 @@ void classify_loops(NestFacts& nest) {
             if (following.count(used)) depends = true;
           }
         }
-        if (depends) continue;
+        if (depends) {
+          for (const scalar::Expr& index : load->indices) {
+            for (const scalar::VarNode* v : following) {
+              if (scales_var(index, v)) loop.chunks_reads = true;
+            }
+          }
+          continue;
+        }
         if (group == 0) {
           full_reuse = true;
         } else {

@@ -39,6 +39,10 @@ struct LoopFacts {
   // When the only reuse comes from reads through a floor division (`K[b, h / 8, n, d]`): the
   // divisor, the one tile size that reads one element per tile (0 otherwise).
   int64_t reuse_group = 0;
+  // A block under it reads at `v * T + ...` (T > 1) for an iteration variable v that follows
+  // the loop: each step reads its own chunk of a tensor, as the split loop of a split-K partial
+  // does (`K[b, h / 8, n + n_s * 2048, d]`). Tiling such a loop gathers separate chunks.
+  bool chunks_reads = false;
 };
 
 struct BlockFacts {

@@ -487,15 +487,17 @@ class Searcher {
 
   // Children by each candidate, continuing in `phase`; the node itself goes on to `next`. A
   // candidate whose child is worse than the node (or does not compile) becomes tabu below it.
-  void expand_multi_step(const Entry& entry, const std::vector<Decision>& candidates, Phase next,
-                         std::vector<Entry>& out) {
+  // Returns the children that improved on the node.
+  std::vector<int> expand_multi_step(const Entry& entry, const std::vector<Decision>& candidates,
+                                     Phase next, std::vector<Entry>& out) {
     std::vector<std::pair<std::string, int>> children;
+    std::vector<int> improved;
     if (steps_in_phase(entry.node, entry.phase) >= kMaxStepsPerPhase) {
       out.push_back({entry.node, next});
-      return;
+      return improved;
     }
     for (const Decision& decision : candidates) {
-      if (stop_.stop_requested()) return;
+      if (stop_.stop_requested()) return improved;
       const std::string text = sched::print_decision(decision);
       if (tabu_[entry.node]->count(text)) continue;
       const int child = try_child(entry.node, decision, entry.phase);
@@ -509,7 +511,11 @@ class Searcher {
     evaluate(ids);
     auto tabu = std::make_shared<std::set<std::string>>(*tabu_[entry.node]);
     for (const auto& [text, id] : children) {
-      if (!nodes_[id].estimate || better(entry.node, id)) tabu->insert(text);
+      if (!nodes_[id].estimate || better(entry.node, id)) {
+        tabu->insert(text);
+      } else {
+        improved.push_back(id);
+      }
     }
     if (tabu->size() != tabu_[entry.node]->size()) {
       std::shared_ptr<const std::set<std::string>> shared = tabu;
@@ -517,6 +523,62 @@ class Searcher {
       for (const auto& [text, id] : children) propagate_tabu(id, shared);
     }
     out.push_back({entry.node, next});
+    return improved;
+  }
+
+  // A producer fused into a rolling loop (a decode step's scores computed per key tile) adds
+  // its operands to every step's working set: the step the reduction-fusion phase chose before
+  // the fusion may now leave shared memory for one stage only, where a smaller step keeps the
+  // copies pipelined. So each improving fusion child's decisions since the path's
+  // rolling_update are replayed on that decision's siblings with smaller steps (the tree holds
+  // them: the reduction-fusion phase tried them); the replays compete in the beam like any
+  // child. Each (rolling_update, replayed decisions) pair is tried once.
+  void replay_on_smaller_steps(const std::vector<int>& fused, std::vector<Entry>& out) {
+    std::vector<int> last_ids;
+    for (int child : fused) {
+      std::vector<Decision> replay;
+      int rolling = child;
+      while (rolling > 0 && nodes_[rolling].decision &&
+             nodes_[rolling].decision->kind != "rolling_update") {
+        // Pins are not replayed: the siblings absorbed them already, as every node does.
+        if (!nodes_[rolling].pinned) replay.insert(replay.begin(), *nodes_[rolling].decision);
+        rolling = nodes_[rolling].parent;
+      }
+      if (rolling <= 0 || !nodes_[rolling].decision || nodes_[rolling].pinned) continue;
+      const Decision& chosen = *nodes_[rolling].decision;
+      const sched::DecisionArg* step = chosen.find("tile");
+      if (!step || !step->is_int()) continue;
+      if (!replayed_.insert(std::to_string(rolling) + ":" + sched::print_decisions(replay, ";")).second) {
+        continue;
+      }
+      for (int sibling : nodes_[nodes_[rolling].parent].children) {
+        if (!nodes_[sibling].decision) continue;
+        const Decision& other = *nodes_[sibling].decision;
+        const sched::DecisionArg* other_step = other.find("tile");
+        const auto same_positional = [&] {
+          const auto a = other.positional(), b = chosen.positional();
+          return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                            [](const auto* x, const auto* y) { return *x == *y; });
+        };
+        if (sibling == rolling || other.kind != chosen.kind || other.target != chosen.target ||
+            !same_positional() || !other_step || !other_step->is_int() ||
+            other_step->as_int() >= step->as_int() || !nodes_[sibling].program) {
+          continue;
+        }
+        int at = sibling;
+        while (nodes_[at].children.size() == 1 && nodes_[nodes_[at].children.front()].pinned) {
+          at = nodes_[at].children.front();
+        }
+        for (const Decision& decision : replay) {
+          if (stop_.stop_requested()) return;
+          at = try_child(at, decision, Phase::Fusion);
+          if (at < 0) break;
+        }
+        if (at >= 0) last_ids.push_back(at);
+      }
+    }
+    evaluate(last_ids);
+    for (int id : last_ids) out.push_back({id, Phase::Fusion});
   }
 
   // Decisions of `phase` on the path to `id` since the path last entered it. Each multi-step
@@ -542,6 +604,12 @@ class Searcher {
     }
   }
 
+  // Reductions with fewer outputs than this leave the GPU idle unless split (two waves of
+  // 128 x 128 tiles).
+  int64_t split_k_below() const {
+    return int64_t{2} * std::max(1, model_.device().sm_count) * 128 * 128;
+  }
+
   // Stage 1: every candidate with its default step; stage 2: the other steps of the
   // rolling_update child with the best estimate.
   void expand_reduction_fusion(const Entry& entry, std::vector<Entry>& out) {
@@ -551,9 +619,8 @@ class Searcher {
     }
     const SearchNode& node = nodes_[entry.node];
     const ProgramFacts facts = analyze_program(*node.program);
-    const int64_t split_k_below = int64_t{2} * std::max(1, model_.device().sm_count) * 128 * 128;
     const ReductionFusionCandidates candidates =
-        reduction_fusion_candidates(*node.program, facts, split_k_below);
+        reduction_fusion_candidates(*node.program, facts, split_k_below());
     std::vector<int> first(candidates.first.size(), -1);
     for (size_t i = 0; i < candidates.first.size(); ++i) {
       if (stop_.stop_requested()) return;
@@ -695,7 +762,19 @@ class Searcher {
       case Phase::ReductionFusion: expand_reduction_fusion(entry, out); return;
       case Phase::Fusion: {
         const ProgramFacts facts = analyze_program(*node.program);
-        expand_multi_step(entry, fusion_candidates(facts), after_fusion(entry.node), out);
+        std::vector<Decision> candidates = fusion_candidates(facts);
+        // A split pays off only once a producer is fused into the reduction (a decode step's
+        // scores computed per key tile): before that the unfused producer dominates every
+        // estimate and the reduction-fusion phase drops the split. split_k_update applies
+        // after compute_at, so the splits come back here.
+        if (steps_in_phase(entry.node, Phase::Fusion) > 0) {
+          for (Decision& split : reduction_fusion_candidates(*node.program, facts, split_k_below())
+                                     .first) {
+            if (split.kind == "split_k_update") candidates.push_back(std::move(split));
+          }
+        }
+        replay_on_smaller_steps(expand_multi_step(entry, candidates, after_fusion(entry.node), out),
+                                out);
         return;
       }
       case Phase::Tiling: expand_tiling(entry, out); return;
@@ -859,6 +938,7 @@ class Searcher {
   int best_ = -1;
   int chosen_ = -1;
   std::string current_phase_ = phase_name(Phase::ReductionFusion);
+  std::set<std::string> replayed_;  // replay_on_smaller_steps: (rolling node, decisions) done
 };
 
 SearchResult Searcher::run() {

@@ -68,7 +68,8 @@ TEST(MmaLayouts, TilesAndWarps) {
   EXPECT_EQ(b.tv.index(0, 3), b.tv.index(32, 3));  // warps 0 and 1: wm differs
   EXPECT_FALSE(mma_c_layout(40, 32, 2, 1).ok());
   EXPECT_EQ(mma_a_layout(16, 24, 1, 1).error().message,
-            "mma A layout of [16, 24] over warps (1, 1): needs M a multiple of 16 * warps_m and K of 16");
+            "mma A layout of [16, 24] over warps (1, 1): needs M a multiple of 16 * warps_m (or 1, 2, "
+            "4, 8 rows on one warp) and K of 16");
 }
 
 TEST(BlockedLayout, CoversEveryElementEvenlyAtAnyShape) {
