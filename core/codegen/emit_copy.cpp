@@ -445,7 +445,7 @@ void KernelEmitter::ldmatrix(const Op& op) {
   if (layout.kind == LayoutKind::MmaA) {
     auto expected = matile::mma_a_layout(R, C, wm, wn);
     if (!expected || *expected != layout) invalid(matile::op_label(op) + ": ldmatrix into a non-fragment layout");
-    const int64_t mt = R / (16 * wm), kt = C / 16;
+    const int64_t mt = matile::mma_m_atoms(R, wm), kt = C / 16;
     // Lane 8j + r: rows m0 + 8*(j%2) + r (or m0 + 8*(j%2)), columns k0 + 8*(j/2) (+ r).
     coords.thread_exprs = {"(warp % " + std::to_string(wm) + ") * " + str(mt * 16) +
                                " + 8 * ((lane / 8) % 2)" + (trans ? "" : " + lane % 8"),

@@ -31,7 +31,7 @@ void KernelEmitter::mma(const Op& op) {
       result->layout != *lc) {
     invalid(matile::op_label(op) + ": operands are not in the mma.sync fragment layouts");
   }
-  const int64_t mt = M / (16 * wm), kt = K / 16, nt = N / (8 * wn);
+  const int64_t mt = matile::mma_m_atoms(M, wm), kt = K / 16, nt = N / (8 * wn);
   declare(result);
   for_slots(result->layout.slots(), [&](const std::string& s) { line(at(result, s) + " = " + at(c, s) + ";"); });
   line("// " + matile::instruction_name(op) + ": per warp " + str(mt) + " x " + str(nt) +

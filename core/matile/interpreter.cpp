@@ -523,7 +523,7 @@ class Interpreter : public Visitor {
     const Value &a = op.operands[0], &b = op.operands[1], &c = op.operands[2];
     const int64_t M = a->type.shape[0], K = a->type.shape[1], N = b->type.shape[1];
     const int wm_count = op.warps_m, wn_count = op.warps_n;
-    const int64_t mt = M / (16 * wm_count), kt = K / 16, nt = N / (8 * wn_count);
+    const int64_t mt = mma_m_atoms(M, wm_count), kt = K / 16, nt = N / (8 * wn_count);
     const int64_t sa = a->layout.slots(), sb = b->layout.slots(), sc = c->layout.slots();
     if (sa != 8 * mt * kt || sb != 4 * kt * nt || sc != 4 * mt * nt) {
       fail("operand slot counts do not match the mma fragments of the warp tile");

@@ -171,6 +171,10 @@ IntTuple group_rows_stride(int64_t m) {
 
 }  // namespace
 
+int64_t mma_m_atoms(int64_t m, int warps_m) {
+  return short_fragment_rows(m, warps_m) ? 1 : m / (16 * warps_m);
+}
+
 Result<RegisterLayout> mma_a_layout(int64_t m, int64_t k, int warps_m, int warps_n) {
   const std::string context = "mma A layout of [" + std::to_string(m) + ", " + std::to_string(k) +
                               "] over warps (" + std::to_string(warps_m) + ", " +
@@ -181,7 +185,7 @@ Result<RegisterLayout> mma_a_layout(int64_t m, int64_t k, int warps_m, int warps
     return layout_error(context + ": needs M a multiple of 16 * warps_m (or 1, 2, 4, 8 rows on "
                                   "one warp) and K of 16");
   }
-  const int64_t mt = short_rows ? 1 : m / (16 * warps_m), kt = k / 16;
+  const int64_t mt = mma_m_atoms(m, warps_m), kt = k / 16;
   const int64_t half = short_rows ? 0 : 8;  // the a_i "+8 rows" step
   RegisterLayout result;
   result.kind = LayoutKind::MmaA;
@@ -229,7 +233,7 @@ Result<RegisterLayout> mma_c_layout(int64_t m, int64_t n, int warps_m, int warps
     return layout_error(context + ": needs M a multiple of 16 * warps_m (or 1, 2, 4, 8 rows on "
                                   "one warp) and N of 8 * warps_n");
   }
-  const int64_t mt = short_rows ? 1 : m / (16 * warps_m), nt = n / (8 * warps_n);
+  const int64_t mt = mma_m_atoms(m, warps_m), nt = n / (8 * warps_n);
   const int64_t half = short_rows ? 0 : 8;  // the c_i "+8 rows" step
   RegisterLayout result;
   result.kind = LayoutKind::MmaC;

@@ -72,6 +72,35 @@ TEST(MmaLayouts, TilesAndWarps) {
             "4, 8 rows on one warp) and K of 16");
 }
 
+TEST(MmaLayouts, FragmentsOfFewerThanSixteenRowsRepeatTheAtomsRows) {
+  // A decode step's 8-head group (or 4, 2, 1 rows) on one warp along M: the instruction's row
+  // g + 8 (and every row past M) is row (g + 8) % M, by the PTX formulas with rows taken mod M.
+  for (int64_t m : {1, 2, 4, 8}) {
+    const RegisterLayout a = *mma_a_layout(m, 32, 1, 4);
+    const RegisterLayout c = *mma_c_layout(m, 64, 1, 4);
+    for (int64_t t = 0; t < 128; ++t) {
+      const int64_t lane = t % 32, wn = t / 32;
+      for (int64_t v = 0; v < a.slots(); ++v) {
+        const int64_t i = v % 8, ki = v / 8;
+        const auto [row, col] = element(a, t, v);
+        EXPECT_EQ(row, (lane / 4 + 8 * ((i / 2) % 2)) % m) << "M " << m;
+        EXPECT_EQ(col, 16 * ki + 2 * (lane % 4) + i % 2 + 8 * (i / 4)) << "M " << m;
+      }
+      for (int64_t v = 0; v < c.slots(); ++v) {
+        const int64_t i = v % 4, ni = v / 4;
+        const auto [row, col] = element(c, t, v);
+        EXPECT_EQ(row, (lane / 4 + 8 * (i / 2)) % m) << "M " << m;
+        EXPECT_EQ(col, 16 * wn + 8 * ni + 2 * (lane % 4) + i % 2) << "M " << m;
+      }
+    }
+    // The row sums keep each row once: the repeating slot leaf is gone from the slice.
+    const RegisterLayout rows = *slice_layout(c, {m, 64}, 1);
+    EXPECT_EQ(rows.slots(), 1) << layout_text(rows);
+  }
+  EXPECT_FALSE(mma_a_layout(8, 32, 2, 2).ok()) << "short tiles run on one warp along M";
+  EXPECT_FALSE(mma_c_layout(12, 32, 1, 4).ok());
+}
+
 TEST(BlockedLayout, CoversEveryElementEvenlyAtAnyShape) {
   for (const std::vector<int64_t>& shape :
        std::vector<std::vector<int64_t>>{{4, 16}, {7, 33}, {64, 64}, {5}, {}, {2, 3, 4}}) {

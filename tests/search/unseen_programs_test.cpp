@@ -381,5 +381,44 @@ TEST(UnseenPrograms, DecodeSplitsTheKeysOverCtasBesideTheHeadTiles) {
   expect_every_stage_passes(small, result.schedule);
 }
 
+// Without pins the search fuses the scores into the rolling loop and splits it (FlashDecoding):
+// the split only pays once the scores are fused, and the fused step needs fewer keys than the
+// unfused one to keep its copies pipelined.
+TEST(UnseenPrograms, MultiQueryDecodeFusesItsScoresIntoASplitRollingLoop) {
+  const search::SearchInput input = text_input(kMultiQueryDecode, {});
+  const search::SearchResult result = run(input);
+  ASSERT_TRUE(result.ok) << result.error;
+  const std::string text = sched::print_decisions(result.schedule.decisions, "; ");
+  EXPECT_NE(text.find("compute_at(S, "), std::string::npos) << text;
+  EXPECT_NE(text.find("split_k_update("), std::string::npos) << text;
+  ASSERT_TRUE(result.roofline);
+  EXPECT_LT(result.estimate->microseconds, 1.5 * result.roofline->microseconds)
+      << cost::describe(*result.estimate);
+  const search::SearchInput small = text_input(kMultiQueryDecode, {"B=1", "H=16", "N=2048"});
+  expect_every_stage_passes(small, result.schedule);
+}
+
+// Grouped-query decode (Llama 2/3 70B): a head group is an 8-row tile, so the QK and PV
+// products run on mma.m16n8k16 with the atom's rows repeated, in one fused kernel reading K and
+// V once.
+TEST(UnseenPrograms, AGroupedDecodeStepRunsItsHeadGroupOnTheTensorCores) {
+  const search::SearchInput input = text_input(kGroupedQueryDecode, {});
+  const search::SearchResult result = run(input);
+  ASSERT_TRUE(result.ok) << result.error;
+  const std::string text = sched::print_decisions(result.schedule.decisions, "; ");
+  EXPECT_NE(text.find("compute_at(S, "), std::string::npos) << text;
+  ASSERT_TRUE(result.roofline);
+  EXPECT_LT(result.estimate->microseconds, 1.5 * result.roofline->microseconds)
+      << cost::describe(*result.estimate);
+  const driver::Compilation compilation = compile(input, result.schedule);
+  ASSERT_TRUE(compilation.ok()) << compilation.schedule_error << compilation.internal_error;
+  const std::string ma = matile::print_module(*compilation.ma_module);
+  EXPECT_NE(ma.find("mma.m16n8k16"), std::string::npos) << ma;
+  EXPECT_EQ(ma.find("fma_dot"), std::string::npos) << ma;
+  const search::SearchInput small =
+      text_input(kGroupedQueryDecode, {"B=1", "H=16", "KH=2", "N=1024"});
+  expect_every_stage_passes(small, result.schedule);
+}
+
 }  // namespace
 }  // namespace nautilus
