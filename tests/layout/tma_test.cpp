@@ -184,5 +184,31 @@ TEST(TmaBoxes, WhatTheEngineCannotDoIsRejectedWithTheReason) {
   expect_rejected(plan_tma_tile(tile, 2, {{int64_t{1} << 33, 64}, {64, 1}}), "2^32");
 }
 
+// docs/layout.md, "Worked example: the operands of a 128x128x64 bf16 tile".
+TEST(TmaBoxes, WorkedExampleOfTheDocs) {
+  const ComposedLayout a =
+      wgmma_shared_layout(OperandMajor::K, SwizzleMode::B128, 2, 128, 64).value();
+  EXPECT_EQ(to_string(a), "Sw<3,3,3> o (128,64):(64,1)");
+  const TmaTilePlan plan = plan_tma_tile(a, 2, {{8192, 8192}, {8192, 1}}).value();
+  EXPECT_EQ(plan.box_dims, (std::array<int64_t, 2>{64, 128}));
+  EXPECT_EQ(plan.boxes.size(), 1u);
+  EXPECT_EQ(plan.tile_bytes, 16384);
+  EXPECT_EQ(to_string(wgmma_block_offsets(a, 2, OperandMajor::K, 64).value()), "(2,4):(8192,32)");
+  const int64_t start = 4096;
+  for (int64_t g = 0; g < 2; ++g) {
+    for (int64_t k = 0; k < 4; ++k) {
+      const WgmmaDescriptor d = wgmma_descriptor(a, 2, OperandMajor::K, start, 64, g, k).value();
+      EXPECT_EQ(d.start_address, start + 8192 * g + 32 * k);
+      EXPECT_EQ(d.leading_byte_offset, 16);
+      EXPECT_EQ(d.stride_byte_offset, 1024);
+      EXPECT_EQ(d.encode() >> 62, 1u);
+    }
+  }
+  const TVLayout acc =
+      tile_over_thread_groups(wgmma_accumulator(128).value(), 2, 1, tuple_of(128, 128)).value();
+  EXPECT_EQ(acc.threads(), 256);
+  EXPECT_EQ(acc.values(), 64);
+}
+
 }  // namespace
 }  // namespace nautilus::layout
