@@ -1,6 +1,7 @@
 #include "core/layout/wgmma.h"
 
 #include <optional>
+#include <utility>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -33,7 +34,7 @@ Result<std::optional<int64_t>> single_stride(const Layout& sub, const std::strin
   return std::optional<int64_t>(simple.stride().value());
 }
 
-// The column-major embedding of a 2-D tile's coordinates: (rows, cols):(1, rows).
+// The (rows, cols) extents of a rank-2 tile shape.
 Result<std::pair<int64_t, int64_t>> extents_2d(const IntTuple& tile, const std::string& context) {
   if (tile.rank() != 2) return layout_error(context + ": the tile must have rank 2");
   return std::pair<int64_t, int64_t>{product(tile.mode(0)), product(tile.mode(1))};
@@ -172,6 +173,7 @@ struct Blocks {
 Result<Blocks> split_into_blocks(const ComposedLayout& tile, int element_bytes,
                                  OperandMajor major, int64_t mn_extent,
                                  const std::string& context) {
+  // Element sizes and major-ness that wgmma cannot read at all fail here, with the reason.
   Result<IntTuple> atom = wgmma_shared_atom_shape(major, SwizzleMode::None, element_bytes);
   if (!atom) return layout_error(context + ": " + atom.error().message);
   Result<SwizzleMode> mode = swizzle_mode_of(tile.swizzle, element_bytes);
