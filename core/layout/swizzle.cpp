@@ -49,6 +49,43 @@ Result<Swizzle> to_element_units(const Swizzle& byte_swizzle, int element_bytes)
   return Swizzle{byte_swizzle.bits, byte_swizzle.base - log_bytes, byte_swizzle.shift};
 }
 
+const char* swizzle_mode_name(SwizzleMode mode) {
+  switch (mode) {
+    case SwizzleMode::None: return "none";
+    case SwizzleMode::B32: return "SW32";
+    case SwizzleMode::B64: return "SW64";
+    case SwizzleMode::B128: return "SW128";
+  }
+  return "?";
+}
+
+int swizzle_span_bytes(SwizzleMode mode) { return 16 << byte_swizzle(mode).bits; }
+
+int64_t swizzle_repeat_bytes(SwizzleMode mode) {
+  return mode == SwizzleMode::None ? 16 : 8 * int64_t{swizzle_span_bytes(mode)};
+}
+
+Swizzle byte_swizzle(SwizzleMode mode) {
+  switch (mode) {
+    case SwizzleMode::None: return kSwizzleNone;
+    case SwizzleMode::B32: return kSwizzle32B;
+    case SwizzleMode::B64: return kSwizzle64B;
+    case SwizzleMode::B128: return kSwizzle128B;
+  }
+  return kSwizzleNone;
+}
+
+Result<SwizzleMode> swizzle_mode_of(const Swizzle& element_swizzle, int element_bytes) {
+  if (element_swizzle.is_identity()) return SwizzleMode::None;
+  for (SwizzleMode mode : {SwizzleMode::B32, SwizzleMode::B64, SwizzleMode::B128}) {
+    Result<Swizzle> in_elements = to_element_units(byte_swizzle(mode), element_bytes);
+    if (in_elements && *in_elements == element_swizzle) return mode;
+  }
+  return layout_error(to_string(element_swizzle) + " on " + std::to_string(element_bytes) +
+                      "-byte elements is none of the hardware swizzles (SW32, SW64, SW128: "
+                      "Sw<1..3,4,3> on bytes)");
+}
+
 int64_t ComposedLayout::cosize() const {
   if (swizzle.is_identity()) return layout.cosize();
   const int64_t block = int64_t{1} << rewritten_top(swizzle);

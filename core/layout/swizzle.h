@@ -50,6 +50,26 @@ inline constexpr Swizzle kSwizzle32B{1, 4, 3};
 inline constexpr Swizzle kSwizzle64B{2, 4, 3};
 inline constexpr Swizzle kSwizzle128B{3, 4, 3};
 
+// The four swizzle modes of Hopper's TMA engine and wgmma descriptors. Both swizzle 16-byte
+// chunks of W-byte rows (W = the span) by the row index, on absolute shared-memory addresses;
+// None is the "interleave" type, whose rows are single 16-byte chunks. The TMA mode of a tile
+// must equal the mode of the wgmma descriptors that read it: both come from the same
+// ComposedLayout (wgmma.h, tma.h).
+enum class SwizzleMode { None, B32, B64, B128 };
+const char* swizzle_mode_name(SwizzleMode mode);  // "none", "SW32", "SW64", "SW128"
+// W: 16, 32, 64, 128.
+int swizzle_span_bytes(SwizzleMode mode);
+// The aligned block over which the pattern repeats, 8 rows of W bytes: 256, 512, 1024 (16 for
+// None). A swizzled tile must start at a multiple of it for the layout's swizzle, which acts on
+// offsets from the tile's start, to be the hardware's, which acts on addresses.
+int64_t swizzle_repeat_bytes(SwizzleMode mode);
+// The byte-unit preset of a mode: kSwizzleNone, kSwizzle32B, kSwizzle64B, kSwizzle128B.
+Swizzle byte_swizzle(SwizzleMode mode);
+// The mode of a swizzle given in units of `element_bytes`-byte elements (as ComposedLayouts hold
+// it); fails with the reason for any swizzle that is not one of the four.
+// swizzle_mode_of(Swizzle(3,3,3), 2) == SwizzleMode::B128
+Result<SwizzleMode> swizzle_mode_of(const Swizzle& element_swizzle, int element_bytes);
+
 // The same permutation expressed on elements of `element_bytes` bytes (a power of two):
 // M decreases by log2(element_bytes). Fails when the swizzle would move bits inside one
 // element (M < log2(element_bytes)) or the size is not a power of two.
