@@ -50,6 +50,9 @@ std::shared_ptr<const CudaDriver> CudaDriver::load(const std::string& library,
   if (!driver_library.resolve_optional("cuEventElapsedTime_v2", driver->event_elapsed_time)) {
     driver_library.resolve("cuEventElapsedTime", driver->event_elapsed_time);
   }
+  // Hopper entry points: optional, so that older drivers keep running everything else.
+  driver_library.resolve_optional("cuGetProcAddress_v2", driver->get_proc_address);
+  driver_library.resolve_optional("cuLaunchKernelEx", driver->launch_kernel_ex);
   const std::string missing = driver_library.first_missing();
   if (!missing.empty()) {
     // Nothing from an incomplete library was used, so it is safe to unload it.
@@ -64,6 +67,26 @@ std::shared_ptr<const CudaDriver> CudaDriver::load(const std::string& library,
   // handlers that live inside the library, and unloading it under them crashes at exit. dlopen
   // reference-counts, so loading the same library again returns the same mapping.
   return driver;
+}
+
+cu::TensorMapEncodeTiledFn CudaDriver::tensor_map_encoder(std::string* why) const {
+  if (get_proc_address == nullptr) {
+    if (why != nullptr) *why = library_ + " does not export cuGetProcAddress_v2 (driver older than CUDA 12.0)";
+    return nullptr;
+  }
+  void* function = nullptr;
+  int status = 0;  // CUdriverProcAddressQueryResult: 0 found, 1 not found, 2 version too new
+  cu::Result r = get_proc_address("cuTensorMapEncodeTiled", &function,
+                                  cu::kTensorMapEncodeTiledVersion, cu::kGetProcAddressDefault,
+                                  &status);
+  if (r != cu::kSuccess || function == nullptr || status != 0) {
+    if (why != nullptr) {
+      *why = "cuGetProcAddress(cuTensorMapEncodeTiled, 12000) failed: " +
+             (r != cu::kSuccess ? error_text(r) : std::string("query status ") + std::to_string(status));
+    }
+    return nullptr;
+  }
+  return reinterpret_cast<cu::TensorMapEncodeTiledFn>(function);
 }
 
 std::string CudaDriver::error_text(cu::Result result) const {

@@ -15,6 +15,12 @@
 // needs) and execution (primary context, modules, memory, launches, events; what the runner
 // needs). Every one of them exists in every driver since CUDA 11; cuEventElapsedTime is resolved
 // as cuEventElapsedTime_v2 (CUDA 12.8+) or, on older drivers, as the original symbol.
+//
+// Hopper entry points are optional, so an older driver still runs every other package:
+// cuLaunchKernelEx (cluster launches, CUDA 11.8+) is resolved by name, and
+// cuTensorMapEncodeTiled (CUDA 12.0+) through cuGetProcAddress -- resolved as its ABI symbol
+// cuGetProcAddress_v2, the name cuda.h #defines cuGetProcAddress to -- asking for the
+// entry point's CUDA 12.0 ABI, the one cu::TensorMapEncodeTiledFn below declares.
 #pragma once
 
 #include <cstddef>
@@ -48,6 +54,8 @@ inline constexpr Result kErrorIllegalAddress = 700;      // CUDA_ERROR_ILLEGAL_A
 inline constexpr Result kErrorLaunchOutOfResources = 701;  // CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES
 inline constexpr Result kErrorLaunchTimeout = 702;       // CUDA_ERROR_LAUNCH_TIMEOUT
 inline constexpr Result kErrorLaunchFailed = 719;        // CUDA_ERROR_LAUNCH_FAILED
+inline constexpr Result kErrorNotSupported = 801;        // CUDA_ERROR_NOT_SUPPORTED
+inline constexpr Result kErrorInvalidClusterSize = 912;  // CUDA_ERROR_INVALID_CLUSTER_SIZE
 
 // CUfunction_attribute values.
 inline constexpr int kFuncAttributeNumRegisters = 4;            // CU_FUNC_ATTRIBUTE_NUM_REGS
@@ -56,6 +64,43 @@ inline constexpr int kFuncAttributeMaxDynamicSharedBytes = 8;   // ..._MAX_DYNAM
 // CUjit_option values for cuModuleLoadDataEx (the JIT log of a PTX or cubin load).
 inline constexpr int kJitErrorLogBuffer = 5;           // CU_JIT_ERROR_LOG_BUFFER
 inline constexpr int kJitErrorLogBufferSizeBytes = 6;  // CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES
+
+// cuGetProcAddress flags and the CUDA version whose ABI of cuTensorMapEncodeTiled we call.
+inline constexpr unsigned long long kGetProcAddressDefault = 0;  // CU_GET_PROC_ADDRESS_DEFAULT
+inline constexpr int kTensorMapEncodeTiledVersion = 12000;
+
+// CUlaunchAttributeID / CUlaunchAttribute / CUlaunchConfig for cuLaunchKernelEx, laid out as in
+// cuda.h (the attribute value is a 64-byte union aligned like its pointer members).
+inline constexpr int kLaunchAttributeClusterDimension = 4;  // CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+struct LaunchAttribute {
+  int id = 0;
+  char pad[4] = {};
+  union alignas(8) Value {
+    char bytes[64];
+    struct {
+      unsigned x, y, z;
+    } cluster_dim;
+  } value = {};
+};
+static_assert(sizeof(LaunchAttribute) == 72, "CUlaunchAttribute is 72 bytes");
+struct LaunchConfig {
+  unsigned grid_x = 1, grid_y = 1, grid_z = 1;
+  unsigned block_x = 1, block_y = 1, block_z = 1;
+  unsigned shared_bytes = 0;
+  Stream stream = nullptr;
+  LaunchAttribute* attributes = nullptr;
+  unsigned attribute_count = 0;
+};
+static_assert(sizeof(LaunchConfig) == 56, "CUlaunchConfig is 56 bytes");
+
+// cuTensorMapEncodeTiled's CUDA 12.0 ABI (PFN_cuTensorMapEncodeTiled_v12000): enums are ints,
+// the map is the 128-byte, 64-byte-aligned CUtensorMap.
+using TensorMapEncodeTiledFn = Result (*)(void* tensor_map, int data_type, unsigned rank,
+                                          void* global_address, const unsigned long long* dims,
+                                          const unsigned long long* strides_bytes,
+                                          const unsigned* box, const unsigned* element_strides,
+                                          int interleave, int swizzle, int l2_promotion,
+                                          int oob_fill);
 
 inline constexpr unsigned kEventDefault = 0;         // CU_EVENT_DEFAULT (records time)
 inline constexpr unsigned kEventDisableTiming = 2;   // CU_EVENT_DISABLE_TIMING (cheap sync point)
@@ -134,6 +179,10 @@ class CudaDriver {
   using EventQueryFn = cu::Result (*)(cu::Event event);
   using EventElapsedTimeFn = cu::Result (*)(float* milliseconds, cu::Event start, cu::Event end);
   using EventDestroyFn = cu::Result (*)(cu::Event event);
+  using GetProcAddressFn = cu::Result (*)(const char* symbol, void** function, int cuda_version,
+                                          unsigned long long flags, int* symbol_status);
+  using LaunchKernelExFn = cu::Result (*)(const cu::LaunchConfig* config, cu::Function function,
+                                          void** parameters, void** extra);
 
   // The library name the system driver is installed under (the SONAME, present without the
   // development symlink libcuda.so).
@@ -152,6 +201,10 @@ class CudaDriver {
   std::string error_name(cu::Result result) const;
 
   const std::string& library() const { return library_; }
+
+  // cuTensorMapEncodeTiled through cuGetProcAddress (call after cuInit); nullptr with `why`
+  // filled when this driver has no cuGetProcAddress or no such entry point at version 12.0.
+  cu::TensorMapEncodeTiledFn tensor_map_encoder(std::string* why) const;
 
   InitFn init = nullptr;
   DriverGetVersionFn driver_get_version = nullptr;
@@ -182,6 +235,9 @@ class CudaDriver {
   EventQueryFn event_query = nullptr;
   EventElapsedTimeFn event_elapsed_time = nullptr;
   EventDestroyFn event_destroy = nullptr;
+  // Optional (nullptr on drivers without them): see the top of this file.
+  GetProcAddressFn get_proc_address = nullptr;
+  LaunchKernelExFn launch_kernel_ex = nullptr;
 
  private:
   std::string library_;

@@ -1,3 +1,4 @@
+// The runner's CUDA context: every driver call with a deadline or a typed failure.
 #include "profiler/gpu_session.h"
 
 #include <algorithm>
@@ -52,6 +53,7 @@ std::unique_ptr<GpuSession> GpuSession::open(std::shared_ptr<const CudaDriver> d
     return nullptr;
   }
   std::unique_ptr<GpuSession> session(new GpuSession(driver, device, context));
+  if (driver->driver_get_version(&session->driver_version_) != cu::kSuccess) session->driver_version_ = 0;
   if (cu::Result e = driver->event_create(&session->sync_event_, cu::kEventDisableTiming);
       e != cu::kSuccess) {
     if (error != nullptr) *error = session->fail(GpuError::Kind::Load, "cuEventCreate", e);
@@ -168,29 +170,102 @@ std::optional<GpuError> GpuSession::fill(cu::DevicePtr destination, uint8_t valu
   return std::nullopt;
 }
 
-std::optional<GpuError> GpuSession::launch(cu::Function function,
-                                           const std::array<int64_t, 3>& grid,
-                                           const std::array<int64_t, 3>& block,
-                                           int64_t dynamic_shared_bytes,
-                                           const std::vector<cu::DevicePtr>& arguments) {
+void KernelParameters::add_pointer(cu::DevicePtr pointer) {
+  order_.emplace_back(false, pointers_.size());
+  pointers_.push_back(pointer);
+}
+
+void KernelParameters::add_tensor_map(const TensorMapBytes& map) {
+  order_.emplace_back(true, maps_.size());
+  maps_.push_back(map);
+}
+
+void** KernelParameters::values() {
+  values_.clear();
+  for (const auto& [is_map, index] : order_) {
+    values_.push_back(is_map ? static_cast<void*>(&maps_[index]) : static_cast<void*>(&pointers_[index]));
+  }
+  return values_.empty() ? nullptr : values_.data();
+}
+
+std::pair<const void*, size_t> KernelParameters::value(size_t index) const {
+  const auto& [is_map, at] = order_.at(index);
+  if (is_map) return {&maps_[at], sizeof(TensorMapBytes)};
+  return {&pointers_[at], sizeof(cu::DevicePtr)};
+}
+
+std::optional<GpuError> TensorMapCache::get(GpuSession& session, size_t kernel, size_t argument,
+                                            const codegen::TensorMap& map, DType dtype,
+                                            cu::DevicePtr base, const TensorMapBytes** out) {
+  auto it = entries_.find({kernel, argument});
+  if (it == entries_.end() || it->second.base != base) {
+    Entry entry;
+    entry.base = base;
+    if (auto failure = session.encode_tensor_map(map, dtype, base, &entry.bytes)) return failure;
+    ++encodes_;
+    it = entries_.insert_or_assign({kernel, argument}, entry).first;
+  }
+  *out = &it->second.bytes;
+  return std::nullopt;
+}
+
+std::optional<GpuError> GpuSession::launch(cu::Function function, const LaunchShape& shape,
+                                           KernelParameters& parameters) {
   auto fits = [](int64_t v) { return v >= 1 && v <= std::numeric_limits<unsigned>::max(); };
   for (int i = 0; i < 3; ++i) {
-    if (!fits(grid[i]) || !fits(block[i])) {
-      return GpuError{GpuError::Kind::Launch, "grid or block extent out of range", 0, ""};
+    if (!fits(shape.grid[i]) || !fits(shape.block[i]) ||
+        (shape.cluster && !fits((*shape.cluster)[i]))) {
+      return GpuError{GpuError::Kind::Launch, "grid, block or cluster extent out of range", 0, ""};
     }
   }
-  // cuLaunchKernel takes one pointer per parameter, each pointing at the parameter's value.
-  std::vector<cu::DevicePtr> values = arguments;
-  std::vector<void*> parameters;
-  parameters.reserve(values.size());
-  for (cu::DevicePtr& value : values) parameters.push_back(&value);
-  cu::Result r = driver_->launch_kernel(
-      function, static_cast<unsigned>(grid[0]), static_cast<unsigned>(grid[1]),
-      static_cast<unsigned>(grid[2]), static_cast<unsigned>(block[0]),
-      static_cast<unsigned>(block[1]), static_cast<unsigned>(block[2]),
-      static_cast<unsigned>(dynamic_shared_bytes), nullptr,
-      parameters.empty() ? nullptr : parameters.data(), nullptr);
-  if (r != cu::kSuccess) return fail(GpuError::Kind::Launch, "cuLaunchKernel", r);
+  auto u = [](int64_t v) { return static_cast<unsigned>(v); };
+  void** values = parameters.values();
+  if (!shape.cluster) {
+    cu::Result r = driver_->launch_kernel(
+        function, u(shape.grid[0]), u(shape.grid[1]), u(shape.grid[2]), u(shape.block[0]),
+        u(shape.block[1]), u(shape.block[2]), u(shape.dynamic_shared_bytes), nullptr, values,
+        nullptr);
+    if (r != cu::kSuccess) return fail(GpuError::Kind::Launch, "cuLaunchKernel", r);
+    return std::nullopt;
+  }
+  if (driver_->launch_kernel_ex == nullptr) {
+    return GpuError{GpuError::Kind::Launch,
+                    "a cluster launch needs cuLaunchKernelEx, which " + driver_->library() +
+                        " does not export (driver older than CUDA 11.8)",
+                    0, ""};
+  }
+  cu::LaunchAttribute cluster;
+  cluster.id = cu::kLaunchAttributeClusterDimension;
+  cluster.value.cluster_dim = {u((*shape.cluster)[0]), u((*shape.cluster)[1]), u((*shape.cluster)[2])};
+  cu::LaunchConfig config;
+  config.grid_x = u(shape.grid[0]);
+  config.grid_y = u(shape.grid[1]);
+  config.grid_z = u(shape.grid[2]);
+  config.block_x = u(shape.block[0]);
+  config.block_y = u(shape.block[1]);
+  config.block_z = u(shape.block[2]);
+  config.shared_bytes = u(shape.dynamic_shared_bytes);
+  config.attributes = &cluster;
+  config.attribute_count = 1;
+  cu::Result r = driver_->launch_kernel_ex(&config, function, values, nullptr);
+  if (r != cu::kSuccess) {
+    std::ostringstream call;
+    call << "cuLaunchKernelEx(cluster " << (*shape.cluster)[0] << "x" << (*shape.cluster)[1] << "x"
+         << (*shape.cluster)[2] << ")";
+    return fail(GpuError::Kind::Launch, call.str(), r);
+  }
+  return std::nullopt;
+}
+
+std::optional<GpuError> GpuSession::encode_tensor_map(const codegen::TensorMap& map, DType dtype,
+                                                      cu::DevicePtr base, TensorMapBytes* out) {
+  if (encoder_ == nullptr && encoder_missing_.empty()) {
+    encoder_ = driver_->tensor_map_encoder(&encoder_missing_);
+    if (encoder_ == nullptr && encoder_missing_.empty()) encoder_missing_ = "no cuTensorMapEncodeTiled";
+  }
+  if (encoder_ == nullptr) return GpuError{GpuError::Kind::Load, encoder_missing_, 0, ""};
+  cu::Result r = profiler::encode_tensor_map(encoder_, map, dtype, base, driver_version_, out);
+  if (r != cu::kSuccess) return fail(GpuError::Kind::Load, "cuTensorMapEncodeTiled", r);
   return std::nullopt;
 }
 

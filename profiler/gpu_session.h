@@ -16,16 +16,27 @@
 //   GpuError::Kind::Timeout  `wait` passed its deadline with work still running
 // After a fault or a timeout the session is *poisoned*: its destructor skips the frees and
 // unloads that would fail or block; the process is expected to report and exit.
+//
+// Kernel parameters are device pointers or 128-byte tensor maps (KernelParameters keeps each
+// value where the launch reads it, maps 64-byte aligned). A launch with cluster dims goes
+// through cuLaunchKernelEx with CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION; without, through
+// cuLaunchKernel. A Hopper kernel that deadlocks (an mbarrier phase that never completes) is a
+// kernel that never ends: `wait` turns it into a timeout like any other; a TMA or cluster kernel
+// that faults poisons the context like any other fault.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <map>
+#include <utility>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "core/codegen/package.h"
 #include "profiler/cuda_driver.h"
+#include "profiler/tensor_map.h"
 
 namespace nautilus::profiler {
 
@@ -39,6 +50,54 @@ struct GpuError {
 
 // True for the CUresults after which a context cannot be used again (kernel faults).
 bool is_context_fatal(cu::Result result);
+
+// The values of one launch's parameters, in parameter order.
+class KernelParameters {
+ public:
+  void add_pointer(cu::DevicePtr pointer);
+  void add_tensor_map(const TensorMapBytes& map);
+  size_t size() const { return order_.size(); }
+  // One pointer per parameter, each to the parameter's value (what cuLaunchKernel takes);
+  // valid until the next add.
+  void** values();
+  // The value of parameter `index` as bytes (for tests): 8 for a pointer, 128 for a map.
+  std::pair<const void*, size_t> value(size_t index) const;
+
+ private:
+  std::vector<cu::DevicePtr> pointers_;
+  std::vector<TensorMapBytes> maps_;  // aligned storage: vector honours alignas(64)
+  std::vector<std::pair<bool, size_t>> order_;  // (is a map, index into pointers_ or maps_)
+  std::vector<void*> values_;
+};
+
+class GpuSession;
+
+// Tensor maps of kernel arguments, keyed by (kernel, argument), each encoded again when its
+// buffer's address changed since it was encoded (a map holds the address).
+class TensorMapCache {
+ public:
+  // The map of argument `argument` of kernel `kernel` over the buffer now at `base`.
+  std::optional<GpuError> get(GpuSession& session, size_t kernel, size_t argument,
+                              const codegen::TensorMap& map, DType dtype, cu::DevicePtr base,
+                              const TensorMapBytes** out);
+  int encodes() const { return encodes_; }  // maps encoded so far
+
+ private:
+  struct Entry {
+    cu::DevicePtr base = 0;
+    TensorMapBytes bytes;
+  };
+  std::map<std::pair<size_t, size_t>, Entry> entries_;
+  int encodes_ = 0;
+};
+
+// Grid, block, optional cluster and dynamic shared memory of one launch.
+struct LaunchShape {
+  std::array<int64_t, 3> grid = {1, 1, 1};
+  std::array<int64_t, 3> block = {1, 1, 1};
+  std::optional<std::array<int64_t, 3>> cluster;
+  int64_t dynamic_shared_bytes = 0;
+};
 
 class GpuSession {
  public:
@@ -69,10 +128,16 @@ class GpuSession {
   // Queues a byte fill (asynchronous, in stream order).
   std::optional<GpuError> fill(cu::DevicePtr destination, uint8_t value, uint64_t bytes);
 
-  // Queues `function` with one device pointer per parameter.
-  std::optional<GpuError> launch(cu::Function function, const std::array<int64_t, 3>& grid,
-                                 const std::array<int64_t, 3>& block, int64_t dynamic_shared_bytes,
-                                 const std::vector<cu::DevicePtr>& arguments);
+  // Queues `function` with `parameters`; through cuLaunchKernelEx when `shape.cluster` is set.
+  std::optional<GpuError> launch(cu::Function function, const LaunchShape& shape,
+                                 KernelParameters& parameters);
+
+  // Encodes `map` over the buffer of `dtype` at `base` (a Load error when the driver has no
+  // cuTensorMapEncodeTiled or refuses the map). Applies the small-tensor workaround of
+  // tensor_map.h for this session's driver version.
+  std::optional<GpuError> encode_tensor_map(const codegen::TensorMap& map, DType dtype,
+                                            cu::DevicePtr base, TensorMapBytes* out);
+  int driver_version() const { return driver_version_; }
 
   // Waits until everything queued so far has finished, polling for at most `timeout_seconds`.
   std::optional<GpuError> wait(double timeout_seconds);
@@ -93,6 +158,9 @@ class GpuSession {
   cu::Context context_ = nullptr;
   Poison poisoned_ = Poison::None;
   cu::Event sync_event_ = nullptr;
+  int driver_version_ = 0;
+  cu::TensorMapEncodeTiledFn encoder_ = nullptr;  // resolved on first use
+  std::string encoder_missing_;
   std::vector<cu::Module> modules_;
   std::vector<cu::DevicePtr> allocations_;
   std::vector<cu::Event> events_;

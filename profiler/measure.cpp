@@ -42,7 +42,10 @@ bool ScheduleMeasurer::build(const driver::Compilation& compilation, const std::
       driver::build_kernel_package(compilation, compilation.ma_module, options_.archs);
   if (!package.ok()) {
     using Kind = codegen::CodegenError::Kind;
-    out.build_error = prefix + package.error().message;
+    // A kernel ptxas would serialize or spill is an infeasible candidate (nvrtc.h's gate): say
+    // so first, so the search's "measurement failed: infeasible: ..." reads as what it is.
+    out.build_error = prefix + (package.error().kind == Kind::Rejected ? "infeasible: " : "") +
+                      package.error().message;
     out.build_error_is_internal =
         package.error().kind == Kind::Compilation || package.error().kind == Kind::InvalidInput;
     out.build_log = package.error().log;

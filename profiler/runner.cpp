@@ -168,7 +168,18 @@ struct LoadedPackage {
   std::vector<cu::Function> functions;  // per kernel, launch order
   std::vector<int> registers;
   std::map<std::string, cu::DevicePtr> buffers;
+  TensorMapCache tensor_maps;
 };
+
+bool uses_hopper_launch_features(const codegen::KernelPackage& package) {
+  for (const codegen::KernelLaunch& kernel : package.kernels) {
+    if (kernel.cluster) return true;
+    for (const codegen::KernelArgument& argument : kernel.arguments) {
+      if (argument.tensor_map) return true;
+    }
+  }
+  return false;
+}
 
 std::optional<std::string> read_package_into(const std::string& dir, LoadedPackage* loaded) {
   auto package = codegen::read_package(dir);
@@ -225,9 +236,39 @@ std::optional<std::string> check_reference_matches(const codegen::KernelPackage&
   return std::nullopt;
 }
 
+// The parameters of kernel k: buffer pointers, and tensor maps over the buffers' current
+// addresses (encoded once, again only when a buffer moved). `argument` names the one that failed.
+std::optional<GpuError> kernel_parameters(GpuSession& session, LoadedPackage& loaded, size_t k,
+                                          KernelParameters* parameters, std::string* argument) {
+  const codegen::KernelLaunch& kernel = loaded.package.kernels[k];
+  for (size_t a = 0; a < kernel.arguments.size(); ++a) {
+    const codegen::KernelArgument& arg = kernel.arguments[a];
+    const cu::DevicePtr base = loaded.buffers.at(arg.name);
+    if (!arg.tensor_map) {
+      parameters->add_pointer(base);
+      continue;
+    }
+    const TensorMapBytes* map = nullptr;
+    if (auto failure = loaded.tensor_maps.get(session, k, a, *arg.tensor_map, arg.dtype, base, &map)) {
+      if (argument != nullptr) *argument = arg.name;
+      return failure;
+    }
+    parameters->add_tensor_map(*map);
+  }
+  return std::nullopt;
+}
+
 // Loads the binary, finds every kernel and allocates every buffer. Errors are reported.
 bool prepare_on_device(GpuSession& session, const DeviceInfo& device, LoadedPackage& loaded,
                        const std::string& phase, Report& report) {
+  if (uses_hopper_launch_features(loaded.package) && device.compute_major < 9) {
+    report.error(RunnerErrorKind::LoadError,
+                 "the package uses tensor maps or thread-block clusters, which need compute "
+                 "capability 9.0 or later; the device has " +
+                     std::to_string(device.compute_major) + "." + std::to_string(device.compute_minor),
+                 {{"phase", phase}});
+    return false;
+  }
   BinaryResult binary = kernel_binary_for_device(loaded.package, device.compute_major,
                                                  device.compute_minor);
   if (binary.error) {
@@ -281,23 +322,26 @@ bool prepare_on_device(GpuSession& session, const DeviceInfo& device, LoadedPack
     }
     loaded.buffers[buffer.name] = pointer;
   }
+  // Every tensor map now, so that a map the driver refuses is a load error naming it.
+  for (size_t k = 0; k < loaded.package.kernels.size(); ++k) {
+    KernelParameters parameters;
+    std::string argument;
+    if (auto failure = kernel_parameters(session, loaded, k, &parameters, &argument)) {
+      failure->message = "tensor map of argument " + argument + ": " + failure->message;
+      report.gpu_error(*failure, phase, loaded.package.kernels[k].name);
+      return false;
+    }
+  }
   return true;
 }
 
-std::vector<cu::DevicePtr> kernel_arguments(const LoadedPackage& loaded,
-                                            const codegen::KernelLaunch& kernel) {
-  std::vector<cu::DevicePtr> arguments;
-  for (const codegen::KernelArgument& argument : kernel.arguments) {
-    arguments.push_back(loaded.buffers.at(argument.name));
-  }
-  return arguments;
-}
-
 // Queues kernel k of `loaded`.
-std::optional<GpuError> launch_kernel(GpuSession& session, const LoadedPackage& loaded, size_t k) {
+std::optional<GpuError> launch_kernel(GpuSession& session, LoadedPackage& loaded, size_t k) {
   const codegen::KernelLaunch& kernel = loaded.package.kernels[k];
-  return session.launch(loaded.functions[k], kernel.grid, kernel.block,
-                        kernel.dynamic_shared_bytes, kernel_arguments(loaded, kernel));
+  KernelParameters parameters;
+  if (auto failure = kernel_parameters(session, loaded, k, &parameters, nullptr)) return failure;
+  LaunchShape shape{kernel.grid, kernel.block, kernel.cluster, kernel.dynamic_shared_bytes};
+  return session.launch(loaded.functions[k], shape, parameters);
 }
 
 // Uploads the inputs, poisons outputs and intermediates with NaN bytes, runs every kernel once
@@ -352,7 +396,7 @@ struct Timings {
 
 class RepetitionRunner {
  public:
-  RepetitionRunner(GpuSession& session, const LoadedPackage& loaded, const RunnerOptions& options,
+  RepetitionRunner(GpuSession& session, LoadedPackage& loaded, const RunnerOptions& options,
                    cu::DevicePtr flush, uint64_t flush_bytes)
       : session_(session), loaded_(loaded), options_(options), flush_(flush),
         flush_bytes_(flush_bytes) {}
@@ -381,7 +425,7 @@ class RepetitionRunner {
 
  private:
   GpuSession& session_;
-  const LoadedPackage& loaded_;
+  LoadedPackage& loaded_;
   const RunnerOptions& options_;
   cu::DevicePtr flush_;
   uint64_t flush_bytes_;
@@ -762,9 +806,10 @@ RunnerOutcome run_runner(const RunnerOptions& options) {
     for (size_t r = 0; r < totals.size(); ++r) totals[r] += timings.us[k][r];
     json entry = {{"name", launch.name},
                   {"grid", launch.grid},
-                  {"block", launch.block},
-                  {"dynamic_shared_memory", launch.dynamic_shared_bytes},
-                  {"registers", package.registers[k]}};
+                  {"block", launch.block}};
+    if (launch.cluster) entry["cluster"] = *launch.cluster;
+    entry["dynamic_shared_memory"] = launch.dynamic_shared_bytes;
+    entry["registers"] = package.registers[k];
     const json stats = summary_json(summary);  // a named object: items() does not own it
     for (const auto& [key, value] : stats.items()) entry[key] = value;
     if (k < launch_kernels.size()) add_throughput(entry, launch_kernels[k], summary.median, device);

@@ -17,6 +17,7 @@ const char* codegen_error_kind_name(CodegenError::Kind kind) {
     case CodegenError::Kind::NvrtcNotFound: return "nvrtc-not-found";
     case CodegenError::Kind::BadOption: return "bad-option";
     case CodegenError::Kind::Compilation: return "compilation";
+    case CodegenError::Kind::Rejected: return "rejected";
     case CodegenError::Kind::Unsupported: return "unsupported";
     case CodegenError::Kind::InvalidInput: return "invalid-input";
     case CodegenError::Kind::Io: return "io";
@@ -117,7 +118,7 @@ PtxasReport parse_ptxas_report(std::string_view log) {
     position = end + 1;
     if (line.rfind("ptxas", 0) != 0) continue;
 
-    if (line.find("ptxas warning") == 0) {
+    if (line.find("ptxas warning") == 0 || line.find(" (C75") != std::string_view::npos) {
       report.warnings.emplace_back(line);
     } else if (line.find("Compiling entry function '") != std::string_view::npos) {
       KernelResources resources;
@@ -218,6 +219,109 @@ Result<PtxasReport> ptxas_report_from_json(const nlohmann::json& json) {
     }
   }
   return report;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The Hopper gate
+
+const std::vector<std::pair<std::string, std::string>>& wgmma_serialization_codes() {
+  static const std::vector<std::pair<std::string, std::string>> codes = {
+      {"C7508", "setmaxnreg ignored"},
+      {"C7511", "wgmma serialized"},
+      {"C7515", "wgmma serialized"},
+      {"C7517", "wgmma serialized"},
+  };
+  return codes;
+}
+
+namespace {
+
+// The entry functions of a PTX module with their bodies (up to the next entry).
+std::vector<std::pair<std::string, std::string_view>> ptx_entries(std::string_view ptx) {
+  std::vector<std::pair<std::string, std::string_view>> entries;
+  std::vector<size_t> starts;
+  for (size_t at = ptx.find(".entry "); at != std::string_view::npos; at = ptx.find(".entry ", at + 7)) {
+    starts.push_back(at);
+  }
+  for (size_t i = 0; i < starts.size(); ++i) {
+    size_t name_begin = starts[i] + 7;
+    while (name_begin < ptx.size() && ptx[name_begin] == ' ') ++name_begin;
+    size_t name_end = name_begin;
+    while (name_end < ptx.size() && ptx[name_end] != '(' && ptx[name_end] != ' ' &&
+           ptx[name_end] != '\n') {
+      ++name_end;
+    }
+    const size_t body_end = i + 1 < starts.size() ? starts[i + 1] : ptx.size();
+    entries.emplace_back(std::string(ptx.substr(name_begin, name_end - name_begin)),
+                         ptx.substr(name_end, body_end - name_end));
+  }
+  return entries;
+}
+
+}  // namespace
+
+std::vector<PtxasRejection> hopper_rejections(const PtxasReport& report, std::string_view log,
+                                              std::string_view ptx) {
+  std::vector<PtxasRejection> rejections;
+  size_t position = 0;
+  while (position < log.size()) {
+    size_t end = log.find('\n', position);
+    if (end == std::string_view::npos) end = log.size();
+    const std::string_view line = trim_line_end(log.substr(position, end - position));
+    position = end + 1;
+    for (const auto& [code, meaning] : wgmma_serialization_codes()) {
+      if (line.find("(" + code + ")") == std::string_view::npos) continue;
+      // ptxas names the function in most of these lines ("... in function 'k'", "... in the
+      // function 'k'"); C7508 is printed before any function is compiled and names none, so
+      // the kernel is the PTX entry that executes the instruction concerned.
+      std::string kernel = between(line, "function '", "'");
+      std::vector<std::string> kernels;
+      if (!kernel.empty()) {
+        kernels.push_back(kernel);
+      } else {
+        const std::string_view instruction = code == "C7508" ? "setmaxnreg" : "wgmma";
+        for (const auto& [name, body] : ptx_entries(ptx)) {
+          if (body.find(instruction) != std::string_view::npos) kernels.push_back(name);
+        }
+        if (kernels.empty()) kernels.push_back("");
+      }
+      for (const std::string& name : kernels) rejections.push_back({name, code, std::string(line)});
+    }
+  }
+  // Spills reject the Hopper kernels (wgmma, setmaxnreg or bulk copies in their PTX), whose
+  // register budgets are exact; the Ampere path compiled for sm_90a keeps the small spills its
+  // own tests budget for. Without PTX every kernel counts as a Hopper kernel.
+  const auto entries = ptx_entries(ptx);
+  auto hopper_kernel = [&](const std::string& name) {
+    for (const auto& [entry, body] : entries) {
+      if (entry != name) continue;
+      return body.find("wgmma.") != std::string_view::npos ||
+             body.find("setmaxnreg") != std::string_view::npos ||
+             body.find("cp.async.bulk") != std::string_view::npos;
+    }
+    return true;
+  };
+  for (const KernelResources& kernel : report.kernels) {
+    if (!kernel.spills() || !hopper_kernel(kernel.name)) continue;
+    rejections.push_back({kernel.name, "spill",
+                          std::to_string(kernel.spill_store_bytes) + " bytes spill stores, " +
+                              std::to_string(kernel.spill_load_bytes) + " bytes spill loads"});
+  }
+  return rejections;
+}
+
+std::string describe_rejections(const std::vector<PtxasRejection>& rejections) {
+  std::string text;
+  for (const PtxasRejection& rejection : rejections) {
+    std::string meaning = "registers spilled";
+    for (const auto& [code, what] : wgmma_serialization_codes()) {
+      if (code == rejection.code) meaning = what;
+    }
+    text += (text.empty() ? "" : "; ") +
+            (rejection.kernel.empty() ? std::string("a kernel") : "kernel " + rejection.kernel) +
+            ": " + rejection.code + " (" + meaning + "): " + rejection.detail;
+  }
+  return text;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -439,6 +543,18 @@ Result<CompiledProgram> Nvrtc::compile(const std::string& source, const std::str
                          compiled.log);
   }
   compiled.report = parse_ptxas_report(compiled.log);
+  // wgmma that ptxas serialized, or a spill, costs a Hopper kernel most of its speed: such a
+  // candidate is infeasible, and saying so here keeps every compile path (packages, the
+  // runner's own NVRTC compile, the search's measurements) on one rule.
+  if (options.arch == GpuArch::Sm90a && options.hopper_gate) {
+    std::vector<PtxasRejection> rejections =
+        hopper_rejections(compiled.report, compiled.log, compiled.ptx);
+    if (!rejections.empty()) {
+      return codegen_error(CodegenError::Kind::Rejected,
+                           file_name + " for sm_90a: " + describe_rejections(rejections),
+                           compiled.log);
+    }
+  }
   compiled.milliseconds =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return compiled;

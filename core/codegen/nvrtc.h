@@ -19,6 +19,23 @@
 //   ptxas info    : Used 96 registers, used 1 barriers, 16384 bytes smem, 380 bytes cmem[0]
 // A compilation error returns CodegenError::Kind::Compilation with NVRTC's log, e.g.
 //   kernel.cu(10): error: expected a ";"
+//
+// The Hopper gate. For sm_90a, `compile` also fails -- with CodegenError::Kind::Rejected, which
+// callers (the search's measurements, `nautilus compile`) treat as an infeasible candidate, not
+// a compiler bug -- when ptxas reports that a kernel would run far below what it was written for:
+//   ptxas info : (C7508) Potential Performance Loss: 'setmaxnreg' ignored; unable to determine
+//                register count at entry.               (no __launch_bounds__(T, 1))
+//   ptxas info : (C7511) / (C7515) ... wgmma.mma_async instructions are serialized ...
+//   ptxas info : (C7517) warpgroup.wait is injected in around line 52 by compiler to allow use
+//                of registers defined by GMMA in function 'k'
+// or when a Hopper kernel (one whose PTX uses wgmma, setmaxnreg or cp.async.bulk) spills
+// registers at all (the Ampere path compiled for sm_90a keeps the small spills its tests budget
+// for). NVRTC prints the C75xx lines without -v; they are "info" lines, and C7508 names no
+// function, so the kernel is found in the PTX (the entry that executes setmaxnreg). The
+// message names each kernel and warning, e.g.
+//   "kernel.cu for sm_90a: kernel gemm_tma: C7517 (wgmma serialized): ptxas info : (C7517) ..."
+// NvrtcOptions::hopper_gate = false keeps the old behaviour (a view that wants to show the
+// report of a rejected kernel).
 #pragma once
 
 #include <cstdint>
@@ -26,6 +43,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -60,7 +78,8 @@ struct KernelResources {
 
 struct PtxasReport {
   std::vector<KernelResources> kernels;  // in the order ptxas compiled them
-  std::vector<std::string> warnings;     // "ptxas warning : ..." lines, verbatim
+  // "ptxas warning : ..." lines and the "(C75xx) ..." performance lines, verbatim
+  std::vector<std::string> warnings;
 
   const KernelResources* find(std::string_view kernel) const;  // nullptr when absent
   bool any_spills() const;
@@ -79,6 +98,29 @@ std::string ptxas_report_table(const PtxasReport& report);
 nlohmann::ordered_json ptxas_report_to_json(const PtxasReport& report);
 Result<PtxasReport> ptxas_report_from_json(const nlohmann::json& json);
 
+// Why ptxas' output makes one sm_90a kernel unusable (see "The Hopper gate" above).
+struct PtxasRejection {
+  std::string kernel;  // the entry function; "" when neither ptxas nor the PTX says which
+  std::string code;    // "C7508", "C7511", "C7515", "C7517" or "spill"
+  std::string detail;  // the ptxas line, or "96 bytes spill stores, 96 bytes spill loads"
+  bool operator==(const PtxasRejection&) const = default;
+};
+
+// The ptxas codes that mean wgmma runs serialized (or setmaxnreg is ignored), with a short
+// meaning for messages: {"C7508", "setmaxnreg ignored"}, ...
+const std::vector<std::pair<std::string, std::string>>& wgmma_serialization_codes();
+
+// Every reason in `log` (NVRTC's log) and `report` (parsed from it) to reject an sm_90a
+// compilation: each C7508/C7511/C7515/C7517 line, attributed to the function it names or else
+// to the PTX entries that use the instruction concerned (setmaxnreg for C7508, wgmma for the
+// others), and each Hopper kernel (see above; every kernel when `ptx` is empty) with spill
+// stores or loads. Empty: nothing to reject.
+std::vector<PtxasRejection> hopper_rejections(const PtxasReport& report, std::string_view log,
+                                              std::string_view ptx);
+
+// One line for a failed gate: "kernel K: CODE (meaning): detail; kernel L: ...".
+std::string describe_rejections(const std::vector<PtxasRejection>& rejections);
+
 // The first directory among $CUDA_HOME/include, $CUDA_PATH/include and /usr/local/cuda/include
 // that holds cuda_bf16.h; nullopt when none does.
 std::optional<std::string> find_cuda_include_dir();
@@ -86,6 +128,8 @@ std::optional<std::string> find_cuda_include_dir();
 struct NvrtcOptions {
   GpuArch arch = GpuArch::Sm80;
   bool line_info = false;                   // -lineinfo: map SASS back to source lines
+  // sm_90a only: fail with Kind::Rejected on wgmma serialization warnings and spills.
+  bool hopper_gate = true;
   std::vector<std::string> extra_options;   // passed verbatim after the standard ones
 };
 

@@ -19,6 +19,9 @@ struct CodegenError {
     NvrtcNotFound,   // libnvrtc could not be loaded, or lacks an entry point
     BadOption,       // an option NVRTC or the caller rejected (unknown arch, ...)
     Compilation,     // NVRTC compiled and failed: `log` has its diagnostics
+    Rejected,        // it compiled, but ptxas says the kernel would be slow by construction
+                     // (sm_90a: wgmma serialized, or registers spilled): an infeasible
+                     // candidate, not a compiler bug; `log` has ptxas' report
     Unsupported,     // the emitter cannot print this MA tile construct (yet)
     InvalidInput,    // malformed input: an IR the emitter cannot trust, a bad launch.json, ...
     Io,              // a file or directory could not be read or written

@@ -10,6 +10,8 @@
 //   NAUTILUS_FAKE_CUDA_ATTRIBUTE_ERROR=1   cuDeviceGetAttribute fails with error 1
 //   NAUTILUS_FAKE_CUDA_COMPUTE=<major*10+minor>  compute capability (default 90)
 //   NAUTILUS_FAKE_CUDA_MODULE_ERROR=<code> cuModuleLoadDataEx fails with <code> and a JIT log
+//   NAUTILUS_FAKE_CUDA_DRIVER_VERSION=<v>  cuDriverGetVersion reports <v> (default 13000)
+//   NAUTILUS_FAKE_CUDA_NO_TENSOR_MAP=1     cuGetProcAddress does not find cuTensorMapEncodeTiled
 //
 // "Device" memory is host memory, launches run synchronously on the calling thread, and the
 // kernels are a fixed set recognized by name (any module image loads and exports all of them);
@@ -22,6 +24,25 @@
 //   fake_hang(x)                 never finishes: event queries answer CUDA_ERROR_NOT_READY
 //                                forever and a blocking copy never returns
 //   fake_too_many_resources(x)   the launch fails with CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES
+//   fake_tma_copy(map, dst)      dst = the tensor `map` views, element by element, through the
+//                                map's address, dims and strides (row-major, innermost dim
+//                                fastest). Parameter 0 must be a 128-byte map whose storage is
+//                                64-byte aligned (else CUDA_ERROR_INVALID_VALUE). Like the real
+//                                driver bug, a map that still has bit 21 of word 1 set faults
+//                                (CUDA_ERROR_ILLEGAL_ADDRESS).
+//   fake_cluster_copy(src, dst)  dst = src when launched in clusters of 2 or more CTAs (through
+//                                cuLaunchKernelEx); without a cluster it faults, as a kernel
+//                                reading a peer CTA's shared memory does
+//
+// cuTensorMapEncodeTiled (reached through cuGetProcAddress_v2 at version 12000) checks the rules
+// of cuda.h (map 64-byte aligned, rank 1..5, 16-byte-aligned address, strides multiples of 16,
+// box extents in [1, 256] with an inner extent of a multiple of 16 bytes within the swizzle
+// span, element strides in [1, 8]) and writes its own layout: word 0 the address, word 1 data
+// type | rank << 8 | swizzle << 12 | l2 promotion << 16 | oob fill << 20, words 2-6 the dims,
+// 7-10 the strides, 11 the box (16 bits each), 12 box[4] and the element strides. Like drivers
+// up to 13.1 it sets bit 21 of word 1 when the tensor is under 128 KiB and the reported driver
+// version is at most 13010. cuLaunchKernelEx takes CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION and
+// refuses cluster dims that do not divide the grid (CUDA_ERROR_INVALID_CLUSTER_SIZE).
 //
 // Any other kernel name is CUDA_ERROR_NOT_FOUND. Retaining the primary context when none is
 // held starts a fresh device (no fault, no hang), as after a context reset on a real GPU.
@@ -77,7 +98,7 @@ struct FakeEvent {
   std::chrono::steady_clock::time_point recorded{};
 };
 
-enum class FakeKernel { Copy, SwapHalves, Fault, Hang, TooManyResources };
+enum class FakeKernel { Copy, SwapHalves, Fault, Hang, TooManyResources, TmaCopy, ClusterCopy };
 struct FakeFunction {
   const char* name;
   FakeKernel kernel;
@@ -89,7 +110,12 @@ FakeFunction g_functions[] = {
     {"fake_fault", FakeKernel::Fault},
     {"fake_hang", FakeKernel::Hang},
     {"fake_too_many_resources", FakeKernel::TooManyResources},
+    {"fake_tma_copy", FakeKernel::TmaCopy},
+    {"fake_cluster_copy", FakeKernel::ClusterCopy},
 };
+
+constexpr int kErrorInvalidClusterSize = 912;
+int driver_version() { return env_int("NAUTILUS_FAKE_CUDA_DRIVER_VERSION", 13000); }
 
 // The size of the allocation that `pointer` starts, or 0 when it is not one.
 std::size_t allocation_size(std::uintptr_t pointer) {
@@ -124,7 +150,7 @@ int cuDriverGetVersion(int* version) {
   if (version == nullptr) {
     return kErrorInvalidValue;
   }
-  *version = 13000;
+  *version = driver_version();
   return kSuccess;
 }
 
@@ -205,6 +231,7 @@ int cuGetErrorString(int error, const char** text) {
       *text = "an illegal memory access was encountered";
       return kSuccess;
     case kErrorLaunchOutOfResources: *text = "too many resources requested for launch"; return kSuccess;
+    case kErrorInvalidClusterSize: *text = "invalid cluster size"; return kSuccess;
     case 999: *text = "unknown error"; return kSuccess;
     default: *text = nullptr; return kErrorInvalidValue;
   }
@@ -221,6 +248,7 @@ int cuGetErrorName(int error, const char** name) {
     case kErrorNotReady: *name = "CUDA_ERROR_NOT_READY"; return kSuccess;
     case kErrorIllegalAddress: *name = "CUDA_ERROR_ILLEGAL_ADDRESS"; return kSuccess;
     case kErrorLaunchOutOfResources: *name = "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES"; return kSuccess;
+    case kErrorInvalidClusterSize: *name = "CUDA_ERROR_INVALID_CLUSTER_SIZE"; return kSuccess;
     default: *name = nullptr; return kErrorInvalidValue;
   }
 }
@@ -344,10 +372,57 @@ int cuMemsetD8Async(unsigned long long destination, unsigned char value, std::si
   return kSuccess;
 }
 
-int cuLaunchKernel(void* function, unsigned grid_x, unsigned grid_y, unsigned grid_z,
-                   unsigned block_x, unsigned block_y, unsigned block_z, unsigned shared_bytes,
-                   void* /*stream*/, void** parameters, void** /*extra*/) {
-  auto* fake = static_cast<FakeFunction*>(function);
+}  // extern "C"
+
+namespace {
+
+int element_bytes(int data_type) {
+  switch (data_type) {
+    case 6: case 9: return 2;  // FLOAT16, BFLOAT16
+    case 7: return 4;          // FLOAT32
+    default: return 0;
+  }
+}
+
+// The fake TMA: reads the tensor the map in parameter 0 views into the buffer in parameter 1.
+int run_tma_copy(void** parameters) {
+  if (reinterpret_cast<std::uintptr_t>(parameters[0]) % 64 != 0) return kErrorInvalidValue;
+  std::uint64_t words[16];
+  std::memcpy(words, parameters[0], sizeof(words));
+  if ((words[1] >> 21) & 1) {  // the small-tensor driver bug
+    g_device.sticky_error = kErrorIllegalAddress;
+    return kSuccess;
+  }
+  const int element = element_bytes(static_cast<int>(words[1] & 0xff));
+  const int rank = static_cast<int>((words[1] >> 8) & 0xf);
+  if (element == 0 || rank < 1 || rank > 5) return kErrorInvalidValue;
+  std::uint64_t dims[5] = {1, 1, 1, 1, 1};
+  std::uint64_t strides[5] = {0, 0, 0, 0, 0};  // strides[i]: of dim i (dim 0: the element)
+  strides[0] = static_cast<std::uint64_t>(element);
+  for (int i = 0; i < rank; ++i) dims[i] = words[2 + i];
+  for (int i = 1; i < rank; ++i) strides[i] = words[7 + i - 1];
+  std::uintptr_t destination = pointer_parameter(parameters, 1);
+  std::size_t capacity = allocation_size(destination);
+  std::size_t written = 0;
+  const auto* base = reinterpret_cast<const unsigned char*>(static_cast<std::uintptr_t>(words[0]));
+  auto* to = reinterpret_cast<unsigned char*>(destination);
+  for (std::uint64_t i4 = 0; i4 < dims[4]; ++i4)
+    for (std::uint64_t i3 = 0; i3 < dims[3]; ++i3)
+      for (std::uint64_t i2 = 0; i2 < dims[2]; ++i2)
+        for (std::uint64_t i1 = 0; i1 < dims[1]; ++i1)
+          for (std::uint64_t i0 = 0; i0 < dims[0]; ++i0) {
+            if (written + static_cast<std::size_t>(element) > capacity) return kSuccess;
+            const std::uint64_t offset = i0 * strides[0] + i1 * strides[1] + i2 * strides[2] +
+                                         i3 * strides[3] + i4 * strides[4];
+            std::memcpy(to + written, base + offset, static_cast<std::size_t>(element));
+            written += static_cast<std::size_t>(element);
+          }
+  return kSuccess;
+}
+
+int run_fake_kernel(FakeFunction* fake, unsigned grid_x, unsigned grid_y, unsigned grid_z,
+                    unsigned block_x, unsigned block_y, unsigned block_z, unsigned shared_bytes,
+                    void** parameters, unsigned cluster_size) {
   if (fake == nullptr || parameters == nullptr) return kErrorInvalidValue;
   if (device_state_error() != kSuccess) return device_state_error();
   if (grid_x * grid_y * grid_z == 0 || block_x * block_y * block_z == 0 ||
@@ -357,13 +432,18 @@ int cuLaunchKernel(void* function, unsigned grid_x, unsigned grid_y, unsigned gr
   if (static_cast<int>(shared_bytes) > fake->max_dynamic_shared) return kErrorInvalidValue;
   switch (fake->kernel) {
     case FakeKernel::Copy:
-    case FakeKernel::SwapHalves: {
+    case FakeKernel::SwapHalves:
+    case FakeKernel::ClusterCopy: {
+      if (fake->kernel == FakeKernel::ClusterCopy && cluster_size < 2) {
+        g_device.sticky_error = kErrorIllegalAddress;  // no peer CTA to read from
+        return kSuccess;
+      }
       std::uintptr_t source = pointer_parameter(parameters, 0);
       std::uintptr_t destination = pointer_parameter(parameters, 1);
       std::size_t bytes = std::min(allocation_size(source), allocation_size(destination));
       auto* to = reinterpret_cast<unsigned char*>(destination);
       const auto* from = reinterpret_cast<const unsigned char*>(source);
-      if (fake->kernel == FakeKernel::Copy) {
+      if (fake->kernel != FakeKernel::SwapHalves) {
         std::memmove(to, from, bytes);
       } else {
         std::size_t half = bytes / 8 * 4;  // a multiple of 4 bytes: whole elements move
@@ -372,6 +452,8 @@ int cuLaunchKernel(void* function, unsigned grid_x, unsigned grid_y, unsigned gr
       }
       return kSuccess;
     }
+    case FakeKernel::TmaCopy:
+      return run_tma_copy(parameters);
     case FakeKernel::Fault:
       g_device.sticky_error = kErrorIllegalAddress;
       return kSuccess;  // launches are asynchronous: the fault shows at the next sync
@@ -382,6 +464,114 @@ int cuLaunchKernel(void* function, unsigned grid_x, unsigned grid_y, unsigned gr
       return kErrorLaunchOutOfResources;
   }
   return kErrorInvalidValue;
+}
+
+// cuda.h's CUlaunchAttribute and CUlaunchConfig.
+struct FakeLaunchAttribute {
+  int id;
+  char pad[4];
+  union alignas(8) {
+    char bytes[64];
+    struct {
+      unsigned x, y, z;
+    } cluster;
+  } value;
+};
+struct FakeLaunchConfig {
+  unsigned grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_bytes;
+  void* stream;
+  FakeLaunchAttribute* attributes;
+  unsigned attribute_count;
+};
+
+int fake_tensor_map_encode_tiled(void* map, int data_type, unsigned rank, void* address,
+                                 const unsigned long long* dims,
+                                 const unsigned long long* strides, const unsigned* box,
+                                 const unsigned* element_strides, int interleave, int swizzle,
+                                 int l2_promotion, int oob_fill) {
+  if (map == nullptr || reinterpret_cast<std::uintptr_t>(map) % 64 != 0) return kErrorInvalidValue;
+  const int element = element_bytes(data_type);
+  if (element == 0 || rank < 1 || rank > 5 || interleave != 0) return kErrorInvalidValue;
+  if (reinterpret_cast<std::uintptr_t>(address) % 16 != 0) return kErrorInvalidValue;
+  if (swizzle < 0 || swizzle > 3 || l2_promotion < 0 || l2_promotion > 3 || oob_fill < 0 ||
+      oob_fill > 1) {
+    return kErrorInvalidValue;
+  }
+  std::uint64_t tensor_bytes = static_cast<std::uint64_t>(element);
+  for (unsigned i = 0; i < rank; ++i) {
+    if (dims[i] == 0 || dims[i] > (1ull << 32)) return kErrorInvalidValue;
+    if (box[i] == 0 || box[i] > 256) return kErrorInvalidValue;
+    if (element_strides[i] == 0 || element_strides[i] > 8) return kErrorInvalidValue;
+    tensor_bytes *= dims[i];
+  }
+  for (unsigned i = 0; i + 1 < rank; ++i) {
+    if (strides[i] % 16 != 0 || strides[i] >= (1ull << 40)) return kErrorInvalidValue;
+  }
+  const unsigned inner = box[0] * static_cast<unsigned>(element);
+  if (inner % 16 != 0) return kErrorInvalidValue;
+  if (swizzle != 0 && inner > (16u << swizzle)) return kErrorInvalidValue;  // 32, 64, 128 B
+  std::uint64_t words[16] = {};
+  words[0] = reinterpret_cast<std::uintptr_t>(address);
+  words[1] = static_cast<std::uint64_t>(data_type) | std::uint64_t{rank} << 8 |
+             static_cast<std::uint64_t>(swizzle) << 12 |
+             static_cast<std::uint64_t>(l2_promotion) << 16 |
+             static_cast<std::uint64_t>(oob_fill) << 20;
+  if (driver_version() <= 13010 && tensor_bytes < (128u << 10)) words[1] |= std::uint64_t{1} << 21;
+  for (unsigned i = 0; i < rank; ++i) words[2 + i] = dims[i];
+  for (unsigned i = 0; i + 1 < rank; ++i) words[7 + i] = strides[i];
+  for (unsigned i = 0; i < rank && i < 4; ++i) words[11] |= std::uint64_t{box[i]} << (16 * i);
+  if (rank == 5) words[12] = box[4];
+  for (unsigned i = 0; i < rank; ++i) words[12] |= std::uint64_t{element_strides[i]} << (16 + 4 * i);
+  std::memcpy(map, words, sizeof(words));
+  return kSuccess;
+}
+
+}  // namespace
+
+extern "C" {
+
+int cuLaunchKernel(void* function, unsigned grid_x, unsigned grid_y, unsigned grid_z,
+                   unsigned block_x, unsigned block_y, unsigned block_z, unsigned shared_bytes,
+                   void* /*stream*/, void** parameters, void** /*extra*/) {
+  return run_fake_kernel(static_cast<FakeFunction*>(function), grid_x, grid_y, grid_z, block_x,
+                         block_y, block_z, shared_bytes, parameters, 1);
+}
+
+int cuLaunchKernelEx(const FakeLaunchConfig* config, void* function, void** parameters,
+                     void** /*extra*/) {
+  if (config == nullptr) return kErrorInvalidValue;
+  unsigned cluster_size = 1;
+  for (unsigned i = 0; i < config->attribute_count; ++i) {
+    const FakeLaunchAttribute& attribute = config->attributes[i];
+    if (attribute.id != 4) continue;  // CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+    const auto& c = attribute.value.cluster;
+    if (c.x == 0 || c.y == 0 || c.z == 0 || config->grid_x % c.x != 0 ||
+        config->grid_y % c.y != 0 || config->grid_z % c.z != 0 || c.x * c.y * c.z > 8) {
+      return kErrorInvalidClusterSize;
+    }
+    cluster_size = c.x * c.y * c.z;
+  }
+  return run_fake_kernel(static_cast<FakeFunction*>(function), config->grid_x, config->grid_y,
+                         config->grid_z, config->block_x, config->block_y, config->block_z,
+                         config->shared_bytes, parameters, cluster_size);
+}
+
+int cuGetProcAddress_v2(const char* symbol, void** function, int cuda_version,
+                        unsigned long long /*flags*/, int* symbol_status) {
+  if (symbol == nullptr || function == nullptr) return kErrorInvalidValue;
+  *function = nullptr;
+  int status = 1;  // CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND
+  if (std::strcmp(symbol, "cuTensorMapEncodeTiled") == 0 &&
+      env_int("NAUTILUS_FAKE_CUDA_NO_TENSOR_MAP", 0) == 0) {
+    if (cuda_version >= 12000) {
+      *function = reinterpret_cast<void*>(&fake_tensor_map_encode_tiled);
+      status = 0;
+    } else {
+      status = 2;  // CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT
+    }
+  }
+  if (symbol_status != nullptr) *symbol_status = status;
+  return status == 0 ? kSuccess : kErrorNotFound;
 }
 
 int cuEventCreate(void** event, unsigned int /*flags*/) {

@@ -140,7 +140,7 @@ TEST_F(PackageTest, MalformedLaunchJsonNamesTheField) {
   EXPECT_NE(read_error().find("'sm_90' is not one of sm_80, sm_90a"), std::string::npos);
 
   ASSERT_TRUE(write_package(sample_package(), directory_.string()).ok());
-  rewrite_launch([](auto& json) { json["version"] = 2; });
+  rewrite_launch([](auto& json) { json["version"] = 3; });
   EXPECT_NE(read_error().find("version"), std::string::npos);
 
   ASSERT_TRUE(write_package(sample_package(), directory_.string()).ok());
