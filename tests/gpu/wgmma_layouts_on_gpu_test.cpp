@@ -271,26 +271,28 @@ CaseResult run_case(profiler::GpuSession& session, profiler::cu::Module module, 
       bytes_of(a.bits),          bytes_of(a.offsets),       bytes_of(b.bits),
       bytes_of(b.offsets),       bytes_of(a_descriptors),   bytes_of(b_descriptors),
       bytes_of(params),          bytes_of(out_index)};
-  std::vector<profiler::cu::DevicePtr> arguments;
+  profiler::KernelParameters arguments;
   for (const auto& bytes : inputs) {
     profiler::cu::DevicePtr p = 0;
     if (auto failed = session.allocate(bytes.size(), &p)) return {0, 0, 0, failed->message};
     if (auto failed = session.upload(p, bytes)) return {0, 0, 0, failed->message};
-    arguments.push_back(p);
+    arguments.add_pointer(p);
   }
   profiler::cu::DevicePtr out = 0;
   if (auto failed = session.allocate(kM * n * 4, &out)) return {0, 0, 0, failed->message};
   // NaN everywhere: an element no thread writes cannot pass.
   if (auto failed = session.fill(out, 0xFF, kM * n * 4)) return {0, 0, 0, failed->message};
-  arguments.push_back(out);
+  arguments.add_pointer(out);
   const int64_t dynamic_shared = shared_bytes + 1024;  // room to align the tiles
   profiler::cu::Function function = nullptr;
   if (auto failed = session.get_function(module, kernel_name(n, c.a, c.b), dynamic_shared,
                                          &function, &result.registers)) {
     return {0, 0, 0, failed->message};
   }
-  if (auto failed = session.launch(function, {1, 1, 1}, {kThreads, 1, 1}, dynamic_shared,
-                                   arguments)) {
+  profiler::LaunchShape shape;
+  shape.block = {kThreads, 1, 1};
+  shape.dynamic_shared_bytes = dynamic_shared;
+  if (auto failed = session.launch(function, shape, arguments)) {
     return {0, 0, 0, failed->message};
   }
   if (auto failed = session.wait(30)) return {0, 0, 0, failed->message};
