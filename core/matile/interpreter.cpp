@@ -56,7 +56,7 @@ struct ElementState {
   int64_t write_clock = 0;    // that component's clock at the write
   int64_t proxy_stamp = -1;   // generic writes: the writer's fence.proxy.async count then
   int32_t landing_slot = -1;  // InFlight TMA data: the mbarrier slot whose phase lands it
-  int64_t pending_group = -1;  // an async read in flight (wgmma / TMA store group), or -1
+  int32_t pending_reads = 0;  // async reads in flight (wgmma operands, TMA store sources)
 };
 
 struct SharedState {
@@ -771,7 +771,7 @@ class Interpreter : public Visitor {
                  agents_[static_cast<size_t>(e.write_component)].name +
                  " without a fence.proxy.async after the write");
       }
-      e.pending_group = group->id;
+      ++e.pending_reads;
       group->reads.emplace_back(alloc, address);
       return s.data[static_cast<size_t>(address)];
     }
@@ -806,7 +806,7 @@ class Interpreter : public Visitor {
     }
     if (!hb_) return e;
     const std::string where = s.alloc->name + " element " + std::to_string(address);
-    if (e.pending_group >= 0) {
+    if (e.pending_reads > 0) {
       fail(InterpretErrorKind::StageOverwrite,
            writer + " overwrites " + where + " while an async read of it (a wgmma operand or a " +
                "TMA store source) is in flight: its group was not retired by a wait_group");
@@ -1161,7 +1161,9 @@ class Interpreter : public Visitor {
         }
       });
     }
-    hb_ = agents_.size() > 1;
+    // Kernels with roles or mbarriers keep vector clocks (TMA data is ordered through them even
+    // without roles); others keep the per-thread barrier epochs alone.
+    hb_ = agents_.size() > 1 || !kernel.mbarriers.empty();
     slots_.clear();
     slot_base_.clear();
     std::vector<bool> tma_targets(kernel.mbarriers.size(), false);
@@ -1664,14 +1666,14 @@ class Interpreter : public Visitor {
       for (const auto& [alloc, address] : group.reads) {
         SharedState& s = alloc_state(alloc);
         ElementState& e = s.state[static_cast<size_t>(address)];
-        if (e.pending_group >= 0 && e.pending_group <= group.id) e.pending_group = -1;
+        --e.pending_reads;
         if (hb_) {
           int64_t& read = s.read_clock[static_cast<size_t>(address) * agents_.size() + static_cast<size_t>(agent_)];
           read = std::max(read, a.clock[static_cast<size_t>(agent_)]);
         }
       }
       for (auto it = in_flight_.begin(); it != in_flight_.end();) {
-        it = it->second <= group.id ? in_flight_.erase(it) : std::next(it);
+        it = it->second == group.id ? in_flight_.erase(it) : std::next(it);
       }
       groups->committed.pop_front();
     }

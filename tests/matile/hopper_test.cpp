@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/codegen/emit_cuda.h"
 #include "core/matile/hopper.h"
 #include "core/matile/interpreter.h"
 #include "core/matile/layouts.h"
@@ -166,6 +167,16 @@ TEST(Hopper, RegisterBudgetOverTheLimitIsRejected) {
   EXPECT_EQ(result.error_kind, InterpretErrorKind::Malformed);
 }
 
+// The CUDA emitter does not print Hopper ops yet: it says so instead of printing wrong code.
+TEST(Hopper, TheEmitterRejectsHopperOpsClearly) {
+  const codegen::Result<codegen::EmittedModule> emitted =
+      codegen::emit_cuda(*hopper_gemm(HopperGemmShape{}));
+  ASSERT_FALSE(emitted);
+  EXPECT_EQ(emitted.error().kind, codegen::CodegenError::Kind::Unsupported);
+  EXPECT_NE(emitted.error().message.find("mbarrier_init"), std::string::npos)
+      << emitted.error().message;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Small kernels: arrivals, named barriers and the verifier's rules
 
@@ -194,6 +205,101 @@ InterpretResult run_small(int warps, const std::function<void(Builder&)>& body) 
   const std::vector<std::string> errors = verify(module);
   EXPECT_TRUE(errors.empty()) << errors.front();
   return interpret(module, {});
+}
+
+// A TMA box landing outside roles: out-of-bounds rows are zeros, and the data may be read only
+// after waiting for the phase it completed.
+TEST(Hopper, TmaDataNeedsItsPhaseEvenOutsideRoles) {
+  for (bool wait : {true, false}) {
+    const Buffer in = scalar::make_buffer("in", {6, 8}, DType::BF16, scalar::MemoryScope::Global,
+                                          scalar::BufferRole::Input);
+    const Buffer out = scalar::make_buffer("out", {8, 8}, DType::BF16, scalar::MemoryScope::Global,
+                                           scalar::BufferRole::Output);
+    Builder b(4);
+    const int box = b.shared("box", DType::BF16, {8, 8}, *tma_box_layout(DType::BF16, {8, 8}, 0), 1, "");
+    const int map = b.tma_map("tm", in, {8, 8}, 0);
+    const int bar = b.mbarrier("bar", 1, 1, "");
+    const Value zero = b.full(0.0, vrtile::index_scalar(), uniform_layout({}, b.threads()));
+    b.mbarrier_init(bar);
+    b.mbarrier_arrive(BarrierRef{bar, nullptr}, 128);
+    b.tma_load(SharedRef{box, nullptr, {0, 0}, false}, map, {zero, zero}, BarrierRef{bar, nullptr});
+    if (wait) b.mbarrier_wait(BarrierRef{bar, nullptr}, zero);
+    const Value tile = b.shared_load(SharedRef{box, nullptr, {0, 0}, false}, SharedRead::Scalar,
+                                     TileType{DType::BF16, {8, 8}}, blocked_layout({8, 8}, b.threads()));
+    b.global_store(out, GlobalAccess{GlobalAccess::Form::Window, {nullptr, nullptr}, {0, 1}, {8, 8}, false},
+                   {}, tile);
+    const Module module = single_kernel_module(b.finish_kernel("k", {in, out}), {in, out});
+    ASSERT_TRUE(verify(module).empty()) << verify(module).front();
+    TensorData data{{6, 8}, DType::BF16, {}};
+    for (int i = 0; i < 48; ++i) data.values.push_back(i + 1);
+    const InterpretResult result = interpret(module, {{"in", data}});
+    if (wait) {
+      ASSERT_TRUE(result.ok) << result.error;
+      const std::vector<double>& got = result.outputs.at("out").values;
+      for (int i = 0; i < 64; ++i) EXPECT_EQ(got[static_cast<size_t>(i)], i < 48 ? i + 1 : 0) << i;
+    } else {
+      EXPECT_EQ(result.error_kind, InterpretErrorKind::UnlandedRead) << result.error;
+      EXPECT_NE(result.error.find("landed by TMA on bar[0] phase 0, without waiting for that phase"),
+                std::string::npos)
+          << result.error;
+    }
+  }
+}
+
+// The RS form outside roles: one warpgroup, A [64, 32] loaded into registers in the wgmma A
+// fragment layout, B [16, 32] (K-major) landed by TMA; d = A * B^T in f32, increasing k. With
+// the fence before A's load, the wgmma reads registers written after it.
+TEST(Hopper, WgmmaWithRegisterA) {
+  for (bool fence_first : {false, true}) {
+    const Buffer a_in = scalar::make_buffer("A", {64, 32}, DType::BF16, scalar::MemoryScope::Global,
+                                            scalar::BufferRole::Input);
+    const Buffer b_in = scalar::make_buffer("B", {16, 32}, DType::BF16, scalar::MemoryScope::Global,
+                                            scalar::BufferRole::Input);
+    const Buffer out = scalar::make_buffer("C", {64, 16}, DType::F32, scalar::MemoryScope::Global,
+                                           scalar::BufferRole::Output);
+    Builder b(4);
+    const int bs = b.shared("Bs", DType::BF16, {16, 32}, *tma_box_layout(DType::BF16, {16, 32}, 64), 1, "");
+    const int map = b.tma_map("tmB", b_in, {16, 32}, 64);
+    const int bar = b.mbarrier("bar", 1, 1, "");
+    const Value zero = b.full(0.0, vrtile::index_scalar(), uniform_layout({}, b.threads()));
+    b.mbarrier_init(bar);
+    b.mbarrier_arrive(BarrierRef{bar, nullptr}, 16 * 32 * 2);
+    b.tma_load(SharedRef{bs, nullptr, {0, 0}, false}, map, {zero, zero}, BarrierRef{bar, nullptr});
+    if (fence_first) b.wgmma_fence();
+    const GlobalAccess window{GlobalAccess::Form::Window, {nullptr, nullptr}, {0, 1}, {64, 32}, false};
+    const Value a = b.global_load(a_in, window, {}, 0.0, TileType{DType::BF16, {64, 32}},
+                                  *wgmma_a_layout(64, 32, 1), "a");
+    const Value c0 = b.full(0.0, TileType{DType::F32, {64, 16}}, *wgmma_accumulator_layout(64, 16, 1), "c0");
+    if (!fence_first) b.wgmma_fence();
+    b.mbarrier_wait(BarrierRef{bar, nullptr}, zero);
+    const Value d = b.wgmma(SharedRef{}, a, SharedRef{bs, nullptr, {0, 0}, true}, 32, c0, "d");
+    b.wgmma_commit_group();
+    b.wgmma_wait_group(0);
+    b.global_store(out, GlobalAccess{GlobalAccess::Form::Window, {nullptr, nullptr}, {0, 1}, {64, 16}, false},
+                   {}, d);
+    const Module module = single_kernel_module(b.finish_kernel("k", {a_in, b_in, out}), {a_in, b_in, out});
+    ASSERT_TRUE(verify(module).empty()) << verify(module).front();
+    const HopperGemmShape shape{64, 16, 32, 1};
+    const TensorMap inputs = random_inputs(shape, 9);
+    const InterpretResult result = interpret(module, inputs);
+    if (fence_first) {
+      EXPECT_EQ(result.error_kind, InterpretErrorKind::WgmmaFenceMissing) << result.error;
+      continue;
+    }
+    ASSERT_TRUE(result.ok) << describe(result);
+    const std::vector<double>& got = result.outputs.at("C").values;
+    for (int64_t i = 0; i < 64; ++i) {
+      for (int64_t j = 0; j < 16; ++j) {
+        float sum = 0.0f;
+        for (int64_t k = 0; k < 32; ++k) {
+          sum = std::fmaf(static_cast<float>(inputs.at("A").values[static_cast<size_t>(i * 32 + k)]),
+                          static_cast<float>(inputs.at("B").values[static_cast<size_t>(j * 32 + k)]), sum);
+        }
+        ASSERT_EQ(got[static_cast<size_t>(i * 16 + j)], sum) << i << ", " << j;
+      }
+    }
+    EXPECT_EQ(result.instructions.at("wgmma.m64n16k16"), 2u);
+  }
 }
 
 TEST(Hopper, OverArrivalIsReported) {
