@@ -95,7 +95,9 @@ struct InterpretResult {
   TensorMap intermediates;
   uint64_t steps = 0;
   // Warp-level instructions executed, by name: "mma.m16n8k16", "ldmatrix.x4",
-  // "ldmatrix.x4.trans", "cp.async" (16-byte vectors), "bar.sync", "shfl.bfly", "fma" ...
+  // "ldmatrix.x4.trans", "cp.async" (16-byte vectors), "bar.sync", "shfl.bfly", "fma" ...;
+  // Hopper: "wgmma.m64nNk16" (per warpgroup and k16 step), "tma.load" / "tma.store" (boxes),
+  // "stmatrix.x4", "mbarrier.arrive[.expect_tx]", "mbarrier.try_wait", "bar.arrive" ...
   std::map<std::string, uint64_t> instructions;
 };
 

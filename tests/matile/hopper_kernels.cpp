@@ -38,7 +38,9 @@ ModulePtr hopper_gemm(const HopperGemmShape& shape, HopperBug bug) {
   const int cs = b.shared("Cs", DType::BF16, {kTileM, kTileN},
                           *tma_box_layout(DType::BF16, {kTileM, kTileN}, 128), 1, "C tile");
   const int full = b.mbarrier("full", S, 1, "stage loaded");
-  const int empty = b.mbarrier("empty", S, 2, "stage released by both consumers");
+  const int empty = shape.cooperative
+                        ? b.mbarrier("empty", S, 1, "stage released by the consumers")
+                        : b.mbarrier("empty", S, 2, "stage released by both consumers");
   const int tm_a = b.tma_map("tmA", A, {kTileM, kTileK}, 128);
   const int tm_b = b.tma_map("tmB", B, {kTileN, kTileK}, 128);
   const int tm_c = b.tma_map("tmC", C, {kTileM, kTileN}, 128);
@@ -80,9 +82,11 @@ ModulePtr hopper_gemm(const HopperGemmShape& shape, HopperBug bug) {
     });
   };
 
-  const auto consumer = [&](int g) {
-    const RegisterLayout acc_layout = *wgmma_accumulator_layout(64, kTileN, 1);
-    const Value acc0 = b.full(0.0, TileType{DType::F32, {64, kTileN}}, acc_layout, "acc0");
+  // Consumer `g` of `count` (or the cooperative role: g = 0, 2 warpgroups) owns `rows` rows.
+  const auto consumer = [&](int g, int warpgroups) {
+    const int64_t rows = 64 * warpgroups;
+    const RegisterLayout acc_layout = *wgmma_accumulator_layout(rows, kTileN, warpgroups);
+    const Value acc0 = b.full(0.0, TileType{DType::F32, {rows, kTileN}}, acc_layout, "acc0");
     if (bug != HopperBug::MissingWgmmaFence) b.wgmma_fence();
     const auto a_stage = [&](const Value& s) { return SharedRef{as, s, {64 * g, 0}, false}; };
     const auto b_stage = [&](const Value& s) { return SharedRef{bs, s, {0, 0}, true}; };
@@ -91,6 +95,8 @@ ModulePtr hopper_gemm(const HopperGemmShape& shape, HopperBug bug) {
     const Value acc_first = b.wgmma(a_stage(first), nullptr, b_stage(first), kTileK, acc0, "acc_k0");
     b.wgmma_commit_group();
     const bool releases = !(bug == HopperBug::ConsumerNeverReleases && g == 1);
+    const bool early = bug == HopperBug::ConsumerReleasesEarly;
+    if (early) b.mbarrier_arrive(BarrierRef{empty, first});
     const std::vector<Value> acc = b.for_loop(
         "j", KT - 1, {acc_first},
         [&](const Value& j, const std::vector<Value>& carried) {
@@ -100,14 +106,17 @@ ModulePtr hopper_gemm(const HopperGemmShape& shape, HopperBug bug) {
           b.mbarrier_wait(BarrierRef{full, s}, phase);
           const Value next = b.wgmma(a_stage(s), nullptr, b_stage(s), kTileK, carried[0], "acc_k");
           b.wgmma_commit_group();
+          if (early) b.mbarrier_arrive(BarrierRef{empty, s});
           b.wgmma_wait_group(1);
           // The previous stage's wgmma has retired: release it.
-          if (releases) b.mbarrier_arrive(BarrierRef{empty, binary(BinaryOp::Mod, j, S, "previous")});
+          if (releases && !early) {
+            b.mbarrier_arrive(BarrierRef{empty, binary(BinaryOp::Mod, j, S, "previous")});
+          }
           return std::vector<Value>{next};
         },
         {"acc"}, {"acc_i"});
     if (bug != HopperBug::AccumulatorBeforeWait) b.wgmma_wait_group(0);
-    if (releases) b.mbarrier_arrive(BarrierRef{empty, constant((KT - 1) % S, "last")});
+    if (releases && !early) b.mbarrier_arrive(BarrierRef{empty, constant((KT - 1) % S, "last")});
     const Value c16 = b.cast(acc[0], DType::BF16, "c16");
     b.stmatrix(SharedRef{cs, nullptr, {64 * g, 0}, false}, c16);
     if (bug != HopperBug::MissingProxyFence) b.fence_proxy_async();
@@ -121,9 +130,14 @@ ModulePtr hopper_gemm(const HopperGemmShape& shape, HopperBug bug) {
   };
 
   const int consumer_registers = bug == HopperBug::RegisterBudgetOver ? 240 : 232;
-  b.roles({{"producer", 1, 40, producer},
-           {"consumer0", 1, consumer_registers, [&] { consumer(0); }},
-           {"consumer1", 1, consumer_registers, [&] { consumer(1); }}});
+  if (shape.cooperative) {
+    b.roles({{"producer", 1, 40, producer},
+             {"consumers", 2, consumer_registers, [&] { consumer(0, 2); }}});
+  } else {
+    b.roles({{"producer", 1, 40, producer},
+             {"consumer0", 1, consumer_registers, [&] { consumer(0, 1); }},
+             {"consumer1", 1, consumer_registers, [&] { consumer(1, 1); }}});
+  }
 
   Module module;
   module.name = "hopper_gemm";

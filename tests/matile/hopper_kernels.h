@@ -14,6 +14,7 @@
 //     wgmma.wait_group 0; arrive empty[(KT - 1) % S]
 //     stmatrix Cs[64g, 0], cast(%acc); fence.proxy.async; bar.sync 1, 256
 //     consumer0: tma.store tmC[m0, n0] <- Cs; cp.async.bulk.commit_group; wait_group.read 0
+//   (cooperative: one role "consumers" of 2 warpgroups does the same on all 128 rows.)
 #pragma once
 
 #include <cstdint>
@@ -30,6 +31,7 @@ enum class HopperBug {
   WrongProducerParity,      // the producer waits on the empty barrier's phase, not its parity ^ 1
   ConsumerNeverReleases,    // consumer1 never arrives on the empty barrier
   ProducerSkipsEmptyWait,   // the producer reloads stages without waiting for their release
+  ConsumerReleasesEarly,    // consumers release a stage before the wgmma reading it retired
   AccumulatorBeforeWait,    // the epilogue converts the accumulator without wgmma.wait_group 0
   MissingProxyFence,        // stmatrix then TMA store without fence.proxy.async
   MissingWgmmaFence,        // the first wgmma without wgmma.fence
@@ -39,6 +41,9 @@ enum class HopperBug {
 struct HopperGemmShape {
   int64_t m = 200, n = 104, k = 328;  // no multiple of the 128 x 64 x 64 tile
   int stages = 3;
+  // One consumer role of 2 warpgroups sharing one m128 wgmma (CUTLASS's cooperative form)
+  // instead of two roles of one warpgroup each.
+  bool cooperative = false;
 };
 
 ModulePtr hopper_gemm(const HopperGemmShape& shape, HopperBug bug = HopperBug::None);

@@ -87,6 +87,24 @@ TEST(Hopper, WarpSpecializedGemmMatchesTheReference) {
   EXPECT_EQ(result.instructions.at("stmatrix.x4"), 4u * 2 * 4 * 4);
 }
 
+// One consumer role of two warpgroups issuing m128 wgmmas (each warpgroup its 64 rows).
+TEST(Hopper, CooperativeConsumersMatchTheReference) {
+  HopperGemmShape shape;
+  shape.cooperative = true;
+  const ModulePtr module = hopper_gemm(shape);
+  ASSERT_TRUE(verify(*module).empty()) << verify(*module).front();
+  const TensorMap inputs = random_inputs(shape, 4);
+  for (uint64_t seed : {0u, 9u}) {
+    InterpretOptions options;
+    options.schedule_seed = seed;
+    const InterpretResult result = interpret(*module, inputs, options);
+    expect_gemm_output(shape, inputs, result);
+    if (result.ok) {
+      EXPECT_EQ(result.instructions.at("wgmma.m64n64k16"), 4u * 6 * 2 * 4);
+    }
+  }
+}
+
 TEST(Hopper, RandomInterleavingsGiveTheSameResult) {
   const HopperGemmShape shape{72, 40, 200, 2};
   const ModulePtr module = hopper_gemm(shape);
@@ -135,6 +153,8 @@ INSTANTIATE_TEST_SUITE_P(
         BrokenCase{HopperBug::ConsumerNeverReleases, InterpretErrorKind::Deadlock,
                    "deadlock: every role waits"},
         BrokenCase{HopperBug::ProducerSkipsEmptyWait, InterpretErrorKind::StageOverwrite,
+                   "the TMA load of role producer overwrites"},
+        BrokenCase{HopperBug::ConsumerReleasesEarly, InterpretErrorKind::StageOverwrite,
                    "the TMA load of role producer overwrites"},
         BrokenCase{HopperBug::AccumulatorBeforeWait, InterpretErrorKind::AccumulatorBeforeWait,
                    "a wgmma result whose group no wgmma.wait_group has retired"},
