@@ -193,7 +193,7 @@ std::string instruction_name(const Op& op) {
     case OpKind::TmaStore: return "cp.async.bulk.tensor.global.shared::cta.tile.bulk_group";
     case OpKind::BulkCommitGroup: return "cp.async.bulk.commit_group";
     case OpKind::BulkWaitGroup:
-      return std::string("cp.async.bulk.wait_group") + (op.arrive_only ? ".read " : " ") +
+      return std::string("cp.async.bulk.wait_group") + (op.wait_read ? ".read " : " ") +
              std::to_string(op.extent);
     case OpKind::WgmmaFence: return "wgmma.fence.sync.aligned";
     case OpKind::Wgmma: {
@@ -617,7 +617,7 @@ void Builder::bulk_commit_group() { emit(op_of(OpKind::BulkCommitGroup, {})); }
 void Builder::bulk_wait_group(int64_t pending, bool read) {
   Op op = op_of(OpKind::BulkWaitGroup, {});
   op.extent = pending;
-  op.arrive_only = read;
+  op.wait_read = read;
   emit(std::move(op));
 }
 

@@ -139,7 +139,8 @@
 //   TmaStore(coords...) shared -> map       the bulk store of the box (elements past the extent
 //                               are not written); it reads shared memory until a
 //                               BulkWaitGroup retires its group.
-//   BulkCommitGroup, BulkWaitGroup(n[, read])   cp.async.bulk.commit_group / wait_group[.read] n.
+//   BulkCommitGroup, BulkWaitGroup(n)   cp.async.bulk.commit_group / wait_group[.read] n (.read
+//                               when `wait_read`: the sources may be reused; both retire groups).
 //   WgmmaFence                  wgmma.fence: required before a Wgmma whose accumulator or
 //                               register A was written by ordinary code since the last fence.
 //   Wgmma([a,] c) shared A, B -> d    wgmma.mma_async m64nNk16 f32 accumulate over the executing
@@ -414,7 +415,8 @@ struct Op {
   int64_t multicast_mask = 0;   // TmaLoad: CTA mask of .multicast::cluster (0: none)
   int barrier_id = 0;           // NamedBarrier
   int64_t barrier_threads = 0;  // NamedBarrier
-  bool arrive_only = false;     // NamedBarrier: bar.arrive; BulkWaitGroup: .read
+  bool arrive_only = false;     // NamedBarrier: bar.arrive instead of bar.sync
+  bool wait_read = false;       // BulkWaitGroup: .read (only the shared sources are released)
   Provenance provenance;
 };
 using OpPtr = std::shared_ptr<const Op>;

@@ -208,7 +208,7 @@ std::string op_body_text(const Kernel& kernel, const Op& op) {
              shared_ref_text(kernel, op.shared);
     case OpKind::BulkCommitGroup: return "cp.async.bulk.commit_group";
     case OpKind::BulkWaitGroup:
-      return std::string("cp.async.bulk.wait_group") + (op.arrive_only ? ".read " : " ") +
+      return std::string("cp.async.bulk.wait_group") + (op.wait_read ? ".read " : " ") +
              std::to_string(op.extent);
     case OpKind::WgmmaFence: return "wgmma.fence";
     case OpKind::Wgmma: {
@@ -598,7 +598,7 @@ void hopper_json(const Kernel& kernel, const LayoutTable& table, const Op& op,
   if (op.kind == OpKind::BulkWaitGroup || op.kind == OpKind::WgmmaWaitGroup) {
     (*j)["pending"] = op.extent;
   }
-  if (op.kind == OpKind::BulkWaitGroup) (*j)["read"] = op.arrive_only;
+  if (op.kind == OpKind::BulkWaitGroup) (*j)["read"] = op.wait_read;
   if (op.kind == OpKind::Roles) {
     nlohmann::ordered_json roles = nlohmann::ordered_json::array();
     for (const WarpRole& role : op.roles) {
