@@ -764,6 +764,23 @@ class WorkWalk : public matile::Visitor {
         if (value) work.shared_bytes += lanes(value) * dtype_bytes(value->type.dtype);
         return;
       }
+      // Hopper's asynchronous ops have no cost yet (issue 13, cost model): they count nothing.
+      case OpKind::Roles:
+      case OpKind::MBarrierInit:
+      case OpKind::MBarrierArrive:
+      case OpKind::MBarrierWait:
+      case OpKind::NamedBarrier:
+      case OpKind::FenceProxyAsync:
+      case OpKind::TmaLoad:
+      case OpKind::TmaStore:
+      case OpKind::BulkCommitGroup:
+      case OpKind::BulkWaitGroup:
+      case OpKind::WgmmaFence:
+      case OpKind::Wgmma:
+      case OpKind::WgmmaCommitGroup:
+      case OpKind::WgmmaWaitGroup:
+      case OpKind::StMatrix:
+        return;
     }
   }
 

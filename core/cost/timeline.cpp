@@ -380,6 +380,23 @@ WarpCost warp_cost(const matile::Kernel& kernel, const matile::Op& op, const Cyc
     case OpKind::Barrier:
     case OpKind::Yield:
       break;
+    // Hopper's asynchronous ops have no cost yet (issue 13, cost model).
+    case OpKind::Roles:
+    case OpKind::MBarrierInit:
+    case OpKind::MBarrierArrive:
+    case OpKind::MBarrierWait:
+    case OpKind::NamedBarrier:
+    case OpKind::FenceProxyAsync:
+    case OpKind::TmaLoad:
+    case OpKind::TmaStore:
+    case OpKind::BulkCommitGroup:
+    case OpKind::BulkWaitGroup:
+    case OpKind::WgmmaFence:
+    case OpKind::Wgmma:
+    case OpKind::WgmmaCommitGroup:
+    case OpKind::WgmmaWaitGroup:
+    case OpKind::StMatrix:
+      break;
   }
   return {OpClass::Wait, 0, 0};
 }

@@ -4,11 +4,13 @@
 #include <cmath>
 #include <deque>
 #include <limits>
+#include <random>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
 #include <vector>
 
+#include "core/matile/hopper.h"
 #include "core/matile/layouts.h"
 #include "core/matile/printer.h"
 #include "core/matile/verifier.h"
@@ -42,12 +44,20 @@ using Slots = std::vector<double>;  // thread-major: [t * slots + v]
 
 enum class Status : uint8_t { Unwritten, InFlight, Valid };
 
+// Threads of control: 0 is the CTA (code outside Roles ops), 1.. the roles. Vector-clock
+// components: one per thread of control, then one per mbarrier slot (its completed phases).
 struct ElementState {
   Status status = Status::Unwritten;
-  int32_t writer = -1;
-  int64_t write_epoch = -1;
-  int32_t reader = -1;  // -2: several threads
+  int32_t writer = -1;        // CTA thread of the last write (-1: a TMA landing)
+  int64_t write_epoch = -1;   // the writer's barrier epoch (within its thread of control)
+  int32_t reader = -1;        // -2: several threads
   int64_t read_epoch = -1;
+  int32_t reader_agent = 0;   // the thread of control of `reader` / `read_epoch`
+  int32_t write_component = 0;  // the writing thread of control, or a slot's component (TMA)
+  int64_t write_clock = 0;    // that component's clock at the write
+  int64_t proxy_stamp = -1;   // generic writes: the writer's fence.proxy.async count then
+  int32_t landing_slot = -1;  // InFlight TMA data: the mbarrier slot whose phase lands it
+  int32_t pending_reads = 0;  // async reads in flight (wgmma operands, TMA store sources)
 };
 
 struct SharedState {
@@ -55,6 +65,7 @@ struct SharedState {
   std::vector<int64_t> offsets;  // column-major logical index -> element offset in a stage
   std::vector<double> data;
   std::vector<ElementState> state;
+  std::vector<int64_t> read_clock;  // [element * agents + agent]: each role's last read
 };
 
 struct PendingWrite {
@@ -66,6 +77,62 @@ struct PendingWrite {
 struct ThreadCopies {
   std::vector<PendingWrite> open;
   std::deque<std::vector<PendingWrite>> committed;
+};
+
+using Clock = std::vector<int64_t>;
+
+void join_into(Clock* into, const Clock& from) {
+  for (size_t i = 0; i < into->size() && i < from.size(); ++i) (*into)[i] = std::max((*into)[i], from[i]);
+}
+
+// One mbarrier object.
+struct BarrierSlot {
+  std::string name;  // "full[1]"
+  bool initialized = false;
+  int64_t expected = 0, pending = 0;  // arrivals per phase, still pending in this one
+  int64_t tx = 0;                     // announced minus landed bytes of this phase
+  int64_t announced = 0;              // expect_tx bytes of this phase
+  bool carries_tx = false;            // TMA loads complete on this array
+  int64_t phase = 0;                  // completed phases
+  Clock release;                      // what this phase's arrivals released
+  Clock completed;                    // what the last completed phase released
+  std::vector<PendingWrite> landing;  // TMA data of this phase
+};
+
+struct NamedBarrierState {
+  int64_t expected = 0, arrived = 0, generation = 0;
+  Clock release, completed;
+};
+
+// wgmma or bulk-copy groups of one thread of control.
+struct AsyncGroup {
+  int64_t id = -1;
+  std::vector<std::pair<int, int64_t>> reads;  // (allocation, address) read in flight
+};
+struct AsyncGroups {
+  AsyncGroup open;
+  std::deque<AsyncGroup> committed;
+  bool empty() const { return open.id < 0 && committed.empty(); }
+};
+
+// A role's position: a stack of regions (the role's body, loop bodies inside it).
+struct Frame {
+  const Region* region = nullptr;
+  size_t pc = 0;
+  const Op* loop = nullptr;
+  int64_t iteration = 0, trips = 0;
+};
+
+struct Agent {
+  std::string name;  // "role producer", "the CTA"
+  int64_t thread_base = 0, thread_count = 0;
+  std::vector<Frame> frames;
+  bool done = false;
+  int64_t named_generation = -1;  // waiting at a bar.sync of this generation
+  AsyncGroups wgmma, bulk;
+  int64_t wgmma_fences = 0, proxy_fences = 0;
+  int64_t epoch = 0;
+  Clock clock;
 };
 
 double identity_of(ReduceOp op) {
@@ -87,12 +154,16 @@ class Interpreter : public Visitor {
       : module_(module),
         step_limit_(options.max_steps == 0 ? std::numeric_limits<uint64_t>::max()
                                             : options.max_steps),
-        globals_("module", module.name) {}
+        globals_("module", module.name),
+        schedule_rng_(options.schedule_seed),
+        schedule_seed_(options.schedule_seed) {}
 
   InterpretResult run(const TensorMap& inputs) {
     InterpretResult result =
         detail::run_guarded<InterpretResult>("module", module_.name, [&](InterpretResult& r) {
+          error_kind_ = InterpretErrorKind::Malformed;
           detail::check_verified(verify(module_), "module");
+          error_kind_ = InterpretErrorKind::Other;
           globals_.allocate(module_.params, module_.allocations, inputs,
                             [](const scalar::BufferNode& buffer) {
                               return TileType{buffer.dtype, buffer.shape}.element_count();
@@ -102,6 +173,10 @@ class Interpreter : public Visitor {
         });
     result.steps = steps_;
     result.instructions = instructions_;
+    if (!result.ok) {
+      result.error_kind = error_kind_;
+      result.error_op = error_op_;
+    }
     return result;
   }
 
@@ -109,10 +184,15 @@ class Interpreter : public Visitor {
   // -------------------------------------------------------------------------------------------
   // Errors and bookkeeping
 
-  [[noreturn]] void fail(const std::string& message) const {
+  [[noreturn]] void fail(const std::string& message) { fail(InterpretErrorKind::Other, message); }
+
+  [[noreturn]] void fail(InterpretErrorKind kind, const std::string& message) {
+    error_kind_ = kind;
     std::string where = "kernel " + kernel_->name;
     if (!grid_point_.empty()) where += " at grid point " + bracketed(grid_point_);
+    if (agent_ != 0) where += " in " + agents_[static_cast<size_t>(agent_)].name;
     if (op_) {
+      error_op_ = print_op(*kernel_, *op_);
       where += ": " + op_label(*op_);
       if (op_->provenance.statement >= 0) {
         where += " (statement " + std::to_string(op_->provenance.statement) + ")";
@@ -126,7 +206,11 @@ class Interpreter : public Visitor {
     if (steps_ > step_limit_) fail("ran past the step budget of " + std::to_string(step_limit_));
   }
 
-  int64_t threads() const { return kernel_->threads(); }
+  // The threads of the running thread of control (the CTA's or a role's).
+  int64_t threads() const { return thread_count_; }
+  int warps() const { return static_cast<int>(thread_count_ / kWarpSize); }
+  Agent& agent() { return agents_[static_cast<size_t>(agent_)]; }
+  int64_t epoch() const { return agents_[static_cast<size_t>(agent_)].epoch; }
 
   Slots& slots_of(const Value& value) {
     auto found = values_.find(value.get());
@@ -153,6 +237,10 @@ class Interpreter : public Visitor {
   void run_kernel(const Kernel& kernel) {
     kernel_ = &kernel;
     op_ = nullptr;
+    agent_ = 0;
+    thread_base_ = 0;
+    thread_count_ = kernel.threads();
+    setup_agents(kernel);
     element_tables_.clear();
     shared_.clear();
     for (const SharedAlloc& alloc : kernel.shared) {
@@ -183,17 +271,19 @@ class Interpreter : public Visitor {
       }
       reset_shared();
       visit(*kernel.body);
+      check_barriers_balanced();
     }
     grid_point_.clear();
   }
 
   void reset_shared() {
-    epoch_ = 0;
+    reset_agents();
     copies_.assign(static_cast<size_t>(threads()), ThreadCopies{});
     for (SharedState& s : shared_) {
       const int64_t size = int64_t{s.alloc->stages} * s.alloc->stage_elements;
       s.data.assign(static_cast<size_t>(size), std::nan(""));
       s.state.assign(static_cast<size_t>(size), ElementState{});
+      s.read_clock.assign(hb_ ? static_cast<size_t>(size) * agents_.size() : 0, 0);
     }
   }
 
@@ -201,7 +291,15 @@ class Interpreter : public Visitor {
   using Visitor::visit;
   void visit(const Op& op) override {
     op_ = &op;
+    if (!in_flight_.empty()) check_no_in_flight_use(op);
     Visitor::visit(op);
+    if (op.kind != OpKind::Wgmma) {
+      for (const Value& r : op.results) {
+        if (!r) continue;
+        in_flight_.erase(r.get());
+        fence_stamps_[r.get()] = {agent_, agent().wgmma_fences};
+      }
+    }
   }
 
   void visit_elementwise(const Op& op) override { elementwise(op); }
@@ -221,13 +319,28 @@ class Interpreter : public Visitor {
   }
   void visit_WaitGroup(const Op& op) override { wait_group(op); }
   void visit_Barrier(const Op&) override {
-    ++epoch_;
+    ++agent().epoch;
     instructions_["bar.sync"] += 1;
   }
   void visit_SharedLoad(const Op& op) override { shared_load(op); }
   void visit_SharedStore(const Op& op) override { shared_store(op); }
   void visit_For(const Op& op) override { run_for(op); }
   void visit_Yield(const Op&) override {}  // read by run_for
+  void visit_Roles(const Op& op) override { run_roles(op); }
+  void visit_MBarrierInit(const Op& op) override { mbarrier_init(op); }
+  void visit_MBarrierArrive(const Op& op) override { mbarrier_arrive(op); }
+  void visit_MBarrierWait(const Op& op) override { mbarrier_wait(op); }
+  void visit_NamedBarrier(const Op& op) override { named_barrier_outside_roles(op); }
+  void visit_FenceProxyAsync(const Op&) override { ++agent().proxy_fences; }
+  void visit_TmaLoad(const Op& op) override { tma_load(op); }
+  void visit_TmaStore(const Op& op) override { tma_store(op); }
+  void visit_BulkCommitGroup(const Op&) override { commit(&agent().bulk); }
+  void visit_BulkWaitGroup(const Op& op) override { retire(&agent().bulk, op.extent); }
+  void visit_WgmmaFence(const Op&) override { ++agent().wgmma_fences; }
+  void visit_Wgmma(const Op& op) override { wgmma(op); }
+  void visit_WgmmaCommitGroup(const Op&) override { commit(&agent().wgmma); }
+  void visit_WgmmaWaitGroup(const Op& op) override { retire(&agent().wgmma, op.extent); }
+  void visit_StMatrix(const Op& op) override { stmatrix(op); }
   // Every kind has its rule above; an op reaching here is a kind without one.
   void visit_op(const Op& op) override {
     fail(std::string("no interpreter rule for ") + op_kind_name(op.kind));
@@ -243,12 +356,14 @@ class Interpreter : public Visitor {
       count_steps(1);
       define(op.loop_var).assign(static_cast<size_t>(threads()), static_cast<double>(i));
       for (size_t k = 0; k < op.block_args.size(); ++k) values_[op.block_args[k].get()] = carried[k];
+      carry_marks(i == 0 ? op.operands : op.body->ops.back()->operands, op.block_args);
       visit(*op.body);
       op_ = self;
       const Op& yield = *op.body->ops.back();
       for (size_t k = 0; k < yield.operands.size(); ++k) carried[k] = slots_of(yield.operands[k]);
     }
     for (size_t k = 0; k < op.results.size(); ++k) values_[op.results[k].get()] = carried[k];
+    carry_marks(trips == 0 ? op.operands : op.body->ops.back()->operands, op.results);
   }
 
   // -------------------------------------------------------------------------------------------
@@ -476,7 +591,7 @@ class Interpreter : public Visitor {
         }
       }
       partial = std::move(next);
-      instructions_["shfl.bfly"] += static_cast<uint64_t>(kernel_->warps * result_slots);
+      instructions_["shfl.bfly"] += static_cast<uint64_t>(warps() * result_slots);
     }
     // 3. Across warps through shared memory, in warp order.
     if (op.scratch >= 0) {
@@ -531,7 +646,7 @@ class Interpreter : public Visitor {
     const Slots &av = slots_of(a), &bv = slots_of(b);
     Slots d = slots_of(c);
     count_steps(static_cast<uint64_t>(M * N * K));
-    for (int w = 0; w < kernel_->warps; ++w) {
+    for (int w = 0; w < warps(); ++w) {
       for (int64_t ki = 0; ki < kt; ++ki) {
         for (int64_t mi = 0; mi < mt; ++mi) {
           for (int64_t ni = 0; ni < nt; ++ni) {
@@ -609,48 +724,133 @@ class Interpreter : public Visitor {
     }
   }
 
-  double shared_read(int alloc, int64_t address, int64_t thread) {
+  // Reads element `address` for thread `thread` (of the running thread of control). An
+  // async-proxy read (a wgmma operand, a TMA store source) joins `group` and stays in flight
+  // until the group retires.
+  double shared_read(int alloc, int64_t address, int64_t thread, AsyncGroup* group = nullptr) {
     SharedState& s = alloc_state(alloc);
     check_address(s, address);
     ElementState& e = s.state[static_cast<size_t>(address)];
+    const int64_t global = thread_base_ + thread;
     const std::string where = s.alloc->name + " element " + std::to_string(address);
-    if (e.status == Status::Unwritten) fail("thread " + std::to_string(thread) + " reads " + where + ", never written");
+    if (e.status == Status::Unwritten) fail("thread " + std::to_string(global) + " reads " + where + ", never written");
     if (e.status == Status::InFlight) {
-      fail("thread " + std::to_string(thread) + " reads " + where +
+      if (e.landing_slot >= 0) {
+        const BarrierSlot& slot = slots_[static_cast<size_t>(e.landing_slot)];
+        fail(slot.tx < 0 ? InterpretErrorKind::TxCountMismatch : InterpretErrorKind::UnlandedRead,
+             "thread " + std::to_string(global) + " reads " + where + " before its TMA landed: " +
+                 slot.name + " phase " + std::to_string(slot.phase) + " has not completed (" +
+                 slot_state(slot) + ")" +
+                 (slot.tx < 0 ? "; more bytes landed than expect_tx announced" : ""));
+      }
+      fail(InterpretErrorKind::UnlandedRead,
+           "thread " + std::to_string(global) + " reads " + where +
            " before its cp.async landed (missing cp.async.wait_group)");
     }
-    if (e.writer != thread && e.write_epoch == epoch_) {
-      fail("thread " + std::to_string(thread) + " reads " + where + " written by thread " +
-           std::to_string(e.writer) + " without a barrier in between");
+    if (e.write_component == agent_) {
+      if (e.writer != global && e.write_epoch == epoch()) {
+        fail(InterpretErrorKind::UnsynchronizedRead,
+             "thread " + std::to_string(global) + " reads " + where + " written by thread " +
+             std::to_string(e.writer) + " without a barrier in between");
+      }
+    } else if (hb_ && agent().clock[static_cast<size_t>(e.write_component)] < e.write_clock) {
+      if (e.write_component >= static_cast<int32_t>(agents_.size())) {
+        const BarrierSlot& slot = slots_[static_cast<size_t>(e.write_component) - agents_.size()];
+        fail(InterpretErrorKind::UnlandedRead,
+             "thread " + std::to_string(global) + " reads " + where + ", landed by TMA on " +
+                 slot.name + " phase " + std::to_string(e.write_clock - 1) +
+                 ", without waiting for that phase");
+      }
+      fail(InterpretErrorKind::UnsynchronizedRead,
+           "thread " + std::to_string(global) + " reads " + where + " written by " +
+               agents_[static_cast<size_t>(e.write_component)].name +
+               " without synchronization (no mbarrier or named barrier orders the write first)");
     }
-    if (e.read_epoch == epoch_ && e.reader != thread) {
+    if (group) {
+      if (e.proxy_stamp >= 0 && e.write_component < static_cast<int32_t>(agents_.size()) &&
+          agents_[static_cast<size_t>(e.write_component)].proxy_fences <= e.proxy_stamp) {
+        fail(InterpretErrorKind::ProxyFenceMissing,
+             "the async proxy reads " + where + ", written by st.shared/stmatrix of " +
+                 agents_[static_cast<size_t>(e.write_component)].name +
+                 " without a fence.proxy.async after the write");
+      }
+      ++e.pending_reads;
+      group->reads.emplace_back(alloc, address);
+      return s.data[static_cast<size_t>(address)];
+    }
+    const bool same_epoch = e.reader_agent == agent_ && e.read_epoch == epoch();
+    if (same_epoch && e.reader != global) {
       e.reader = -2;
-    } else if (e.read_epoch != epoch_) {
-      e.reader = static_cast<int32_t>(thread);
-      e.read_epoch = epoch_;
+    } else if (!same_epoch) {
+      e.reader = static_cast<int32_t>(global);
+      e.read_epoch = epoch();
+      e.reader_agent = agent_;
     }
+    if (hb_) s.read_clock[static_cast<size_t>(address) * agents_.size() + static_cast<size_t>(agent_)] = agent().clock[static_cast<size_t>(agent_)];
     return s.data[static_cast<size_t>(address)];
   }
 
-  // Checks that `thread` may overwrite the element now (no other reader since the last barrier).
-  ElementState& check_overwrite(int alloc, int64_t address, int64_t thread) {
+  // Checks that the running thread of control may overwrite the element now: no other thread
+  // of it read it since its last barrier, no async read of it is in flight, every other role's
+  // read and write of it is ordered before (`who` names the writer in messages).
+  ElementState& check_overwrite(int alloc, int64_t address, int64_t thread,
+                                const std::string& who = "") {
     SharedState& s = alloc_state(alloc);
     check_address(s, address);
     ElementState& e = s.state[static_cast<size_t>(address)];
-    if (e.read_epoch == epoch_ && e.reader != thread) {
-      fail("thread " + std::to_string(thread) + " overwrites " + s.alloc->name + " element " +
+    const int64_t global = thread_base_ + thread;
+    const std::string writer = who.empty() ? "thread " + std::to_string(global) : who;
+    if (e.reader_agent == agent_ && e.read_epoch == epoch() && e.reader != global) {
+      fail(InterpretErrorKind::StageOverwrite,
+           writer + " overwrites " + s.alloc->name + " element " +
            std::to_string(address) + " that " +
            (e.reader == -2 ? std::string("other threads") : "thread " + std::to_string(e.reader)) +
            " read since the last barrier (missing bar.sync)");
     }
+    if (!hb_) return e;
+    const std::string where = s.alloc->name + " element " + std::to_string(address);
+    if (e.pending_reads > 0) {
+      fail(InterpretErrorKind::StageOverwrite,
+           writer + " overwrites " + where + " while an async read of it (a wgmma operand or a " +
+               "TMA store source) is in flight: its group was not retired by a wait_group");
+    }
+    if (e.status == Status::InFlight && e.landing_slot >= 0) {
+      fail(InterpretErrorKind::StageOverwrite,
+           writer + " overwrites " + where + " whose TMA on " +
+               slots_[static_cast<size_t>(e.landing_slot)].name + " has not landed");
+    }
+    for (size_t a = 0; a < agents_.size(); ++a) {
+      if (static_cast<int>(a) == agent_) continue;
+      const int64_t read = s.read_clock[static_cast<size_t>(address) * agents_.size() + a];
+      if (read > agent().clock[a]) {
+        fail(InterpretErrorKind::StageOverwrite,
+             writer + " overwrites " + where + ", which " + agents_[a].name +
+                 " read and has not released to " + agent().name +
+                 " (no mbarrier arrive/wait or named barrier orders the read first)");
+      }
+    }
+    if (e.status != Status::Unwritten && e.write_component != agent_ &&
+        agent().clock[static_cast<size_t>(e.write_component)] < e.write_clock) {
+      fail(InterpretErrorKind::StageOverwrite,
+           writer + " overwrites " + where + ", whose last write (" + component_name(e.write_component) +
+               ") " + agent().name + " has not synchronized with");
+    }
     return e;
+  }
+
+  void record_write(ElementState& e, int64_t thread) {
+    e.status = Status::Valid;
+    e.writer = static_cast<int32_t>(thread_base_ + thread);
+    e.write_epoch = epoch();
+    e.write_component = agent_;
+    e.write_clock = hb_ ? agent().clock[static_cast<size_t>(agent_)] : 0;
+    e.proxy_stamp = agent().proxy_fences;
+    e.landing_slot = -1;
   }
 
   void shared_write(int alloc, int64_t address, int64_t thread, double value) {
     ElementState& e = check_overwrite(alloc, address, thread);
-    e.status = Status::Valid;
-    e.writer = static_cast<int32_t>(thread);
-    e.write_epoch = epoch_;
+    record_write(e, thread);
     alloc_state(alloc).data[static_cast<size_t>(address)] = value;
   }
 
@@ -709,7 +909,7 @@ class Interpreter : public Visitor {
     Slots out(static_cast<size_t>(threads() * slots), std::nan(""));
     count_steps(out.size());
     for (const LdmatrixIssue& issue : ldmatrix_issues(layout, result->type.shape, trans,
-                                                       kernel_->warps)) {
+                                                       warps())) {
       int64_t address[kWarpSize];
       for (int lane = 0; lane < kWarpSize; ++lane) {
         const std::array<int64_t, 2>& start = issue.lane_start[static_cast<size_t>(lane)];
@@ -936,14 +1136,690 @@ class Interpreter : public Visitor {
       while (static_cast<int64_t>(c.committed.size()) > op.extent) {
         for (const PendingWrite& write : c.committed.front()) {
           SharedState& s = alloc_state(write.alloc);
-          ElementState& e = s.state[static_cast<size_t>(write.address)];
-          e.status = Status::Valid;
-          e.writer = static_cast<int32_t>(t);
-          e.write_epoch = epoch_;
+          record_write(s.state[static_cast<size_t>(write.address)], static_cast<int64_t>(t));
           s.data[static_cast<size_t>(write.address)] = write.value;
         }
         c.committed.pop_front();
       }
+    }
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // HOPPER: threads of control, mbarriers, TMA, wgmma (interpreter.h: "Hopper roles")
+
+  // Threads of control: the CTA, then every role of every Roles op; mbarrier slots.
+  void setup_agents(const Kernel& kernel) {
+    agents_.clear();
+    role_agents_.clear();
+    agents_.push_back(make_agent("the CTA", 0, kernel.threads()));
+    if (kernel.body) {
+      for_each_op(*kernel.body, [&](const Op& op) {
+        if (op.kind != OpKind::Roles) return;
+        int64_t base = 0;
+        for (const WarpRole& role : op.roles) {
+          role_agents_[&role] = static_cast<int>(agents_.size());
+          const int64_t count = int64_t{role.warpgroups} * kWarpgroupThreads;
+          agents_.push_back(make_agent("role " + role.name, base, count));
+          base += count;
+        }
+      });
+    }
+    // Kernels with roles or mbarriers keep vector clocks (TMA data is ordered through them even
+    // without roles); others keep the per-thread barrier epochs alone.
+    hb_ = agents_.size() > 1 || !kernel.mbarriers.empty();
+    slots_.clear();
+    slot_base_.clear();
+    std::vector<bool> tma_targets(kernel.mbarriers.size(), false);
+    if (kernel.body) {
+      for_each_op(*kernel.body, [&](const Op& op) {
+        if (op.kind == OpKind::TmaLoad && op.mbarrier.barrier >= 0) {
+          tma_targets[static_cast<size_t>(op.mbarrier.barrier)] = true;
+        }
+      });
+    }
+    for (size_t b = 0; b < kernel.mbarriers.size(); ++b) {
+      const MBarrierAlloc& barrier = kernel.mbarriers[b];
+      slot_base_.push_back(static_cast<int>(slots_.size()));
+      for (int i = 0; i < barrier.count; ++i) {
+        BarrierSlot slot;
+        slot.name = barrier.name + "[" + std::to_string(i) + "]";
+        slot.carries_tx = tma_targets[b];
+        slots_.push_back(std::move(slot));
+      }
+    }
+  }
+
+  static Agent make_agent(std::string name, int64_t base, int64_t count) {
+    Agent agent;
+    agent.name = std::move(name);
+    agent.thread_base = base;
+    agent.thread_count = count;
+    return agent;
+  }
+
+  // Per grid point: fresh barriers, clocks and groups.
+  void reset_agents() {
+    const size_t components = agents_.size() + slots_.size();
+    for (size_t a = 0; a < agents_.size(); ++a) {
+      Agent& g = agents_[a];
+      g.frames.clear();
+      g.done = false;
+      g.named_generation = -1;
+      g.wgmma = AsyncGroups{};
+      g.bulk = AsyncGroups{};
+      g.wgmma_fences = g.proxy_fences = g.epoch = 0;
+      g.clock.assign(components, 0);
+      g.clock[a] = 1;
+    }
+    for (BarrierSlot& slot : slots_) {
+      std::string name = std::move(slot.name);
+      const bool carries_tx = slot.carries_tx;
+      slot = BarrierSlot{};
+      slot.name = std::move(name);
+      slot.carries_tx = carries_tx;
+      slot.release.assign(components, 0);
+      slot.completed.assign(components, 0);
+    }
+    named_.clear();
+    in_flight_.clear();
+    fence_stamps_.clear();
+  }
+
+  std::string component_name(int32_t component) const {
+    if (component < static_cast<int32_t>(agents_.size())) return agents_[static_cast<size_t>(component)].name;
+    const BarrierSlot& slot = slots_[static_cast<size_t>(component) - agents_.size()];
+    return "a TMA landing on " + slot.name;
+  }
+
+  static std::string slot_state(const BarrierSlot& slot) {
+    return std::to_string(slot.phase) + " phases completed, current parity " +
+           std::to_string(slot.phase & 1) + ", " + std::to_string(slot.pending) + " of " +
+           std::to_string(slot.expected) + " arrivals and " + std::to_string(slot.tx) +
+           " transaction bytes pending";
+  }
+
+  BarrierSlot& slot_of(const BarrierRef& ref) {
+    const MBarrierAlloc& barrier = kernel_->mbarriers[static_cast<size_t>(ref.barrier)];
+    const int64_t index = ref.index ? uniform_index(ref.index) : 0;
+    if (index < 0 || index >= barrier.count) {
+      fail("slot " + std::to_string(index) + " of mbarrier " + barrier.name + " is out of range (" +
+           std::to_string(barrier.count) + " slots)");
+    }
+    BarrierSlot& slot = slots_[static_cast<size_t>(slot_base_[static_cast<size_t>(ref.barrier)] + index)];
+    if (!slot.initialized) fail("mbarrier " + slot.name + " is used before mbarrier.init");
+    return slot;
+  }
+  int32_t component_of(const BarrierSlot& slot) const {
+    return static_cast<int32_t>(agents_.size() + static_cast<size_t>(&slot - slots_.data()));
+  }
+
+  // A wgmma result may travel through loops (its registers stay put) but nothing else may read
+  // it before its group retires.
+  void carry_marks(const std::vector<Value>& from, const std::vector<Value>& to) {
+    std::vector<std::pair<const ValueNode*, int64_t>> flight;
+    std::vector<std::pair<const ValueNode*, std::pair<int, int64_t>>> stamps;
+    for (size_t k = 0; k < from.size() && k < to.size(); ++k) {
+      auto f = in_flight_.find(from[k].get());
+      if (f != in_flight_.end()) flight.emplace_back(to[k].get(), f->second);
+      auto st = fence_stamps_.find(from[k].get());
+      if (st != fence_stamps_.end()) stamps.emplace_back(to[k].get(), st->second);
+    }
+    for (size_t k = 0; k < from.size() && k < to.size(); ++k) {
+      in_flight_.erase(to[k].get());
+      fence_stamps_.erase(to[k].get());
+    }
+    for (const auto& [node, group] : flight) in_flight_[node] = group;
+    for (const auto& [node, stamp] : stamps) fence_stamps_[node] = stamp;
+  }
+
+  void check_no_in_flight_use(const Op& op) {
+    if (op.kind == OpKind::Yield || op.kind == OpKind::For) return;
+    const std::vector<Value> used = used_values(op);
+    for (size_t i = 0; i < used.size(); ++i) {
+      if (!used[i] || !in_flight_.count(used[i].get())) continue;
+      const bool wgmma_accumulator = op.kind == OpKind::Wgmma && i + 1 == op.operands.size();
+      if (wgmma_accumulator) continue;
+      fail(InterpretErrorKind::AccumulatorBeforeWait,
+           "reads %" + used[i]->name + ", a wgmma result whose group no wgmma.wait_group has " +
+               "retired (ptxas would serialize the wgmma)");
+    }
+  }
+
+  // ---- roles
+
+  void run_roles(const Op& op) {
+    const Op* self = &op;
+    std::vector<int> running;
+    Agent& cta = agents_[0];
+    for (const WarpRole& role : op.roles) {
+      const int id = role_agents_.at(&role);
+      Agent& a = agents_[static_cast<size_t>(id)];
+      join_into(&a.clock, cta.clock);
+      a.frames.assign(1, Frame{role.body.get()});
+      a.done = false;
+      running.push_back(id);
+    }
+    ++cta.clock[0];
+    const int64_t saved_count = thread_count_;
+    while (true) {
+      bool progressed = false, all_done = true;
+      std::vector<int> order = running;
+      if (schedule_seed_ != 0) std::shuffle(order.begin(), order.end(), schedule_rng_);
+      for (int id : order) {
+        const int turn = schedule_seed_ != 0 ? 1 + static_cast<int>(schedule_rng_() % 4) : 1;
+        for (int t = 0; t < turn && !agents_[static_cast<size_t>(id)].done; ++t) {
+          if (!step(id)) break;
+          progressed = true;
+        }
+        all_done = all_done && agents_[static_cast<size_t>(id)].done;
+      }
+      if (all_done) break;
+      if (!progressed) deadlock(running);
+    }
+    enter(0, 0, saved_count);
+    op_ = self;
+    for (int id : running) {
+      Agent& a = agents_[static_cast<size_t>(id)];
+      if (!a.wgmma.empty() || !a.bulk.empty()) {
+        fail(InterpretErrorKind::AsyncInFlightAtExit,
+             a.name + " ends with " + (a.wgmma.empty() ? "bulk copy" : "wgmma") +
+                 " groups in flight (missing wait_group 0)");
+      }
+      join_into(&cta.clock, a.clock);
+    }
+    ++cta.epoch;  // the roles end together: the CTA continues after all of them
+  }
+
+  void enter(int id, int64_t base, int64_t count) {
+    agent_ = id;
+    thread_base_ = base;
+    thread_count_ = count;
+  }
+
+  // Runs the next op of role `id`; false when it is blocked (nothing changed).
+  bool step(int id) {
+    Agent& a = agents_[static_cast<size_t>(id)];
+    enter(id, a.thread_base, a.thread_count);
+    Frame& f = a.frames.back();
+    if (f.pc >= f.region->ops.size()) {  // the role's body ended
+      a.frames.pop_back();
+      a.done = true;
+      return true;
+    }
+    const Op& op = *f.region->ops[f.pc];
+    op_ = &op;
+    count_steps(1);
+    switch (op.kind) {
+      case OpKind::For: {
+        if (!in_flight_.empty()) check_no_in_flight_use(op);
+        int64_t trips = op.extent;
+        if (op.trip_count) trips = std::min(trips, std::max<int64_t>(uniform_index(op.trip_count), 0));
+        if (trips == 0) {
+          for (size_t k = 0; k < op.results.size(); ++k) values_[op.results[k].get()] = slots_of(op.operands[k]);
+          carry_marks(op.operands, op.results);
+          ++f.pc;
+          return true;
+        }
+        define(op.loop_var).assign(static_cast<size_t>(threads()), 0.0);
+        for (size_t k = 0; k < op.block_args.size(); ++k) values_[op.block_args[k].get()] = slots_of(op.operands[k]);
+        carry_marks(op.operands, op.block_args);
+        a.frames.push_back(Frame{op.body.get(), 0, &op, 0, trips});
+        return true;
+      }
+      case OpKind::Yield: {
+        const Op& loop = *f.loop;
+        std::vector<Slots> carried;
+        for (const Value& v : op.operands) carried.push_back(slots_of(v));
+        if (++f.iteration < f.trips) {
+          define(loop.loop_var).assign(static_cast<size_t>(threads()), static_cast<double>(f.iteration));
+          for (size_t k = 0; k < loop.block_args.size(); ++k) values_[loop.block_args[k].get()] = carried[k];
+          carry_marks(op.operands, loop.block_args);
+          f.pc = 0;
+        } else {
+          for (size_t k = 0; k < loop.results.size(); ++k) values_[loop.results[k].get()] = carried[k];
+          carry_marks(op.operands, loop.results);
+          a.frames.pop_back();
+          ++a.frames.back().pc;
+        }
+        return true;
+      }
+      case OpKind::MBarrierWait:
+        if (!mbarrier_ready(op)) return false;
+        break;
+      case OpKind::NamedBarrier: {
+        const bool arrived_now = a.named_generation < 0;
+        if (arrived_now) named_arrive(op, a);
+        if (op.arrive_only) {
+          ++f.pc;
+          return true;
+        }
+        if (named_[op.barrier_id].generation == a.named_generation) return arrived_now;
+        join_into(&a.clock, named_[op.barrier_id].completed);
+        a.named_generation = -1;
+        ++a.epoch;
+        instructions_["bar.sync"] += 1;
+        ++f.pc;
+        return true;
+      }
+      default:
+        break;
+    }
+    visit(op);
+    ++a.frames.back().pc;
+    return true;
+  }
+
+  // Every running role is blocked: report each one's wait.
+  [[noreturn]] void deadlock(const std::vector<int>& running) {
+    std::string message = "deadlock: every role waits and none can proceed";
+    InterpretErrorKind kind = InterpretErrorKind::Deadlock;
+    const Op* first = nullptr;
+    int first_id = 0;
+    for (int id : running) {
+      const Agent& a = agents_[static_cast<size_t>(id)];
+      if (a.done) {
+        message += "; " + a.name + " has ended";
+        continue;
+      }
+      const Frame& f = a.frames.back();
+      const Op& op = *f.region->ops[f.pc];
+      if (!first) {
+        first = &op;
+        first_id = id;
+      }
+      enter(id, a.thread_base, a.thread_count);
+      message += "; " + a.name + " waits at `" + print_op(*kernel_, op) + "`";
+      if (op.kind == OpKind::MBarrierWait) {
+        const BarrierSlot& slot = slot_of(op.mbarrier);
+        message += " for the phase of parity " + std::to_string(uniform_index(op.operands[0])) +
+                   ": " + slot.name + " has " + slot_state(slot);
+        if (slot.pending == 0 && slot.tx > 0) {
+          kind = InterpretErrorKind::TxCountMismatch;
+          message += " (every arrival came, but expect_tx announced " + std::to_string(slot.tx) +
+                     " bytes more than the TMA copies delivered)";
+        }
+      } else if (op.kind == OpKind::NamedBarrier) {
+        const NamedBarrierState& state = named_[op.barrier_id];
+        message += ": " + std::to_string(state.arrived) + " of " + std::to_string(state.expected) +
+                   " threads arrived";
+      }
+    }
+    const Agent& blamed = agents_[static_cast<size_t>(first_id)];
+    enter(first_id, blamed.thread_base, blamed.thread_count);
+    op_ = first;
+    fail(kind, message);
+  }
+
+  // ---- mbarriers and named barriers
+
+  void mbarrier_init(const Op& op) {
+    const MBarrierAlloc& barrier = kernel_->mbarriers[static_cast<size_t>(op.mbarrier.barrier)];
+    for (int i = 0; i < barrier.count; ++i) {
+      BarrierSlot& slot = slots_[static_cast<size_t>(slot_base_[static_cast<size_t>(op.mbarrier.barrier)] + i)];
+      slot.initialized = true;
+      slot.expected = slot.pending = barrier.arrivals;
+      slot.tx = 0;
+    }
+    instructions_["mbarrier.init"] += static_cast<uint64_t>(barrier.count);
+  }
+
+  void complete_phase(BarrierSlot& slot) {
+    // A phase of a barrier that TMA loads complete on, without any expect_tx, releases its
+    // waiters before the data it guards has landed (a missing arrive.expect_tx).
+    if (slot.carries_tx && slot.announced == 0) {
+      fail(InterpretErrorKind::TxCountMismatch,
+           slot.name + " phase " + std::to_string(slot.phase) + " completes without expect_tx, " +
+               "though TMA loads complete on it: its waiters would read before the data lands");
+    }
+    const int32_t component = component_of(slot);
+    ++slot.phase;
+    for (const PendingWrite& write : slot.landing) {
+      SharedState& s = alloc_state(write.alloc);
+      ElementState& e = s.state[static_cast<size_t>(write.address)];
+      e.status = Status::Valid;
+      e.writer = -1;
+      e.write_component = component;
+      e.write_clock = slot.phase;
+      e.proxy_stamp = -1;
+      e.landing_slot = -1;
+      s.data[static_cast<size_t>(write.address)] = write.value;
+    }
+    slot.landing.clear();
+    slot.completed = slot.release;
+    slot.completed[static_cast<size_t>(component)] = slot.phase;
+    std::fill(slot.release.begin(), slot.release.end(), 0);
+    slot.pending = slot.expected;
+    slot.tx = 0;
+    slot.announced = 0;
+  }
+
+  // After arrivals or landed bytes: completes the phase, or reports bytes beyond expect_tx.
+  void settle(BarrierSlot& slot) {
+    if (slot.pending > 0) return;
+    if (slot.tx == 0) return complete_phase(slot);
+    if (slot.tx < 0) {
+      fail(InterpretErrorKind::TxCountMismatch,
+           slot.name + " phase " + std::to_string(slot.phase) + ": every arrival came but " +
+               std::to_string(-slot.tx) + " more transaction bytes landed than expect_tx announced");
+    }
+  }
+
+  void mbarrier_arrive(const Op& op) {
+    BarrierSlot& slot = slot_of(op.mbarrier);
+    Agent& a = agent();
+    if (slot.pending < op.arrivals_per_op) {
+      fail(InterpretErrorKind::ArrivalCountMismatch,
+           "arrives " + std::to_string(op.arrivals_per_op) + " times on " + slot.name +
+               ", whose phase " + std::to_string(slot.phase) + " has only " +
+               std::to_string(slot.pending) + " arrivals pending (over-arrival)");
+    }
+    slot.tx += op.tx_bytes;
+    slot.announced += op.tx_bytes;
+    join_into(&slot.release, a.clock);
+    ++a.clock[static_cast<size_t>(agent_)];
+    slot.pending -= op.arrivals_per_op;
+    instructions_[op.tx_bytes > 0 ? "mbarrier.arrive.expect_tx" : "mbarrier.arrive"] += 1;
+    settle(slot);
+  }
+
+  bool mbarrier_ready(const Op& op) {
+    const BarrierSlot& slot = slot_of(op.mbarrier);
+    const int64_t parity = uniform_index(op.operands[0]);
+    if (parity != 0 && parity != 1) fail("mbarrier parity " + std::to_string(parity) + " is not 0 or 1");
+    return (slot.phase & 1) != parity;
+  }
+
+  void mbarrier_wait(const Op& op) {
+    if (!mbarrier_ready(op)) {
+      // Outside roles nothing else runs that could complete the phase.
+      const BarrierSlot& slot = slot_of(op.mbarrier);
+      fail(slot.pending == 0 && slot.tx > 0 ? InterpretErrorKind::TxCountMismatch
+                                            : InterpretErrorKind::Deadlock,
+           "deadlock: " + agent().name + " waits for the phase of parity " +
+               std::to_string(uniform_index(op.operands[0])) + " of " + slot.name +
+               ", which nothing can complete (" + slot_state(slot) + ")");
+    }
+    join_into(&agent().clock, slot_of(op.mbarrier).completed);
+    instructions_["mbarrier.try_wait"] += 1;
+  }
+
+  void named_arrive(const Op& op, Agent& a) {
+    NamedBarrierState& state = named_[op.barrier_id];
+    if (state.release.empty()) {
+      state.release.assign(a.clock.size(), 0);
+      state.completed.assign(a.clock.size(), 0);
+    }
+    if (state.arrived == 0) state.expected = op.barrier_threads;
+    if (state.expected != op.barrier_threads) {
+      fail(InterpretErrorKind::ArrivalCountMismatch,
+           "arrives at named barrier " + std::to_string(op.barrier_id) + " counting " +
+               std::to_string(op.barrier_threads) + " threads while others arrived counting " +
+               std::to_string(state.expected));
+    }
+    state.arrived += threads();
+    if (state.arrived > state.expected) {
+      fail(InterpretErrorKind::ArrivalCountMismatch,
+           std::to_string(state.arrived) + " threads arrive at named barrier " +
+               std::to_string(op.barrier_id) + ", which counts " + std::to_string(state.expected));
+    }
+    join_into(&state.release, a.clock);
+    ++a.clock[static_cast<size_t>(agent_)];
+    if (!op.arrive_only) a.named_generation = state.generation;
+    if (state.arrived == state.expected) {
+      state.completed = state.release;
+      std::fill(state.release.begin(), state.release.end(), 0);
+      state.arrived = 0;
+      ++state.generation;
+    }
+    if (op.arrive_only) instructions_["bar.arrive"] += 1;
+  }
+
+  // Outside roles the whole CTA executes the op: a bar.sync of every thread.
+  void named_barrier_outside_roles(const Op& op) {
+    if (op.arrive_only || op.barrier_threads != threads()) {
+      fail(InterpretErrorKind::Deadlock,
+           "named barrier " + std::to_string(op.barrier_id) + " outside roles must be a bar.sync " +
+               "of all " + std::to_string(threads()) + " threads");
+    }
+    ++agent().epoch;
+    instructions_["bar.sync"] += 1;
+  }
+
+  // ---- TMA
+
+  const TmaMap& map_of(const Op& op) const { return kernel_->tma_maps[static_cast<size_t>(op.tma_map)]; }
+
+  // Visits every element of the map's box: its box coordinate and buffer indices, and whether
+  // it lies inside the buffer.
+  template <typename Body>
+  void for_each_box_element(const Op& op, Body&& body) {
+    const TmaMap& map = map_of(op);
+    std::vector<int64_t> start;
+    for (const Value& c : op.operands) start.push_back(uniform_index(c));
+    int64_t elements = 1;
+    for (int64_t extent : map.box) elements *= extent;
+    count_steps(static_cast<uint64_t>(elements));
+    std::vector<int64_t> c(map.box.size()), indices(map.box.size());
+    for (int64_t flat = 0; flat < elements; ++flat) {
+      int64_t rest = flat;
+      bool inside = true;
+      for (size_t j = map.box.size(); j-- > 0;) {
+        c[j] = rest % map.box[j];
+        rest /= map.box[j];
+        indices[j] = start[j] + c[j];
+        if (indices[j] < 0 || indices[j] >= map.buffer->shape[j]) inside = false;
+      }
+      body(c, indices, inside);
+    }
+  }
+
+  void tma_load(const Op& op) {
+    BarrierSlot& slot = slot_of(op.mbarrier);
+    const TmaMap& map = map_of(op);
+    BufferState& state = buffer_state(map.buffer);
+    const int64_t stage = stage_of(op.shared);
+    const std::string who = "the TMA load of " + agent().name;
+    for_each_box_element(op, [&](const std::vector<int64_t>& c, const std::vector<int64_t>& indices,
+                                 bool inside) {
+      const double value = inside ? global_read(state, flat_offset(state, indices), indices) : 0.0;
+      const int64_t address = address_of(op.shared, stage, c);
+      ElementState& e = check_overwrite(op.shared.alloc, address, 0, who);
+      e.status = Status::InFlight;
+      e.landing_slot = static_cast<int32_t>(&slot - slots_.data());
+      slot.landing.push_back({op.shared.alloc, address, value});
+    });
+    instructions_["tma.load"] += 1;
+    slot.tx -= tma_box_bytes(map);  // complete_tx
+    settle(slot);
+  }
+
+  AsyncGroup& open_group(AsyncGroups* groups) {
+    if (groups->open.id < 0) groups->open.id = next_group_++;
+    return groups->open;
+  }
+
+  void tma_store(const Op& op) {
+    const TmaMap& map = map_of(op);
+    BufferState& state = buffer_state(map.buffer);
+    const int64_t stage = stage_of(op.shared);
+    AsyncGroup& group = open_group(&agent().bulk);
+    for_each_box_element(op, [&](const std::vector<int64_t>& c, const std::vector<int64_t>& indices,
+                                 bool inside) {
+      if (!inside) return;
+      const double value = shared_read(op.shared.alloc, address_of(op.shared, stage, c), 0, &group);
+      const int64_t flat = flat_offset(state, indices);
+      state.values[static_cast<size_t>(flat)] = value;
+      if (!state.written.empty()) state.written[static_cast<size_t>(flat)] = 1;
+    });
+    instructions_["tma.store"] += 1;
+  }
+
+  void commit(AsyncGroups* groups) {
+    if (groups->open.id < 0) groups->open.id = next_group_++;  // an empty group still counts
+    groups->committed.push_back(std::move(groups->open));
+    groups->open = AsyncGroup{};
+  }
+
+  // wait_group n: all but the n most recent committed groups complete; their async reads end
+  // now (the executing role's clock) and their wgmma results become usable.
+  void retire(AsyncGroups* groups, int64_t pending) {
+    Agent& a = agent();
+    while (static_cast<int64_t>(groups->committed.size()) > pending) {
+      const AsyncGroup& group = groups->committed.front();
+      for (const auto& [alloc, address] : group.reads) {
+        SharedState& s = alloc_state(alloc);
+        ElementState& e = s.state[static_cast<size_t>(address)];
+        --e.pending_reads;
+        if (hb_) {
+          int64_t& read = s.read_clock[static_cast<size_t>(address) * agents_.size() + static_cast<size_t>(agent_)];
+          read = std::max(read, a.clock[static_cast<size_t>(agent_)]);
+        }
+      }
+      for (auto it = in_flight_.begin(); it != in_flight_.end();) {
+        it = it->second == group.id ? in_flight_.erase(it) : std::next(it);
+      }
+      groups->committed.pop_front();
+    }
+  }
+
+  // ---- wgmma and stmatrix, by the PTX fragment formulas (warp w of warpgroup g, lane l):
+  //   accumulator register i at row 64g + 16w + l/4 + 8((i/2)%2), column 8(i/4) + 2(l%4) + i%2;
+  //   register A (k atom q) register i at row 64g + 16w + l/4 + 8((i/2)%2),
+  //   column 16q + 2(l%4) + i%2 + 8(i/4).
+
+  void check_fenced(const Value& value) {
+    auto found = fence_stamps_.find(value.get());
+    if (found == fence_stamps_.end()) return;  // written by a wgmma
+    const auto [writer, fences] = found->second;
+    const int64_t now = agent().wgmma_fences;
+    if (writer == agent_ ? fences < now : now > 0) return;
+    fail(InterpretErrorKind::WgmmaFenceMissing,
+         "%" + value->name + " was written by ordinary code after the last wgmma.fence");
+  }
+
+  void wgmma(const Op& op) {
+    const bool rs = op.operands.size() == 2;
+    const Value& c = op.operands.back();
+    const Value& result = op.results[0];
+    const int64_t M = c->type.shape[0], N = c->type.shape[1], K = op.extent;
+    const int64_t groups = threads() / kWarpgroupThreads;
+    check_fenced(c);
+    if (rs) check_fenced(op.operands[0]);
+    const int64_t sc = c->layout.slots();
+    if (sc != N / 2 || (rs && op.operands[0]->layout.slots() != K / 2)) {
+      fail("operand slot counts do not match the wgmma fragments");
+    }
+    AsyncGroup& group = open_group(&agent().wgmma);
+    std::vector<float> A(static_cast<size_t>(M * K)), B(static_cast<size_t>(K * N));
+    if (rs) {
+      const Slots& av = slots_of(op.operands[0]);
+      const int64_t sa = K / 2;
+      for (int64_t thread = 0; thread < threads(); ++thread) {
+        const int64_t g = thread / 128, w = (thread / 32) % 4, l = thread % 32;
+        for (int64_t q = 0; q < K / 16; ++q) {
+          for (int64_t i = 0; i < 8; ++i) {
+            const int64_t row = 64 * g + 16 * w + l / 4 + 8 * ((i / 2) % 2);
+            const int64_t col = 16 * q + 2 * (l % 4) + i % 2 + 8 * (i / 4);
+            A[static_cast<size_t>(row * K + col)] =
+                static_cast<float>(av[static_cast<size_t>(thread * sa + 8 * q + i)]);
+          }
+        }
+      }
+    } else {
+      const int64_t stage = stage_of(op.shared);
+      for (int64_t m = 0; m < M; ++m) {
+        for (int64_t k = 0; k < K; ++k) {
+          A[static_cast<size_t>(m * K + k)] = static_cast<float>(
+              shared_read(op.shared.alloc, address_of(op.shared, stage, {m, k}), 128 * (m / 64), &group));
+        }
+      }
+    }
+    const int64_t b_stage = stage_of(op.shared_b);
+    for (int64_t k = 0; k < K; ++k) {
+      for (int64_t n = 0; n < N; ++n) {
+        B[static_cast<size_t>(k * N + n)] = static_cast<float>(
+            shared_read(op.shared_b.alloc, address_of(op.shared_b, b_stage, {k, n}), 0, &group));
+      }
+    }
+    const Slots& cv = slots_of(c);
+    Slots d(cv.size());
+    count_steps(static_cast<uint64_t>(M * N * K));
+    for (int64_t thread = 0; thread < threads(); ++thread) {
+      const int64_t g = thread / 128, w = (thread / 32) % 4, l = thread % 32;
+      for (int64_t i = 0; i < sc; ++i) {
+        const int64_t row = 64 * g + 16 * w + l / 4 + 8 * ((i / 2) % 2);
+        const int64_t col = 8 * (i / 4) + 2 * (l % 4) + i % 2;
+        float sum = static_cast<float>(cv[static_cast<size_t>(thread * sc + i)]);
+        for (int64_t k = 0; k < K; ++k) {
+          sum = std::fmaf(A[static_cast<size_t>(row * K + k)], B[static_cast<size_t>(k * N + col)], sum);
+        }
+        d[static_cast<size_t>(thread * sc + i)] = sum;
+      }
+    }
+    instructions_["wgmma.m64n" + std::to_string(N) + "k16"] += static_cast<uint64_t>(groups * (K / 16));
+    values_[result.get()] = std::move(d);
+    in_flight_[result.get()] = group.id;
+    fence_stamps_.erase(result.get());
+  }
+
+  // stmatrix.x4: for issue q of warp w, matrix m covers rows 16w + 8(m%2) .. +7 and columns
+  // 8(2q + m/2) .. +7 of the warpgroup's 64 rows; lane L gives the row address of row L%8 of
+  // matrix L/8, and lane l stores its registers 8q + 2m + {0,1} at row l/4, columns 2(l%4) + {0,1}.
+  void stmatrix(const Op& op) {
+    const Value& value = op.operands[0];
+    const Slots& in = slots_of(value);
+    const int64_t slots = value->layout.slots(), N = value->type.shape[1];
+    if (slots != N / 2) fail("the value's slot count does not match the accumulator fragment");
+    const int64_t stage = stage_of(op.shared);
+    const SharedState& s = alloc_state(op.shared.alloc);
+    const int bytes = dtype_bytes(s.alloc->dtype);
+    count_steps(in.size());
+    for (int64_t warp = 0; warp < warps(); ++warp) {
+      const int64_t g = warp / 4, w = warp % 4;
+      for (int64_t q = 0; q < N / 16; ++q) {
+        int64_t address[kWarpSize];
+        for (int lane = 0; lane < kWarpSize; ++lane) {
+          const int64_t m = lane / 8;
+          const int64_t row = 64 * g + 16 * w + 8 * (m % 2) + lane % 8, col = 8 * (2 * q + m / 2);
+          address[lane] = address_of(op.shared, stage, {row, col});
+          if ((s.alloc->byte_offset + address[lane] * bytes) % 16 != 0) {
+            fail("stmatrix row address of lane " + std::to_string(lane) + " in " + s.alloc->name +
+                 " is not 16-byte aligned");
+          }
+          for (int64_t e = 1; e < 8; ++e) {
+            if (address_of(op.shared, stage, {row, col + e}) != address[lane] + e) {
+              fail("stmatrix row of lane " + std::to_string(lane) + " in " + s.alloc->name +
+                   " is not 8 contiguous elements");
+            }
+          }
+        }
+        for (int64_t l = 0; l < kWarpSize; ++l) {
+          const int64_t thread = warp * kWarpSize + l;
+          for (int64_t m = 0; m < 4; ++m) {
+            for (int64_t e = 0; e < 2; ++e) {
+              shared_write(op.shared.alloc, address[8 * m + l / 4] + 2 * (l % 4) + e, thread,
+                           in[static_cast<size_t>(thread * slots + 8 * q + 2 * m + e)]);
+            }
+          }
+        }
+        instructions_["stmatrix.x4"] += 1;
+      }
+    }
+  }
+
+  // When a grid point ends every mbarrier phase must have been completed or left untouched.
+  void check_barriers_balanced() {
+    for (const BarrierSlot& slot : slots_) {
+      if (!slot.initialized || (slot.pending == slot.expected && slot.tx == 0)) continue;
+      op_ = nullptr;
+      fail(slot.pending == slot.expected ? InterpretErrorKind::TxCountMismatch
+                                         : InterpretErrorKind::ArrivalCountMismatch,
+           "the kernel ends with " + slot.name + " in a partial phase: " + slot_state(slot));
+    }
+    if (!agents_[0].wgmma.empty() || !agents_[0].bulk.empty()) {
+      op_ = nullptr;
+      fail(InterpretErrorKind::AsyncInFlightAtExit,
+           "the kernel ends with wgmma or bulk copy groups in flight (missing wait_group 0)");
     }
   }
 
@@ -959,11 +1835,45 @@ class Interpreter : public Visitor {
   std::unordered_map<const Op*, std::vector<int32_t>> gather_tables_;
   std::vector<SharedState> shared_;
   std::vector<ThreadCopies> copies_;
-  int64_t epoch_ = 0;
+  // Threads of control (agent 0: the CTA) and Hopper state (the HOPPER section above).
+  std::vector<Agent> agents_;
+  std::unordered_map<const WarpRole*, int> role_agents_;
+  int agent_ = 0;
+  int64_t thread_base_ = 0, thread_count_ = 0;
+  bool hb_ = false;  // the kernel has roles: vector clocks are kept
+  std::vector<BarrierSlot> slots_;
+  std::vector<int> slot_base_;  // first slot of each mbarrier array
+  std::unordered_map<int, NamedBarrierState> named_;
+  std::unordered_map<const ValueNode*, int64_t> in_flight_;  // wgmma results -> group
+  std::unordered_map<const ValueNode*, std::pair<int, int64_t>> fence_stamps_;
+  int64_t next_group_ = 0;
+  std::mt19937_64 schedule_rng_;
+  const uint64_t schedule_seed_;
+  InterpretErrorKind error_kind_ = InterpretErrorKind::Other;
+  std::string error_op_;
   std::map<std::string, uint64_t> instructions_;
 };
 
 }  // namespace
+
+const char* interpret_error_kind_name(InterpretErrorKind kind) {
+  switch (kind) {
+    case InterpretErrorKind::None: return "none";
+    case InterpretErrorKind::Malformed: return "malformed";
+    case InterpretErrorKind::UnlandedRead: return "unlanded_read";
+    case InterpretErrorKind::UnsynchronizedRead: return "unsynchronized_read";
+    case InterpretErrorKind::StageOverwrite: return "stage_overwrite";
+    case InterpretErrorKind::TxCountMismatch: return "tx_count_mismatch";
+    case InterpretErrorKind::ArrivalCountMismatch: return "arrival_count_mismatch";
+    case InterpretErrorKind::AccumulatorBeforeWait: return "accumulator_before_wait";
+    case InterpretErrorKind::WgmmaFenceMissing: return "wgmma_fence_missing";
+    case InterpretErrorKind::ProxyFenceMissing: return "proxy_fence_missing";
+    case InterpretErrorKind::AsyncInFlightAtExit: return "async_in_flight_at_exit";
+    case InterpretErrorKind::Deadlock: return "deadlock";
+    case InterpretErrorKind::Other: return "other";
+  }
+  return "?";
+}
 
 InterpretResult interpret(const Module& module, const TensorMap& inputs,
                           const InterpretOptions& options) {

@@ -27,6 +27,22 @@
 // element it does not hold; index overflow or division by zero; running past the step budget.
 // Errors name the kernel, the grid point, the op and its spec statement.
 //
+// Hopper roles (ir.h notes, "Hopper"). Code outside a Roles op runs as above, as one thread of
+// control ("the CTA"). A Roles op forks one thread of control per role; they run interleaved,
+// one op per turn in role order (or, with `schedule_seed`, in a seeded random order and random
+// turn lengths), each blocking at an mbarrier wait whose phase has not completed and at a bar.sync
+// whose threads have not all arrived, until every role has ended (join). Each role runs its ops
+// for its own threads (registers over the role's thread count). Ordering between threads of
+// control is tracked with vector clocks: mbarrier arrivals and named barriers release, waits
+// acquire, and each mbarrier slot's completed phases are a clock of their own that TMA data
+// carries. Shared memory records, per element, who wrote it (a role, or a TMA landing on a
+// phase), each role's last read, and reads of async ops still in flight (wgmma operands until
+// their wgmma.wait_group, TMA store sources until their bulk wait_group). TMA data lands when
+// its phase completes (arrivals and transaction bytes both done), wgmma results exist from the
+// issue on but may be used only once their group retires. The checks below hold in every
+// interleaving the ordering allows, so the schedule changes which error shows first, not
+// whether one does (a deadlock may of course show as a race in another interleaving).
+//
 // Arithmetic follows VR tile IR: float results rounded to their dtype per op; Mma and FmaDot
 // as f32 fused multiply-adds over k in increasing order; Reduce in its three fixed steps
 // (ir.h), so sums may differ from VR's index-order sums in the last bits.
@@ -44,20 +60,44 @@ namespace nautilus::matile {
 using nautilus::TensorData;
 using nautilus::TensorMap;
 
+// What went wrong, for callers and tests that must tell failures apart.
+enum class InterpretErrorKind {
+  None,
+  Malformed,              // the module does not verify
+  UnlandedRead,           // shared data read before its copy landed (cp.async wait, TMA phase)
+  UnsynchronizedRead,     // another thread's / role's write read without a barrier between
+  StageOverwrite,         // a write to shared memory another thread, role or async op still reads
+  TxCountMismatch,        // an mbarrier phase whose TMA bytes differ from its expect_tx bytes
+  ArrivalCountMismatch,   // over-arrival, or a phase left partly arrived when the kernel ends
+  AccumulatorBeforeWait,  // a wgmma result used before the wgmma.wait_group retiring it
+  WgmmaFenceMissing,      // a wgmma reading registers written since the last wgmma.fence
+  ProxyFenceMissing,      // TMA store / wgmma reading st.shared data without fence.proxy.async
+  AsyncInFlightAtExit,    // a role ends with wgmma or bulk groups still in flight
+  Deadlock,               // every thread of control waits, or a wait that nothing can complete
+  Other,                  // everything else (bounds, alignment, step budget ...)
+};
+const char* interpret_error_kind_name(InterpretErrorKind kind);  // "unlanded_read", ...
+
 struct InterpretOptions {
   // Upper bound on steps (one per register slot or shared element an op touches, one per
   // multiply-add); 0 means unlimited.
   uint64_t max_steps = 2'000'000'000;
+  // 0: roles take turns in order, one op each; otherwise the seed of a random interleaving.
+  uint64_t schedule_seed = 0;
 };
 
 struct InterpretResult {
   bool ok = false;
   std::string error;
+  InterpretErrorKind error_kind = InterpretErrorKind::None;
+  std::string error_op;  // the failing op's printed line (printer.h), when an op failed
   TensorMap outputs;
   TensorMap intermediates;
   uint64_t steps = 0;
   // Warp-level instructions executed, by name: "mma.m16n8k16", "ldmatrix.x4",
-  // "ldmatrix.x4.trans", "cp.async" (16-byte vectors), "bar.sync", "shfl.bfly", "fma" ...
+  // "ldmatrix.x4.trans", "cp.async" (16-byte vectors), "bar.sync", "shfl.bfly", "fma" ...;
+  // Hopper: "wgmma.m64nNk16" (per warpgroup and k16 step), "tma.load" / "tma.store" (boxes),
+  // "stmatrix.x4", "mbarrier.arrive[.expect_tx]", "mbarrier.try_wait", "bar.arrive" ...
   std::map<std::string, uint64_t> instructions;
 };
 

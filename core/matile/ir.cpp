@@ -65,9 +65,26 @@ const char* op_kind_name(OpKind kind) {
     case OpKind::SharedStore: return "shared_store";
     case OpKind::For: return "for";
     case OpKind::Yield: return "yield";
+    case OpKind::Roles: return "roles";
+    case OpKind::MBarrierInit: return "mbarrier_init";
+    case OpKind::MBarrierArrive: return "mbarrier_arrive";
+    case OpKind::MBarrierWait: return "mbarrier_wait";
+    case OpKind::NamedBarrier: return "named_barrier";
+    case OpKind::FenceProxyAsync: return "fence_proxy_async";
+    case OpKind::TmaLoad: return "tma_load";
+    case OpKind::TmaStore: return "tma_store";
+    case OpKind::BulkCommitGroup: return "bulk_commit_group";
+    case OpKind::BulkWaitGroup: return "bulk_wait_group";
+    case OpKind::WgmmaFence: return "wgmma_fence";
+    case OpKind::Wgmma: return "wgmma";
+    case OpKind::WgmmaCommitGroup: return "wgmma_commit_group";
+    case OpKind::WgmmaWaitGroup: return "wgmma_wait_group";
+    case OpKind::StMatrix: return "stmatrix";
   }
   return "?";
 }
+
+bool is_hopper(OpKind kind) { return kind >= OpKind::Roles; }
 
 bool is_elementwise(OpKind kind) {
   switch (kind) {
@@ -105,6 +122,7 @@ std::vector<Value> used_values(const Op& op) {
   if (op.shared_b.stage) used.push_back(op.shared_b.stage);
   if (op.predicate) used.push_back(op.predicate);
   if (op.trip_count) used.push_back(op.trip_count);
+  if (op.mbarrier.index) used.push_back(op.mbarrier.index);
   return used;
 }
 
@@ -162,6 +180,33 @@ std::string instruction_name(const Op& op) {
       if (op.scratch >= 0) return "shfl.sync.bfly + st.shared/ld.shared";
       return op.xor_masks.empty() ? "" : "shfl.sync.bfly";
     case OpKind::ConvertLayout: return op.via_shared ? "st.shared/ld.shared" : "";
+    case OpKind::MBarrierInit: return "mbarrier.init.shared::cta.b64";
+    case OpKind::MBarrierArrive:
+      return op.tx_bytes > 0 ? "mbarrier.arrive.expect_tx.shared::cta.b64"
+                             : "mbarrier.arrive.shared::cta.b64";
+    case OpKind::MBarrierWait: return "mbarrier.try_wait.parity.shared::cta.b64";
+    case OpKind::NamedBarrier: return op.arrive_only ? "bar.arrive" : "bar.sync";
+    case OpKind::FenceProxyAsync: return "fence.proxy.async.shared::cta";
+    case OpKind::TmaLoad:
+      return std::string("cp.async.bulk.tensor.shared::cluster.global.tile.mbarrier::complete_tx::bytes") +
+             (op.multicast_mask != 0 ? ".multicast::cluster" : "");
+    case OpKind::TmaStore: return "cp.async.bulk.tensor.global.shared::cta.tile.bulk_group";
+    case OpKind::BulkCommitGroup: return "cp.async.bulk.commit_group";
+    case OpKind::BulkWaitGroup:
+      return std::string("cp.async.bulk.wait_group") + (op.wait_read ? ".read " : " ") +
+             std::to_string(op.extent);
+    case OpKind::WgmmaFence: return "wgmma.fence.sync.aligned";
+    case OpKind::Wgmma: {
+      const Value& c = op.operands.empty() ? nullptr : op.operands.back();
+      const int64_t n = c && c->type.rank() == 2 ? c->type.shape[1] : 0;
+      const bool rs = op.operands.size() == 2;
+      const DType ab = rs ? operand_dtype(0) : DType::BF16;
+      return "wgmma.mma_async.sync.aligned.m64n" + std::to_string(n) + "k16.f32." +
+             dtype_name(ab) + "." + dtype_name(ab) + (rs ? " (A in registers)" : "");
+    }
+    case OpKind::WgmmaCommitGroup: return "wgmma.commit_group.sync.aligned";
+    case OpKind::WgmmaWaitGroup: return "wgmma.wait_group.sync.aligned " + std::to_string(op.extent);
+    case OpKind::StMatrix: return "stmatrix.sync.aligned.m8n8.x4.shared.b16";
     default: return "";
   }
 }
@@ -212,6 +257,9 @@ Value Builder::append(OpPtr op) {
   reserve(op->loop_var);
   for (const Value& a : op->block_args) reserve(a);
   if (op->body) for_each_defined_value(*op->body, reserve);
+  for (const WarpRole& role : op->roles) {
+    if (role.body) for_each_defined_value(*role.body, reserve);
+  }
   Value result = op->results.empty() ? nullptr : op->results.front();
   regions_.back().push_back(std::move(op));
   return result;
@@ -490,6 +538,115 @@ std::vector<Value> Builder::for_loop(const std::string& var_name, int64_t extent
   return results;
 }
 
+int Builder::mbarrier(std::string name, int count, int64_t arrivals, std::string purpose) {
+  mbarriers_.push_back(MBarrierAlloc{std::move(name), count, arrivals, std::move(purpose)});
+  return static_cast<int>(mbarriers_.size()) - 1;
+}
+
+int Builder::tma_map(std::string name, const Buffer& buffer, std::vector<int64_t> box,
+                     int swizzle_bytes) {
+  tma_maps_.push_back(TmaMap{std::move(name), buffer, std::move(box), swizzle_bytes});
+  return static_cast<int>(tma_maps_.size()) - 1;
+}
+
+void Builder::roles(const std::vector<RoleSpec>& specs) {
+  const Provenance provenance = provenance_;
+  Op op = op_of(OpKind::Roles, {});
+  for (const RoleSpec& spec : specs) {
+    role_threads_.push_back(int64_t{spec.warpgroups} * 4 * kWarpSize);
+    regions_.emplace_back();
+    if (spec.body) spec.body();
+    RegionPtr body = make_region(std::move(regions_.back()));
+    regions_.pop_back();
+    role_threads_.pop_back();
+    op.roles.push_back(WarpRole{spec.name, spec.warpgroups, spec.max_registers, std::move(body)});
+  }
+  provenance_ = provenance;
+  emit(std::move(op));
+}
+
+void Builder::mbarrier_init(int barrier) {
+  Op op = op_of(OpKind::MBarrierInit, {});
+  op.mbarrier = BarrierRef{barrier, nullptr};
+  emit(std::move(op));
+}
+
+void Builder::mbarrier_arrive(BarrierRef bar, int64_t tx_bytes, int64_t arrivals) {
+  Op op = op_of(OpKind::MBarrierArrive, {});
+  op.mbarrier = std::move(bar);
+  op.tx_bytes = tx_bytes;
+  op.arrivals_per_op = arrivals;
+  emit(std::move(op));
+}
+
+void Builder::mbarrier_wait(BarrierRef bar, const Value& parity) {
+  Op op = op_of(OpKind::MBarrierWait, {parity});
+  op.mbarrier = std::move(bar);
+  emit(std::move(op));
+}
+
+void Builder::named_barrier(int id, int64_t barrier_threads, bool arrive_only) {
+  Op op = op_of(OpKind::NamedBarrier, {});
+  op.barrier_id = id;
+  op.barrier_threads = barrier_threads;
+  op.arrive_only = arrive_only;
+  emit(std::move(op));
+}
+
+void Builder::fence_proxy_async() { emit(op_of(OpKind::FenceProxyAsync, {})); }
+
+void Builder::tma_load(SharedRef dst, int map, std::vector<Value> coordinates, BarrierRef bar,
+                       int64_t multicast_mask) {
+  Op op = op_of(OpKind::TmaLoad, std::move(coordinates));
+  op.shared = std::move(dst);
+  op.tma_map = map;
+  op.mbarrier = std::move(bar);
+  op.multicast_mask = multicast_mask;
+  emit(std::move(op));
+}
+
+void Builder::tma_store(int map, std::vector<Value> coordinates, SharedRef src) {
+  Op op = op_of(OpKind::TmaStore, std::move(coordinates));
+  op.shared = std::move(src);
+  op.tma_map = map;
+  emit(std::move(op));
+}
+
+void Builder::bulk_commit_group() { emit(op_of(OpKind::BulkCommitGroup, {})); }
+
+void Builder::bulk_wait_group(int64_t pending, bool read) {
+  Op op = op_of(OpKind::BulkWaitGroup, {});
+  op.extent = pending;
+  op.wait_read = read;
+  emit(std::move(op));
+}
+
+void Builder::wgmma_fence() { emit(op_of(OpKind::WgmmaFence, {})); }
+
+Value Builder::wgmma(SharedRef a_shared, const Value& a, SharedRef b_shared, int64_t k,
+                     const Value& c, const std::string& name) {
+  Op op = op_of(OpKind::Wgmma, a ? std::vector<Value>{a, c} : std::vector<Value>{c});
+  if (!a) op.shared = std::move(a_shared);
+  op.shared_b = std::move(b_shared);
+  op.extent = k;
+  op.results.push_back(make_value(fresh_name(name), type_of(c), layout_of(c)));
+  return emit(std::move(op));
+}
+
+void Builder::wgmma_commit_group() { emit(op_of(OpKind::WgmmaCommitGroup, {})); }
+
+void Builder::wgmma_wait_group(int64_t pending) {
+  Op op = op_of(OpKind::WgmmaWaitGroup, {});
+  op.extent = pending;
+  emit(std::move(op));
+}
+
+void Builder::stmatrix(SharedRef dst, const Value& value) {
+  Op op = op_of(OpKind::StMatrix, {value});
+  op.shared = std::move(dst);
+  emit(std::move(op));
+}
+
 KernelPtr Builder::finish_kernel(std::string name, std::vector<Buffer> params) {
   Kernel kernel;
   kernel.name = std::move(name);
@@ -497,12 +654,17 @@ KernelPtr Builder::finish_kernel(std::string name, std::vector<Buffer> params) {
   kernel.grid = std::move(grid_);
   kernel.warps = warps_;
   kernel.shared = std::move(shared_);
+  kernel.mbarriers = std::move(mbarriers_);
+  kernel.tma_maps = std::move(tma_maps_);
   kernel.shared_bytes =
       kernel.shared.empty() ? 0 : kernel.shared.back().byte_offset + kernel.shared.back().byte_size;
   kernel.body = make_region(std::move(regions_.front()));
   kernel.provenance = provenance_;
   grid_.clear();
   shared_.clear();
+  mbarriers_.clear();
+  tma_maps_.clear();
+  role_threads_.clear();
   regions_.assign(1, {});
   used_names_.clear();
   next_number_ = 0;

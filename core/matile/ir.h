@@ -94,6 +94,74 @@
 //                               An optional uniform `trip_count` stops it early: var runs over
 //                               0..min(extent, max(trip_count, 0))-1 (every thread alike).
 //
+// Hopper's asynchronous machine (sm_90a only; hopper.h builds its layouts):
+//   Kernel objects. `mbarriers`: named arrays of mbarrier objects (a ring of `count` slots, each
+//   expecting `arrivals` arrivals per phase), referenced by a `BarrierRef` (array, uniform slot
+//   index; null = 0). A slot counts completed phases; a phase completes when its pending
+//   arrivals reach 0 AND its transaction count (bytes announced by expect_tx minus bytes landed
+//   by TMA copies) is 0; then the pending count resets to `arrivals`. `tensor_maps`: a TMA
+//   tensor map over a global buffer: the box (extents per buffer axis, the last contiguous) and
+//   the swizzle (0, 32, 64 or 128 bytes) with which the box lands in shared memory.
+//   Roles { role NAME warpgroups G registers R { region } ... }   warp specialization: the CTA's
+//                               warpgroups are split among the roles in order (role i owns the
+//                               warpgroups after those of roles 0..i-1; the kernel has exactly
+//                               4 * sum(G) warps). Each role runs its own region on its own
+//                               threads (setmaxnreg R: a multiple of 8 in 24..256; sum over
+//                               warpgroups of R <= 512). Inside a role, "every thread" means
+//                               the role's threads: register layouts there have the role's
+//                               thread count (thread t of the role is CTA thread base + t), and
+//                               the roles run concurrently, synchronizing only through
+//                               mbarriers and named barriers. The op ends when every role ends.
+//   MBarrierInit(bar)           one elected thread initializes every slot of the array (phase 0,
+//                               `arrivals` pending, tx 0; then fence.mbarrier_init). Other
+//                               threads may use it after the next bar.sync.
+//   MBarrierArrive(bar)         `arrivals_per_op` arrivals (elected threads; default 1); with
+//                               `tx_bytes` > 0 it is mbarrier.arrive.expect_tx: the phase also
+//                               waits for that many bytes. Arriving at a slot whose phase has
+//                               no arrival left pending is an error (over-arrival).
+//   MBarrierWait(bar, parity)   mbarrier.try_wait.parity spun by every thread: returns once the
+//                               phase of parity `parity` (a uniform index scalar, 0 or 1) has
+//                               completed, i.e. the slot's current phase has the other parity.
+//                               It acquires what the arrivals of that phase released.
+//   NamedBarrier(id, threads)   bar.sync id, threads (bar.arrive when `arrive_only`): the
+//                               arriving roles' threads count towards `threads`; a bar.sync
+//                               returns when all have arrived. Ids 1..15 (0 is bar.sync).
+//   FenceProxyAsync             fence.proxy.async.shared::cta: the executing threads' earlier
+//                               generic shared writes (st.shared, stmatrix) become visible to
+//                               the async proxy (TMA store, wgmma operands).
+//   TmaLoad(coords...) map -> shared, bar   cp.async.bulk.tensor (one elected thread): the box
+//                               at the coordinates (one uniform index scalar per buffer axis)
+//                               lands in the allocation (its whole stage, in the map's swizzled
+//                               box layout); elements past the buffer's extent are zeros. The
+//                               copy completes the box's bytes on `bar` (complete_tx) and its
+//                               data is readable only by threads that waited on the phase it
+//                               completed. `multicast_mask` != 0: .multicast::cluster to the
+//                               CTAs of the mask (a single-CTA interpreter lands it locally).
+//   TmaStore(coords...) shared -> map       the bulk store of the box (elements past the extent
+//                               are not written); it reads shared memory until a
+//                               BulkWaitGroup retires its group.
+//   BulkCommitGroup, BulkWaitGroup(n)   cp.async.bulk.commit_group / wait_group[.read] n (.read
+//                               when `wait_read`: the sources may be reused; both retire groups).
+//   WgmmaFence                  wgmma.fence: required before a Wgmma whose accumulator or
+//                               register A was written by ordinary code since the last fence.
+//   Wgmma([a,] c) shared A, B -> d    wgmma.mma_async m64nNk16 f32 accumulate over the executing
+//                               warpgroups: d,c: f32[M, N], M = 64 * warpgroups (warpgroup g
+//                               owns rows 64g..64g+63), N in 8..256 step 8, in the accumulator
+//                               layout (hopper.h); A: [M, K] from the shared window `shared`
+//                               (SS) or from registers (RS, operand a, wgmma A fragment
+//                               layout); B: [K, N] from `shared_b` (transposed windows read
+//                               K-major allocations); K = `extent`, a multiple of 16. d = c +
+//                               sum_k a*b as f32 fused multiply-adds in increasing k (as Mma).
+//                               The emitter derives the descriptors from the allocations'
+//                               layouts. d is available only after a WgmmaWaitGroup retires its
+//                               group: any other use before is an error (ptxas would serialize
+//                               it), except as the c of another Wgmma and carried through a
+//                               For; the shared operands must not be overwritten until then.
+//   WgmmaCommitGroup, WgmmaWaitGroup(n)   wgmma.commit_group / wgmma.wait_group n (n groups left).
+//   StMatrix(value) -> shared   stmatrix.sync.aligned.m8n8.x4.b16: a 16-bit tile in the wgmma
+//                               accumulator layout stored by 8x8 matrices (each lane gives one
+//                               row address: 8 contiguous, 16-byte aligned elements).
+//
 // Shared-memory rules the interpreter enforces (a violation is an error, never silent):
 // reading an element whose async copy has not landed (missing WaitGroup), reading an element
 // another thread wrote without a Barrier in between, and writing an element another thread
@@ -217,6 +285,40 @@ struct GlobalAccess {
 enum class SharedRead { Scalar, LdMatrixX4, LdMatrixX4Trans };
 const char* shared_read_name(SharedRead read);  // "ld.shared", "ldmatrix.x4", "ldmatrix.x4.trans"
 
+// An array (ring) of mbarrier objects of a kernel (ir.h notes, "Hopper").
+struct MBarrierAlloc {
+  std::string name;
+  int count = 1;         // slots
+  int64_t arrivals = 1;  // arrivals that complete a phase
+  std::string purpose;   // "A/B stage full", "stage empty", ...
+};
+
+// A slot of a kernel's mbarrier array: `index` is a uniform index scalar (null = slot 0).
+struct BarrierRef {
+  int barrier = -1;  // index into Kernel::mbarriers
+  Value index;
+};
+
+// A TMA tensor map: a box of `buffer` (a kernel param) landing in shared memory with `swizzle`.
+struct TmaMap {
+  std::string name;
+  Buffer buffer;
+  std::vector<int64_t> box;  // per buffer axis, each in 1..256; the last axis is contiguous
+  int swizzle_bytes = 0;     // 0, 32, 64 or 128
+};
+
+struct Region;
+using RegionPtr = std::shared_ptr<const Region>;
+
+// One role of a Roles op: `warpgroups` warpgroups (after the previous roles') with a register
+// budget of `max_registers` per thread (setmaxnreg) running `body`.
+struct WarpRole {
+  std::string name;
+  int warpgroups = 1;
+  int max_registers = 0;
+  RegionPtr body;
+};
+
 #define NAUTILUS_MATILE_OPS(X) \
   X(Iota)                      \
   X(Full)                      \
@@ -242,7 +344,22 @@ const char* shared_read_name(SharedRead read);  // "ld.shared", "ldmatrix.x4", "
   X(SharedLoad)                \
   X(SharedStore)               \
   X(For)                       \
-  X(Yield)
+  X(Yield)                     \
+  X(Roles)                     \
+  X(MBarrierInit)              \
+  X(MBarrierArrive)            \
+  X(MBarrierWait)              \
+  X(NamedBarrier)              \
+  X(FenceProxyAsync)           \
+  X(TmaLoad)                   \
+  X(TmaStore)                  \
+  X(BulkCommitGroup)           \
+  X(BulkWaitGroup)             \
+  X(WgmmaFence)                \
+  X(Wgmma)                     \
+  X(WgmmaCommitGroup)          \
+  X(WgmmaWaitGroup)            \
+  X(StMatrix)
 
 enum class OpKind {
 #define NAUTILUS_ENUM_ENTRY(name) name,
@@ -251,9 +368,7 @@ enum class OpKind {
 };
 const char* op_kind_name(OpKind kind);  // "iota", ..., "convert_layout", "mma", "async_copy", ...
 bool is_elementwise(OpKind kind);       // Iota, Full, Unary ... Cast
-
-struct Region;
-using RegionPtr = std::shared_ptr<const Region>;
+bool is_hopper(OpKind kind);            // Roles ... StMatrix: sm_90a only
 
 struct Op {
   OpKind kind = OpKind::Full;
@@ -291,13 +406,25 @@ struct Op {
   RegionPtr body;               // For
   int pipeline_stages = 0;      // For: software-pipeline depth (0: not pipelined)
   Value trip_count;             // For: optional early stop (a uniform index scalar)
+  // Hopper (ir.h notes). Operands: TmaLoad/TmaStore: one coordinate per buffer axis;
+  // MBarrierWait: parity; Wgmma: [a (RS form)], c; StMatrix: value.
+  std::vector<WarpRole> roles;  // Roles
+  BarrierRef mbarrier;          // MBarrierInit / MBarrierArrive / MBarrierWait / TmaLoad
+  int tma_map = -1;             // TmaLoad / TmaStore: index into Kernel::tma_maps
+  int64_t tx_bytes = 0;         // MBarrierArrive: expect_tx bytes (0: a plain arrive)
+  int64_t arrivals_per_op = 1;  // MBarrierArrive
+  int64_t multicast_mask = 0;   // TmaLoad: CTA mask of .multicast::cluster (0: none)
+  int barrier_id = 0;           // NamedBarrier
+  int64_t barrier_threads = 0;  // NamedBarrier
+  bool arrive_only = false;     // NamedBarrier: bar.arrive instead of bar.sync
+  bool wait_read = false;       // BulkWaitGroup: .read (only the shared sources are released)
   Provenance provenance;
 };
 using OpPtr = std::shared_ptr<const Op>;
 OpPtr make_op(Op op);
 
 // Every value an op reads, in a fixed order: operands, then window offsets, the shared stages,
-// the predicate and a For's trip count. (For the verifier's dominance check and the printers.)
+// the predicate, a For's trip count and an mbarrier slot index. (For the verifier's dominance check and the printers.)
 std::vector<Value> used_values(const Op& op);
 // The parts of a gather access's operand list (empty / null for windows and malformed ops).
 std::vector<Value> gather_indices(const Op& op);
@@ -326,6 +453,8 @@ struct Kernel {
   std::vector<GridAxis> grid;
   int warps = 4;
   std::vector<SharedAlloc> shared;
+  std::vector<MBarrierAlloc> mbarriers;  // placed by the emitter (8 bytes each)
+  std::vector<TmaMap> tma_maps;
   int64_t shared_bytes = 0;  // dynamic shared memory of one CTA: the end of the last allocation
   RegionPtr body;
   Provenance provenance;
@@ -358,7 +487,10 @@ class Builder {
   explicit Builder(int warps);
 
   int warps() const { return warps_; }
-  int64_t threads() const { return int64_t{warps_} * kWarpSize; }
+  // The threads of the region being built: the CTA's, or a role's inside Builder::roles.
+  int64_t threads() const {
+    return role_threads_.empty() ? int64_t{warps_} * kWarpSize : role_threads_.back();
+  }
   void set_provenance(const Provenance& provenance) { provenance_ = provenance; }
   const Provenance& provenance() const { return provenance_; }
 
@@ -412,6 +544,34 @@ class Builder {
                               const std::vector<std::string>& arg_names = {},
                               int pipeline_stages = 0, const Value& trip_count = nullptr);
 
+  // Hopper (ir.h notes; hopper.h gives the layouts). Return the array / map index.
+  int mbarrier(std::string name, int count, int64_t arrivals, std::string purpose);
+  int tma_map(std::string name, const Buffer& buffer, std::vector<int64_t> box, int swizzle_bytes);
+  struct RoleSpec {
+    std::string name;
+    int warpgroups = 1;
+    int max_registers = 0;
+    std::function<void()> body;  // builds the role's ops (threads() is the role's meanwhile)
+  };
+  void roles(const std::vector<RoleSpec>& specs);
+  void mbarrier_init(int barrier);
+  void mbarrier_arrive(BarrierRef bar, int64_t tx_bytes = 0, int64_t arrivals = 1);
+  void mbarrier_wait(BarrierRef bar, const Value& parity);
+  void named_barrier(int id, int64_t threads, bool arrive_only = false);
+  void fence_proxy_async();
+  void tma_load(SharedRef dst, int map, std::vector<Value> coordinates, BarrierRef bar,
+                int64_t multicast_mask = 0);
+  void tma_store(int map, std::vector<Value> coordinates, SharedRef src);
+  void bulk_commit_group();
+  void bulk_wait_group(int64_t pending, bool read);
+  void wgmma_fence();
+  // SS form when `a` is null (A from `a_shared`), RS form otherwise; the result takes c's layout.
+  Value wgmma(SharedRef a_shared, const Value& a, SharedRef b_shared, int64_t k, const Value& c,
+              const std::string& name = "");
+  void wgmma_commit_group();
+  void wgmma_wait_group(int64_t pending);
+  void stmatrix(SharedRef dst, const Value& value);
+
   // Appends an already built op (its names are reserved); returns its first result or null.
   Value append(OpPtr op);
   KernelPtr finish_kernel(std::string name, std::vector<Buffer> params);
@@ -424,6 +584,9 @@ class Builder {
   Provenance provenance_;
   std::vector<GridAxis> grid_;
   std::vector<SharedAlloc> shared_;
+  std::vector<MBarrierAlloc> mbarriers_;
+  std::vector<TmaMap> tma_maps_;
+  std::vector<int64_t> role_threads_;
   std::vector<std::vector<OpPtr>> regions_;
   std::set<std::string> used_names_;
   int next_number_ = 0;

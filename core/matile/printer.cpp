@@ -68,6 +68,29 @@ std::string shared_ref_text(const Kernel& kernel, const SharedRef& ref) {
   return text;
 }
 
+std::string barrier_text(const Kernel& kernel, const BarrierRef& ref) {
+  std::string text = ref.barrier >= 0 && ref.barrier < static_cast<int>(kernel.mbarriers.size())
+                         ? kernel.mbarriers[static_cast<size_t>(ref.barrier)].name
+                         : std::string(kNull);
+  if (ref.index) text += "[" + value_ref(ref.index) + "]";
+  return text;
+}
+
+std::string tma_map_name(const Kernel& kernel, int map) {
+  if (map < 0 || map >= static_cast<int>(kernel.tma_maps.size())) return kNull;
+  return kernel.tma_maps[static_cast<size_t>(map)].name;
+}
+
+std::string hex_text(int64_t value) {
+  static const char* digits = "0123456789abcdef";
+  std::string text;
+  do {
+    text.insert(text.begin(), digits[value & 15]);
+    value >>= 4;
+  } while (value > 0);
+  return "0x" + text;
+}
+
 std::string window_text(const Op& op) {
   const std::string buffer = op.buffer ? op.buffer->name : kNull;
   if (op.access.form == GlobalAccess::Form::Gather) {
@@ -158,8 +181,55 @@ std::string op_body_text(const Kernel& kernel, const Op& op) {
       return text;
     }
     case OpKind::Yield: return op.operands.empty() ? "yield" : "yield " + operands;
+    case OpKind::Roles: return "roles";
+    case OpKind::MBarrierInit: return "mbarrier.init " + barrier_text(kernel, op.mbarrier);
+    case OpKind::MBarrierArrive: {
+      std::string text = op.tx_bytes > 0 ? "mbarrier.arrive.expect_tx " : "mbarrier.arrive ";
+      text += barrier_text(kernel, op.mbarrier);
+      if (op.tx_bytes > 0) text += " tx " + std::to_string(op.tx_bytes);
+      if (op.arrivals_per_op != 1) text += " count " + std::to_string(op.arrivals_per_op);
+      return text;
+    }
+    case OpKind::MBarrierWait:
+      return "mbarrier.wait " + barrier_text(kernel, op.mbarrier) + " parity " + operands;
+    case OpKind::NamedBarrier:
+      return std::string(op.arrive_only ? "bar.arrive " : "bar.sync ") +
+             std::to_string(op.barrier_id) + ", " + std::to_string(op.barrier_threads);
+    case OpKind::FenceProxyAsync: return "fence.proxy.async";
+    case OpKind::TmaLoad: {
+      std::string text = "tma.load " + shared_ref_text(kernel, op.shared) + " <- " +
+                         tma_map_name(kernel, op.tma_map) + "[" + operands + "] mbarrier " +
+                         barrier_text(kernel, op.mbarrier);
+      if (op.multicast_mask != 0) text += " multicast " + hex_text(op.multicast_mask);
+      return text;
+    }
+    case OpKind::TmaStore:
+      return "tma.store " + tma_map_name(kernel, op.tma_map) + "[" + operands + "] <- " +
+             shared_ref_text(kernel, op.shared);
+    case OpKind::BulkCommitGroup: return "cp.async.bulk.commit_group";
+    case OpKind::BulkWaitGroup:
+      return std::string("cp.async.bulk.wait_group") + (op.wait_read ? ".read " : " ") +
+             std::to_string(op.extent);
+    case OpKind::WgmmaFence: return "wgmma.fence";
+    case OpKind::Wgmma: {
+      const Value c = op.operands.empty() ? nullptr : op.operands.back();
+      const int64_t n = c && c->type.rank() == 2 ? c->type.shape[1] : 0;
+      const std::string a = op.operands.size() == 2 ? value_ref(op.operands[0])
+                                                    : shared_ref_text(kernel, op.shared);
+      return "wgmma.m64n" + std::to_string(n) + "k16 " + a + ", " +
+             shared_ref_text(kernel, op.shared_b) + ", " + value_ref(c) + " k " +
+             std::to_string(op.extent);
+    }
+    case OpKind::WgmmaCommitGroup: return "wgmma.commit_group";
+    case OpKind::WgmmaWaitGroup: return "wgmma.wait_group " + std::to_string(op.extent);
+    case OpKind::StMatrix: return "stmatrix.x4 " + shared_ref_text(kernel, op.shared) + ", " + operands;
   }
   return "?";
+}
+
+std::string role_line(const WarpRole& role) {
+  return "role " + role.name + " warpgroups " + std::to_string(role.warpgroups) + " registers " +
+         std::to_string(role.max_registers);
 }
 
 std::string op_line(const Kernel& kernel, const LayoutTable& table, const Op& op) {
@@ -187,6 +257,15 @@ void print_region(const Kernel& kernel, const LayoutTable& table, const Region& 
       if (op->body) print_region(kernel, table, *op->body, indent + 1, out);
       *out += pad + "}";
     }
+    if (op->kind == OpKind::Roles) {
+      *out += " {\n";
+      for (const WarpRole& role : op->roles) {
+        *out += pad + "  " + role_line(role) + " {\n";
+        if (role.body) print_region(kernel, table, *role.body, indent + 2, out);
+        *out += pad + "  }\n";
+      }
+      *out += pad + "}";
+    }
     *out += "\n";
   }
 }
@@ -197,6 +276,17 @@ std::string shared_line(const SharedAlloc& alloc) {
          " bytes [" + std::to_string(alloc.byte_offset) + ", " +
          std::to_string(alloc.byte_offset + alloc.byte_size) + ")" +
          (alloc.purpose.empty() ? "" : "  // " + alloc.purpose);
+}
+
+std::string mbarrier_line(const MBarrierAlloc& barrier) {
+  return "mbarrier " + barrier.name + "[" + std::to_string(barrier.count) + "] arrivals " +
+         std::to_string(barrier.arrivals) +
+         (barrier.purpose.empty() ? "" : "  // " + barrier.purpose);
+}
+
+std::string tma_map_line(const TmaMap& map) {
+  return "tensor_map " + map.name + " : " + (map.buffer ? map.buffer->name : std::string(kNull)) +
+         " box " + int_list(map.box) + " swizzle " + std::to_string(map.swizzle_bytes);
 }
 
 }  // namespace
@@ -215,6 +305,21 @@ std::string op_label(const Op& op) {
     case OpKind::SharedStore: return "st.shared";
     case OpKind::Yield: return "yield";
     case OpKind::For: return "for " + (op.loop_var ? op.loop_var->name : kNull);
+    case OpKind::Roles: return "roles";
+    case OpKind::MBarrierInit:
+    case OpKind::MBarrierArrive:
+    case OpKind::MBarrierWait:
+    case OpKind::NamedBarrier:
+    case OpKind::FenceProxyAsync:
+    case OpKind::TmaLoad:
+    case OpKind::TmaStore:
+    case OpKind::BulkCommitGroup:
+    case OpKind::BulkWaitGroup:
+    case OpKind::WgmmaFence:
+    case OpKind::WgmmaCommitGroup:
+    case OpKind::WgmmaWaitGroup:
+    case OpKind::StMatrix:
+      return op_kind_name(op.kind);
     default:
       return std::string(op_kind_name(op.kind)) + " " +
              (op.results.empty() ? kNull : value_ref(op.results[0]));
@@ -240,6 +345,8 @@ std::string print_kernel(const Kernel& kernel) {
     out += "  #L" + std::to_string(i) + " = " + layout_text(table.layouts()[i]) + "\n";
   }
   for (const SharedAlloc& alloc : kernel.shared) out += "  " + shared_line(alloc) + "\n";
+  for (const MBarrierAlloc& barrier : kernel.mbarriers) out += "  " + mbarrier_line(barrier) + "\n";
+  for (const TmaMap& map : kernel.tma_maps) out += "  " + tma_map_line(map) + "\n";
   if (kernel.body) print_region(kernel, table, *kernel.body, 1, &out);
   return out + "}\n";
 }
@@ -327,6 +434,18 @@ class DotWriter : public Visitor {
       }
     }
   }
+  // Each role is a cluster of its body.
+  void visit_Roles(const Op& op) override {
+    const std::string pad = pad_;
+    for (const WarpRole& role : op.roles) {
+      *out_ += pad + "subgraph " + dot_quote("cluster_" + kernel_.name + "/role " + role.name) +
+               " {\n" + pad + "  label=" + dot_quote(role_line(role)) + ";\n";
+      pad_ = pad + "  ";
+      if (role.body) visit(*role.body);
+      pad_ = pad;
+      *out_ += pad + "}\n";
+    }
+  }
   // A Yield is drawn as the loop-carried edges (CarriedEdges below), not as a node.
   void visit_Yield(const Op&) override {}
   void visit_op(const Op& op) override {
@@ -355,9 +474,24 @@ class DotWriter : public Visitor {
       const std::string s = shared_node(kernel_.shared[static_cast<size_t>(ref.alloc)].name);
       writes ? edge(id, s) : edge(s, id);
     };
-    if (op.kind == OpKind::AsyncCopy || op.kind == OpKind::SharedStore) shared_edge(op.shared, true);
-    if (op.kind == OpKind::SharedLoad || op.kind == OpKind::FmaDot) shared_edge(op.shared, false);
-    if (op.kind == OpKind::FmaDot) shared_edge(op.shared_b, false);
+    if (op.kind == OpKind::AsyncCopy || op.kind == OpKind::SharedStore ||
+        op.kind == OpKind::TmaLoad || op.kind == OpKind::StMatrix) {
+      shared_edge(op.shared, true);
+    }
+    if (op.kind == OpKind::SharedLoad || op.kind == OpKind::FmaDot || op.kind == OpKind::TmaStore ||
+        (op.kind == OpKind::Wgmma && op.operands.size() == 1)) {
+      shared_edge(op.shared, false);
+    }
+    if (op.kind == OpKind::FmaDot || op.kind == OpKind::Wgmma) shared_edge(op.shared_b, false);
+    if (op.kind == OpKind::TmaLoad || op.kind == OpKind::TmaStore) {
+      if (op.tma_map >= 0 && op.tma_map < static_cast<int>(kernel_.tma_maps.size())) {
+        const Buffer& buffer = kernel_.tma_maps[static_cast<size_t>(op.tma_map)].buffer;
+        if (buffer) {
+          op.kind == OpKind::TmaStore ? edge(id, "buffer:" + buffer->name)
+                                      : edge("buffer:" + buffer->name, id);
+        }
+      }
+    }
   }
 
  private:
@@ -432,6 +566,53 @@ nlohmann::ordered_json value_json(const Value& value, const LayoutTable& table) 
 }
 
 nlohmann::ordered_json region_json(const Kernel& kernel, const LayoutTable& table,
+                                   const Region& region);
+
+// The fields of the Hopper kinds (ir.h notes, "Hopper").
+void hopper_json(const Kernel& kernel, const LayoutTable& table, const Op& op,
+                 nlohmann::ordered_json* j) {
+  const bool reads_a_from_shared = op.kind == OpKind::Wgmma && op.operands.size() == 1;
+  if (op.kind == OpKind::TmaLoad || op.kind == OpKind::TmaStore || op.kind == OpKind::StMatrix ||
+      reads_a_from_shared) {
+    (*j)["shared"] = shared_ref_text(kernel, op.shared);
+  }
+  if (op.kind == OpKind::Wgmma) {
+    (*j)["shared_b"] = shared_ref_text(kernel, op.shared_b);
+    (*j)["form"] = reads_a_from_shared ? "ss" : "rs";
+    (*j)["k"] = op.extent;
+  }
+  if (op.kind == OpKind::TmaLoad || op.kind == OpKind::TmaStore) {
+    (*j)["tensor_map"] = tma_map_name(kernel, op.tma_map);
+  }
+  if (op.mbarrier.barrier >= 0) (*j)["mbarrier"] = barrier_text(kernel, op.mbarrier);
+  if (op.kind == OpKind::TmaLoad) (*j)["multicast_mask"] = op.multicast_mask;
+  if (op.kind == OpKind::MBarrierArrive) {
+    (*j)["tx_bytes"] = op.tx_bytes;
+    (*j)["arrivals"] = op.arrivals_per_op;
+  }
+  if (op.kind == OpKind::NamedBarrier) {
+    (*j)["id"] = op.barrier_id;
+    (*j)["threads"] = op.barrier_threads;
+    (*j)["arrive_only"] = op.arrive_only;
+  }
+  if (op.kind == OpKind::BulkWaitGroup || op.kind == OpKind::WgmmaWaitGroup) {
+    (*j)["pending"] = op.extent;
+  }
+  if (op.kind == OpKind::BulkWaitGroup) (*j)["read"] = op.wait_read;
+  if (op.kind == OpKind::Roles) {
+    nlohmann::ordered_json roles = nlohmann::ordered_json::array();
+    for (const WarpRole& role : op.roles) {
+      roles.push_back({{"name", role.name},
+                       {"warpgroups", role.warpgroups},
+                       {"max_registers", role.max_registers},
+                       {"body", role.body ? region_json(kernel, table, *role.body)
+                                          : nlohmann::ordered_json::array()}});
+    }
+    (*j)["roles"] = roles;
+  }
+}
+
+nlohmann::ordered_json region_json(const Kernel& kernel, const LayoutTable& table,
                                    const Region& region) {
   nlohmann::ordered_json ops = nlohmann::ordered_json::array();
   for (const OpPtr& op : region.ops) {
@@ -463,6 +644,7 @@ nlohmann::ordered_json region_json(const Kernel& kernel, const LayoutTable& tabl
       j["warps_n"] = op->warps_n;
     }
     if (op->kind == OpKind::WaitGroup) j["pending"] = op->extent;
+    if (is_hopper(op->kind)) hopper_json(kernel, table, *op, &j);
     if (op->kind == OpKind::For) {
       j["var"] = op->loop_var ? op->loop_var->name : kNull;
       j["extent"] = op->extent;
@@ -524,6 +706,26 @@ nlohmann::ordered_json module_to_json(const Module& module) {
                         {"purpose", alloc.purpose}});
     }
     k["shared"] = shared;
+    if (!kernel->mbarriers.empty()) {
+      nlohmann::ordered_json barriers = nlohmann::ordered_json::array();
+      for (const MBarrierAlloc& barrier : kernel->mbarriers) {
+        barriers.push_back({{"name", barrier.name},
+                            {"count", barrier.count},
+                            {"arrivals", barrier.arrivals},
+                            {"purpose", barrier.purpose}});
+      }
+      k["mbarriers"] = barriers;
+    }
+    if (!kernel->tma_maps.empty()) {
+      nlohmann::ordered_json maps = nlohmann::ordered_json::array();
+      for (const TmaMap& map : kernel->tma_maps) {
+        maps.push_back({{"name", map.name},
+                        {"buffer", map.buffer ? map.buffer->name : kNull},
+                        {"box", scalar::shape_json(map.box)},
+                        {"swizzle_bytes", map.swizzle_bytes}});
+      }
+      k["tensor_maps"] = maps;
+    }
     k["body"] = kernel->body ? region_json(*kernel, table, *kernel->body)
                              : nlohmann::ordered_json::array();
     k["provenance"] = scalar::provenance_json(kernel->provenance);

@@ -36,6 +36,15 @@
 //   cp.async.commit_group    cp.async.wait_group N    bar.sync
 //   ldmatrix.x4[.trans] S[..]    ld.shared S[..]    st.shared S[..], %v
 //   for V in 0..N [iter_args(...)] [trips %t] [pipeline S] { ... }    yield [...]
+// Hopper (sm_90a; the kernel lists `mbarrier NAME[COUNT] arrivals A` and
+// `tensor_map NAME : BUFFER box [..] swizzle S` after its shared allocations):
+//   roles { role NAME warpgroups G registers R { ... } ... }
+//   mbarrier.init BAR    mbarrier.arrive[.expect_tx] BAR[%i] [tx BYTES] [count N]
+//   mbarrier.wait BAR[%i] parity %p    bar.sync ID, THREADS    bar.arrive ID, THREADS
+//   fence.proxy.async    tma.load S[%stage][0, 0] <- MAP[%c0, %c1] mbarrier BAR[%i] [multicast 0x3]
+//   tma.store MAP[%c0, %c1] <- S[..]    cp.async.bulk.commit_group    cp.async.bulk.wait_group[.read] N
+//   wgmma.fence    wgmma.m64nNk16 S[..]|%a, S[..]^T, %c k K    wgmma.commit_group    wgmma.wait_group N
+//   stmatrix.x4 S[..], %v
 // A window axis prints as `%offset + iK` (tile coordinate K added), `%offset`, `iK` or `0`; a
 // shared reference as `S[%stage][o0, o1]` (`S[o0, o1]` for stage 0), `^T` when transposed.
 //
@@ -47,9 +56,13 @@
 // JSON: {"name", "arch", "buffers", "kernels": [{"name", "params", "grid", "warps",
 // "shared_bytes", "layouts": [{"id", "kind", "text", "layout" (layout/printer.h JSON)}],
 // "shared": [{"name", "dtype", "shape", "layout", "stages", "stage_elements", "byte_offset",
-// "byte_size", "purpose"}], "body": [ops], "provenance"}]}. An op is {"kind", "text" (its line),
+// "byte_size", "purpose"}], ["mbarriers": [{"name", "count", "arrivals", "purpose"}],]
+// ["tensor_maps": [{"name", "buffer", "box", "swizzle_bytes"}],] "body": [ops], "provenance"}]}
+// (the Hopper lists only when the kernel has any). An op is {"kind", "text" (its line),
 // "instruction", "results": [{"name", "dtype", "shape", "layout"}], "operands", kind fields
-// ("body" for a For), "provenance"}.
+// ("body" for a For; "roles": [{"name", "warpgroups", "max_registers", "body"}] for Roles;
+// "shared", "shared_b", "form", "k", "tensor_map", "mbarrier", "tx_bytes", ... for the Hopper
+// kinds), "provenance"}.
 #pragma once
 
 #include <string>

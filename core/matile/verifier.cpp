@@ -1,10 +1,13 @@
 #include "core/matile/verifier.h"
 
 #include <algorithm>
+#include <optional>
+#include <utility>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "core/layout/printer.h"
+#include "core/matile/hopper.h"
 #include "core/matile/layouts.h"
 #include "core/matile/printer.h"
 #include "core/matile/visitor.h"
@@ -20,8 +23,8 @@ bool is_index_scalar(const Value& v) {
 class KernelVerifier : public Visitor {
  public:
   KernelVerifier(const Kernel& kernel, const std::unordered_set<const scalar::BufferNode*>& declared,
-                 std::vector<std::string>* errors)
-      : kernel_(kernel), declared_(declared), errors_(errors) {}
+                 std::string arch, std::vector<std::string>* errors)
+      : kernel_(kernel), declared_(declared), arch_(std::move(arch)), errors_(errors) {}
 
   void run() {
     for (const Buffer& buffer : kernel_.params) {
@@ -34,6 +37,7 @@ class KernelVerifier : public Visitor {
     }
     if (kernel_.warps < 1 || kernel_.warps > 32) error("", "warps must be in 1..32");
     check_shared();
+    check_hopper_objects();
     scopes_.emplace_back();
     for (const GridAxis& axis : kernel_.grid) {
       if (axis.extent < 1) error("", "grid extents must be positive");
@@ -78,6 +82,44 @@ class KernelVerifier : public Visitor {
     if (end > kernel_.shared_bytes) error("", "allocations end past shared_bytes");
   }
 
+  void check_hopper_objects() {
+    if ((!kernel_.mbarriers.empty() || !kernel_.tma_maps.empty()) && arch_ != "sm_90a") {
+      error("", "mbarriers and tensor maps need sm_90a, the module is " + arch_);
+    }
+    for (const MBarrierAlloc& barrier : kernel_.mbarriers) {
+      const std::string where = "mbarrier " + barrier.name;
+      expect(barrier.count >= 1, where, "needs at least one slot");
+      expect(barrier.arrivals >= 1 && barrier.arrivals < (int64_t{1} << 20), where,
+             "arrival counts are in 1..2^20-1");
+    }
+    for (const TmaMap& map : kernel_.tma_maps) {
+      const std::string where = "tensor_map " + map.name;
+      if (!map.buffer) {
+        error(where, "no buffer");
+        continue;
+      }
+      if (!params_.count(map.buffer.get())) error(where, map.buffer->name + " is not a param of the kernel");
+      if (!expect(map.box.size() == map.buffer->shape.size() && !map.box.empty() && map.box.size() <= 5,
+                  where, "needs one box extent per buffer axis (rank 1..5)")) {
+        continue;
+      }
+      for (int64_t extent : map.box) expect(extent >= 1 && extent <= 256, where, "box extents are in 1..256");
+      const int64_t inner_bytes = map.box.back() * dtype_bytes(map.buffer->dtype);
+      expect(inner_bytes % 16 == 0, where, "the inner box extent must span a multiple of 16 bytes");
+      expect(map.swizzle_bytes == 0 || inner_bytes <= map.swizzle_bytes, where,
+             "the inner box (" + std::to_string(inner_bytes) + " bytes) exceeds the " +
+                 std::to_string(map.swizzle_bytes) + "-byte swizzle span");
+      // The global row pitch of every outer axis must be a multiple of 16 bytes.
+      int64_t pitch = dtype_bytes(map.buffer->dtype);
+      for (size_t k = map.buffer->shape.size(); k-- > 1;) {
+        pitch *= map.buffer->shape[k];
+        expect(pitch % 16 == 0, where, "global strides must be multiples of 16 bytes");
+      }
+      Result<layout::ComposedLayout> box = tma_box_layout(map.buffer->dtype, map.box, map.swizzle_bytes);
+      if (!box) error(where, box.error().message);
+    }
+  }
+
   // ---- values and scopes
 
   void define(const Value& value, const std::string& where) {
@@ -115,9 +157,10 @@ class KernelVerifier : public Visitor {
       error(where, what + " layout tile " + layout::to_string(l.tv.tile) + " is not its shape");
       return;
     }
-    if (l.threads() != kernel_.threads()) {
-      error(where, what + " layout has " + std::to_string(l.threads()) + " threads, the CTA " +
-                       std::to_string(kernel_.threads()));
+    if (l.threads() != threads()) {
+      error(where, what + " layout has " + std::to_string(l.threads()) + " threads, " +
+                       (role_ ? "the role " + role_->name : std::string("the CTA")) + " " +
+                       std::to_string(threads()));
       return;
     }
     Result<layout::TVLayout> tv = layout::make_tv_layout(l.tv.layout, l.tv.tile);
@@ -324,9 +367,14 @@ class KernelVerifier : public Visitor {
         op.kind == OpKind::For ? op.operands.size()
         : (op.kind == OpKind::GlobalStore || op.kind == OpKind::AsyncCopy ||
            op.kind == OpKind::CommitGroup || op.kind == OpKind::WaitGroup ||
-           op.kind == OpKind::Barrier || op.kind == OpKind::SharedStore || op.kind == OpKind::Yield)
+           op.kind == OpKind::Barrier || op.kind == OpKind::SharedStore || op.kind == OpKind::Yield ||
+           (is_hopper(op.kind) && op.kind != OpKind::Wgmma))
             ? 0
             : 1;
+    if (is_hopper(op.kind) && arch_ != "sm_90a") error(where, "needs sm_90a, the module is " + arch_);
+    if (role_ && inside_role_forbidden(op)) {
+      error(where, std::string("cannot run inside role ") + role_->name + ": " + inside_role_forbidden(op));
+    }
     if (op.results.size() != expected_results) {
       error(where, "has " + std::to_string(op.results.size()) + " results, expected " +
                        std::to_string(expected_results));
@@ -352,6 +400,25 @@ class KernelVerifier : public Visitor {
   }
 
   void visit_For(const Op& op) override { for_op(op, op_label(op)); }
+
+  void visit_Roles(const Op& op) override {
+    const std::string& where = where_;
+    if (!expect(role_ == nullptr, where, "roles cannot nest")) return;
+    if (std::optional<std::string> why = roles_error(op, kernel_.warps)) error(where, *why);
+    std::unordered_set<std::string> role_names;
+    for (const WarpRole& role : op.roles) {
+      expect(role_names.insert(role.name).second, where, "role name " + role.name + " is used twice");
+      if (!role.body) {
+        error(where, "role " + role.name + " has no body");
+        continue;
+      }
+      role_ = &role;
+      scopes_.emplace_back();
+      region(*role.body, false);
+      scopes_.pop_back();
+      role_ = nullptr;
+    }
+  }
 
   void for_op(const Op& op, const std::string& where) {
     expect(op.extent >= 0, where, "negative trip count");
@@ -586,7 +653,7 @@ class KernelVerifier : public Visitor {
     expect(c->type == (TileType{DType::F32, {M, N}}) && b->type.shape[0] == K &&
                result->type == c->type,
            where, "shapes must be [M,K] x [K,N] + f32[M,N]");
-    if (!expect(op.warps_m * op.warps_n == kernel_.warps, where,
+    if (!expect(op.warps_m * op.warps_n == warps(), where,
                 "the warp grid must cover the kernel's warps")) {
       return;
     }
@@ -653,7 +720,7 @@ class KernelVerifier : public Visitor {
     expect(op.access.form == GlobalAccess::Form::Window, where, "cp.async copies windows");
     expect(alloc->dtype == op.buffer->dtype, where, "copies between one dtype");
     expect(op.vector_elements * dtype_bytes(alloc->dtype) == 16, where, "vectors are 16 bytes");
-    expect(op.copy_layout.threads() <= kernel_.threads(), where, "more copy threads than the CTA has");
+    expect(op.copy_layout.threads() <= threads(), where, "more copy threads than the CTA has");
     expect(op.copy_layout.tile == tile_tuple(op.tile_shape), where, "copy layout tile is not the window");
     if (op.predicate) {
       expect(op.predicate->type == TileType{DType::Bool, {}}, where, "the predicate is a bool scalar");
@@ -688,7 +755,7 @@ class KernelVerifier : public Visitor {
       return;
     }
     expect(l == *canonical, where, "the result is not in its fragment layout " + layout_text(*canonical));
-    expect(l.warps_m * l.warps_n == kernel_.warps, where, "the warp grid must cover the kernel's warps");
+    expect(l.warps_m * l.warps_n == warps(), where, "the warp grid must cover the kernel's warps");
     if (l.kind == LayoutKind::MmaB) {
       expect((C / (8 * l.warps_n)) % 2 == 0, where, "ldmatrix.x4 of B needs an even number of n atoms per warp");
     }
@@ -703,9 +770,189 @@ class KernelVerifier : public Visitor {
     check_window(op.shared, *alloc, op.operands[0]->type.shape, where);
   }
 
+
+  // ---- Hopper kinds (ir.h notes, "Hopper")
+
+  int64_t threads() const {
+    return role_ ? int64_t{role_->warpgroups} * kWarpgroupThreads : kernel_.threads();
+  }
+  int warps() const { return static_cast<int>(threads() / kWarpSize); }
+
+  // Ops whose CTA-wide barriers or per-thread cp.async groups have no meaning inside a role
+  // (the other roles never reach the barrier: it would hang).
+  static const char* inside_role_forbidden(const Op& op) {
+    switch (op.kind) {
+      case OpKind::Barrier: return "bar.sync 0 waits for the whole CTA; use a named barrier";
+      case OpKind::ConvertLayout:
+        return op.via_shared ? "a conversion through shared memory uses bar.sync 0" : nullptr;
+      case OpKind::Reduce: return op.scratch >= 0 ? "a cross-warp reduce uses bar.sync 0" : nullptr;
+      case OpKind::AsyncCopy:
+      case OpKind::CommitGroup:
+      case OpKind::WaitGroup:
+        return "cp.async producers inside roles are not supported; use TMA";
+      case OpKind::MBarrierInit: return "mbarriers are initialized before the roles start";
+      default: return nullptr;
+    }
+  }
+
+  bool check_barrier_ref(const BarrierRef& ref) {
+    if (!expect(ref.barrier >= 0 && ref.barrier < static_cast<int>(kernel_.mbarriers.size()), where_,
+                "no mbarrier " + std::to_string(ref.barrier))) {
+      return false;
+    }
+    if (ref.index) expect(is_index_scalar(ref.index), where_, "an mbarrier slot must be an index scalar");
+    return true;
+  }
+
+  const TmaMap* map_of(const Op& op) {
+    if (!expect(op.tma_map >= 0 && op.tma_map < static_cast<int>(kernel_.tma_maps.size()), where_,
+                "no tensor map " + std::to_string(op.tma_map))) {
+      return nullptr;
+    }
+    const TmaMap& map = kernel_.tma_maps[static_cast<size_t>(op.tma_map)];
+    if (!map.buffer) return nullptr;
+    bool ok = expect(op.operands.size() == map.buffer->shape.size(), where_,
+                     "needs one coordinate per axis of " + map.buffer->name);
+    for (const Value& c : op.operands) {
+      ok = expect(is_index_scalar(c), where_, "coordinates must be index scalars") && ok;
+    }
+    return ok ? &map : nullptr;
+  }
+
+  // A TMA box lands in (or leaves) a whole stage of an allocation laid out as the map says.
+  void check_box_allocation(const Op& op, const TmaMap& map) {
+    const SharedAlloc* alloc = alloc_of(op.shared, where_);
+    if (!alloc) return;
+    expect(alloc->dtype == map.buffer->dtype, where_, "copies between one dtype");
+    expect(alloc->shape == map.box && !op.shared.transposed &&
+               std::all_of(op.shared.offsets.begin(), op.shared.offsets.end(),
+                           [](int64_t o) { return o == 0; }),
+           where_, "the allocation " + alloc->name + " must be the box, a whole stage");
+    Result<layout::ComposedLayout> box = tma_box_layout(map.buffer->dtype, map.box, map.swizzle_bytes);
+    if (box) {
+      expect(alloc->layout == *box, where_,
+             alloc->name + " is not laid out as " + map.name + " lands its box");
+    }
+    const int64_t atom = map.swizzle_bytes == 0 ? 128 : 8 * int64_t{map.swizzle_bytes};
+    expect(alloc->byte_offset % atom == 0 &&
+               (alloc->stage_elements * dtype_bytes(alloc->dtype)) % atom == 0,
+           where_, "every stage of " + alloc->name + " must be aligned to the swizzle atom (" +
+                       std::to_string(atom) + " bytes)");
+  }
+
+  void visit_MBarrierInit(const Op& op) override { check_barrier_ref(op.mbarrier); }
+
+  void visit_MBarrierArrive(const Op& op) override {
+    check_barrier_ref(op.mbarrier);
+    expect(op.tx_bytes >= 0 && op.tx_bytes < (int64_t{1} << 20), where_, "expect_tx bytes are in 0..2^20-1");
+    expect(op.arrivals_per_op >= 1 && op.arrivals_per_op <= threads(), where_,
+           "arrivals per op are in 1..the executing threads");
+  }
+
+  void visit_MBarrierWait(const Op& op) override {
+    check_barrier_ref(op.mbarrier);
+    if (operand_count(op, 1)) expect(is_index_scalar(op.operands[0]), where_, "the parity is an index scalar");
+  }
+
+  void visit_NamedBarrier(const Op& op) override {
+    expect(op.barrier_id >= 1 && op.barrier_id <= 15, where_, "named barrier ids are 1..15");
+    expect(op.barrier_threads >= kWarpSize && op.barrier_threads % kWarpSize == 0 &&
+               op.barrier_threads <= kernel_.threads(),
+           where_, "a named barrier counts whole warps of the CTA");
+    expect(op.barrier_threads >= threads() || op.arrive_only, where_,
+           "bar.sync counts fewer threads than execute it");
+  }
+
+  void visit_TmaLoad(const Op& op) override {
+    check_barrier_ref(op.mbarrier);
+    expect(op.multicast_mask >= 0 && op.multicast_mask < (int64_t{1} << 16), where_,
+           "the multicast mask has 16 bits");
+    if (const TmaMap* map = map_of(op)) check_box_allocation(op, *map);
+  }
+
+  void visit_TmaStore(const Op& op) override {
+    if (const TmaMap* map = map_of(op)) {
+      expect(map->buffer->role != scalar::BufferRole::Input, where_, "stores into an input");
+      check_box_allocation(op, *map);
+    }
+  }
+
+  void visit_BulkWaitGroup(const Op& op) override {
+    expect(op.extent >= 0, where_, "waits for a non-negative count");
+  }
+
+  void visit_WgmmaWaitGroup(const Op& op) override {
+    expect(op.extent >= 0, where_, "waits for a non-negative count");
+  }
+
+  void visit_Wgmma(const Op& op) override {
+    const std::string& where = where_;
+    const bool rs = op.operands.size() == 2;
+    if (!expect(op.operands.size() == 1 || rs, where, "needs [a,] c")) return;
+    const Value& c = op.operands.back();
+    const Value& result = op.results[0];
+    if (!expect(threads() % kWarpgroupThreads == 0, where, "runs on whole warpgroups")) return;
+    const int warpgroups = static_cast<int>(threads() / kWarpgroupThreads);
+    if (!expect(c->type.rank() == 2 && c->type.dtype == DType::F32 && result->type == c->type, where,
+                "the accumulator is an f32 matrix")) {
+      return;
+    }
+    const int64_t M = c->type.shape[0], N = c->type.shape[1], K = op.extent;
+    expect(K >= 16 && K % 16 == 0, where, "k must be a multiple of 16");
+    Result<RegisterLayout> acc = wgmma_accumulator_layout(M, N, warpgroups);
+    if (!acc) {
+      error(where, acc.error().message);
+      return;
+    }
+    expect(c->layout == *acc && result->layout == *acc, where,
+           "c is not in the wgmma accumulator layout " + layout_text(*acc));
+    DType ab = DType::BF16;
+    if (rs) {
+      const Value& a = op.operands[0];
+      ab = a->type.dtype;
+      expect(a->type.shape == (std::vector<int64_t>{M, K}), where, "a must be [M, K]");
+      Result<RegisterLayout> la = wgmma_a_layout(M, K, warpgroups);
+      if (la) expect(a->layout == *la, where, "a is not in the wgmma A fragment layout " + layout_text(*la));
+    } else if (const SharedAlloc* a = alloc_of(op.shared, where)) {
+      ab = a->dtype;
+      check_window(op.shared, *a, {M, K}, where);
+    }
+    expect(ab == DType::BF16 || ab == DType::F16, where, "a and b must be bf16 or f16 of one dtype");
+    if (const SharedAlloc* b = alloc_of(op.shared_b, where)) {
+      expect(b->dtype == ab, where, "a and b must be bf16 or f16 of one dtype");
+      check_window(op.shared_b, *b, {K, N}, where);
+    }
+  }
+
+  void visit_StMatrix(const Op& op) override {
+    const std::string& where = where_;
+    if (!operand_count(op, 1)) return;
+    const Value& value = op.operands[0];
+    const SharedAlloc* alloc = alloc_of(op.shared, where);
+    if (!alloc) return;
+    expect(value->type.dtype == alloc->dtype && dtype_bytes(alloc->dtype) == 2, where,
+           "stmatrix stores 16-bit elements of the allocation's dtype");
+    check_window(op.shared, *alloc, value->type.shape, where);
+    if (!expect(threads() % kWarpgroupThreads == 0 && value->type.rank() == 2, where,
+                "stores a matrix held by whole warpgroups")) {
+      return;
+    }
+    const int warpgroups = static_cast<int>(threads() / kWarpgroupThreads);
+    Result<RegisterLayout> acc =
+        wgmma_accumulator_layout(value->type.shape[0], value->type.shape[1], warpgroups);
+    if (!acc) {
+      error(where, acc.error().message);
+      return;
+    }
+    expect(value->layout == *acc, where, "the value is not in the wgmma accumulator layout");
+    expect(value->type.shape[1] % 16 == 0, where, "stmatrix.x4 stores 16 columns at a time");
+  }
+
   const Kernel& kernel_;
   const std::unordered_set<const scalar::BufferNode*>& declared_;
+  std::string arch_;
   std::vector<std::string>* errors_;
+  const WarpRole* role_ = nullptr;  // the role whose body is being checked
   std::unordered_set<const scalar::BufferNode*> params_;
   std::vector<std::unordered_set<const ValueNode*>> scopes_;
   std::unordered_set<std::string> names_;
@@ -731,7 +978,7 @@ std::vector<std::string> verify(const Module& module) {
     if (!kernel_names.insert(kernel->name).second) {
       errors.push_back("module " + module.name + ": kernel name " + kernel->name + " is used twice");
     }
-    KernelVerifier(*kernel, declared, &errors).run();
+    KernelVerifier(*kernel, declared, module.arch, &errors).run();
   }
   return errors;
 }

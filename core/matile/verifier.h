@@ -21,6 +21,15 @@
 //     least the cosize of its layout, byte_size = stages * stage_elements * dtype bytes.
 //   - loops: For results and block arguments have the iter_args' types and layouts; the body
 //     ends with its only Yield, whose values match them.
+//   - Hopper (sm_90a only): roles cover the kernel's warps with budgets that are multiples of 8
+//     in 24..256 summing to <= 512 over the warpgroups, do not nest, and hold no op that waits
+//     for the whole CTA (bar.sync 0, shared convert_layout, cross-warp reduce), no cp.async and
+//     no mbarrier.init; inside a role, layouts have the role's thread count. mbarrier slots and
+//     tensor maps exist; a map's box fits (extents <= 256, inner box within the swizzle span,
+//     16-byte global pitches) and its allocation is the box laid out as tma_box_layout says,
+//     every stage aligned to the swizzle atom; named barriers count whole warps with ids 1..15;
+//     wgmma accumulators (and register A) are in hopper.h's layouts, A and B windows of one
+//     16-bit dtype lie inside their allocations; stmatrix stores an accumulator-layout tile.
 // Messages name the kernel and the op ("kernel gemm: mma %acc1: ...").
 #pragma once
 

@@ -50,6 +50,27 @@ void Visitor::visit_Barrier(const Op& op) { visit_op(op); }
 void Visitor::visit_SharedLoad(const Op& op) { visit_op(op); }
 void Visitor::visit_SharedStore(const Op& op) { visit_op(op); }
 void Visitor::visit_Yield(const Op& op) { visit_op(op); }
+void Visitor::visit_MBarrierInit(const Op& op) { visit_op(op); }
+void Visitor::visit_MBarrierArrive(const Op& op) { visit_op(op); }
+void Visitor::visit_MBarrierWait(const Op& op) { visit_op(op); }
+void Visitor::visit_NamedBarrier(const Op& op) { visit_op(op); }
+void Visitor::visit_FenceProxyAsync(const Op& op) { visit_op(op); }
+void Visitor::visit_TmaLoad(const Op& op) { visit_op(op); }
+void Visitor::visit_TmaStore(const Op& op) { visit_op(op); }
+void Visitor::visit_BulkCommitGroup(const Op& op) { visit_op(op); }
+void Visitor::visit_BulkWaitGroup(const Op& op) { visit_op(op); }
+void Visitor::visit_WgmmaFence(const Op& op) { visit_op(op); }
+void Visitor::visit_Wgmma(const Op& op) { visit_op(op); }
+void Visitor::visit_WgmmaCommitGroup(const Op& op) { visit_op(op); }
+void Visitor::visit_WgmmaWaitGroup(const Op& op) { visit_op(op); }
+void Visitor::visit_StMatrix(const Op& op) { visit_op(op); }
+
+void Visitor::visit_Roles(const Op& op) {
+  visit_op(op);
+  for (const WarpRole& role : op.roles) {
+    if (role.body) visit(*role.body);
+  }
+}
 
 void Visitor::visit_For(const Op& op) {
   visit_op(op);
@@ -212,6 +233,7 @@ OpPtr Rebuilder::rebuild_op(const OpPtr& op, const Hook& hook, const std::string
   renamed(out.shared_b.stage);
   renamed(out.predicate);
   renamed(out.trip_count);
+  renamed(out.mbarrier.index);
   defined(out.loop_var);
   for (Value& arg : out.block_args) defined(arg);
   for (Value& result : out.results) defined(result);
@@ -219,6 +241,11 @@ OpPtr Rebuilder::rebuild_op(const OpPtr& op, const Hook& hook, const std::string
     RegionPtr body = rebuild_region(out.body, hook, suffix);
     changed = changed || body != out.body;
     out.body = std::move(body);
+  }
+  for (WarpRole& role : out.roles) {
+    RegionPtr body = rebuild_region(role.body, hook, suffix);
+    changed = changed || body != role.body;
+    role.body = std::move(body);
   }
   return changed ? make_op(std::move(out)) : op;
 }

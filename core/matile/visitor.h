@@ -7,7 +7,8 @@
 //   visit_register_move   Broadcast Permute ExtractSlice (register-only data movement)
 //   visit_op              every other kind, and the default of both families
 // `visit_For`'s default sees the loop as an op (visit_op), then visits its body once, Yield
-// included; a walk that runs a body several times or opens a scope overrides it. `visit(Op)`
+// included; a walk that runs a body several times or opens a scope overrides it. `visit_Roles`
+// likewise sees the op, then each role's body in role order. `visit(Op)`
 // is virtual so that a walk can act around every op (comments, the current op) and then call
 // the base to dispatch.
 //
@@ -15,9 +16,9 @@
 // returns the *same* node (op, region, kernel) when nothing changed, so that a pass that
 // changes nothing returns its input (the pass log marks it unchanged by pointer identity).
 //   For every op in program order it first renames every value the op reads (used_values:
-//   operands, window offsets, shared stages, the predicate, a trip count) and every value it
-//   defines (results, a For's loop variable and block arguments), then rebuilds a For's body
-//   (inner ops reach the hook first), and hands the original and the renamed op to the hook,
+//   operands, window offsets, shared stages, the predicate, a trip count, an mbarrier slot) and
+//   every value it defines (results, a For's loop variable and block arguments), then rebuilds
+//   a For's body and each role's body of a Roles op (inner ops reach the hook first), and hands the original and the renamed op to the hook,
 //   which emits whatever stands in its place: the op, nothing, or new ops.
 //   Copying a region under a name suffix (`Rebuilder::copy`) gives every value it defines a
 //   fresh value named `<name><suffix>` (made unique in the kernel), recorded in the map before

@@ -1,0 +1,74 @@
+#include "core/matile/hopper.h"
+
+#include "core/matile/layouts.h"
+
+namespace nautilus::matile {
+
+Result<RegisterLayout> wgmma_accumulator_layout(int64_t m, int64_t n, int warpgroups) {
+  if (warpgroups < 1 || m != 64 * int64_t{warpgroups} || n < 8 || n > 256 || n % 8 != 0) {
+    return layout::layout_error("wgmma accumulator of [" + std::to_string(m) + ", " +
+                                std::to_string(n) + "] over " + std::to_string(warpgroups) +
+                                " warpgroups: needs M = 64 per warpgroup and N in 8..256, step 8");
+  }
+  return mma_c_layout(m, n, 4 * warpgroups, 1);
+}
+
+Result<RegisterLayout> wgmma_a_layout(int64_t m, int64_t k, int warpgroups) {
+  if (warpgroups < 1 || m != 64 * int64_t{warpgroups} || k < 16 || k % 16 != 0) {
+    return layout::layout_error("wgmma register A of [" + std::to_string(m) + ", " +
+                                std::to_string(k) + "] over " + std::to_string(warpgroups) +
+                                " warpgroups: needs M = 64 per warpgroup and K a multiple of 16");
+  }
+  return mma_a_layout(m, k, 4 * warpgroups, 1);
+}
+
+Result<layout::ComposedLayout> tma_box_layout(DType dtype, const std::vector<int64_t>& box,
+                                              int swizzle_bytes) {
+  layout::Swizzle bytes_swizzle;
+  switch (swizzle_bytes) {
+    case 0: return row_major_shared(box, layout::Swizzle{});
+    case 32: bytes_swizzle = layout::kSwizzle32B; break;
+    case 64: bytes_swizzle = layout::kSwizzle64B; break;
+    case 128: bytes_swizzle = layout::kSwizzle128B; break;
+    default:
+      return layout::layout_error("TMA swizzle of " + std::to_string(swizzle_bytes) +
+                                  " bytes: needs 0, 32, 64 or 128");
+  }
+  Result<layout::Swizzle> element_swizzle = layout::to_element_units(bytes_swizzle, dtype_bytes(dtype));
+  if (!element_swizzle) return element_swizzle.error();
+  return row_major_shared(box, *element_swizzle);
+}
+
+int64_t tma_box_bytes(const TmaMap& map) {
+  int64_t elements = 1;
+  for (int64_t extent : map.box) elements *= extent;
+  return elements * (map.buffer ? dtype_bytes(map.buffer->dtype) : 0);
+}
+
+std::optional<std::string> roles_error(const Op& roles, int kernel_warps) {
+  int warpgroups = 0;
+  int64_t registers = 0;
+  for (const WarpRole& role : roles.roles) {
+    const std::string where = "role " + role.name + ": ";
+    if (role.warpgroups < 1) return where + "needs at least one warpgroup";
+    if (role.max_registers % 8 != 0 || role.max_registers < 24 || role.max_registers > 256) {
+      return where + "setmaxnreg " + std::to_string(role.max_registers) +
+             " must be a multiple of 8 in 24..256";
+    }
+    warpgroups += role.warpgroups;
+    registers += int64_t{role.warpgroups} * role.max_registers;
+  }
+  if (roles.roles.empty()) return "roles need at least one role";
+  if (4 * warpgroups != kernel_warps) {
+    return "the roles' " + std::to_string(warpgroups) + " warpgroups are not the kernel's " +
+           std::to_string(kernel_warps) + " warps";
+  }
+  if (registers > kRegistersPerWarpgroupThread) {
+    return "register budgets sum to " + std::to_string(registers) +
+           " per warpgroup thread, above the " + std::to_string(kRegistersPerWarpgroupThread) +
+           " a CTA has (64K registers / 128 threads)";
+  }
+  return std::nullopt;
+}
+
+}  // namespace nautilus::matile

@@ -1,0 +1,45 @@
+// Layouts and sizes of Hopper's asynchronous ops in MA tile IR (ir.h notes, "Hopper"): the
+// wgmma register fragments, the shared layout in which a TMA box lands, and the checks of a
+// warp-role split that the verifier and the interpreter share.
+//
+//   wgmma_accumulator_layout(128, 64, 2)   the f32[128, 64] accumulator of two warpgroups:
+//       warpgroup g owns rows 64g..64g+63, warp w of it rows 16w.., and lane l of that warp
+//       holds rows +l/4 and +l/4+8, columns 8j + 2(l%4) + {0,1} -- mma.sync's C fragment over
+//       4 warps per warpgroup stacked along M (printed `mma_c warps(8,1)`).
+//   tma_box_layout(BF16, {64, 64}, 128)    Sw<3,3,3> o (64,64):(64,1): the box row-major,
+//       swizzled in 16-byte chunks as the tensor map's 128-byte swizzle places it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/layout/result.h"
+#include "core/layout/swizzle.h"
+#include "core/matile/ir.h"
+
+namespace nautilus::matile {
+
+using layout::Result;
+
+constexpr int kWarpgroupThreads = 128;
+constexpr int kRegistersPerWarpgroupThread = 512;  // 64K registers / 128 threads
+
+// The accumulator (and wgmma result) layout of an f32[m, n] tile over `warpgroups`
+// warpgroups: m == 64 * warpgroups, n a multiple of 8 in 8..256.
+Result<RegisterLayout> wgmma_accumulator_layout(int64_t m, int64_t n, int warpgroups);
+// The register A operand (RS form) of an [m, k] tile: mma.sync's A fragment per warp, k atoms
+// of 16 in slot order.
+Result<RegisterLayout> wgmma_a_layout(int64_t m, int64_t k, int warpgroups);
+
+// The shared layout of one box landed by a tensor map with `swizzle_bytes` (0, 32, 64, 128).
+Result<layout::ComposedLayout> tma_box_layout(DType dtype, const std::vector<int64_t>& box,
+                                              int swizzle_bytes);
+// The bytes a box counts on its mbarrier (the whole box, out-of-bounds zeros included).
+int64_t tma_box_bytes(const TmaMap& map);
+
+// Why a Roles op's split is illegal (register budgets, warp count), or nothing.
+std::optional<std::string> roles_error(const Op& roles, int kernel_warps);
+
+}  // namespace nautilus::matile

@@ -1,0 +1,51 @@
+// A hand-built warp-specialized Hopper GEMM in MA tile IR, C = A * B^T (A: [M, K], B: [N, K],
+// C: [M, N], all bf16), and deliberately broken variants of it for the interpreter's race and
+// deadlock checks. One CTA computes a 128 x 64 tile of C:
+//
+//   producer (1 warpgroup, 40 registers), for k in 0..KT:
+//     mbarrier.wait empty[k % S] parity ((k / S) % 2) ^ 1      -- the stage was released
+//     mbarrier.arrive.expect_tx full[k % S] tx 24576
+//     tma.load As[k % S] <- tmA[m0, 64k] mbarrier full[k % S]   -- [128, 64], 128-byte swizzle
+//     tma.load Bs[k % S] <- tmB[n0, 64k] mbarrier full[k % S]   -- [64, 64]
+//   consumer0 / consumer1 (1 warpgroup each, 232 registers; rows 64g..64g+63 of the tile):
+//     wgmma.fence; k = 0 peeled: wait full[0], wgmma, commit
+//     for k in 1..KT: wait full[k % S] parity (k / S) % 2; %acc = wgmma As[..][64g, 0],
+//       Bs[..]^T, %acc; commit; wgmma.wait_group 1; mbarrier.arrive empty[(k - 1) % S]
+//     wgmma.wait_group 0; arrive empty[(KT - 1) % S]
+//     stmatrix Cs[64g, 0], cast(%acc); fence.proxy.async; bar.sync 1, 256
+//     consumer0: tma.store tmC[m0, n0] <- Cs; cp.async.bulk.commit_group; wait_group.read 0
+//   (cooperative: one role "consumers" of 2 warpgroups does the same on all 128 rows.)
+#pragma once
+
+#include <cstdint>
+
+#include "core/matile/ir.h"
+
+namespace nautilus::matile::testing {
+
+enum class HopperBug {
+  None,
+  MissingExpectTx,          // a plain arrive on the full barrier
+  ExpectTxTooLarge,         // 1024 bytes more than the boxes
+  ExpectTxTooSmall,         // 1024 bytes fewer
+  WrongProducerParity,      // the producer waits on the empty barrier's phase, not its parity ^ 1
+  ConsumerNeverReleases,    // consumer1 never arrives on the empty barrier
+  ProducerSkipsEmptyWait,   // the producer reloads stages without waiting for their release
+  ConsumerReleasesEarly,    // consumers release a stage before the wgmma reading it retired
+  AccumulatorBeforeWait,    // the epilogue converts the accumulator without wgmma.wait_group 0
+  MissingProxyFence,        // stmatrix then TMA store without fence.proxy.async
+  MissingWgmmaFence,        // the first wgmma without wgmma.fence
+  RegisterBudgetOver,       // consumers with 240 registers: 40 + 240 + 240 > 512
+};
+
+struct HopperGemmShape {
+  int64_t m = 200, n = 104, k = 328;  // no multiple of the 128 x 64 x 64 tile
+  int stages = 3;
+  // One consumer role of 2 warpgroups sharing one m128 wgmma (CUTLASS's cooperative form)
+  // instead of two roles of one warpgroup each.
+  bool cooperative = false;
+};
+
+ModulePtr hopper_gemm(const HopperGemmShape& shape, HopperBug bug = HopperBug::None);
+
+}  // namespace nautilus::matile::testing
