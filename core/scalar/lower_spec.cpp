@@ -1,7 +1,9 @@
 #include "core/scalar/lower_spec.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <limits>
+#include <map>
 #include <set>
 
 namespace nautilus::scalar {
@@ -44,6 +46,88 @@ std::set<int> free_vars(const spec::Expr& expr) {
 }
 
 constexpr MemoryScope kGlobal = MemoryScope::Global;
+
+// The text of a nested reduction with its variables named by role: the free ones by their
+// position in the temporary that holds it (s0, s1, ...), the bound ones in binding order (r0,
+// r1, ...), each with its extent. Two reductions with the same text compute the same
+// temporary, element for element, whatever their variables are called: the four copies of the
+// scores in attention written as one statement,
+//   sum(d) Q[b, h, m, d] * K[b, h, n, d]   and   sum(d3) Q[b, h, m, d3] * K[b, h, n3, d3]
+// (free b, h, m, n and b, h, m, n3), are both `sum(r0:64) T0[s0,s1,s2,r0]*T1[s0,s1,s3,r0]`.
+class ReductionText {
+ public:
+  ReductionText(const spec::Statement& statement, const std::vector<int>& free)
+      : statement_(statement) {
+    for (size_t k = 0; k < free.size(); ++k) {
+      names_[free[k]] = "s" + std::to_string(k) + ":" +
+                        std::to_string(statement.vars[static_cast<size_t>(free[k])].extent);
+    }
+  }
+
+  std::string expr(const spec::Expr& e) {
+    std::string out = "<" + std::to_string(static_cast<int>(e.dtype)) + ">";
+    switch (e.kind) {
+      case spec::ExprKind::Number: {
+        char text[32];
+        std::snprintf(text, sizeof(text), "%.17g", e.number);
+        return out + text;
+      }
+      case spec::ExprKind::Name:
+        return out + (e.name_kind == spec::NameKind::IndexVar ? var(e.var)
+                                                               : "$" + std::to_string(e.size_value));
+      case spec::ExprKind::Access: {
+        out += "T" + std::to_string(e.tensor) + "[";
+        for (const auto& index : e.indices) out += this->index(*index) + ",";
+        return out + "]";
+      }
+      case spec::ExprKind::Call: out += "f" + std::to_string(static_cast<int>(e.func)); break;
+      case spec::ExprKind::Select: out += "select(" + condition(*e.condition) + ")"; break;
+      case spec::ExprKind::Reduce:
+        out += "r" + std::to_string(static_cast<int>(e.reduce_op)) + "(";
+        for (const spec::ReduceVar& rv : e.reduce_vars) {
+          names_[rv.var] = "r" + std::to_string(bound_++) + ":" +
+                           std::to_string(statement_.vars[static_cast<size_t>(rv.var)].extent);
+          out += names_[rv.var] + ",";
+        }
+        out += ")";
+        break;
+      case spec::ExprKind::Neg: out += "neg"; break;
+      case spec::ExprKind::Binary: out += "b" + std::to_string(static_cast<int>(e.binary_op)); break;
+    }
+    out += "(";
+    for (const auto& operand : e.operands) out += expr(*operand) + ",";
+    return out + ")";
+  }
+
+ private:
+  std::string var(int id) {
+    auto found = names_.find(id);
+    return found != names_.end() ? found->second : "?" + std::to_string(id);
+  }
+  std::string index(const spec::IndexExpr& i) {
+    switch (i.kind) {
+      case spec::IndexKind::Literal: return std::to_string(i.literal);
+      case spec::IndexKind::Name:
+        return i.name_kind == spec::NameKind::IndexVar ? var(i.var) : "$" + std::to_string(i.size_value);
+      default: break;
+    }
+    std::string out = "i" + std::to_string(static_cast<int>(i.kind)) + "(" + index(*i.lhs);
+    if (i.rhs) out += "," + index(*i.rhs);
+    return out + ")";
+  }
+  std::string condition(const spec::Condition& c) {
+    if (c.kind != spec::Condition::Kind::Compare) {
+      return std::string(c.kind == spec::Condition::Kind::And ? "and(" : "or(") + condition(*c.lhs) +
+             "," + condition(*c.rhs) + ")";
+    }
+    return "c" + std::to_string(static_cast<int>(c.compare)) + "(" + index(*c.lhs_index) + "," +
+           index(*c.rhs_index) + ")";
+  }
+
+  const spec::Statement& statement_;
+  std::map<int, std::string> names_;
+  int bound_ = 0;
+};
 
 class Lowering {
  public:
@@ -171,6 +255,14 @@ class Lowering {
   Expr extract_reduction(const spec::Expr& reduce, const SpecVars& outer_vars) {
     std::set<int> depends = free_vars(reduce);
     std::vector<int> spatial(depends.begin(), depends.end());
+    // The same reduction written again (under other variable names) reads the temporary the
+    // first one filled: its nest is not emitted twice.
+    const std::string text = ReductionText(*statement_, spatial).expr(reduce);
+    if (auto found = lowered_reductions_.find(text); found != lowered_reductions_.end()) {
+      std::vector<Expr> indices;
+      for (int id : spatial) indices.push_back(var_ref(outer_vars[id], expr_provenance(reduce)));
+      return load(found->second, std::move(indices), expr_provenance(reduce));
+    }
     std::vector<int64_t> shape;
     for (int id : spatial) shape.push_back(statement_->vars[id].extent);
     const spec::Tensor& tensor = spec_.tensors[statement_->tensor];
@@ -180,6 +272,7 @@ class Lowering {
                                    provenance);
     allocations_.push_back(temporary);
     emit_reduction_nest(reduce, spatial, temporary, name, provenance);
+    lowered_reductions_.emplace(text, temporary);
     std::vector<Expr> indices;
     for (int id : spatial) indices.push_back(var_ref(outer_vars[id], provenance));
     return load(temporary, std::move(indices), provenance);
@@ -293,6 +386,7 @@ class Lowering {
   std::vector<Buffer> allocations_;
   std::vector<Stmt> nests_;
   std::set<std::string> used_names_;
+  std::map<std::string, Buffer> lowered_reductions_;  // ReductionText -> its temporary
   const spec::Statement* statement_ = nullptr;
   int statement_index_ = -1;
 };

@@ -420,5 +420,26 @@ TEST(UnseenPrograms, AGroupedDecodeStepRunsItsHeadGroupOnTheTensorCores) {
   expect_every_stage_passes(small, result.schedule);
 }
 
+// Attention written as one statement repeats the scores four times and their max twice: the
+// lowering keeps one temporary of each, so the search fuses everything into one kernel (it
+// used to keep three kernels that recomputed the scores, estimated at 2.6x the bound).
+TEST(UnseenPrograms, ScoresWrittenFourTimesInOneStatementAreComputedOnceInOneKernel) {
+  const char* one_statement = R"(let B = 32, H = 32, M = 512, N = 512, D = 64
+input Q[B, H, M, D] : bf16
+input K[B, H, N, D] : bf16
+input V[B, H, N, D] : bf16
+output O[b, h, m, e] : bf16 = (sum(n) exp((sum(d) Q[b, h, m, d] * K[b, h, n, d]) * rsqrt(D) - (max(n2) (sum(d2) Q[b, h, m, d2] * K[b, h, n2, d2]) * rsqrt(D))) * V[b, h, n, e]) / (sum(n3) exp((sum(d3) Q[b, h, m, d3] * K[b, h, n3, d3]) * rsqrt(D) - (max(n4) (sum(d4) Q[b, h, m, d4] * K[b, h, n4, d4]) * rsqrt(D))))
+)";
+  const search::SearchInput input = text_input(one_statement, {});
+  const search::SearchResult result = run(input);
+  ASSERT_TRUE(result.ok) << result.error;
+  ASSERT_TRUE(result.estimate && result.roofline);
+  EXPECT_EQ(result.estimate->kernels.size(), 1u) << cost::describe(*result.estimate);
+  EXPECT_LT(result.estimate->microseconds, 1.5 * result.roofline->microseconds)
+      << cost::describe(*result.estimate);
+  const search::SearchInput small = text_input(one_statement, {"B=1", "H=1", "M=130", "N=72"});
+  expect_every_stage_passes(small, result.schedule);
+}
+
 }  // namespace
 }  // namespace nautilus
