@@ -380,6 +380,7 @@ class Searcher {
       }
       if (!chosen) continue;  // cancelled
       evaluated_.insert(p.node);
+      if (!chosen->added.empty()) single_buffered_.insert(p.node);
       const Evaluation& evaluation = *chosen;
       if (evaluation.ok) {
         nodes_[p.node].estimate = evaluation.estimate;
@@ -529,13 +530,16 @@ class Searcher {
   // A producer fused into a rolling loop (a decode step's scores computed per key tile) adds
   // its operands to every step's working set: the step the reduction-fusion phase chose before
   // the fusion may now leave shared memory for one stage only, where a smaller step keeps the
-  // copies pipelined. So each improving fusion child's decisions since the path's
-  // rolling_update are replayed on that decision's siblings with smaller steps (the tree holds
-  // them: the reduction-fusion phase tried them); the replays compete in the beam like any
-  // child. Each (rolling_update, replayed decisions) pair is tried once.
+  // copies pipelined. So each improving fusion child that fits only single-buffered has its
+  // decisions since the path's rolling_update replayed on that decision's siblings with smaller
+  // steps (the tree holds them: the reduction-fusion phase tried them); the replays compete in
+  // the beam like any child. Each (rolling_update, replayed decisions) pair is tried once.
   void replay_on_smaller_steps(const std::vector<int>& fused, std::vector<Entry>& out) {
     std::vector<int> last_ids;
     for (int child : fused) {
+      // Only where the step no longer leaves room for pipelined copies: elsewhere the step the
+      // reduction-fusion phase chose stands, and replays would only crowd the beam.
+      if (!single_buffered_.count(child)) continue;
       std::vector<Decision> replay;
       int rolling = child;
       while (rolling > 0 && nodes_[rolling].decision &&
@@ -939,6 +943,7 @@ class Searcher {
   int chosen_ = -1;
   std::string current_phase_ = phase_name(Phase::ReductionFusion);
   std::set<std::string> replayed_;  // replay_on_smaller_steps: (rolling node, decisions) done
+  std::set<int> single_buffered_;   // nodes whose completion fit only single-buffered
 };
 
 SearchResult Searcher::run() {
