@@ -108,6 +108,7 @@ void KernelEmitter::analyze_uses(const matile::Region& region) {
       if (value) last_use_[value.get()] = index;
     }
     for (const Value& value : op.results) def_region_[value.get()] = &region;
+    if (op.kind == OpKind::NamedBarrier) used_barrier_ids_.insert(op.barrier_id);
     if (op.kind == OpKind::Wgmma) {
       wgmma_values_.insert(op.results[0].get());
       wgmma_accumulator_inputs_.insert(op.operands.back().get());
@@ -236,8 +237,18 @@ void KernelEmitter::visit_Roles(const Op& op) {
     const bool saved_uses_warp = uses_warp_;
     uses_warp_ = false;
     role_threads_ = int64_t{role.warpgroups} * matile::kWarpgroupThreads;
+    const int outer_barrier = role_barrier_id_;
+    role_barrier_id_ = 0;
+    if (role.warpgroups > 1) {
+      // A barrier of the role's own threads, for its elected arrives (visit_MBarrierArrive).
+      for (int id = 15; id >= 1 && role_barrier_id_ == 0; --id) {
+        if (!used_barrier_ids_.count(id)) role_barrier_id_ = id;
+      }
+      if (role_barrier_id_ != 0) used_barrier_ids_.insert(role_barrier_id_);
+    }
     if (role.body) visit(*role.body);
     role_threads_ = outer_threads;
+    role_barrier_id_ = outer_barrier;
     role_body.swap(body_);
     line("const int tid = threadIdx.x - " + std::to_string(first * matile::kWarpgroupThreads) + ";");
     if (uses_warp_) line("const int lane = tid % 32;  const int warp = tid / 32;");
@@ -274,6 +285,19 @@ void KernelEmitter::visit_MBarrierInit(const Op& op) {
 void KernelEmitter::visit_MBarrierArrive(const Op& op) {
   const std::string address = barrier_address(op.mbarrier);
   if (op.arrivals_per_op < 1) invalid(matile::op_label(op) + ": no arrivals");
+  // One elected thread arrives for the whole region, so every thread of it must have done what
+  // the arrival releases: with several warpgroups, a wgmma.wait_group or a read in one warpgroup
+  // says nothing about another's, so the region's threads meet first.
+  if (role_threads_ > matile::kWarpgroupThreads) {
+    if (role_threads_ == kernel_.threads()) {
+      line("__syncthreads();  // every warpgroup is done before the elected arrive");
+    } else if (role_barrier_id_ != 0) {
+      line("named_barrier_sync(" + std::to_string(role_barrier_id_) + ", " + str(role_threads_) +
+           ");  // the role's warpgroups are done before the elected arrive");
+    } else {
+      unsupported(matile::op_label(op) + ": no free named barrier for the role's elected arrive");
+    }
+  }
   const std::string first = op.tx_bytes > 0
                                 ? "mbarrier_arrive_expect_tx(" + address + ", " + str(op.tx_bytes) + "u);"
                                 : "mbarrier_arrive(" + address + ");";

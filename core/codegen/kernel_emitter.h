@@ -357,6 +357,8 @@ class KernelEmitter : public matile::Visitor {
   };
   std::vector<Accumulator> accumulators_;
   int64_t committed_groups_ = 0;
+  std::set<int> used_barrier_ids_;  // named barrier ids the kernel's ops use
+  int role_barrier_id_ = 0;         // the current multi-warpgroup role's own barrier (0: none)
 
   const Kernel& kernel_;
   std::string symbol_;

@@ -82,6 +82,10 @@ TEST_P(EmitHopper, HandBuiltGemmPrintsEveryHopperInstruction) {
   EXPECT_EQ(count(cu, "stmatrix_x4("), consumers * 4 + 1);  // + the prelude's definition
   EXPECT_EQ(count(cu, "fence_proxy_async();"), consumers);
   EXPECT_EQ(count(cu, "named_barrier_sync(1, 256);"), consumers);
+  // The cooperative role's two warpgroups meet (on a barrier id the kernel leaves free) before
+  // its one elected thread releases a stage: one warpgroup's wgmma.wait_group does not cover
+  // the other's wgmmas.
+  EXPECT_EQ(count(cu, "named_barrier_sync(15, 256);"), shape.cooperative ? 2 : 0);
   EXPECT_EQ(count(cu, "  tma_store_2d(&tmC, "), 1);
   EXPECT_NE(cu.find("if (tid == 0) bulk_commit_group();"), std::string::npos);
   EXPECT_NE(cu.find("if (tid == 0) bulk_wait_group_read<0>();"), std::string::npos);

@@ -161,6 +161,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) hopper_gemm_gemm_ws(
         // %previous = mod %j, %12 : index #L3
         const int previous = floor_mod(j_1, v12);
         // mbarrier.arrive empty[%previous]
+        named_barrier_sync(15, 256);  // the role's warpgroups are done before the elected arrive
         if (tid == 0) mbarrier_arrive(empty_addr + static_cast<unsigned>(previous) * 8u);
         // yield
       }
@@ -171,6 +172,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) hopper_gemm_gemm_ws(
       // %last = full 2 : index #L3
       const int last = 2;
       // mbarrier.arrive empty[%last]
+      named_barrier_sync(15, 256);  // the role's warpgroups are done before the elected arrive
       if (tid == 0) mbarrier_arrive(empty_addr + static_cast<unsigned>(last) * 8u);
       // %c16 = cast %acc : bf16[128, 64] #L2
       __nv_bfloat16 c16[32];
