@@ -12,6 +12,8 @@
 #include "core/codegen/emit_cuda.h"
 #include "core/codegen/nvrtc.h"
 #include "core/codegen/package.h"
+#include "core/driver/kernel_package.h"
+#include "core/driver/pipeline.h"
 #include "tests/common/golden.h"
 // The hand-built kernels live with the MA tests; this binary compiles them too.
 #include "tests/matile/hopper_kernels.cpp"  // NOLINT(bugprone-suspicious-include)
@@ -146,6 +148,33 @@ INSTANTIATE_TEST_SUITE_P(Roles, EmitHopper, ::testing::Values(false, true),
                          [](const ::testing::TestParamInfo<bool>& param) {
                            return param.param ? "Cooperative" : "TwoConsumerRoles";
                          });
+
+// The package of a Hopper module lists the maps after the pointers, each the TensorMap of the
+// emitter's TMA plan, and survives a write/read round trip (read_package checks every map).
+TEST(EmitHopperPackage, TensorMapArgumentsFollowThePointers) {
+  const auto& nvrtc = Nvrtc::shared();
+  if (!nvrtc.ok()) GTEST_SKIP() << "NVRTC is not installed: " << nvrtc.error().message;
+  const matile::ModulePtr module = hopper_gemm(HopperGemmShape{});
+  Result<KernelPackage> package = driver::build_kernel_package(driver::Compilation{}, module, {GpuArch::Sm90a});
+  ASSERT_TRUE(package.ok()) << package.error().message;
+  ASSERT_EQ(package->kernels.size(), 1u);
+  const std::vector<KernelArgument>& args = package->kernels[0].arguments;
+  ASSERT_EQ(args.size(), 6u);
+  for (size_t i = 0; i < 3; ++i) EXPECT_FALSE(args[i].tensor_map) << args[i].name;
+  EXPECT_EQ(args[3].name, "A");
+  EXPECT_EQ(args[4].name, "B");
+  EXPECT_EQ(args[5].name, "C");
+  ASSERT_TRUE(args[3].tensor_map && args[4].tensor_map && args[5].tensor_map);
+  EXPECT_EQ(args[3].tensor_map->box, (std::vector<int64_t>{64, 128}));
+  EXPECT_EQ(args[3].tensor_map->swizzle, TensorMapSwizzle::B128);
+  EXPECT_EQ(args[5].tensor_map->dims, (std::vector<int64_t>{104, 200}));
+  EXPECT_EQ(package->kernels[0].dynamic_shared_bytes, 90112 + 48);
+  const std::string directory = ::testing::TempDir() + "/hopper_gemm_package";
+  ASSERT_TRUE(write_package(*package, directory).ok());
+  Result<KernelPackage> read = read_package(directory);
+  ASSERT_TRUE(read.ok()) << read.error().message;
+  EXPECT_EQ(read->kernels[0].arguments, args);
+}
 
 // The kernel text of the cooperative GEMM (one producer, one consumer role of two warpgroups).
 TEST(EmitHopperGolden, CooperativeGemmKernel) {
