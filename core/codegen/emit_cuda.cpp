@@ -23,30 +23,48 @@ std::string KernelEmitter::emit(EmittedKernel* launch) {
   // which are then declared at the top of the kernel.
   for (const scalar::Buffer& buffer : kernel_.params) buffer_name(buffer);
   for (const SharedAlloc& alloc : kernel_.shared) shared_name(alloc);
+  const bool hopper = uses_hopper();
+  for (const matile::MBarrierAlloc& bar : kernel_.mbarriers) barrier_names_.push_back(unique(bar.name + "_addr"));
+  for (const matile::TmaMap& map : kernel_.tma_maps) {
+    tma_names_.push_back(unique(map.name));
+    Result<layout::TmaTilePlan> plan = plan_tma_map(map);
+    if (!plan) throw EmitFailure{plan.error().kind, plan.error().message};
+    launch->tensor_maps.push_back({map.name, map.buffer, *plan});
+  }
+  role_threads_ = kernel_.threads();
+  if (kernel_.body) analyze_uses(*kernel_.body);
   std::vector<std::string> grid_lines = grid_mapping(launch);
   indent_ = 1;
   visit(*kernel_.body);
+  std::vector<std::string> frame_lines;
+  if (hopper) frame_lines = hopper_frame_lines(launch);
   std::ostringstream out;
   out << "// Kernel " << symbol_ << " (MA kernel " << kernel_.name << "): grid ";
   launch->symbol = symbol_;
   launch->ir_name = kernel_.name;
   launch->block = {kernel_.threads(), 1, 1};
-  launch->dynamic_shared_bytes = kernel_.shared_bytes;
+  if (!hopper) launch->dynamic_shared_bytes = kernel_.shared_bytes;
   launch->params = kernel_.params;
   out << "(" << launch->grid[0] << ", " << launch->grid[1] << ", " << launch->grid[2] << "), "
-      << kernel_.threads() << " threads, " << kernel_.shared_bytes
+      << kernel_.threads() << " threads, " << launch->dynamic_shared_bytes
       << " bytes of dynamic shared memory.\n";
-  out << "extern \"C\" __global__ void __launch_bounds__(" << kernel_.threads() << ") " << symbol_
-      << "(";
+  // Hopper kernels run one CTA per SM: setmaxnreg needs the register count ptxas fixes with
+  // the minimum of one block (C7508 otherwise).
+  out << "extern \"C\" __global__ void __launch_bounds__(" << kernel_.threads() << (hopper ? ", 1" : "")
+      << ") " << symbol_ << "(";
   for (size_t i = 0; i < kernel_.params.size(); ++i) {
     const scalar::Buffer& buffer = kernel_.params[i];
     out << (i ? ",\n    " : "\n    ")
         << (buffer->role == scalar::BufferRole::Input ? "const " : "") << c_type(buffer->dtype)
         << "* __restrict__ " << buffer_name(buffer);
   }
+  for (size_t i = 0; i < kernel_.tma_maps.size(); ++i) {
+    out << (i + kernel_.params.size() ? ",\n    " : "\n    ") << "const __grid_constant__ tensor_map "
+        << tma_names_[i];
+  }
   out << ") {\n";
-  if (!kernel_.shared.empty()) {
-    out << "  extern __shared__ __align__(128) unsigned char shared_memory[];\n";
+  if (!kernel_.shared.empty() || !kernel_.mbarriers.empty()) {
+    out << "  extern __shared__ __align__(" << (hopper ? 1024 : 128) << ") unsigned char shared_memory[];\n";
     for (const SharedAlloc& alloc : kernel_.shared) {
       out << "  // " << alloc.name << ": " << dtype_name(alloc.dtype) << "[";
       for (size_t k = 0; k < alloc.shape.size(); ++k) out << (k ? ", " : "") << alloc.shape[k];
@@ -57,6 +75,7 @@ std::string KernelEmitter::emit(EmittedKernel* launch) {
           << c_type(alloc.dtype) << "*>(shared_memory + " << alloc.byte_offset << ");\n";
     }
   }
+  for (const std::string& line : frame_lines) out << "  " << line << "\n";
   out << "  const int tid = threadIdx.x;\n";
   if (uses_warp_) out << "  const int lane = tid % 32;\n  const int warp = tid / 32;\n";
   for (const std::string& line : grid_lines) out << "  " << line << "\n";
@@ -87,7 +106,8 @@ std::string KernelEmitter::unique(const std::string& wanted) {
       "j", "q", "mi", "ni", "valid", "source", "sum", "pair", "lane_row", "lane_col", "i0", "i1", "i2",
       "i3", "i4", "i5", "i6", "i7", "swizzle", "floor_div", "floor_mod", "pack2", "unpack2",
       "shared_address", "mma_m16n8k16", "ldmatrix_x4", "ldmatrix_x4_trans", "cp_async_16",
-      "cp_async_commit", "cp_async_wait", "max", "min", "abs", "nautilus_device"};
+      "cp_async_commit", "cp_async_wait", "max", "min", "abs", "nautilus_device", "i", "tensor_map",
+      "fence_register"};
   std::string candidate = name;
   for (int n = 1; reserved.count(candidate) || used_.count(candidate); ++n) {
     candidate = name + "_" + std::to_string(n);
@@ -450,6 +470,14 @@ void KernelEmitter::for_loop(const Op& op) {
   // The carried values live in the result variables; the block arguments are those same
   // variables inside the body, and the Yield assigns them at the end of each iteration.
   for (size_t i = 0; i < op.results.size(); ++i) {
+    // A wgmma accumulator that dies here is carried in its own storage: copying registers a
+    // wgmma may still be writing would make ptxas wait for it (C7517).
+    if (wgmma_values_.count(op.operands[i].get()) && dies_at(op.operands[i], op) &&
+        op.operands[i]->layout == op.results[i]->layout) {
+      names_[op.results[i].get()] = name_of(op.operands[i]);
+      names_[op.block_args[i].get()] = name_of(op.operands[i]);
+      continue;
+    }
     const std::string name = declare(op.results[i]);
     names_[op.block_args[i].get()] = name;
     for_slots(op.results[i]->layout.slots(), [&](const std::string& s) {
@@ -495,7 +523,7 @@ void KernelEmitter::for_loop(const Op& op) {
   }
   for (size_t i = 0; i < yield.operands.size(); ++i) {
     const Value& v = yield.operands[i];
-    if (v == op.block_args[i]) continue;
+    if (v == op.block_args[i] || (!needs_temps && sources[i] == name_of(op.results[i]))) continue;
     for_slots(v->layout.slots(), [&](const std::string& s) {
       const std::string from = v->layout.slots() == 1 ? sources[i] : sources[i] + "[" + s + "]";
       line(at(op.results[i], s) + " = " + from + ";");
@@ -545,6 +573,24 @@ Result<EmittedModule> emit_cuda(const matile::Module& module, const EmitOptions&
          << module.name << "` (" << module.arch << ").\n"
          << "// Regenerate with `nautilus compile`; every line comes from the emitter.\n\n"
          << cuda_prelude();
+  bool hopper_module = false;
+  for (const matile::KernelPtr& kernel : module.kernels) {
+    hopper_module = hopper_module || !kernel->mbarriers.empty() || !kernel->tma_maps.empty();
+    std::vector<const matile::Region*> pending = {kernel->body.get()};
+    while (!pending.empty() && !hopper_module) {
+      const matile::Region* region = pending.back();
+      pending.pop_back();
+      if (!region) continue;
+      for (const matile::OpPtr& op : region->ops) {
+        if (!op) continue;
+        hopper_module = hopper_module || matile::is_hopper(op->kind);
+        if (op->body) pending.push_back(op->body.get());
+        for (const matile::WarpRole& role : op->roles) pending.push_back(role.body.get());
+      }
+    }
+  }
+  if (hopper_module) source << cuda_hopper_prelude();
+  std::set<std::string> helpers;
   std::set<std::string> symbols;
   for (const matile::KernelPtr& kernel : module.kernels) {
     std::string symbol = detail::sanitize(kernel->name);
@@ -558,7 +604,11 @@ Result<EmittedModule> emit_cuda(const matile::Module& module, const EmitOptions&
     EmittedKernel launch;
     try {
       detail::KernelEmitter emitter(*kernel, symbol, options);
-      source << "\n" << emitter.emit(&launch);
+      const std::string text = emitter.emit(&launch);
+      for (const auto& [name, helper] : emitter.helpers()) {
+        if (helpers.insert(name).second) source << "\n" << helper;
+      }
+      source << "\n" << text;
     } catch (const detail::EmitFailure& failure) {
       return codegen_error(failure.kind, "kernel " + kernel->name + ": " + failure.message);
     }

@@ -53,6 +53,7 @@
 #include <vector>
 
 #include "core/codegen/result.h"
+#include "core/layout/tma.h"
 #include "core/matile/ir.h"
 #include "core/support/source.h"
 
@@ -71,12 +72,26 @@ struct EmittedKernel {
   std::array<int64_t, 3> block = {1, 1, 1};
   int64_t dynamic_shared_bytes = 0;
   std::vector<scalar::Buffer> params;  // in parameter order
+  // sm_90a: the kernel's TMA tensor maps, passed after `params` in this order as 128-byte
+  // `const __grid_constant__` parameters; each map over the buffer of that name.
+  struct TensorMapParam {
+    std::string name;       // the MA kernel's map name
+    scalar::Buffer buffer;
+    layout::TmaTilePlan plan;  // plan_tma_map; the runner encodes tensor_map_of_plan(plan)
+  };
+  std::vector<TensorMapParam> tensor_maps;
 };
 
 struct EmittedModule {
   std::string source;
   std::vector<EmittedKernel> kernels;  // launch order
 };
+
+// The boxes by which a kernel's TMA map fills its box in shared memory (the map's box laid out
+// as matile::tma_box_layout says), from layout::plan_tma_tile over the map's 2-D row-major
+// buffer. The emitter issues one copy per box; the package records the map it implies
+// (tensor_map_of_plan, package.h).
+Result<layout::TmaTilePlan> plan_tma_map(const matile::TmaMap& map);
 
 Result<EmittedModule> emit_cuda(const matile::Module& module, const EmitOptions& options = {});
 

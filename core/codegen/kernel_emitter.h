@@ -11,6 +11,7 @@
 //   emit_reduce.cpp         reductions: per thread, shuffle butterfly, across warps
 //   emit_mma.cpp            mma.sync and the CUDA-core fma fallback
 //   emit_copy.cpp           global loads and stores, cp.async, ldmatrix, shared loads/stores
+//   emit_hopper.cpp         sm_90a: warp roles, mbarriers, TMA, wgmma, stmatrix, named barriers
 //   emit_text.cpp           C++ text of names, constants, casts and separable coordinates
 //   cuda_prelude.h          the device helpers every translation unit starts with
 #pragma once
@@ -213,6 +214,23 @@ class KernelEmitter : public matile::Visitor {
   void visit_SharedLoad(const Op& op) override { shared_load(op); }
   void visit_SharedStore(const Op& op) override { shared_store(op); }
   void visit_For(const Op& op) override { for_loop(op); }
+  void visit(const matile::Region& region) override;
+  // Hopper (emit_hopper.cpp)
+  void visit_Roles(const Op& op) override;
+  void visit_MBarrierInit(const Op& op) override;
+  void visit_MBarrierArrive(const Op& op) override;
+  void visit_MBarrierWait(const Op& op) override;
+  void visit_NamedBarrier(const Op& op) override;
+  void visit_FenceProxyAsync(const Op& op) override;
+  void visit_TmaLoad(const Op& op) override;
+  void visit_TmaStore(const Op& op) override;
+  void visit_BulkCommitGroup(const Op& op) override;
+  void visit_BulkWaitGroup(const Op& op) override;
+  void visit_WgmmaFence(const Op& op) override;
+  void visit_Wgmma(const Op& op) override;
+  void visit_WgmmaCommitGroup(const Op& op) override;
+  void visit_WgmmaWaitGroup(const Op& op) override;
+  void visit_StMatrix(const Op& op) override;
   // Every kind above has its CUDA; an op reaching here is a kind without any.
   void visit_op(const Op& op) override {
     unsupported(std::string("no CUDA for MA op kind ") + matile::op_kind_name(op.kind));
@@ -291,6 +309,56 @@ class KernelEmitter : public matile::Visitor {
   void ldmatrix(const Op& op);
   void shared_store(const Op& op);
   void for_loop(const Op& op);
+
+  // Hopper (emit_hopper.cpp)
+ public:
+  // Device functions this kernel needs printed before it (wgmma wrappers, by name).
+  const std::map<std::string, std::string>& helpers() const { return helpers_; }
+ private:
+  bool uses_hopper() const;
+  // Numbers every op in walk order and records where each value is defined and last used,
+  // so that a wgmma accumulator can be updated in place when nothing reads it afterwards.
+  void analyze_uses(const matile::Region& region);
+  bool dies_at(const Value& value, const Op& op);
+  // The kernel-top lines declaring the mbarrier arrays and their shared addresses.
+  std::vector<std::string> hopper_frame_lines(EmittedKernel* launch);
+  std::string barrier_address(const matile::BarrierRef& ref);
+  std::string elected_thread_guard();
+  std::string smem_base();
+  const matile::TmaMap& tma_map_of(const Op& op);
+  std::string tma_map_name(int map);
+  void tma_copy(const Op& op, bool load);
+  struct WgmmaOperand {
+    std::string description;        // for the comment
+    std::string runtime_address;    // bytes added to every descriptor at run time
+    std::vector<uint64_t> descriptors;  // per executing warpgroup x k16 step (warpgroup-major)
+    bool mn_major = false;
+  };
+  WgmmaOperand wgmma_operand(const Op& op, const SharedRef& ref, bool is_a, int64_t mn_extent,
+                             int64_t k, int warpgroups);
+  void fence_accumulators(int64_t pending);
+
+  std::map<std::string, std::string> helpers_;
+  std::vector<std::string> barrier_names_;   // per Kernel::mbarriers entry: its address variable
+  std::vector<std::string> tma_names_;       // per Kernel::tma_maps entry: its parameter
+  int64_t role_threads_ = 0;                 // threads executing the current region
+  std::vector<const matile::Region*> regions_;  // the regions being printed, innermost last
+  std::map<const Op*, int64_t> op_index_;
+  std::map<const matile::ValueNode*, int64_t> last_use_;
+  std::map<const matile::ValueNode*, const matile::Region*> def_region_;
+  std::set<const matile::ValueNode*> wgmma_values_;
+  std::set<const matile::ValueNode*> wgmma_accumulator_inputs_;  // the c of some Wgmma
+  // Accumulators that wgmmas may be writing, with the wgmma group (counted in program text) of
+  // their last write: fenced at the wgmma.wait_group that retires it.
+  struct Accumulator {
+    std::string name;
+    int64_t slots = 0;
+    int64_t group = 0;
+  };
+  std::vector<Accumulator> accumulators_;
+  int64_t committed_groups_ = 0;
+  std::set<int> used_barrier_ids_;  // named barrier ids the kernel's ops use
+  int role_barrier_id_ = 0;         // the current multi-warpgroup role's own barrier (0: none)
 
   const Kernel& kernel_;
   std::string symbol_;

@@ -63,6 +63,7 @@
 
 #include "core/codegen/nvrtc.h"
 #include "core/codegen/result.h"
+#include "core/layout/tma.h"
 #include "core/support/dtype.h"
 
 namespace nautilus::codegen {
@@ -128,6 +129,10 @@ TensorMap row_major_tensor_map(const KernelArgument& buffer, std::vector<int64_t
 // [1, 256] with an inner extent of a multiple of 16 bytes and at most the swizzle span; element
 // strides in [1, 8]. E.g. "box[0] is 128 bf16 = 256 bytes, more than the 128B swizzle span".
 std::string check_tensor_map(const TensorMap& map, const KernelArgument& buffer);
+
+// The tensor map the runner encodes for a TMA plan of the emitter (layout::plan_tma_tile): the
+// plan's dims, stride, box and swizzle, L2 promotion 128 B, zeros out of bounds.
+TensorMap tensor_map_of_plan(const layout::TmaTilePlan& plan);
 
 // The largest number of CTAs in a cluster that every sm_90 device can launch ("portable").
 inline constexpr int64_t kMaxPortableClusterSize = 8;

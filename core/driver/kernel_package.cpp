@@ -78,6 +78,12 @@ codegen::Result<codegen::KernelPackage> build_kernel_package(
     launch.block = kernel.block;
     launch.dynamic_shared_bytes = kernel.dynamic_shared_bytes;
     for (const scalar::Buffer& buffer : kernel.params) launch.arguments.push_back(argument_of(buffer));
+    // sm_90a: the TMA maps follow the pointers, as the kernel declares them.
+    for (const codegen::EmittedKernel::TensorMapParam& param : kernel.tensor_maps) {
+      codegen::KernelArgument argument = argument_of(param.buffer);
+      argument.tensor_map = codegen::tensor_map_of_plan(param.plan);
+      launch.arguments.push_back(argument);
+    }
     package.kernels.push_back(launch);
   }
   return package;

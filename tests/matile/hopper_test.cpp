@@ -187,14 +187,13 @@ TEST(Hopper, RegisterBudgetOverTheLimitIsRejected) {
   EXPECT_EQ(result.error_kind, InterpretErrorKind::Malformed);
 }
 
-// The CUDA emitter does not print Hopper ops yet: it says so instead of printing wrong code.
-TEST(Hopper, TheEmitterRejectsHopperOpsClearly) {
+// The CUDA emitter prints every Hopper op of the hand-built kernels (tests/codegen/
+// emit_hopper_test.cpp checks what it prints and compiles it; tests/gpu runs it).
+TEST(Hopper, TheEmitterPrintsHopperOps) {
   const codegen::Result<codegen::EmittedModule> emitted =
       codegen::emit_cuda(*hopper_gemm(HopperGemmShape{}));
-  ASSERT_FALSE(emitted);
-  EXPECT_EQ(emitted.error().kind, codegen::CodegenError::Kind::Unsupported);
-  EXPECT_NE(emitted.error().message.find("mbarrier_init"), std::string::npos)
-      << emitted.error().message;
+  ASSERT_TRUE(emitted) << emitted.error().message;
+  EXPECT_NE(emitted->source.find("mbarrier_init("), std::string::npos);
 }
 
 // ---------------------------------------------------------------------------------------------
