@@ -15,8 +15,8 @@
 #include "core/driver/kernel_package.h"
 #include "core/driver/pipeline.h"
 #include "tests/common/golden.h"
+#include "tests/common/hopper_kernels.h"
 // The hand-built kernels live with the MA tests; this binary compiles them too.
-#include "tests/matile/hopper_kernels.cpp"  // NOLINT(bugprone-suspicious-include)
 
 namespace nautilus::codegen {
 namespace {

@@ -33,8 +33,8 @@
 #include "profiler/cuda_driver.h"
 #include "profiler/gpu_session.h"
 #include "profiler/tensor_bytes.h"
+#include "tests/common/hopper_kernels.h"
 // The hand-built kernels live with the MA tests; this binary compiles them too.
-#include "tests/matile/hopper_kernels.cpp"  // NOLINT(bugprone-suspicious-include)
 
 namespace nautilus {
 namespace {

@@ -8,7 +8,7 @@
 #include "core/matile/verifier.h"
 #include "core/matile/visitor.h"
 #include "tests/common/golden.h"
-#include "tests/matile/hopper_kernels.h"
+#include "tests/common/hopper_kernels.h"
 
 namespace nautilus::matile {
 namespace {

@@ -15,7 +15,7 @@
 #include "core/matile/printer.h"
 #include "core/matile/verifier.h"
 #include "core/support/rng.h"
-#include "tests/matile/hopper_kernels.h"
+#include "tests/common/hopper_kernels.h"
 
 namespace nautilus::matile {
 namespace {

@@ -1,4 +1,4 @@
-#include "tests/matile/hopper_kernels.h"
+#include "tests/common/hopper_kernels.h"
 
 #include <string>
 #include <vector>
