@@ -33,6 +33,7 @@
 #include "core/layout/wgmma.h"
 #include "profiler/cuda_driver.h"
 #include "profiler/gpu_session.h"
+#include "tests/gpu/sm90_device.h"
 
 namespace nautilus {
 namespace {
@@ -180,30 +181,10 @@ class WgmmaLayoutsOnGpu : public ::testing::Test {
     cubin_ = compiled->cubin;
     for (const std::string& warning : compiled->report.warnings) std::cout << warning << "\n";
 
-    profiler::DriverLoadError load_error;
-    driver_ = profiler::CudaDriver::load(profiler::CudaDriver::kSystemLibrary, &load_error);
-    if (!driver_) {
-      skip_reason_ = "no GPU: " + load_error.message;
-      return;
-    }
-    int count = 0;
-    if (driver_->init(0) != profiler::cu::kSuccess ||
-        driver_->device_get_count(&count) != profiler::cu::kSuccess || count == 0) {
-      skip_reason_ = "no GPU: the driver reports no device";
-      return;
-    }
-    profiler::cu::Device device = 0;
-    int major = 0;
-    char name[256] = {};
-    driver_->device_get(&device, 0);
-    driver_->device_get_attribute(
-        &major, static_cast<int>(profiler::cu::Attribute::ComputeCapabilityMajor), device);
-    driver_->device_get_name(name, sizeof(name), device);
-    device_name_ = name;
-    if (major != 9) {
-      skip_reason_ = "wgmma needs an sm_90 GPU; device 0 is " + device_name_ + " (sm_" +
-                     std::to_string(major) + "x)";
-    }
+    testing::Sm90Device device = testing::find_sm90_device("wgmma");
+    driver_ = device.driver;
+    device_name_ = device.name;
+    skip_reason_ = device.skip_reason;
   }
 
   void SetUp() override {
