@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/layout/bank_conflicts.h"
+#include "core/matile/layouts.h"
 #include "core/matile/split_masked.h"
 #include "core/matile/visitor.h"
 
@@ -697,7 +698,7 @@ class WorkWalk : public matile::Visitor {
         const std::vector<int64_t>& c = op.operands[2]->type.shape;
         if (a.size() != 2 || c.size() != 2) return;
         // A tile of fewer than 16 rows still issues whole m16 atoms (its rows repeat).
-        const int64_t rows = std::max<int64_t>(c[0], 16 * op.warps_m);
+        const int64_t rows = 16 * op.warps_m * matile::mma_m_atoms(c[0], op.warps_m);
         work.tensor_flops +=
             2.0 * static_cast<double>(rows) * static_cast<double>(c[1]) * static_cast<double>(a[1]);
         work.mma_ops += 1;

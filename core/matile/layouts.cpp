@@ -171,6 +171,10 @@ IntTuple group_rows_stride(int64_t m) {
 
 }  // namespace
 
+bool mma_rows_fit(int64_t m, int warps_m) {
+  return warps_m >= 1 && m >= 1 && (m % (16 * warps_m) == 0 || short_fragment_rows(m, warps_m));
+}
+
 int64_t mma_m_atoms(int64_t m, int warps_m) {
   return short_fragment_rows(m, warps_m) ? 1 : m / (16 * warps_m);
 }
@@ -179,14 +183,12 @@ Result<RegisterLayout> mma_a_layout(int64_t m, int64_t k, int warps_m, int warps
   const std::string context = "mma A layout of [" + std::to_string(m) + ", " + std::to_string(k) +
                               "] over warps (" + std::to_string(warps_m) + ", " +
                               std::to_string(warps_n) + ")";
-  const bool short_rows = short_fragment_rows(m, warps_m);
-  if (warps_m < 1 || warps_n < 1 || (m % (16 * warps_m) != 0 && !short_rows) || k % 16 != 0 ||
-      m < 1 || k < 1) {
+  if (warps_n < 1 || !mma_rows_fit(m, warps_m) || k % 16 != 0 || k < 1) {
     return layout_error(context + ": needs M a multiple of 16 * warps_m (or 1, 2, 4, 8 rows on "
                                   "one warp) and K of 16");
   }
   const int64_t mt = mma_m_atoms(m, warps_m), kt = k / 16;
-  const int64_t half = short_rows ? 0 : 8;  // the a_i "+8 rows" step
+  const int64_t half = short_fragment_rows(m, warps_m) ? 0 : 8;  // the a_i "+8 rows" step
   RegisterLayout result;
   result.kind = LayoutKind::MmaA;
   result.warps_m = warps_m;
@@ -227,14 +229,12 @@ Result<RegisterLayout> mma_c_layout(int64_t m, int64_t n, int warps_m, int warps
   const std::string context = "mma C layout of [" + std::to_string(m) + ", " + std::to_string(n) +
                               "] over warps (" + std::to_string(warps_m) + ", " +
                               std::to_string(warps_n) + ")";
-  const bool short_rows = short_fragment_rows(m, warps_m);
-  if (warps_m < 1 || warps_n < 1 || (m % (16 * warps_m) != 0 && !short_rows) ||
-      n % (8 * warps_n) != 0 || m < 1 || n < 1) {
+  if (warps_n < 1 || !mma_rows_fit(m, warps_m) || n % (8 * warps_n) != 0 || n < 1) {
     return layout_error(context + ": needs M a multiple of 16 * warps_m (or 1, 2, 4, 8 rows on "
                                   "one warp) and N of 8 * warps_n");
   }
   const int64_t mt = mma_m_atoms(m, warps_m), nt = n / (8 * warps_n);
-  const int64_t half = short_rows ? 0 : 8;  // the c_i "+8 rows" step
+  const int64_t half = short_fragment_rows(m, warps_m) ? 0 : 8;  // the c_i "+8 rows" step
   RegisterLayout result;
   result.kind = LayoutKind::MmaC;
   result.warps_m = warps_m;

@@ -54,8 +54,11 @@ RegisterLayout uniform_layout(const std::vector<int64_t>& shape, int64_t threads
 // Threads are given to the axes from the last to the first (gcd of the axis extent and the
 // threads left); threads left over replicate. Works for every shape and thread count.
 RegisterLayout blocked_layout(const std::vector<int64_t>& shape, int64_t threads);
+// Whether an mma tile of M rows fits `warps_m` warps along M: a multiple of 16 per warp, or
+// 1, 2, 4 or 8 rows on one warp (the atom's rows repeat, see mma_a_layout).
+bool mma_rows_fit(int64_t m, int warps_m);
 // The m16 atoms along M of one warp's tile: M / (16 * warps_m), and 1 for a tile of 1, 2, 4
-// or 8 rows (the atom's rows repeat, see mma_a_layout).
+// or 8 rows.
 int64_t mma_m_atoms(int64_t m, int warps_m);
 Result<RegisterLayout> mma_a_layout(int64_t m, int64_t k, int warps_m, int warps_n);
 Result<RegisterLayout> mma_b_layout(int64_t k, int64_t n, int warps_m, int warps_n);

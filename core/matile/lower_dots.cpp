@@ -170,9 +170,6 @@ void KernelLowering::plan_dots() {
     int wm = options_.warps;
     while (wm > 1 && M % (16 * wm) != 0) wm /= 2;
     int wn = options_.warps / wm;
-    // 1, 2, 4 or 8 rows (a decode step's head group) run on one warp along M with the atom's
-    // rows repeated (layouts.h); anything else that is not a multiple of 16 takes FMA.
-    const bool short_rows = M == 1 || M == 2 || M == 4 || M == 8;
     // Warps side by side along N too when both operands come from shared memory and the
     // product only accumulates and is stored: each warp then loads (M/wm + N/wn)·K operand
     // elements per k step instead of (M/warps + N)·K (a 128x128 GEMM tile on 4 warps: 2x2
@@ -200,10 +197,11 @@ void KernelLowering::plan_dots() {
       plan.prefetch_fragments = true;
     }
     plan.mma = options_.use_mma && da == db && (da == DType::BF16 || da == DType::F16) &&
-               (M % (16 * wm) == 0 || (wm == 1 && short_rows)) && N % (16 * wn) == 0 &&
-               K % 16 == 0;
+               mma_rows_fit(M, wm) && N % (16 * wn) == 0 && K % 16 == 0;
     plan.warps_m = wm;
     plan.warps_n = wn;
+    // 1, 2, 4 or 8 rows (a decode step's head group) run on one warp along M with the atom's
+    // rows repeated (layouts.h).
     if (plan.mma && M < 16 && plan.a.load) {
       // ldmatrix reads 16-row A atoms; a short A operand is loaded straight into its fragment
       // registers (it is small: at most 8 rows), its repeated rows from the same addresses.
