@@ -555,16 +555,17 @@ class Interpreter : public Visitor {
     const double identity = identity_of(op.reduce_op);
     Slots partial(static_cast<size_t>(threads() * result_slots), identity);
     count_steps(in.size() + partial.size());
-    // 1. Within each thread, in slot order.
+    // 1. Within each thread, in slot order (a repeated element once).
+    const bool repeats = repeats_in_a_thread(source->layout);
     for (int64_t t = 0; t < threads(); ++t) {
       std::unordered_map<int64_t, int64_t> slot_of_element;
       for (int64_t v = 0; v < result_slots; ++v) {
         slot_of_element.emplace(result_elements[static_cast<size_t>(t * result_slots + v)], v);
       }
-      std::unordered_set<int64_t> combined;  // a repeated element counts once
+      std::unordered_set<int64_t> combined;
       for (int64_t v = 0; v < source_slots; ++v) {
         const int64_t element = source_elements[static_cast<size_t>(t * source_slots + v)];
-        if (!combined.insert(element).second) continue;
+        if (repeats && !combined.insert(element).second) continue;
         std::vector<int64_t> c = coordinates_of(element, shape);
         c.erase(c.begin() + op.axis);
         auto found = slot_of_element.find(index_of(c, result_shape));

@@ -171,6 +171,13 @@ IntTuple group_rows_stride(int64_t m) {
 
 }  // namespace
 
+bool repeats_in_a_thread(const RegisterLayout& layout) {
+  for (const Leaf& leaf : leaves_of(layout.tv.layout.mode(1))) {
+    if (leaf.stride == 0 && leaf.shape > 1) return true;
+  }
+  return false;
+}
+
 bool mma_rows_fit(int64_t m, int warps_m) {
   return warps_m >= 1 && m >= 1 && (m % (16 * warps_m) == 0 || short_fragment_rows(m, warps_m));
 }

@@ -54,6 +54,9 @@ RegisterLayout uniform_layout(const std::vector<int64_t>& shape, int64_t threads
 // Threads are given to the axes from the last to the first (gcd of the axis extent and the
 // threads left); threads left over replicate. Works for every shape and thread count.
 RegisterLayout blocked_layout(const std::vector<int64_t>& shape, int64_t threads);
+// Whether a thread holds some element in two slots (a stride-0 slot leaf: short mma
+// fragments); Reduce then counts the repeats once.
+bool repeats_in_a_thread(const RegisterLayout& layout);
 // Whether an mma tile of M rows fits `warps_m` warps along M: a multiple of 16 per warp, or
 // 1, 2, 4 or 8 rows on one warp (the atom's rows repeat, see mma_a_layout).
 bool mma_rows_fit(int64_t m, int warps_m);

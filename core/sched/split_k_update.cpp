@@ -5,6 +5,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "core/scalar/printer.h"
@@ -183,6 +184,7 @@ class SplitKUpdate {
   // Blocks under the loop that are no state: each step writes its own elements (a producer
   // computed at the loop, the scores of one key tile) and only the loop reads them.
   std::set<const Block*> local_blocks_;
+  std::optional<BlockOrder> order_;  // the program's blocks and accesses, built by read_nest
   std::vector<State> states_;
   std::vector<size_t> combine_order_;  // indices into states_ of the states to combine
   int64_t chunk_ = 0;
@@ -264,14 +266,11 @@ bool SplitKUpdate::iteration_local(const Block& block) const {
     }
   }
   if (!moves) return false;
-  const BlockOrder order(program_->body);
-  for (const Block* reader : order.readers(store->buffer.get())) {
+  for (const Block* reader : order_->readers(store->buffer.get())) {
     if (!contains_block(under_, reader)) return false;
   }
-  for (const Block* other : collect_blocks(program_->body)) {
-    if (other != &block && block_accesses(*other).writes_buffer(store->buffer.get())) return false;
-  }
-  return true;
+  const std::vector<const Block*> writers = order_->writers(store->buffer.get());
+  return writers.size() == 1 && writers.front() == &block;
 }
 
 // The statements around the reduction loop: perfectly nested common loops, then the prologue,
@@ -302,6 +301,7 @@ bool SplitKUpdate::read_nest() {
     epilogue_.assign(self + 1, parent->stmts.end());
   }
   under_ = collect_blocks(path_.stmts[loop_depth_]);
+  order_.emplace(program_->body);
   std::set<const BufferNode*> state_set;
   for (const Block* block : under_) {
     const BlockAccesses accesses = block_accesses(*block);
@@ -546,10 +546,9 @@ bool SplitKUpdate::classify_states() {
     }
   }
   // Copies serve one step; nothing outside the loop may read them.
-  const BlockOrder order(program_->body);
   for (const State& state : states_) {
     if (!state.copy_of) continue;
-    for (const Block* reader : order.readers(state.buffer.get())) {
+    for (const Block* reader : order_->readers(state.buffer.get())) {
       if (!contains_block(under_, reader)) {
         return fail("block " + reader->name + " reads " + state.buffer->name +
                     " outside loop " + loop_->var->name + "; split_k_update cannot merge it");
