@@ -42,10 +42,15 @@ const CommandSpec kCheck{
     "Checks a spec and prints its diagnostics. Exits 0 when it has no errors, 1 otherwise.",
     {kSizeOption}};
 
+const OptionSpec kArchOption{
+    "arch", "ARCH",
+    "target of the MA lowering: sm_80 (default) or sm_90a (Hopper: TMA, mbarriers, wgmma and "
+    "warp roles where the schedule asks for them)"};
+
 const CommandSpec kLower{
-    "lower", "nautilus lower FILE [--stage STAGE] [--format text|dot|json] [--schedule FILE] [--pin D]... [--estimate DEVICE]",
+    "lower", "nautilus lower FILE [--stage STAGE] [--format text|dot|json] [--schedule FILE] [--pin D]... [--arch ARCH] [--estimate DEVICE]",
     "Lowers a spec and prints the IR of one stage or of all (--stage all, the default).",
-    {kSizeOption, kScheduleOption, kPinOption,
+    {kSizeOption, kScheduleOption, kPinOption, kArchOption,
      {"stage", "STAGE", "spec, scalar, vrtile, matile, cuda or all (default all)"},
      {"format", "FORMAT", "text (default), dot or json"},
      {"print-after-all", "", "print the IR after every pass of the pipeline, with timings"},
@@ -57,12 +62,12 @@ const CommandSpec kLower{
      {"output", "FILE", "write to FILE instead of standard output"}}};
 
 const CommandSpec kEval{
-    "eval", "nautilus eval FILE [--stage scalar|vrtile|matile] [--seed N] [--save DIR] [--schedule FILE] [--pin D]...",
+    "eval", "nautilus eval FILE [--stage scalar|vrtile|matile] [--seed N] [--save DIR] [--schedule FILE] [--pin D]... [--arch ARCH]",
     "Checks a stage on the CPU against the float64 reference of the spec.\n"
     "Runs the stage's interpreter on seeded random inputs, prints the maximum relative error\n"
     "max|out - ref| / max|ref| of every output and exits 1 when one exceeds its dtype's\n"
     "tolerance (f32 1e-4, f16 5e-3, bf16 2e-2).",
-    {kSizeOption, kScheduleOption, kPinOption,
+    {kSizeOption, kScheduleOption, kPinOption, kArchOption,
      {"stage", "STAGE", "the stage to evaluate (default scalar)"},
      {"seed", "N", "seed of the random inputs (default 0)"},
      {"save", "DIR", "write inputs, reference and outputs as .npy files plus manifest.json"},
@@ -155,6 +160,16 @@ Loaded load(const ParsedOptions& options, driver::Stage last_stage, const CliHoo
       return loaded;
     }
     compile_options.schedule.decisions.push_back(*decision);
+  }
+  // The MA lowering's target (compile's --arch is the same option).
+  if (options.has("arch")) {
+    const std::string arch = options.get("arch");
+    if (arch != "sm_80" && arch != "sm_90a") {
+      err << "nautilus: error: unknown --arch '" << arch << "'; expected sm_80 or sm_90a\n";
+      loaded.exit_status = kExitFailure;
+      return loaded;
+    }
+    compile_options.matile.arch = arch;
   }
   SourceFilePtr file = SourceFile::read(options.positionals.front(), &error);
   if (!file) {

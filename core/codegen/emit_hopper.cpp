@@ -45,7 +45,7 @@ Result<layout::TmaTilePlan> plan_tma_map(const matile::TmaMap& map) {
     return unsupported_map("only 2-D buffers and boxes are emitted");
   }
   const DType dtype = map.buffer->dtype;
-  auto box = matile::tma_box_layout(dtype, map.box, map.swizzle_bytes);
+  auto box = matile::tma_tile_layout(map);
   if (!box) return unsupported_map(box.error().message);
   layout::GlobalTensor global;
   global.shape = {map.buffer->shape[0], map.buffer->shape[1]};
@@ -285,6 +285,12 @@ void KernelEmitter::visit_MBarrierInit(const Op& op) {
 void KernelEmitter::visit_MBarrierArrive(const Op& op) {
   const std::string address = barrier_address(op.mbarrier);
   if (op.arrivals_per_op < 1) invalid(matile::op_label(op) + ": no arrivals");
+  // Every thread arrives for itself: each releases only what it has done, so nobody waits for
+  // the others first (the consumers of a TMA ring release a stage this way).
+  if (op.arrivals_per_op == role_threads_ && op.tx_bytes == 0) {
+    line("mbarrier_arrive(" + address + ");  // every thread");
+    return;
+  }
   // One elected thread arrives for the whole region, so every thread of it must have done what
   // the arrival releases: with several warpgroups, a wgmma.wait_group or a read in one warpgroup
   // says nothing about another's, so the region's threads meet first.
@@ -326,7 +332,7 @@ void KernelEmitter::tma_copy(const Op& op, bool load) {
   Result<layout::TmaTilePlan> plan = plan_tma_map(map);
   if (!plan) unsupported(matile::op_label(op) + ": " + plan.error().message);
   const SharedAlloc& alloc = alloc_of(op.shared);
-  auto box = matile::tma_box_layout(map.buffer->dtype, map.box, map.swizzle_bytes);
+  auto box = matile::tma_tile_layout(map);
   if (!box || alloc.layout != *box || alloc.shape != map.box || alloc.dtype != map.buffer->dtype) {
     unsupported(matile::op_label(op) + ": allocation " + alloc.name +
                 " is not laid out as the tensor map's box lands");

@@ -39,6 +39,12 @@ Result<layout::ComposedLayout> tma_box_layout(DType dtype, const std::vector<int
   return row_major_shared(box, *element_swizzle);
 }
 
+Result<layout::ComposedLayout> tma_tile_layout(const TmaMap& map) {
+  if (map.shared_layout) return *map.shared_layout;
+  if (!map.buffer) return layout::layout_error("tensor map " + map.name + " has no buffer");
+  return tma_box_layout(map.buffer->dtype, map.box, map.swizzle_bytes);
+}
+
 int64_t tma_box_bytes(const TmaMap& map) {
   int64_t elements = 1;
   for (int64_t extent : map.box) elements *= extent;

@@ -481,7 +481,17 @@ void Builder::wait_group(int64_t pending) {
   emit(std::move(op));
 }
 
-void Builder::barrier() { emit(op_of(OpKind::Barrier, {})); }
+// Inside a role only the role's threads arrive: a bar.sync 0 would wait for the other roles'
+// threads forever, so the role synchronizes on a named barrier of its own (ids from 8 up, clear
+// of the low ids hand-built kernels pick and of the high ones the emitter takes for a role's
+// elected arrives).
+void Builder::barrier() {
+  if (!role_threads_.empty()) {
+    named_barrier(kFirstRoleBarrierId + static_cast<int>(role_index_.back()), role_threads_.back());
+    return;
+  }
+  emit(op_of(OpKind::Barrier, {}));
+}
 
 Value Builder::shared_load(SharedRef src, SharedRead read, TileType type, RegisterLayout layout,
                            const std::string& name) {
@@ -544,8 +554,9 @@ int Builder::mbarrier(std::string name, int count, int64_t arrivals, std::string
 }
 
 int Builder::tma_map(std::string name, const Buffer& buffer, std::vector<int64_t> box,
-                     int swizzle_bytes) {
-  tma_maps_.push_back(TmaMap{std::move(name), buffer, std::move(box), swizzle_bytes});
+                     int swizzle_bytes, std::optional<layout::ComposedLayout> shared_layout) {
+  tma_maps_.push_back(
+      TmaMap{std::move(name), buffer, std::move(box), swizzle_bytes, std::move(shared_layout)});
   return static_cast<int>(tma_maps_.size()) - 1;
 }
 
@@ -553,12 +564,14 @@ void Builder::roles(const std::vector<RoleSpec>& specs) {
   const Provenance provenance = provenance_;
   Op op = op_of(OpKind::Roles, {});
   for (const RoleSpec& spec : specs) {
+    role_index_.push_back(op.roles.size());
     role_threads_.push_back(int64_t{spec.warpgroups} * 4 * kWarpSize);
     regions_.emplace_back();
     if (spec.body) spec.body();
     RegionPtr body = make_region(std::move(regions_.back()));
     regions_.pop_back();
     role_threads_.pop_back();
+    role_index_.pop_back();
     op.roles.push_back(WarpRole{spec.name, spec.warpgroups, spec.max_registers, std::move(body)});
   }
   provenance_ = provenance;

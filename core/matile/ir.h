@@ -305,6 +305,11 @@ struct TmaMap {
   Buffer buffer;
   std::vector<int64_t> box;  // per buffer axis, each in 1..256; the last axis is contiguous
   int swizzle_bytes = 0;     // 0, 32, 64 or 128
+  // The tile's layout in shared memory when the box lands in several hardware boxes laid out
+  // otherwise than row-major (wgmma's MN-major panels of 64 elements: a bf16 [64, 128] tile is
+  // two 64x64 boxes, one after the other); empty: the box row-major with the swizzle
+  // (tma_box_layout). hopper.h's tma_tile_layout() gives either.
+  std::optional<layout::ComposedLayout> shared_layout;
 };
 
 struct Region;
@@ -534,6 +539,7 @@ class Builder {
                   int64_t vector_elements, const Value& predicate);
   void commit_group();
   void wait_group(int64_t pending);
+  // bar.sync of the CTA; inside a role, a named barrier of the role's threads.
   void barrier();
   Value shared_load(SharedRef src, SharedRead read, TileType type, RegisterLayout layout,
                     const std::string& name = "");
@@ -546,7 +552,8 @@ class Builder {
 
   // Hopper (ir.h notes; hopper.h gives the layouts). Return the array / map index.
   int mbarrier(std::string name, int count, int64_t arrivals, std::string purpose);
-  int tma_map(std::string name, const Buffer& buffer, std::vector<int64_t> box, int swizzle_bytes);
+  int tma_map(std::string name, const Buffer& buffer, std::vector<int64_t> box, int swizzle_bytes,
+              std::optional<layout::ComposedLayout> shared_layout = std::nullopt);
   struct RoleSpec {
     std::string name;
     int warpgroups = 1;
@@ -587,6 +594,8 @@ class Builder {
   std::vector<MBarrierAlloc> mbarriers_;
   std::vector<TmaMap> tma_maps_;
   std::vector<int64_t> role_threads_;
+  std::vector<size_t> role_index_;  // of the roles being built, for their barrier() ids
+  static constexpr int kFirstRoleBarrierId = 8;
   std::vector<std::vector<OpPtr>> regions_;
   std::set<std::string> used_names_;
   int next_number_ = 0;

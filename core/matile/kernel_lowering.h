@@ -14,6 +14,7 @@
 //   lower_shared.cpp       rule 2: shared allocations and their swizzle, cp.async copies,
 //                          ldmatrix reads of staged tiles and of A fragments held in registers
 //   lower_pipeline.cpp     rule 3: loops, and the software pipeline of their shared operands
+//   lower_hopper.cpp       rule 6: the warp-specialized form (TMA producer, wgmma consumers)
 //   lower_emit.cpp         rule 5 and the rest: every other VR op, window and gather accesses,
 //                          and the uniform index scalars their offsets need
 #pragma once
@@ -92,6 +93,7 @@ struct OperandPlan {
 };
 struct DotPlan {
   bool mma = false;
+  bool wgmma = false;  // rule 6: a warpgroup MMA reading both operands from the TMA ring
   int warps_m = 0, warps_n = 0;
   // Read the next k step's fragments from shared memory before this step's MMAs, so ldmatrix
   // latency hides behind tensor-core work (costs one more step of fragment registers).
@@ -114,7 +116,7 @@ class KernelLowering {
   [[noreturn]] void fail(const std::string& message) const {
     throw LowerError{"kernel " + vk_.name + ": " + message};
   }
-  int64_t threads() const { return b_.threads(); }
+  int64_t threads() const { return layout_threads_ > 0 ? layout_threads_ : b_.threads(); }
   const VOp* def(const VValue& v) const {
     auto found = def_.find(v.get());
     return found == def_.end() ? nullptr : found->second;
@@ -183,6 +185,15 @@ class KernelLowering {
                           int stages);
 
   // -------------------------------------------------------------------------------------------
+  // Warp specialization on sm_90a (lower_hopper.cpp)
+  void plan_warp_specialization();
+  void emit_warp_specialized();
+  void emit_producer();
+  void emit_hopper_loop(const VOp& loop);
+  std::vector<Value> emit_hopper_iteration(const VOp& loop, const Value& k,
+                                           const std::vector<Value>& carried);
+
+  // -------------------------------------------------------------------------------------------
   // Emission of the other VR ops and of index scalars (lower_emit.cpp)
   Value index_constant(int64_t value);
   static std::string affine_key(const Affine& a);
@@ -224,6 +235,24 @@ class KernelLowering {
   std::unordered_map<const VOp*, std::pair<int, int>> fma_allocs_;
   std::unordered_map<const VNode*, bool> needed_;
   std::unordered_map<const VOp*, Value> hoisted_;  // A fragments read once after their copy
+  int64_t layout_threads_ = 0;  // > 0 while layouts are planned for other threads than the CTA's
+
+  // Rule 6: the warp-specialized main loop, its TMA-copied operands and their ring.
+  struct TmaOperand {
+    const VOp* load = nullptr;
+    int alloc = -1;
+    int map = -1;
+    layout::ComposedLayout layout;
+    int swizzle_bytes = 0;
+    int64_t bytes = 0;
+  };
+  struct WarpSpecialization {
+    const VOp* loop = nullptr;
+    std::vector<TmaOperand> operands;
+    int full = -1, empty = -1;  // mbarrier arrays
+    int64_t tx_bytes = 0;       // all operands of one iteration
+  };
+  WarpSpecialization ws_;
 };
 
 // The kernel without ops that have no effect and whose results nobody reads (lower.cpp).

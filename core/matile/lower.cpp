@@ -17,20 +17,32 @@ namespace nautilus::matile {
 namespace lowering {
 
 KernelLowering::KernelLowering(const vrtile::Kernel& kernel, const LowerOptions& options)
-    : vk_(kernel), options_(options), b_(options.warps) {}
+    : vk_(kernel),
+      options_(options),
+      // Warp-specialized: the consumers' warps plus the producer warpgroup's.
+      b_(options.consumers > 0 ? 4 * (options.consumers + 1) : options.warps) {}
 
 // The rules in phases: analysis of the VR kernel, dot plans (rules 1 and 2), register layouts
 // (rule 4), then emission in program order (rules 2, 3 and 5 and the rest).
 KernelPtr KernelLowering::run() {
   analyze_region(*vk_.body, nullptr);
+  // Layouts are planned for the threads that will hold the values: a warp-specialized kernel's
+  // consumer warpgroups.
+  if (options_.consumers > 0) layout_threads_ = int64_t{options_.warps} * kWarpSize;
   plan_dots();
+  if (options_.consumers > 0) plan_warp_specialization();
   assign_layouts();
+  layout_threads_ = 0;
   for (const vrtile::GridAxis& axis : vk_.grid) {
     env_[axis.var.get()] = b_.grid(axis.var->name, axis.extent);
   }
   memo_.emplace_back();
   b_.set_provenance(vk_.provenance);
-  emit_region(*vk_.body);
+  if (options_.consumers > 0) {
+    emit_warp_specialized();
+  } else {
+    emit_region(*vk_.body);
+  }
   b_.set_provenance(vk_.provenance);
   return b_.finish_kernel(vk_.name, vk_.params);
 }
@@ -40,6 +52,7 @@ namespace {
 // Ops without effects whose results nobody reads (scalars computed for index tiles that window
 // matching made unnecessary) are dropped, repeatedly, so the printed kernel shows only what runs.
 bool removable(const Op& op) {
+  if (is_hopper(op.kind)) return op.kind == OpKind::Wgmma;  // the others synchronize or copy
   switch (op.kind) {
     case OpKind::GlobalStore:
     case OpKind::AsyncCopy:
@@ -114,7 +127,14 @@ layout::Result<ModulePtr> lower_to_matile(const vrtile::ModulePtr& module,
       if (kernel->launch) {
         kernel_options.warps = kernel->launch->warps;
         kernel_options.stages = kernel->launch->stages;
+        kernel_options.consumers = kernel->launch->consumers;
       }
+      // Warp specialization is Hopper's; elsewhere its consumer warpgroups become plain warps.
+      if (kernel_options.consumers > 0 && kernel_options.arch != "sm_90a") {
+        kernel_options.warps = std::min(8, 4 * kernel_options.consumers);
+        kernel_options.consumers = 0;
+      }
+      if (kernel_options.consumers > 0) kernel_options.warps = 4 * kernel_options.consumers;
       out->kernels.push_back(remove_dead_ops(KernelLowering(*kernel, kernel_options).run()));
     }
   } catch (const LowerError& error) {

@@ -34,6 +34,12 @@
 //      mismatches get a ConvertLayout (register-only when every thread already holds its
 //      elements, as when S's accumulator becomes P's A fragment, else through shared memory).
 //   5. Other loads and stores: window accesses when the indices and mask match, else gathers.
+//   6. Warp specialization (launch consumers > 0, sm_90a; lower_hopper.cpp): the kernel's main
+//      loop -- the top-level For whose dots read loaded tiles -- gets a TMA producer warpgroup
+//      that fills a ring of `stages` shared buffers, and N consumer warpgroups that run the rest
+//      of the kernel with those dots on wgmma (64 rows per consumer warpgroup), handing each
+//      buffer back through full/empty mbarriers. A kernel that cannot take that form is refused
+//      with the reason; on sm_80 the kernel keeps rules 1-5 with 4N warps.
 //
 //   before (VR):                              after (MA, one k step shown):
 //     %acc = for k_o in 0..4                    cp.async a_smem[0][0, 0] <- A[%m0 + i0, i1] ...
@@ -66,6 +72,7 @@ struct LowerOptions {
   std::string arch = "sm_80";  // "sm_80" or "sm_90a" (both use mma.sync for now)
   bool use_mma = true;         // false: every dot on FMA (for comparisons and tests)
   bool use_async_copy = true;  // false: dot operands are loaded into registers directly
+  int consumers = 0;           // > 0: rule 6 with that many consumer warpgroups (sm_90a)
 };
 
 layout::Result<ModulePtr> lower_to_matile(const vrtile::ModulePtr& module,

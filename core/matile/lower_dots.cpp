@@ -276,6 +276,16 @@ void KernelLowering::emit_dot(const VOp& op) {
   const RegisterLayout c_layout = layout_for(v);
   Value acc = op.operands.size() == 3 ? materialize(op.operands[2], c_layout)
                                       : b_.full(0.0, v->type, c_layout, v->name + "_zero");
+  if (plan.wgmma) {
+    // Rule 6: both operands sit in the current stage of the TMA ring; the loop around issues the
+    // fence, the commit and the wait (lower_hopper.cpp).
+    const SmemLoad& a = smem_loads_.at(plan.a.load);
+    const SmemLoad& b = smem_loads_.at(plan.b.load);
+    env_[v.get()] = b_.wgmma(SharedRef{a.alloc, a.stage, {0, 0}, plan.a.transposed}, nullptr,
+                             SharedRef{b.alloc, b.stage, {0, 0}, plan.b.transposed}, K, acc,
+                             v->name);
+    return;
+  }
   const int wm = plan.warps_m, wn = plan.warps_n;
   auto layout_or_fail = [&](Result<RegisterLayout> l) {
     if (!l) fail(l.error().message);

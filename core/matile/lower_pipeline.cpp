@@ -50,6 +50,7 @@ std::vector<const VOp*> KernelLowering::pipelinable(const VOp& loop) {
 }
 
 void KernelLowering::emit_for(const VOp& op) {
+  if (&op == ws_.loop) return emit_hopper_loop(op);
   const std::vector<const VOp*> loads = pipelinable(op);
   const int stages = std::max(1, options_.stages);
   for (const VOp* load : loads) smem_alloc_for(*load, stages);

@@ -286,7 +286,8 @@ std::string mbarrier_line(const MBarrierAlloc& barrier) {
 
 std::string tma_map_line(const TmaMap& map) {
   return "tensor_map " + map.name + " : " + (map.buffer ? map.buffer->name : std::string(kNull)) +
-         " box " + int_list(map.box) + " swizzle " + std::to_string(map.swizzle_bytes);
+         " box " + int_list(map.box) + " swizzle " + std::to_string(map.swizzle_bytes) +
+         (map.shared_layout ? " lands " + layout::to_string(*map.shared_layout) : "");
 }
 
 }  // namespace
@@ -723,6 +724,7 @@ nlohmann::ordered_json module_to_json(const Module& module) {
                         {"buffer", map.buffer ? map.buffer->name : kNull},
                         {"box", scalar::shape_json(map.box)},
                         {"swizzle_bytes", map.swizzle_bytes}});
+        if (map.shared_layout) maps.back()["shared_layout"] = layout::to_string(*map.shared_layout);
       }
       k["tensor_maps"] = maps;
     }

@@ -1,6 +1,8 @@
 #include "core/matile/verifier.h"
 
 #include <algorithm>
+#include <functional>
+#include <numeric>
 #include <optional>
 #include <utility>
 #include <unordered_map>
@@ -106,7 +108,7 @@ class KernelVerifier : public Visitor {
       for (int64_t extent : map.box) expect(extent >= 1 && extent <= 256, where, "box extents are in 1..256");
       const int64_t inner_bytes = map.box.back() * dtype_bytes(map.buffer->dtype);
       expect(inner_bytes % 16 == 0, where, "the inner box extent must span a multiple of 16 bytes");
-      expect(map.swizzle_bytes == 0 || inner_bytes <= map.swizzle_bytes, where,
+      expect(map.shared_layout || map.swizzle_bytes == 0 || inner_bytes <= map.swizzle_bytes, where,
              "the inner box (" + std::to_string(inner_bytes) + " bytes) exceeds the " +
                  std::to_string(map.swizzle_bytes) + "-byte swizzle span");
       // The global row pitch of every outer axis must be a multiple of 16 bytes.
@@ -115,8 +117,12 @@ class KernelVerifier : public Visitor {
         pitch *= map.buffer->shape[k];
         expect(pitch % 16 == 0, where, "global strides must be multiples of 16 bytes");
       }
-      Result<layout::ComposedLayout> box = tma_box_layout(map.buffer->dtype, map.box, map.swizzle_bytes);
+      Result<layout::ComposedLayout> box = tma_tile_layout(map);
       if (!box) error(where, box.error().message);
+      if (box && box->size() != std::accumulate(map.box.begin(), map.box.end(), int64_t{1},
+                                                std::multiplies<int64_t>())) {
+        error(where, "the shared layout does not cover the box");
+      }
     }
   }
 
@@ -467,11 +473,15 @@ class KernelVerifier : public Visitor {
     return expect(op.operands.size() == n, where_, "needs " + std::to_string(n) + " operands");
   }
 
-  // Element-wise ops: every operand in the result's layout and shape.
+  // Element-wise ops: every operand in the result's layout and shape. Inside a role, a scalar of
+  // the CTA (a grid index) may be read as it is: every thread of the CTA holds it, so each of
+  // the role's threads does.
   bool same_layouts(const Op& op) {
     const Value& result = op.results[0];
     for (const Value& v : op.operands) {
-      if (!expect(v->layout == result->layout, where_,
+      const bool cta_scalar = role_ && v->type.rank() == 0 && result->type.rank() == 0 &&
+                              v->layout == uniform_layout({}, kernel_.threads());
+      if (!expect(cta_scalar || v->layout == result->layout, where_,
                   "operand %" + v->name + " is not in the result's layout")) {
         return false;
       }
@@ -828,7 +838,7 @@ class KernelVerifier : public Visitor {
                std::all_of(op.shared.offsets.begin(), op.shared.offsets.end(),
                            [](int64_t o) { return o == 0; }),
            where_, "the allocation " + alloc->name + " must be the box, a whole stage");
-    Result<layout::ComposedLayout> box = tma_box_layout(map.buffer->dtype, map.box, map.swizzle_bytes);
+    Result<layout::ComposedLayout> box = tma_tile_layout(map);
     if (box) {
       expect(alloc->layout == *box, where_,
              alloc->name + " is not laid out as " + map.name + " lands its box");

@@ -253,12 +253,16 @@ bool is_grid(ForKind kind);
 
 // How the kernel made from one top-level loop nest is launched and pipelined (the `launch`
 // decision, core/sched/launch.h): `warps` warps per CTA (1, 2, 4 or 8) and `stages`
-// software-pipeline buffers for the copies of its inner loop (1 to 4). Only the outermost loop
-// of a nest carries it (the verifier checks); tilize copies it onto the nest's VR kernel and the
-// MA lowering places that kernel with it. A nest without one gets the lowering's defaults.
+// software-pipeline buffers for the copies of its inner loop (1 to 8), and `consumers` > 0 for
+// the warp-specialized Hopper form (the `warp_spec` decision, core/sched/warp_spec.h): a TMA
+// producer warpgroup and that many consumer warpgroups on wgmma, in place of `warps`. Only the
+// outermost loop of a nest carries it (the verifier checks); tilize copies it onto the nest's VR
+// kernel and the MA lowering places that kernel with it. A nest without one gets the lowering's
+// defaults.
 struct LaunchAttrs {
   int warps = 4;
   int stages = 2;
+  int consumers = 0;  // 0: no warp specialization
   bool operator==(const LaunchAttrs&) const = default;
 };
 

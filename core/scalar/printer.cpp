@@ -163,7 +163,9 @@ std::string loop_header(const For& loop) {
   if (is_grid(loop.for_kind)) text += std::string(" [") + for_kind_name(loop.for_kind) + "]";
   if (loop.launch) {
     text += " launch(warps=" + std::to_string(loop.launch->warps) +
-            ", stages=" + std::to_string(loop.launch->stages) + ")";
+            ", stages=" + std::to_string(loop.launch->stages) +
+            (loop.launch->consumers ? ", consumers=" + std::to_string(loop.launch->consumers) : "") +
+            ")";
   }
   return text;
 }
@@ -518,6 +520,7 @@ Json stmt_json(const Stmt& stmt) {
       json["for_kind"] = for_kind_name(loop.for_kind);
       if (loop.launch) {
         json["launch"] = {{"warps", loop.launch->warps}, {"stages", loop.launch->stages}};
+        if (loop.launch->consumers) json["launch"]["consumers"] = loop.launch->consumers;
       }
       json["body"] = stmt_json(loop.body);
       break;

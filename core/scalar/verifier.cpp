@@ -102,9 +102,13 @@ class Verifier {
       error_here("loop " + name + " launches " + std::to_string(warps) +
                  " warps; warps must be 1, 2, 4 or 8");
     }
-    if (loop.launch->stages < 1 || loop.launch->stages > 4) {
+    if (loop.launch->stages < 1 || loop.launch->stages > 8) {
       error_here("loop " + name + " has " + std::to_string(loop.launch->stages) +
-                 " pipeline stages; stages must be between 1 and 4");
+                 " pipeline stages; stages must be between 1 and 8");
+    }
+    if (loop.launch->consumers < 0 || loop.launch->consumers > 2) {
+      error_here("loop " + name + " has " + std::to_string(loop.launch->consumers) +
+                 " consumer warpgroups; consumers must be 0, 1 or 2");
     }
   }
 

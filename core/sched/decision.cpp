@@ -9,6 +9,7 @@
 #include "core/sched/compute_at.h"
 #include "core/sched/inline.h"
 #include "core/sched/launch.h"
+#include "core/sched/warp_spec.h"
 #include "core/sched/regularize.h"
 #include "core/sched/rematerialize.h"
 #include "core/sched/skip_masked.h"
@@ -330,6 +331,7 @@ const std::vector<DecisionKind>& decision_registry() {
       regularize_decision(),
       skip_masked_decision(),
       launch_decision(),
+      warp_spec_decision(),
   };
   return registry;
 }

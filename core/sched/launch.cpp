@@ -30,8 +30,8 @@ std::string read_choice(const Decision& decision, LaunchChoice* choice) {
       }
       choice->warps = static_cast<int>(value);
     } else {
-      if (value < 1 || value > 4) {
-        return "launch: stages must be between 1 and 4, got " + std::to_string(value);
+      if (value < 1 || value > 8) {
+        return "launch: stages must be between 1 and 8, got " + std::to_string(value);
       }
       choice->stages = static_cast<int>(value);
     }
@@ -49,23 +49,34 @@ ApplyResult apply(const scalar::ProgramPtr& program, const Decision& decision) {
   LaunchChoice choice;
   std::string reason = read_choice(decision, &choice);
   if (!reason.empty()) return ApplyResult::failure(reason);
-  const std::optional<BlockPath> path = find_block(*program, choice.block, &reason);
+  return update_launch_attrs(program, choice.block, "launch", [&](scalar::LaunchAttrs attrs) {
+    attrs.warps = choice.warps;
+    attrs.stages = choice.stages;
+    return attrs;
+  });
+}
+
+}  // namespace
+
+ApplyResult update_launch_attrs(const scalar::ProgramPtr& program, const std::string& block,
+                                const std::string& decision_name,
+                                const std::function<scalar::LaunchAttrs(scalar::LaunchAttrs)>& update) {
+  std::string reason;
+  const std::optional<BlockPath> path = find_block(*program, block, &reason);
   if (!path) return ApplyResult::failure(reason);
   // The nest's outermost loop: stmts[0] is the program body, a sequence of nests or one nest.
   const size_t nest_depth = path->stmts.front()->as<scalar::Seq>() ? 1 : 0;
   const auto* nest = nest_depth < path->stmts.size() ? path->stmts[nest_depth]->as<scalar::For>()
                                                      : nullptr;
   if (!nest) {
-    return ApplyResult::failure("launch: block " + choice.block +
+    return ApplyResult::failure(decision_name + ": block " + block +
                                 " is not inside a loop nest, so it has no kernel to launch");
   }
-  const scalar::LaunchAttrs attrs{choice.warps, choice.stages};
+  const scalar::LaunchAttrs attrs = update(nest->launch.value_or(scalar::LaunchAttrs{}));
   if (nest->launch == attrs) return ApplyResult::success(program);
   return ApplyResult::success(
       with_body(program, replace_at(*path, nest_depth, scalar::with_launch(*nest, attrs))));
 }
-
-}  // namespace
 
 std::vector<LaunchChoice> launch_choices(const Schedule& schedule) {
   std::vector<LaunchChoice> choices;
@@ -111,7 +122,7 @@ DecisionKind launch_decision() {
       std::string(kSignature),
       "Choose the warps per CTA and the pipeline stages of the kernel that computes a block.",
       "The kernel of BLOCK's loop nest runs with W warps (1, 2, 4 or 8; default 4) and "
-      "software-pipelines the copies of its inner loop over S buffers (1 to 4; default 2). The "
+      "software-pipelines the copies of its inner loop over S buffers (1 to 8; default 2). The "
       "choice becomes launch attributes on the nest's outermost loop, which tilize copies onto "
       "the nest's kernel and stage matile places it with. More warps split the CTA's tile "
       "among more threads, so fewer registers hold each thread's part. Example: "

@@ -1,6 +1,6 @@
 // launch(BLOCK, warps=W, stages=S) — how the kernel that computes BLOCK is launched and
 // pipelined: W warps per CTA (1, 2, 4 or 8) and S software-pipeline stages for the copies of its
-// inner loop (1 to 4). Either keyword may be left out (defaults: 4 warps, 2 stages).
+// inner loop (1 to 8). Either keyword may be left out (defaults: 4 warps, 2 stages).
 //
 // The decision writes launch attributes (scalar::LaunchAttrs) on the outermost loop of BLOCK's
 // loop nest; the scalar printer shows them on that loop, tilize copies them onto the nest's VR
@@ -18,6 +18,7 @@
 // nests had, so a launch chosen before a fusion follows its block into the fused kernel.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,13 @@ struct LaunchChoice {
 std::vector<LaunchChoice> launch_choices(const Schedule& schedule);
 
 DecisionKind launch_decision();
+
+// Rewrites the launch attributes of the nest that computes `block` (those it has, or the
+// defaults) with `update`; fails, naming `decision_name`, when the block is in no loop nest.
+// `launch` and `warp_spec` both write through it, each keeping what the other chose.
+ApplyResult update_launch_attrs(const scalar::ProgramPtr& program, const std::string& block,
+                                const std::string& decision_name,
+                                const std::function<scalar::LaunchAttrs(scalar::LaunchAttrs)>& update);
 
 // `after` (the result of a decision applied to `before`) with launch attributes on each
 // top-level nest that lost them: a nest without attributes takes those of the nest that held

@@ -364,7 +364,7 @@ std::vector<Decision> masking_candidates(const ProgramFacts& facts) {
 }
 
 std::vector<Decision> launch_candidates(const ProgramFacts& facts,
-                                        const sched::Schedule& schedule) {
+                                        const sched::Schedule& schedule, bool hopper) {
   const std::vector<sched::LaunchChoice> chosen = sched::launch_choices(schedule);
   std::vector<Decision> out;
   for (const NestFacts& nest : facts.nests) {
@@ -380,6 +380,15 @@ std::vector<Decision> launch_candidates(const ProgramFacts& facts,
         if (warps == 4 && stages == 2) continue;  // the default launch
         out.push_back(make("launch", nest.principal_block().block->name,
                            {keyword("warps", warps), keyword("stages", stages)}));
+      }
+    }
+    const BlockFacts& principal = nest.principal_block();
+    if (hopper && nest.tiled && principal.reduction && principal.reads.size() >= 2) {
+      for (int consumers : {1, 2}) {
+        for (int stages : {3, 4}) {
+          out.push_back(make("warp_spec", principal.block->name,
+                             {keyword("consumers", consumers), keyword("stages", stages)}));
+        }
       }
     }
   }

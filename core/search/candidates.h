@@ -65,9 +65,12 @@ ReductionFusionCandidates reduction_fusion_candidates(const scalar::Program& pro
                                                       int64_t split_k_below);
 std::vector<sched::Decision> fusion_candidates(const ProgramFacts& facts);
 std::vector<sched::Decision> masking_candidates(const ProgramFacts& facts);
-// For every kernel (nest) without a launch decision in `schedule`: the five non-default launches.
+// For every kernel (nest) without a launch decision in `schedule`: the five non-default launches,
+// and on sm_90a (`hopper`), for a tiled nest whose reduction reads two tensors (a dot's
+// operands), the warp-specialized forms: 1 or 2 consumer warpgroups with a ring of 3 or 4
+// stages (the MA lowering refuses the ones whose tiles do not fit, with the reason).
 std::vector<sched::Decision> launch_candidates(const ProgramFacts& facts,
-                                               const sched::Schedule& schedule);
+                                               const sched::Schedule& schedule, bool hopper);
 // One bind per nest that has no grid loop yet: its outer loops that are spatial and not inside a
 // tile (the loops over tiles and the untiled loops above them), innermost to grid.x, at most
 // three; the rest stay inside the CTA.

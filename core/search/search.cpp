@@ -790,7 +790,8 @@ class Searcher {
       }
       case Phase::Launch: {
         const ProgramFacts facts = analyze_program(*node.program);
-        expand_multi_step(entry, launch_candidates(facts, node.schedule), Phase::Done, out);
+        expand_multi_step(entry, launch_candidates(facts, node.schedule, arch_ == "sm_90a"),
+                          Phase::Done, out);
         return;
       }
       case Phase::Done: out.push_back(entry); return;

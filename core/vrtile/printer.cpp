@@ -147,7 +147,10 @@ std::string kernel_header(const Kernel& kernel) {
   text += ")";
   if (kernel.launch) {
     text += " launch(warps=" + std::to_string(kernel.launch->warps) +
-            ", stages=" + std::to_string(kernel.launch->stages) + ")";
+            ", stages=" + std::to_string(kernel.launch->stages) +
+            (kernel.launch->consumers ? ", consumers=" + std::to_string(kernel.launch->consumers)
+                                      : "") +
+            ")";
   }
   return text;
 }
@@ -394,6 +397,7 @@ Json kernel_json(const KernelPtr& kernel) {
                {"provenance", provenance_json(kernel->provenance)}};
   if (kernel->launch) {
     json["launch"] = {{"warps", kernel->launch->warps}, {"stages", kernel->launch->stages}};
+    if (kernel->launch->consumers) json["launch"]["consumers"] = kernel->launch->consumers;
   }
   return json;
 }

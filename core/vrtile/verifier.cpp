@@ -114,9 +114,13 @@ class Verifier {
       if (warps != 1 && warps != 2 && warps != 4 && warps != 8) {
         error_here("launches " + std::to_string(warps) + " warps; warps must be 1, 2, 4 or 8");
       }
-      if (kernel.launch->stages < 1 || kernel.launch->stages > 4) {
+      if (kernel.launch->stages < 1 || kernel.launch->stages > 8) {
         error_here("has " + std::to_string(kernel.launch->stages) +
-                   " pipeline stages; stages must be between 1 and 4");
+                   " pipeline stages; stages must be between 1 and 8");
+      }
+      if (kernel.launch->consumers < 0 || kernel.launch->consumers > 2) {
+        error_here("has " + std::to_string(kernel.launch->consumers) +
+                   " consumer warpgroups; consumers must be 0, 1 or 2");
       }
     }
 

@@ -1,0 +1,74 @@
+// The warp_spec decision (warp_spec.h): reads the consumer count and writes it into the launch
+// attributes of BLOCK's nest through update_launch_attrs (launch.h).
+#include "core/sched/warp_spec.h"
+
+#include <string>
+
+#include "core/sched/decision_args.h"
+#include "core/sched/launch.h"
+
+namespace nautilus::sched {
+
+namespace {
+
+constexpr std::string_view kSignature = "warp_spec(BLOCK, consumers=N, stages=S)";
+
+ApplyResult apply(const scalar::ProgramPtr& program, const Decision& decision) {
+  const std::string shape = check_arg_shape(decision, kSignature, {0, 0, true});
+  if (!shape.empty()) return ApplyResult::failure(shape);
+  int consumers = -1, stages = 0;
+  for (const DecisionArg& arg : decision.args) {
+    if (arg.key != "consumers" && arg.key != "stages") {
+      return ApplyResult::failure(usage_reason(
+          kSignature, "unknown keyword '" + arg.key + "'; expected consumers or stages"));
+    }
+    if (!arg.is_int()) {
+      return ApplyResult::failure(
+          usage_reason(kSignature, arg.key + " is an integer, got " + arg.as_name()));
+    }
+    if (arg.key == "consumers") {
+      if (arg.as_int() < 0 || arg.as_int() > 2) {
+        return ApplyResult::failure("warp_spec: consumers must be 0, 1 or 2, got " +
+                                    std::to_string(arg.as_int()));
+      }
+      consumers = static_cast<int>(arg.as_int());
+    } else {
+      if (arg.as_int() < 1 || arg.as_int() > 8) {
+        return ApplyResult::failure("warp_spec: stages must be between 1 and 8, got " +
+                                    std::to_string(arg.as_int()));
+      }
+      stages = static_cast<int>(arg.as_int());
+    }
+  }
+  if (consumers < 0) {
+    return ApplyResult::failure(usage_reason(kSignature, "consumers=N is required"));
+  }
+  return update_launch_attrs(program, decision.target, "warp_spec",
+                             [&](scalar::LaunchAttrs attrs) {
+                               attrs.consumers = consumers;
+                               if (stages > 0) attrs.stages = stages;
+                               return attrs;
+                             });
+}
+
+}  // namespace
+
+DecisionKind warp_spec_decision() {
+  return {
+      "warp_spec",
+      std::string(kSignature),
+      "Warp-specialize the kernel that computes a block (sm_90a): a TMA producer warpgroup and "
+      "N consumer warpgroups on wgmma.",
+      "One producer warpgroup copies the operands of the kernel's main loop with TMA into a ring "
+      "of S shared buffers (2 to 8; left out: the launch decision's stages), and N consumer "
+      "warpgroups (1 or 2; 0 removes the specialization) run the rest of the kernel, with the loop's dots on "
+      "warpgroup MMA (wgmma) reading those buffers; full and empty mbarriers pass each buffer "
+      "between them. Each consumer warpgroup owns 64 rows of the dots' tiles, so a tile of 128 "
+      "rows takes consumers=2. On sm_80 the kernel keeps mma.sync with 4N warps. Example: "
+      "warp_spec(C_sum, consumers=2, stages=4) on a 128 x 256 tile is the GEMM mainloop of "
+      "cuBLAS on the H100.",
+      apply,
+  };
+}
+
+}  // namespace nautilus::sched
