@@ -105,7 +105,9 @@ struct OpWork {
   double special_ops = 0.0;   // MUFU lane operations
   double shared_bytes = 0.0;  // through the shared/L1 data path (wavefronts x 128)
   double barriers = 0.0;      // CTA-wide barriers
-  double global_bytes = 0.0;  // global reads and writes
+  double global_bytes = 0.0;  // global reads and writes (a TMA box's bytes)
+  double wgmma_flops = 0.0;   // of tensor_flops, issued by wgmma (the wgmma rate)
+  double sync_cycles = 0.0;   // fixed latency of an mbarrier / fence / named barrier / issue op
 };
 OpWork op_work(const matile::Kernel& kernel, const matile::Op& op);
 
