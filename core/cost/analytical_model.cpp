@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/layout/bank_conflicts.h"
+#include "core/matile/hopper.h"
 #include "core/matile/layouts.h"
 #include "core/matile/split_masked.h"
 #include "core/matile/visitor.h"
@@ -54,6 +55,28 @@ constexpr double kBarrierCycles = 100.0;
 constexpr double kMaxOverlap = 0.75;
 // Bytes one shared-memory wavefront moves (32 banks x 4 bytes).
 constexpr double kWavefrontBytes = 128.0;
+// Hopper's asynchronous machine (ir.h notes, "Hopper"). Fixed latencies, in SM cycles, of the
+// ops that synchronize the roles of a warp-specialized kernel; they have no work of their own
+// but sit on its dependency chain. Estimates of the order of magnitude, not measurements:
+// HOPPER_TWILL_HEXCUTE.md (pitfall 7) asks for them to be calibrated by microbenchmark before
+// the solver relies on them. They matter where the ring is shallow (a stage handed from the
+// producer to the consumers and back every iteration), not where it hides them.
+//   mbarrier.try_wait.parity: the spin loop's round trip to the barrier in shared memory and
+//   the wake-up after the phase completes (the handoff between roles).
+constexpr double kMBarrierWaitCycles = 60.0;
+//   mbarrier.arrive[.expect_tx]: one shared-memory atomic by an elected thread.
+constexpr double kMBarrierArriveCycles = 10.0;
+//   mbarrier.init of an array and fence.mbarrier_init (once per CTA).
+constexpr double kMBarrierInitCycles = 20.0;
+//   bar.sync id, n among roles: no st/ld.shared round trip around it (kBarrierCycles has one).
+constexpr double kNamedBarrierCycles = 30.0;
+//   fence.proxy.async.shared::cta: drains the thread's generic shared writes.
+constexpr double kProxyFenceCycles = 20.0;
+//   cp.async.bulk.tensor issue by one elected thread (descriptor, coordinates, mbarrier).
+constexpr double kTmaIssueCycles = 20.0;
+//   wgmma.fence / commit_group / wait_group and cp.async.bulk.commit_group: issue only (the
+//   wait's real cost is the MMA it waits for, which the ring's period accounts).
+constexpr double kAsyncGroupCycles = 4.0;
 // Grid-dimension combinations evaluated for a trip count before giving up (full range).
 constexpr int64_t kMaxTripCountPoints = 4096;
 // Grids up to this many CTAs are listed one by one when their CTAs do different amounts of work.
@@ -79,9 +102,18 @@ struct Work {
   double mma_ops = 0.0;       // Mma ops (one k step of a warp tile each)
   double barriers = 0.0;      // CTA-wide barriers (each reduce across warps or convert through
                               // shared memory has two)
+  // Hopper. Of tensor_flops, those issued by wgmma (they run at the wgmma rate, the rest at
+  // mma.sync's); the fixed latencies of the synchronizing ops (cycles, see kMBarrierWaitCycles);
+  // bulk wait_groups that wait for a TMA store's flight.
+  double wgmma_flops = 0.0;
+  double sync_cycles = 0.0;
+  double store_waits = 0.0;
 
   void add(const Work& other, double times) {
     tensor_flops += other.tensor_flops * times;
+    wgmma_flops += other.wgmma_flops * times;
+    sync_cycles += other.sync_cycles * times;
+    store_waits += other.store_waits * times;
     alu_ops += other.alu_ops * times;
     float_flops += other.float_flops * times;
     special_ops += other.special_ops * times;
@@ -106,8 +138,29 @@ struct Segment {
   double executions = 1.0;  // per CTA
   int stages = 0;           // the loop's pipeline depth (0: not pipelined / kernel body)
   double read_bytes = 0.0;  // global reads issued per execution
-  double async_read_bytes = 0.0;  // of which cp.async (issued without waiting for the data)
+  double async_read_bytes = 0.0;  // of which cp.async or TMA (issued without waiting for the data)
   bool innermost = true;    // no loop nested inside
+  // Hopper. The role whose body holds the region (-1: outside a Roles op; a role's body is a
+  // segment of its own); whether it is a loop; the TMA bytes it loads and stores per execution;
+  // the ring it runs on: the fewest stages of the allocations its TMA loads fill (0: none) and
+  // the wgmma groups a consumer keeps in flight when it releases a stage (the pending count of
+  // the wgmma.wait_group before its plain mbarrier.arrive); its mbarrier waits and wgmmas.
+  int role = -1;
+  bool loop = false;
+  double tma_read_bytes = 0.0;
+  double tma_write_bytes = 0.0;
+  int ring_stages = 0;
+  int release_lag = 0;
+  double mbarrier_waits = 0.0;
+  bool has_wgmma = false;
+  double last_wgmma_pending = -1.0;  // while walking: the latest wgmma.wait_group's count
+};
+
+// A role of a warp-specialized kernel (the Roles op), as the estimate needs it.
+struct RoleInfo {
+  std::string name;
+  int warpgroups = 0;
+  int max_registers = 0;
 };
 
 double lanes(const Value& value) {
@@ -319,6 +372,8 @@ class WorkWalk : public matile::Visitor {
 
   const std::vector<Segment>& segments() const { return segments_; }
   const std::vector<Access>& accesses() const { return accesses_; }
+  // The roles of the kernel's Roles op (empty without warp specialization).
+  const std::vector<RoleInfo>& roles() const { return roles_; }
 
   // The work of `op` alone, as if it stood in the kernel body (op_work()).
   OpWork work_of_op(const Op& op) {
@@ -328,6 +383,8 @@ class WorkWalk : public matile::Visitor {
     const Work& work = segments_[0].work;
     OpWork result{work.tensor_flops, work.alu_ops, work.special_ops, work.shared_bytes,
                   work.barriers, 0.0};
+    result.wgmma_flops = work.wgmma_flops;
+    result.sync_cycles = work.sync_cycles;
     for (const Access& access : accesses_) result.global_bytes += access.bytes;
     return result;
   }
@@ -518,6 +575,22 @@ class WorkWalk : public matile::Visitor {
     previous_loop_ = &op;
   }
 
+  // Warp specialization: each role's body is a segment of its own (its ops run on the role's
+  // threads only, concurrently with the other roles'), executed as often as the Roles op.
+  void visit_Roles(const Op& op) override {
+    const size_t segment = segment_;
+    for (const matile::WarpRole& role : op.roles) {
+      Segment body;
+      body.executions = segments_[segment].executions;
+      body.role = static_cast<int>(roles_.size());
+      roles_.push_back({role.name, role.warpgroups, role.max_registers});
+      segments_.push_back(body);
+      segment_ = segments_.size() - 1;
+      if (role.body) visit(*role.body);
+      segment_ = segment;
+    }
+  }
+
   void visit_op(const Op& op) override {
     DepMask deps = 0;
     for (const Value& used : matile::used_values(op)) deps |= deps_of(used);
@@ -559,6 +632,8 @@ class WorkWalk : public matile::Visitor {
     Segment inner;
     inner.executions = segments_[segment].executions * trips;
     inner.stages = op.pipeline_stages;
+    inner.role = segments_[segment].role;
+    inner.loop = true;
     segments_.push_back(inner);
     const size_t inner_index = segments_.size() - 1;
     if (op.body && trips > 0.0) {
@@ -579,7 +654,8 @@ class WorkWalk : public matile::Visitor {
     const bool needs_result = op.kind != OpKind::GlobalStore && op.kind != OpKind::SharedStore &&
                               op.kind != OpKind::AsyncCopy && op.kind != OpKind::CommitGroup &&
                               op.kind != OpKind::WaitGroup && op.kind != OpKind::Barrier &&
-                              op.kind != OpKind::Yield && op.kind != OpKind::For;
+                              op.kind != OpKind::Yield && op.kind != OpKind::For &&
+                              !matile::is_hopper(op.kind);  // Wgmma checks its own operands
     if (needs_result && !result) return;  // malformed (the verifier reports it); costs nothing
     switch (op.kind) {
       case OpKind::Full:
@@ -765,24 +841,123 @@ class WorkWalk : public matile::Visitor {
         if (value) work.shared_bytes += lanes(value) * dtype_bytes(value->type.dtype);
         return;
       }
-      // Hopper's asynchronous ops have no cost yet (issue 13, cost model): they count nothing.
+      // Hopper's asynchronous machine (ir.h notes, "Hopper").
       case OpKind::Roles:
+        return;  // visit_Roles walks the roles' bodies; the split itself costs nothing
       case OpKind::MBarrierInit:
-      case OpKind::MBarrierArrive:
-      case OpKind::MBarrierWait:
-      case OpKind::NamedBarrier:
-      case OpKind::FenceProxyAsync:
-      case OpKind::TmaLoad:
-      case OpKind::TmaStore:
-      case OpKind::BulkCommitGroup:
-      case OpKind::BulkWaitGroup:
-      case OpKind::WgmmaFence:
-      case OpKind::Wgmma:
-      case OpKind::WgmmaCommitGroup:
-      case OpKind::WgmmaWaitGroup:
-      case OpKind::StMatrix:
+        work.sync_cycles += kMBarrierInitCycles;
         return;
+      case OpKind::MBarrierArrive:
+        work.sync_cycles += kMBarrierArriveCycles;
+        // A plain arrive releases a stage: the wgmma groups still in flight then are the ones
+        // the consumer holds stages for.
+        if (op.tx_bytes == 0 && segment.last_wgmma_pending >= 0) {
+          segment.release_lag =
+              std::max(segment.release_lag, static_cast<int>(segment.last_wgmma_pending));
+        }
+        return;
+      case OpKind::MBarrierWait:
+        work.sync_cycles += kMBarrierWaitCycles;
+        segment.mbarrier_waits += 1;
+        return;
+      case OpKind::NamedBarrier:
+        work.sync_cycles += kNamedBarrierCycles;
+        return;
+      case OpKind::FenceProxyAsync:
+        work.sync_cycles += kProxyFenceCycles;
+        return;
+      case OpKind::TmaLoad: {
+        // One elected thread issues the box: no per-thread issue and no register staging.
+        // The box lands in shared memory (a write through the SM's shared data path, like a
+        // cp.async's) and reads global memory with the reuse rule of every other read.
+        const double bytes = tma_bytes(op);
+        work.shared_bytes += bytes;
+        work.sync_cycles += kTmaIssueCycles;
+        segment.read_bytes += bytes;
+        segment.async_read_bytes += bytes;
+        segment.tma_read_bytes += bytes;
+        if (op.shared.alloc >= 0 && op.shared.alloc < static_cast<int>(kernel_.shared.size())) {
+          const int stages = std::max(1, kernel_.shared[static_cast<size_t>(op.shared.alloc)].stages);
+          segment.ring_stages =
+              segment.ring_stages > 0 ? std::min(segment.ring_stages, stages) : stages;
+        }
+        record_access(bytes, operand_deps(op), false, executions, loops, 1.0);
+        return;
+      }
+      case OpKind::TmaStore: {
+        const double bytes = tma_bytes(op);
+        work.shared_bytes += bytes;
+        work.sync_cycles += kTmaIssueCycles;
+        segment.tma_write_bytes += bytes;
+        record_access(bytes, operand_deps(op), true, executions, loops, 1.0);
+        return;
+      }
+      case OpKind::BulkCommitGroup:
+        work.sync_cycles += kAsyncGroupCycles;
+        return;
+      case OpKind::BulkWaitGroup:
+        // The stores in flight must have read (or written) their shared source: a global
+        // write's latency, charged on the chain by the estimate (it knows the device).
+        work.store_waits += 1;
+        return;
+      case OpKind::WgmmaFence:
+      case OpKind::WgmmaCommitGroup:
+        work.sync_cycles += kAsyncGroupCycles;
+        return;
+      case OpKind::WgmmaWaitGroup:
+        work.sync_cycles += kAsyncGroupCycles;
+        segment.last_wgmma_pending = static_cast<double>(std::max<int64_t>(op.extent, 0));
+        return;
+      case OpKind::Wgmma: {
+        // wgmma.mma_async m64nNk16 over M / 64 warpgroups: 2*M*N*K at the wgmma rate. Its
+        // shared operands are read by the tensor cores from shared memory, per warpgroup
+        // instruction: each warpgroup its 64 rows of A (SS form; RS takes A from registers)
+        // and the whole of B, so two warpgroups side by side along M read B twice.
+        const Value& c = op.operands.empty() ? nullptr : op.operands.back();
+        if (!c || c->type.shape.size() != 2) return;
+        const double m = static_cast<double>(c->type.shape[0]);
+        const double n = static_cast<double>(c->type.shape[1]);
+        const double k = static_cast<double>(std::max<int64_t>(op.extent, 0));
+        const double flops = 2.0 * m * n * k;
+        work.tensor_flops += flops;
+        work.wgmma_flops += flops;
+        work.mma_ops += 1;
+        const double warpgroups = std::max(1.0, std::ceil(m / 64.0));
+        const bool register_a = op.operands.size() >= 2;
+        if (!register_a) work.shared_bytes += m * k * shared_dtype_bytes(op.shared);
+        work.shared_bytes += warpgroups * k * n * shared_dtype_bytes(op.shared_b);
+        segment.has_wgmma = true;
+        return;
+      }
+      case OpKind::StMatrix: {
+        // stmatrix writes each element once (8x8 matrices, 16-byte rows: no replication).
+        const Value value = op.operands.empty() ? nullptr : op.operands[0];
+        if (value) {
+          work.shared_bytes += static_cast<double>(value->type.element_count()) *
+                               dtype_bytes(value->type.dtype);
+        }
+        return;
+      }
     }
+  }
+
+  // The box bytes of a TmaLoad / TmaStore (matile::tma_box_bytes of its map).
+  double tma_bytes(const Op& op) const {
+    if (op.tma_map < 0 || op.tma_map >= static_cast<int>(kernel_.tma_maps.size())) return 0.0;
+    return static_cast<double>(matile::tma_box_bytes(kernel_.tma_maps[static_cast<size_t>(op.tma_map)]));
+  }
+
+  // The element size of a shared window's allocation (16-bit when it is not known).
+  double shared_dtype_bytes(const matile::SharedRef& ref) const {
+    if (ref.alloc < 0 || ref.alloc >= static_cast<int>(kernel_.shared.size())) return 2.0;
+    return dtype_bytes(kernel_.shared[static_cast<size_t>(ref.alloc)].dtype);
+  }
+
+  // The grid axes and loops a TMA copy's coordinates depend on.
+  DepMask operand_deps(const Op& op) const {
+    DepMask deps = 0;
+    for (const Value& coordinate : op.operands) deps |= deps_of(coordinate);
+    return deps;
   }
 
   // Wavefronts of the st.shared / ld.shared per slot that move `value` to or from the scratch
@@ -827,6 +1002,7 @@ class WorkWalk : public matile::Visitor {
   std::unordered_map<const ValueNode*, const Op*> def_;
   std::vector<Segment> segments_;
   std::vector<Access> accesses_;
+  std::vector<RoleInfo> roles_;
   int next_loop_ = 0;
   std::vector<double> cta_trips_;
   size_t cta_trips_depth_ = 0;  // the nesting depth of the loops summed into cta_trips_
@@ -890,6 +1066,7 @@ double distinct_keys(const Kernel& kernel, DepMask deps, int64_t first, int64_t 
 
 struct Rates {  // per SM, per second
   double tensor = 0.0, alu = 0.0, special = 0.0, shared = 0.0, global_per_sm = 0.0;
+  double wgmma = 0.0;  // the tensor cores fed by wgmma (sm_90a); mma.sync reaches `tensor`
 };
 
 struct PipeTime {
@@ -920,6 +1097,66 @@ struct PipeTime {
     return top->second;
   }
 };
+
+// Each role's ring loop: the loop of its body (at any depth) with the most executions among
+// those that wait on an mbarrier, load by TMA or issue wgmma; null for a role without one.
+std::vector<const Segment*> ring_loops(const std::vector<Segment>& segments, size_t roles) {
+  std::vector<const Segment*> ring(roles, nullptr);
+  for (const Segment& segment : segments) {
+    if (segment.role < 0 || !segment.loop || static_cast<size_t>(segment.role) >= roles) continue;
+    if (segment.mbarrier_waits == 0 && segment.tma_read_bytes == 0 && !segment.has_wgmma) continue;
+    const Segment*& best = ring[static_cast<size_t>(segment.role)];
+    if (!best || segment.executions > best->executions) best = &segment;
+  }
+  return ring;
+}
+
+// The ring loops of a warp-specialized kernel, one CTA (estimate_kernel explains the rule).
+struct RingTime {
+  double seconds = 0.0;     // iterations x period + fill
+  double period = 0.0;      // one ring iteration
+  double fill = 0.0;        // the first stage's copy
+  double iterations = 0.0;  // the longest ring loop's executions per CTA
+  int stages = 0;           // the ring's depth (the TMA destinations' allocation stages)
+};
+
+template <class Pipes, class Sync>
+RingTime ws_ring(const std::vector<const Segment*>& ring, const Pipes& pipes, const Sync& sync,
+                 double latency, double cta_bandwidth) {
+  RingTime r;
+  for (const Segment* segment : ring) {
+    if (segment) r.iterations = std::max(r.iterations, segment->executions);
+  }
+  if (r.iterations <= 0.0) return r;
+  Work mma;
+  double bytes = 0.0, producer = 0.0, consumer = 0.0;
+  int lag = 0;
+  for (const Segment* segment : ring) {
+    if (!segment) continue;
+    // A loop with a peeled first iteration runs fewer times: its work per ring iteration.
+    const double share = segment->executions / r.iterations;
+    mma.add(segment->work, share);
+    bytes += segment->read_bytes * share;
+    const double handoff = sync(segment->work) * share;
+    if (segment->tma_read_bytes > 0) {
+      producer = std::max(producer, handoff);
+      r.stages = r.stages > 0 ? std::min(r.stages, segment->ring_stages) : segment->ring_stages;
+    } else {
+      consumer = std::max(consumer, handoff);
+    }
+    lag = std::max(lag, segment->release_lag);
+  }
+  const double m = pipes(mma, 1.0).combined(1.0);
+  const double copy = bytes > 0.0 ? latency + bytes / cta_bandwidth : 0.0;
+  const double depth = std::max(1, r.stages);
+  // A consumer that keeps a wgmma group in flight waits, releases and issues while the
+  // previous group runs; one that waits for each group (wait_group 0) adds its handoff.
+  const double consumer_step = lag >= 1 ? std::max(m, consumer) : m + consumer;
+  r.period = std::max({consumer_step, producer, (copy + m + producer + consumer) / depth});
+  r.fill = copy;
+  r.seconds = r.iterations * r.period + r.fill;
+  return r;
+}
 
 std::string kilobytes(double bytes) {
   std::ostringstream out;
@@ -1001,6 +1238,11 @@ class AnalyticalModel : public CostModel {
     const double clock = device_.clock_ghz * 1e9;
     Rates r;
     r.tensor = device_.tensor_tflops_16bit * 1e12 / sms;
+    // wgmma reaches the data-sheet peak; mma.sync only about two thirds of it on an H100
+    // (device_models.cpp). A device without wgmma never runs one (estimate_kernel refuses).
+    r.wgmma = (device_.wgmma_tensor_tflops_16bit > 0 ? device_.wgmma_tensor_tflops_16bit
+                                                     : device_.tensor_tflops_16bit) *
+              1e12 / sms;
     r.alu = device_.cuda_core_tflops_f32 * 1e12 / 2.0 / sms;
     r.special = device_.sfu_ops_per_clock_per_sm * clock;
     r.shared = device_.shared_bytes_per_clock_per_sm * clock;
@@ -1011,7 +1253,10 @@ class AnalyticalModel : public CostModel {
   }
 
   // Step 3: CTAs per SM, or 0 with the reason.
-  int occupancy(const Kernel& kernel, int registers, std::string* reason) const {
+  // `role_registers`: a warp-specialized kernel's registers per CTA from its roles' setmaxnreg
+  // budgets (0: from the estimate `registers` per thread).
+  int occupancy(const Kernel& kernel, int registers, std::string* reason,
+                int64_t role_registers = 0) const {
     const int64_t threads = kernel.threads();
     const std::string name = "kernel " + kernel.name;
     if (threads > device_.max_threads_per_cta) {
@@ -1031,7 +1276,7 @@ class AnalyticalModel : public CostModel {
     const int allocated = std::min(registers, device_.max_registers_per_thread);
     const int64_t per_thread = (allocated + 7) / 8 * 8;
     const int64_t per_warp = (per_thread * matile::kWarpSize + 255) / 256 * 256;
-    const int64_t per_cta = per_warp * kernel.warps;
+    const int64_t per_cta = role_registers > 0 ? role_registers : per_warp * kernel.warps;
     if (per_cta > device_.registers_per_sm) {
       *reason = name + " needs about " + std::to_string(allocated) + " registers x " +
                 std::to_string(threads) + " threads = " + std::to_string(per_cta) +
@@ -1063,21 +1308,71 @@ class AnalyticalModel : public CostModel {
       ctas *= static_cast<double>(std::max<int64_t>(axis.extent, 1));
     cost->ctas = static_cast<long long>(ctas);
 
-    const int registers = estimate_registers_per_thread(kernel);
-    cost->registers_per_thread = registers;
-    const int per_sm = occupancy(kernel, registers, reason);
-    cost->ctas_per_sm = per_sm;
-
     WorkWalk walk(kernel);
     walk.run();
     std::vector<Segment> segments = walk.segments();
+    const std::vector<RoleInfo>& roles = walk.roles();
+
+    // Warp specialization: the registers a CTA holds are its roles' setmaxnreg budgets (the
+    // kernel launches with their average per thread and each warpgroup then takes its own), not
+    // the liveness estimate, which would add up the roles' values as if one thread held them.
+    int registers = estimate_registers_per_thread(kernel);
+    int64_t role_registers = 0;
+    if (!roles.empty()) {
+      int warpgroups = 0;
+      for (const RoleInfo& role : roles) {
+        warpgroups += role.warpgroups;
+        role_registers += int64_t{role.warpgroups} * role.max_registers * matile::kWarpgroupThreads;
+      }
+      if (warpgroups > 0 && role_registers > 0) {
+        registers = static_cast<int>(role_registers / (int64_t{warpgroups} * matile::kWarpgroupThreads));
+      } else {
+        role_registers = 0;
+      }
+    }
+    cost->registers_per_thread = registers;
+    bool hopper = false;
+    if (kernel.body) {
+      matile::for_each_op(*kernel.body,
+                          [&](const Op& op) { hopper = hopper || matile::is_hopper(op.kind); });
+    }
+    int per_sm = 0;
+    if (hopper && device_.wgmma_tensor_tflops_16bit <= 0) {
+      *reason = "kernel " + kernel.name + " uses Hopper's asynchronous ops (wgmma, TMA, mbarriers: " +
+                "sm_90a), which " + device_.name + " (" + device_.arch + ") does not have";
+    } else {
+      per_sm = occupancy(kernel, registers, reason, role_registers);
+    }
+    // The ring of a warp-specialized kernel (see ws_ring below) must hold one stage more than
+    // the wgmma groups a consumer keeps in flight when it releases one; otherwise the producer
+    // waits for a stage the consumer frees only after the next stage arrives: a deadlock.
+    if (per_sm > 0 && !roles.empty()) {
+      for (const Segment& segment : segments) {
+        if (segment.role >= 0 && segment.ring_stages > 0) {
+          int lag = 0;
+          for (const Segment& other : segments) {
+            if (other.role >= 0 && other.loop) lag = std::max(lag, other.release_lag);
+          }
+          if (segment.ring_stages <= lag) {
+            *reason = "kernel " + kernel.name + " deadlocks: its consumers keep " +
+                      std::to_string(lag) + " wgmma group" + (lag == 1 ? "" : "s") +
+                      " in flight (wgmma.wait_group " + std::to_string(lag) +
+                      ") before releasing a stage, so its " + std::to_string(segment.ring_stages) +
+                      "-stage ring needs at least " + std::to_string(lag + 1) + " stages";
+            per_sm = 0;
+          }
+          break;
+        }
+      }
+    }
+    cost->ctas_per_sm = per_sm;
     // Registers past 255 spill to local memory (through L1, the shared pipe): per innermost
     // loop iteration each spilled register is stored once and reloaded once, and once more for
     // each MMA k step of the iteration (in an MMA loop the values that do not fit are
     // accumulator and operand fragments, which every k step uses).
     // Past kLocalArrayFactor x 255 the tiles are local arrays: every segment, the kernel body
     // too, moves them through L2 (charged as shared bytes scaled by kLocalMemorySlowdown).
-    if (registers > device_.max_registers_per_thread) {
+    if (roles.empty() && registers > device_.max_registers_per_thread) {
       const double spilled = registers - device_.max_registers_per_thread;
       const bool local_arrays =
           registers > kLocalArrayFactor * device_.max_registers_per_thread;
@@ -1095,6 +1390,16 @@ class AnalyticalModel : public CostModel {
     cost->cuda_core_flops = total.float_flops * ctas;
     cost->special_ops = total.special_ops * ctas;
     cost->shared_bytes = total.shared_bytes * ctas;
+    cost->wgmma_flops = total.wgmma_flops * ctas;
+    for (const Segment& segment : segments) {
+      cost->tma_bytes +=
+          (segment.tma_read_bytes + segment.tma_write_bytes) * segment.executions * ctas;
+    }
+    for (const RoleInfo& role : roles) {
+      if (!cost->roles.empty()) cost->roles += ", ";
+      cost->roles += role.name + " " + std::to_string(role.warpgroups) + " WG x " +
+                     std::to_string(role.max_registers) + " regs";
+    }
     if (per_sm == 0) return false;
 
     // Waves: full ones of sm_count x per_sm CTAs, then the tail.
@@ -1159,7 +1464,11 @@ class AnalyticalModel : public CostModel {
     for (size_t i = 1; i < segments.size(); ++i) {
       barrier_in_loop = barrier_in_loop || segments[i].work.barriers > 0;
     }
+    // A warp-specialized kernel's roles are independent instruction streams, and its wgmma
+    // and TMA copies run beside the warps that issued them: its pipes overlap fully.
+    const bool specialized = !roles.empty();
     auto overlap_for = [&](double resident_ctas) {
+      if (specialized) return 1.0;
       const double warps_per_scheduler = resident_ctas * kernel.warps / schedulers;
       const double streams =
           barrier_in_loop ? resident_ctas * std::min(1.0, warps_per_scheduler / resident_ctas)
@@ -1168,7 +1477,8 @@ class AnalyticalModel : public CostModel {
     };
     auto compute_pipes = [&](const Work& work, double k) {
       PipeTime t;
-      t.tensor = k * work.tensor_flops / rate.tensor;
+      t.tensor = k * (work.tensor_flops - work.wgmma_flops) / rate.tensor +
+                 k * work.wgmma_flops / rate.wgmma;
       t.alu = k * work.alu_ops / rate.alu;
       t.special = k * work.special_ops / rate.special;
       t.shared = k * work.shared_bytes / rate.shared;
@@ -1181,10 +1491,17 @@ class AnalyticalModel : public CostModel {
     }
     const double async_fraction = reads > 0 ? async_reads / reads : 0.0;
     const double barrier_seconds = kBarrierCycles / (device_.clock_ghz * 1e9);
+    const double cycle_seconds = 1.0 / (device_.clock_ghz * 1e9);
+    const double store_wait_seconds = device_.l2_latency_ns * 1e-9;
+    // The fixed latencies of a region's synchronizing ops (Hopper's; zero elsewhere).
+    auto sync_time = [&](const Work& work) {
+      return work.sync_cycles * cycle_seconds + work.store_waits * store_wait_seconds;
+    };
     struct Wave {
       double seconds = 0.0;
       PipeTime pipes;
       double chain = 0.0;
+      RingTime ring;
     };
     auto wave = [&](double k, double active_sms) {
       Wave w;
@@ -1200,14 +1517,48 @@ class AnalyticalModel : public CostModel {
       if (dram_fraction > 0) cta_bandwidth = std::min(cta_bandwidth, dram_share / dram_fraction);
       cta_bandwidth /= k;
       const double single_overlap = overlap_for(1.0);
+      // Per role: the time of its regions outside the ring (its prologue and epilogue).
+      std::vector<double> role_time(roles.size(), 0.0);
+      std::vector<const Segment*> ring;  // each role's ring loop (see below)
+      if (specialized) ring = ring_loops(segments, roles.size());
       for (const Segment& segment : segments) {
+        if (segment.role >= 0 && ring[static_cast<size_t>(segment.role)] == &segment) continue;
         const double math = compute_pipes(segment.work, 1.0).combined(single_overlap);
-        double time = math + segment.work.barriers * barrier_seconds;
+        double time = math + segment.work.barriers * barrier_seconds + sync_time(segment.work);
         if (segment.read_bytes > 0) {
+          // A loop whose TMA loads fill a ring of allocation stages is pipelined that deep.
+          const int stages = std::max(segment.stages, segment.ring_stages);
           const double copy = latency + segment.read_bytes / cta_bandwidth;
-          time = segment.stages >= 2 ? std::max(math, copy / (segment.stages - 1)) : math + copy;
+          time = stages >= 2 ? std::max(math, copy / (stages - 1)) : math + copy;
         }
-        w.chain += segment.executions * time;
+        if (segment.role >= 0) {
+          role_time[static_cast<size_t>(segment.role)] += segment.executions * time;
+        } else {
+          w.chain += segment.executions * time;
+        }
+      }
+      if (specialized) {
+        // Warp specialization. The producer's loop and the consumers' loops exchange the
+        // stages of one ring (full / empty mbarriers): they advance together, one stage per
+        // period, so the ring loops take one time and each role adds its own prologue and
+        // epilogue around it (the slowest role's). Per ring iteration, with the work of every
+        // role's ring loop (one CTA, the SM to itself):
+        //   mma      the consumers' pipes (wgmma at the wgmma rate, its shared operand reads,
+        //            the TMA writes), overlapped: the tensor cores run beside the issuing warps;
+        //   copy     the producer's boxes in flight: latency + bytes at the CTA's bandwidth;
+        //   handoff  the fixed latencies of the mbarrier waits and arrives, fences and issues
+        //            of one iteration of the producer and of the slowest consumer;
+        //   period   max(mma (+ the consumer's handoff when it waits for each wgmma), the
+        //            producer's issue, (copy + mma + handoff) / stages): a stage is busy from
+        //            its load's issue until the wgmma reading it retires, and the ring holds
+        //            `stages` of them at once. So a deep ring hides the copy and the handoffs
+        //            behind the MMAs (time = max(copy, MMA)) and a shallow one adds them up.
+        // Plus, once per CTA, the pipeline fill: the first stage's copy, which nothing hides.
+        const RingTime r = ws_ring(ring, compute_pipes, sync_time, latency, cta_bandwidth);
+        w.ring = r;
+        double roles_time = 0.0;
+        for (double t : role_time) roles_time = std::max(roles_time, t);
+        w.chain += r.seconds + roles_time;
       }
       w.seconds = std::max(throughput, w.chain);
       return w;
@@ -1234,6 +1585,9 @@ class AnalyticalModel : public CostModel {
     const double main_throughput =
         main.pipes.combined(overlap_for(per_sm), async_fraction);
     cost->bound = main.chain > main_throughput ? "latency" : main.pipes.bound();
+    cost->ring_stages = main.ring.stages;
+    cost->ring_period_us = main.ring.period * 1e6;
+    cost->ring_fill_us = main.ring.fill * 1e6;
     cost->microseconds = seconds * 1e6 + device_.launch_overhead_us;
     return true;
   }

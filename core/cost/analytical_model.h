@@ -76,9 +76,40 @@
 //     again at every Mma of the iteration (the values that do not fit in an MMA loop are
 //     accumulator and operand fragments, which every k step uses). Kernel time = the waves' sum
 //     + launch overhead.
+//  Hopper (sm_90a, ir.h notes "Hopper"): warp-specialized kernels of TMA and wgmma.
+//     Work. Wgmma: 2*M*N*K tensor FLOPs at the wgmma rate (`wgmma_tensor_tflops_16bit`, 989 on
+//       the H100, against mma.sync's 660), plus its shared operand reads per warpgroup
+//       instruction (SS: the warpgroup's 64 rows of A; both forms: the whole of B, so warpgroups
+//       side by side read B once each). TmaLoad: the box's bytes as a global read (the reuse
+//       rule of step 2, coordinates for offsets) and a shared write, asynchronous; no CUDA-core
+//       issue and no registers (one elected thread). TmaStore: a global write and a shared read.
+//       StMatrix: its bytes of shared traffic. mbarrier wait / arrive / init, named barriers,
+//       fence.proxy.async, TMA issue, wgmma and bulk commits: fixed latencies in cycles (60, 10,
+//       20, 30, 20, 20, 4: analytical_model.cpp says why), on the chain only; a bulk wait_group
+//       one L2 latency (the store's flight).
+//     Occupancy. Registers per CTA = sum over roles of warpgroups x setmaxnreg x 128 (the
+//       budgets, not the liveness estimate); registers_per_thread reports their average.
+//     Time. The roles' pipes overlap fully (overlap 1: independent streams, asynchronous
+//       tensor cores and copies). The chain: the kernel's prologue, then the ring loops (each
+//       role's loop with the most executions among those that wait on mbarriers, load by TMA or
+//       issue wgmma) advancing together, one stage per period:
+//         period = max(mma (+ the consumer's handoff when it keeps no wgmma group in flight),
+//                      the producer's issue, (copy + mma + handoffs) / stages)
+//       mma: the ring loops' work per iteration on one SM (tensor at the wgmma rate, shared,
+//       ...) overlapped; copy: the iteration's boxes' latency + bytes at the CTA's bandwidth;
+//       handoffs: the producer's and the slowest consumer's fixed latencies; stages: the ring's
+//       depth (the fewest allocation stages among the TMA loads' destinations). Plus the fill
+//       (one copy) and the slowest role's own prologue and epilogue. So a deep ring makes the
+//       loop max(copy, MMA) and a shallow one their sum; the waves' throughput (step 4) bounds
+//       it from below as for every kernel.
+//     Deadlock. A consumer that releases a stage after wgmma.wait_group n holds n + 1 stages:
+//       a ring of n stages or fewer never frees one for the producer; infeasible, with the
+//       reason ("kernel gemm_ws deadlocks: ... its 1-stage ring needs at least 2 stages").
+//     A device without wgmma (`wgmma_tensor_tflops_16bit` 0: the A100) cannot run the kernel.
 //  Infeasible (feasible = false, one line naming the kernel and the numbers): more threads per CTA
 //  than the device allows, more shared memory than the per-CTA opt-in limit, or
-//  min(estimate, 255) registers x threads over the SM's register file.
+//  min(estimate, 255) registers x threads over the SM's register file (a warp-specialized
+//  kernel: its budgets), a ring that deadlocks, Hopper ops on a device without them.
 //
 // estimate() is a few linear walks over the ops (tens of microseconds for attention).
 #pragma once
@@ -105,7 +136,9 @@ struct OpWork {
   double special_ops = 0.0;   // MUFU lane operations
   double shared_bytes = 0.0;  // through the shared/L1 data path (wavefronts x 128)
   double barriers = 0.0;      // CTA-wide barriers
-  double global_bytes = 0.0;  // global reads and writes
+  double global_bytes = 0.0;  // global reads and writes (a TMA box's bytes)
+  double wgmma_flops = 0.0;   // of tensor_flops, issued by wgmma (the wgmma rate)
+  double sync_cycles = 0.0;   // fixed latency of an mbarrier / fence / named barrier / issue op
 };
 OpWork op_work(const matile::Kernel& kernel, const matile::Op& op);
 

@@ -41,7 +41,7 @@ struct DeviceModel {
   double launch_overhead_us = 0.0;
 
   // Added for the analytical model (analytical_model.h); zero means "not known".
-  double wgmma_tensor_tflops_16bit = 0.0;  // warpgroup MMA (sm_90a); the MA IR emits mma.sync
+  double wgmma_tensor_tflops_16bit = 0.0;  // warpgroup MMA (sm_90a: the Wgmma op); 0: no wgmma
   double dram_efficiency = 1.0;            // achievable fraction of dram_bytes_per_s (streaming)
   double global_bytes_per_clock_per_sm = 0.0;  // what one SM can pull from L2 per clock
   double dram_latency_ns = 0.0;            // a global load that misses L2, issue to use
@@ -76,6 +76,18 @@ struct KernelCost {
     double tensor = 0.0, cuda_core = 0.0, special = 0.0, dram = 0.0, l2 = 0.0, shared = 0.0,
            latency = 0.0;
   } pipes;
+
+  // Hopper (sm_90a; zero / empty for other kernels). Of tensor_flops, those issued by wgmma
+  // (at the wgmma rate; the rest is mma.sync's); the bytes TMA boxes move (loads and stores,
+  // requested from L2); the warp specialization: its roles ("producer 1 WG x 40 regs, ...") and
+  // the depth of the ring of shared stages they pass around, with the chain's time per ring
+  // iteration and its fill (one CTA, microseconds).
+  double wgmma_flops = 0.0;
+  double tma_bytes = 0.0;
+  std::string roles;
+  int ring_stages = 0;
+  double ring_period_us = 0.0;
+  double ring_fill_us = 0.0;
 };
 
 struct CostEstimate {

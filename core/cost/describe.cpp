@@ -1,3 +1,4 @@
+// describe(): the text explanation of a cost estimate, one line per kernel (cost_model.h).
 #include <cmath>
 #include <iomanip>
 #include <sstream>
@@ -36,19 +37,37 @@ std::string describe(const CostEstimate& estimate) {
       const double seconds = kernel.microseconds * 1e-6;
       out << fixed(kernel.microseconds, 1) << " us " << kernel.bound << "-bound";
       if (seconds > 0) {
-        if (kernel.tensor_flops > 0) {
-          out << ", " << fixed(kernel.tensor_flops / seconds / 1e12, 1) << " TFLOP/s tensor";
+        // wgmma and mma.sync run at different rates: name the path (both when a kernel mixes).
+        const double mma_sync_flops = kernel.tensor_flops - kernel.wgmma_flops;
+        if (kernel.wgmma_flops > 0) {
+          out << ", " << fixed(kernel.wgmma_flops / seconds / 1e12, 1)
+              << " TFLOP/s tensor cores (wgmma)";
+        }
+        if (mma_sync_flops > 0) {
+          out << ", " << fixed(mma_sync_flops / seconds / 1e12, 1) << " TFLOP/s tensor"
+              << (kernel.wgmma_flops > 0 ? " (mma.sync)" : "");
         }
         if (kernel.cuda_core_flops > 0) {
           out << ", " << fixed(kernel.cuda_core_flops / seconds / 1e12, 2) << " TFLOP/s cuda-core";
         }
         out << ", " << fixed(kernel.global_bytes / seconds / 1e9, 0) << " GB/s DRAM";
+        if (kernel.tma_bytes > 0) {
+          out << ", " << fixed(kernel.tma_bytes / seconds / 1e9, 0) << " GB/s by TMA";
+        }
       }
     }
     out << "; " << kernel.ctas << " CTAs, " << kernel.ctas_per_sm << " CTA/SM x " << kernel.warps
         << " warps, ~" << kernel.registers_per_thread << " regs, "
         << fixed(kernel.shared_bytes_per_cta / 1024.0, 1) << " KB smem";
     if (kernel.ctas_per_sm > 0) out << ", " << fixed(kernel.waves, 2) << " waves";
+    if (!kernel.roles.empty()) {
+      // Warp specialization: the roles' split and register budgets, and the ring they share.
+      out << "; warp-specialized: " << kernel.roles;
+      if (kernel.ring_stages > 0) {
+        out << "; " << kernel.ring_stages << "-stage ring, " << fixed(kernel.ring_period_us, 3)
+            << " us per stage + " << fixed(kernel.ring_fill_us, 2) << " us fill";
+      }
+    }
     out << "\n";
   }
   return out.str();

@@ -4,11 +4,12 @@
 // Where the numbers come from (docs/cost-model.md has the table):
 //   - SM counts, clocks, memory sizes, register files and shared-memory limits: NVIDIA's data
 //     sheets and the CUDA occupancy limits of the compute capability.
-//   - Tensor ceiling: the MA tile IR issues mma.sync.m16n8k16 (core/matile/ir.h), so the model
-//     uses what mma.sync can reach, not the data-sheet peak. On an H100 that is about 660 TFLOP/s
-//     (dense bf16): warpgroup MMA (wgmma) is needed for the ~989 of the data sheet, and
-//     `wgmma_tensor_tflops_16bit` keeps that number for when the IR grows wgmma. On an A100
-//     mma.sync is the native path: 312 TFLOP/s peak, about 290 reachable.
+//   - Tensor ceilings, one per instruction path. `tensor_tflops_16bit` is what mma.sync.m16n8k16
+//     (the Mma op) can reach, not the data-sheet peak: on an H100 about 660 TFLOP/s dense bf16,
+//     two thirds of the peak (HOPPER_TWILL_HEXCUTE.md §0.1, from the FlashAttention-3 blog);
+//     `wgmma_tensor_tflops_16bit` is warpgroup MMA's (the Wgmma op, sm_90a), the data sheet's
+//     989 (ANCHORS.md: "about 990"). On an A100 mma.sync is the native path: 312 TFLOP/s peak,
+//     about 290 reachable, and there is no wgmma (0).
 //   - DRAM: the data-sheet peak with `dram_efficiency` 0.9 (ANCHORS.md measured 3.02 TB/s for
 //     a device-to-device copy on an H100 whose peak is 3.35 TB/s).
 //

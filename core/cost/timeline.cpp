@@ -1,3 +1,5 @@
+// The per-warp timeline of a kernel's inner loop (timeline.h): a small simulation of the warps
+// (and, for warp-specialized kernels, of the roles meeting at mbarriers), sized by op_work.
 #include "core/cost/timeline.h"
 
 #include <algorithm>
@@ -8,6 +10,7 @@
 #include <unordered_map>
 
 #include "core/cost/analytical_model.h"
+#include "core/matile/visitor.h"
 #include "core/scalar/ir.h"
 #include "core/vrtile/ir.h"
 
@@ -40,6 +43,33 @@ bool find_loop(const matile::Region& region, bool want_pipelined, std::vector<co
   return false;
 }
 
+WarpCost warp_cost_on(const matile::Kernel& kernel, const matile::Op& op, const CycleCosts& costs,
+                      int warps_running);
+
+// The first Roles op at the top level of the kernel body, or null.
+const Op* top_level_roles(const matile::Region& body) {
+  for (const matile::OpPtr& op : body.ops) {
+    if (op->kind == OpKind::Roles) return op.get();
+  }
+  return nullptr;
+}
+
+// The ring's depth of a warp-specialized kernel: the most stages of an allocation a TMA box
+// lands in (0: none).
+int ring_stages(const matile::Kernel& kernel, const Op& roles) {
+  int stages = 0;
+  for (const matile::WarpRole& role : roles.roles) {
+    if (!role.body) continue;
+    matile::for_each_op(*role.body, [&](const Op& op) {
+      if (op.kind == OpKind::TmaLoad && op.shared.alloc >= 0 &&
+          op.shared.alloc < static_cast<int>(kernel.shared.size())) {
+        stages = std::max(stages, kernel.shared[static_cast<size_t>(op.shared.alloc)].stages);
+      }
+    });
+  }
+  return stages;
+}
+
 class Simulator {
  public:
   Simulator(const matile::Kernel& kernel, const TimelineOptions& options, PipelineTimeline& out)
@@ -58,10 +88,13 @@ class Simulator {
     for (size_t i = 0; i < count && i < ops.size(); ++i) step(*ops[i], iteration, static_cast<int>(i));
   }
 
-  // Rows: the warps, then one row per copy stage; copy bars get their row here.
+  // Rows: the warps, then one row per copy stage, then the Hopper rows (TMA stages, the tensor
+  // cores); copy bars get their row here.
   void finish() {
     for (int w = 0; w < kernel_.warps; ++w) {
-      out_.rows.push_back({TimelineRow::Kind::Warp, "warp " + std::to_string(w), w, -1});
+      std::string name = "warp " + std::to_string(w);
+      if (auto role = warp_roles_.find(w); role != warp_roles_.end()) name += " (" + role->second + ")";
+      out_.rows.push_back({TimelineRow::Kind::Warp, name, w, -1});
     }
     std::map<int, int> row_of_stage;
     for (const auto& [stage, bars] : copy_bars_) {
@@ -77,10 +110,302 @@ class Simulator {
         out_.bars.push_back(std::move(bar));
       }
     }
+    for (auto& [key, bars] : async_bars_) {
+      const int row = static_cast<int>(out_.rows.size());
+      out_.rows.push_back({TimelineRow::Kind::Copies,
+                           key.first == 0 ? "tma stage " + std::to_string(key.second)
+                                          : std::string("tensor cores (wgmma)"),
+                           -1, key.first == 0 ? key.second : -1});
+      for (TimelineBar& bar : bars) {
+        bar.row = row;
+        out_.total_cycles = std::max(out_.total_cycles, bar.end);
+        out_.bars.push_back(std::move(bar));
+      }
+    }
     out_.total_cycles = std::max(out_.total_cycles, latest_clock());
   }
 
+  // Warp specialization (timeline.h): runs every role of `roles` on its warps, each role's ops
+  // before its first loop and then `iterations` iterations of that loop (`ahead` more for a role
+  // that loads by TMA), the roles meeting at mbarriers, until every role is done or waits for a
+  // phase no role will complete. The first role's loop gives out_'s loop fields.
+  void run_roles(const Op& roles, int iterations, int ahead) {
+    std::vector<RoleRun> runs;
+    int first_warp = 0;
+    const int64_t start = latest_clock();
+    for (const matile::WarpRole& role : roles.roles) {
+      RoleRun run;
+      run.name = role.name;
+      run.first_warp = first_warp;
+      run.warps = 4 * role.warpgroups;
+      first_warp += run.warps;
+      run.clock = start;
+      for (int w = run.first_warp; w < run.first_warp + run.warps; ++w) warp_roles_[w] = role.name;
+      if (role.body) plan_role(*role.body, iterations, ahead, run);
+      runs.push_back(std::move(run));
+    }
+    if (!runs.empty() && runs[0].loop) {
+      const Op& loop = *runs[0].loop;
+      out_.loop_var = loop.loop_var ? loop.loop_var->name : "";
+      out_.loop_extent = loop.extent;
+      out_.iterations = std::min(iterations, static_cast<int>(loop.extent));
+    }
+    // Discrete events: the role with the earliest clock that can go on takes its next step; a
+    // role whose mbarrier wait cannot be satisfied yet waits until another role has moved.
+    while (true) {
+      RoleRun* next = nullptr;
+      for (RoleRun& run : runs) {
+        if (run.next < run.steps.size() && !run.blocked && (!next || run.clock < next->clock)) next = &run;
+      }
+      if (!next) break;
+      if (role_step(*next)) {
+        for (RoleRun& run : runs) run.blocked = false;
+      } else {
+        next->blocked = true;
+      }
+    }
+    for (RoleRun& run : runs) {
+      close_span(run);
+      for (int w = run.first_warp; w < run.first_warp + run.warps && w < static_cast<int>(clock_.size()); ++w) {
+        clock_[static_cast<size_t>(w)] = run.clock;
+      }
+    }
+    if (!runs.empty()) {
+      out_.loop_start = runs[0].loop_start;
+      out_.iteration_spans = runs[0].spans;
+    }
+  }
+
  private:
+  // One op of a role's program: the op, its loop iteration (-1 before the loop), its position.
+  struct RoleStep {
+    const Op* op = nullptr;
+    int iteration = -1;
+    int op_index = 0;
+  };
+  struct RoleRun {
+    std::string name;
+    int first_warp = 0, warps = 0;
+    std::vector<RoleStep> steps;
+    size_t next = 0;
+    int64_t clock = 0;
+    bool blocked = false;
+    const Op* loop = nullptr;
+    int64_t open_wgmma = -1;              // when the open wgmma group's last wgmma ends
+    std::vector<int64_t> wgmma_groups;    // committed groups' ends, oldest first
+    int64_t loop_start = 0;
+    int iteration = -1;  // of the last step taken
+    std::vector<std::pair<int64_t, int64_t>> spans;  // per drawn iteration of its loop
+  };
+
+  void close_span(RoleRun& run) const {
+    if (run.iteration >= 0 && run.iteration < out_.iterations && !run.spans.empty()) {
+      run.spans.back().second = run.clock;
+    }
+  }
+  // One mbarrier slot: the arrivals and bytes its current phase still waits for, the latest
+  // contribution, and when each completed phase completed.
+  struct SlotState {
+    int64_t pending = 0;
+    int64_t tx = 0;
+    int64_t latest = 0;
+    std::vector<int64_t> completed;
+  };
+
+  // A role's program: the ops before its first loop, then that loop's iterations (a role that
+  // loads by TMA `ahead` more, as far as the loop goes).
+  void plan_role(const matile::Region& body, int iterations, int ahead, RoleRun& run) {
+    for (size_t i = 0; i < body.ops.size(); ++i) {
+      const Op& op = *body.ops[i];
+      if (op.kind != OpKind::For || !op.body) {
+        run.steps.push_back({&op, -1, static_cast<int>(i)});
+        continue;
+      }
+      bool loads = false;
+      matile::for_each_op(*op.body, [&](const Op& inner) { loads = loads || inner.kind == OpKind::TmaLoad; });
+      const int64_t trips = std::min<int64_t>(op.extent, iterations + (loads ? ahead : 0));
+      run.loop = &op;
+      for (int64_t it = 0; it < trips; ++it) {
+        for (size_t j = 0; j < op.body->ops.size(); ++j) {
+          if (op.body->ops[j]->kind == OpKind::Yield) continue;
+          run.steps.push_back({op.body->ops[j].get(), static_cast<int>(it), static_cast<int>(j)});
+        }
+      }
+      return;  // the epilogue after the loop is not drawn
+    }
+  }
+
+  SlotState& slot_state(const matile::BarrierRef& ref) {
+    const int64_t slot = ref.index ? scalar(ref.index).value_or(0) : 0;
+    auto [it, inserted] = slots_.try_emplace({ref.barrier, slot});
+    if (inserted && ref.barrier >= 0 && ref.barrier < static_cast<int>(kernel_.mbarriers.size())) {
+      it->second.pending = kernel_.mbarriers[static_cast<size_t>(ref.barrier)].arrivals;
+    }
+    return it->second;
+  }
+
+  static void maybe_complete(SlotState& slot, int64_t arrivals) {
+    if (slot.pending <= 0 && slot.tx <= 0) {
+      slot.completed.push_back(slot.latest);
+      slot.pending = arrivals;
+      slot.tx = 0;
+      slot.latest = 0;
+    }
+  }
+
+  int64_t arrivals_of(const matile::BarrierRef& ref) const {
+    return ref.barrier >= 0 && ref.barrier < static_cast<int>(kernel_.mbarriers.size())
+               ? kernel_.mbarriers[static_cast<size_t>(ref.barrier)].arrivals
+               : 1;
+  }
+
+  std::string slot_text(const matile::BarrierRef& ref) const {
+    std::string name = ref.barrier >= 0 && ref.barrier < static_cast<int>(kernel_.mbarriers.size())
+                           ? kernel_.mbarriers[static_cast<size_t>(ref.barrier)].name
+                           : "mbarrier";
+    const std::optional<int64_t> slot = ref.index ? scalar(ref.index) : std::optional<int64_t>(0);
+    return name + "[" + (slot ? std::to_string(*slot) : "?") + "]";
+  }
+
+  void role_bar(RoleRun& run, int64_t start, int64_t end, OpClass op_class, const std::string& text,
+                int64_t instructions, const RoleStep& step) {
+    for (int w = run.first_warp; w < run.first_warp + run.warps; ++w) {
+      add_bar(w, start, end, op_class, text, instructions, step.iteration, step.op_index);
+    }
+  }
+
+  // Executes the role's next step; false (nothing done) when it is an mbarrier wait whose phase
+  // has not completed yet.
+  bool role_step(RoleRun& run) {
+    const RoleStep& step = run.steps[run.next];
+    const Op& op = *step.op;
+    if (step.iteration >= 0 && run.loop && run.loop->loop_var) {
+      set_scalar(run.loop->loop_var, step.iteration);
+    }
+    // Iteration spans of the role's loop (the drawn iterations only).
+    if (step.iteration > run.iteration) {
+      if (run.iteration < 0) run.loop_start = run.clock;
+      close_span(run);
+      if (step.iteration < out_.iterations) run.spans.emplace_back(run.clock, run.clock);
+      run.iteration = step.iteration;
+    }
+    const int64_t sync = static_cast<int64_t>(std::ceil(op_work(kernel_, op).sync_cycles));
+    const int64_t t = run.clock;
+    switch (op.kind) {
+      case OpKind::MBarrierWait: {
+        SlotState& slot = slot_state(op.mbarrier);
+        const std::optional<int64_t> parity =
+            op.operands.empty() ? std::optional<int64_t>(0) : scalar(op.operands[0]);
+        const int64_t completed = static_cast<int64_t>(slot.completed.size());
+        // The phase of `parity` has completed when the current phase has the other parity.
+        if (parity && completed % 2 == *parity % 2) return false;
+        const int64_t ready = completed > 0 ? slot.completed.back() : t;
+        const int64_t end = std::max(t, ready) + sync;
+        role_bar(run, t, end, OpClass::Wait,
+                 "mbarrier.wait " + slot_text(op.mbarrier) +
+                     (parity ? " parity " + std::to_string(*parity) : std::string()),
+                 1, step);
+        run.clock = end;
+        break;
+      }
+      case OpKind::MBarrierArrive: {
+        const int64_t end = t + sync;
+        role_bar(run, t, end, OpClass::Control,
+                 std::string(op.tx_bytes > 0 ? "mbarrier.arrive.expect_tx " : "mbarrier.arrive ") +
+                     slot_text(op.mbarrier),
+                 1, step);
+        SlotState& slot = slot_state(op.mbarrier);
+        slot.pending -= std::max<int64_t>(op.arrivals_per_op, 1);
+        slot.tx += op.tx_bytes;
+        slot.latest = std::max(slot.latest, end);
+        maybe_complete(slot, arrivals_of(op.mbarrier));
+        run.clock = end;
+        break;
+      }
+      case OpKind::TmaLoad: {
+        const int64_t end = t + sync;
+        const int64_t bytes = static_cast<int64_t>(op_work(kernel_, op).global_bytes);
+        const std::optional<int64_t> stage =
+            op.shared.stage ? scalar(op.shared.stage) : std::optional<int64_t>(0);
+        const std::string target =
+            (op.tma_map >= 0 && op.tma_map < static_cast<int>(kernel_.tma_maps.size())
+                 ? kernel_.tma_maps[static_cast<size_t>(op.tma_map)].name
+                 : std::string("?")) +
+            " -> " + kernel_.shared[static_cast<size_t>(op.shared.alloc)].name +
+            (stage ? "[" + std::to_string(*stage) + "]" : "[?]");
+        role_bar(run, t, end, OpClass::AsyncCopy, "tma.load " + target, 1, step);
+        const int64_t lands =
+            end + costs_.copy_latency + bytes / std::max<int64_t>(1, costs_.copy_bytes_per_cycle);
+        TimelineBar flight;
+        flight.iteration = step.iteration;
+        flight.start = end;
+        flight.end = lands;
+        flight.op_class = OpClass::AsyncCopy;
+        flight.label = "tma.load " + target + " in flight (" + kib_text(bytes) + ")";
+        flight.stage = stage ? static_cast<int>(*stage) : -1;
+        flight.op_index = step.op_index;
+        flight.instructions = 0;
+        async_bars_[{0, flight.stage}].push_back(std::move(flight));
+        SlotState& slot = slot_state(op.mbarrier);
+        slot.tx -= bytes;
+        slot.latest = std::max(slot.latest, lands);
+        maybe_complete(slot, arrivals_of(op.mbarrier));
+        run.clock = end;
+        break;
+      }
+      case OpKind::Wgmma: {
+        const int64_t end = t + costs_.wgmma_issue;
+        const double flops = op_work(kernel_, op).tensor_flops;
+        const int64_t k_atoms = std::max<int64_t>(op.extent / 16, 1);
+        const std::string text = "wgmma" + (op.results.empty() ? std::string() : " %" + op.results[0]->name);
+        role_bar(run, t, end, OpClass::Mma, text, k_atoms, step);
+        const int64_t begin = std::max(end, tensor_free_);
+        const int64_t cycles = static_cast<int64_t>(
+            std::ceil(flops / static_cast<double>(std::max<int64_t>(1, costs_.wgmma_flops_per_cycle))));
+        tensor_free_ = begin + cycles;
+        run.open_wgmma = std::max(run.open_wgmma, tensor_free_);
+        TimelineBar running;
+        running.iteration = step.iteration;
+        running.start = begin;
+        running.end = tensor_free_;
+        running.op_class = OpClass::Mma;
+        running.label = text + " (" + run.name + ")";
+        running.op_index = step.op_index;
+        async_bars_[{1, -1}].push_back(std::move(running));
+        run.clock = end;
+        break;
+      }
+      case OpKind::WgmmaCommitGroup: {
+        run.wgmma_groups.push_back(run.open_wgmma >= 0 ? run.open_wgmma : t);
+        run.open_wgmma = -1;
+        role_bar(run, t, t + sync, OpClass::Control, "wgmma.commit_group", 1, step);
+        run.clock = t + sync;
+        break;
+      }
+      case OpKind::WgmmaWaitGroup: {
+        const size_t keep = static_cast<size_t>(std::max<int64_t>(0, op.extent));
+        int64_t ready = t;
+        while (run.wgmma_groups.size() > keep) {
+          ready = std::max(ready, run.wgmma_groups.front());
+          run.wgmma_groups.erase(run.wgmma_groups.begin());
+        }
+        role_bar(run, t, ready + sync, OpClass::Wait, "wgmma.wait_group " + std::to_string(op.extent), 1,
+                 step);
+        run.clock = ready + sync;
+        break;
+      }
+      default: {
+        const WarpCost c = warp_cost_on(kernel_, op, costs_, run.warps);
+        role_bar(run, t, t + c.cycles, c.op_class, label(op), c.instructions, step);
+        run.clock = t + c.cycles;
+        evaluate_scalar(op);
+        break;
+      }
+    }
+    ++run.next;
+    return true;
+  }
+
   std::optional<int64_t> scalar(const Value& value) const {
     if (!value) return std::nullopt;
     auto found = scalars_.find(value.get());
@@ -287,6 +612,11 @@ class Simulator {
   std::vector<std::vector<int64_t>> committed_;   // landing times of committed groups, oldest first
   std::unordered_map<const matile::ValueNode*, int64_t> scalars_;
   std::map<int, std::vector<TimelineBar>> copy_bars_;
+  // Hopper rows: (0, stage) TMA flights per stage, (1, -1) the tensor cores' wgmmas.
+  std::map<std::pair<int, int>, std::vector<TimelineBar>> async_bars_;
+  std::map<std::pair<int, int64_t>, SlotState> slots_;  // (mbarrier array, slot)
+  std::map<int, std::string> warp_roles_;               // warp -> its role's name
+  int64_t tensor_free_ = 0;                             // when the tensor cores are next free
 };
 
 // Runs the ops before path[level] in `region`, then descends into it; the last For of the path
@@ -315,18 +645,28 @@ void run_path(Simulator& sim, const matile::Region& region, const std::vector<co
 }  // namespace
 
 WarpCost warp_cost(const matile::Kernel& kernel, const matile::Op& op, const CycleCosts& costs) {
+  return warp_cost_on(kernel, op, costs, kernel.warps);
+}
+
+namespace {
+
+// warp_cost for an op that runs on `warps` warps (a role's, in a warp-specialized kernel).
+WarpCost warp_cost_on(const matile::Kernel& kernel, const matile::Op& op, const CycleCosts& costs,
+                      int warps_running) {
   if (op.kind == OpKind::For) {
     // A nested loop: its body's costs (waits not modelled) times its trip count.
     int64_t body = 0;
     if (op.body) {
-      for (const matile::OpPtr& inner : op.body->ops) body += warp_cost(kernel, *inner, costs).cycles;
+      for (const matile::OpPtr& inner : op.body->ops) {
+        body += warp_cost_on(kernel, *inner, costs, warps_running).cycles;
+      }
     }
     return {OpClass::Control, body * op.extent, 0};
   }
   // 1. The op's work for the whole CTA, as the estimate counts it, as warp instructions per pipe
   //    (the work is spread evenly over the warps).
   const OpWork work = op_work(kernel, op);
-  const double warps = std::max(1, kernel.warps);
+  const double warps = std::max(1, warps_running);
   const double lanes = warps * matile::kWarpSize;
   const double alu = work.alu_ops / lanes;
   const double sfu = work.special_ops / lanes;
@@ -380,26 +720,38 @@ WarpCost warp_cost(const matile::Kernel& kernel, const matile::Op& op, const Cyc
     case OpKind::Barrier:
     case OpKind::Yield:
       break;
-    // Hopper's asynchronous ops have no cost yet (issue 13, cost model).
+    // Hopper. Outside the role simulation (which times waits, TMA flights and wgmma on the
+    // tensor cores itself) these are the issuing warp's cycles: the model's fixed latencies for
+    // the synchronizing ops, a TMA box's one-thread issue, a wgmma's run at the tensor cores'
+    // rate, stmatrix's wavefronts.
     case OpKind::Roles:
+      break;
     case OpKind::MBarrierInit:
     case OpKind::MBarrierArrive:
+    case OpKind::FenceProxyAsync:
+    case OpKind::BulkCommitGroup:
+    case OpKind::WgmmaFence:
+    case OpKind::WgmmaCommitGroup:
+      return {OpClass::Control, whole(work.sync_cycles), 1};
     case OpKind::MBarrierWait:
     case OpKind::NamedBarrier:
-    case OpKind::FenceProxyAsync:
+    case OpKind::BulkWaitGroup:
+    case OpKind::WgmmaWaitGroup:
+      return {OpClass::Wait, whole(work.sync_cycles), 1};
     case OpKind::TmaLoad:
     case OpKind::TmaStore:
-    case OpKind::BulkCommitGroup:
-    case OpKind::BulkWaitGroup:
-    case OpKind::WgmmaFence:
+      return {OpClass::AsyncCopy, whole(work.sync_cycles), 1};
     case OpKind::Wgmma:
-    case OpKind::WgmmaCommitGroup:
-    case OpKind::WgmmaWaitGroup:
+      return {OpClass::Mma,
+              whole(work.tensor_flops / static_cast<double>(std::max<int64_t>(1, costs.wgmma_flops_per_cycle))),
+              std::max<int64_t>(op.extent / 16, 1)};
     case OpKind::StMatrix:
-      break;
+      return {OpClass::SharedLoad, shared, whole(wavefronts)};
   }
   return {OpClass::Wait, 0, 0};
 }
+
+}  // namespace
 
 const char* op_class_name(OpClass op_class) {
   switch (op_class) {
@@ -421,6 +773,20 @@ PipelineTimeline timeline_from_kernel(const matile::Kernel& kernel, const Timeli
   std::vector<const Op*> path;
   if (!kernel.body || kernel.warps <= 0) {
     timeline.error = "kernel " + kernel.name + " has no body";
+    return timeline;
+  }
+  if (const Op* roles = top_level_roles(*kernel.body)) {
+    // Warp specialization: the ops before the Roles op on every warp, then the roles.
+    timeline.pipeline_stages = ring_stages(kernel, *roles);
+    Simulator sim(kernel, options, timeline);
+    size_t position = 0;
+    while (kernel.body->ops[position].get() != roles) ++position;
+    sim.run(kernel.body->ops, position, -1);
+    sim.run_roles(*roles, std::max(0, options.iterations), std::max(1, timeline.pipeline_stages));
+    sim.finish();
+    if (timeline.iteration_spans.empty()) {
+      timeline.error = "kernel " + kernel.name + ": its first role has no loop to draw";
+    }
     return timeline;
   }
   if (!find_loop(*kernel.body, true, path)) {

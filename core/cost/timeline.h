@@ -2,7 +2,10 @@
 // size of every bar comes from the analytical cost model's count of the op's work
 // (analytical_model.h, op_work), so the picture and the estimate read the same numbers.
 //
-// What is simulated. MA tile IR has no warp specialization: every warp executes every op in
+// Warp-specialized kernels (a Roles op, sm_90a) are simulated role by role: see the section
+// "Warp specialization" below.
+//
+// What is simulated. Without warp specialization every warp executes every op in
 // program order (core/matile/ir.h). timeline_from_kernel() walks the kernel body up to its inner
 // loop (the prologue) and then `iterations` iterations of that loop, per warp, with a clock per
 // warp:
@@ -27,6 +30,20 @@
 // bar.sync, issues the K and V copies of stage 1 (they fly on the "cp.async stage 1" row while
 // the warp runs its QK mma.sync, the softmax and its PV mma.sync on stage 0), and iteration 1
 // waits for them at its own wait_group.
+//
+// Warp specialization. When the kernel body holds a Roles op, the ops before it run on every
+// warp as above; then each role runs on its own warps with its own clock: the ops of its body
+// before its first loop (a consumer's peeled first k step), then that loop's first `iterations`
+// iterations (a producer as many more as its ring lets it run ahead); what follows the loop (the
+// epilogue) is not drawn. The roles meet only at mbarriers: an arrive (with its expect_tx bytes)
+// and the landing of the TMA boxes counted on a slot complete its phase, and mbarrier.try_wait
+// blocks until the phase of its parity has completed, so a role waiting for a stage shows a Wait
+// bar as long as the copy or the consumers keep it. A TMA box flies on a "tma stage s" row; a
+// wgmma occupies the SM's tensor cores (one "tensor cores (wgmma)" row, shared by the consumers,
+// whose wgmmas queue there) and wgmma.wait_group n waits until all but the n most recent groups
+// of its role have run. A 1-stage ring therefore shows the producer and the consumers taking
+// turns, a deep one the next stages' boxes flying under the current stage's wgmma. Roles left
+// waiting when the drawn iterations end are not an error.
 //
 // Later the pipeline solver (DESIGN.md §5) produces a modulo reservation table and a per-warp
 // schedule; it only has to fill a PipelineTimeline (rows, bars) for the panel to draw it.
@@ -69,12 +86,21 @@ struct CycleCosts {
   int64_t copy_bytes_per_cycle = 32;  // the CTA's share of global bandwidth
   int64_t global_latency = 500; // ld.global: until the registers are usable
   int64_t commit = 1;           // cp.async.commit_group
+  // Hopper (warp-specialized kernels). wgmma runs on the SM's tensor cores at 4096 FLOP per
+  // clock (the data sheet's 989 TFLOP/s dense bf16 over 132 SMs at its 1.83 GHz boost clock),
+  // beside the warps that issued it; issuing one takes `wgmma_issue`. A TMA box flies like a
+  // cp.async (copy_latency + bytes / copy_bytes_per_cycle) after its one-thread issue, whose
+  // cycles, like those of mbarrier waits and arrives, fences and commits, are the analytical
+  // model's fixed latencies (op_work's sync_cycles).
+  int64_t wgmma_flops_per_cycle = 4096;
+  int64_t wgmma_issue = 8;
 };
 
 struct TimelineRow {
   enum class Kind { Warp, Copies };
   Kind kind = Kind::Warp;
-  std::string name;  // "warp 3", "cp.async stage 1"
+  std::string name;  // "warp 3", "cp.async stage 1", "warp 4 (consumer0)", "tma stage 2",
+                     // "tensor cores (wgmma)"
   int warp = -1;     // Warp rows
   int stage = -1;    // Copies rows (-1: copies whose stage is not known)
 };
@@ -97,7 +123,7 @@ struct PipelineTimeline {
   std::string kernel;
   std::string loop_var;      // "n_o"
   int64_t loop_extent = 0;
-  int pipeline_stages = 0;
+  int pipeline_stages = 0;   // a warp-specialized kernel: its ring's stages
   int iterations = 0;        // loop iterations drawn
   std::vector<TimelineRow> rows;
   std::vector<TimelineBar> bars;
@@ -125,7 +151,9 @@ WarpCost warp_cost(const matile::Kernel& kernel, const matile::Op& op, const Cyc
 
 // The inner loop of `kernel`: the first software-pipelined For (pipeline_stages > 0), else the
 // first For, searched depth-first in program order; the timeline covers the ops before it at the
-// kernel's top level and its first iterations. A kernel without a loop yields `error`.
+// kernel's top level and its first iterations. A kernel without a loop yields `error`. A kernel
+// with a Roles op at its top level: every role's loop (above, "Warp specialization"); the
+// loop_var, extent and iteration spans are those of the first role's loop (on its first warp).
 PipelineTimeline timeline_from_kernel(const matile::Kernel& kernel,
                                       const TimelineOptions& options = {});
 

@@ -12,7 +12,7 @@ namespace {
 using scalar::BufferRole;
 using scalar::MemoryScope;
 
-constexpr int64_t kTileM = 128, kTileN = 64, kTileK = 64;
+constexpr int64_t kTileM = 128, kTileK = 64;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -27,6 +27,8 @@ ModulePtr hopper_gemm(const HopperGemmShape& shape, HopperBug bug) {
                                        BufferRole::Output);
   const int S = shape.stages;
   const int64_t KT = ceil_div(shape.k, kTileK);
+  const int64_t kTileN = shape.tile_n;
+  const bool tma_epilogue = kTileN == 64;
 
   Builder b(12);
   const Value pid_m = b.grid("pid_m", ceil_div(shape.m, kTileM));
@@ -35,15 +37,17 @@ ModulePtr hopper_gemm(const HopperGemmShape& shape, HopperBug bug) {
                           *tma_box_layout(DType::BF16, {kTileM, kTileK}, 128), S, "A stages");
   const int bs = b.shared("Bs", DType::BF16, {kTileN, kTileK},
                           *tma_box_layout(DType::BF16, {kTileN, kTileK}, 128), S, "B stages");
-  const int cs = b.shared("Cs", DType::BF16, {kTileM, kTileN},
-                          *tma_box_layout(DType::BF16, {kTileM, kTileN}, 128), 1, "C tile");
+  const int cs = tma_epilogue ? b.shared("Cs", DType::BF16, {kTileM, kTileN},
+                                         *tma_box_layout(DType::BF16, {kTileM, kTileN}, 128), 1,
+                                         "C tile")
+                              : -1;
   const int full = b.mbarrier("full", S, 1, "stage loaded");
   const int empty = shape.cooperative
                         ? b.mbarrier("empty", S, 1, "stage released by the consumers")
                         : b.mbarrier("empty", S, 2, "stage released by both consumers");
   const int tm_a = b.tma_map("tmA", A, {kTileM, kTileK}, 128);
   const int tm_b = b.tma_map("tmB", B, {kTileN, kTileK}, 128);
-  const int tm_c = b.tma_map("tmC", C, {kTileM, kTileN}, 128);
+  const int tm_c = tma_epilogue ? b.tma_map("tmC", C, {kTileM, kTileN}, 128) : -1;
 
   // Uniform index scalars of the region being built (the CTA's or a role's threads).
   const auto constant = [&](int64_t value, const std::string& name = "") {
@@ -59,6 +63,8 @@ ModulePtr hopper_gemm(const HopperGemmShape& shape, HopperBug bug) {
   b.barrier();
   const Value m0 = binary(BinaryOp::Mul, pid_m, kTileM, "m0");
   const Value n0 = binary(BinaryOp::Mul, pid_n, kTileN, "n0");
+  // The second consumer's first row, for the st.global epilogue (a CTA-wide scalar).
+  const Value m1 = tma_epilogue ? nullptr : binary(BinaryOp::Add, m0, 64, "m1");
   const int64_t box_bytes = (kTileM + kTileN) * kTileK * 2;
 
   const auto producer = [&] {
@@ -118,6 +124,16 @@ ModulePtr hopper_gemm(const HopperGemmShape& shape, HopperBug bug) {
     if (bug != HopperBug::AccumulatorBeforeWait) b.wgmma_wait_group(0);
     if (releases && !early) b.mbarrier_arrive(BarrierRef{empty, constant((KT - 1) % S, "last")});
     const Value c16 = b.cast(acc[0], DType::BF16, "c16");
+    if (!tma_epilogue) {
+      // st.global of the role's rows straight from the accumulator layout.
+      GlobalAccess access;
+      access.offsets = {g == 0 ? m0 : m1, n0};
+      access.tile_axes = {0, 1};
+      access.bounds = {shape.m, shape.n};
+      b.global_store(C, access, {}, c16);
+      if (bug == HopperBug::AccumulatorBeforeWait) b.wgmma_wait_group(0);
+      return;
+    }
     b.stmatrix(SharedRef{cs, nullptr, {64 * g, 0}, false}, c16);
     if (bug != HopperBug::MissingProxyFence) b.fence_proxy_async();
     b.named_barrier(1, 256);

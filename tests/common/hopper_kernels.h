@@ -1,6 +1,6 @@
 // A hand-built warp-specialized Hopper GEMM in MA tile IR, C = A * B^T (A: [M, K], B: [N, K],
 // C: [M, N], all bf16), and deliberately broken variants of it for the interpreter's race and
-// deadlock checks. One CTA computes a 128 x 64 tile of C:
+// deadlock checks. One CTA computes a 128 x 64 tile of C (128 x tile_n, see HopperGemmShape):
 //
 //   producer (1 warpgroup, 40 registers), for k in 0..KT:
 //     mbarrier.wait empty[k % S] parity ((k / S) % 2) ^ 1      -- the stage was released
@@ -44,6 +44,11 @@ struct HopperGemmShape {
   // One consumer role of 2 warpgroups sharing one m128 wgmma (CUTLASS's cooperative form)
   // instead of two roles of one warpgroup each.
   bool cooperative = false;
+  // Columns of C per CTA (the wgmma N): 64, or a multiple of 8 up to 256 for a wider tile,
+  // which halves (128) or quarters (256) the B traffic per FLOP. A tile wider than 64 stores
+  // C from the registers with st.global (the TMA store's box is limited to the 128-byte swizzle
+  // span), so its epilogue has no stmatrix, fence or tma.store.
+  int64_t tile_n = 64;
 };
 
 ModulePtr hopper_gemm(const HopperGemmShape& shape, HopperBug bug = HopperBug::None);

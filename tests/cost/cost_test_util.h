@@ -14,8 +14,10 @@ using nautilus::testing::hand_schedule;  // tests/common/spec_test_util.h
 
 // Compiles assets/specs/<asset>.nt with -D `sizes` and the printed `decisions` (empty: the
 // unscheduled program) to MA tile IR; fails the calling test (and returns null) on any error.
+// `arch`: the MA lowering's target ("sm_80", "sm_90a"; empty: the lowering's default).
 matile::ModulePtr compile_ma(const std::string& asset, const std::vector<std::string>& sizes,
-                             const std::vector<std::string>& decisions);
+                             const std::vector<std::string>& decisions,
+                             const std::string& arch = "");
 
 // `decisions` with every decision of `kind` (e.g. "launch") on the same target replaced by
 // `replacement`, or `replacement` appended when there is none.

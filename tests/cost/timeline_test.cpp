@@ -1,6 +1,8 @@
 // The per-warp timeline of an MA tile kernel's inner loop (core/cost/timeline.h): every MMA on
 // every warp in every iteration, copies of the next stage in flight during this stage's MMAs,
-// barriers and waits, and bars sized by the analytical model's work of each op.
+// barriers and waits, and bars sized by the analytical model's work of each op; for a
+// warp-specialized Hopper kernel, each role on its own warps meeting the others at mbarriers,
+// TMA boxes in flight per stage and the wgmmas queued on the tensor cores.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,6 +14,7 @@
 
 #include "core/cost/analytical_model.h"
 #include "core/cost/timeline.h"
+#include "tests/common/hopper_kernels.h"
 #include "tests/cost/cost_test_util.h"
 
 namespace nautilus::cost {
@@ -231,6 +234,100 @@ TEST(PipelineTimelineModel, BarsAreTheCostModelsWorkOfEachOpPerWarp) {
     EXPECT_EQ(slow.bars[i].end - slow.bars[i].start,
               2 * (timeline.bars[i].end - timeline.bars[i].start));
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Warp specialization: the hand-built TMA + wgmma GEMM (producer warps 0-3, consumer0 4-7,
+// consumer1 8-11), 16 k steps per CTA.
+matile::ModulePtr ws_gemm(int stages) {
+  return matile::testing::hopper_gemm(matile::testing::HopperGemmShape{512, 512, 1024, stages});
+}
+
+bool has_bar(const PipelineTimeline& timeline, int row, const std::string& label_start) {
+  return std::any_of(timeline.bars.begin(), timeline.bars.end(), [&](const TimelineBar& bar) {
+    return bar.row == row && bar.label.rfind(label_start, 0) == 0;
+  });
+}
+
+int row_named(const PipelineTimeline& timeline, const std::string& name) {
+  for (size_t r = 0; r < timeline.rows.size(); ++r) {
+    if (timeline.rows[r].name == name) return static_cast<int>(r);
+  }
+  return -1;
+}
+
+TEST(PipelineTimelineModel, WarpSpecializedRolesRunOnTheirOwnWarps) {
+  const matile::ModulePtr module = ws_gemm(3);
+  const PipelineTimeline timeline = timeline_from_kernel(*module->kernels[0]);
+  ASSERT_EQ(timeline.error, "");
+  EXPECT_EQ(timeline.loop_var, "k");  // the producer's loop
+  EXPECT_EQ(timeline.loop_extent, 16);
+  EXPECT_EQ(timeline.pipeline_stages, 3);
+  EXPECT_EQ(timeline.iteration_spans.size(), 3u);
+  ASSERT_GE(timeline.rows.size(), 12u);
+  EXPECT_EQ(timeline.rows[0].name, "warp 0 (producer)");
+  EXPECT_EQ(timeline.rows[4].name, "warp 4 (consumer0)");
+  EXPECT_EQ(timeline.rows[11].name, "warp 11 (consumer1)");
+  const int tensor = row_named(timeline, "tensor cores (wgmma)");
+  ASSERT_GE(tensor, 0);
+  for (int stage = 0; stage < 3; ++stage) {
+    EXPECT_GE(row_named(timeline, "tma stage " + std::to_string(stage)), 0) << stage;
+  }
+  // The producer loads and never multiplies; the consumers multiply and never load.
+  EXPECT_TRUE(has_bar(timeline, 0, "tma.load"));
+  EXPECT_FALSE(has_bar(timeline, 0, "wgmma"));
+  for (int warp : {4, 8}) {
+    EXPECT_TRUE(has_bar(timeline, warp, "wgmma %"));
+    EXPECT_TRUE(has_bar(timeline, warp, "mbarrier.wait full"));
+    EXPECT_FALSE(has_bar(timeline, warp, "tma.load"));
+  }
+  const auto groups = identical_warp_rows(timeline);
+  EXPECT_NE(std::find(groups.begin(), groups.end(), std::vector<int>{0, 1, 2, 3}), groups.end());
+  EXPECT_NE(std::find(groups.begin(), groups.end(), std::vector<int>{4, 5, 6, 7}), groups.end());
+  // The tensor cores run one wgmma at a time (the consumers' queue), each m64n64k64 for
+  // 2 * 64 * 64 * 64 / 4096 cycles, and the first only after stage 0's boxes have landed.
+  int64_t first_landing = -1, last_end = -1;
+  for (const TimelineBar& bar : timeline.bars) {
+    if (bar.row == row_named(timeline, "tma stage 0") && bar.iteration == 0) {
+      first_landing = std::max(first_landing, bar.end);
+    }
+  }
+  ASSERT_GT(first_landing, 0);
+  for (const TimelineBar& bar : timeline.bars) {
+    if (bar.row != tensor) continue;
+    EXPECT_EQ(bar.end - bar.start, 2 * 64 * 64 * 64 / 4096) << bar.label;
+    EXPECT_GE(bar.start, last_end) << bar.label;
+    EXPECT_GE(bar.start, first_landing) << bar.label;
+    last_end = bar.end;
+  }
+}
+
+// Slow copies: a 2-stage ring leaves the consumers waiting for each stage's boxes, a 4-stage one
+// has the next stages in flight while the tensor cores work, so its consumers wait less and reach
+// the end of the drawn iterations sooner.
+TEST(PipelineTimelineModel, ADeeperRingHidesTheCopiesBehindTheWgmmas) {
+  TimelineOptions options;
+  options.iterations = 6;
+  options.costs.copy_latency = 2000;
+  struct Drawn {
+    int64_t waiting = 0;  // consumer0's mbarrier waits in the drawn iterations
+    int64_t end = 0;      // consumer0's last bar
+  };
+  auto drawn = [&](int stages) {
+    const matile::ModulePtr module = ws_gemm(stages);
+    const PipelineTimeline timeline = timeline_from_kernel(*module->kernels[0], options);
+    EXPECT_EQ(timeline.error, "");
+    Drawn result;
+    for (const TimelineBar& bar : timeline.bars) {
+      if (bar.row != 4) continue;
+      result.end = std::max(result.end, bar.end);
+      if (bar.label.rfind("mbarrier.wait full", 0) == 0) result.waiting += bar.end - bar.start;
+    }
+    return result;
+  };
+  const Drawn shallow = drawn(2), deep = drawn(4);
+  EXPECT_LT(deep.waiting, shallow.waiting);
+  EXPECT_LT(deep.end, shallow.end);
 }
 
 }  // namespace
