@@ -165,7 +165,7 @@ Loaded load(const ParsedOptions& options, driver::Stage last_stage, const CliHoo
   if (options.has("arch")) {
     const std::string arch = options.get("arch");
     if (arch != "sm_80" && arch != "sm_90a") {
-      err << "nautilus: error: unknown --arch '" << arch << "'; expected sm_80 or sm_90a\n";
+      err << "nautilus: error: unknown --arch '" << arch << "'; expected sm_80, sm_90a\n";
       loaded.exit_status = kExitFailure;
       return loaded;
     }

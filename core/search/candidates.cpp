@@ -557,6 +557,36 @@ Completion complete_program(const scalar::ProgramPtr& program, const std::vector
   return complete(program, forbids, pending_pins, false).front();
 }
 
+std::vector<Completion> warp_specialized_completions(const Completion& completion,
+                                                     const sched::Schedule& schedule,
+                                                     const std::vector<Decision>& forbids) {
+  std::vector<Completion> out;
+  if (!completion.program) return out;
+  sched::Schedule so_far = schedule;
+  so_far.decisions.insert(so_far.decisions.end(), completion.decisions.begin(),
+                          completion.decisions.end());
+  const ProgramFacts facts = analyze_program(*completion.program);
+  for (int consumers : {1, 2}) {
+    Completion variant = completion;
+    for (const Decision& candidate : launch_candidates(facts, so_far, true)) {
+      if (candidate.kind != "warp_spec" || is_forbidden(forbids, candidate)) continue;
+      const Decision wanted = make("warp_spec", candidate.target,
+                                   {keyword("consumers", consumers), keyword("stages", 4)});
+      if (std::find(variant.decisions.begin(), variant.decisions.end(), wanted) !=
+          variant.decisions.end()) {
+        continue;
+      }
+      sched::ApplyResult applied = sched::apply_decision(variant.program, wanted);
+      if (!applied.ok()) continue;
+      variant.program = applied.program;
+      variant.decisions.push_back(wanted);
+      variant.pinned.push_back(false);
+    }
+    if (variant.decisions.size() > completion.decisions.size()) out.push_back(std::move(variant));
+  }
+  return out;
+}
+
 std::vector<Completion> complete_program_rasters(const scalar::ProgramPtr& program,
                                                  const std::vector<Decision>& forbids,
                                                  const std::vector<Decision>& pending_pins) {

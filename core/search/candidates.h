@@ -135,6 +135,13 @@ struct Completion {
 Completion complete_program(const scalar::ProgramPtr& program,
                             const std::vector<sched::Decision>& forbids,
                             const std::vector<sched::Decision>& pending_pins);
+// On sm_90a, `completion` with its dot kernels warp-specialized (the warp_spec candidates of
+// launch_candidates, 4 stages, for each nest whose schedule has no launch decision yet): a node
+// whose tiles pay off only on wgmma (a 128 x 256 GEMM tile) is estimated with that form before
+// the launch phase is reached. Empty when no nest qualifies.
+std::vector<Completion> warp_specialized_completions(const Completion& completion,
+                                                     const sched::Schedule& schedule,
+                                                     const std::vector<sched::Decision>& forbids);
 // The default completion first, then the same with each other raster order of one nest
 // (raster_alternatives): a tile size is judged with the grid order that suits it (a GEMM whose
 // weights exceed L2 wants its activation tiles fastest across the grid).

@@ -294,6 +294,12 @@ class Searcher {
       Pending entry{id, {}};
       std::vector<Completion> completions =
           complete_program_rasters(node.program, options_.forbids, remaining);
+      if (arch_ == "sm_90a" && !completions.empty()) {
+        for (Completion& variant :
+             warp_specialized_completions(completions.front(), node.schedule, options_.forbids)) {
+          completions.push_back(std::move(variant));
+        }
+      }
       for (Completion& completion : completions) {
         const sched::Schedule full = concat(node.schedule, completion.decisions);
         std::string key = scalar::print_program(*completion.program);

@@ -389,7 +389,15 @@ TEST(HopperVerifier, RejectsHopperOpsOnSm80AndBadRoles) {
   Builder b(8);
   const int bar = b.mbarrier("bar", 1, 1, "");
   b.mbarrier_init(bar);
-  b.roles({{"a", 1, 100, [&] { b.barrier(); }}, {"b", 2, 64, [] {}}});
+  // Builder::barrier() inside a role is the role's named barrier; a bar.sync 0 appended by hand
+  // is what the verifier must refuse there.
+  b.roles({{"a", 1, 100,
+            [&] {
+              auto sync = std::make_shared<Op>();
+              sync->kind = OpKind::Barrier;
+              b.append(sync);
+            }},
+           {"b", 2, 64, [] {}}});
   const Module module = single_kernel_module(b.finish_kernel("k", {out}), {out}, "sm_80");
   const std::vector<std::string> errors = verify(module);
   const auto has = [&](const std::string& piece) {

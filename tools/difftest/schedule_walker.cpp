@@ -121,7 +121,7 @@ class Walk {
   void launch() {
     const search::ProgramFacts facts = search::analyze_program(*program_);
     sched::Schedule so_far{decisions_};
-    std::vector<Decision> candidates = search::launch_candidates(facts, so_far);
+    std::vector<Decision> candidates = search::launch_candidates(facts, so_far, false);
     for (const Decision& decision : candidates) {
       if (rng_.chance(0.25)) apply(decision);
     }
