@@ -487,6 +487,14 @@ void KernelEmitter::for_loop(const Op& op) {
   const std::string var = unique(op.loop_var->name);
   names_[op.loop_var.get()] = var;
   ranges_[op.loop_var.get()] = {0, op.extent - 1};
+  // A trip count that interval arithmetic bounds bounds the variable too: the unmasked part of
+  // a loop split at its last full tile (`min(50, c_o_unmasked)`, a constant expression) then
+  // proves its accesses in bounds, and they are emitted unchecked (and wide).
+  if (op.trip_count) {
+    if (std::optional<IndexRange> trips = range_of(op.trip_count)) {
+      ranges_[op.loop_var.get()].hi = std::min(op.extent - 1, std::max<int64_t>(trips->hi - 1, 0));
+    }
+  }
   if (op.pipeline_stages > 0) {
     line("// software-pipelined: " + std::to_string(op.pipeline_stages) + " stages in flight");
   }

@@ -132,21 +132,35 @@ RegisterLayout uniform_layout(const std::vector<int64_t>& shape, int64_t threads
   return result;
 }
 
-RegisterLayout blocked_layout(const std::vector<int64_t>& shape, int64_t threads) {
+RegisterLayout blocked_layout(const std::vector<int64_t>& shape, int64_t threads, int64_t vector) {
   const std::vector<int64_t> strides = axis_strides(shape);
   std::vector<Leaf> thread_leaves, slot_leaves;
   int64_t left = threads;
   for (int k = static_cast<int>(shape.size()) - 1; k >= 0; --k) {
     const int64_t extent = shape[static_cast<size_t>(k)];
     const int64_t p = strides[static_cast<size_t>(k)];
-    const int64_t t = std::gcd(extent, left);
+    // The last axis is cut into runs of `vector` neighbours, each run in one thread's
+    // consecutive slots; the runs are then dealt out like single elements.
+    const int64_t run = k + 1 == static_cast<int>(shape.size()) && vector > 1 && extent % vector == 0 ? vector : 1;
+    const int64_t runs = extent / run;
+    const int64_t t = std::gcd(runs, left);
     left /= t;
-    thread_leaves.push_back({t, t == 1 ? 0 : p});
-    slot_leaves.push_back({extent / t, extent / t == 1 ? 0 : t * p});
+    thread_leaves.push_back({t, t == 1 ? 0 : run * p});
+    if (run > 1) slot_leaves.push_back({run, p});
+    slot_leaves.push_back({runs / t, runs / t == 1 ? 0 : t * run * p});
   }
   thread_leaves.push_back({left, 0});
   RegisterLayout result = from_leaves(LayoutKind::Blocked, thread_leaves, slot_leaves, shape);
   return result;
+}
+
+int64_t blocked_vector(const std::vector<int64_t>& shape, int64_t threads, int64_t element_bytes) {
+  if (shape.empty() || element_bytes <= 0 || element_bytes > 16) return 1;
+  int64_t vector = 16 / element_bytes;
+  // Runs that would leave threads without elements (replicated) are shortened: a thread's run
+  // must not cost the CTA its width.
+  while (vector > 1 && (shape.back() % vector != 0 || element_count(shape) / vector < threads)) vector /= 2;
+  return vector;
 }
 
 namespace {

@@ -53,7 +53,14 @@ int64_t index_of(const std::vector<int64_t>& coordinates, const std::vector<int6
 RegisterLayout uniform_layout(const std::vector<int64_t>& shape, int64_t threads);
 // Threads are given to the axes from the last to the first (gcd of the axis extent and the
 // threads left); threads left over replicate. Works for every shape and thread count.
-RegisterLayout blocked_layout(const std::vector<int64_t>& shape, int64_t threads);
+// With `vector` > 1 (dividing the last extent), each thread first takes a run of `vector`
+// neighbours along the last axis in consecutive slots -- the unit of one wide global access:
+//   blocked_layout([4, 1024], 128, 8)   ((128,1,1),(8,1,4)):((32,0,0),(4,512,1))
+RegisterLayout blocked_layout(const std::vector<int64_t>& shape, int64_t threads, int64_t vector = 1);
+// The run length for blocked_layout that makes a thread's run 16 bytes of elements of
+// `element_bytes` bytes, shortened while it does not divide the last extent or would leave
+// threads of the CTA without elements (1 when nothing fits).
+int64_t blocked_vector(const std::vector<int64_t>& shape, int64_t threads, int64_t element_bytes);
 // Whether a thread holds some element in two slots (a stride-0 slot leaf: short mma
 // fragments); Reduce then counts the repeats once.
 bool repeats_in_a_thread(const RegisterLayout& layout);

@@ -29,8 +29,14 @@ bool KernelLowering::lives_in_registers(const VValue& v) {
   return true;
 }
 
+// Blocked, each thread holding runs of neighbours along the last axis: a run of 8 is one
+// 16-byte access of a 16-bit tensor (two of an f32 one), where one element per thread made
+// every global load and store of a memory-bound kernel 2 bytes wide. Every default layout uses
+// the same run, whatever its value's type, so that a bf16 load, its f32 arithmetic and an
+// index mask beside it share one layout and never convert between layouts.
 RegisterLayout KernelLowering::default_layout(const VValue& v) const {
-  return v->type.rank() == 0 ? uniform_layout({}, threads()) : blocked_layout(v->type.shape, threads());
+  if (v->type.rank() == 0) return uniform_layout({}, threads());
+  return blocked_layout(v->type.shape, threads(), blocked_vector(v->type.shape, threads(), 2));
 }
 
 // The layout a reduce produces from an operand in `source` (falling back to blocked).

@@ -172,6 +172,28 @@ TEST(EmitFastPaths, CausalLoopStopsAtItsTripCount) {
   EXPECT_TRUE(std::regex_search(source, std::regex(R"(for \(int n_o\w* = 0; n_o\w* < min\(16, )"))) << source;
 }
 
+// A row reduction over bf16: the loop over whole column tiles (split from the partial last
+// one) is proven in bounds through its trip count, and its loads are 16 bytes (8 bf16 of one
+// thread's run). A row length that is not a multiple of 8 keeps the loads aligned: narrower
+// ones where a row starts at an odd element, still without checks.
+TEST(EmitFastPaths, RowReductionsLoadWholeRunsUnchecked) {
+  const std::string even = emitted_source("logsumexp", {"R=64", "C=32000"});
+  ASSERT_FALSE(even.empty());
+  const std::string unmasked = even.substr(even.find("for (int c_o = 0;"), even.find("// for c_o.masked") - even.find("for (int c_o = 0;"));
+  EXPECT_EQ(count(unmasked, "< 32000"), 0) << unmasked;
+  EXPECT_GT(count(unmasked, "const float4"), 0) << unmasked;
+  // Only the last, partial tile checks its columns.
+  EXPECT_GT(count(even, "< 32000"), 0);
+  const std::string bf16 = emitted_source("rmsnorm", {"T=64", "H=4096"});
+  ASSERT_FALSE(bf16.empty());
+  EXPECT_GT(count(bf16, "const uint4"), 0) << bf16;
+  EXPECT_GT(count(bf16, "*reinterpret_cast<uint4*>"), 0) << bf16;
+  const std::string odd = emitted_source("rmsnorm", {"T=64", "H=4100"});
+  ASSERT_FALSE(odd.empty());
+  // Rows of 4100 bf16: every other row starts 8 bytes past a 16-byte boundary.
+  EXPECT_GT(count(odd, "const uint2"), 0) << odd;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Instruction counts in the PTX of the main loops (the loop that holds the mma.sync)
 
