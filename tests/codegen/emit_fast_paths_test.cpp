@@ -194,6 +194,38 @@ TEST(EmitFastPaths, RowReductionsLoadWholeRunsUnchecked) {
   EXPECT_GT(count(odd, "const uint2"), 0) << odd;
 }
 
+// bf16 in, f32 out (log-softmax's output): each thread's run is one 16-byte f32 store, not two
+// stores that split every 32-byte sector between them; the bf16 loads are then 8 bytes.
+TEST(EmitFastPaths, RunsFitTheWidestBulkType) {
+  const std::string text =
+      "let R = 64, C = 4096\n"
+      "input X[R, C] : bf16\n"
+      "Mx[r] = max(c) X[r, c]\n"
+      "output Y[r, c] : f32 = X[r, c] - Mx[r]\n";
+  auto file = std::make_shared<SourceFile>("inline.nt", text);
+  driver::CompileOptions options;
+  options.last_stage = driver::Stage::MATile;
+  for (const char* d : {"tile(Mx, r=4)", "tile(Y, r=4, c=1024)", "bind(Mx, r_o=grid.x)",
+                        "bind(Y, r_o=grid.y, c_o=grid.x)"}) {
+    sched::DecisionParseError error;
+    auto decision = sched::parse_decision(d, &error);
+    ASSERT_TRUE(decision) << sched::to_string(error);
+    options.schedule.decisions.push_back(*decision);
+  }
+  const driver::Compilation compilation = driver::compile(file, options);
+  ASSERT_TRUE(compilation.ok() && compilation.ma_module) << compilation.schedule_error << compilation.internal_error;
+  const Result<EmittedModule> emitted = emit_cuda(*compilation.ma_module);
+  ASSERT_TRUE(emitted) << emitted.error().message;
+  const std::string& source = emitted->source;
+  const std::string y = source.substr(source.rfind("extern \"C\""));
+  EXPECT_GT(count(y, "*reinterpret_cast<float4*>"), 0) << y;
+  EXPECT_EQ(count(y, "const uint4"), 0) << y;
+  EXPECT_GT(count(y, "const uint2"), 0) << y;
+  // The reduction kernel stores only a few f32 sums: its bf16 loads stay 16 bytes wide.
+  const std::string mx = source.substr(0, source.rfind("extern \"C\""));
+  EXPECT_GT(count(mx, "const uint4"), 0) << mx;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Instruction counts in the PTX of the main loops (the loop that holds the mma.sync)
 
