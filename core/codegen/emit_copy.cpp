@@ -132,7 +132,13 @@ std::optional<KernelEmitter::WindowPlan> KernelEmitter::window_plan(const Op& op
   std::vector<int64_t> thread_flat(static_cast<size_t>(threads), 0);
   for (size_t j = 0; j < rank; ++j) {
     const std::string factor = stride[j] == 1 ? "" : " * " + str(stride[j]);
-    const std::optional<IndexRange> offset = range_given(access.offsets[j], predicate);
+    std::optional<IndexRange> offset = range_given(access.offsets[j], predicate);
+    if (access.offsets[j] && offset) {
+      // A tighter top proven CTA by CTA (split reductions' loops over whole tiles).
+      if (std::optional<int64_t> largest = largest_by_grid_cases(access.offsets[j])) {
+        offset->hi = std::min(offset->hi, *largest);
+      }
+    }
     const int a = access.tile_axes[j];
     int64_t thread_most = 0;
     std::string thread_part;

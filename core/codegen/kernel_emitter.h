@@ -245,6 +245,7 @@ class KernelEmitter : public matile::Visitor {
   std::optional<IndexRange> range_given(const Value& value, const Value& predicate);
   void track_range(const Op& op);
   std::optional<IndexRange> range_of(const Value& value);
+  std::optional<int64_t> largest_by_grid_cases(const Value& value);
 
   // Register moves and layout conversions (emit_register_move.cpp)
   std::vector<int64_t> thread_independent(const std::vector<int32_t>& table, int64_t slots,
@@ -390,6 +391,8 @@ class KernelEmitter : public matile::Visitor {
   std::set<std::tuple<int, int, int>> checked_swizzles_;  // (bits, base, shift) of swizzles checked
   std::map<const matile::ValueNode*, IndexRange> ranges_;
   std::map<const matile::ValueNode*, const Op*> definitions_;  // uniform scalars
+  std::map<const matile::ValueNode*, const Op*> loop_of_var_;  // a For's variable -> the For
+  std::map<const matile::ValueNode*, int64_t> grid_extents_;   // grid variables
   std::map<const matile::ValueNode*, int64_t> alignments_;     // see alignment_of
 };
 

@@ -329,10 +329,13 @@ std::vector<Decision> fusion_candidates(const ProgramFacts& facts) {
                            make("compute_at", producer.block->name,
                                 {positional(consumer.block->name), positional(l->name)}));
               }
-              // ... or the consumer into a spatial loop over tiles of the producer's.
+              // ... or the consumer into a spatial loop over tiles of the producer's, or into
+              // a spatial loop bound to the grid untiled (one CTA per row: a combine over 8
+              // experts per token), whose CTA then also writes the consumer's row instead of
+              // leaving an f32 row for another kernel to read back.
               for (const scalar::For* loop : producer.loops) {
                 const LoopFacts* l = loop_facts(from, loop);
-                if (!l || !l->tile_outer || !l->spatial) continue;
+                if (!l || !(l->tile_outer || l->grid) || !l->spatial) continue;
                 add_unique(out, seen,
                            make("reverse_compute_at", consumer.block->name,
                                 {positional(producer.block->name), positional(l->name)}));

@@ -194,6 +194,39 @@ TEST(EmitFastPaths, RowReductionsLoadWholeRunsUnchecked) {
   EXPECT_GT(count(odd, "const uint2"), 0) << odd;
 }
 
+// A split row reduction: the last split has fewer whole tiles than the others, so the loop
+// variable's range depends on the split's grid index. Proven split by split, every whole tile
+// is in bounds and loaded unchecked.
+TEST(EmitFastPaths, SplitReductionsProveTheirWholeTilesSplitBySplit) {
+  std::string error;
+  auto file = SourceFile::read(source_path("assets/specs/logsumexp.nt"), &error);
+  ASSERT_TRUE(file) << error;
+  driver::CompileOptions options;
+  options.last_stage = driver::Stage::MATile;
+  options.sizes.push_back(*spec::parse_size_override("R=64", &error));
+  options.sizes.push_back(*spec::parse_size_override("C=32000", &error));
+  for (const char* d : {"rolling_update(Lse_sum, c, tile=1024)", "split_k_update(Mx, c, splits=4)",
+                        "tile(Lse_sum, r=4)", "tile(Lse_sum_part, r=4)",
+                        "bind(Lse_sum_part, c_s=grid.y, r_o=grid.x)", "bind(Lse_sum, r_o=grid.x)"}) {
+    sched::DecisionParseError parse_error;
+    auto decision = sched::parse_decision(d, &parse_error);
+    ASSERT_TRUE(decision) << sched::to_string(parse_error);
+    options.schedule.decisions.push_back(*decision);
+  }
+  const driver::Compilation compilation = driver::compile(file, options);
+  ASSERT_TRUE(compilation.ok() && compilation.ma_module) << compilation.schedule_error << compilation.internal_error;
+  const Result<EmittedModule> emitted = emit_cuda(*compilation.ma_module);
+  ASSERT_TRUE(emitted) << emitted.error().message;
+  const std::string& source = emitted->source;
+  const size_t begin = source.find("for (int c_o = 0;"), end = source.find("// for c_o.masked");
+  ASSERT_NE(begin, std::string::npos);
+  ASSERT_NE(end, std::string::npos);
+  const std::string unmasked = source.substr(begin, end - begin);
+  EXPECT_EQ(count(unmasked, "< 32000"), 0) << unmasked;
+  EXPECT_GT(count(unmasked, "const float4"), 0) << unmasked;
+  EXPECT_GT(count(source.substr(end), "< 32000"), 0) << "the partial tile keeps its checks";
+}
+
 // bf16 in, f32 out (log-softmax's output): each thread's run is one 16-byte f32 store, not two
 // stores that split every 32-byte sector between them; the bf16 loads are then 8 bytes.
 TEST(EmitFastPaths, RunsFitTheWidestBulkType) {
