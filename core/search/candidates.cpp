@@ -37,9 +37,12 @@ std::vector<int64_t> tile_sizes(int64_t extent, int64_t lo, int64_t hi) {
   return sizes;
 }
 
-// The rolling_update step sizes worth trying for a reduction of `extent`.
+// The rolling_update step sizes worth trying for a reduction of `extent`. Up to 2048: a row
+// step of 2048 gives each of 128 threads two 16-byte runs of a bf16 row per step, twice the bytes
+// in flight between the barriers of each step's cross-warp reduces (logsumexp over 50257
+// columns, 2 rows per CTA: 297.6 µs against 336.0 with 1024-column steps, H100 2026-11-26).
 std::vector<int64_t> reduction_steps(int64_t extent) {
-  std::vector<int64_t> steps = tile_sizes(extent, 16, 1024);
+  std::vector<int64_t> steps = tile_sizes(extent, 16, 2048);
   if (steps.empty()) steps.push_back(pow2_ceil(extent));
   return steps;
 }

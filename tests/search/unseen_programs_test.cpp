@@ -327,6 +327,23 @@ TEST(UnseenPrograms, ARowCombinedPerCtaIsCastAndStoredByThatCta) {
   expect_every_stage_passes(input, result.schedule);
 }
 
+// Log-sum-exp over GPT-2's vocabulary: the rolling step may be 2048 columns (two 16-byte runs
+// of a bf16 row per thread and step), which the search takes with 2 rows per CTA.
+const char* kLogSumExpRows = R"(let R = 8192, C = 50257
+input X[R, C] : bf16
+Mx[r] = max(c) X[r, c]
+output Lse[r] : f32 = Mx[r] + log(sum(c) exp(X[r, c] - Mx[r]))
+)";
+
+TEST(UnseenPrograms, ALongRowReductionStepsTwoThousandColumns) {
+  const search::SearchResult result = run(text_input(kLogSumExpRows, {}));
+  ASSERT_TRUE(result.ok) << result.error;
+  const std::string schedule = sched::print_decisions(result.schedule.decisions, "\n");
+  EXPECT_NE(schedule.find("rolling_update(Lse_sum, c, tile=2048)"), std::string::npos) << schedule;
+  // The same decisions on a short, ragged problem: every stage against the reference.
+  expect_every_stage_passes(text_input(kLogSumExpRows, {"R=6", "C=5001"}), result.schedule);
+}
+
 TEST(UnseenPrograms, AGemmWhoseWeightsExceedL2RunsTheCtasOfAWaveOverOneWeightTile) {
   // At GPT-2's sizes the weights (77 MB) do not fit in L2 and the activations (12.5 MB) do:
   // consecutive CTAs must share a weight tile and sweep the activations.
