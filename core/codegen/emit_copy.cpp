@@ -1,6 +1,7 @@
 // Memory accesses as CUDA: GlobalLoad / GlobalStore slot by slot at a hoisted 32-bit start
-// plus a constant (bounds checked only where an index can reach them; unmasked neighbouring
-// pairs as one 4- or 8-byte access; one holder of a replicated element writes it), AsyncCopy
+// plus a constant (bounds checked only where an index can reach them; unmasked runs of
+// neighbouring slots as one access of up to 16 bytes; one holder of a replicated element
+// writes it), AsyncCopy
 // as one cp.async of 16 bytes per vector with zero-fill past the window's bounds, SharedLoad as
 // ldmatrix.x4[.trans] per issue or ld.shared per slot, SharedStore as st.shared per slot.
 // Shared addresses are the hoisted swizzled lane part, plus the stage, plus a constant.
@@ -131,7 +132,13 @@ std::optional<KernelEmitter::WindowPlan> KernelEmitter::window_plan(const Op& op
   std::vector<int64_t> thread_flat(static_cast<size_t>(threads), 0);
   for (size_t j = 0; j < rank; ++j) {
     const std::string factor = stride[j] == 1 ? "" : " * " + str(stride[j]);
-    const std::optional<IndexRange> offset = range_given(access.offsets[j], predicate);
+    std::optional<IndexRange> offset = range_given(access.offsets[j], predicate);
+    if (access.offsets[j] && offset) {
+      // A tighter top proven CTA by CTA (split reductions' loops over whole tiles).
+      if (std::optional<int64_t> largest = largest_by_grid_cases(access.offsets[j])) {
+        offset->hi = std::min(offset->hi, *largest);
+      }
+    }
     const int a = access.tile_axes[j];
     int64_t thread_most = 0;
     std::string thread_part;
@@ -171,36 +178,48 @@ std::optional<KernelEmitter::WindowPlan> KernelEmitter::window_plan(const Op& op
     start = start_name;
   }
   plan.base = start.empty() ? buffer : "(" + buffer + " + " + start + ")";
-  plan.even_start = uniform_alignment % 2 == 0 &&
-                    std::all_of(thread_flat.begin(), thread_flat.end(), [](int64_t f) { return f % 2 == 0; });
+  plan.start_alignment = uniform_alignment;
+  for (int64_t f : thread_flat) plan.start_alignment = std::gcd(plan.start_alignment, f);
   return plan;
 }
 
 // Window stores through a WindowPlan: checks only where an index can reach its bound, and
-// unchecked neighbouring pairs as one 4-byte (16-bit types) or 8-byte (f32) store.
+// unchecked runs of consecutive slots as one access of up to 16 bytes (uint4 of eight 16-bit
+// elements, float4 of four f32, and the narrower halves of both).
 bool KernelEmitter::planned_window_store(const Op& op, const Value& value) {
   std::optional<WindowPlan> plan = window_plan(op, value);
   if (!plan) return false;
   const DType dtype = op.buffer->dtype;
-  const bool pairs = is_narrow_float(dtype) || dtype == DType::F32;
-  for (int64_t v = 0; v < value->layout.slots(); ++v) {
+  const int64_t most = is_narrow_float(dtype) ? 8 : dtype == DType::F32 ? 4 : 1;
+  const int64_t slots = value->layout.slots();
+  for (int64_t v = 0; v < slots; ++v) {
     // Replicated holders store the same value; one of them is enough.
     auto [thread_writes, slot_writes] = single_writer(value->layout, str(v));
+    int64_t n = thread_writes.empty() ? plan->vector(v, most) : 1;
+    for (int64_t k = 0; k < n; ++k) {
+      if (!single_writer(value->layout, str(v + k)).second.empty()) n = 1;
+    }
+    if (n > 1) {
+      std::vector<std::string> parts;
+      if (dtype == DType::F32) {
+        for (int64_t k = 0; k < n; ++k) parts.push_back(at(value, str(v + k)));
+      } else {
+        for (int64_t k = 0; k < n; k += 2) {
+          parts.push_back("pack2(" + at(value, str(v + k)) + ", " + at(value, str(v + k + 1)) + ")");
+        }
+      }
+      std::string joined;
+      for (const std::string& part : parts) joined += (joined.empty() ? "" : ", ") + part;
+      const std::string type = dtype == DType::F32 ? (n == 4 ? "float4" : "float2")
+                                                   : (n == 8 ? "uint4" : n == 4 ? "uint2" : "unsigned");
+      const std::string made = parts.size() == 1 ? joined : "make_" + type + "(" + joined + ")";
+      line("*reinterpret_cast<" + type + "*>(" + plan->at(v) + ") = " + made + ";");
+      v += n - 1;
+      continue;
+    }
     std::string valid = plan->slot_check[static_cast<size_t>(v)];
     for (const std::string& condition : {thread_writes, slot_writes}) {
       if (!condition.empty()) valid = valid.empty() ? condition : condition + " && " + valid;
-    }
-    if (pairs && thread_writes.empty() && slot_writes.empty() && plan->pair(v) &&
-        single_writer(value->layout, str(v + 1)).second.empty()) {
-      if (dtype == DType::F32) {
-        line("*reinterpret_cast<float2*>(" + plan->at(v) + ") = make_float2(" + at(value, str(v)) + ", " +
-             at(value, str(v + 1)) + ");");
-      } else {
-        line("*reinterpret_cast<unsigned*>(" + plan->at(v) + ") = pack2(" + at(value, str(v)) + ", " +
-             at(value, str(v + 1)) + ");");
-      }
-      ++v;
-      continue;
     }
     const std::string store = "*(" + plan->at(v) + ") = " + at(value, str(v)) + ";";
     line(valid.empty() ? store : "if (" + valid + ") " + store);
@@ -209,18 +228,40 @@ bool KernelEmitter::planned_window_store(const Op& op, const Value& value) {
 }
 
 // Window loads through a WindowPlan: checks only where an index can reach its bound, and
-// unchecked neighbouring pairs of 16-bit elements as one 4-byte load.
+// unchecked runs of consecutive slots as one load of up to 16 bytes.
 bool KernelEmitter::planned_window_load(const Op& op, const Value& result) {
   std::optional<WindowPlan> plan = window_plan(op, result);
   if (!plan) return false;
   const DType dtype = op.buffer->dtype;
   if (result->type.dtype != dtype) invalid(matile::op_label(op) + ": loaded dtype differs from the buffer's");
   const std::string other = constant_of(op.constant, dtype);
+  const int64_t most = is_narrow_float(dtype) ? 8 : dtype == DType::F32 ? 4 : 1;
   for (int64_t v = 0; v < result->layout.slots(); ++v) {
-    if (is_narrow_float(dtype) && plan->pair(v)) {
+    const int64_t n = plan->vector(v, most);
+    if (n > 1 && dtype == DType::F32) {
+      const std::string type = n == 4 ? "float4" : "float2";
+      const std::string bits = unique("bits");
+      line("const " + type + " " + bits + " = *reinterpret_cast<const " + type + "*>(" + plan->at(v) + ");");
+      const char* fields[] = {".x", ".y", ".z", ".w"};
+      for (int64_t k = 0; k < n; ++k) line(at(result, str(v + k)) + " = " + bits + fields[k] + ";");
+      v += n - 1;
+      continue;
+    }
+    if (n == 2) {
       line("unpack2(*reinterpret_cast<const unsigned*>(" + plan->at(v) + "), " + at(result, str(v)) + ", " +
            at(result, str(v + 1)) + ");");
       ++v;
+      continue;
+    }
+    if (n > 2) {
+      const std::string type = n == 8 ? "uint4" : "uint2";
+      const std::string bits = unique("bits");
+      line("const " + type + " " + bits + " = *reinterpret_cast<const " + type + "*>(" + plan->at(v) + ");");
+      const char* fields[] = {".x", ".y", ".z", ".w"};
+      for (int64_t k = 0; k < n; k += 2) {
+        line("unpack2(" + bits + fields[k / 2] + ", " + at(result, str(v + k)) + ", " + at(result, str(v + k + 1)) + ");");
+      }
+      v += n - 1;
       continue;
     }
     const std::string& valid = plan->slot_check[static_cast<size_t>(v)];

@@ -185,6 +185,7 @@ std::vector<std::string> KernelEmitter::grid_mapping(EmittedKernel* launch) {
       const std::string name = unique(grid[i].var->name);
       names_[grid[i].var.get()] = name;
       ranges_[grid[i].var.get()] = {0, grid[i].extent - 1};
+      grid_extents_[grid[i].var.get()] = grid[i].extent;
       lines.push_back("const int " + name + " = blockIdx." + dims[i] + ";  // 0.." +
                       str(grid[i].extent - 1));
     }
@@ -200,6 +201,7 @@ std::vector<std::string> KernelEmitter::grid_mapping(EmittedKernel* launch) {
     const std::string name = unique(grid[i].var->name);
     names_[grid[i].var.get()] = name;
     ranges_[grid[i].var.get()] = {0, grid[i].extent - 1};
+    grid_extents_[grid[i].var.get()] = grid[i].extent;
     reversed.push_back("const int " + name + " = " +
                        term_text("static_cast<int>(blockIdx.x)", inner, grid[i].extent, 1, total) +
                        ";  // 0.." + str(grid[i].extent - 1));
@@ -487,6 +489,15 @@ void KernelEmitter::for_loop(const Op& op) {
   const std::string var = unique(op.loop_var->name);
   names_[op.loop_var.get()] = var;
   ranges_[op.loop_var.get()] = {0, op.extent - 1};
+  loop_of_var_[op.loop_var.get()] = &op;
+  // A trip count that interval arithmetic bounds bounds the variable too: the unmasked part of
+  // a loop split at its last full tile (`min(50, c_o_unmasked)`, a constant expression) then
+  // proves its accesses in bounds, and they are emitted unchecked (and wide).
+  if (op.trip_count) {
+    if (std::optional<IndexRange> trips = range_of(op.trip_count)) {
+      ranges_[op.loop_var.get()].hi = std::min(op.extent - 1, std::max<int64_t>(trips->hi - 1, 0));
+    }
+  }
   if (op.pipeline_stages > 0) {
     line("// software-pipelined: " + std::to_string(op.pipeline_stages) + " stages in flight");
   }

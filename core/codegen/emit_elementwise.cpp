@@ -213,6 +213,80 @@ void KernelEmitter::track_range(const Op& op) {
   }
 }
 
+// The largest value of a uniform index scalar, proven case by case over the few grid variables
+// it depends on (directly or through a loop's trip count): with each fixed, a loop variable runs
+// below its trip count in that CTA. Interval arithmetic alone loses that relation: a split
+// reduction's unmasked loop runs fewer whole tiles in the last split (`c_s * 8192 + c_o * 1024`
+// with `c_o < (30976 - 8192 * c_s) / 1024 + 1`), and only the case split shows every tile of
+// every split in bounds. nullopt when unbounded or when the cases would be too many.
+std::optional<int64_t> KernelEmitter::largest_by_grid_cases(const Value& value) {
+  constexpr int64_t kMostCases = 64;
+  std::vector<const matile::ValueNode*> grid;
+  std::set<const matile::ValueNode*> seen;
+  std::function<void(const Value&, int)> collect = [&](const Value& v, int depth) {
+    if (!v || depth > 32 || !seen.insert(v.get()).second) return;
+    if (grid_extents_.count(v.get())) {
+      grid.push_back(v.get());
+      return;
+    }
+    auto loop = loop_of_var_.find(v.get());
+    if (loop != loop_of_var_.end()) {
+      collect(loop->second->trip_count, depth + 1);
+      return;
+    }
+    auto def = definitions_.find(v.get());
+    if (def == definitions_.end()) return;
+    for (const Value& operand : def->second->operands) collect(operand, depth + 1);
+  };
+  collect(value, 0);
+  int64_t cases = 1;
+  for (const matile::ValueNode* g : grid) {
+    cases *= grid_extents_.at(g);
+    if (cases > kMostCases) return std::nullopt;
+  }
+  std::map<const matile::ValueNode*, int64_t> fixed;
+  std::function<std::optional<IndexRange>(const Value&, int)> derive =
+      [&](const Value& v, int depth) -> std::optional<IndexRange> {
+    if (!v) return IndexRange{0, 0};
+    auto pinned = fixed.find(v.get());
+    if (pinned != fixed.end()) return IndexRange{pinned->second, pinned->second};
+    if (depth > 32) return range_of(v);
+    auto loop = loop_of_var_.find(v.get());
+    if (loop != loop_of_var_.end()) {
+      const Op& for_op = *loop->second;
+      IndexRange r{0, for_op.extent - 1};
+      if (for_op.trip_count) {
+        if (auto trips = derive(for_op.trip_count, depth + 1)) r.hi = std::min(r.hi, std::max<int64_t>(trips->hi - 1, 0));
+      }
+      return r;
+    }
+    auto def = definitions_.find(v.get());
+    if (def == definitions_.end()) return range_of(v);
+    const Op& op = *def->second;
+    if (op.kind == OpKind::Binary && op.operands.size() == 2) {
+      const auto a = derive(op.operands[0], depth + 1), b = derive(op.operands[1], depth + 1);
+      if (!a || !b) return std::nullopt;
+      return binary_range(op.binary_op, *a, *b);
+    }
+    if (op.kind == OpKind::Cast && op.operands.size() == 1 && op.operands[0]->type.dtype == DType::Index) {
+      return derive(op.operands[0], depth + 1);
+    }
+    return range_of(v);
+  };
+  std::optional<int64_t> largest;
+  for (int64_t c = 0; c < cases; ++c) {
+    int64_t rest = c;
+    for (const matile::ValueNode* g : grid) {
+      fixed[g] = rest % grid_extents_.at(g);
+      rest /= grid_extents_.at(g);
+    }
+    const std::optional<IndexRange> r = derive(value, 0);
+    if (!r) return std::nullopt;
+    largest = largest ? std::max(*largest, r->hi) : r->hi;
+  }
+  return largest;
+}
+
 std::optional<IndexRange> KernelEmitter::range_of(const Value& value) {
   if (!value) return IndexRange{0, 0};
   auto found = ranges_.find(value.get());

@@ -245,6 +245,7 @@ class KernelEmitter : public matile::Visitor {
   std::optional<IndexRange> range_given(const Value& value, const Value& predicate);
   void track_range(const Op& op);
   std::optional<IndexRange> range_of(const Value& value);
+  std::optional<int64_t> largest_by_grid_cases(const Value& value);
 
   // Register moves and layout conversions (emit_register_move.cpp)
   std::vector<int64_t> thread_independent(const std::vector<int32_t>& table, int64_t slots,
@@ -288,11 +289,23 @@ class KernelEmitter : public matile::Visitor {
     std::string base;
     std::vector<int64_t> slot_flat;
     std::vector<std::string> slot_check;
-    bool even_start = false;  // base is even in every thread
-    bool pair(int64_t v) const {
+    int64_t start_alignment = 1;  // base is a multiple of it (elements) in every thread
+    // The most elements (a power of two up to `most`) from slot v on that one access of
+    // their total width reads or writes: consecutive slots at consecutive addresses, none
+    // checked, the first address a multiple of the count (so the access is aligned, given
+    // a buffer base aligned to 16 bytes, as every allocation is).
+    int64_t vector(int64_t v, int64_t most) const {
       const auto i = static_cast<size_t>(v);
-      return even_start && i + 1 < slot_flat.size() && slot_flat[i] % 2 == 0 &&
-             slot_flat[i + 1] == slot_flat[i] + 1 && slot_check[i].empty() && slot_check[i + 1].empty();
+      int64_t n = most;
+      for (; n > 1; n /= 2) {
+        if (start_alignment % n != 0 || i + static_cast<size_t>(n) > slot_flat.size() || slot_flat[i] % n != 0) continue;
+        bool ok = true;
+        for (size_t k = 0; k < static_cast<size_t>(n) && ok; ++k) {
+          ok = slot_check[i + k].empty() && slot_flat[i + k] == slot_flat[i] + static_cast<int64_t>(k);
+        }
+        if (ok) break;
+      }
+      return n;
     }
     std::string at(int64_t v) const {
       const int64_t flat = slot_flat[static_cast<size_t>(v)];
@@ -378,6 +391,8 @@ class KernelEmitter : public matile::Visitor {
   std::set<std::tuple<int, int, int>> checked_swizzles_;  // (bits, base, shift) of swizzles checked
   std::map<const matile::ValueNode*, IndexRange> ranges_;
   std::map<const matile::ValueNode*, const Op*> definitions_;  // uniform scalars
+  std::map<const matile::ValueNode*, const Op*> loop_of_var_;  // a For's variable -> the For
+  std::map<const matile::ValueNode*, int64_t> grid_extents_;   // grid variables
   std::map<const matile::ValueNode*, int64_t> alignments_;     // see alignment_of
 };
 

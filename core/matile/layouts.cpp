@@ -132,21 +132,48 @@ RegisterLayout uniform_layout(const std::vector<int64_t>& shape, int64_t threads
   return result;
 }
 
-RegisterLayout blocked_layout(const std::vector<int64_t>& shape, int64_t threads) {
+RegisterLayout blocked_layout(const std::vector<int64_t>& shape, int64_t threads, int64_t vector,
+                              int run_axis) {
   const std::vector<int64_t> strides = axis_strides(shape);
+  const int rank = static_cast<int>(shape.size());
+  if (run_axis < 0 || run_axis >= rank) run_axis = rank - 1;
   std::vector<Leaf> thread_leaves, slot_leaves;
   int64_t left = threads;
-  for (int k = static_cast<int>(shape.size()) - 1; k >= 0; --k) {
+  // Threads go to the run axis first (the one contiguous in memory), then to the others from
+  // the last to the first.
+  std::vector<int> order;
+  if (rank > 0) order.push_back(run_axis);
+  for (int k = rank - 1; k >= 0; --k) {
+    if (k != run_axis) order.push_back(k);
+  }
+  for (int k : order) {
     const int64_t extent = shape[static_cast<size_t>(k)];
     const int64_t p = strides[static_cast<size_t>(k)];
-    const int64_t t = std::gcd(extent, left);
+    // The run axis is cut into runs of `vector` neighbours, each run in one thread's
+    // consecutive slots; the runs are then dealt out like single elements.
+    const int64_t run = k == run_axis && vector > 1 && extent % vector == 0 ? vector : 1;
+    const int64_t runs = extent / run;
+    const int64_t t = std::gcd(runs, left);
     left /= t;
-    thread_leaves.push_back({t, t == 1 ? 0 : p});
-    slot_leaves.push_back({extent / t, extent / t == 1 ? 0 : t * p});
+    thread_leaves.push_back({t, t == 1 ? 0 : run * p});
+    if (run > 1) slot_leaves.push_back({run, p});
+    slot_leaves.push_back({runs / t, runs / t == 1 ? 0 : t * run * p});
   }
   thread_leaves.push_back({left, 0});
   RegisterLayout result = from_leaves(LayoutKind::Blocked, thread_leaves, slot_leaves, shape);
   return result;
+}
+
+int64_t blocked_vector(const std::vector<int64_t>& shape, int64_t threads, int64_t element_bytes,
+                       int run_axis) {
+  if (shape.empty() || element_bytes <= 0 || element_bytes > 16) return 1;
+  if (run_axis < 0 || run_axis >= static_cast<int>(shape.size())) run_axis = static_cast<int>(shape.size()) - 1;
+  const int64_t extent = shape[static_cast<size_t>(run_axis)];
+  int64_t vector = 16 / element_bytes;
+  // Runs that would leave threads without elements (replicated) are shortened: a thread's run
+  // must not cost the CTA its width.
+  while (vector > 1 && (extent % vector != 0 || element_count(shape) / vector < threads)) vector /= 2;
+  return vector;
 }
 
 namespace {

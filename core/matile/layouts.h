@@ -53,7 +53,19 @@ int64_t index_of(const std::vector<int64_t>& coordinates, const std::vector<int6
 RegisterLayout uniform_layout(const std::vector<int64_t>& shape, int64_t threads);
 // Threads are given to the axes from the last to the first (gcd of the axis extent and the
 // threads left); threads left over replicate. Works for every shape and thread count.
-RegisterLayout blocked_layout(const std::vector<int64_t>& shape, int64_t threads);
+// With `vector` > 1 (dividing that axis' extent), each thread first takes a run of `vector`
+// neighbours along `run_axis` (default: the last) in consecutive slots -- the unit of one wide
+// global access -- and threads go to that axis first:
+//   blocked_layout([4, 1024], 128, 8)      ((128,1,1),(8,1,4)):((32,0,0),(4,0,1))
+//   blocked_layout([4096, 8], 128, 8, 0)   a tile read transposed (its first axis contiguous
+//                                          in memory): runs of 8 rows, 128 threads along them
+RegisterLayout blocked_layout(const std::vector<int64_t>& shape, int64_t threads, int64_t vector = 1,
+                              int run_axis = -1);
+// The run length for blocked_layout that makes a thread's run 16 bytes of elements of
+// `element_bytes` bytes, shortened while it does not divide the run axis' extent or would leave
+// threads of the CTA without elements (1 when nothing fits).
+int64_t blocked_vector(const std::vector<int64_t>& shape, int64_t threads, int64_t element_bytes,
+                       int run_axis = -1);
 // Whether a thread holds some element in two slots (a stride-0 slot leaf: short mma
 // fragments); Reduce then counts the repeats once.
 bool repeats_in_a_thread(const RegisterLayout& layout);

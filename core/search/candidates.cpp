@@ -37,9 +37,12 @@ std::vector<int64_t> tile_sizes(int64_t extent, int64_t lo, int64_t hi) {
   return sizes;
 }
 
-// The rolling_update step sizes worth trying for a reduction of `extent`.
+// The rolling_update step sizes worth trying for a reduction of `extent`. Up to 2048: a row
+// step of 2048 gives each of 128 threads two 16-byte runs of a bf16 row per step, twice the bytes
+// in flight between the barriers of each step's cross-warp reduces (logsumexp over 50257
+// columns, 2 rows per CTA: 297.6 µs against 336.0 with 1024-column steps, H100 2026-11-26).
 std::vector<int64_t> reduction_steps(int64_t extent) {
-  std::vector<int64_t> steps = tile_sizes(extent, 16, 1024);
+  std::vector<int64_t> steps = tile_sizes(extent, 16, 2048);
   if (steps.empty()) steps.push_back(pow2_ceil(extent));
   return steps;
 }
@@ -329,10 +332,13 @@ std::vector<Decision> fusion_candidates(const ProgramFacts& facts) {
                            make("compute_at", producer.block->name,
                                 {positional(consumer.block->name), positional(l->name)}));
               }
-              // ... or the consumer into a spatial loop over tiles of the producer's.
+              // ... or the consumer into a spatial loop over tiles of the producer's, or into
+              // a spatial loop bound to the grid untiled (one CTA per row: a combine over 8
+              // experts per token), whose CTA then also writes the consumer's row instead of
+              // leaving an f32 row for another kernel to read back.
               for (const scalar::For* loop : producer.loops) {
                 const LoopFacts* l = loop_facts(from, loop);
-                if (!l || !l->tile_outer || !l->spatial) continue;
+                if (!l || !(l->tile_outer || l->grid) || !l->spatial) continue;
                 add_unique(out, seen,
                            make("reverse_compute_at", consumer.block->name,
                                 {positional(producer.block->name), positional(l->name)}));

@@ -172,6 +172,93 @@ TEST(EmitFastPaths, CausalLoopStopsAtItsTripCount) {
   EXPECT_TRUE(std::regex_search(source, std::regex(R"(for \(int n_o\w* = 0; n_o\w* < min\(16, )"))) << source;
 }
 
+// A row reduction over bf16: the loop over whole column tiles (split from the partial last
+// one) is proven in bounds through its trip count, and its loads are 16 bytes (8 bf16 of one
+// thread's run). A row length that is not a multiple of 8 keeps the loads aligned: narrower
+// ones where a row starts at an odd element, still without checks.
+TEST(EmitFastPaths, RowReductionsLoadWholeRunsUnchecked) {
+  const std::string even = emitted_source("logsumexp", {"R=64", "C=32000"});
+  ASSERT_FALSE(even.empty());
+  const std::string unmasked = even.substr(even.find("for (int c_o = 0;"), even.find("// for c_o.masked") - even.find("for (int c_o = 0;"));
+  EXPECT_EQ(count(unmasked, "< 32000"), 0) << unmasked;
+  EXPECT_GT(count(unmasked, "const float4"), 0) << unmasked;
+  // Only the last, partial tile checks its columns.
+  EXPECT_GT(count(even, "< 32000"), 0);
+  const std::string bf16 = emitted_source("rmsnorm", {"T=64", "H=4096"});
+  ASSERT_FALSE(bf16.empty());
+  EXPECT_GT(count(bf16, "const uint4"), 0) << bf16;
+  EXPECT_GT(count(bf16, "*reinterpret_cast<uint4*>"), 0) << bf16;
+  const std::string odd = emitted_source("rmsnorm", {"T=64", "H=4100"});
+  ASSERT_FALSE(odd.empty());
+  // Rows of 4100 bf16: every other row starts 8 bytes past a 16-byte boundary.
+  EXPECT_GT(count(odd, "const uint2"), 0) << odd;
+}
+
+// A split row reduction: the last split has fewer whole tiles than the others, so the loop
+// variable's range depends on the split's grid index. Proven split by split, every whole tile
+// is in bounds and loaded unchecked.
+TEST(EmitFastPaths, SplitReductionsProveTheirWholeTilesSplitBySplit) {
+  std::string error;
+  auto file = SourceFile::read(source_path("assets/specs/logsumexp.nt"), &error);
+  ASSERT_TRUE(file) << error;
+  driver::CompileOptions options;
+  options.last_stage = driver::Stage::MATile;
+  options.sizes.push_back(*spec::parse_size_override("R=64", &error));
+  options.sizes.push_back(*spec::parse_size_override("C=32000", &error));
+  for (const char* d : {"rolling_update(Lse_sum, c, tile=1024)", "split_k_update(Mx, c, splits=4)",
+                        "tile(Lse_sum, r=4)", "tile(Lse_sum_part, r=4)",
+                        "bind(Lse_sum_part, c_s=grid.y, r_o=grid.x)", "bind(Lse_sum, r_o=grid.x)"}) {
+    sched::DecisionParseError parse_error;
+    auto decision = sched::parse_decision(d, &parse_error);
+    ASSERT_TRUE(decision) << sched::to_string(parse_error);
+    options.schedule.decisions.push_back(*decision);
+  }
+  const driver::Compilation compilation = driver::compile(file, options);
+  ASSERT_TRUE(compilation.ok() && compilation.ma_module) << compilation.schedule_error << compilation.internal_error;
+  const Result<EmittedModule> emitted = emit_cuda(*compilation.ma_module);
+  ASSERT_TRUE(emitted) << emitted.error().message;
+  const std::string& source = emitted->source;
+  const size_t begin = source.find("for (int c_o = 0;"), end = source.find("// for c_o.masked");
+  ASSERT_NE(begin, std::string::npos);
+  ASSERT_NE(end, std::string::npos);
+  const std::string unmasked = source.substr(begin, end - begin);
+  EXPECT_EQ(count(unmasked, "< 32000"), 0) << unmasked;
+  EXPECT_GT(count(unmasked, "const float4"), 0) << unmasked;
+  EXPECT_GT(count(source.substr(end), "< 32000"), 0) << "the partial tile keeps its checks";
+}
+
+// bf16 in, f32 out (log-softmax's output): each thread's run is one 16-byte f32 store, not two
+// stores that split every 32-byte sector between them; the bf16 loads are then 8 bytes.
+TEST(EmitFastPaths, RunsFitTheWidestBulkType) {
+  const std::string text =
+      "let R = 64, C = 4096\n"
+      "input X[R, C] : bf16\n"
+      "Mx[r] = max(c) X[r, c]\n"
+      "output Y[r, c] : f32 = X[r, c] - Mx[r]\n";
+  auto file = std::make_shared<SourceFile>("inline.nt", text);
+  driver::CompileOptions options;
+  options.last_stage = driver::Stage::MATile;
+  for (const char* d : {"tile(Mx, r=4)", "tile(Y, r=4, c=1024)", "bind(Mx, r_o=grid.x)",
+                        "bind(Y, r_o=grid.y, c_o=grid.x)"}) {
+    sched::DecisionParseError error;
+    auto decision = sched::parse_decision(d, &error);
+    ASSERT_TRUE(decision) << sched::to_string(error);
+    options.schedule.decisions.push_back(*decision);
+  }
+  const driver::Compilation compilation = driver::compile(file, options);
+  ASSERT_TRUE(compilation.ok() && compilation.ma_module) << compilation.schedule_error << compilation.internal_error;
+  const Result<EmittedModule> emitted = emit_cuda(*compilation.ma_module);
+  ASSERT_TRUE(emitted) << emitted.error().message;
+  const std::string& source = emitted->source;
+  const std::string y = source.substr(source.rfind("extern \"C\""));
+  EXPECT_GT(count(y, "*reinterpret_cast<float4*>"), 0) << y;
+  EXPECT_EQ(count(y, "const uint4"), 0) << y;
+  EXPECT_GT(count(y, "const uint2"), 0) << y;
+  // The reduction kernel stores only a few f32 sums: its bf16 loads stay 16 bytes wide.
+  const std::string mx = source.substr(0, source.rfind("extern \"C\""));
+  EXPECT_GT(count(mx, "const uint4"), 0) << mx;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Instruction counts in the PTX of the main loops (the loop that holds the mma.sync)
 

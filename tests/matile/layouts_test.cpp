@@ -116,6 +116,56 @@ TEST(BlockedLayout, CoversEveryElementEvenlyAtAnyShape) {
             "blocked ((16,8,1),(1,1)):((8,1,0),(0,0)) on (8,16)");
 }
 
+// Runs of neighbours: each thread's consecutive slots are consecutive elements of the last
+// axis, so one 16-byte access moves a run of 8 bf16; the runs cover the tile like single
+// elements did, and a run never leaves threads of the CTA without elements.
+TEST(BlockedLayout, RunsOfNeighboursAlongTheLastAxis) {
+  const RegisterLayout l = blocked_layout({4, 1024}, 128, 8);
+  for (int64_t t = 0; t < 128; ++t) {
+    for (int64_t v = 0; v < l.slots(); ++v) {
+      const std::vector<int64_t> at = coordinates_of(l.tv.index(t, v), {4, 1024});
+      EXPECT_EQ(at[1], 8 * t + v % 8) << "thread " << t << " slot " << v;
+      EXPECT_EQ(at[0], v / 8);
+    }
+  }
+  for (const std::vector<int64_t>& shape :
+       std::vector<std::vector<int64_t>>{{4, 16}, {64, 64}, {8, 64}, {2, 3, 8}, {1024}}) {
+    const int64_t run = blocked_vector(shape, 128, 2);
+    const RegisterLayout r = blocked_layout(shape, 128, run);
+    int64_t elements = 1;
+    for (int64_t e : shape) elements *= e;
+    std::vector<int> held(static_cast<size_t>(elements), 0);
+    for (int64_t e : slot_elements(r)) held[static_cast<size_t>(e)]++;
+    for (int count : held) EXPECT_EQ(count, held[0]) << layout_text(r);
+    EXPECT_EQ(held[0] * elements, 128 * r.slots());
+    if (elements >= 128) {
+      EXPECT_EQ(held[0], 1) << "no replication: " << layout_text(r);
+    }
+  }
+  EXPECT_EQ(blocked_vector({4, 1024}, 128, 2), 8);   // 16 bytes of bf16
+  EXPECT_EQ(blocked_vector({4, 1024}, 128, 4), 4);   // 16 bytes of f32
+  EXPECT_EQ(blocked_vector({8, 64}, 128, 2), 4);     // 8 would leave 64 threads idle
+  EXPECT_EQ(blocked_vector({7, 33}, 128, 2), 1);     // no run divides 33
+  EXPECT_EQ(layout_text(blocked_layout({4, 1024}, 128, 8)),
+            "blocked ((128,1,1),(8,1,4)):((32,0,0),(4,0,1)) on (4,1024)");
+}
+
+// A tile read transposed ([h, e] of a buffer whose last dimension is h): the runs and the
+// threads go along axis 0, so that a thread's run is 8 neighbours in memory.
+TEST(BlockedLayout, RunsAlongTheAxisContiguousInMemory) {
+  const RegisterLayout l = blocked_layout({4096, 8}, 128, blocked_vector({4096, 8}, 128, 2, 0), 0);
+  for (int64_t t = 0; t < 128; ++t) {
+    for (int64_t v = 0; v < l.slots(); ++v) {
+      const std::vector<int64_t> at = coordinates_of(l.tv.index(t, v), {4096, 8});
+      EXPECT_EQ(at[0], 8 * t + v % 8 + 1024 * ((v / 8) % 4)) << "thread " << t << " slot " << v;
+      EXPECT_EQ(at[1], v / 32);
+    }
+  }
+  // Its rows reduced away, the layout is the row vector's own default one: no conversion.
+  EXPECT_EQ(slot_elements(*slice_layout(l, {4096, 8}, 1)),
+            slot_elements(blocked_layout({4096}, 128, blocked_vector({4096}, 128, 2))));
+}
+
 TEST(SliceAndReducePlan, RowsOfTheAccumulator) {
   const RegisterLayout c = *mma_c_layout(32, 16, 2, 1);
   const RegisterLayout rows = *slice_layout(c, {32, 16}, 1);

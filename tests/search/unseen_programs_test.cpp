@@ -296,6 +296,54 @@ TEST(UnseenPrograms, APartialVocabularyTileUpdatesItsAccumulatorWithoutASelect) 
   expect_every_stage_passes(input, schedule);
 }
 
+// A softmax-weighted combine of expert outputs, one CTA per token (its 8 experts need no
+// tiling): the bf16 cast of the combined row is written by the same CTA, instead of an f32
+// row stored for a kernel of its own to read back (reverse_compute_at at a loop bound to the
+// grid untiled).
+const char* kRouterCombine = R"(let T = 64, H = 512, E = 8
+input X[T, H] : bf16
+input Wr[H, E] : bf16
+input Eo[T, E, H] : bf16
+G[t, e]  = sum(k) X[t, k] * Wr[k, e]
+Mx[t]    = max(e) G[t, e]
+P[t, e]  = exp(G[t, e] - Mx[t])
+output Y[t, h] : bf16 = sum(e) P[t, e] * Eo[t, e, h] / sum(e2) P[t, e2]
+)";
+
+TEST(UnseenPrograms, ARowCombinedPerCtaIsCastAndStoredByThatCta) {
+  const search::SearchInput input = text_input(kRouterCombine, {});
+  const search::SearchResult result = run(input);
+  ASSERT_TRUE(result.ok) << result.error;
+  bool fused = false;
+  for (const sched::Decision& d : result.schedule.decisions) {
+    const std::string text = sched::print_decision(d);
+    fused = fused || text.rfind("reverse_compute_at(Y, ", 0) == 0;
+  }
+  EXPECT_TRUE(fused) << sched::print_decisions(result.schedule.decisions, "\n");
+  const driver::Compilation compilation = compile(input, result.schedule);
+  ASSERT_TRUE(compilation.ok()) << compilation.schedule_error << compilation.internal_error;
+  const std::string module = matile::print_module(*compilation.ma_module);
+  EXPECT_EQ(module.find("Y_sum : f32[64, 512]"), std::string::npos) << module;
+  expect_every_stage_passes(input, result.schedule);
+}
+
+// Log-sum-exp over GPT-2's vocabulary: the rolling step may be 2048 columns (two 16-byte runs
+// of a bf16 row per thread and step), which the search takes with 2 rows per CTA.
+const char* kLogSumExpRows = R"(let R = 8192, C = 50257
+input X[R, C] : bf16
+Mx[r] = max(c) X[r, c]
+output Lse[r] : f32 = Mx[r] + log(sum(c) exp(X[r, c] - Mx[r]))
+)";
+
+TEST(UnseenPrograms, ALongRowReductionStepsTwoThousandColumns) {
+  const search::SearchResult result = run(text_input(kLogSumExpRows, {}));
+  ASSERT_TRUE(result.ok) << result.error;
+  const std::string schedule = sched::print_decisions(result.schedule.decisions, "\n");
+  EXPECT_NE(schedule.find("rolling_update(Lse_sum, c, tile=2048)"), std::string::npos) << schedule;
+  // The same decisions on a short, ragged problem: every stage against the reference.
+  expect_every_stage_passes(text_input(kLogSumExpRows, {"R=6", "C=5001"}), result.schedule);
+}
+
 TEST(UnseenPrograms, AGemmWhoseWeightsExceedL2RunsTheCtasOfAWaveOverOneWeightTile) {
   // At GPT-2's sizes the weights (77 MB) do not fit in L2 and the activations (12.5 MB) do:
   // consecutive CTAs must share a weight tile and sweep the activations.
