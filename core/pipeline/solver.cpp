@@ -1187,8 +1187,9 @@ std::string describe_solution(const Graph& graph, const Solution& s) {
   out << "solution: " << status_name(s.status) << (s.cached ? " (cached)" : "") << "\n  " << s.summary << "\n";
   if (!s.ops.empty()) {
     out << "  II " << s.ii << " cycles (lower bound " << s.ii_lower_bound << ": " << s.bound_reason
-        << "), length " << s.length << " cycles, " << s.stages << " stage" << (s.stages == 1 ? "" : "s")
-        << ", " << s.roles.size() << " role" << (s.roles.size() == 1 ? "" : "s") << ", "
+        << "), length " << s.length << " cycles (" << (s.length_slots + s.ii_slots - 1) / std::max<int64_t>(1, s.ii_slots)
+        << " iterations in flight), " << s.stages << " stage" << (s.stages == 1 ? "" : "s")
+        << " (the deepest ring), " << s.roles.size() << " role" << (s.roles.size() == 1 ? "" : "s") << ", "
         << s.cross_role_edges << " cross-role edge" << (s.cross_role_edges == 1 ? "" : "s") << ", shared "
         << s.shared_bytes << " B; model quantum " << s.quantum << " cycles\n";
     size_t width = 2;
