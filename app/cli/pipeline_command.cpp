@@ -29,6 +29,7 @@ const CommandSpec& pipeline_command_spec(const std::vector<OptionSpec>& shared_o
     command.options.push_back({"max-regs", "N", "cap every compute role's registers per thread"});
     command.options.push_back({"stages", "N", "pin every copied operand's ring depth to N buffers"});
     command.options.push_back({"max-ii", "CYCLES", "give up on intervals above CYCLES"});
+    command.options.push_back({"consumers", "N", "sm_90a: pin the number of consumer warpgroups (1..3)"});
     command.options.push_back({"pin-role", "OP=ROLE",
                                "run OP on ROLE (sm_90a: producer, consumer0..consumer2; sm_80: "
                                "main); repeatable",
@@ -89,6 +90,8 @@ int run_pipeline_command(const driver::Compilation& compilation, const ParsedOpt
   if (options.has("stages")) solve_options.stages = value;
   if (!read_count(options, "max-ii", 1, &value, err)) return kExitFailure;
   if (options.has("max-ii")) solve_options.max_ii = value;
+  if (!read_count(options, "consumers", 1, &value, err)) return kExitFailure;
+  if (options.has("consumers")) solve_options.consumers = value;
   if (options.has("time-limit")) {
     char* end = nullptr;
     const std::string text = options.get("time-limit");

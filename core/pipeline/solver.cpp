@@ -409,6 +409,24 @@ class Model {
         rule = rule && (graph.nodes[v].is_copy() ? r_[v] == 0 : r_[v] >= 1);
       }
       track(rule, "sm_90a: TMA copies run on the producer warpgroup, every other op on a consumer warpgroup");
+      // A 64-row sub-tile's ops share one consumer: its accumulator and row state live in that
+      // warpgroup's registers, and moving them between warpgroups every iteration would ferry
+      // whole tiles through shared memory (5x slower in a reproduction of Twill).
+      z3::expr together = ctx_.bool_val(true);
+      bool any_subtile = false;
+      for (size_t u = 0; u < count; ++u) {
+        for (size_t v = u + 1; v < count; ++v) {
+          if (graph.nodes[u].subtile >= 0 && graph.nodes[u].subtile == graph.nodes[v].subtile &&
+              !graph.nodes[u].is_copy() && !graph.nodes[v].is_copy()) {
+            together = together && r_[u] == r_[v];
+            any_subtile = true;
+          }
+        }
+      }
+      if (any_subtile) {
+        track(together, "sm_90a: the ops of one 64-row sub-tile run on one consumer warpgroup (its "
+                        "accumulator and row state stay in that warpgroup's registers)");
+      }
       // Every consumer role does something (C counts the warpgroups the CTA gets).
       for (int role = 1; role <= consumers; ++role) {
         z3::expr used = ctx_.bool_val(false);
@@ -513,7 +531,7 @@ class Model {
       std::sort(probes.begin(), probes.end(), [&](int a, int b) {
         return load[static_cast<size_t>(starts[static_cast<size_t>(a)] % ii_)] > load[static_cast<size_t>(starts[static_cast<size_t>(b)] % ii_)];
       });
-      if (probes.size() > 3) probes.resize(3);
+      if (probes.size() > 8) probes.resize(8);
       for (int probe : probes) {
       const int64_t at_value = starts[static_cast<size_t>(probe)];
       RegisterCut cut;
@@ -767,6 +785,7 @@ std::string SolveCache::key(const Graph& graph, const Machine& machine, const So
        << machine.mbarrier_handoff << " barrier " << machine.named_barrier << "\noptions "
        << options.time_limit_seconds << " " << options.max_registers.value_or(-1) << " "
        << options.stages.value_or(-1) << " " << options.max_ii.value_or(-1) << " "
+       << options.consumers.value_or(-1) << " "
        << options.target_slots;
   for (const auto& [op, role] : options.role_pins) text << " role " << op << "=" << role;
   for (const auto& [op, stage] : options.stage_pins) text << " stage " << op << "=" << stage;
@@ -908,7 +927,16 @@ Solution solve(const Graph& graph, const Machine& machine, const SolveOptions& o
   for (const Node& node : graph.nodes) compute_ops += node.is_copy() ? 0 : 1;
   const int max_consumers = machine.warp_specialized() ? std::min(machine.max_consumer_roles, compute_ops) : 0;
   std::vector<int> consumer_counts;
-  if (machine.warp_specialized()) {
+  if (options.consumers && (!machine.warp_specialized() || *options.consumers < 1 ||
+                            *options.consumers > machine.max_consumer_roles)) {
+    best.summary = machine.warp_specialized()
+                       ? "--consumers must be 1.." + std::to_string(machine.max_consumer_roles)
+                       : std::string("--consumers: sm_80 has no warp specialization");
+    return finish(best);
+  }
+  if (options.consumers) {
+    consumer_counts.push_back(*options.consumers);
+  } else if (machine.warp_specialized()) {
     for (int c = 1; c <= max_consumers; ++c) consumer_counts.push_back(c);
   } else {
     consumer_counts.push_back(0);
@@ -934,19 +962,29 @@ Solution solve(const Graph& graph, const Machine& machine, const SolveOptions& o
     };
     Attempt chosen;
     bool any_sat = false, any_unknown = false;
-    for (size_t index = 0; index < consumer_counts.size(); ++index) {
-      const int consumers = consumer_counts[index];
+    // Each consumer count gets a fair share of the attempt's time for its first check; counts
+    // that ran out of it get a second turn with whatever the others left (their learnt
+    // register cuts carry over).
+    std::vector<int> queue = consumer_counts;
+    const size_t first_pass = queue.size();
+    for (size_t index = 0; index < queue.size(); ++index) {
+      const int consumers = queue[index];
+      const bool last_turn = index >= first_pass;
       if (remaining() <= 0) {
         any_unknown = true;
         break;
       }
-      // Each consumer count gets a fair share of the attempt's time for its first check.
-      const double share = remaining() / static_cast<double>(consumer_counts.size() - index);
+      const size_t turns_left = (index < first_pass ? first_pass : queue.size()) - index;
+      const double share = remaining() / static_cast<double>(turns_left);
       Model model(graph, machine, options, n, pins, ii, consumers, length_lb, &cuts[consumers]);
       const z3::check_result result = model.check(std::nullopt, std::nullopt, share);
       if (result != z3::sat) {
         checks += model.checks();
-        any_unknown = any_unknown || result == z3::unknown;
+        if (result == z3::unknown && !last_turn) {
+          queue.push_back(consumers);
+        } else {
+          any_unknown = any_unknown || result == z3::unknown;
+        }
         continue;
       }
       Attempt candidate;

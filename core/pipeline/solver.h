@@ -58,6 +58,7 @@ struct SolveOptions {
   std::optional<int> max_registers;  // caps every compute role's budget (--max-regs)
   std::optional<int> stages;         // every copied operand's ring depth (--stages)
   std::optional<int64_t> max_ii;     // cycles: give up beyond this interval (--max-ii)
+  std::optional<int> consumers;      // sm_90a: pin the number of consumer warpgroups (--consumers)
   std::vector<std::pair<std::string, std::string>> role_pins;  // op -> "producer", "consumer1", "main"
   std::vector<std::pair<std::string, int>> stage_pins;         // op -> stage
   int target_slots = 24;  // normalization: the interval's lower bound in slots

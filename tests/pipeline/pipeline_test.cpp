@@ -264,6 +264,50 @@ TEST(PipelineSolver, HandWrittenHopperGemmSolvesToAProducerConsumerPipeline) {
   EXPECT_EQ(role_of_op(s, "tma:Bs")->name, "producer");
 }
 
+// Busy intervals [start, start + length) overlap modulo ii.
+bool overlap_modulo(int64_t a, int64_t a_length, int64_t b, int64_t b_length, int64_t ii) {
+  for (int64_t shift = -2; shift <= 2; ++shift) {
+    const int64_t b_start = ((b - a) % ii + ii) % ii + a + shift * ii;
+    if (b_start < a + a_length && a < b_start + b_length) return true;
+  }
+  return false;
+}
+
+TEST(PipelineSolver, Sm90aAttentionWithTwoConsumersIsFlashAttention3sPingPong) {
+  const Graph graph = graph_of(*lower_asset("attention"), "sm_90a");
+  SolveOptions options;
+  options.consumers = 2;
+  const Solution s = solve_checked(graph, "sm_90a", options);
+  ASSERT_EQ(s.status, SolveStatus::Optimal) << describe_solution(graph, s);
+  EXPECT_EQ(s.ii, s.ii_lower_bound);  // the tensor core never idles
+  ASSERT_EQ(s.roles.size(), 3u);
+  EXPECT_EQ(s.roles[0].ops, (std::vector<std::string>{"tma:K_smem", "tma:V_smem"}));
+  // Each consumer owns one 64-row half: its two GEMMs and its softmax.
+  const std::string h0 = role_of_op(s, "wgmma:27.h0")->name, h1 = role_of_op(s, "wgmma:27.h1")->name;
+  EXPECT_NE(h0, h1);
+  for (size_t v = 0; v < graph.nodes.size(); ++v) {
+    if (graph.nodes[v].subtile == 0) EXPECT_EQ(s.ops[v].role, h0) << graph.nodes[v].name;
+    if (graph.nodes[v].subtile == 1) EXPECT_EQ(s.ops[v].role, h1) << graph.nodes[v].name;
+  }
+  // The exponentials of one half run while the tensor core works for the other half.
+  const auto busy = [&](const std::string& name, Unit unit) {
+    const int v = graph.find(name);
+    return std::make_pair(s.ops[static_cast<size_t>(v)].start,
+                          static_cast<int64_t>(graph.nodes[static_cast<size_t>(v)].occupancy[static_cast<size_t>(unit)]));
+  };
+  bool hidden = false;
+  for (const char* half : {".h0", ".h1"}) {
+    const char* other = std::string(half) == ".h0" ? ".h1" : ".h0";
+    const auto exp = busy(std::string("ew:37_log2..38") + half, Unit::SFU);
+    for (const char* gemm : {"wgmma:27", "wgmma:O_sum_acc"}) {
+      const auto tc = busy(std::string(gemm) + other, Unit::TensorCore);
+      hidden = hidden || overlap_modulo(exp.first, exp.second, tc.first, tc.second, s.ii);
+    }
+  }
+  EXPECT_TRUE(hidden) << describe_solution(graph, s);
+  EXPECT_LT(s.seconds, 20.0);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Explanations.
 
