@@ -599,10 +599,12 @@ class Model {
     for (size_t i = 0; i < core.size();) {
       const double left = seconds - std::chrono::duration<double>(Clock::now() - start).count();
       if (left <= 0.01) break;
-      std::vector<size_t> without = core;
-      without.erase(without.begin() + static_cast<std::ptrdiff_t>(i));
+      std::vector<size_t> without;
+      for (size_t j = 0; j < core.size(); ++j) {
+        if (j != i) without.push_back(core[j]);
+      }
       if (check(std::nullopt, std::nullopt, std::min(left, 2.0), &without) == z3::unsat) {
-        core = without;
+        core.swap(without);
       } else {
         ++i;
       }
