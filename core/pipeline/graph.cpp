@@ -788,7 +788,9 @@ std::string describe_graph(const Graph& graph) {
   out << std::fixed << std::setprecision(0);
   out << "graph of kernel " << graph.kernel << ", loop " << graph.loop << " (" << graph.trip_count
       << " iterations), " << graph.form << ": " << graph.nodes.size() << " ops, "
-      << graph.edges.size() << " edges\n";
+      << graph.edges.size() << " edges";
+  if (graph.hand_stages > 0) out << "; the hand-written kernel uses " << graph.hand_stages << " stages";
+  out << "\n";
   size_t width = 4;
   for (const Node& node : graph.nodes) width = std::max(width, node.name.size());
   out << "  " << std::left << std::setw(static_cast<int>(width)) << "op"
