@@ -6,6 +6,12 @@ if(NAUTILUS_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()
 
+# Z3 (Debian's libz3-dev) for the pipeline solver (core/pipeline). Debian ships no Z3 CMake
+# package, so pkg-config describes it; the imported target is PkgConfig::NAUTILUS_Z3. Only
+# nautilus_pipeline links it: the runner, which runs on GPU hosts without Z3, never does.
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(NAUTILUS_Z3 REQUIRED IMPORTED_TARGET z3)
+
 if(NAUTILUS_BUILD_STUDIO)
   # Widgets for the main window and panels; OpenGL/OpenGLWidgets host the Dear ImGui panels;
   # Svg renders icons; Test gives the view tests QAbstractItemModelTester. (libqt6opengl6-dev must

@@ -15,6 +15,7 @@
 #include "app/cli/compile_command.h"
 #include "app/cli/devices_command.h"
 #include "app/cli/options.h"
+#include "app/cli/pipeline_command.h"
 #include "app/cli/run_command.h"
 #include "app/cli/schedule_command.h"
 #include "core/cost/analytical_model.h"
@@ -90,9 +91,11 @@ const CommandSpec kRun = [] {
 
 const CommandSpec& kSchedule = schedule_command_spec({kSizeOption});
 
+const CommandSpec& kPipeline = pipeline_command_spec({kSizeOption, kScheduleOption, kPinOption});
+
 const std::vector<const CommandSpec*>& all_commands() {
   static const std::vector<const CommandSpec*> commands = {&kCheck, &kLower, &kEval, &kCompile,
-                                                           &kRun, &kSchedule};
+                                                           &kRun, &kSchedule, &kPipeline};
   return commands;
 }
 
@@ -478,6 +481,13 @@ int run_schedule(const ParsedOptions& options, std::ostream& out, std::ostream& 
   return run_schedule_command(options, out, err);
 }
 
+int run_pipeline(const ParsedOptions& options, std::ostream& out, std::ostream& err,
+                 const CliHooks& hooks) {
+  Loaded loaded = load(options, driver::Stage::MATile, hooks, err);
+  if (!loaded.ok) return loaded.exit_status;
+  return run_pipeline_command(loaded.compilation, options, out, err);
+}
+
 using CommandRunner = std::function<int(const ParsedOptions&, std::ostream&, std::ostream&,
                                         const CliHooks&)>;
 
@@ -517,7 +527,8 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
 
   const std::vector<std::pair<const CommandSpec*, CommandRunner>> runners = {
       {&kCheck, run_check}, {&kLower, run_lower},     {&kEval, run_eval},
-      {&kCompile, run_compile}, {&kRun, run_run}, {&kSchedule, run_schedule}};
+      {&kCompile, run_compile}, {&kRun, run_run}, {&kSchedule, run_schedule},
+      {&kPipeline, run_pipeline}};
   for (const auto& [spec, runner] : runners) {
     if (spec->name != command) continue;
     if (!rest.empty() && (rest.front() == "--help" || rest.front() == "-h")) {
@@ -534,7 +545,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     return runner(*parsed, out, err, hooks);
   }
   err << "nautilus: error: unknown command '" << command
-      << "'; expected check, lower, eval, compile, run, schedule, devices or help (see 'nautilus --help')\n";
+      << "'; expected check, lower, eval, compile, run, schedule, pipeline, devices or help (see 'nautilus --help')\n";
   return kExitFailure;
 }
 
