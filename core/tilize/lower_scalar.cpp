@@ -948,8 +948,12 @@ class KernelLowering {
         if (next.value->type.dtype != product.value->type.dtype) return std::nullopt;
         product = {builder_.binary(BinaryOp::Mul, product.value, next.value), order};
       }
-      if (!conditions.empty()) {
-        Tile mask = permute_to(broadcast_to(eval_all(conditions), in_context_order(order)), order);
+      std::vector<Expr> kept;
+      for (const Expr& c : conditions) {
+        if (!bounded_by_a_load(c, factors)) kept.push_back(c);
+      }
+      if (!kept.empty()) {
+        Tile mask = permute_to(broadcast_to(eval_all(kept), in_context_order(order)), order);
         Tile zero = full(0.0, product.value->type.dtype, order);
         product = {builder_.select(mask.value, product.value, zero.value), order};
       }
@@ -1063,6 +1067,30 @@ class KernelLowering {
       if (!is_bound) kept.push_back(condition);
     }
     return kept.empty() ? nullptr : conjoin(kept);
+  }
+
+  // Whether a reduce condition `index < extent` bounds an axis that one of a dot operand's
+  // factors loads directly (up to a cast): that load's own bounds mask (other 0) already zeroes
+  // the lanes the condition turns off, so the operand needs no select of its own. Without it the
+  // operand stays a plain loaded tile, which TMA and wgmma read as it is (a GEMM whose k extent
+  // is not a multiple of its k tile). Values are assumed finite (x · 0 = 0), as elsewhere.
+  bool bounded_by_a_load(const Expr& condition, const std::vector<Expr>& factors) const {
+    const auto* compare = condition->as<scalar::Compare>();
+    const auto* extent = compare ? compare->b->as<scalar::IntImm>() : nullptr;
+    if (!compare || compare->op != scalar::CompareOp::LT || !extent) return false;
+    const std::string index = scalar::print_expr(bound(compare->a));
+    for (Expr factor : factors) {
+      while (const auto* cast = factor->as<scalar::Cast>()) factor = cast->value;
+      const auto* load = factor->as<scalar::Load>();
+      if (!load || load->buffer->scope != scalar::MemoryScope::Global) continue;
+      for (size_t d = 0; d < load->indices.size(); ++d) {
+        if (load->buffer->shape[d] == extent->value &&
+            scalar::print_expr(bound(load->indices[d])) == index) {
+          return true;
+        }
+      }
+    }
+    return false;
   }
 
   bool sunk_by_enclosing_loop(const std::string& key) const {

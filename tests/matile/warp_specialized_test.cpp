@@ -142,10 +142,21 @@ TEST(WarpSpecialized, KernelsThatCannotTakeTheFormAreRefusedWithTheReason) {
   // 8 stages of 48 KB do not fit a CTA's shared memory.
   EXPECT_NE(refusal(gemm_schedule(128, 256, 8, 2), {"M=256", "N=512", "K=1024"}).find("KB of shared memory"),
             std::string::npos);
-  // A k extent that is not a multiple of the k tile pads the operand with a select: it is no
-  // longer a plain loaded tile.
-  EXPECT_NE(refusal(gemm_schedule(128, 128, 3, 2), {"M=256", "N=256", "K=200"}).find("warp_spec"),
+  // The main loop's dot must be the whole kernel's only loop of dots on loaded tiles.
+  EXPECT_NE(refusal({"tile(C_sum, m=128, n=128, k=64)", "warp_spec(C_sum, consumers=2)"},
+                    {"M=256", "N=256", "K=256"})
+                .find("warp_spec"),
             std::string::npos);
+}
+
+TEST(WarpSpecialized, RaggedSizesAreZeroFilledByTheTensorMaps) {
+  // Neither M, N nor K is a multiple of its tile: TMA fills past the buffers' ends with zeros,
+  // and the k tail needs no select of its own (the operands stay plain loaded tiles).
+  const driver::Compilation compilation = compile(
+      "assets/specs/gemm.nt", gemm_schedule(128, 128, 3, 2), {"M=200", "N=136", "K=328"}, "sm_90a");
+  ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error;
+  EXPECT_EQ(count_kind(*compilation.ma_module->kernels.at(0), OpKind::Roles), 1);
+  expect_matches_reference(compilation, 9);
 }
 
 TEST(WarpSpecialized, TheDecisionChecksItsArguments) {

@@ -62,6 +62,8 @@ inline driver::Compilation compile(const search::SearchInput& input, const sched
   options.sizes = input.sizes;
   options.last_stage = stage;
   options.schedule = schedule;
+  // The arch the search lowers for on the H100 model (its warp_spec decisions take effect).
+  options.matile.arch = "sm_90a";
   return driver::compile(input.file, options);
 }
 
