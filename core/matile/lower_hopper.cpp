@@ -82,19 +82,31 @@ void KernelLowering::plan_warp_specialization() {
 
   // The main loop: the top-level loop whose dots read loaded tiles.
   std::vector<const VOp*> loops;
+  std::string why_not;  // the first loaded dot operand that no copy engine can read
   for (const vrtile::OpPtr& op : vk_.body->ops) {
     if (op->kind != VOpKind::For) continue;
     for (const vrtile::OpPtr& inner : op->body->ops) {
       auto plan = dot_plans_.find(inner.get());
-      if (plan != dot_plans_.end() && plan->second.a.load && plan->second.b.load) {
+      if (plan == dot_plans_.end()) continue;
+      if (plan->second.a.load && plan->second.b.load) {
         loops.push_back(op.get());
         break;
+      }
+      for (const VValue& operand : {inner->operands[0], inner->operands[1]}) {
+        DType narrow = DType::F32;
+        const VOp* load = peel(operand, &narrow).load;
+        if (!load || !why_not.empty()) continue;
+        const int64_t pitch = load->buffer->shape.back() * dtype_bytes(load->buffer->dtype);
+        why_not = "; operand " + name(load) + " reads " + load->buffer->name + ", whose rows of " +
+                  std::to_string(pitch) + " bytes " +
+                  (pitch % 16 == 0 ? "it cannot read as whole 16-byte chunks"
+                                   : "are not a multiple of 16 bytes, which TMA needs");
       }
     }
   }
   if (loops.empty()) {
-    fail("warp_spec: no top-level loop of the kernel has a dot whose operands are loaded tiles, "
-         "so a TMA producer would have nothing to copy");
+    fail("warp_spec: no top-level loop of the kernel has a dot whose operands are loaded tiles "
+         "a TMA producer can copy" + why_not);
   }
   if (loops.size() > 1) {
     fail("warp_spec: " + std::to_string(loops.size()) + " loops have dots on loaded tiles; the "
