@@ -5,6 +5,7 @@
 
 #include "core/matile/hopper.h"
 #include "core/matile/layouts.h"
+#include "core/support/rng.h"
 
 namespace nautilus::matile::testing {
 namespace {
@@ -161,6 +162,21 @@ ModulePtr hopper_gemm(const HopperGemmShape& shape, HopperBug bug) {
   module.params = {A, B, C};
   module.kernels.push_back(b.finish_kernel("gemm_ws", {A, B, C}));
   return std::make_shared<const Module>(std::move(module));
+}
+
+TensorMap hopper_gemm_inputs(const HopperGemmShape& shape, uint64_t seed, bool nonzero) {
+  SplitMix64 rng(seed);
+  TensorMap inputs;
+  for (const auto& [name, rows] : {std::pair{"A", shape.m}, std::pair{"B", shape.n}}) {
+    TensorData data{{rows, shape.k}, DType::BF16, {}};
+    for (int64_t i = 0; i < rows * shape.k; ++i) {
+      double value = round_to(DType::BF16, rng.uniform(-1.0, 1.0));
+      while (nonzero && value == 0.0) value = round_to(DType::BF16, rng.uniform(-1.0, 1.0));
+      data.values.push_back(value);
+    }
+    inputs[name] = data;
+  }
+  return inputs;
 }
 
 }  // namespace nautilus::matile::testing

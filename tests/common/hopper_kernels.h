@@ -20,6 +20,7 @@
 #include <cstdint>
 
 #include "core/matile/ir.h"
+#include "core/support/tensor.h"
 
 namespace nautilus::matile::testing {
 
@@ -52,5 +53,9 @@ struct HopperGemmShape {
 };
 
 ModulePtr hopper_gemm(const HopperGemmShape& shape, HopperBug bug = HopperBug::None);
+
+// Seeded random inputs of hopper_gemm: A [M, K] and B [N, K], bf16 values in [-1, 1).
+// `nonzero` draws again for every 0, so that a product dropped anywhere changes the result.
+TensorMap hopper_gemm_inputs(const HopperGemmShape& shape, uint64_t seed, bool nonzero = false);
 
 }  // namespace nautilus::matile::testing

@@ -99,4 +99,17 @@ std::string f32_variant(const std::string& asset) {
   return text;
 }
 
+void expect_stage_matches_reference(const driver::Compilation& compilation, driver::Stage stage,
+                                    uint64_t seed, const std::string& what) {
+  driver::EvalOptions options;
+  options.stage = stage;
+  options.seed = seed;
+  const driver::EvalResult result = driver::evaluate(compilation, options);
+  ASSERT_TRUE(result.ran) << what << result.error;
+  ASSERT_FALSE(result.outputs.empty()) << what;
+  for (const driver::OutputCheck& check : result.outputs) {
+    EXPECT_TRUE(check.passed) << what << check.name << " " << check.error.max_relative_error;
+  }
+}
+
 }  // namespace nautilus::testing

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "core/driver/evaluate.h"
 #include "core/driver/pipeline.h"
 #include "core/spec/sema.h"
 
@@ -16,6 +17,11 @@ driver::Compilation compile_asset(const std::string& name, const std::vector<std
 
 // Compiles spec text given inline.
 driver::Compilation compile_text(const std::string& text, const std::vector<std::string>& sizes = {});
+
+// Runs `stage`'s interpreter on seeded random inputs (driver::evaluate) and expects every output
+// within its dtype's tolerance of the float64 reference; `what` prefixes the failure messages.
+void expect_stage_matches_reference(const driver::Compilation& compilation, driver::Stage stage,
+                                    uint64_t seed, const std::string& what = "");
 
 // Small sizes at which every asset spec evaluates in well under a second.
 std::vector<std::string> small_sizes(const std::string& asset);

@@ -72,15 +72,7 @@ TEST(HopperCost, TheWideTileGemmIsCorrect) {
   const matile::ModulePtr module = hopper_gemm(shape);
   const std::vector<std::string> errors = matile::verify(*module);
   ASSERT_TRUE(errors.empty()) << errors.front();
-  SplitMix64 rng(7);
-  TensorMap inputs;
-  for (const auto& [name, rows] : {std::pair{"A", shape.m}, std::pair{"B", shape.n}}) {
-    TensorData data{{rows, shape.k}, DType::BF16, {}};
-    for (int64_t i = 0; i < rows * shape.k; ++i) {
-      data.values.push_back(round_to(DType::BF16, rng.uniform(-1.0, 1.0)));
-    }
-    inputs[name] = data;
-  }
+  TensorMap inputs = matile::testing::hopper_gemm_inputs(shape, 7);
   const matile::InterpretResult result = matile::interpret(*module, inputs);
   ASSERT_TRUE(result.ok) << result.error;
   const TensorData& c = result.outputs.at("C");

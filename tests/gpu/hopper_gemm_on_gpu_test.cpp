@@ -42,21 +42,7 @@ namespace {
 
 using matile::testing::HopperGemmShape;
 using matile::testing::hopper_gemm;
-
-TensorMap random_inputs(const HopperGemmShape& shape, uint64_t seed) {
-  SplitMix64 rng(seed);
-  TensorMap inputs;
-  for (const auto& [name, rows] : {std::pair{"A", shape.m}, std::pair{"B", shape.n}}) {
-    TensorData data{{rows, shape.k}, DType::BF16, {}};
-    for (int64_t i = 0; i < rows * shape.k; ++i) {
-      double value = 0.0;
-      while (value == 0.0) value = round_to(DType::BF16, rng.uniform(-1.0, 1.0));
-      data.values.push_back(value);
-    }
-    inputs[name] = data;
-  }
-  return inputs;
-}
+using matile::testing::hopper_gemm_inputs;
 
 class HopperGemmOnGpu : public ::testing::TestWithParam<HopperGemmShape> {
  protected:
@@ -89,7 +75,7 @@ class HopperGemmOnGpu : public ::testing::TestWithParam<HopperGemmShape> {
 TEST_P(HopperGemmOnGpu, EmittedKernelMatchesTheInterpreter) {
   const HopperGemmShape shape = GetParam();
   const matile::ModulePtr module = hopper_gemm(shape);
-  const TensorMap inputs = random_inputs(shape, 17);
+  const TensorMap inputs = hopper_gemm_inputs(shape, 17, true);
   const matile::InterpretResult expected = matile::interpret(*module, inputs);
   ASSERT_TRUE(expected.ok) << expected.error;
 

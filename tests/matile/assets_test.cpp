@@ -56,14 +56,7 @@ TEST_P(AssetsToMatile, MatchesTheReference) {
   const driver::Compilation compilation = compile_to_matile(asset, tail_sizes().at(asset));
   ASSERT_TRUE(compilation.ok()) << compilation.schedule_error << compilation.internal_error;
   ASSERT_TRUE(compilation.ma_module);
-  driver::EvalOptions options;
-  options.stage = driver::Stage::MATile;
-  options.seed = 3;
-  const driver::EvalResult result = driver::evaluate(compilation, options);
-  ASSERT_TRUE(result.ran) << result.error;
-  for (const driver::OutputCheck& check : result.outputs) {
-    EXPECT_TRUE(check.passed) << asset << " " << check.name << " " << check.error.max_relative_error;
-  }
+  nautilus::testing::expect_stage_matches_reference(compilation, driver::Stage::MATile, 3, asset + " ");
 }
 
 INSTANTIATE_TEST_SUITE_P(Assets, AssetsToMatile, ::testing::ValuesIn(nautilus::testing::asset_names()),

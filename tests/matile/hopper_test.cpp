@@ -23,19 +23,7 @@ namespace {
 using testing::HopperBug;
 using testing::HopperGemmShape;
 using testing::hopper_gemm;
-
-TensorMap random_inputs(const HopperGemmShape& shape, uint64_t seed) {
-  SplitMix64 rng(seed);
-  TensorMap inputs;
-  for (const auto& [name, rows] : {std::pair{"A", shape.m}, std::pair{"B", shape.n}}) {
-    TensorData data{{rows, shape.k}, DType::BF16, {}};
-    for (int64_t i = 0; i < rows * shape.k; ++i) {
-      data.values.push_back(round_to(DType::BF16, rng.uniform(-1.0, 1.0)));
-    }
-    inputs[name] = data;
-  }
-  return inputs;
-}
+using testing::hopper_gemm_inputs;
 
 std::string describe(const InterpretResult& result) {
   return std::string(interpret_error_kind_name(result.error_kind)) + ": " + result.error +
@@ -77,7 +65,7 @@ TEST(Hopper, WarpSpecializedGemmMatchesTheReference) {
   const HopperGemmShape shape;
   const ModulePtr module = hopper_gemm(shape);
   ASSERT_TRUE(verify(*module).empty()) << verify(*module).front();
-  const TensorMap inputs = random_inputs(shape, 3);
+  const TensorMap inputs = hopper_gemm_inputs(shape, 3);
   const InterpretResult result = interpret(*module, inputs);
   expect_gemm_output(shape, inputs, result);
   // 2 x 2 CTAs, each with 6 k steps of 2 consumers x 4 wgmma.m64n64k16 and 2 boxes.
@@ -93,7 +81,7 @@ TEST(Hopper, CooperativeConsumersMatchTheReference) {
   shape.cooperative = true;
   const ModulePtr module = hopper_gemm(shape);
   ASSERT_TRUE(verify(*module).empty()) << verify(*module).front();
-  const TensorMap inputs = random_inputs(shape, 4);
+  const TensorMap inputs = hopper_gemm_inputs(shape, 4);
   for (uint64_t seed : {0u, 9u}) {
     InterpretOptions options;
     options.schedule_seed = seed;
@@ -108,7 +96,7 @@ TEST(Hopper, CooperativeConsumersMatchTheReference) {
 TEST(Hopper, RandomInterleavingsGiveTheSameResult) {
   const HopperGemmShape shape{72, 40, 200, 2};
   const ModulePtr module = hopper_gemm(shape);
-  const TensorMap inputs = random_inputs(shape, 11);
+  const TensorMap inputs = hopper_gemm_inputs(shape, 11);
   for (uint64_t seed : {1u, 2u, 3u, 4u, 5u}) {
     InterpretOptions options;
     options.schedule_seed = seed;
@@ -127,7 +115,7 @@ void expect_caught(const BrokenCase& broken, uint64_t seed) {
   const ModulePtr module = hopper_gemm(shape, broken.bug);
   InterpretOptions options;
   options.schedule_seed = seed;
-  const InterpretResult result = interpret(*module, random_inputs(shape, 5), options);
+  const InterpretResult result = interpret(*module, hopper_gemm_inputs(shape, 5), options);
   ASSERT_FALSE(result.ok) << "seed " << seed;
   EXPECT_EQ(result.error_kind, broken.kind) << "seed " << seed << ": " << describe(result);
   EXPECT_NE(result.error.find(broken.message), std::string::npos)
@@ -170,7 +158,7 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(Hopper, ErrorsNameTheOpAndItsPrintedForm) {
   const HopperGemmShape shape{72, 40, 200, 2};
   const InterpretResult result =
-      interpret(*hopper_gemm(shape, HopperBug::AccumulatorBeforeWait), random_inputs(shape, 5));
+      interpret(*hopper_gemm(shape, HopperBug::AccumulatorBeforeWait), hopper_gemm_inputs(shape, 5));
   ASSERT_FALSE(result.ok);
   EXPECT_NE(result.error.find("in role consumer0: cast %c16"), std::string::npos) << result.error;
   EXPECT_EQ(result.error_op.rfind("%c16 = cast %acc : bf16[64, 64] #L", 0), 0u) << result.error_op;
@@ -183,7 +171,7 @@ TEST(Hopper, RegisterBudgetOverTheLimitIsRejected) {
   EXPECT_NE(errors[0].find("register budgets sum to 520 per warpgroup thread, above the 512"),
             std::string::npos)
       << errors[0];
-  const InterpretResult result = interpret(*module, random_inputs(HopperGemmShape{}, 1));
+  const InterpretResult result = interpret(*module, hopper_gemm_inputs(HopperGemmShape{}, 1));
   EXPECT_EQ(result.error_kind, InterpretErrorKind::Malformed);
 }
 
@@ -299,7 +287,7 @@ TEST(Hopper, WgmmaWithRegisterA) {
     const Module module = single_kernel_module(b.finish_kernel("k", {a_in, b_in, out}), {a_in, b_in, out});
     ASSERT_TRUE(verify(module).empty()) << verify(module).front();
     const HopperGemmShape shape{64, 16, 32, 1};
-    const TensorMap inputs = random_inputs(shape, 9);
+    const TensorMap inputs = hopper_gemm_inputs(shape, 9);
     const InterpretResult result = interpret(module, inputs);
     if (fence_first) {
       EXPECT_EQ(result.error_kind, InterpretErrorKind::WgmmaFenceMissing) << result.error;

@@ -20,6 +20,7 @@ namespace nautilus::matile {
 namespace {
 
 using nautilus::testing::hand_schedule;
+using nautilus::testing::expect_stage_matches_reference;
 using nautilus::testing::source_path;
 
 driver::Compilation compile(const std::string& spec_path_or_text, bool inline_text,
@@ -109,17 +110,6 @@ void expect_same_outputs(const Module& before, const Module& after, uint64_t see
   }
 }
 
-void expect_matches_reference(const driver::Compilation& compilation, int seed) {
-  driver::EvalOptions options;
-  options.stage = driver::Stage::MATile;
-  options.seed = seed;
-  const driver::EvalResult result = driver::evaluate(compilation, options);
-  ASSERT_TRUE(result.ran) << result.error;
-  for (const driver::OutputCheck& check : result.outputs) {
-    EXPECT_TRUE(check.passed) << check.name << " " << check.error.max_relative_error;
-  }
-}
-
 TEST(SplitMaskedLoops, CausalAttentionRunsItsDiagonalTilesInALoopOfTheirOwn) {
   // 256 keys and queries: 4 key tiles of 64, 2 query tiles of 128 (no partial tiles, so the
   // causal select is the loop's only select).
@@ -152,7 +142,7 @@ TEST(SplitMaskedLoops, CausalAttentionRunsItsDiagonalTilesInALoopOfTheirOwn) {
   const ModulePtr before = placed_module(compilation);
   ASSERT_NE(before, nullptr);
   for (uint64_t seed : {1, 2, 3}) expect_same_outputs(*before, *compilation.ma_module, seed);
-  for (int seed : {4, 5}) expect_matches_reference(compilation, seed);
+  for (int seed : {4, 5}) expect_stage_matches_reference(compilation, driver::Stage::MATile, seed);
 }
 
 TEST(SplitMaskedLoops, OtherTileShapesAndSizesKeepTheirResults) {
@@ -177,7 +167,7 @@ TEST(SplitMaskedLoops, OtherTileShapesAndSizesKeepTheirResults) {
       ASSERT_TRUE(compilation.ok()) << compilation.schedule_error << compilation.internal_error;
       ASSERT_EQ(top_level_loops(*compilation.ma_module->kernels[0]).size(), 2u) << decisions[0];
       expect_same_outputs(*placed_module(compilation), *compilation.ma_module, 11);
-      expect_matches_reference(compilation, 12);
+      expect_stage_matches_reference(compilation, driver::Stage::MATile, 12);
     }
   }
 }
@@ -214,7 +204,7 @@ output O[b, h, m, d] : bf16 = sum(n) P[b, h, m, n] * V[b, h, n, d] / L[b, h, m]
   EXPECT_EQ(count_ops(*loops[0]->body, is_select), 0) << scores;
   EXPECT_EQ(count_ops(*loops[1]->body, is_select), masked_selects) << scores;
   expect_same_outputs(*placed_module(compilation), *compilation.ma_module, seed);
-  expect_matches_reference(compilation, static_cast<int>(seed) + 1);
+  expect_stage_matches_reference(compilation, driver::Stage::MATile, static_cast<int>(seed) + 1);
 }
 
 TEST(SplitMaskedLoops, AMaskWrittenTheOtherWayRoundAndWithoutSkippingIsSplitToo) {
@@ -248,7 +238,7 @@ TEST(SplitMaskedLoops, AttentionWithAPartialLastKeyTileRunsItLast) {
   for (uint64_t seed : {31, 32}) {
     expect_same_outputs(*placed_module(compilation), *compilation.ma_module, seed);
   }
-  expect_matches_reference(compilation, 33);
+  expect_stage_matches_reference(compilation, driver::Stage::MATile, 33);
 }
 
 TEST(SplitMaskedLoops, LoopsWithoutATileMaskAreLeftAlone) {

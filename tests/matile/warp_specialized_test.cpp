@@ -9,16 +9,17 @@
 #include <string>
 #include <vector>
 
-#include "core/driver/evaluate.h"
 #include "core/driver/pipeline.h"
 #include "core/matile/ir.h"
 #include "core/sched/decision.h"
 #include "core/spec/sema.h"
 #include "tests/common/golden.h"
+#include "tests/common/spec_test_util.h"
 
 namespace nautilus::matile {
 namespace {
 
+using nautilus::testing::expect_stage_matches_reference;
 using nautilus::testing::source_path;
 
 driver::Compilation compile(const std::string& spec, const std::vector<std::string>& decisions,
@@ -61,18 +62,6 @@ int count_kind(const Kernel& kernel, OpKind kind) {
   return count_ops(*kernel.body, [&](const Op& op) { return op.kind == kind; });
 }
 
-void expect_matches_reference(const driver::Compilation& compilation, int seed) {
-  driver::EvalOptions options;
-  options.stage = driver::Stage::MATile;
-  options.seed = seed;
-  const driver::EvalResult result = driver::evaluate(compilation, options);
-  ASSERT_TRUE(result.ran) << result.error;
-  ASSERT_FALSE(result.outputs.empty());
-  for (const driver::OutputCheck& check : result.outputs) {
-    EXPECT_TRUE(check.passed) << check.name << " " << check.error.max_relative_error;
-  }
-}
-
 TEST(WarpSpecialized, AGemmGetsATmaProducerAndWgmmaConsumersThatMatchTheReference) {
   // Two consumer warpgroups of 64 rows each over a 128 x 256 tile; 5 k steps around a ring of
   // 4 stages (the ring wraps, so the empty barriers' second phase is exercised).
@@ -101,7 +90,7 @@ TEST(WarpSpecialized, AGemmGetsATmaProducerAndWgmmaConsumersThatMatchTheReferenc
   // B[k, n] lands MN-major: two 64-column panels per stage, not one row-major box.
   EXPECT_FALSE(kernel.tma_maps[0].shared_layout);
   EXPECT_TRUE(kernel.tma_maps[1].shared_layout);
-  expect_matches_reference(compilation, 3);
+  expect_stage_matches_reference(compilation, driver::Stage::MATile, 3);
 }
 
 TEST(WarpSpecialized, OneConsumerWarpgroupAndAShortRingAlsoMatchTheReference) {
@@ -111,7 +100,7 @@ TEST(WarpSpecialized, OneConsumerWarpgroupAndAShortRingAlsoMatchTheReference) {
         "assets/specs/gemm.nt", gemm_schedule(64, 128, stages, 1), {"M=192", "N=256", "K=192"}, "sm_90a");
     ASSERT_TRUE(compilation.ma_module) << compilation.diagnostics->render_all();
     EXPECT_EQ(compilation.ma_module->kernels.at(0)->warps, 8);
-    expect_matches_reference(compilation, 5);
+    expect_stage_matches_reference(compilation, driver::Stage::MATile, 5);
   }
 }
 
@@ -123,7 +112,7 @@ TEST(WarpSpecialized, OnSm80TheConsumerWarpgroupsBecomePlainWarpsOnMmaSync) {
   EXPECT_EQ(kernel.warps, 8);
   EXPECT_EQ(count_kind(kernel, OpKind::Roles), 0);
   EXPECT_GT(count_kind(kernel, OpKind::Mma), 0);
-  expect_matches_reference(compilation, 4);
+  expect_stage_matches_reference(compilation, driver::Stage::MATile, 4);
 }
 
 std::string refusal(const std::vector<std::string>& decisions, const std::vector<std::string>& sizes) {
@@ -156,7 +145,7 @@ TEST(WarpSpecialized, RaggedSizesAreZeroFilledByTheTensorMaps) {
       "assets/specs/gemm.nt", gemm_schedule(128, 128, 3, 2), {"M=200", "N=136", "K=328"}, "sm_90a");
   ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error;
   EXPECT_EQ(count_kind(*compilation.ma_module->kernels.at(0), OpKind::Roles), 1);
-  expect_matches_reference(compilation, 9);
+  expect_stage_matches_reference(compilation, driver::Stage::MATile, 9);
 }
 
 TEST(WarpSpecialized, TheDecisionChecksItsArguments) {
