@@ -180,6 +180,15 @@ class KernelLowering {
   // -------------------------------------------------------------------------------------------
   // Loops and the software pipeline (lower_pipeline.cpp)
   std::vector<const VOp*> pipelinable(const VOp& loop);
+  // What emitting a For starts from: its initial values in the layouts of its block arguments,
+  // and the names of its results and block arguments.
+  struct LoopStart {
+    std::vector<Value> inits;
+    std::vector<std::string> result_names, arg_names;
+  };
+  LoopStart loop_start(const VOp& loop);
+  // The values the body of `loop` yields, in the layouts of the values it carries.
+  std::vector<Value> yielded_values(const VOp& loop, const std::vector<Value>& carried);
   void emit_for(const VOp& op);
   void emit_pipeline_step(const VOp& loop, const std::vector<const VOp*>& loads, const Value& var,
                           int stages);
@@ -190,6 +199,7 @@ class KernelLowering {
   void emit_warp_specialized();
   void emit_producer();
   void emit_hopper_loop(const VOp& loop);
+  std::pair<Value, Value> ring_position(const Value& k);
   std::vector<Value> emit_hopper_iteration(const VOp& loop, const Value& k,
                                            const std::vector<Value>& carried);
 

@@ -48,13 +48,17 @@ constexpr int64_t kSharedBytesPerCta = 227 * 1024;  // the H100's opt-in maximum
 bool sixteen_bit(DType dtype) { return dtype == DType::BF16 || dtype == DType::F16; }
 
 // The canonical wgmma layout of a loaded tile, over the tile's own (axis 0, axis 1)
-// coordinates, with the widest swizzle whose atom divides the tile.
+// coordinates, with the widest swizzle whose atom divides the tile. Buffers are row-major, so
+// the tile's axis 1 is contiguous: the tile is K-major when its mn (A's rows, B's columns) is
+// axis 0, MN-major when it is axis 1.
 struct RingLayout {
   layout::ComposedLayout layout;
   int swizzle_bytes = 0;
 };
-layout::Result<RingLayout> ring_layout(layout::OperandMajor major, int element_bytes,
-                                       int64_t mn, int64_t k, bool mn_is_axis0) {
+layout::Result<RingLayout> ring_layout(int element_bytes, const std::vector<int64_t>& shape,
+                                       bool mn_is_axis0) {
+  const layout::OperandMajor major = mn_is_axis0 ? layout::OperandMajor::K : layout::OperandMajor::MN;
+  const int64_t mn = shape[mn_is_axis0 ? 0 : 1], k = shape[mn_is_axis0 ? 1 : 0];
   std::string reasons;
   for (layout::SwizzleMode mode : {layout::SwizzleMode::B128, layout::SwizzleMode::B64,
                                    layout::SwizzleMode::B32}) {
@@ -123,17 +127,18 @@ void KernelLowering::plan_warp_specialization() {
   }
   const std::vector<const VOp*> ahead = pipelinable(loop);
 
-  // Every dot of the loop becomes a wgmma on two ring operands.
-  std::vector<std::pair<const VOp*, layout::OperandMajor>> majors;
-  const auto note_major = [&](const VOp* load, layout::OperandMajor major) {
-    for (const auto& [seen, m] : majors) {
+  // Every dot of the loop becomes a wgmma on two ring operands. Per operand load: whether its
+  // tile's mn is axis 0 (A's rows; B's columns are axis 1; swapped for a transposed operand).
+  std::vector<std::pair<const VOp*, bool>> mn_axis0;
+  const auto note_operand = [&](const VOp* load, bool mn_is_axis0) {
+    for (const auto& [seen, axis0] : mn_axis0) {
       if (seen != load) continue;
-      if (m != major) {
+      if (axis0 != mn_is_axis0) {
         fail("warp_spec: " + name(load) + " is read both K-major and MN-major by the loop's dots");
       }
       return;
     }
-    majors.emplace_back(load, major);
+    mn_axis0.emplace_back(load, mn_is_axis0);
   };
   for (const vrtile::OpPtr& inner : loop.body->ops) {
     if (inner->kind != VOpKind::Dot) continue;
@@ -179,17 +184,15 @@ void KernelLowering::plan_warp_specialization() {
              "does not provide");
       }
     }
-    // A row-major A tile [M, K] is K-major, a row-major B tile [K, N] MN-major; a transposed
-    // operand (loaded as its transpose) the other way.
-    note_major(plan.a.load, plan.a.transposed ? layout::OperandMajor::MN : layout::OperandMajor::K);
-    note_major(plan.b.load, plan.b.transposed ? layout::OperandMajor::K : layout::OperandMajor::MN);
+    note_operand(plan.a.load, !plan.a.transposed);
+    note_operand(plan.b.load, plan.b.transposed);
     plan.wgmma = true;
     plan.warps_m = 4 * consumers;
     plan.warps_n = 1;
     plan.prefetch_fragments = false;
   }
   for (const VOp* load : ahead) {
-    if (std::none_of(majors.begin(), majors.end(), [&](const auto& m) { return m.first == load; })) {
+    if (std::none_of(mn_axis0.begin(), mn_axis0.end(), [&](const auto& m) { return m.first == load; })) {
       fail("warp_spec: " + name(load) + " is copied ahead in the main loop but is no wgmma "
            "operand; the producer copies only the dots' operands");
     }
@@ -199,8 +202,9 @@ void KernelLowering::plan_warp_specialization() {
   ws_.loop = &loop;
   int64_t ring_bytes = 0;
   for (const VOp* load : ahead) {
-    const layout::OperandMajor major =
-        std::find_if(majors.begin(), majors.end(), [&](const auto& m) { return m.first == load; })->second;
+    const bool mn_is_axis0 =
+        std::find_if(mn_axis0.begin(), mn_axis0.end(), [&](const auto& m) { return m.first == load; })
+            ->second;
     const Window& window = smem_windows_.at(load);
     const Buffer& buffer = load->buffer;
     const std::vector<int64_t>& shape = load->results[0]->type.shape;
@@ -224,18 +228,8 @@ void KernelLowering::plan_warp_specialization() {
         }
       }
     }
-    // Which tile axis is the operand's mn: A's rows, B's columns (swapped when transposed).
-    bool is_a = false;
-    bool transposed = false;
-    for (const auto& [dot, plan] : dot_plans_) {
-      if (!plan.wgmma) continue;
-      if (plan.a.load == load) is_a = true, transposed = plan.a.transposed;
-      if (plan.b.load == load) transposed = plan.b.transposed;
-    }
-    const bool mn_is_axis0 = is_a != transposed;
-    const int64_t mn = shape[mn_is_axis0 ? 0 : 1], k = shape[mn_is_axis0 ? 1 : 0];
     const int e = dtype_bytes(load->results[0]->type.dtype);
-    layout::Result<RingLayout> ring = ring_layout(major, e, mn, k, mn_is_axis0);
+    layout::Result<RingLayout> ring = ring_layout(e, shape, mn_is_axis0);
     if (!ring) fail(what + ": no canonical wgmma layout fits its tile: " + ring.error().message);
     layout::GlobalTensor global;
     global.shape = {buffer->shape[0], buffer->shape[1]};
@@ -308,11 +302,19 @@ void KernelLowering::emit_warp_specialized() {
              }}});
 }
 
+// Where iteration k sits in the ring: its slot k % S and the parity (k / S) % 2 of the slot's
+// phase that iteration fills.
+std::pair<Value, Value> KernelLowering::ring_position(const Value& k) {
+  const Value stages = index_constant(options_.stages);
+  const Value slot = b_.binary(BinaryOp::Mod, k, stages, "slot");
+  const Value round = b_.binary(BinaryOp::FloorDiv, k, stages, "round");
+  return {slot, b_.binary(BinaryOp::Mod, round, index_constant(2), "phase")};
+}
+
 // The producer: the index scalars of the copies' offsets (the top-level scalars before the main
 // loop), then the loop of copies.
 void KernelLowering::emit_producer() {
   const VOp& loop = *ws_.loop;
-  const int stages = options_.stages;
   memo_.emplace_back();
   for (const vrtile::OpPtr& op : vk_.body->ops) {
     if (op.get() == &loop) break;
@@ -332,9 +334,7 @@ void KernelLowering::emit_producer() {
       loop.loop_var->name, loop.extent, {},
       [&](const Value& k, const std::vector<Value>&) {
         memo_.emplace_back();
-        const Value slot = b_.binary(BinaryOp::Mod, k, index_constant(stages), "slot");
-        const Value round = b_.binary(BinaryOp::FloorDiv, k, index_constant(stages), "round");
-        const Value phase = b_.binary(BinaryOp::Mod, round, index_constant(2), "phase");
+        const auto [slot, phase] = ring_position(k);
         // The consumers released this slot's previous round (the first round passes at once).
         const Value released = b_.binary(BinaryOp::Sub, index_constant(1), phase, "released");
         b_.mbarrier_wait(BarrierRef{ws_.empty, slot}, released);
@@ -360,11 +360,8 @@ void KernelLowering::emit_producer() {
 // commit them as one group; returns the values the iteration yields.
 std::vector<Value> KernelLowering::emit_hopper_iteration(const VOp& loop, const Value& k,
                                                           const std::vector<Value>& carried) {
-  const int stages = options_.stages;
   memo_.emplace_back();
-  const Value slot = b_.binary(BinaryOp::Mod, k, index_constant(stages), "slot");
-  const Value round = b_.binary(BinaryOp::FloorDiv, k, index_constant(stages), "round");
-  const Value phase = b_.binary(BinaryOp::Mod, round, index_constant(2), "phase");
+  const auto [slot, phase] = ring_position(k);
   b_.mbarrier_wait(BarrierRef{ws_.full, slot}, phase);
   env_[loop.loop_var.get()] = k;
   for (size_t i = 0; i < carried.size(); ++i) env_[loop.block_args[i].get()] = carried[i];
@@ -373,25 +370,15 @@ std::vector<Value> KernelLowering::emit_hopper_iteration(const VOp& loop, const 
   emit_region(*loop.body);
   b_.set_provenance(loop.provenance);
   b_.wgmma_commit_group();
-  const vrtile::Op& yield = *loop.body->ops.back();
-  std::vector<Value> yielded;
-  for (size_t i = 0; i < yield.operands.size(); ++i) {
-    yielded.push_back(materialize(yield.operands[i], carried[i]->layout));
-  }
+  std::vector<Value> yielded = yielded_values(loop, carried);
   memo_.pop_back();
   return yielded;
 }
 
 void KernelLowering::emit_hopper_loop(const VOp& loop) {
   const int stages = options_.stages;
-  std::vector<Value> inits;
-  for (size_t i = 0; i < loop.operands.size(); ++i) {
-    inits.push_back(materialize(loop.operands[i], layout_for(loop.block_args[i])));
-  }
-  std::vector<std::string> result_names, arg_names;
-  for (const VValue& r : loop.results) result_names.push_back(r->name);
-  for (const VValue& a : loop.block_args) arg_names.push_back(a->name);
-  std::vector<Value> results = emit_hopper_iteration(loop, index_constant(0), inits);
+  const LoopStart start = loop_start(loop);
+  std::vector<Value> results = emit_hopper_iteration(loop, index_constant(0), start.inits);
   if (loop.extent > 1) {
     results = b_.for_loop(
         loop.loop_var->name + "_rest", loop.extent - 1, results,
@@ -407,7 +394,7 @@ void KernelLowering::emit_hopper_loop(const VOp& loop) {
           memo_.pop_back();
           return yielded;
         },
-        result_names, arg_names);
+        start.result_names, start.arg_names);
   }
   b_.wgmma_wait_group(0);
   b_.mbarrier_arrive(BarrierRef{ws_.empty, index_constant((loop.extent - 1) % stages)}, 0, threads());

@@ -68,15 +68,9 @@ void KernelLowering::emit_for(const VOp& op) {
     }
   }
   b_.set_provenance(op.provenance);
-  std::vector<Value> inits;
-  for (size_t i = 0; i < op.operands.size(); ++i) {
-    inits.push_back(materialize(op.operands[i], layout_for(op.block_args[i])));
-  }
-  std::vector<std::string> result_names, arg_names;
-  for (const VValue& r : op.results) result_names.push_back(r->name);
-  for (const VValue& a : op.block_args) arg_names.push_back(a->name);
+  const LoopStart start = loop_start(op);
   const std::vector<Value> results = b_.for_loop(
-      op.loop_var->name, op.extent, inits,
+      op.loop_var->name, op.extent, start.inits,
       [&](const Value& var, const std::vector<Value>& carried) {
         env_[op.loop_var.get()] = var;
         for (size_t i = 0; i < carried.size(); ++i) env_[op.block_args[i].get()] = carried[i];
@@ -84,18 +78,33 @@ void KernelLowering::emit_for(const VOp& op) {
         if (!loads.empty()) emit_pipeline_step(op, loads, var, stages);
         emit_region(*op.body);
         b_.set_provenance(op.provenance);
-        const vrtile::Op& yield = *op.body->ops.back();
-        std::vector<Value> yielded;
-        for (size_t i = 0; i < yield.operands.size(); ++i) {
-          yielded.push_back(materialize(yield.operands[i], carried[i]->layout));
-        }
+        std::vector<Value> yielded = yielded_values(op, carried);
         memo_.pop_back();
         return yielded;
       },
-      result_names, arg_names, loads.empty() ? 0 : stages,
+      start.result_names, start.arg_names, loads.empty() ? 0 : stages,
       op.trip_count ? scalar_value(op.trip_count) : nullptr);
   for (size_t i = 0; i < results.size(); ++i) env_[op.results[i].get()] = results[i];
   if (!loads.empty()) b_.wait_group(0);
+}
+
+KernelLowering::LoopStart KernelLowering::loop_start(const VOp& loop) {
+  LoopStart start;
+  for (size_t i = 0; i < loop.operands.size(); ++i) {
+    start.inits.push_back(materialize(loop.operands[i], layout_for(loop.block_args[i])));
+  }
+  for (const VValue& r : loop.results) start.result_names.push_back(r->name);
+  for (const VValue& a : loop.block_args) start.arg_names.push_back(a->name);
+  return start;
+}
+
+std::vector<Value> KernelLowering::yielded_values(const VOp& loop, const std::vector<Value>& carried) {
+  const vrtile::Op& yield = *loop.body->ops.back();
+  std::vector<Value> yielded;
+  for (size_t i = 0; i < yield.operands.size(); ++i) {
+    yielded.push_back(materialize(yield.operands[i], carried[i]->layout));
+  }
+  return yielded;
 }
 
 // The top of a pipelined iteration i: wait for i's tiles, publish them, issue i+S-1.
