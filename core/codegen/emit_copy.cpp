@@ -481,7 +481,7 @@ void KernelEmitter::ldmatrix(const Op& op) {
   const std::string helper = trans ? "ldmatrix_x4_trans" : "ldmatrix_x4";
   const std::string out = name_of(result);
   SplitCoords coords;
-  coords.threads = kernel_.threads();
+  coords.threads = role_threads_;
   std::vector<std::string> issues;
   if (layout.kind == LayoutKind::MmaA) {
     auto expected = matile::mma_a_layout(R, C, wm, wn);

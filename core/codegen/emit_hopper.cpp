@@ -11,7 +11,8 @@
 //   mbarrier.arrive.expect_tx full[%s]      ->  if (tid == 0) mbarrier_arrive_expect_tx(
 //     tx 24576                                      full_addr + static_cast<unsigned>(s) * 8u, 24576u);
 //   tma.load As[%s] <- tmA[%m0, %k0]        ->  if (tid == 0) tma_load_2d(As_addr + s * 16384u + 0u,
-//     mbarrier full[%s]                             &tmA, k0 + 0, m0 + 0, full_addr + s * 8u);
+//     mbarrier full[%s]                             &tmA, full_addr + s * 8u, k0 + 0, m0 + 0);
+//   (a map over K[b, h, n, d] with tile axes {2, 3}: tma_load_4d(..., d0 + 0, n0 + 0, h, b))
 //   %acc_k = wgmma As[%s][0, 0], Bs[%s]^T,   ->  wgmma_m64n64k16_ss_00(acc0, a_desc + 0ull, b_desc + 0ull);
 //     %acc_i k 64                                ... one per k16 step (descriptor + block step >> 4)
 //   wgmma.wait_group 1                      ->  wgmma_wait_group<1>(); fence_register(acc0[0]); ...
@@ -41,18 +42,33 @@ Result<layout::TmaTilePlan> plan_tma_map(const matile::TmaMap& map) {
     return codegen_error(CodegenError::Kind::Unsupported, "tensor map " + map.name + ": " + why);
   };
   if (!map.buffer) return unsupported_map("has no buffer");
-  if (map.buffer->shape.size() != 2 || map.box.size() != 2) {
-    return unsupported_map("only 2-D buffers and boxes are emitted");
+  const std::vector<int64_t>& shape = map.buffer->shape;
+  const std::vector<int> tile_axes = matile::tma_tile_axes(map);
+  const int rank = static_cast<int>(shape.size());
+  if (map.box.size() != shape.size() || rank > 5 || tile_axes.size() != 2 || tile_axes[1] != rank - 1 ||
+      tile_axes[0] < 0 || tile_axes[0] >= tile_axes[1]) {
+    return unsupported_map("the box must span two buffer axes, the second the last, of a buffer of rank 2..5");
   }
   const DType dtype = map.buffer->dtype;
   auto box = matile::tma_tile_layout(map);
   if (!box) return unsupported_map(box.error().message);
+  // Element strides of the row-major buffer.
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (int axis = rank - 1; axis-- > 0;) strides[static_cast<size_t>(axis)] = strides[static_cast<size_t>(axis) + 1] * shape[static_cast<size_t>(axis) + 1];
+  const size_t a0 = static_cast<size_t>(tile_axes[0]), a1 = static_cast<size_t>(tile_axes[1]);
   layout::GlobalTensor global;
-  global.shape = {map.buffer->shape[0], map.buffer->shape[1]};
-  global.strides = {map.buffer->shape[1], 1};
-  auto plan = layout::plan_tma_tile(*box, dtype_bytes(dtype), global);
-  if (!plan) return unsupported_map(plan.error().message);
-  return *plan;
+  global.shape = {shape[a0], shape[a1]};
+  global.strides = {strides[a0], 1};
+  auto tile_plan = layout::plan_tma_tile(*box, dtype_bytes(dtype), global);
+  if (!tile_plan) return unsupported_map(tile_plan.error().message);
+  layout::TmaTilePlan plan = *tile_plan;
+  for (int axis = rank - 1; axis >= 0; --axis) {
+    if (axis == tile_axes[0] || axis == tile_axes[1]) continue;
+    if (map.box[static_cast<size_t>(axis)] != 1) return unsupported_map("the box is not 1 outside its tile axes");
+    plan.outer_dims.push_back(shape[static_cast<size_t>(axis)]);
+    plan.outer_stride_bytes.push_back(strides[static_cast<size_t>(axis)] * dtype_bytes(dtype));
+  }
+  return plan;
 }
 
 TensorMap tensor_map_of_plan(const layout::TmaTilePlan& plan) {
@@ -61,6 +77,12 @@ TensorMap tensor_map_of_plan(const layout::TmaTilePlan& plan) {
   map.strides_bytes = {plan.global_stride_bytes};
   map.box = {plan.box_dims[0], plan.box_dims[1]};
   map.element_strides = {plan.element_strides[0], plan.element_strides[1]};
+  for (size_t i = 0; i < plan.outer_dims.size(); ++i) {
+    map.dims.push_back(plan.outer_dims[i]);
+    map.strides_bytes.push_back(plan.outer_stride_bytes[i]);
+    map.box.push_back(1);
+    map.element_strides.push_back(1);
+  }
   constexpr TensorMapSwizzle swizzles[] = {TensorMapSwizzle::None, TensorMapSwizzle::B32,
                                            TensorMapSwizzle::B64, TensorMapSwizzle::B128};
   map.swizzle = swizzles[std::clamp(plan.tensor_map_swizzle, 0, 3)];
@@ -333,7 +355,8 @@ void KernelEmitter::tma_copy(const Op& op, bool load) {
   if (!plan) unsupported(matile::op_label(op) + ": " + plan.error().message);
   const SharedAlloc& alloc = alloc_of(op.shared);
   auto box = matile::tma_tile_layout(map);
-  if (!box || alloc.layout != *box || alloc.shape != map.box || alloc.dtype != map.buffer->dtype) {
+  if (!box || alloc.layout != *box || alloc.shape != matile::tma_tile_box(map) ||
+      alloc.dtype != map.buffer->dtype) {
     unsupported(matile::op_label(op) + ": allocation " + alloc.name +
                 " is not laid out as the tensor map's box lands");
   }
@@ -346,12 +369,21 @@ void KernelEmitter::tma_copy(const Op& op, bool load) {
     unsupported(matile::op_label(op) + ": allocation " + alloc.name + " or its stages do not start at multiples of " +
                 str(plan->shared_alignment_bytes) + " bytes");
   }
-  if (op.operands.size() != 2) invalid(matile::op_label(op) + ": needs one coordinate per buffer axis");
+  if (op.operands.size() != map.box.size()) invalid(matile::op_label(op) + ": needs one coordinate per buffer axis");
   std::string start = shared_window_base(alloc);
   if (op.shared.stage) start += " + static_cast<unsigned>(" + name_of(op.shared.stage) + ") * " + str(stage_bytes) + "u";
   const std::string map_name = "&" + tma_map_name(op.tma_map);
-  const std::string inner = name_of(op.operands[static_cast<size_t>(plan->inner_mode)]);
-  const std::string outer = name_of(op.operands[static_cast<size_t>(1 - plan->inner_mode)]);
+  // The map's dimensions: the tile's inner mode, its other mode, then the buffer's other axes
+  // from the innermost (plan_tma_map).
+  const std::vector<int> tile_axes = matile::tma_tile_axes(map);
+  const std::string inner = name_of(op.operands[static_cast<size_t>(tile_axes[static_cast<size_t>(plan->inner_mode)])]);
+  const std::string outer = name_of(op.operands[static_cast<size_t>(tile_axes[static_cast<size_t>(1 - plan->inner_mode)])]);
+  std::string rest;
+  for (int axis = static_cast<int>(map.box.size()) - 1; axis >= 0; --axis) {
+    if (axis == tile_axes[0] || axis == tile_axes[1]) continue;
+    rest += ", " + name_of(op.operands[static_cast<size_t>(axis)]);
+  }
+  const std::string dims = std::to_string(2 + plan->outer_dims.size()) + "d";
   line("// " + str(static_cast<int64_t>(plan->boxes.size())) + " box" + (plan->boxes.size() == 1 ? "" : "es") +
        " of {" + str(plan->box_dims[0]) + ", " + str(plan->box_dims[1]) + "}, " + str(plan->box_bytes) +
        " bytes each (layout::plan_tma_tile)");
@@ -361,10 +393,10 @@ void KernelEmitter::tma_copy(const Op& op, bool load) {
     const std::string c0 = inner + " + " + str(b.map_coordinate[0]);
     const std::string c1 = outer + " + " + str(b.map_coordinate[1]);
     if (load) {
-      line("  tma_load_2d(" + where + ", " + map_name + ", " + c0 + ", " + c1 + ", " +
-           barrier_address(op.mbarrier) + ");");
+      line("  tma_load_" + dims + "(" + where + ", " + map_name + ", " + barrier_address(op.mbarrier) +
+           ", " + c0 + ", " + c1 + rest + ");");
     } else {
-      line("  tma_store_2d(" + map_name + ", " + where + ", " + c0 + ", " + c1 + ");");
+      line("  tma_store_" + dims + "(" + map_name + ", " + where + ", " + c0 + ", " + c1 + rest + ");");
     }
   }
   line("}");

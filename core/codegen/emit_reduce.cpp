@@ -41,8 +41,8 @@ void KernelEmitter::reduce(const Op& op) {
   std::vector<int64_t> result_shape = shape;
   result_shape.erase(result_shape.begin() + op.axis);
   // Step 1's mapping: source slot -> result slot, which must not depend on the thread.
-  std::vector<int32_t> table(static_cast<size_t>(kernel_.threads() * source_slots));
-  for (int64_t t = 0; t < kernel_.threads(); ++t) {
+  std::vector<int32_t> table(static_cast<size_t>(role_threads_ * source_slots));
+  for (int64_t t = 0; t < role_threads_; ++t) {
     std::map<int64_t, int64_t> slot_of_element;
     for (int64_t w = 0; w < result_slots; ++w) {
       slot_of_element.emplace(result_elements[static_cast<size_t>(t * result_slots + w)], w);

@@ -147,6 +147,7 @@ struct Segment {
   // the wgmma.wait_group before its plain mbarrier.arrive); its mbarrier waits and wgmmas.
   int role = -1;
   bool loop = false;
+  int depth = 0;            // loops around it, itself included (0: a role's or the kernel's body)
   double tma_read_bytes = 0.0;
   double tma_write_bytes = 0.0;
   int ring_stages = 0;
@@ -634,6 +635,7 @@ class WorkWalk : public matile::Visitor {
     inner.stages = op.pipeline_stages;
     inner.role = segments_[segment].role;
     inner.loop = true;
+    inner.depth = static_cast<int>(loops_.size()) + 1;
     segments_.push_back(inner);
     const size_t inner_index = segments_.size() - 1;
     if (op.body && trips > 0.0) {
@@ -1098,15 +1100,24 @@ struct PipeTime {
   }
 };
 
-// Each role's ring loop: the loop of its body (at any depth) with the most executions among
-// those that wait on an mbarrier, load by TMA or issue wgmma; null for a role without one.
-std::vector<const Segment*> ring_loops(const std::vector<Segment>& segments, size_t roles) {
-  std::vector<const Segment*> ring(roles, nullptr);
+// Each role's ring loops: the loops of its body (at any depth) that wait on an mbarrier, load by
+// TMA or issue wgmma, those with the most executions and any others of the same nesting (the
+// two halves of a loop split_masked_loops split); empty for a role without one.
+std::vector<std::vector<const Segment*>> ring_loops(const std::vector<Segment>& segments, size_t roles) {
+  std::vector<std::vector<const Segment*>> ring(roles);
+  std::vector<const Segment*> best(roles, nullptr);
+  const auto in_ring = [](const Segment& segment) {
+    return segment.loop && (segment.mbarrier_waits > 0 || segment.tma_read_bytes > 0 || segment.has_wgmma);
+  };
   for (const Segment& segment : segments) {
-    if (segment.role < 0 || !segment.loop || static_cast<size_t>(segment.role) >= roles) continue;
-    if (segment.mbarrier_waits == 0 && segment.tma_read_bytes == 0 && !segment.has_wgmma) continue;
-    const Segment*& best = ring[static_cast<size_t>(segment.role)];
-    if (!best || segment.executions > best->executions) best = &segment;
+    if (segment.role < 0 || static_cast<size_t>(segment.role) >= roles || !in_ring(segment)) continue;
+    const Segment*& top = best[static_cast<size_t>(segment.role)];
+    if (!top || segment.executions > top->executions) top = &segment;
+  }
+  for (const Segment& segment : segments) {
+    if (segment.role < 0 || static_cast<size_t>(segment.role) >= roles || !in_ring(segment)) continue;
+    const Segment* top = best[static_cast<size_t>(segment.role)];
+    if (&segment == top || segment.depth == top->depth) ring[static_cast<size_t>(segment.role)].push_back(&segment);
   }
   return ring;
 }
@@ -1121,18 +1132,20 @@ struct RingTime {
 };
 
 template <class Pipes, class Sync>
-RingTime ws_ring(const std::vector<const Segment*>& ring, const Pipes& pipes, const Sync& sync,
-                 double latency, double cta_bandwidth) {
+RingTime ws_ring(const std::vector<std::vector<const Segment*>>& ring, const Pipes& pipes,
+                 const Sync& sync, double latency, double cta_bandwidth) {
   RingTime r;
-  for (const Segment* segment : ring) {
-    if (segment) r.iterations = std::max(r.iterations, segment->executions);
+  for (const std::vector<const Segment*>& loops : ring) {
+    double executions = 0.0;
+    for (const Segment* segment : loops) executions += segment->executions;
+    r.iterations = std::max(r.iterations, executions);
   }
   if (r.iterations <= 0.0) return r;
   Work mma;
   double bytes = 0.0, producer = 0.0, consumer = 0.0;
   int lag = 0;
-  for (const Segment* segment : ring) {
-    if (!segment) continue;
+  bool waits_inside = false;  // a consumer waits for its own MMAs within the iteration
+  for (const std::vector<const Segment*>& loops : ring) for (const Segment* segment : loops) {
     // A loop with a peeled first iteration runs fewer times: its work per ring iteration.
     const double share = segment->executions / r.iterations;
     mma.add(segment->work, share);
@@ -1145,8 +1158,15 @@ RingTime ws_ring(const std::vector<const Segment*>& ring, const Pipes& pipes, co
       consumer = std::max(consumer, handoff);
     }
     lag = std::max(lag, segment->release_lag);
+    waits_inside = waits_inside || (segment->has_wgmma && segment->release_lag == 0);
   }
-  const double m = pipes(mma, 1.0).combined(1.0);
+  // A consumer that reads its MMAs' results inside the iteration (attention's scores feed the
+  // softmax) runs them and its element-wise work one after the other: measured on the H100
+  // (2026-11-26, two consumer warpgroups, d 64..256), an iteration takes the sum of the pipes,
+  // not their maximum: the tensor cores', the ALUs' and the SFUs' (the operands' shared reads
+  // belong to the MMAs).
+  const auto t = pipes(mma, 1.0);
+  const double m = waits_inside ? std::max(t.combined(1.0), t.tensor + t.alu + t.special) : t.combined(1.0);
   const double copy = bytes > 0.0 ? latency + bytes / cta_bandwidth : 0.0;
   const double depth = std::max(1, r.stages);
   // A consumer that keeps a wgmma group in flight waits, releases and issues while the
@@ -1519,10 +1539,13 @@ class AnalyticalModel : public CostModel {
       const double single_overlap = overlap_for(1.0);
       // Per role: the time of its regions outside the ring (its prologue and epilogue).
       std::vector<double> role_time(roles.size(), 0.0);
-      std::vector<const Segment*> ring;  // each role's ring loop (see below)
+      std::vector<std::vector<const Segment*>> ring;  // each role's ring loops (see below)
       if (specialized) ring = ring_loops(segments, roles.size());
       for (const Segment& segment : segments) {
-        if (segment.role >= 0 && ring[static_cast<size_t>(segment.role)] == &segment) continue;
+        if (segment.role >= 0) {
+          const std::vector<const Segment*>& loops = ring[static_cast<size_t>(segment.role)];
+          if (std::find(loops.begin(), loops.end(), &segment) != loops.end()) continue;
+        }
         const double math = compute_pipes(segment.work, 1.0).combined(single_overlap);
         double time = math + segment.work.barriers * barrier_seconds + sync_time(segment.work);
         if (segment.read_bytes > 0) {

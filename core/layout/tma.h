@@ -67,6 +67,12 @@ struct TmaTilePlan {
   int64_t tile_bytes = 0;                    // all boxes together: the mbarrier's expect_tx
   int64_t shared_alignment_bytes = 128;      // the tile's shared start must be a multiple
   std::vector<TmaBox> boxes;                 // inner-mode boxes first, then along the other mode
+  // A tile of a tensor of higher rank (one head of K[b, h, n, d]): the tensor's other axes, as
+  // further map dimensions after the tile's two with a box extent of 1, innermost first. Filled
+  // by the caller (plan_tma_tile plans the 2-D tile); each copy gives their coordinates after
+  // the tile's.
+  std::vector<int64_t> outer_dims;
+  std::vector<int64_t> outer_stride_bytes;
 };
 
 // The boxes that fill `tile` (a ComposedLayout over the tile's (mode 0, mode 1) coordinates in

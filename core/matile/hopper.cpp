@@ -39,10 +39,25 @@ Result<layout::ComposedLayout> tma_box_layout(DType dtype, const std::vector<int
   return row_major_shared(box, *element_swizzle);
 }
 
+std::vector<int> tma_tile_axes(const TmaMap& map) {
+  if (!map.tile_axes.empty()) return map.tile_axes;
+  const int rank = static_cast<int>(map.box.size());
+  if (rank < 2) return {};
+  return {rank - 2, rank - 1};
+}
+
+std::vector<int64_t> tma_tile_box(const TmaMap& map) {
+  std::vector<int64_t> box;
+  for (int axis : tma_tile_axes(map)) {
+    if (axis >= 0 && axis < static_cast<int>(map.box.size())) box.push_back(map.box[static_cast<size_t>(axis)]);
+  }
+  return box;
+}
+
 Result<layout::ComposedLayout> tma_tile_layout(const TmaMap& map) {
   if (map.shared_layout) return *map.shared_layout;
   if (!map.buffer) return layout::layout_error("tensor map " + map.name + " has no buffer");
-  return tma_box_layout(map.buffer->dtype, map.box, map.swizzle_bytes);
+  return tma_box_layout(map.buffer->dtype, tma_tile_box(map), map.swizzle_bytes);
 }
 
 int64_t tma_box_bytes(const TmaMap& map) {

@@ -36,8 +36,12 @@ Result<RegisterLayout> wgmma_a_layout(int64_t m, int64_t k, int warpgroups);
 // The shared layout of one box landed by a tensor map with `swizzle_bytes` (0, 32, 64, 128).
 Result<layout::ComposedLayout> tma_box_layout(DType dtype, const std::vector<int64_t>& box,
                                               int swizzle_bytes);
+// The two buffer axes a map's tile spans (its tile_axes, or the buffer's last two) and the box
+// over them: the shape of the shared tile the box lands in.
+std::vector<int> tma_tile_axes(const TmaMap& map);
+std::vector<int64_t> tma_tile_box(const TmaMap& map);
 // The layout in which a map's tile lands in shared memory: its explicit shared_layout, or the
-// box row-major with the map's swizzle.
+// tile box row-major with the map's swizzle.
 Result<layout::ComposedLayout> tma_tile_layout(const TmaMap& map);
 // The bytes a box counts on its mbarrier (the whole box, out-of-bounds zeros included).
 int64_t tma_box_bytes(const TmaMap& map);

@@ -1590,11 +1590,13 @@ class Interpreter : public Visitor {
 
   const TmaMap& map_of(const Op& op) const { return kernel_->tma_maps[static_cast<size_t>(op.tma_map)]; }
 
-  // Visits every element of the map's box: its box coordinate and buffer indices, and whether
-  // it lies inside the buffer.
+  // Visits every element of the map's box: its coordinate in the shared tile (the box over the
+  // map's tile axes), its buffer indices, and whether it lies inside the buffer.
   template <typename Body>
   void for_each_box_element(const Op& op, Body&& body) {
     const TmaMap& map = map_of(op);
+    const std::vector<int> tile_axes = tma_tile_axes(map);
+    std::vector<int64_t> tile_coordinate(tile_axes.size());
     std::vector<int64_t> start;
     for (const Value& c : op.operands) start.push_back(uniform_index(c));
     int64_t elements = 1;
@@ -1610,7 +1612,8 @@ class Interpreter : public Visitor {
         indices[j] = start[j] + c[j];
         if (indices[j] < 0 || indices[j] >= map.buffer->shape[j]) inside = false;
       }
-      body(c, indices, inside);
+      for (size_t t = 0; t < tile_axes.size(); ++t) tile_coordinate[t] = c[static_cast<size_t>(tile_axes[t])];
+      body(tile_coordinate, indices, inside);
     }
   }
 

@@ -554,9 +554,10 @@ int Builder::mbarrier(std::string name, int count, int64_t arrivals, std::string
 }
 
 int Builder::tma_map(std::string name, const Buffer& buffer, std::vector<int64_t> box,
-                     int swizzle_bytes, std::optional<layout::ComposedLayout> shared_layout) {
-  tma_maps_.push_back(
-      TmaMap{std::move(name), buffer, std::move(box), swizzle_bytes, std::move(shared_layout)});
+                     int swizzle_bytes, std::optional<layout::ComposedLayout> shared_layout,
+                     std::vector<int> tile_axes) {
+  tma_maps_.push_back(TmaMap{std::move(name), buffer, std::move(box), swizzle_bytes,
+                             std::move(shared_layout), std::move(tile_axes)});
   return static_cast<int>(tma_maps_.size()) - 1;
 }
 

@@ -310,6 +310,10 @@ struct TmaMap {
   // two 64x64 boxes, one after the other); empty: the box row-major with the swizzle
   // (tma_box_layout). hopper.h's tma_tile_layout() gives either.
   std::optional<layout::ComposedLayout> shared_layout;
+  // The two buffer axes the shared tile spans, in increasing order, the second the contiguous
+  // one; every other axis has a box extent of 1 (a [64, 128] tile of K[b, h, n, d] is the box
+  // [1, 1, 64, 128] over axes {2, 3}). Empty: the last two axes (hopper.h's tma_tile_axes).
+  std::vector<int> tile_axes;
 };
 
 struct Region;
@@ -553,7 +557,8 @@ class Builder {
   // Hopper (ir.h notes; hopper.h gives the layouts). Return the array / map index.
   int mbarrier(std::string name, int count, int64_t arrivals, std::string purpose);
   int tma_map(std::string name, const Buffer& buffer, std::vector<int64_t> box, int swizzle_bytes,
-              std::optional<layout::ComposedLayout> shared_layout = std::nullopt);
+              std::optional<layout::ComposedLayout> shared_layout = std::nullopt,
+              std::vector<int> tile_axes = {});
   struct RoleSpec {
     std::string name;
     int warpgroups = 1;

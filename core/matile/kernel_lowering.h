@@ -200,8 +200,10 @@ class KernelLowering {
   void emit_producer();
   void emit_hopper_loop(const VOp& loop);
   std::pair<Value, Value> ring_position(const Value& k);
-  std::vector<Value> emit_hopper_iteration(const VOp& loop, const Value& k,
-                                           const std::vector<Value>& carried);
+  struct TmaOperand;
+  void emit_tma_copy(const TmaOperand& operand, const Value& stage, const Value& k, int barrier);
+  void retire_wgmma_reads(const VOp& op);
+  void release_previous_slot();
 
   // -------------------------------------------------------------------------------------------
   // Emission of the other VR ops and of index scalars (lower_emit.cpp)
@@ -255,12 +257,25 @@ class KernelLowering {
     layout::ComposedLayout layout;
     int swizzle_bytes = 0;
     int64_t bytes = 0;
+    bool once = false;           // loaded before the main loop: copied once, not into the ring
+    std::vector<int> tile_axes;  // the two buffer axes the tile spans
   };
   struct WarpSpecialization {
     const VOp* loop = nullptr;
     std::vector<TmaOperand> operands;
     int full = -1, empty = -1;  // mbarrier arrays
-    int64_t tx_bytes = 0;       // all operands of one iteration
+    int once = -1;              // the mbarrier of the tiles copied once (-1: none)
+    int64_t tx_bytes = 0;       // all ring operands of one iteration
+    int64_t once_tx_bytes = 0;
+    // Block arguments carrying a dot's result from the previous iteration.
+    std::vector<const VNode*> carried_in_flight;
+    // The consumers' current iteration while it is emitted: the wgmma results not yet waited
+    // for, whether the open group has wgmmas, whether the previous slot was released.
+    bool in_iteration = false;
+    std::unordered_set<const VNode*> in_flight;
+    bool uncommitted = false;
+    bool released = false;
+    Value previous_slot;
   };
   WarpSpecialization ws_;
 };

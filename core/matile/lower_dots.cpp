@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/matile/hopper.h"
 #include "core/matile/kernel_lowering.h"
 
 namespace nautilus::matile::lowering {
@@ -277,13 +278,27 @@ void KernelLowering::emit_dot(const VOp& op) {
   Value acc = op.operands.size() == 3 ? materialize(op.operands[2], c_layout)
                                       : b_.full(0.0, v->type, c_layout, v->name + "_zero");
   if (plan.wgmma) {
-    // Rule 6: both operands sit in the current stage of the TMA ring; the loop around issues the
-    // fence, the commit and the wait (lower_hopper.cpp).
-    const SmemLoad& a = smem_loads_.at(plan.a.load);
+    // Rule 6: B (and A, unless it is a register tile: the RS form) sits in shared memory, in the
+    // TMA ring or copied once; the loop around commits the group and waits for it before the
+    // result is read (lower_hopper.cpp). The fence orders the registers just written (the
+    // accumulator, a register A) before the asynchronous MMA reads them.
+    Value a_registers;
+    SharedRef a_shared;
+    if (plan.a.load) {
+      const SmemLoad& a = smem_loads_.at(plan.a.load);
+      a_shared = SharedRef{a.alloc, a.stage, {0, 0}, plan.a.transposed};
+    } else {
+      Result<RegisterLayout> a_layout = wgmma_a_layout(M, K, options_.consumers);
+      if (!a_layout) fail(a_layout.error().message);
+      a_registers = materialize(plan.a.source, *a_layout);
+    }
     const SmemLoad& b = smem_loads_.at(plan.b.load);
-    env_[v.get()] = b_.wgmma(SharedRef{a.alloc, a.stage, {0, 0}, plan.a.transposed}, nullptr,
+    b_.wgmma_fence();
+    env_[v.get()] = b_.wgmma(a_shared, a_registers,
                              SharedRef{b.alloc, b.stage, {0, 0}, plan.b.transposed}, K, acc,
                              v->name);
+    ws_.in_flight.insert(v.get());
+    ws_.uncommitted = true;
     return;
   }
   const int wm = plan.warps_m, wn = plan.warps_n;

@@ -158,6 +158,7 @@ bool KernelLowering::needed(const VValue& v) {
 }
 
 void KernelLowering::emit(const VOp& op) {
+  retire_wgmma_reads(op);
   switch (op.kind) {
     case VOpKind::For: return emit_for(op);
     case VOpKind::Load: return emit_load(op);
@@ -186,6 +187,13 @@ void KernelLowering::emit(const VOp& op) {
 void KernelLowering::emit_load(const VOp& op) {
   const VValue& v = op.results[0];
   auto smem = smem_windows_.find(&op);
+  for (const TmaOperand& operand : ws_.operands) {
+    if (operand.load != &op || !operand.once) continue;
+    // Rule 6: the producer copies the tile once; the consumers wait for it here.
+    b_.mbarrier_wait(BarrierRef{ws_.once, nullptr}, index_constant(0));
+    smem_loads_[&op] = SmemLoad{operand.alloc, nullptr};
+    return;
+  }
   if (smem != smem_windows_.end()) {
     auto pipelined = pipelined_stage_.find(&op);
     if (pipelined == pipelined_stage_.end()) {

@@ -1,15 +1,20 @@
 // Warp specialization on sm_90a (lower.h rule 6): the kernel's main loop -- the one top-level
 // For whose dots read loaded tiles -- is split between two roles. A producer warpgroup runs the
-// loop's copies alone: for every iteration it waits until the consumers released the ring slot,
+// copies alone: first the tiles loaded once before the loop (attention's query tile), on their
+// own mbarrier; then, for every iteration, it waits until the consumers released the ring slot,
 // announces the bytes on the slot's `full` mbarrier and issues one TMA copy per operand tile.
-// The consumer warpgroups run the rest of the kernel; in the loop they wait on `full`, issue the
-// dots as wgmma reading both operands from the slot, keep one group of MMAs in flight and release
-// the previous iteration's slot on `empty` once wgmma.wait_group 1 retired it. Every operand tile
-// lands in the canonical wgmma layout of its major-ness (a row-major A: K-major; a row-major B:
-// MN-major), which is also the layout TMA fills box by box (layout/tma.h).
+// The consumer warpgroups run the rest of the kernel; in the loop they wait on `full` and issue
+// each dot as a wgmma reading B (and A, unless A is a register tile: the RS form, attention's
+// P·V) from shared memory. A GEMM keeps one group of MMAs in flight and releases the previous
+// iteration's slot once wgmma.wait_group 1 retired it; a loop that reads a dot's result inside
+// the iteration (attention's scores feed the softmax) waits for every group there, which also
+// retires the previous iteration's MMAs and so releases their slot. Every operand tile lands in
+// the canonical wgmma layout of its major-ness (a row-major A: K-major; a row-major B:
+// MN-major), which is also the layout TMA fills box by box (layout/tma.h); a tile of a buffer of
+// rank 3 to 5 (one head of K[b, h, n, d]) is a box of extent 1 on the other axes.
 //
 //   before (VR, launch consumers=2, stages=4):  after (MA, sm_90a):
-//     %acc0 = broadcast 0.0 : f32[128, 128]       mbarrier full[4] arrivals 1, empty[4] arrivals 1
+//     %acc0 = broadcast 0.0 : f32[128, 128]       mbarrier full[4] arrivals 1, empty[4] arrivals 256
 //     %acc = for k_o in 0..64                     tensor_map tm_A : A box [128, 64] swizzle 128
 //         iter_args(%acc_i = %acc0) {             roles {
 //       %A = load A[...] : bf16[128, 64]            role producer warpgroups 1 registers 40 {
@@ -19,15 +24,17 @@
 //     }                                                 tma.load A_ring[%s] <- tm_A[%m0, %k0] ...
 //     store C[...], cast(%acc)                        } }
 //                                                   role consumers warpgroups 2 registers 232 {
-//                                                     mbarrier.wait full[%s] parity %phase
-//                                                     wgmma.fence; %acc1 = wgmma ...; commit
-//                                                     %acc = for k_o in 0..63 { (the same, then)
+//                                                     %acc = for k_o in 0..64 {
+//                                                       mbarrier.wait full[%s] parity %phase
+//                                                       wgmma.fence; %acc1 = wgmma ...; commit
 //                                                       wgmma.wait_group 1; arrive empty[prev] }
-//                                                     wgmma.wait_group 0; cast; global_store
+//                                                     wgmma.wait_group 0; arrive empty[last]
+//                                                     cast; global_store
 //                                                   } }
 //
-// The first iteration is peeled: the loop releases each slot one iteration late, and the first
-// iteration has no slot before it to release.
+// No iteration is peeled: iteration 0 releases the last slot on behalf of iteration -1, and the
+// producer's first wait on that slot expects that release; so a loop with a trip count (causal
+// attention's skipped tiles) runs the same protocol in both roles, even with no iteration.
 #include <algorithm>
 #include <set>
 #include <string>
@@ -84,7 +91,7 @@ void KernelLowering::plan_warp_specialization() {
   const int64_t rows = 64 * int64_t{consumers};
   const auto name = [](const VOp* op) { return "%" + op->results[0]->name; };
 
-  // The main loop: the top-level loop whose dots read loaded tiles.
+  // The main loop: the top-level loop whose dots read a loaded B tile.
   std::vector<const VOp*> loops;
   std::string why_not;  // the first loaded dot operand that no copy engine can read
   for (const vrtile::OpPtr& op : vk_.body->ops) {
@@ -92,7 +99,7 @@ void KernelLowering::plan_warp_specialization() {
     for (const vrtile::OpPtr& inner : op->body->ops) {
       auto plan = dot_plans_.find(inner.get());
       if (plan == dot_plans_.end()) continue;
-      if (plan->second.a.load && plan->second.b.load) {
+      if (plan->second.b.load) {
         loops.push_back(op.get());
         break;
       }
@@ -121,14 +128,17 @@ void KernelLowering::plan_warp_specialization() {
     fail("warp_spec: a ring of one stage deadlocks: the consumers keep an iteration's MMAs in "
          "flight while the producer fills the next stage; take stages >= 2");
   }
-  if (loop.trip_count) {
-    fail("warp_spec: the main loop " + loop.loop_var->name + " stops early (a trip count), which "
-         "the producer and the consumers would have to agree on");
-  }
   const std::vector<const VOp*> ahead = pipelinable(loop);
+  // A load before the main loop, at the kernel's top level, that a dot of the loop reads (the
+  // query tile of attention): the producer copies it once.
+  const auto loaded_once = [&](const VOp* load) {
+    return std::find_if(vk_.body->ops.begin(), vk_.body->ops.end(),
+                        [&](const vrtile::OpPtr& op) { return op.get() == load; }) != vk_.body->ops.end();
+  };
 
-  // Every dot of the loop becomes a wgmma on two ring operands. Per operand load: whether its
-  // tile's mn is axis 0 (A's rows; B's columns are axis 1; swapped for a transposed operand).
+  // Every dot of the loop becomes a wgmma reading B (and A, unless A is a register tile: the RS
+  // form) from shared memory. Per operand load: whether its tile's mn is axis 0 (A's rows; B's
+  // columns are axis 1; swapped for a transposed operand).
   std::vector<std::pair<const VOp*, bool>> mn_axis0;
   const auto note_operand = [&](const VOp* load, bool mn_is_axis0) {
     for (const auto& [seen, axis0] : mn_axis0) {
@@ -140,6 +150,7 @@ void KernelLowering::plan_warp_specialization() {
     }
     mn_axis0.emplace_back(load, mn_is_axis0);
   };
+  std::vector<const VOp*> once;
   for (const vrtile::OpPtr& inner : loop.body->ops) {
     if (inner->kind != VOpKind::Dot) continue;
     DotPlan& plan = dot_plans_.at(inner.get());
@@ -147,8 +158,8 @@ void KernelLowering::plan_warp_specialization() {
     const std::string dot = "warp_spec: dot %" + v->name;
     const int64_t M = v->type.shape[0], N = v->type.shape[1];
     const int64_t K = inner->operands[0]->type.shape[1];
-    if (!plan.mma || !plan.a.load || !plan.b.load || !sixteen_bit(plan.a.source->type.dtype)) {
-      fail(dot + " does not read both operands as 16-bit loaded tiles, which wgmma needs");
+    if (!plan.mma || !plan.b.load || !sixteen_bit(plan.b.source->type.dtype)) {
+      fail(dot + " does not read its B operand as a 16-bit loaded tile, which wgmma needs");
     }
     if (M != rows) {
       fail(dot + " has " + std::to_string(M) + " rows; " + std::to_string(consumers) +
@@ -158,33 +169,20 @@ void KernelLowering::plan_warp_specialization() {
       fail(dot + " has " + std::to_string(N) + " columns; wgmma takes 8 to 256, in steps of 8");
     }
     if (K % 16 != 0) fail(dot + " has a k extent of " + std::to_string(K) + ", not a multiple of 16");
-    const bool carried = inner->operands.size() == 3 &&
-                         std::find(loop.block_args.begin(), loop.block_args.end(),
-                                   inner->operands[2]) != loop.block_args.end();
-    if (!carried) fail(dot + " does not accumulate into a value the main loop carries");
-    // The MMAs stay in flight until the next iteration: their result may only be carried.
-    for (const VOp* user : users_[v.get()]) {
-      const bool yielded = user->kind == VOpKind::Yield && loop_of_yield_.count(user) &&
-                           loop_of_yield_.at(user) == &loop;
-      const bool accumulated = user->kind == VOpKind::Dot && user->operands.size() == 3 &&
-                               user->operands[2] == v && user->operands[0] != v &&
-                               user->operands[1] != v;
-      if (!yielded && !accumulated) {
-        fail(dot + " is used inside the main loop (by " + std::string(vrtile::op_kind_name(user->kind)) +
-             "); the warp-specialized form keeps the loop's MMAs in flight until the loop ends, so "
-             "their results may only be carried to the next iteration");
-      }
-    }
     for (const VOp* load : {plan.a.load, plan.b.load}) {
-      if (std::find(ahead.begin(), ahead.end(), load) == ahead.end()) {
-        fail(dot + ": operand " + name(load) + " is not loaded at offsets known before the iteration");
+      if (!load) continue;  // A in registers
+      const bool ring = std::find(ahead.begin(), ahead.end(), load) != ahead.end();
+      if (!ring && !loaded_once(load)) {
+        fail(dot + ": operand " + name(load) + " is loaded neither at offsets known before the "
+             "iteration nor once before the loop");
       }
+      if (!ring && std::find(once.begin(), once.end(), load) == once.end()) once.push_back(load);
       if (register_loads_.count(load)) {
-        fail(dot + ": operand " + name(load) + " is also used in registers, which the TMA ring "
+        fail(dot + ": operand " + name(load) + " is also used in registers, which the TMA copy "
              "does not provide");
       }
     }
-    note_operand(plan.a.load, !plan.a.transposed);
+    if (plan.a.load) note_operand(plan.a.load, !plan.a.transposed);
     note_operand(plan.b.load, plan.b.transposed);
     plan.wgmma = true;
     plan.warps_m = 4 * consumers;
@@ -197,11 +195,23 @@ void KernelLowering::plan_warp_specialization() {
            "operand; the producer copies only the dots' operands");
     }
   }
+  // The loop's results that dots produce stay in flight across the back edge: the next
+  // iteration's block argument is read only after a wait (emit_hopper_loop).
+  ws_ = WarpSpecialization{};
+  const vrtile::Op& yield = *loop.body->ops.back();
+  for (size_t i = 0; i < yield.operands.size() && i < loop.block_args.size(); ++i) {
+    const VOp* producer = def(yield.operands[i]);
+    if (producer && producer->kind == VOpKind::Dot) ws_.carried_in_flight.push_back(loop.block_args[i].get());
+  }
 
-  // Each operand: a 2-D window of the whole buffer, in the canonical layout TMA can fill.
+  // Each operand: a window of its buffer over two axes, the second the contiguous one, in the
+  // canonical layout TMA can fill.
   ws_.loop = &loop;
-  int64_t ring_bytes = 0;
-  for (const VOp* load : ahead) {
+  int64_t ring_bytes = 0, once_bytes = 0;
+  std::vector<const VOp*> operands = ahead;
+  operands.insert(operands.end(), once.begin(), once.end());
+  for (const VOp* load : operands) {
+    const bool is_once = std::find(once.begin(), once.end(), load) != once.end();
     const bool mn_is_axis0 =
         std::find_if(mn_axis0.begin(), mn_axis0.end(), [&](const auto& m) { return m.first == load; })
             ->second;
@@ -209,20 +219,28 @@ void KernelLowering::plan_warp_specialization() {
     const Buffer& buffer = load->buffer;
     const std::vector<int64_t>& shape = load->results[0]->type.shape;
     const std::string what = "warp_spec: operand " + name(load);
-    if (buffer->shape.size() != 2) {
-      fail(what + " reads the rank-" + std::to_string(buffer->shape.size()) + " buffer " +
-           buffer->name + "; the tensor maps are 2-D for now");
+    const int rank = static_cast<int>(buffer->shape.size());
+    if (rank < 2 || rank > 5) {
+      fail(what + " reads the rank-" + std::to_string(rank) + " buffer " + buffer->name +
+           "; tensor maps take ranks 2 to 5");
     }
-    if (window.tile_axes != std::vector<int>{0, 1}) {
-      fail(what + " does not take the axes of " + buffer->name + " in order");
+    // The buffer axes of the tile's axes 0 and 1 (window.tile_axes maps buffer axes to tile axes).
+    std::vector<int> tile_axes = {-1, -1};
+    for (int axis = 0; axis < rank; ++axis) {
+      const int t = window.tile_axes[static_cast<size_t>(axis)];
+      if (t == 0 || t == 1) tile_axes[static_cast<size_t>(t)] = axis;
+    }
+    if (tile_axes[0] < 0 || tile_axes[0] >= tile_axes[1] || tile_axes[1] != rank - 1) {
+      fail(what + " does not take two axes of " + buffer->name + " in order, the second its last");
     }
     if (window.bounds != buffer->shape) {
       fail(what + " is masked inside " + buffer->name + "; TMA zero-fills only past its end");
     }
     for (const Affine& offset : window.offsets) {
       for (const auto& [atom, coef] : offset.atoms) {
-        if (coef == 0 || atom == loop.loop_var.get()) continue;
-        if (scope_.count(atom) || carried_by_.count(atom)) {
+        if (coef == 0 || (!is_once && atom == loop.loop_var.get())) continue;
+        const auto scope = scope_.find(atom);
+        if ((scope != scope_.end() && scope->second) || carried_by_.count(atom)) {
           fail(what + " has an offset (%" + atom->name + ") computed inside a loop, which the "
                "producer cannot compute ahead");
         }
@@ -231,9 +249,12 @@ void KernelLowering::plan_warp_specialization() {
     const int e = dtype_bytes(load->results[0]->type.dtype);
     layout::Result<RingLayout> ring = ring_layout(e, shape, mn_is_axis0);
     if (!ring) fail(what + ": no canonical wgmma layout fits its tile: " + ring.error().message);
+    const size_t a0 = static_cast<size_t>(tile_axes[0]);
+    int64_t outer_stride = 1;
+    for (size_t axis = a0 + 1; axis < buffer->shape.size(); ++axis) outer_stride *= buffer->shape[axis];
     layout::GlobalTensor global;
-    global.shape = {buffer->shape[0], buffer->shape[1]};
-    global.strides = {buffer->shape[1], 1};
+    global.shape = {buffer->shape[a0], buffer->shape.back()};
+    global.strides = {outer_stride, 1};
     layout::Result<layout::TmaTilePlan> boxes = layout::plan_tma_tile(ring->layout, e, global);
     if (!boxes) fail(what + ": TMA cannot fill its tile: " + boxes.error().message);
     TmaOperand operand;
@@ -241,15 +262,19 @@ void KernelLowering::plan_warp_specialization() {
     operand.layout = ring->layout;
     operand.swizzle_bytes = ring->swizzle_bytes;
     operand.bytes = shape[0] * shape[1] * e;
-    ring_bytes += operand.bytes;
+    operand.once = is_once;
+    operand.tile_axes = tile_axes;
+    (is_once ? once_bytes : ring_bytes) += operand.bytes;
     ws_.operands.push_back(operand);
   }
   ws_.tx_bytes = ring_bytes;
-  if (ring_bytes * options_.stages > kSharedBytesPerCta) {
+  ws_.once_tx_bytes = once_bytes;
+  if (ring_bytes * options_.stages + once_bytes > kSharedBytesPerCta) {
     fail("warp_spec: " + std::to_string(options_.stages) + " stages of " +
-         std::to_string(ring_bytes / 1024) + " KB exceed the " +
-         std::to_string(kSharedBytesPerCta / 1024) + " KB of shared memory of a CTA; take fewer "
-         "stages or smaller tiles");
+         std::to_string(ring_bytes / 1024) + " KB" +
+         (once_bytes ? " and " + std::to_string(once_bytes / 1024) + " KB copied once" : "") +
+         " exceed the " + std::to_string(kSharedBytesPerCta / 1024) + " KB of shared memory of "
+         "a CTA; take fewer stages or smaller tiles");
   }
 }
 
@@ -257,14 +282,22 @@ void KernelLowering::emit_warp_specialized() {
   const int stages = options_.stages;
   for (TmaOperand& operand : ws_.operands) {
     const VValue& v = operand.load->results[0];
-    operand.alloc = b_.shared(v->name + "_ring", v->type.dtype, v->type.shape, operand.layout,
-                              stages, "TMA ring of %" + v->name);
+    operand.alloc = b_.shared(v->name + (operand.once ? "_tile" : "_ring"), v->type.dtype,
+                              v->type.shape, operand.layout, operand.once ? 1 : stages,
+                              operand.once ? "%" + v->name + ", copied once by TMA"
+                                           : "TMA ring of %" + v->name);
     smem_alloc_[operand.load] = operand.alloc;
     const auto box = tma_box_layout(v->type.dtype, v->type.shape, operand.swizzle_bytes);
     const bool row_major = box && *box == operand.layout;
-    operand.map = b_.tma_map("tm_" + v->name, operand.load->buffer, v->type.shape,
-                             operand.swizzle_bytes,
-                             row_major ? std::nullopt : std::optional(operand.layout));
+    const Buffer& buffer = operand.load->buffer;
+    std::vector<int64_t> map_box(buffer->shape.size(), 1);
+    map_box[static_cast<size_t>(operand.tile_axes[0])] = v->type.shape[0];
+    map_box[static_cast<size_t>(operand.tile_axes[1])] = v->type.shape[1];
+    const int rank = static_cast<int>(buffer->shape.size());
+    const bool trailing = operand.tile_axes == std::vector<int>{rank - 2, rank - 1};
+    operand.map = b_.tma_map("tm_" + v->name, buffer, map_box, operand.swizzle_bytes,
+                             row_major ? std::nullopt : std::optional(operand.layout),
+                             trailing ? std::vector<int>{} : operand.tile_axes);
   }
   ws_.full = b_.mbarrier("full", stages, 1, "stage filled by the producer's TMA copies");
   // Every consumer thread releases a stage for itself once its warpgroup's MMAs on it retired:
@@ -272,8 +305,12 @@ void KernelLowering::emit_warp_specialized() {
   const int64_t consumer_threads = int64_t{options_.consumers} * kWarpgroupThreads;
   ws_.empty = b_.mbarrier("empty", stages, consumer_threads,
                           "stage released by every consumer thread");
+  if (ws_.once_tx_bytes > 0) {
+    ws_.once = b_.mbarrier("once", 1, 1, "the tiles copied once, before the main loop");
+  }
   b_.mbarrier_init(ws_.full);
   b_.mbarrier_init(ws_.empty);
+  if (ws_.once >= 0) b_.mbarrier_init(ws_.once);
   b_.barrier();
   // Each role computes its own index scalars (a role's values have its own thread count).
   const auto kernel_env = env_;
@@ -311,8 +348,22 @@ std::pair<Value, Value> KernelLowering::ring_position(const Value& k) {
   return {slot, b_.binary(BinaryOp::Mod, round, index_constant(2), "phase")};
 }
 
+// The copy of one TMA operand into `stage` of its allocation, its box origin at the window's
+// offsets (the loop variable taking `k`).
+void KernelLowering::emit_tma_copy(const TmaOperand& operand, const Value& stage, const Value& k,
+                                   int barrier) {
+  b_.set_provenance(operand.load->provenance);
+  std::vector<Value> coordinates;
+  for (const Affine& offset : smem_windows_.at(operand.load).offsets) {
+    const Value c = k ? emit_offset(offset, ws_.loop->loop_var.get(), k) : emit_offset(offset, nullptr, nullptr);
+    coordinates.push_back(c ? c : index_constant(0));
+  }
+  b_.tma_load(SharedRef{operand.alloc, stage, {0, 0}, false}, operand.map, coordinates,
+              BarrierRef{barrier, stage});
+}
+
 // The producer: the index scalars of the copies' offsets (the top-level scalars before the main
-// loop), then the loop of copies.
+// loop), the tiles copied once, then the loop of copies into the ring.
 void KernelLowering::emit_producer() {
   const VOp& loop = *ws_.loop;
   memo_.emplace_back();
@@ -329,75 +380,118 @@ void KernelLowering::emit_producer() {
       emit(*op);
     }
   }
+  if (ws_.once >= 0) {
+    b_.set_provenance(loop.provenance);
+    b_.mbarrier_arrive(BarrierRef{ws_.once, nullptr}, ws_.once_tx_bytes);
+    for (const TmaOperand& operand : ws_.operands) {
+      if (operand.once) emit_tma_copy(operand, nullptr, nullptr, ws_.once);
+    }
+  }
   b_.set_provenance(loop.provenance);
+  const int stages = options_.stages;
   b_.for_loop(
       loop.loop_var->name, loop.extent, {},
       [&](const Value& k, const std::vector<Value>&) {
         memo_.emplace_back();
         const auto [slot, phase] = ring_position(k);
-        // The consumers released this slot's previous round (the first round passes at once).
-        const Value released = b_.binary(BinaryOp::Sub, index_constant(1), phase, "released");
+        // Iteration k refills its slot once the consumers released the slot's previous round:
+        // after `round` releases of the slot, one more for the last slot, which the consumers'
+        // first iteration releases on behalf of iteration -1 (emit_hopper_loop). A fresh
+        // barrier passes a wait on parity 1 at once.
+        const Value round = b_.binary(BinaryOp::FloorDiv, k, index_constant(stages), "round");
+        const Value last_slot = b_.binary(BinaryOp::FloorDiv, slot, index_constant(stages - 1), "last_slot");
+        const Value releases = b_.binary(BinaryOp::Add, round, last_slot, "releases");
+        const Value released = b_.binary(
+            BinaryOp::Mod, b_.binary(BinaryOp::Add, releases, index_constant(1), "releases_1"),
+            index_constant(2), "released");
         b_.mbarrier_wait(BarrierRef{ws_.empty, slot}, released);
         b_.mbarrier_arrive(BarrierRef{ws_.full, slot}, ws_.tx_bytes);
         for (const TmaOperand& operand : ws_.operands) {
-          b_.set_provenance(operand.load->provenance);
-          std::vector<Value> coordinates;
-          for (const Affine& offset : smem_windows_.at(operand.load).offsets) {
-            const Value c = emit_offset(offset, loop.loop_var.get(), k);
-            coordinates.push_back(c ? c : index_constant(0));
-          }
-          b_.tma_load(SharedRef{operand.alloc, slot, {0, 0}, false}, operand.map, coordinates,
-                      BarrierRef{ws_.full, slot});
+          if (!operand.once) emit_tma_copy(operand, slot, k, ws_.full);
         }
         b_.set_provenance(loop.provenance);
         memo_.pop_back();
         return std::vector<Value>{};
-      });
+      },
+      {}, {}, 0, loop.trip_count ? scalar_value(loop.trip_count) : nullptr);
   memo_.pop_back();
 }
 
-// One iteration of the consumers' main loop: wait for the slot, issue the dots as wgmma on it,
-// commit them as one group; returns the values the iteration yields.
-std::vector<Value> KernelLowering::emit_hopper_iteration(const VOp& loop, const Value& k,
-                                                          const std::vector<Value>& carried) {
-  memo_.emplace_back();
-  const auto [slot, phase] = ring_position(k);
-  b_.mbarrier_wait(BarrierRef{ws_.full, slot}, phase);
-  env_[loop.loop_var.get()] = k;
-  for (size_t i = 0; i < carried.size(); ++i) env_[loop.block_args[i].get()] = carried[i];
-  for (const TmaOperand& operand : ws_.operands) pipelined_stage_[operand.load] = slot;
-  b_.wgmma_fence();
-  emit_region(*loop.body);
-  b_.set_provenance(loop.provenance);
-  b_.wgmma_commit_group();
-  std::vector<Value> yielded = yielded_values(loop, carried);
-  memo_.pop_back();
-  return yielded;
+// Before a consumer op reads a wgmma result still in flight (not as another wgmma's
+// accumulator): commit the open group and wait for every group; the first such wait of an
+// iteration retired the previous iteration's MMAs, so it releases their slot.
+void KernelLowering::retire_wgmma_reads(const VOp& op) {
+  if (!ws_.in_iteration || ws_.in_flight.empty()) return;
+  const bool wgmma_dot = op.kind == VOpKind::Dot && dot_plans_.count(&op) && dot_plans_.at(&op).wgmma;
+  bool reads = false;
+  for (size_t i = 0; i < op.operands.size(); ++i) {
+    if (wgmma_dot && i == 2) continue;  // accumulating in place keeps the MMAs' order
+    if (ws_.in_flight.count(op.operands[i].get())) reads = true;
+  }
+  if (!reads) return;
+  if (ws_.uncommitted) b_.wgmma_commit_group();
+  ws_.uncommitted = false;
+  b_.wgmma_wait_group(0);
+  ws_.in_flight.clear();
+  release_previous_slot();
 }
 
+void KernelLowering::release_previous_slot() {
+  if (ws_.released) return;
+  ws_.released = true;
+  b_.mbarrier_arrive(BarrierRef{ws_.empty, ws_.previous_slot}, 0, threads());
+}
+
+// The consumers' main loop. Iteration k waits for its slot, issues each dot as a wgmma (fenced,
+// since registers they read may have just been written), and releases the slot of iteration
+// k - 1 once its MMAs retired: at the first wait for a result inside the iteration (a dot whose
+// scores feed a softmax), or else at the end after wgmma.wait_group 1 (one group in flight, a
+// GEMM). Iteration 0 releases the last slot on behalf of iteration -1, which the producer
+// expects; so no iteration is peeled and a trip count works alike in both roles.
 void KernelLowering::emit_hopper_loop(const VOp& loop) {
   const int stages = options_.stages;
   const LoopStart start = loop_start(loop);
-  std::vector<Value> results = emit_hopper_iteration(loop, index_constant(0), start.inits);
-  if (loop.extent > 1) {
-    results = b_.for_loop(
-        loop.loop_var->name + "_rest", loop.extent - 1, results,
-        [&](const Value& j, const std::vector<Value>& carried) {
-          memo_.emplace_back();  // the body's constants stay in the body
-          const Value k = b_.binary(BinaryOp::Add, j, index_constant(1), loop.loop_var->name);
-          std::vector<Value> yielded = emit_hopper_iteration(loop, k, carried);
+  const Value trip_count = loop.trip_count ? scalar_value(loop.trip_count) : nullptr;
+  const std::vector<Value> results = b_.for_loop(
+      loop.loop_var->name, loop.extent, start.inits,
+      [&](const Value& k, const std::vector<Value>& carried) {
+        memo_.emplace_back();
+        const auto [slot, phase] = ring_position(k);
+        b_.mbarrier_wait(BarrierRef{ws_.full, slot}, phase);
+        env_[loop.loop_var.get()] = k;
+        for (size_t i = 0; i < carried.size(); ++i) env_[loop.block_args[i].get()] = carried[i];
+        for (const TmaOperand& operand : ws_.operands) {
+          if (!operand.once) pipelined_stage_[operand.load] = slot;
+        }
+        ws_.in_iteration = true;
+        ws_.released = false;
+        ws_.uncommitted = false;
+        ws_.in_flight = {ws_.carried_in_flight.begin(), ws_.carried_in_flight.end()};
+        ws_.previous_slot = b_.binary(
+            BinaryOp::Mod, b_.binary(BinaryOp::Add, k, index_constant(stages - 1), "k_prev"),
+            index_constant(stages), "retired");
+        emit_region(*loop.body);
+        b_.set_provenance(loop.provenance);
+        if (ws_.uncommitted) b_.wgmma_commit_group();
+        if (!ws_.released) {
           // This iteration's MMAs may still run; the previous iteration's have retired.
           b_.wgmma_wait_group(1);
-          b_.mbarrier_arrive(BarrierRef{ws_.empty, b_.binary(BinaryOp::Mod, j, index_constant(stages),
-                                                             "retired")},
-                             0, threads());
-          memo_.pop_back();
-          return yielded;
-        },
-        start.result_names, start.arg_names);
-  }
+          release_previous_slot();
+        }
+        ws_.in_iteration = false;
+        std::vector<Value> yielded = yielded_values(loop, carried);
+        memo_.pop_back();
+        return yielded;
+      },
+      start.result_names, start.arg_names, 0, trip_count);
   b_.wgmma_wait_group(0);
-  b_.mbarrier_arrive(BarrierRef{ws_.empty, index_constant((loop.extent - 1) % stages)}, 0, threads());
+  // The last iteration's slot (the last slot, for the -1 of a loop that ran no iteration).
+  Value trips = index_constant(loop.extent);
+  if (trip_count) trips = b_.binary(BinaryOp::Min, trips, trip_count, "trips");
+  const Value last = b_.binary(
+      BinaryOp::Mod, b_.binary(BinaryOp::Add, trips, index_constant(stages - 1), "trips_prev"),
+      index_constant(stages), "last");
+  b_.mbarrier_arrive(BarrierRef{ws_.empty, last}, 0, threads());
   for (size_t i = 0; i < results.size(); ++i) env_[loop.results[i].get()] = results[i];
 }
 

@@ -286,7 +286,9 @@ std::string mbarrier_line(const MBarrierAlloc& barrier) {
 
 std::string tma_map_line(const TmaMap& map) {
   return "tensor_map " + map.name + " : " + (map.buffer ? map.buffer->name : std::string(kNull)) +
-         " box " + int_list(map.box) + " swizzle " + std::to_string(map.swizzle_bytes) +
+         " box " + int_list(map.box) +
+         (map.tile_axes.empty() ? "" : " tile axes " + int_list(std::vector<int64_t>(map.tile_axes.begin(), map.tile_axes.end()))) +
+         " swizzle " + std::to_string(map.swizzle_bytes) +
          (map.shared_layout ? " lands " + layout::to_string(*map.shared_layout) : "");
 }
 
@@ -725,6 +727,7 @@ nlohmann::ordered_json module_to_json(const Module& module) {
                         {"box", scalar::shape_json(map.box)},
                         {"swizzle_bytes", map.swizzle_bytes}});
         if (map.shared_layout) maps.back()["shared_layout"] = layout::to_string(*map.shared_layout);
+        if (!map.tile_axes.empty()) maps.back()["tile_axes"] = map.tile_axes;
       }
       k["tensor_maps"] = maps;
     }

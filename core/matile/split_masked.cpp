@@ -374,6 +374,8 @@ class Splitter {
 
   void split(const Op& loop, const std::vector<PrefixMask>& masks, std::vector<OpPtr>* out) {
     constants_.clear();  // the ones of an earlier split may not dominate this loop
+    // The new scalars are held by the loop's threads: the CTA's, or a warp role's.
+    threads_ = loop.loop_var->layout.threads();
 
     const Provenance& provenance = loop.provenance;
     const std::string name = loop.loop_var->name;

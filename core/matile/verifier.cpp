@@ -106,6 +106,18 @@ class KernelVerifier : public Visitor {
         continue;
       }
       for (int64_t extent : map.box) expect(extent >= 1 && extent <= 256, where, "box extents are in 1..256");
+      const std::vector<int> tile_axes = tma_tile_axes(map);
+      const int rank = static_cast<int>(map.box.size());
+      if (!expect(tile_axes.size() == 2 && tile_axes[0] >= 0 && tile_axes[0] < tile_axes[1] &&
+                      tile_axes[1] == rank - 1,
+                  where, "the tile spans two increasing buffer axes, the second the last one")) {
+        continue;
+      }
+      for (int axis = 0; axis < rank; ++axis) {
+        if (axis == tile_axes[0] || axis == tile_axes[1]) continue;
+        expect(map.box[static_cast<size_t>(axis)] == 1, where,
+               "the box is 1 on axis " + std::to_string(axis) + ", outside the tile");
+      }
       const int64_t inner_bytes = map.box.back() * dtype_bytes(map.buffer->dtype);
       expect(inner_bytes % 16 == 0, where, "the inner box extent must span a multiple of 16 bytes");
       expect(map.shared_layout || map.swizzle_bytes == 0 || inner_bytes <= map.swizzle_bytes, where,
@@ -834,7 +846,7 @@ class KernelVerifier : public Visitor {
     const SharedAlloc* alloc = alloc_of(op.shared, where_);
     if (!alloc) return;
     expect(alloc->dtype == map.buffer->dtype, where_, "copies between one dtype");
-    expect(alloc->shape == map.box && !op.shared.transposed &&
+    expect(alloc->shape == tma_tile_box(map) && !op.shared.transposed &&
                std::all_of(op.shared.offsets.begin(), op.shared.offsets.end(),
                            [](int64_t o) { return o == 0; }),
            where_, "the allocation " + alloc->name + " must be the box, a whole stage");

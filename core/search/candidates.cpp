@@ -391,7 +391,7 @@ std::vector<Decision> launch_candidates(const ProgramFacts& facts,
     const BlockFacts& principal = nest.principal_block();
     if (hopper && nest.tiled && principal.reduction && principal.reads.size() >= 2) {
       for (int consumers : {1, 2}) {
-        for (int stages : {3, 4}) {
+        for (int stages : {2, 3, 4}) {
           out.push_back(make("warp_spec", principal.block->name,
                              {keyword("consumers", consumers), keyword("stages", stages)}));
         }
@@ -572,12 +572,13 @@ std::vector<Completion> warp_specialized_completions(const Completion& completio
   so_far.decisions.insert(so_far.decisions.end(), completion.decisions.begin(),
                           completion.decisions.end());
   const ProgramFacts facts = analyze_program(*completion.program);
-  for (int consumers : {1, 2}) {
+  // Four stages where they fit; two where a tile is too large for more (attention with d 256).
+  for (const auto& [consumers, stages] : {std::pair{1, 4}, std::pair{2, 4}, std::pair{2, 2}}) {
     Completion variant = completion;
     for (const Decision& candidate : launch_candidates(facts, so_far, true)) {
       if (candidate.kind != "warp_spec" || is_forbidden(forbids, candidate)) continue;
       const Decision wanted = make("warp_spec", candidate.target,
-                                   {keyword("consumers", consumers), keyword("stages", 4)});
+                                   {keyword("consumers", consumers), keyword("stages", stages)});
       if (std::find(variant.decisions.begin(), variant.decisions.end(), wanted) !=
           variant.decisions.end()) {
         continue;

@@ -82,7 +82,8 @@ TEST(WarpSpecialized, AGemmGetsATmaProducerAndWgmmaConsumersThatMatchTheReferenc
   // The producer copies both operands; the consumers own every MMA and the store.
   EXPECT_EQ(count_ops(*roles->roles[0].body, [](const Op& op) { return op.kind == OpKind::TmaLoad; }), 2);
   EXPECT_EQ(count_ops(*roles->roles[0].body, [](const Op& op) { return op.kind == OpKind::Wgmma; }), 0);
-  EXPECT_EQ(count_ops(*roles->roles[1].body, [](const Op& op) { return op.kind == OpKind::Wgmma; }), 2);
+  // One wgmma in the loop: no iteration is peeled.
+  EXPECT_EQ(count_ops(*roles->roles[1].body, [](const Op& op) { return op.kind == OpKind::Wgmma; }), 1);
   EXPECT_EQ(count_kind(kernel, OpKind::Mma), 0);
   EXPECT_EQ(count_kind(kernel, OpKind::AsyncCopy), 0);
   EXPECT_EQ(count_kind(kernel, OpKind::Barrier), 1);  // after the mbarrier init only
@@ -153,6 +154,90 @@ TEST(WarpSpecialized, TheDecisionChecksItsArguments) {
                 "consumers must be 0, 1 or 2"),
             std::string::npos);
   EXPECT_NE(refusal({"warp_spec(C_sum, warps=3)"}, {}).find("expected consumers"), std::string::npos);
+}
+
+// Attention's main loop from the math: the scores feed the softmax inside the loop, so the
+// consumers wait for QKᵀ in the iteration, and P·V takes P from registers (the RS form).
+std::vector<std::string> attention_schedule(bool causal, int key_tile, int consumers, int stages) {
+  std::vector<std::string> d = {"rolling_update(O_sum, n, tile=" + std::to_string(key_tile) + ")",
+                                "compute_at(S, Mx, n_o)"};
+  if (causal) d.push_back("compute_at(S_sum, S, n_o)");
+  d.push_back("tile(O_sum_acc, m=" + std::to_string(64 * consumers) + ")");
+  d.push_back("reverse_compute_at(O, O_sum, m_o)");
+  d.push_back("bind(O_sum_acc, b=grid.z, h=grid.y, m_o=grid.x)");
+  if (causal) d.push_back("skip_masked(S, n_o)");
+  d.push_back("warp_spec(O_sum_acc, consumers=" + std::to_string(consumers) +
+              ", stages=" + std::to_string(stages) + ")");
+  return d;
+}
+
+const Op* roles_op(const Kernel& kernel) {
+  for (const OpPtr& op : kernel.body->ops) {
+    if (op->kind == OpKind::Roles) return op.get();
+  }
+  return nullptr;
+}
+
+TEST(WarpSpecialized, AttentionWaitsForItsScoresAndTakesPFromRegisters) {
+  // Keys not a multiple of the 64-key tile; the 4-D buffers' tiles are boxes [1, 1, rows, D].
+  const driver::Compilation compilation =
+      compile("assets/specs/attention.nt", attention_schedule(false, 64, 2, 2),
+              {"B=1", "H=2", "M=256", "N=300", "D=64"}, "sm_90a");
+  ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error;
+  const Kernel& kernel = *compilation.ma_module->kernels.at(0);
+  const Op* roles = roles_op(kernel);
+  ASSERT_TRUE(roles);
+  // The producer copies Q once (its own mbarrier) and K and V into the ring every iteration.
+  EXPECT_EQ(count_ops(*roles->roles[0].body, [](const Op& op) { return op.kind == OpKind::TmaLoad; }), 3);
+  ASSERT_EQ(kernel.tma_maps.size(), 3u);
+  for (const TmaMap& map : kernel.tma_maps) {
+    EXPECT_EQ(map.box.size(), 4u);
+    EXPECT_EQ(map.box[0], 1);
+    EXPECT_EQ(map.box[1], 1);
+  }
+  ASSERT_EQ(kernel.mbarriers.size(), 3u);
+  EXPECT_EQ(kernel.mbarriers[2].name, "once");
+  // The consumers: QKᵀ with both operands in shared memory, P·V with P in registers, and a wait
+  // for every group inside the iteration, before the softmax reads the scores.
+  int shared_a = 0, register_a = 0, full_waits = 0;
+  count_ops(*roles->roles[1].body, [&](const Op& op) {
+    if (op.kind == OpKind::Wgmma) (op.operands.size() == 2 ? register_a : shared_a)++;
+    if (op.kind == OpKind::WgmmaWaitGroup && op.extent == 0) ++full_waits;
+    return false;
+  });
+  // (The ragged key tail splits the loop into its unmasked and masked halves: one of each per half.)
+  EXPECT_GE(shared_a, 1);
+  EXPECT_EQ(shared_a, register_a);
+  EXPECT_GE(full_waits, 2);  // in the loop, and after it
+  expect_stage_matches_reference(compilation, driver::Stage::MATile, 3);
+}
+
+TEST(WarpSpecialized, AttentionVariantsMatchTheReference) {
+  struct Case {
+    std::string spec;
+    bool causal;
+    int key_tile, consumers, stages;
+    std::vector<std::string> sizes;
+  };
+  const std::vector<Case> cases = {
+      // A head dimension of 80 (32-byte swizzled tiles), query rows not a multiple of 128.
+      {"assets/specs/attention.nt", false, 64, 2, 3, {"B=1", "H=2", "M=200", "N=136", "D=80"}},
+      // Causal with skipped tiles: a trip count per query tile, and the loop split into its
+      // unmasked and masked halves inside the consumers' role; the ring wraps.
+      {"assets/specs/causal_attention.nt", true, 64, 2, 2, {"B=1", "H=2", "M=300", "N=300", "D=64"}},
+      // One consumer warpgroup; 128-key tiles.
+      {"assets/specs/causal_attention.nt", true, 128, 1, 2, {"B=1", "H=1", "M=256", "N=256", "D=64"}},
+      // Grouped heads: K and V tiles of one KV head per query head group.
+      {"assets/specs/gqa_attention.nt", false, 64, 2, 2, {"B=1", "H=8", "KH=2", "M=256", "N=200", "D=64"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.spec + " " + c.sizes.back());
+    const driver::Compilation compilation = compile(
+        c.spec, attention_schedule(c.causal, c.key_tile, c.consumers, c.stages), c.sizes, "sm_90a");
+    ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error;
+    EXPECT_TRUE(roles_op(*compilation.ma_module->kernels.at(0)));
+    expect_stage_matches_reference(compilation, driver::Stage::MATile, 5);
+  }
 }
 
 }  // namespace

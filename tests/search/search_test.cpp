@@ -65,7 +65,7 @@ struct FlashStructure {
   size_t global_intermediates = 0;  // buffers S/P (or anything) stored between kernels
   size_t max_carried = 0;           // values carried by the widest VR For
   bool exp2 = false;
-  int max_stages = 0;               // deepest software pipeline of an MA For
+  int max_stages = 0;               // deepest multi-buffered K/V tile (cp.async pipeline or TMA ring)
   std::string why_not;
 
   bool ok() const { return why_not.empty(); }
@@ -89,6 +89,10 @@ FlashStructure flash_structure(const driver::Compilation& compilation) {
     matile::for_each_op(*kernel->body, [&](const matile::Op& op) {
       if (op.kind == matile::OpKind::For) s.max_stages = std::max(s.max_stages, op.pipeline_stages);
     });
+    // A warp-specialized kernel's producer fills a ring of stages through TMA.
+    for (const matile::SharedAlloc& alloc : kernel->shared) {
+      if (!kernel->tma_maps.empty()) s.max_stages = std::max(s.max_stages, alloc.stages);
+    }
   }
   if (s.kernels != 1) s.why_not += "kernels: " + std::to_string(s.kernels) + "; ";
   if (s.global_intermediates != 0) {

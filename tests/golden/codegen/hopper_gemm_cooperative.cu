@@ -80,12 +80,12 @@ extern "C" __global__ void __launch_bounds__(384, 1) hopper_gemm_gemm_ws(
         // tma.load As[%s][0, 0] <- tmA[%m0, %k0] mbarrier full[%s]
         // 1 box of {64, 128}, 16384 bytes each (layout::plan_tma_tile)
         if (tid == 0) {
-          tma_load_2d(As_addr + static_cast<unsigned>(s_1) * 16384u + 0u, &tmA, k0 + 0, m0 + 0, full_addr + static_cast<unsigned>(s_1) * 8u);
+          tma_load_2d(As_addr + static_cast<unsigned>(s_1) * 16384u + 0u, &tmA, full_addr + static_cast<unsigned>(s_1) * 8u, k0 + 0, m0 + 0);
         }
         // tma.load Bs[%s][0, 0] <- tmB[%n0, %k0] mbarrier full[%s]
         // 1 box of {64, 64}, 8192 bytes each (layout::plan_tma_tile)
         if (tid == 0) {
-          tma_load_2d(Bs_addr + static_cast<unsigned>(s_1) * 8192u + 0u, &tmB, k0 + 0, n0 + 0, full_addr + static_cast<unsigned>(s_1) * 8u);
+          tma_load_2d(Bs_addr + static_cast<unsigned>(s_1) * 8192u + 0u, &tmB, full_addr + static_cast<unsigned>(s_1) * 8u, k0 + 0, n0 + 0);
         }
       }
     } else if (warpgroup < 3) {  // role consumers: warpgroups [1, 3), 232 registers
