@@ -1404,6 +1404,24 @@ class AnalyticalModel : public CostModel {
         }
       }
     }
+    // A warp-specialized kernel's roles run under their setmaxnreg budgets: a role whose values
+    // need more registers than its budget spills, charged as above on the role's own segments.
+    // A GEMM whose epilogue reads another f32 tile of the accumulator's size (a GeGLU / SwiGLU
+    // gate fused into the up projection) holds both per consumer thread: a 128 x 256 tile needs
+    // 128 registers for each, past the consumers' 232, and ptxas spills it.
+    if (!roles.empty()) {
+      const std::vector<int> needed = estimate_role_registers(kernel);
+      for (size_t r = 0; r < roles.size() && r < needed.size(); ++r) {
+        const int budget = roles[r].max_registers;
+        if (budget <= 0 || needed[r] <= budget) continue;
+        const double spilled = needed[r] - budget;
+        const double threads = double{1} * roles[r].warpgroups * matile::kWarpgroupThreads;
+        for (Segment& segment : segments) {
+          if (segment.role != static_cast<int>(r)) continue;
+          segment.work.shared_bytes += (2.0 + segment.work.mma_ops) * spilled * 4.0 * threads;
+        }
+      }
+    }
     Work total;
     for (const Segment& segment : segments) total.add(segment.work, segment.executions);
     cost->tensor_flops = total.tensor_flops * ctas;
@@ -1623,6 +1641,24 @@ class AnalyticalModel : public CostModel {
 int estimate_registers_per_thread(const matile::Kernel& kernel) {
   if (!kernel.body) return kBaseRegisters;
   return RegisterEstimate(kernel).run();
+}
+
+std::vector<int> estimate_role_registers(const matile::Kernel& kernel) {
+  std::vector<int> out;
+  if (!kernel.body) return out;
+  matile::for_each_op(*kernel.body, [&](const Op& op) {
+    if (op.kind != OpKind::Roles) return;
+    for (const matile::WarpRole& role : op.roles) {
+      if (!role.body) {
+        out.push_back(kBaseRegisters);
+        continue;
+      }
+      matile::Kernel alone = kernel;
+      alone.body = role.body;
+      out.push_back(RegisterEstimate(alone).run());
+    }
+  });
+  return out;
 }
 
 OpWork op_work(const matile::Kernel& kernel, const matile::Op& op) {

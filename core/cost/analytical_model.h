@@ -125,6 +125,9 @@ std::unique_ptr<CostModel> make_analytical_model(const DeviceModel& device);
 
 // The register estimate of step 3 for one kernel (for views and for comparing with ptxas).
 int estimate_registers_per_thread(const matile::Kernel& kernel);
+// Per role of a warp-specialized kernel (Roles op, in order): the liveness estimate of its body
+// alone, per thread of the role; empty without roles.
+std::vector<int> estimate_role_registers(const matile::Kernel& kernel);
 
 // Step 1 for one op: what one execution of `op` adds to the work of one CTA of `kernel`, counted
 // exactly as the estimate counts it (a copy outside a pipelined loop, so never predicated off).

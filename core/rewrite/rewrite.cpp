@@ -34,6 +34,9 @@ const std::vector<VRPassInfo>& vr_rewrite_passes() {
       {"narrow-dot-operands",
        "dots read 16-bit operands: drop exact casts, round a computed f32 operand (approximate)",
        [](const ModulePtr& module) { return narrow_dot_operands(module); }},
+      {"narrow-stored-intermediates",
+       "store an f32 intermediate that every reader rounds to 16 bits in that type (exact)",
+       narrow_stored_intermediates},
       {"cleanup", "CSE, loop-invariant hoisting and dead code elimination to a fixed point",
        clean_up},
   };

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "core/sched/launch.h"
+#include "core/sched/loop_nest.h"
 
 namespace nautilus::search {
 namespace {
@@ -563,6 +564,31 @@ Completion complete_program(const scalar::ProgramPtr& program, const std::vector
   return complete(program, forbids, pending_pins, false).front();
 }
 
+namespace {
+
+// The rows of the output tile one CTA of `nest` computes: the extent inside the CTA (loops that
+// neither iterate tiles nor are bound to the grid) of the principal block's first spatial
+// iteration variable that spans more than one element. The tilizer makes that axis the rows of
+// the block's dot, and a wgmma consumer warpgroup takes 64 of them. 0 when no axis spans more.
+int64_t cta_tile_rows(const NestFacts& nest) {
+  const BlockFacts& principal = nest.principal_block();
+  const scalar::Block& block = *principal.block;
+  for (size_t i = 0; i < block.iter_vars.size(); ++i) {
+    if (block.iter_vars[i].kind != scalar::IterKind::Spatial) continue;
+    int64_t extent = 1;
+    for (const scalar::VarNode* var : sched::referenced_vars(block.bindings[i])) {
+      for (const LoopFacts& loop : nest.loops) {
+        if (loop.loop->var.get() != var || loop.grid || loop.tile_outer) continue;
+        extent *= loop.extent;
+      }
+    }
+    if (extent > 1) return extent;
+  }
+  return 0;
+}
+
+}  // namespace
+
 std::vector<Completion> warp_specialized_completions(const Completion& completion,
                                                      const sched::Schedule& schedule,
                                                      const std::vector<Decision>& forbids) {
@@ -572,13 +598,21 @@ std::vector<Completion> warp_specialized_completions(const Completion& completio
   so_far.decisions.insert(so_far.decisions.end(), completion.decisions.begin(),
                           completion.decisions.end());
   const ProgramFacts facts = analyze_program(*completion.program);
+  // Each kernel with the consumer warpgroups its tile rows ask for (64 rows each), the only
+  // count its lowering takes: a GEMM chain whose kernels have different tile rows (a 128-row
+  // projection beside a 64-row one) would compile in no form that gives every kernel the same.
   // Four stages where they fit; two where a tile is too large for more (attention with d 256).
-  for (const auto& [consumers, stages] : {std::pair{1, 4}, std::pair{2, 4}, std::pair{2, 2}}) {
+  for (int stages : {4, 2}) {
     Completion variant = completion;
     for (const Decision& candidate : launch_candidates(facts, so_far, true)) {
-      if (candidate.kind != "warp_spec" || is_forbidden(forbids, candidate)) continue;
+      if (candidate.kind != "warp_spec") continue;
+      const NestFacts* nest = facts.nest_of_block(candidate.target);
+      const int64_t rows = nest ? cta_tile_rows(*nest) : 0;
+      if (rows != 64 && rows != 128) continue;
       const Decision wanted = make("warp_spec", candidate.target,
-                                   {keyword("consumers", consumers), keyword("stages", stages)});
+                                   {keyword("consumers", static_cast<int>(rows / 64)),
+                                    keyword("stages", stages)});
+      if (is_forbidden(forbids, wanted)) continue;
       if (std::find(variant.decisions.begin(), variant.decisions.end(), wanted) !=
           variant.decisions.end()) {
         continue;

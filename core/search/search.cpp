@@ -62,6 +62,9 @@ struct Evaluation {
   cost::CostEstimate estimate;
   // Launch decisions the evaluation added to make the completion fit (see fit_shared_memory).
   std::vector<Decision> added;
+  // warp_spec decisions of the completion the evaluation left out because their kernel's
+  // lowering refused the warp-specialized form (see compile_and_estimate).
+  std::vector<Decision> dropped;
   // The estimated module, kept only until the raster orders of the same program are estimated.
   matile::ModulePtr module;
 };
@@ -206,7 +209,12 @@ class Searcher {
 
   // ---- evaluation ------------------------------------------------------------------------
 
-  Evaluation compile_and_estimate(const sched::Schedule& schedule, bool retry = true) const {
+  // `optional_warp_specs` are warp_spec decisions a completion added (not the node's own): when
+  // the lowering refuses one kernel's warp-specialized form, the completion is compiled again
+  // without that kernel's, so that one kernel of a chain that cannot take it (a dot reading a
+  // rounded f32 operand) does not hide the form from the kernels that can.
+  Evaluation compile_and_estimate(const sched::Schedule& schedule, bool retry = true,
+                                  const std::vector<Decision>& optional_warp_specs = {}) const {
     Evaluation evaluation;
     driver::CompileOptions compile_options;
     compile_options.sizes = input_.sizes;
@@ -221,7 +229,23 @@ class Searcher {
     }
     if (!compilation.schedule_error.empty()) {
       evaluation.reason = compilation.schedule_error;
-      return evaluation;
+      std::vector<Decision> refused = refused_warp_specs(compilation, optional_warp_specs);
+      if (refused.empty()) return evaluation;
+      sched::Schedule without;
+      std::vector<Decision> still_optional;
+      for (const Decision& d : schedule.decisions) {
+        if (std::find(refused.begin(), refused.end(), d) == refused.end()) {
+          without.decisions.push_back(d);
+        }
+      }
+      for (const Decision& d : optional_warp_specs) {
+        if (std::find(refused.begin(), refused.end(), d) == refused.end()) {
+          still_optional.push_back(d);
+        }
+      }
+      Evaluation fewer = compile_and_estimate(without, retry, still_optional);
+      fewer.dropped.insert(fewer.dropped.begin(), refused.begin(), refused.end());
+      return fewer;
     }
     if (!compilation.ok() || !compilation.ma_module) {
       evaluation.reason = "the spec does not compile";
@@ -236,6 +260,24 @@ class Searcher {
     evaluation.ok = true;
     evaluation.module = compilation.ma_module;
     return evaluation;
+  }
+
+  // The decisions of `optional_warp_specs` that name a block of the kernel whose
+  // warp-specialized lowering failed (the placement's error reads "kernel NAME: warp_spec: ...").
+  static std::vector<Decision> refused_warp_specs(const driver::Compilation& compilation,
+                                                  const std::vector<Decision>& optional_warp_specs) {
+    std::vector<Decision> out;
+    if (optional_warp_specs.empty() || !compilation.vr_module) return out;
+    const std::string& error = compilation.schedule_error;
+    const auto& kernels = compilation.vr_module->kernels;
+    for (size_t k = 0; k < kernels.size() && k < compilation.kernel_blocks.size(); ++k) {
+      if (error.find("kernel " + kernels[k]->name + ": warp_spec: ") == std::string::npos) continue;
+      const std::vector<std::string>& blocks = compilation.kernel_blocks[k];
+      for (const Decision& d : optional_warp_specs) {
+        if (std::find(blocks.begin(), blocks.end(), d.target) != blocks.end()) out.push_back(d);
+      }
+    }
+    return out;
   }
 
   // A completion whose kernel without a launch decision needs more shared memory than a CTA
@@ -272,10 +314,12 @@ class Searcher {
   // Estimates every node of `ids` that has none yet: completes it, compiles each distinct
   // completed program once (on `threads` threads) and records the estimate or the reason.
   void evaluate(const std::vector<int>& ids) {
-    // A node's completions: the default and its other raster orders; the best one counts.
+    // A node's completions: the default and its other raster orders, on sm_90a each of them
+    // also with its dot kernels warp-specialized; the best one counts.
     struct Variant {
       std::string key;
       std::vector<Decision> decisions;
+      bool compiled = false;  // compiled itself, not estimated as another variant's raster order
     };
     struct Pending {
       int node;
@@ -284,6 +328,7 @@ class Searcher {
     std::vector<Pending> pending;
     std::vector<std::string> to_compile;
     std::unordered_map<std::string, sched::Schedule> schedules;
+    std::unordered_map<std::string, std::vector<Decision>> optional_warp_specs;
     // compiled key -> (key, bind) of its other raster orders
     std::unordered_map<std::string, std::vector<std::pair<std::string, Decision>>> rasters;
     for (int id : ids) {
@@ -294,30 +339,51 @@ class Searcher {
       Pending entry{id, {}};
       std::vector<Completion> completions =
           complete_program_rasters(node.program, options_.forbids, remaining);
+      // Every raster order also warp-specialized: which operand tiles a wave of CTAs shares
+      // in L2 decides whether a wgmma kernel is bound by L2 or by DRAM, while the mma.sync form
+      // of the same kernel is often latency-bound in either order. Judging the raster orders
+      // only in the mma.sync form leaves a warp-specialized GEMM in the order it does not suit
+      // (a GEMM chain's up projection: f_o fastest rereads all of W from DRAM per row of tiles).
       if (arch_ == "sm_90a" && !completions.empty()) {
-        for (Completion& variant :
-             warp_specialized_completions(completions.front(), node.schedule, options_.forbids)) {
-          completions.push_back(std::move(variant));
+        const size_t orders = completions.size();
+        for (size_t order = 0; order < orders; ++order) {
+          for (Completion& variant :
+               warp_specialized_completions(completions[order], node.schedule, options_.forbids)) {
+            completions.push_back(std::move(variant));
+          }
         }
       }
       for (Completion& completion : completions) {
         const sched::Schedule full = concat(node.schedule, completion.decisions);
         std::string key = scalar::print_program(*completion.program);
-        // Another raster order of the default completion is estimated on the default's
-        // compiled module with its grid reordered, not compiled again.
+        // Another raster order of a compiled variant (the default completion, or its
+        // warp-specialized form) is estimated on that variant's compiled module with its grid
+        // reordered, not compiled again.
         std::optional<Decision> raster;
-        if (!entry.variants.empty()) {
-          raster = only_bind_difference(completions.front().decisions, completion.decisions);
+        std::string base;
+        for (const Variant& compiled : entry.variants) {
+          if (!compiled.compiled) continue;
+          raster = only_bind_difference(compiled.decisions, completion.decisions);
+          if (raster) {
+            base = compiled.key;
+            break;
+          }
         }
         if (raster) {
-          const std::string& base = entry.variants.front().key;
           key = base + "\n#raster " + sched::print_decision(*raster);
           if (!cache_.count(key)) rasters[base].emplace_back(key, *raster);
         } else if (!cache_.count(key) && !schedules.count(key)) {
           schedules.emplace(key, full);
+          std::vector<Decision>& optional = optional_warp_specs[key];
+          for (size_t i = 0; i < completion.decisions.size(); ++i) {
+            const bool pinned = i < completion.pinned.size() && completion.pinned[i];
+            if (completion.decisions[i].kind == "warp_spec" && !pinned) {
+              optional.push_back(completion.decisions[i]);
+            }
+          }
           to_compile.push_back(key);
         }
-        entry.variants.push_back({std::move(key), completion.decisions});
+        entry.variants.push_back({std::move(key), completion.decisions, !raster});
       }
       node.completion.decisions = entry.variants.front().decisions;
       pending.push_back(std::move(entry));
@@ -330,7 +396,8 @@ class Searcher {
           const size_t i = next.fetch_add(1);
           if (i >= to_compile.size()) return;
           if (stop_.stop_requested()) continue;
-          results[i] = compile_and_estimate(schedules.at(to_compile[i]));
+          results[i] = compile_and_estimate(schedules.at(to_compile[i]), true,
+                                            optional_warp_specs.at(to_compile[i]));
         }
       };
       const int threads = std::max(1, std::min<int>(options_.threads,
@@ -356,6 +423,7 @@ class Searcher {
               other.estimate = model_.estimate(*module);
               other.ok = other.estimate.feasible;
               other.added = evaluation.added;
+              other.dropped = evaluation.dropped;
               if (!other.ok) other.reason = "infeasible: " + other.estimate.infeasible_reason;
             }
             other.module = nullptr;
@@ -378,7 +446,13 @@ class Searcher {
                                                              chosen->estimate.microseconds));
         if (better_variant) {
           chosen = &evaluation;
-          nodes_[p.node].completion.decisions = variant.decisions;
+          nodes_[p.node].completion.decisions.clear();
+          for (const Decision& d : variant.decisions) {
+            if (std::find(evaluation.dropped.begin(), evaluation.dropped.end(), d) ==
+                evaluation.dropped.end()) {
+              nodes_[p.node].completion.decisions.push_back(d);
+            }
+          }
           for (const Decision& d : evaluation.added) {
             nodes_[p.node].completion.decisions.push_back(d);
           }
@@ -748,21 +822,40 @@ class Searcher {
   void expand_binding(const Entry& entry, std::vector<Entry>& out) {
     const ProgramFacts facts = analyze_program(*nodes_[entry.node].program);
     const std::vector<Decision> binds = binding_decisions(facts);
-    const auto bind_all = [&](const std::vector<Decision>& decisions) {
+    // One nest's raster order per round: the nests before the first one that has other raster
+    // orders are bound as they are, then that nest in its default order and, as siblings, in
+    // each other order; the next round binds the next nest. The beam then keeps the order each
+    // kernel suits in the form its completion estimates best (warp-specialized or not), nest by
+    // nest, where binding every nest at once could only compare one nest's change against all
+    // defaults and never combine two changes (the gate and up projections of a GEMM chain both
+    // want the other order).
+    std::vector<std::pair<size_t, Decision>> alternatives = raster_alternatives(facts);
+    size_t last = binds.size();  // the last nest bound this round
+    if (!alternatives.empty()) last = alternatives.front().first + 1;
+    const bool more = last < binds.size();
+    const auto bind_prefix = [&](const Decision* final_bind) {
       int current = entry.node;
-      for (const Decision& bind : decisions) {
+      for (size_t i = 0; i < last; ++i) {
+        const Decision& bind = final_bind && i + 1 == last ? *final_bind : binds[i];
         bool duplicate = false;
         const int child = try_child(current, bind, Phase::Binding, &duplicate);
         if (duplicate) return;  // the bound program is another node's: that path carries on
         if (child >= 0) current = child;
       }
-      out.push_back({current, Phase::Masking});
+      if (current == entry.node && more) {
+        // Nothing applied: bind the remaining nests as they are rather than loop on this one.
+        for (size_t i = last; i < binds.size(); ++i) {
+          const int child = try_child(current, binds[i], Phase::Binding);
+          if (child >= 0) current = child;
+        }
+        out.push_back({current, Phase::Masking});
+        return;
+      }
+      out.push_back({current, more ? Phase::Binding : Phase::Masking});
     };
-    bind_all(binds);
-    for (const auto& [position, alternative] : raster_alternatives(facts)) {
-      std::vector<Decision> decisions = binds;
-      decisions[position] = alternative;
-      bind_all(decisions);
+    bind_prefix(nullptr);
+    for (const auto& [position, alternative] : alternatives) {
+      if (position + 1 == last) bind_prefix(&alternative);
     }
   }
 
