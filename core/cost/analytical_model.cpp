@@ -178,8 +178,9 @@ bool is_16bit_float(DType dtype) { return dtype == DType::BF16 || dtype == DType
 // bytes of the 32-byte sectors its warp instructions touch, and the elements one thread stores
 // per instruction (consecutive slots at consecutive, aligned addresses, up to 16 bytes, as the
 // emitter vectorizes them). The window's uniform offsets are taken as aligned. From the wgmma
-// accumulator layout a warp's instruction writes 8 rows of 8 bytes (8 sectors for 64 bytes);
-// a staged epilogue's row-wise layout writes 64 or 512 contiguous bytes.
+// accumulator layout a warp's bf16 store writes 8 rows of 16 bytes (4-byte pairs: 8 sectors for
+// 128 bytes), or of 8 bytes with an odd row pitch (2-byte elements: 8 sectors for 64 bytes); a
+// staged epilogue's row-wise layout writes 64 or 512 contiguous bytes.
 struct StoreTraffic {
   double sector_bytes = 0.0;  // per execution of the store, all warps
   int64_t vector = 1;

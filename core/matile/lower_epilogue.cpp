@@ -1,8 +1,8 @@
 // The staged epilogue (lower.h rule 7): in a warp-specialized kernel, a 16-bit tile held in the
 // wgmma accumulator layout is stored to global memory through shared memory instead of from its
 // fragments. In the fragment layout a warp's store instruction writes 8 rows of 4 threads x 2
-// elements -- eight 32-byte sectors for 64 bytes, and 2-byte accesses whenever the row pitch is
-// odd. Staged, the consumers write the tile with stmatrix (16-byte rows, 8 rows per matrix) into
+// elements -- eight 32-byte sectors for 128 bytes, or for 64 bytes of 2-byte accesses when the
+// row pitch is odd. Staged, the consumers write the tile with stmatrix (16-byte rows, 8 rows per matrix) into
 // a swizzled tile free of bank conflicts, meet at a named barrier, read it back row-wise and
 // store each row with consecutive threads on consecutive elements: runs of 16 bytes when every
 // row starts 16-byte aligned, else the widest run the pitch and the column offset allow (one
