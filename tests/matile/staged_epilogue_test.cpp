@@ -13,11 +13,13 @@
 #include <vector>
 
 #include "core/driver/pipeline.h"
+#include "core/matile/interpreter.h"
 #include "core/matile/ir.h"
 #include "core/matile/layouts.h"
 #include "core/matile/printer.h"
 #include "core/sched/decision.h"
 #include "core/spec/sema.h"
+#include "core/support/tensor.h"
 #include "tests/common/golden.h"
 #include "tests/common/spec_test_util.h"
 
@@ -196,6 +198,67 @@ TEST(StagedEpilogue, WhereItDoesNotApplyTheKernelSaysWhyAndStoresFromTheFragment
     EXPECT_EQ(count_kind(*compilation.ma_module->kernels.at(0), OpKind::StMatrix), 0);
     EXPECT_TRUE(compilation.ma_module->kernels.at(0)->notes.empty());
   }
+}
+
+TensorMap random_inputs(const Module& module, uint64_t seed) {
+  TensorMap inputs;
+  for (const scalar::Buffer& buffer : module.params) {
+    if (buffer->role == scalar::BufferRole::Input) inputs[buffer->name] = random_tensor(buffer->shape, buffer->dtype, seed++);
+  }
+  return inputs;
+}
+
+// The module with the consumers' named barrier after the stmatrix removed.
+ModulePtr without_staging_barrier(const Module& module) {
+  const std::function<RegionPtr(const Region&)> rewrite = [&](const Region& region) {
+    std::vector<OpPtr> ops;
+    bool after_stmatrix = false;
+    for (const OpPtr& op : region.ops) {
+      if (after_stmatrix && op->kind == OpKind::NamedBarrier) {
+        after_stmatrix = false;
+        continue;
+      }
+      after_stmatrix = op->kind == OpKind::StMatrix;
+      if (op->roles.empty()) {
+        ops.push_back(op);
+        continue;
+      }
+      Op copy = *op;
+      for (WarpRole& role : copy.roles) role.body = rewrite(*role.body);
+      ops.push_back(make_op(std::move(copy)));
+    }
+    return make_region(std::move(ops));
+  };
+  Module out = module;
+  for (KernelPtr& kernel : out.kernels) {
+    Kernel copy = *kernel;
+    copy.body = rewrite(*copy.body);
+    kernel = std::make_shared<const Kernel>(std::move(copy));
+  }
+  return std::make_shared<const Module>(std::move(out));
+}
+
+TEST(StagedEpilogue, RandomInterleavingsGiveTheSameBitsAndAMissingBarrierIsARace) {
+  const driver::Compilation compilation =
+      compile("bench/variants/lm_head_gemm.nt", lm_head_schedule(), {"T=136", "H=72", "V=141"});
+  ASSERT_TRUE(compilation.ma_module) << compilation.diagnostics->render_all();
+  const Module& module = *compilation.ma_module;
+  const TensorMap inputs = random_inputs(module, 41);
+  const InterpretResult fixed = interpret(module, inputs);
+  ASSERT_TRUE(fixed.ok) << fixed.error;
+  EXPECT_GT(fixed.instructions.at("stmatrix.x4"), 0u);
+  for (uint64_t seed : {1u, 2u, 3u}) {
+    InterpretOptions options;
+    options.schedule_seed = seed;
+    const InterpretResult shuffled = interpret(module, inputs, options);
+    ASSERT_TRUE(shuffled.ok) << "seed " << seed << ": " << shuffled.error;
+    EXPECT_EQ(shuffled.outputs.at("Logits").values, fixed.outputs.at("Logits").values) << "seed " << seed;
+  }
+  // Without the barrier a thread reads rows another warp wrote with stmatrix.
+  const ModulePtr broken = without_staging_barrier(module);
+  const InterpretResult racy = interpret(*broken, inputs);
+  ASSERT_FALSE(racy.ok);
+  EXPECT_EQ(racy.error_kind, InterpretErrorKind::UnsynchronizedRead) << racy.error;
 }
 
 }  // namespace
