@@ -48,10 +48,16 @@ const OptionSpec kArchOption{
     "target of the MA lowering: sm_80 (default) or sm_90a (Hopper: TMA, mbarriers, wgmma and "
     "warp roles where the schedule asks for them)"};
 
+const OptionSpec kEpilogueOption{
+    "epilogue", "MODE",
+    "how a warp-specialized kernel stores its accumulator tile: staged (default: stmatrix into "
+    "shared memory, then coalesced row stores) or fragments (straight from the wgmma layout, "
+    "for comparisons)"};
+
 const CommandSpec kLower{
     "lower", "nautilus lower FILE [--stage STAGE] [--format text|dot|json] [--schedule FILE] [--pin D]... [--arch ARCH] [--estimate DEVICE]",
     "Lowers a spec and prints the IR of one stage or of all (--stage all, the default).",
-    {kSizeOption, kScheduleOption, kPinOption, kArchOption,
+    {kSizeOption, kScheduleOption, kPinOption, kArchOption, kEpilogueOption,
      {"stage", "STAGE", "spec, scalar, vrtile, matile, cuda or all (default all)"},
      {"format", "FORMAT", "text (default), dot or json"},
      {"print-after-all", "", "print the IR after every pass of the pipeline, with timings"},
@@ -68,13 +74,13 @@ const CommandSpec kEval{
     "Runs the stage's interpreter on seeded random inputs, prints the maximum relative error\n"
     "max|out - ref| / max|ref| of every output and exits 1 when one exceeds its dtype's\n"
     "tolerance (f32 1e-4, f16 5e-3, bf16 2e-2).",
-    {kSizeOption, kScheduleOption, kPinOption, kArchOption,
+    {kSizeOption, kScheduleOption, kPinOption, kArchOption, kEpilogueOption,
      {"stage", "STAGE", "the stage to evaluate (default scalar)"},
      {"seed", "N", "seed of the random inputs (default 0)"},
      {"save", "DIR", "write inputs, reference and outputs as .npy files plus manifest.json"},
      {"max-ops", "N", "refuse sizes needing more scalar operations (default 2e9)"}}};
 
-const CommandSpec& kCompile = compile_command_spec({kSizeOption, kScheduleOption, kPinOption});
+const CommandSpec& kCompile = compile_command_spec({kSizeOption, kScheduleOption, kPinOption, kEpilogueOption});
 
 const CommandSpec kRun = [] {
   CommandSpec command{
@@ -173,6 +179,15 @@ Loaded load(const ParsedOptions& options, driver::Stage last_stage, const CliHoo
       return loaded;
     }
     compile_options.matile.arch = arch;
+  }
+  if (options.has("epilogue")) {
+    const std::string mode = options.get("epilogue");
+    if (mode != "staged" && mode != "fragments") {
+      err << "nautilus: error: unknown --epilogue '" << mode << "'; expected staged, fragments\n";
+      loaded.exit_status = kExitFailure;
+      return loaded;
+    }
+    compile_options.matile.stage_epilogue = mode == "staged";
   }
   SourceFilePtr file = SourceFile::read(options.positionals.front(), &error);
   if (!file) {

@@ -1,9 +1,11 @@
 // Memory accesses as CUDA: GlobalLoad / GlobalStore slot by slot at a hoisted 32-bit start
 // plus a constant (bounds checked only where an index can reach them; unmasked runs of
-// neighbouring slots as one access of up to 16 bytes; one holder of a replicated element
-// writes it), AsyncCopy
+// neighbouring slots as one access of up to 16 bytes, and a run that reaches a bound only along
+// the last axis as one wide store when its last element is in bounds, element by element
+// otherwise; one holder of a replicated element writes it), AsyncCopy
 // as one cp.async of 16 bytes per vector with zero-fill past the window's bounds, SharedLoad as
-// ldmatrix.x4[.trans] per issue or ld.shared per slot, SharedStore as st.shared per slot.
+// ldmatrix.x4[.trans] per issue, or ld.shared per run of slots at consecutive aligned offsets
+// (16 bytes for a staged epilogue's rows) or per slot, SharedStore as st.shared per slot.
 // Shared addresses are the hoisted swizzled lane part, plus the stage, plus a constant.
 //
 //   cp.async K_smem[%next_stage][0, 0]     ->  if (more) {
@@ -17,6 +19,9 @@
 //     bounds [2, 16, 4096, 128], %58           *reinterpret_cast<unsigned*>((O + O_start)) =
 //                                                  pack2(v58[0], v58[1]);
 //                                              ... one line per slot pair
+//   global_store C[%3 + i0, %23 + i1]      ->  if ((v23 + l0_col + 7) < 264) {
+//     bounds [200, 264], %34.1 (runs of 8)       *reinterpret_cast<uint4*>((C + C_start)) = ...;
+//                                              } else { if ((v23 + l0_col) < 264) ... per element }
 #include "core/codegen/kernel_emitter.h"
 
 namespace nautilus::codegen::detail {
@@ -127,6 +132,9 @@ std::optional<KernelEmitter::WindowPlan> KernelEmitter::window_plan(const Op& op
   WindowPlan plan;
   plan.slot_flat.assign(static_cast<size_t>(slots), 0);
   plan.slot_check.assign(static_cast<size_t>(slots), "");
+  plan.slot_check_rest.assign(static_cast<size_t>(slots), "");
+  plan.slot_check_last.assign(static_cast<size_t>(slots), "");
+  plan.slot_last.assign(static_cast<size_t>(slots), 0);
   std::string uniform, per_thread;
   int64_t uniform_alignment = 0;  // every uniform part is a multiple of it (0: the part is 0)
   std::vector<int64_t> thread_flat(static_cast<size_t>(threads), 0);
@@ -161,12 +169,17 @@ std::optional<KernelEmitter::WindowPlan> KernelEmitter::window_plan(const Op& op
     for (int64_t v = 0; v < slots; ++v) {
       const int64_t constant = a >= 0 ? evaluate_terms(info.coords.slot_terms[static_cast<size_t>(a)], v) : 0;
       plan.slot_flat[static_cast<size_t>(v)] += constant * stride[j];
+      if (j + 1 == rank) plan.slot_last[static_cast<size_t>(v)] = constant;
       if (offset && offset->hi + thread_most + constant < access.bounds[j]) continue;
       std::string index = access.offsets[j] ? name_of(access.offsets[j]) : "";
       if (!thread_part.empty()) index += (index.empty() ? "" : " + ") + thread_part;
       if (constant || index.empty()) index += (index.empty() ? "" : " + ") + str(constant);
+      const std::string axis_check = parenthesized(index) + " < " + str(access.bounds[j]);
       std::string& check = plan.slot_check[static_cast<size_t>(v)];
-      check += (check.empty() ? "" : " && ") + parenthesized(index) + " < " + str(access.bounds[j]);
+      check += (check.empty() ? "" : " && ") + axis_check;
+      std::string& part = j + 1 == rank ? plan.slot_check_last[static_cast<size_t>(v)]
+                                        : plan.slot_check_rest[static_cast<size_t>(v)];
+      part += (part.empty() ? "" : " && ") + axis_check;
     }
   }
   const std::string buffer = buffer_name(op.buffer);
@@ -196,8 +209,45 @@ bool KernelEmitter::planned_window_store(const Op& op, const Value& value) {
     // Replicated holders store the same value; one of them is enough.
     auto [thread_writes, slot_writes] = single_writer(value->layout, str(v));
     int64_t n = thread_writes.empty() ? plan->vector(v, most) : 1;
-    for (int64_t k = 0; k < n; ++k) {
-      if (!single_writer(value->layout, str(v + k)).second.empty()) n = 1;
+    // A run that reaches the bounds only along the last axis (a ragged edge): stored wide when
+    // its last element is in bounds, element by element otherwise.
+    int64_t checked = n == 1 && thread_writes.empty() ? plan->checked_vector(v, most) : 1;
+    for (int64_t k = 0; k < std::max(n, checked); ++k) {
+      if (!single_writer(value->layout, str(v + k)).second.empty()) n = checked = 1;
+    }
+    const auto wide_store = [&](int64_t n) {
+      std::vector<std::string> parts;
+      if (dtype == DType::F32) {
+        for (int64_t k = 0; k < n; ++k) parts.push_back(at(value, str(v + k)));
+      } else {
+        for (int64_t k = 0; k < n; k += 2) {
+          parts.push_back("pack2(" + at(value, str(v + k)) + ", " + at(value, str(v + k + 1)) + ")");
+        }
+      }
+      std::string joined;
+      for (const std::string& part : parts) joined += (joined.empty() ? "" : ", ") + part;
+      const std::string type = dtype == DType::F32 ? (n == 4 ? "float4" : "float2")
+                                                   : (n == 8 ? "uint4" : n == 4 ? "uint2" : "unsigned");
+      const std::string made = parts.size() == 1 ? joined : "make_" + type + "(" + joined + ")";
+      return "*reinterpret_cast<" + type + "*>(" + plan->at(v) + ") = " + made + ";";
+    };
+    if (checked > 1) {
+      const size_t i = static_cast<size_t>(v);
+      const std::string& rest = plan->slot_check_rest[i];
+      const std::string& last = plan->slot_check_last[i + static_cast<size_t>(checked) - 1];
+      std::string guard = rest;
+      if (!last.empty()) guard += (guard.empty() ? "" : " && ") + last;
+      line("if (" + guard + ") {");
+      line("  " + wide_store(checked));
+      line("} else {");
+      for (int64_t k = 0; k < checked; ++k) {
+        const std::string& valid = plan->slot_check[i + static_cast<size_t>(k)];
+        const std::string store = "*(" + plan->at(v + k) + ") = " + at(value, str(v + k)) + ";";
+        line("  " + (valid.empty() ? store : "if (" + valid + ") " + store));
+      }
+      line("}");
+      v += checked - 1;
+      continue;
     }
     if (n > 1) {
       std::vector<std::string> parts;
@@ -450,10 +500,78 @@ void KernelEmitter::async_copy(const Op& op) {
   }
 }
 
+// How many elements from slot v on one ld.shared reads at once: a power of two up to 16 bytes
+// whose slots lie at consecutive offsets of the allocation in every thread, the first a multiple
+// of the count, inside one group of elements the swizzle keeps together (its base) and one stage.
+// A staged epilogue's row-wise read of a swizzled tile reads 16 bytes per access this way.
+int64_t KernelEmitter::shared_vector(const Op& op, const Value& result, int64_t v) {
+  const SharedAlloc& alloc = alloc_of(op.shared);
+  const int bytes = dtype_bytes(alloc.dtype);
+  const size_t rank = alloc.shape.size();
+  if (op.shared.transposed || rank != result->type.shape.size() || op.shared.offsets.size() != rank) return 1;
+  if (alloc.dtype != result->type.dtype || !(is_narrow_float(alloc.dtype) || alloc.dtype == DType::F32)) return 1;
+  const LayoutInfo& info = layout_info(result->layout.tv, result->type.shape, matile::op_label(op));
+  const std::vector<int64_t> strides = shared_strides(alloc);
+  const int64_t slots = result->layout.slots();
+  const auto linear = [&](int64_t t, int64_t slot) {
+    int64_t offset = 0;
+    for (size_t k = 0; k < rank; ++k) {
+      offset += (evaluate_terms(info.coords.thread_terms[k], t) + evaluate_terms(info.coords.slot_terms[k], slot) +
+                 op.shared.offsets[k]) * strides[k];
+    }
+    return offset;
+  };
+  const layout::Swizzle& swizzle = alloc.layout.swizzle;
+  for (int64_t n = 16 / bytes; n > 1; n /= 2) {
+    if (v % n != 0 || v + n > slots) continue;
+    if (!swizzle.is_identity() && (int64_t{1} << swizzle.base) % n != 0) continue;
+    if (op.shared.stage && alloc.stage_elements % n != 0) continue;
+    bool ok = true;
+    for (int64_t t = 0; t < info.coords.threads && ok; ++t) {
+      const int64_t first = linear(t, v);
+      ok = first % n == 0;
+      for (int64_t k = 1; k < n && ok; ++k) ok = linear(t, v + k) == first + k;
+    }
+    if (ok) return n;
+  }
+  return 1;
+}
+
 void KernelEmitter::shared_load(const Op& op) {
   const Value& result = op.results[0];
   const SharedAlloc& alloc = alloc_of(op.shared);
   const std::string source = shared_name(alloc);
+  if (op.shared_read == matile::SharedRead::Scalar && shared_vector(op, result, 0) > 1) {
+    // Runs of consecutive slots as one wide read each (the first slot's address is aligned).
+    declare(result);
+    const bool f32 = result->type.dtype == DType::F32;
+    for (int64_t v = 0; v < result->layout.slots();) {
+      const int64_t n = shared_vector(op, result, v);
+      const std::string address =
+          "&" + source + "[" + shared_offset(op.shared, coordinates(result, str(v), matile::op_label(op))) + "]";
+      if (n == 1) {
+        line(at(result, str(v)) + " = *(" + address + ");");
+        v += 1;
+        continue;
+      }
+      const int64_t words = n * dtype_bytes(result->type.dtype) / 4;
+      const std::string type = f32 ? (words == 4 ? "float4" : words == 2 ? "float2" : "float")
+                                   : (words == 4 ? "uint4" : words == 2 ? "uint2" : "unsigned");
+      const std::string bits = unique("bits");
+      line("const " + type + " " + bits + " = *reinterpret_cast<const " + type + "*>(" + address + ");");
+      const char* fields[] = {".x", ".y", ".z", ".w"};
+      for (int64_t w = 0; w < words; ++w) {
+        const std::string word = words == 1 ? bits : bits + fields[w];
+        if (f32) {
+          line(at(result, str(v + w)) + " = " + word + ";");
+        } else {
+          line("unpack2(" + word + ", " + at(result, str(v + 2 * w)) + ", " + at(result, str(v + 2 * w + 1)) + ");");
+        }
+      }
+      v += n;
+    }
+    return;
+  }
   if (op.shared_read == matile::SharedRead::Scalar) {
     declare(result);
     for_slots(result->layout.slots(), [&](const std::string& s) {

@@ -307,6 +307,25 @@ class KernelEmitter : public matile::Visitor {
       }
       return n;
     }
+    // Like vector(), for a run whose slots may be checked: the checks of the axes before the
+    // last are the same for every slot and the last axis' index steps by one from slot to slot,
+    // so the run is in bounds exactly when its last element is.
+    std::vector<std::string> slot_check_rest, slot_check_last;  // slot_check split by axis
+    std::vector<int64_t> slot_last;  // the slot's constant index along the last axis
+    int64_t checked_vector(int64_t v, int64_t most) const {
+      const auto i = static_cast<size_t>(v);
+      for (int64_t n = most; n > 1; n /= 2) {
+        if (start_alignment % n != 0 || i + static_cast<size_t>(n) > slot_flat.size() || slot_flat[i] % n != 0) continue;
+        bool ok = true;
+        for (size_t k = 0; k < static_cast<size_t>(n) && ok; ++k) {
+          ok = slot_check_rest[i + k] == slot_check_rest[i] &&
+               slot_flat[i + k] == slot_flat[i] + static_cast<int64_t>(k) &&
+               slot_last[i + k] == slot_last[i] + static_cast<int64_t>(k);
+        }
+        if (ok) return n;
+      }
+      return 1;
+    }
     std::string at(int64_t v) const {
       const int64_t flat = slot_flat[static_cast<size_t>(v)];
       return flat ? base + " + " + str(flat) : base;
@@ -314,6 +333,7 @@ class KernelEmitter : public matile::Visitor {
   };
   std::optional<WindowPlan> window_plan(const Op& op, const Value& value, const Value& predicate = nullptr);
   bool planned_window_store(const Op& op, const Value& value);
+  int64_t shared_vector(const Op& op, const Value& result, int64_t v);
   bool planned_window_load(const Op& op, const Value& result);
   int64_t alignment_of(const Value& value);
   void global_store(const Op& op);

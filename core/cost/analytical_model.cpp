@@ -4,9 +4,11 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <mutex>
 #include <optional>
 #include <queue>
 #include <sstream>
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -126,6 +128,9 @@ struct Work {
 // A global access of the kernel, with how often one CTA executes it.
 struct Access {
   double bytes = 0.0;       // per execution
+  // A store's traffic at the L2 per execution: the 32-byte sectors its warp instructions touch
+  // (a sector written in part costs the L2 a whole request). Negative: `bytes`.
+  double l2_bytes = -1.0;
   double executions = 0.0;  // per CTA, every enclosing loop's trips
   double distinct = 0.0;    // per CTA, only the trips of loops its offsets depend on
   DepMask deps = 0;
@@ -169,6 +174,89 @@ double lanes(const Value& value) {
 }
 
 bool is_16bit_float(DType dtype) { return dtype == DType::BF16 || dtype == DType::F16; }
+
+// How a window store reaches memory, from its register layout and the buffer's row pitches: the
+// bytes of the 32-byte sectors its warp instructions touch, and the elements one thread stores
+// per instruction (consecutive slots at consecutive, aligned addresses, up to 16 bytes, as the
+// emitter vectorizes them). The window's uniform offsets are taken as aligned. From the wgmma
+// accumulator layout a warp's bf16 store writes 8 rows of 16 bytes (4-byte pairs: 8 sectors for
+// 128 bytes), or of 8 bytes with an odd row pitch (2-byte elements: 8 sectors for 64 bytes); a
+// staged epilogue's row-wise layout writes 64 or 512 contiguous bytes.
+struct StoreTraffic {
+  double sector_bytes = 0.0;  // per execution of the store, all warps
+  int64_t vector = 1;
+};
+std::optional<StoreTraffic> window_store_traffic(const Op& op, const Value& value) {
+  const matile::GlobalAccess& access = op.access;
+  if (!op.buffer || access.form != matile::GlobalAccess::Form::Window) return std::nullopt;
+  const std::vector<int64_t>& buffer_shape = op.buffer->shape;
+  const std::vector<int64_t>& shape = value->type.shape;
+  const size_t rank = buffer_shape.size();
+  if (rank == 0 || access.tile_axes.size() != rank) return std::nullopt;
+  const matile::RegisterLayout& layout = value->layout;
+  const int64_t threads = layout.threads(), slots = layout.slots();
+  if (threads * slots > (int64_t{1} << 20) || threads % 32 != 0) return std::nullopt;
+  const int64_t bytes = dtype_bytes(op.buffer->dtype);
+  std::vector<int64_t> stride(rank, 1);
+  for (size_t j = rank - 1; j-- > 0;) stride[j] = stride[j + 1] * buffer_shape[j + 1];
+  std::string key = matile::layout_text(layout) + "|" + std::to_string(bytes);
+  for (size_t j = 0; j < rank; ++j) key += "|" + std::to_string(access.tile_axes[j]) + ":" + std::to_string(stride[j]);
+  for (int64_t e : shape) key += "|" + std::to_string(e);
+  // The search costs the same stores of the same tiles many times.
+  static std::mutex mutex;
+  static std::unordered_map<std::string, StoreTraffic> known;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (auto it = known.find(key); it != known.end()) return it->second;
+  }
+  std::vector<int64_t> flat(static_cast<size_t>(threads * slots), 0);
+  std::vector<int64_t> coordinates;
+  for (int64_t t = 0; t < threads; ++t) {
+    for (int64_t v = 0; v < slots; ++v) {
+      matile::coordinates_into(layout.tv.index(t, v), shape, coordinates);
+      int64_t offset = 0;
+      for (size_t j = 0; j < rank; ++j) {
+        const int a = access.tile_axes[j];
+        if (a >= 0 && static_cast<size_t>(a) < coordinates.size()) offset += coordinates[static_cast<size_t>(a)] * stride[j];
+      }
+      flat[static_cast<size_t>(t * slots + v)] = offset;
+    }
+  }
+  const auto at = [&](int64_t t, int64_t v) { return flat[static_cast<size_t>(t * slots + v)]; };
+  StoreTraffic traffic;
+  for (int64_t n = 16 / bytes; n > 1; n /= 2) {
+    bool ok = slots % n == 0;
+    for (size_t j = 0; j + 1 < rank && ok; ++j) ok = buffer_shape[j] == 1 || stride[j] % n == 0;
+    for (int64_t t = 0; t < threads && ok; ++t) {
+      for (int64_t v = 0; v < slots && ok; v += n) {
+        ok = at(t, v) % n == 0;
+        for (int64_t k = 1; k < n && ok; ++k) ok = at(t, v + k) == at(t, v) + k;
+      }
+    }
+    if (ok) {
+      traffic.vector = n;
+      break;
+    }
+  }
+  std::vector<int64_t> sectors;
+  for (int64_t warp = 0; warp < threads / 32; ++warp) {
+    for (int64_t v = 0; v < slots; v += traffic.vector) {
+      sectors.clear();
+      for (int64_t lane = 0; lane < 32; ++lane) {
+        for (int64_t k = 0; k < traffic.vector; ++k) {
+          const int64_t address = at(warp * 32 + lane, v + k) * bytes;
+          sectors.push_back(address >= 0 ? address / 32 : (address - 31) / 32);
+        }
+      }
+      std::sort(sectors.begin(), sectors.end());
+      traffic.sector_bytes +=
+          32.0 * static_cast<double>(std::unique(sectors.begin(), sectors.end()) - sectors.begin());
+    }
+  }
+  std::lock_guard<std::mutex> lock(mutex);
+  known.emplace(key, traffic);
+  return traffic;
+}
 
 int value_registers(const Value& value) {
   if (value->type.rank() == 0 && value->layout.kind == LayoutKind::Uniform) {
@@ -813,8 +901,11 @@ class WorkWalk : public matile::Visitor {
         const double bytes = static_cast<double>(value->type.element_count()) *
                              dtype_bytes(op.buffer ? op.buffer->dtype : value->type.dtype);
         work.shared_bytes += lanes(value) * dtype_bytes(value->type.dtype);
-        work.alu_ops += lanes(value);
+        const std::optional<StoreTraffic> traffic = window_store_traffic(op, value);
+        work.alu_ops += lanes(value) / static_cast<double>(traffic ? traffic->vector : 1);
         record_access(bytes, access_deps(op), true, executions, loops, 1.0);
+        // At least the bytes themselves: a replicated layout's holders store once.
+        if (traffic) accesses_.back().l2_bytes = std::max(traffic->sector_bytes, bytes);
         return;
       }
       case OpKind::AsyncCopy: {
@@ -1451,11 +1542,12 @@ class AnalyticalModel : public CostModel {
     // L2 together stay resident and come from DRAM once per kernel (the activations of a GEMM
     // whose weights stream past them); the rest stream, and each wave reads from DRAM the
     // tiles its CTAs touch.
-    double read_requests = 0.0, write_bytes = 0.0;
+    double read_requests = 0.0, write_bytes = 0.0, write_requests = 0.0;
     std::vector<std::pair<double, const Access*>> footprints;  // (whole-kernel bytes, access)
     for (const Access& access : walk.accesses()) {
       if (access.write) {
         write_bytes += access.bytes * access.executions * ctas;
+        write_requests += (access.l2_bytes >= 0.0 ? access.l2_bytes : access.bytes) * access.executions * ctas;
       } else {
         read_requests += access.bytes * access.executions * ctas;
         footprints.emplace_back(
@@ -1484,7 +1576,7 @@ class AnalyticalModel : public CostModel {
     }
     dram_reads = std::min(dram_reads, read_requests);
     cost->global_bytes = dram_reads + write_bytes;
-    cost->l2_bytes = read_requests + write_bytes;
+    cost->l2_bytes = read_requests + write_requests;
     const double dram_fraction = read_requests > 0 ? dram_reads / read_requests : 0.0;
 
     // Step 4: the waves.

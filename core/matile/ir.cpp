@@ -670,6 +670,7 @@ KernelPtr Builder::finish_kernel(std::string name, std::vector<Buffer> params) {
   kernel.shared = std::move(shared_);
   kernel.mbarriers = std::move(mbarriers_);
   kernel.tma_maps = std::move(tma_maps_);
+  kernel.notes = std::move(notes_);
   kernel.shared_bytes =
       kernel.shared.empty() ? 0 : kernel.shared.back().byte_offset + kernel.shared.back().byte_size;
   kernel.body = make_region(std::move(regions_.front()));
@@ -678,6 +679,7 @@ KernelPtr Builder::finish_kernel(std::string name, std::vector<Buffer> params) {
   shared_.clear();
   mbarriers_.clear();
   tma_maps_.clear();
+  notes_.clear();
   role_threads_.clear();
   regions_.assign(1, {});
   used_names_.clear();

@@ -465,6 +465,9 @@ struct Kernel {
   std::vector<MBarrierAlloc> mbarriers;  // placed by the emitter (8 bytes each)
   std::vector<TmaMap> tma_maps;
   int64_t shared_bytes = 0;  // dynamic shared memory of one CTA: the end of the last allocation
+  // Decisions of the lowering that leave no op of their own, or the reason a rule did not
+  // apply (a store not staged through shared memory); printed as comments after the objects.
+  std::vector<std::string> notes;
   RegionPtr body;
   Provenance provenance;
 
@@ -509,6 +512,10 @@ class Builder {
   int shared(std::string name, DType dtype, std::vector<int64_t> shape,
              layout::ComposedLayout layout, int stages, std::string purpose);
   const std::vector<SharedAlloc>& shared_allocs() const { return shared_; }
+  // The end of the last shared allocation: the bytes the kernel takes so far.
+  int64_t shared_bytes() const { return shared_.empty() ? 0 : shared_.back().byte_offset + shared_.back().byte_size; }
+  // A note of the kernel being built (Kernel::notes).
+  void note(std::string text) { notes_.push_back(std::move(text)); }
 
   Value iota(int64_t n, RegisterLayout layout, const std::string& name = "");
   Value full(double value, TileType type, RegisterLayout layout, const std::string& name = "");
@@ -598,6 +605,7 @@ class Builder {
   std::vector<SharedAlloc> shared_;
   std::vector<MBarrierAlloc> mbarriers_;
   std::vector<TmaMap> tma_maps_;
+  std::vector<std::string> notes_;
   std::vector<int64_t> role_threads_;
   std::vector<size_t> role_index_;  // of the roles being built, for their barrier() ids
   static constexpr int kFirstRoleBarrierId = 8;

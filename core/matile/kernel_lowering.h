@@ -15,6 +15,8 @@
 //                          ldmatrix reads of staged tiles and of A fragments held in registers
 //   lower_pipeline.cpp     rule 3: loops, and the software pipeline of their shared operands
 //   lower_hopper.cpp       rule 6: the warp-specialized form (TMA producer, wgmma consumers)
+//   lower_epilogue.cpp     rule 7: a warp-specialized kernel's accumulator tile stored through
+//                          shared memory (stmatrix, then coalesced row stores)
 //   lower_emit.cpp         rule 5 and the rest: every other VR op, window and gather accesses,
 //                          and the uniform index scalars their offsets need
 #pragma once
@@ -222,6 +224,14 @@ class KernelLowering {
   void emit_load(const VOp& op);
   GlobalAccess gather_access(const VOp& op, const RegisterLayout& l, std::vector<Value>* gather);
   void emit_store(const VOp& op);
+
+  // -------------------------------------------------------------------------------------------
+  // Rule 7: the staged epilogue (lower_epilogue.cpp). Emits the store of `value` (placed in
+  // registers) through a shared staging tile and returns true, or notes why not and returns
+  // false (the caller then stores `value` directly).
+  bool emit_staged_store(const VOp& op, const Window& window, const Value& value);
+  std::string staged_store_refusal(const VOp& op, const Window& window, const Value& value,
+                                   int64_t* vector);
   void emit_reduce(const VOp& op);
 
   const vrtile::Kernel& vk_;
@@ -279,6 +289,12 @@ class KernelLowering {
   };
   WarpSpecialization ws_;
 };
+
+// A row-major shared tile of `shape` (16-byte rows read or written 8 rows at a time, by
+// ldmatrix or stmatrix) with the swizzle that gives the fewest wavefronts; `description`
+// names it and its count (lower_shared.cpp).
+layout::ComposedLayout fragment_tile_layout(const std::vector<int64_t>& shape, int bytes,
+                                            std::string* description);
 
 // The kernel without ops that have no effect and whose results nobody reads (lower.cpp).
 KernelPtr remove_dead_ops(KernelPtr kernel);

@@ -40,6 +40,11 @@
 //      of the kernel with those dots on wgmma (64 rows per consumer warpgroup), handing each
 //      buffer back through full/empty mbarriers. A kernel that cannot take that form is refused
 //      with the reason; on sm_80 the kernel keeps rules 1-5 with 4N warps.
+//   7. Staged epilogue (lower_epilogue.cpp): in a warp-specialized kernel, a 16-bit tile in the
+//      wgmma accumulator layout stored through a window goes stmatrix -> a swizzled shared tile
+//      -> named barrier -> row-wise ld.shared -> coalesced global stores as wide as the row
+//      pitch and offsets allow (16 bytes when rows are 16-byte aligned). When it does not apply
+//      the kernel notes why and the tile is stored from its fragments.
 //
 //   before (VR):                              after (MA, one k step shown):
 //     %acc = for k_o in 0..4                    cp.async a_smem[0][0, 0] <- A[%m0 + i0, i1] ...
@@ -73,6 +78,7 @@ struct LowerOptions {
   bool use_mma = true;         // false: every dot on FMA (for comparisons and tests)
   bool use_async_copy = true;  // false: dot operands are loaded into registers directly
   int consumers = 0;           // > 0: rule 6 with that many consumer warpgroups (sm_90a)
+  bool stage_epilogue = true;  // false: rule 7 off, accumulators stored from their fragments
 };
 
 layout::Result<ModulePtr> lower_to_matile(const vrtile::ModulePtr& module,

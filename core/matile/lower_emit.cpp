@@ -248,6 +248,7 @@ void KernelLowering::emit_store(const VOp& op) {
   const Value value = materialize(stored, l);
   std::optional<Window> window = match_window(op, stored->type.shape);
   if (window) {
+    if (emit_staged_store(op, *window, value)) return;  // rule 7
     b_.global_store(op.buffer, window_access(*window, nullptr, nullptr), {}, value);
     return;
   }

@@ -113,6 +113,16 @@ SwizzleChoice choose_swizzle(const std::vector<int64_t>& shape, int bytes) {
 
 }  // namespace
 
+layout::ComposedLayout fragment_tile_layout(const std::vector<int64_t>& shape, int bytes,
+                                            std::string* description) {
+  const SwizzleChoice chosen = choose_swizzle(shape, bytes);
+  if (description) {
+    *description = chosen.name + ": " + std::to_string(chosen.wavefronts) + " wavefronts, unswizzled " +
+                   std::to_string(chosen.unswizzled_wavefronts);
+  }
+  return row_major_shared(shape, chosen.swizzle);
+}
+
 // A scratch allocation for conversions and reduces: row-major, unswizzled.
 int KernelLowering::scratch(const std::string& name, DType dtype, std::vector<int64_t> shape,
                             const std::string& purpose) {

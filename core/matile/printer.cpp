@@ -350,6 +350,7 @@ std::string print_kernel(const Kernel& kernel) {
   for (const SharedAlloc& alloc : kernel.shared) out += "  " + shared_line(alloc) + "\n";
   for (const MBarrierAlloc& barrier : kernel.mbarriers) out += "  " + mbarrier_line(barrier) + "\n";
   for (const TmaMap& map : kernel.tma_maps) out += "  " + tma_map_line(map) + "\n";
+  for (const std::string& note : kernel.notes) out += "  // " + note + "\n";
   if (kernel.body) print_region(kernel, table, *kernel.body, 1, &out);
   return out + "}\n";
 }
@@ -731,6 +732,7 @@ nlohmann::ordered_json module_to_json(const Module& module) {
       }
       k["tensor_maps"] = maps;
     }
+    if (!kernel->notes.empty()) k["notes"] = kernel->notes;
     k["body"] = kernel->body ? region_json(*kernel, table, *kernel->body)
                              : nlohmann::ordered_json::array();
     k["provenance"] = scalar::provenance_json(kernel->provenance);

@@ -214,8 +214,10 @@ TEST_F(AnalyticalModelTest, WorkMatchesTheInterpretersInstructionCounts) {
     ASSERT_EQ(estimate.kernels.size(), 1u);
     const KernelCost& kernel = estimate.kernels[0];
     EXPECT_DOUBLE_EQ(kernel.tensor_flops, 4096.0 * run.instructions.at("mma.m16n8k16")) << asset;
-    // Requests: the copies plus the output written once (1 x 1 x 256 x 64 bf16).
-    EXPECT_DOUBLE_EQ(kernel.l2_bytes, 16.0 * run.instructions.at("cp.async") + 256 * 64 * 2)
+    // Requests: the copies plus the output written once (1 x 1 x 256 x 64 bf16), in the
+    // sectors its stores touch: from the mma C fragment a warp's store writes 16 bytes of each
+    // of 8 rows, half of a 32-byte sector each, so the L2 sees twice the output's bytes.
+    EXPECT_DOUBLE_EQ(kernel.l2_bytes, 16.0 * run.instructions.at("cp.async") + 2 * (256 * 64 * 2))
         << asset;
   }
 }
@@ -237,8 +239,9 @@ TEST_F(AnalyticalModelTest, ReadsSharedWithinAWaveComeFromDramOncePerWave) {
   // Within one 16 KB tile: the pipeline prologue's first K/V tiles are a read of their own,
   // small enough to stay resident.
   EXPECT_NEAR(kernel.global_bytes, 3 * tensor_bytes + waves * tensor_bytes, 64.0 * 128 * 2);
-  // Every CTA requests all of K and V from L2.
-  EXPECT_DOUBLE_EQ(kernel.l2_bytes, 2 * tensor_bytes + kernel.ctas * (2 * tensor_bytes));
+  // Every CTA requests all of K and V from L2; Q is read once and O written once, in half
+  // sectors (16 bytes of each of 8 rows per warp store from the mma C fragment): twice its bytes.
+  EXPECT_DOUBLE_EQ(kernel.l2_bytes, 3 * tensor_bytes + kernel.ctas * (2 * tensor_bytes));
 }
 
 TEST_F(AnalyticalModelTest, SharedMemoryOverTheLimitIsInfeasibleWithTheNumbers) {

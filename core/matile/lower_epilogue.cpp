@@ -1,0 +1,131 @@
+// The staged epilogue (lower.h rule 7): in a warp-specialized kernel, a 16-bit tile held in the
+// wgmma accumulator layout is stored to global memory through shared memory instead of from its
+// fragments. In the fragment layout a warp's store instruction writes 8 rows of 4 threads x 2
+// elements -- eight 32-byte sectors for 128 bytes, or for 64 bytes of 2-byte accesses when the
+// row pitch is odd. Staged, the consumers write the tile with stmatrix (16-byte rows, 8 rows per matrix) into
+// a swizzled tile free of bank conflicts, meet at a named barrier, read it back row-wise and
+// store each row with consecutive threads on consecutive elements: runs of 16 bytes when every
+// row starts 16-byte aligned, else the widest run the pitch and the column offset allow (one
+// element for an odd pitch), so a warp's accesses cover whole sectors. Masking at ragged edges is
+// the window's, as before.
+//
+//   before (MA, consumers):                     after:
+//     wgmma.wait_group 0                          wgmma.wait_group 0
+//     %27 = cast %acc : bf16[128, 128] #L3        %27 = cast %acc : bf16[128, 128] #L3
+//     global_store C[%3 + i0, %14 + i1]           stmatrix.x4 C_staged[0, 0], %27
+//       bounds [8192, 50257], %27                 bar.sync                    // named: consumers
+//                                                 %27.1 = ld.shared C_staged[0, 0] : ... #L4
+//                                                 global_store C[%3 + i0, %14 + i1]
+//                                                   bounds [8192, 50257], %27.1
+//   shared C_staged : bf16[128, 128] Sw<3,3,4> o (128,128):(128,1)   // #L4: blocked, runs of 1
+//
+// The staging tile is an allocation of its own beside the TMA ring: the consumer warpgroups
+// finish their last wgmma at different times, and one that stages its rows while the other still
+// reads the ring would need a barrier of all consumers first. It does not apply -- and the
+// kernel's notes say why -- when the tile is not 16-bit (stmatrix), not in the accumulator layout,
+// not a multiple of 16 columns, stored inside a loop, stored with its columns along another axis
+// than the buffer's last, or when the staging tile would not fit beside the ring.
+#include <numeric>
+#include <string>
+
+#include "core/matile/hopper.h"
+#include "core/matile/kernel_lowering.h"
+#include "core/matile/printer.h"
+
+namespace nautilus::matile::lowering {
+
+namespace {
+
+constexpr int64_t kSharedBytesPerCta = 227 * 1024;  // the H100's opt-in maximum per block
+
+// Every value the affine offset takes is a multiple of this (0: the offset is always 0).
+int64_t affine_alignment(const Affine& a) {
+  int64_t alignment = std::abs(a.constant);
+  for (const auto& [atom, coef] : a.atoms) alignment = std::gcd(alignment, std::abs(coef));
+  return alignment;
+}
+
+}  // namespace
+
+// Why the store of `value` through `window` cannot be staged ("" when it can); `vector` gets the
+// run length of the row-wise stores.
+std::string KernelLowering::staged_store_refusal(const VOp& op, const Window& window,
+                                                 const Value& value, int64_t* vector) {
+  if (!options_.stage_epilogue) return "the staged epilogue is turned off (stage_epilogue = false)";
+  const TileType& type = value->type;
+  const int bytes = dtype_bytes(type.dtype);
+  if (bytes != 2) {
+    return "stmatrix stores 16-bit elements and the tile is " + std::string(dtype_name(type.dtype));
+  }
+  if (type.rank() != 2) return "the tile has rank " + std::to_string(type.rank()) + ", not 2";
+  const int64_t M = type.shape[0], N = type.shape[1];
+  const int warpgroups = static_cast<int>(threads() / kWarpgroupThreads);
+  Result<RegisterLayout> accumulator = wgmma_accumulator_layout(M, N, std::max(warpgroups, 1));
+  if (!accumulator || value->layout != *accumulator) {
+    return "the tile is not held in the wgmma accumulator layout (" + layout_text(value->layout) + ")";
+  }
+  if (N % 16 != 0) return "stmatrix.x4 stores 16 columns at a time and the tile has " + std::to_string(N);
+  if (std::find_if(vk_.body->ops.begin(), vk_.body->ops.end(),
+                   [&](const vrtile::OpPtr& top) { return top.get() == &op; }) == vk_.body->ops.end()) {
+    return "the store is inside a loop, where the staging tile would need a barrier per iteration";
+  }
+  const std::vector<int64_t>& shape = op.buffer->shape;
+  const size_t rank = shape.size();
+  if (window.tile_axes.size() != rank || window.tile_axes[rank - 1] != 1) {
+    return "the tile's columns are not along " + op.buffer->name + "'s last axis";
+  }
+  // The run length: a power of two up to 16 bytes that divides every row pitch the window
+  // moves along, the column offset and the tile's columns.
+  int64_t alignment = affine_alignment(window.offsets[rank - 1]);
+  int64_t stride = 1;
+  for (size_t j = rank - 1; j-- > 0;) {
+    stride *= shape[j + 1];
+    if (window.tile_axes[j] >= 0 || !window.offsets[j].constant_only() || window.offsets[j].constant != 0) {
+      alignment = std::gcd(alignment, stride);
+    }
+  }
+  int64_t n = 16 / bytes;
+  while (n > 1 && ((alignment != 0 && alignment % n != 0) || N % n != 0)) n /= 2;
+  *vector = n;
+  const int64_t staging = M * N * bytes;
+  const int64_t start = (b_.shared_bytes() + 127) / 128 * 128;
+  if (start + staging > kSharedBytesPerCta) {
+    return "its " + std::to_string(staging / 1024) + " KB staging tile does not fit beside the kernel's " +
+           std::to_string(b_.shared_bytes() / 1024) + " KB of shared memory (" +
+           std::to_string(kSharedBytesPerCta / 1024) + " KB per CTA)";
+  }
+  return "";
+}
+
+bool KernelLowering::emit_staged_store(const VOp& op, const Window& window, const Value& value) {
+  if (!ws_.loop) return false;  // rule 7 belongs to warp-specialized kernels
+  int64_t vector = 1;
+  const std::string what = "%" + value->name + " -> " + op.buffer->name;
+  const std::string refusal = staged_store_refusal(op, window, value, &vector);
+  if (!refusal.empty()) {
+    b_.note("epilogue " + what + " stored from its fragments: " + refusal);
+    return false;
+  }
+  const TileType& type = value->type;
+  const int bytes = dtype_bytes(type.dtype);
+  std::string swizzle;
+  const layout::ComposedLayout staged_layout = fragment_tile_layout(type.shape, bytes, &swizzle);
+  const int64_t pitch = op.buffer->shape.back();
+  const std::string runs =
+      vector * bytes == 16 ? "16-byte runs"
+                           : std::to_string(vector * bytes) + "-byte runs (row pitch " + std::to_string(pitch) +
+                                 " elements, column offset alignment)";
+  const int alloc = b_.shared(op.buffer->name + "_staged", type.dtype, type.shape, staged_layout, 1,
+                              "staged epilogue of " + what + ": stmatrix in, coalesced rows of " + runs +
+                                  " out; " + swizzle);
+  const SharedRef ref{alloc, nullptr, {0, 0}, false};
+  b_.set_provenance(op.provenance);
+  b_.stmatrix(ref, value);
+  b_.barrier();  // a named barrier of the consumers: their rows are in the tile
+  const RegisterLayout rows = blocked_layout(type.shape, threads(), vector);
+  const Value staged = b_.shared_load(ref, SharedRead::Scalar, type, rows, value->name);
+  b_.global_store(op.buffer, window_access(window, nullptr, nullptr), {}, staged);
+  return true;
+}
+
+}  // namespace nautilus::matile::lowering
