@@ -103,16 +103,20 @@ void KernelLowering::plan_warp_specialization() {
         loops.push_back(op.get());
         break;
       }
-      for (const VValue& operand : {inner->operands[0], inner->operands[1]}) {
-        DType narrow = DType::F32;
-        const VOp* load = peel(operand, &narrow).load;
-        if (!load || !why_not.empty()) continue;
-        const int64_t pitch = load->buffer->shape.back() * dtype_bytes(load->buffer->dtype);
-        why_not = "; operand " + name(load) + " reads " + load->buffer->name + ", whose rows of " +
-                  std::to_string(pitch) + " bytes " +
-                  (pitch % 16 == 0 ? "it cannot read as whole 16-byte chunks"
-                                   : "are not a multiple of 16 bytes, which TMA needs");
+      // Why B, the operand the ring must carry, is no loaded tile.
+      if (!why_not.empty()) continue;
+      DType narrow = DType::F32;
+      const VOp* load = peel(inner->operands[1], &narrow).load;
+      if (!load) {
+        why_not = "; the B operand %" + inner->operands[1]->name + " of dot %" +
+                  inner->results[0]->name + " is computed, not a loaded tile";
+        continue;
       }
+      const int64_t pitch = load->buffer->shape.back() * dtype_bytes(load->buffer->dtype);
+      why_not = "; operand " + name(load) + " reads " + load->buffer->name + ", whose rows of " +
+                std::to_string(pitch) + " bytes " +
+                (pitch % 16 == 0 ? "it cannot read as whole 16-byte chunks"
+                                 : "are not a multiple of 16 bytes, which TMA needs");
     }
   }
   if (loops.empty()) {
