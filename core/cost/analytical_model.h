@@ -36,7 +36,10 @@
 //     once per distinct value of the axes it does depend on (attention's K/V: once per (b, h)
 //     present in the wave); data a CTA re-reads in a loop whose variable its offsets do not use
 //     counts once. When everything the kernel reads fits in half the L2, each byte is read from
-//     DRAM once in total. Writes always go to DRAM. L2 traffic is every request.
+//     DRAM once in total. Writes always go to DRAM. L2 traffic is every request. A read of a
+//     buffer at the same grid point as earlier reads of the kernel that cover at least as many
+//     bytes (a row kernel's second pass over its row) is a re-read: from DRAM only in the share
+//     1 - min(1, L2 / (CTAs at once x bytes one CTA reads and writes)).
 //  3. Occupancy. CTAs per SM = min(shared memory / (shared_bytes + 1 KB reserved), threads,
 //     registers, 32). Registers per thread are estimated from the register tiles live at the
 //     worst program point: each value holds ceil(s * bytes / 4) registers from its definition

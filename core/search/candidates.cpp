@@ -311,7 +311,7 @@ ReductionFusionCandidates reduction_fusion_candidates(const scalar::Program& pro
   return out;
 }
 
-std::vector<Decision> fusion_candidates(const ProgramFacts& facts) {
+std::vector<Decision> fusion_candidates(const ProgramFacts& facts, bool untiled_rows) {
   std::vector<Decision> out;
   std::set<std::string> seen;
   for (const NestFacts& from : facts.nests) {
@@ -337,9 +337,28 @@ std::vector<Decision> fusion_candidates(const ProgramFacts& facts) {
               // a spatial loop bound to the grid untiled (one CTA per row: a combine over 8
               // experts per token), whose CTA then also writes the consumer's row instead of
               // leaving an f32 row for another kernel to read back.
+              // A spatial loop of the chain of a producer nest not tiled yet counts as such a
+              // grid loop: the completion binds it (a row's statistics, then its output, in one
+              // CTA per row).
               for (const scalar::For* loop : producer.loops) {
                 const LoopFacts* l = loop_facts(from, loop);
-                if (!l || !(l->tile_outer || l->grid) || !l->spatial) continue;
+                // Only the row loop itself: the innermost chain loop of a reduction's nest (its
+                // row of statistics), the one above the innermost of an element-wise nest (the
+                // row a reduction takes whole). At an outer loop the CTA would hold every row
+                // below it as one tile (an attention head's 16384 x 16384 scores).
+                const bool untiled = !from.tiled && !from.bound && !from.chain.empty();
+                const size_t chain_size = from.chain.size();
+                // A reduction over the rows of an element-wise nest (a residual sum, then its
+                // norm) moves into the loop over its rows: the row it reduces stays in
+                // registers.
+                const bool row_of_elementwise =
+                    untiled_rows && untiled && !from.has_reduction && consumer.reduction &&
+                    chain_size >= 2 && loop == from.chain[chain_size - 2].loop;
+                const bool untiled_chain =
+                    (untiled_rows && untiled && from.has_reduction &&
+                     loop == from.chain.back().loop) ||
+                    row_of_elementwise;
+                if (!l || !(l->tile_outer || l->grid || untiled_chain) || !l->spatial) continue;
                 add_unique(out, seen,
                            make("reverse_compute_at", consumer.block->name,
                                 {positional(producer.block->name), positional(l->name)}));
@@ -480,6 +499,59 @@ std::optional<TilePlan> next_tile_plan(const ProgramFacts& facts,
   return last_reduction ? last_reduction : first;
 }
 
+// A block fused after a rolling reduction of its nest (a row's statistics, then the row's
+// output in the same CTA: `reverse_compute_at(Y, Lse, r)`) steps over its row in the tiles the
+// reduction stepped in: `tile(Y, c=T)` for each of its loops that runs the whole rolled axis
+// (ceil(extent / T) == the steps of the rolling loop) and is longer than one step. Kept whole,
+// the row would be one tile of tens of thousands of elements per CTA: local arrays, not
+// registers. Stepped, the CTA reads the row it just reduced again: from L2 where the CTAs
+// running at once fit it, from DRAM otherwise (the cost model charges the share that does not).
+std::vector<Decision> row_step_tiles(const ProgramFacts& facts) {
+  std::vector<Decision> out;
+  for (const NestFacts& nest : facts.nests) {
+    // The rolling loops over tiles of a reduce axis, as (steps, step size): the step is the
+    // extent of the loop right under the loop over tiles in a reducing block's nest.
+    std::vector<std::pair<int64_t, int64_t>> rolling;
+    for (const BlockFacts& block : nest.blocks) {
+      if (!block.reduction) continue;
+      for (size_t i = 0; i + 1 < block.loops.size(); ++i) {
+        const LoopFacts* outer = loop_facts(nest, block.loops[i]);
+        const LoopFacts* inner = loop_facts(nest, block.loops[i + 1]);
+        if (!outer || !inner || !outer->tile_outer || outer->spatial || outer->grid ||
+            !inner->tile_inner) {
+          continue;
+        }
+        const std::pair<int64_t, int64_t> found{outer->extent, inner->extent};
+        if (std::find(rolling.begin(), rolling.end(), found) == rolling.end()) {
+          rolling.push_back(found);
+        }
+      }
+    }
+    if (rolling.empty()) continue;
+    for (const BlockFacts& block : nest.blocks) {
+      if (block.reduction) continue;
+      for (const scalar::For* loop : block.loops) {
+        const LoopFacts* facts_of = loop_facts(nest, loop);
+        if (!facts_of || facts_of->grid || facts_of->tile_outer || facts_of->tile_inner ||
+            !facts_of->spatial) {
+          continue;
+        }
+        const bool in_chain = std::any_of(nest.chain.begin(), nest.chain.end(),
+                                          [&](const LoopFacts& l) { return l.loop == loop; });
+        if (in_chain) continue;
+        for (const auto& [steps, step] : rolling) {
+          if (loop->extent > step && (loop->extent + step - 1) / step == steps) {
+            out.push_back(make("tile", block.block->name,
+                               {keyword(axis_name(*block.block, *loop), step)}));
+            break;
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
 namespace {
 
 // The default completion, and with `rasters` its other raster orders after it.
@@ -537,6 +609,9 @@ std::vector<Completion> complete(const scalar::ProgramPtr& program,
       }
     }
     if (!tiled) skip.push_back(plan->block);
+  }
+  for (const Decision& step_tile : row_step_tiles(analyze_program(*completion.program))) {
+    try_apply(step_tile);
   }
   const Completion tiled_state = completion;
   const ProgramFacts facts = analyze_program(*completion.program);

@@ -63,7 +63,10 @@ struct ReductionFusionCandidates {
 ReductionFusionCandidates reduction_fusion_candidates(const scalar::Program& program,
                                                       const ProgramFacts& facts,
                                                       int64_t split_k_below);
-std::vector<sched::Decision> fusion_candidates(const ProgramFacts& facts);
+// With `untiled_rows`, also reverse_compute_at at a spatial chain loop of a producer nest not
+// tiled yet (the completion binds it: one CTA per row); the search asks for these only when it
+// builds row kernels (a consumer chain following a rolled reduction).
+std::vector<sched::Decision> fusion_candidates(const ProgramFacts& facts, bool untiled_rows = false);
 std::vector<sched::Decision> masking_candidates(const ProgramFacts& facts);
 // For every kernel (nest) without a launch decision in `schedule`: the five non-default launches,
 // and on sm_90a (`hopper`), for a tiled nest whose reduction reads two tensors (a dot's
@@ -120,6 +123,12 @@ struct TilePlan {
 // passed over. nullopt when no nest is left.
 std::optional<TilePlan> next_tile_plan(const ProgramFacts& facts,
                                        const std::vector<std::string>& skip);
+
+// `tile(B, AXIS=T)` for each block B fused after a rolling reduction of its nest whose loop runs
+// the whole rolled axis in one piece (ceil(extent / T) == the rolling loop's steps, extent > T):
+// the block then steps over its row in the reduction's tiles of T (the default completion
+// applies them after tiling).
+std::vector<sched::Decision> row_step_tiles(const ProgramFacts& facts);
 
 // The default completion of a program: every untiled nest tiled with its plan's defaults (the
 // first single-axis change when the default is forbidden or does not apply), then every tiled

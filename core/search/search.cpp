@@ -665,6 +665,195 @@ class Searcher {
     for (int id : last_ids) out.push_back({id, Phase::Fusion});
   }
 
+  // A consumer moved into a loop of its producer's nest (`reverse_compute_at(Lse, Lse_sum, r)`)
+  // takes its own consumers along into the same loop, one after the other
+  // (`reverse_compute_at(Y, Lse, r)`): a row's statistics, then its output, in one CTA. The
+  // steps between often estimate no better than their parent (the statistics' nest grows
+  // while the output still reads them back from memory), so the beam would drop the chain
+  // before its end; its end competes in the beam like any child. Returns the chain's last
+  // node (`at` itself when no candidate moves another consumer into `loop` of that nest).
+  int follow_consumer_chain(int at, std::string moved, const std::string& loop,
+                            std::vector<std::string>* all_moved = nullptr) {
+    if (all_moved) all_moved->push_back(moved);
+    for (int step = 0; step < kMaxStepsPerPhase && !stop_.stop_requested(); ++step) {
+      const ProgramFacts facts = analyze_program(*nodes_[at].program);
+      const NestFacts* nest = facts.nest_of_block(moved);
+      if (!nest) break;
+      int next = -1;
+      for (const Decision& candidate : fusion_candidates(facts, /*untiled_rows=*/true)) {
+        if (candidate.kind != "reverse_compute_at") continue;
+        const auto args = candidate.positional();
+        if (args.size() < 2 || args[0]->is_int() || args[1]->is_int() ||
+            args[1]->as_name() != loop || facts.nest_of_block(args[0]->as_name()) != nest) {
+          continue;
+        }
+        next = try_child(at, candidate, Phase::Fusion);
+        if (next >= 0) {
+          moved = candidate.target;
+          if (all_moved) all_moved->push_back(moved);
+          break;
+        }
+      }
+      if (next < 0) break;
+      at = next;
+    }
+    return at;
+  }
+
+  // The last node of the chain of pinned children below `id` (absorb_pins applies the pending
+  // pins right after a decision): new children go there, so a pinned node stays its parent's
+  // only child.
+  int past_pins(int id) const {
+    while (nodes_[id].children.size() == 1 && nodes_[nodes_[id].children.front()].pinned) {
+      id = nodes_[id].children.front();
+    }
+    return id;
+  }
+
+  // Whether one of the `moved` consumers reads a row that a reduction of its new nest reads
+  // too: with `stepped`, an input of the nest (log-softmax's output reading X after the
+  // statistics did), and only where the default completion steps the consumer over the row
+  // (a row the reduction takes in one step, 8 experts in a step of 8, is no second pass);
+  // without, also a row the nest itself writes (a residual sum written, then reduced and
+  // normalized from the registers that hold it). Only such chains become entries: elsewhere
+  // (a decode step's normalization after its rolled accumulator) the plain fusion candidates
+  // cover them, and extra entries would crowd the beam.
+  bool rereads_a_row(int id, const std::vector<std::string>& moved, bool stepped) const {
+    const scalar::Program& program = *nodes_[id].program;
+    const ProgramFacts facts = analyze_program(program);
+    std::set<std::string> stepped_blocks;
+    for (const Decision& tile : row_step_tiles(facts)) stepped_blocks.insert(tile.target);
+    for (const std::string& name : moved) {
+      const NestFacts* nest = facts.nest_of_block(name);
+      if (!nest) continue;
+      const BlockFacts* consumer = nullptr;
+      for (const BlockFacts& block : nest->blocks) {
+        if (block.block->name == name) consumer = &block;
+      }
+      if (!consumer) continue;
+      // The row's output itself (not an intermediate such as attention's probabilities, whose
+      // consumers are sums that a rolled loop already takes tile by tile).
+      const bool writes_output =
+          std::any_of(consumer->writes.begin(), consumer->writes.end(), [&](const std::string& w) {
+            const scalar::Buffer* buffer = program.find_buffer(w);
+            return buffer && (*buffer)->role == scalar::BufferRole::Output;
+          });
+      if (!writes_output || (stepped && !stepped_blocks.count(name))) continue;
+      for (const BlockFacts& block : nest->blocks) {
+        if (!block.reduction || &block == consumer) continue;
+        for (const std::string& tensor : consumer->reads) {
+          const bool written_here = std::any_of(
+              nest->blocks.begin(), nest->blocks.end(), [&](const BlockFacts& other) {
+                return std::find(other.writes.begin(), other.writes.end(), tensor) !=
+                       other.writes.end();
+              });
+          if ((!written_here || !stepped) &&
+              std::find(block.reads.begin(), block.reads.end(), tensor) !=
+                                   block.reads.end()) {
+            return true;
+          }
+        }
+      }
+    }
+    return false;
+  }
+
+  // The chains above for each new reverse_compute_at child of `parent` (its children from
+  // `first` on).
+  void follow_consumer_chains(int parent, size_t first, std::vector<Entry>& out) {
+    std::vector<int> ends;
+    const std::vector<int> children(nodes_[parent].children.begin() + static_cast<long>(first),
+                                    nodes_[parent].children.end());
+    for (int child : children) {
+      if (!nodes_[child].decision || nodes_[child].decision->kind != "reverse_compute_at") continue;
+      const auto positional = nodes_[child].decision->positional();
+      if (positional.size() < 2 || positional[1]->is_int()) continue;
+      std::vector<std::string> moved;
+      const int start = past_pins(child);
+      const int end = follow_consumer_chain(start, nodes_[child].decision->target,
+                                            positional[1]->as_name(), &moved);
+      if (end != start && rereads_a_row(end, moved, /*stepped=*/false)) ends.push_back(end);
+    }
+    evaluate(ends);
+    for (int id : ends) out.push_back({id, Phase::Fusion});
+  }
+
+  // A rolled reduction (`rolling_update(Lse_sum, c, tile=2048)`: a row's statistics in one
+  // pass) is judged by the default completion with its consumers in kernels of their own,
+  // which read the statistics and the row back from memory. So beside it the search tries the
+  // row kernel at once: the consumers moved into the rolled nest's row loop, in a chain as
+  // above, each such end a Fusion entry. Rolling children of `parent` from `first` on.
+  void fuse_rows_of_rolled(int parent, size_t first, std::vector<Entry>& out) {
+    std::vector<int> ends;
+    const std::vector<int> children(nodes_[parent].children.begin() + static_cast<long>(first),
+                                    nodes_[parent].children.end());
+    for (int rolled : children) {
+      if (!nodes_[rolled].decision || nodes_[rolled].decision->kind != "rolling_update") continue;
+      const int at = past_pins(rolled);
+      const ProgramFacts facts = analyze_program(*nodes_[at].program);
+      const NestFacts* nest = facts.nest_of_block(nodes_[rolled].decision->target);
+      if (!nest) continue;
+      for (const Decision& candidate : fusion_candidates(facts, /*untiled_rows=*/true)) {
+        if (stop_.stop_requested()) return;
+        if (candidate.kind != "reverse_compute_at") continue;
+        const auto args = candidate.positional();
+        if (args.size() < 2 || args[0]->is_int() || args[1]->is_int() ||
+            facts.nest_of_block(args[0]->as_name()) != nest) {
+          continue;
+        }
+        const int child = try_child(at, candidate, Phase::Fusion);
+        if (child < 0) continue;
+        std::vector<std::string> moved;
+        const int end = follow_consumer_chain(child, candidate.target, args[1]->as_name(), &moved);
+        if (rereads_a_row(end, moved, /*stepped=*/true)) ends.push_back(end);
+      }
+    }
+    evaluate(ends);
+    for (int id : ends) out.push_back({id, Phase::Fusion});
+  }
+
+  // A reduction over the rows of an element-wise nest (the sum of squares of a residual sum
+  // that is also an output) is judged with the rows written and read back; fused into the
+  // element-wise nest's row loop with its consumers (`reverse_compute_at(R_sum, Hs, t)`, then
+  // the norm and the normalized output), the row stays in registers. The reduction-fusion
+  // phase's splits win the beam before the fusion phase would try it, so each node of that
+  // phase also builds the row kernel at once; its chain's end competes in the beam.
+  void fuse_rows_of_elementwise(int parent, std::vector<Entry>& out) {
+    parent = past_pins(parent);
+    const ProgramFacts facts = analyze_program(*nodes_[parent].program);
+    std::vector<int> ends;
+    const scalar::Program& program = *nodes_[parent].program;
+    for (const Decision& candidate : fusion_candidates(facts, /*untiled_rows=*/true)) {
+      if (stop_.stop_requested()) return;
+      if (candidate.kind != "reverse_compute_at") continue;
+      const auto args = candidate.positional();
+      if (args.size() < 2 || args[0]->is_int() || args[1]->is_int()) continue;
+      // The element-wise rows must be an output (written to memory anyway: a residual sum);
+      // an intermediate (attention's scores) is inlined or computed per tile instead.
+      const scalar::Buffer* written = nullptr;
+      for (const NestFacts& nest : facts.nests) {
+        for (const BlockFacts& block : nest.blocks) {
+          if (block.block->name == args[0]->as_name() && !block.writes.empty()) {
+            written = program.find_buffer(block.writes.front());
+          }
+        }
+      }
+      if (!written || (*written)->role != scalar::BufferRole::Output) continue;
+      const NestFacts* from = facts.nest_of_block(args[0]->as_name());
+      if (!from || from->has_reduction || from->tiled || from->bound || from->chain.size() < 2 ||
+          from->chain[from->chain.size() - 2].name != args[1]->as_name()) {
+        continue;
+      }
+      const int child = try_child(parent, candidate, Phase::Fusion);
+      if (child < 0) continue;
+      std::vector<std::string> moved;
+      const int end = follow_consumer_chain(child, candidate.target, args[1]->as_name(), &moved);
+      if (rereads_a_row(end, moved, /*stepped=*/false)) ends.push_back(end);
+    }
+    evaluate(ends);
+    for (int id : ends) out.push_back({id, Phase::Fusion});
+  }
+
   // Decisions of `phase` on the path to `id` since the path last entered it. Each multi-step
   // phase is bounded, so a decision that keeps applying to its own output (a split of a split)
   // cannot make the tree infinite.
@@ -705,6 +894,7 @@ class Searcher {
     const ProgramFacts facts = analyze_program(*node.program);
     const ReductionFusionCandidates candidates =
         reduction_fusion_candidates(*node.program, facts, split_k_below());
+    const size_t children_before = nodes_[entry.node].children.size();
     std::vector<int> first(candidates.first.size(), -1);
     for (size_t i = 0; i < candidates.first.size(); ++i) {
       if (stop_.stop_requested()) return;
@@ -733,6 +923,8 @@ class Searcher {
         if (child >= 0) out.push_back({child, entry.phase});
       }
     }
+    fuse_rows_of_rolled(entry.node, children_before, out);
+    fuse_rows_of_elementwise(entry.node, out);
     out.push_back({entry.node, Phase::Fusion});
   }
 
@@ -876,8 +1068,10 @@ class Searcher {
             if (split.kind == "split_k_update") candidates.push_back(std::move(split));
           }
         }
+        const size_t children_before = nodes_[entry.node].children.size();
         replay_on_smaller_steps(expand_multi_step(entry, candidates, after_fusion(entry.node), out),
                                 out);
+        follow_consumer_chains(entry.node, children_before, out);
         return;
       }
       case Phase::Tiling: expand_tiling(entry, out); return;

@@ -250,6 +250,24 @@ class KernelLowering {
         }
       }
     }
+    // A spatial loop the schedule split into tiles inside the CTA (`c_o` of
+    // `c = c_o * 2048 + c_i`, the loop above a vector loop of the same binding) steps over the
+    // tiles: one tile per iteration, stored before the next (a row written in tiles after its
+    // statistics, in the CTA that computed them). As a vector loop the block's index would be
+    // a sum of two tile axes, which no tile store can take.
+    if (role == LoopRole::Vector) {
+      for (const Block* block : under) {
+        const std::vector<const For*>& block_path = block_paths_.at(block);
+        const auto self = std::find(block_path.begin(), block_path.end(), loop);
+        for (size_t i = 0; i < block->iter_vars.size(); ++i) {
+          if (block->iter_vars[i].kind == IterKind::Reduce) continue;
+          if (!sched::uses_var(block->bindings[i], loop->var.get())) continue;
+          for (auto below = self + 1; below != block_path.end(); ++below) {
+            if (sched::uses_var(block->bindings[i], (*below)->var.get())) role = LoopRole::Serial;
+          }
+        }
+      }
+    }
     // A reduction loop around several blocks is a fused loop whose blocks read each other's
     // running values: it must run in order, one element at a time.
     if (role == LoopRole::Vector && under.size() > 1) {

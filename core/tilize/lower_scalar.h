@@ -11,7 +11,12 @@
 //   serial  a loop over a reduction axis that the schedule split into tiles (its var and a loop
 //           below it both appear in one reduce binding: attention's key-tile loop `n_o`, GEMM's
 //           `k_o`), and in an unscheduled nest every reduction loop. It becomes a `for` whose
-//           carried values are the running results of the blocks under it.
+//           carried values are the running results of the blocks under it. Also a spatial loop
+//           split into tiles inside the CTA (its var and a loop below it both appear in one
+//           spatial binding): a row's output after its statistics,
+//             for r [grid.x]: ...; for c_o in 0..16: for c_i in 0..2048: block Y(c = c_o*2048+c_i)
+//           becomes `for c_o.1 in 0..16 { load X[r, c_o.1*2048 + i0]; store Y[...] }`, a loop
+//           that carries nothing and stores one [2048] tile per iteration.
 //   vector  every other loop. Its iterations happen at once: each loop is one axis of the tiles
 //           of the blocks below it, so a block inside vector loops m_i and n computes a
 //           [|m_i|, |n|] tile per execution. A vector loop over a reduction axis becomes a
