@@ -25,6 +25,7 @@ using layout::Result;
 
 constexpr int kWarpgroupThreads = 128;
 constexpr int kRegistersPerWarpgroupThread = 512;  // 64K registers / 128 threads
+constexpr int64_t kSharedBytesPerCta = 227 * 1024;  // the H100's opt-in maximum per block
 
 // The accumulator (and wgmma result) layout of an f32[m, n] tile over `warpgroups`
 // warpgroups: m == 64 * warpgroups, n a multiple of 8 in 8..256.

@@ -36,7 +36,6 @@ namespace nautilus::matile::lowering {
 
 namespace {
 
-constexpr int64_t kSharedBytesPerCta = 227 * 1024;  // the H100's opt-in maximum per block
 
 // Every value the affine offset takes is a multiple of this (0: the offset is always 0).
 int64_t affine_alignment(const Affine& a) {

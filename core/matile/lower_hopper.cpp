@@ -50,7 +50,6 @@ namespace nautilus::matile::lowering {
 namespace {
 
 constexpr int kProducerRegisters = 40;
-constexpr int64_t kSharedBytesPerCta = 227 * 1024;  // the H100's opt-in maximum per block
 
 bool sixteen_bit(DType dtype) { return dtype == DType::BF16 || dtype == DType::F16; }
 
