@@ -192,6 +192,32 @@ void KernelLowering::plan_warp_specialization() {
     plan.warps_n = 1;
     plan.prefetch_fragments = false;
   }
+  // The consumers hold every dot result of the loop and every register A operand at once (the
+  // scores, P and the output accumulator of attention): more than their setmaxnreg budget spills,
+  // which a package build refuses. Beside the tiles, addresses, indices and the softmax's row
+  // values take about kConsumerScalarRegisters: measured with ptxas, a 128 x 176 attention tile
+  // at d 128 (196 registers of tiles) spills under 232, a 128 x 128 one (160) does not.
+  constexpr int64_t kConsumerScalarRegisters = 40;
+  const int64_t consumer_threads = int64_t{consumers} * kWarpgroupThreads;
+  int64_t tile_registers = 0;
+  for (const vrtile::OpPtr& inner : loop.body->ops) {
+    if (inner->kind != VOpKind::Dot) continue;
+    const std::vector<int64_t>& c = inner->results[0]->type.shape;
+    tile_registers += c[0] * c[1] / consumer_threads;  // f32 accumulator
+    const DotPlan& plan = dot_plans_.at(inner.get());
+    if (!plan.a.load) {
+      const std::vector<int64_t>& a = plan.a.source->type.shape;
+      tile_registers += a[0] * a[1] * dtype_bytes(plan.a.source->type.dtype) / 4 / consumer_threads;
+    }
+  }
+  const int64_t budget =
+      std::min<int64_t>(240, ((kRegistersPerWarpgroupThread - kProducerRegisters) / consumers) / 8 * 8);
+  if (tile_registers + kConsumerScalarRegisters > budget) {
+    fail("warp_spec: the main loop's dot results and register operands take about " +
+         std::to_string(tile_registers) + " registers per consumer thread, which with its other "
+         "values exceeds the consumers' budget of " + std::to_string(budget) +
+         " and would spill; take smaller tiles");
+  }
   for (const VOp* load : ahead) {
     if (std::none_of(mn_axis0.begin(), mn_axis0.end(), [&](const auto& m) { return m.first == load; })) {
       fail("warp_spec: " + name(load) + " is copied ahead in the main loop but is no wgmma "

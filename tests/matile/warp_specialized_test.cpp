@@ -240,5 +240,18 @@ TEST(WarpSpecialized, AttentionVariantsMatchTheReference) {
   }
 }
 
+TEST(WarpSpecialized, AttentionTilesWhoseRegistersWouldSpillAreRefused) {
+  // 256 keys at d 64: the scores (128 registers per consumer thread), P (64) and the output (32)
+  // with the softmax's values exceed the consumers' 232 registers; 128 keys fit.
+  const std::vector<std::string> sizes = {"B=1", "H=1", "M=256", "N=512", "D=64"};
+  const driver::Compilation wide =
+      compile("assets/specs/attention.nt", attention_schedule(false, 256, 2, 2), sizes, "sm_90a");
+  EXPECT_FALSE(wide.ma_module);
+  EXPECT_NE(wide.schedule_error.find("would spill"), std::string::npos) << wide.schedule_error;
+  const driver::Compilation fits =
+      compile("assets/specs/attention.nt", attention_schedule(false, 128, 2, 2), sizes, "sm_90a");
+  EXPECT_TRUE(fits.ma_module) << fits.schedule_error;
+}
+
 }  // namespace
 }  // namespace nautilus::matile
