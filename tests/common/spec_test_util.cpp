@@ -57,6 +57,24 @@ driver::Compilation compile_asset(const std::string& name, const std::vector<std
   return compile_file(file, sizes, last_stage, std::move(extra_passes));
 }
 
+driver::Compilation compile_scheduled(const std::string& path, const std::vector<std::string>& decisions,
+                                      const std::vector<std::string>& sizes,
+                                      driver::CompileOptions options) {
+  std::string error;
+  for (const std::string& text : decisions) {
+    sched::DecisionParseError parse_error;
+    std::optional<sched::Decision> decision = sched::parse_decision(text, &parse_error);
+    EXPECT_TRUE(decision) << text << ": " << sched::to_string(parse_error);
+    if (decision) options.schedule.decisions.push_back(*decision);
+  }
+  for (const std::string& text : sizes) {
+    std::optional<spec::SizeOverride> size = spec::parse_size_override(text, &error);
+    EXPECT_TRUE(size) << text << ": " << error;
+    if (size) options.sizes.push_back(*size);
+  }
+  return driver::compile(SourceFile::read(source_path(path), &error), options);
+}
+
 driver::Compilation compile_text(const std::string& text, const std::vector<std::string>& sizes) {
   return compile_file(std::make_shared<SourceFile>("inline.nt", text), sizes,
                       driver::Stage::Scalar, {});

@@ -15,6 +15,12 @@ driver::Compilation compile_asset(const std::string& name, const std::vector<std
                                   driver::Stage last_stage = driver::Stage::Scalar,
                                   std::vector<driver::ScalarPass> extra_passes = {});
 
+// Compiles the spec file at `path` (from the source tree's root) with `options` (arch, last
+// stage, ...) plus the decisions, parsed (a malformed one fails the test), and the -D bindings.
+driver::Compilation compile_scheduled(const std::string& path, const std::vector<std::string>& decisions,
+                                      const std::vector<std::string>& sizes,
+                                      driver::CompileOptions options);
+
 // Compiles spec text given inline.
 driver::Compilation compile_text(const std::string& text, const std::vector<std::string>& sizes = {});
 

@@ -16,27 +16,20 @@
 #include "core/sched/decision.h"
 #include "core/spec/sema.h"
 #include "tests/common/golden.h"
+#include "tests/common/spec_test_util.h"
 
 namespace nautilus::cost {
 namespace {
 
-using nautilus::testing::source_path;
 
 matile::ModulePtr lower(const std::string& spec, const std::vector<std::string>& decisions,
                         const std::vector<std::string>& sizes, bool stage_epilogue) {
-  std::string error;
   driver::CompileOptions options;
   options.last_stage = driver::Stage::MATile;
   options.matile.arch = "sm_90a";
   options.matile.stage_epilogue = stage_epilogue;
-  for (const std::string& text : decisions) {
-    sched::DecisionParseError parse_error;
-    std::optional<sched::Decision> decision = sched::parse_decision(text, &parse_error);
-    EXPECT_TRUE(decision) << text << ": " << sched::to_string(parse_error);
-    if (decision) options.schedule.decisions.push_back(*decision);
-  }
-  for (const std::string& text : sizes) options.sizes.push_back(*spec::parse_size_override(text, &error));
-  const driver::Compilation compilation = driver::compile(SourceFile::read(source_path(spec), &error), options);
+  const driver::Compilation compilation =
+      nautilus::testing::compile_scheduled(spec, decisions, sizes, options);
   EXPECT_TRUE(compilation.ma_module) << compilation.diagnostics->render_all();
   return compilation.ma_module;
 }

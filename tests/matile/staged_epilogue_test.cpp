@@ -21,6 +21,7 @@
 #include "core/spec/sema.h"
 #include "core/support/tensor.h"
 #include "tests/common/golden.h"
+#include "tests/common/matile_ops.h"
 #include "tests/common/spec_test_util.h"
 
 namespace nautilus::matile {
@@ -32,19 +33,11 @@ using nautilus::testing::source_path;
 driver::Compilation compile(const std::string& spec, const std::vector<std::string>& decisions,
                             const std::vector<std::string>& sizes, bool stage_epilogue = true,
                             driver::Stage last = driver::Stage::MATile) {
-  std::string error;
   driver::CompileOptions options;
   options.last_stage = last;
   options.matile.arch = "sm_90a";
   options.matile.stage_epilogue = stage_epilogue;
-  for (const std::string& text : decisions) {
-    sched::DecisionParseError parse_error;
-    std::optional<sched::Decision> decision = sched::parse_decision(text, &parse_error);
-    EXPECT_TRUE(decision) << text << ": " << sched::to_string(parse_error);
-    if (decision) options.schedule.decisions.push_back(*decision);
-  }
-  for (const std::string& text : sizes) options.sizes.push_back(*spec::parse_size_override(text, &error));
-  return driver::compile(SourceFile::read(source_path(spec), &error), options);
+  return nautilus::testing::compile_scheduled(spec, decisions, sizes, options);
 }
 
 std::vector<std::string> gemm_schedule(int tile_m, int tile_n, int stages, int consumers) {
@@ -59,21 +52,8 @@ std::vector<std::string> lm_head_schedule() {
           "bind(Logits_sum, v_o=grid.y, t_o=grid.x)", "warp_spec(Logits_sum, consumers=2, stages=4)"};
 }
 
-int count_ops(const Region& region, const std::function<bool(const Op&)>& wanted) {
-  int count = 0;
-  for (const OpPtr& op : region.ops) {
-    if (wanted(*op)) ++count;
-    if (op->body) count += count_ops(*op->body, wanted);
-    for (const WarpRole& role : op->roles) {
-      if (role.body) count += count_ops(*role.body, wanted);
-    }
-  }
-  return count;
-}
-
-int count_kind(const Kernel& kernel, OpKind kind) {
-  return count_ops(*kernel.body, [&](const Op& op) { return op.kind == kind; });
-}
+using nautilus::testing::count_kind;
+using nautilus::testing::count_ops;
 
 const SharedAlloc* staging_of(const Kernel& kernel) {
   for (const SharedAlloc& alloc : kernel.shared) {

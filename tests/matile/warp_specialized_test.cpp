@@ -14,28 +14,20 @@
 #include "core/sched/decision.h"
 #include "core/spec/sema.h"
 #include "tests/common/golden.h"
+#include "tests/common/matile_ops.h"
 #include "tests/common/spec_test_util.h"
 
 namespace nautilus::matile {
 namespace {
 
 using nautilus::testing::expect_stage_matches_reference;
-using nautilus::testing::source_path;
 
 driver::Compilation compile(const std::string& spec, const std::vector<std::string>& decisions,
                             const std::vector<std::string>& sizes, const std::string& arch) {
-  std::string error;
   driver::CompileOptions options;
   options.last_stage = driver::Stage::MATile;
   options.matile.arch = arch;
-  for (const std::string& text : decisions) {
-    sched::DecisionParseError parse_error;
-    std::optional<sched::Decision> decision = sched::parse_decision(text, &parse_error);
-    EXPECT_TRUE(decision) << text << ": " << sched::to_string(parse_error);
-    if (decision) options.schedule.decisions.push_back(*decision);
-  }
-  for (const std::string& text : sizes) options.sizes.push_back(*spec::parse_size_override(text, &error));
-  return driver::compile(SourceFile::read(source_path(spec), &error), options);
+  return nautilus::testing::compile_scheduled(spec, decisions, sizes, options);
 }
 
 std::vector<std::string> gemm_schedule(int tile_m, int tile_n, int stages, int consumers) {
@@ -46,21 +38,8 @@ std::vector<std::string> gemm_schedule(int tile_m, int tile_n, int stages, int c
           "warp_spec(C_sum, consumers=" + std::to_string(consumers) + ")"};
 }
 
-int count_ops(const Region& region, const std::function<bool(const Op&)>& wanted) {
-  int count = 0;
-  for (const OpPtr& op : region.ops) {
-    if (wanted(*op)) ++count;
-    if (op->body) count += count_ops(*op->body, wanted);
-    for (const WarpRole& role : op->roles) {
-      if (role.body) count += count_ops(*role.body, wanted);
-    }
-  }
-  return count;
-}
-
-int count_kind(const Kernel& kernel, OpKind kind) {
-  return count_ops(*kernel.body, [&](const Op& op) { return op.kind == kind; });
-}
+using nautilus::testing::count_kind;
+using nautilus::testing::count_ops;
 
 TEST(WarpSpecialized, AGemmGetsATmaProducerAndWgmmaConsumersThatMatchTheReference) {
   // Two consumer warpgroups of 64 rows each over a 128 x 256 tile; 5 k steps around a ring of

@@ -103,37 +103,35 @@ TEST(RowKernel, TheSecondPassOverARowIsReadFromL2WhenTheCtasFitIt) {
   EXPECT_GT(estimate.kernels[0].l2_bytes, 2 * x_bytes + y_bytes);
 }
 
-// At 8192 rows the CTAs running at once move (statistics, output rows of f32) far more than L2
-// holds: most of the second pass comes from DRAM again, as measured on the H100 (DRAM read
-// 1.05 GB for a 0.52 GB input).
-TEST(RowKernel, TheSecondPassComesFromDramWhenTheCtasMoveMoreThanL2) {
-  const search::SearchInput input = testing::text_input(kLogSoftmax, {"R=8192", "C=32000"});
+// The DRAM bytes the model charges the one-kernel log-softmax (a row's statistics, then its
+// output, in one CTA) of R rows of C columns.
+double row_kernel_dram_bytes(const std::string& rows, const std::string& columns) {
+  const search::SearchInput input = testing::text_input(kLogSoftmax, {"R=" + rows, "C=" + columns});
   const driver::Compilation compilation = testing::compile(
       input, schedule_of({"rolling_update(Lse_sum, c, tile=2048)",
                           "reverse_compute_at(Lse, Lse_sum, r)", "reverse_compute_at(Y, Lse, r)",
                           "tile(Y, c=2048)", "bind(Lse_sum, r=grid.x)",
                           "launch(Lse_sum, warps=8)"}));
-  ASSERT_TRUE(compilation.ok()) << compilation.schedule_error << compilation.internal_error;
+  EXPECT_TRUE(compilation.ok()) << compilation.schedule_error << compilation.internal_error;
+  if (!compilation.ok()) return 0.0;
   const cost::CostEstimate estimate = testing::h100().estimate(*compilation.ma_module);
-  ASSERT_EQ(estimate.kernels.size(), 1u);
+  EXPECT_EQ(estimate.kernels.size(), 1u);
+  return estimate.kernels.empty() ? 0.0 : estimate.kernels[0].global_bytes;
+}
+
+// At 8192 rows the CTAs running at once move (statistics, output rows of f32) far more than L2
+// holds: most of the second pass comes from DRAM again, as measured on the H100 (DRAM read
+// 1.05 GB for a 0.52 GB input).
+TEST(RowKernel, TheSecondPassComesFromDramWhenTheCtasMoveMoreThanL2) {
   const double x_bytes = 8192.0 * 32000 * 2, y_bytes = 8192.0 * 32000 * 4;
-  EXPECT_GT(estimate.kernels[0].global_bytes, x_bytes + y_bytes + 0.5 * x_bytes);
+  EXPECT_GT(row_kernel_dram_bytes("8192", "32000"), x_bytes + y_bytes + 0.5 * x_bytes);
 }
 
 // Rows too long for the CTAs running at once to keep in L2 are read twice from DRAM in the
 // share that does not fit.
 TEST(RowKernel, RowsThatDoNotFitL2TogetherAreReadAgainFromDram) {
-  const search::SearchInput input = testing::text_input(kLogSoftmax, {"R=8192", "C=1048576"});
-  const driver::Compilation compilation = testing::compile(
-      input, schedule_of({"rolling_update(Lse_sum, c, tile=2048)",
-                          "reverse_compute_at(Lse, Lse_sum, r)", "reverse_compute_at(Y, Lse, r)",
-                          "tile(Y, c=2048)", "bind(Lse_sum, r=grid.x)",
-                          "launch(Lse_sum, warps=8)"}));
-  ASSERT_TRUE(compilation.ok()) << compilation.schedule_error << compilation.internal_error;
-  const cost::CostEstimate estimate = testing::h100().estimate(*compilation.ma_module);
-  ASSERT_EQ(estimate.kernels.size(), 1u);
   const double x_bytes = 8192.0 * 1048576 * 2, y_bytes = 8192.0 * 1048576 * 4;
-  EXPECT_GT(estimate.kernels[0].global_bytes, x_bytes + y_bytes + 0.5 * x_bytes);
+  EXPECT_GT(row_kernel_dram_bytes("8192", "1048576"), x_bytes + y_bytes + 0.5 * x_bytes);
 }
 
 constexpr const char* kResidualRmsNorm = R"(let T = 8192, H = 4096
