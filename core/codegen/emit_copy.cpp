@@ -250,20 +250,7 @@ bool KernelEmitter::planned_window_store(const Op& op, const Value& value) {
       continue;
     }
     if (n > 1) {
-      std::vector<std::string> parts;
-      if (dtype == DType::F32) {
-        for (int64_t k = 0; k < n; ++k) parts.push_back(at(value, str(v + k)));
-      } else {
-        for (int64_t k = 0; k < n; k += 2) {
-          parts.push_back("pack2(" + at(value, str(v + k)) + ", " + at(value, str(v + k + 1)) + ")");
-        }
-      }
-      std::string joined;
-      for (const std::string& part : parts) joined += (joined.empty() ? "" : ", ") + part;
-      const std::string type = dtype == DType::F32 ? (n == 4 ? "float4" : "float2")
-                                                   : (n == 8 ? "uint4" : n == 4 ? "uint2" : "unsigned");
-      const std::string made = parts.size() == 1 ? joined : "make_" + type + "(" + joined + ")";
-      line("*reinterpret_cast<" + type + "*>(" + plan->at(v) + ") = " + made + ";");
+      line(wide_store(n));
       v += n - 1;
       continue;
     }

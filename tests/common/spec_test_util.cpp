@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <utility>
 
 #include <gtest/gtest.h>
 
@@ -61,6 +62,16 @@ driver::Compilation compile_scheduled(const std::string& path, const std::vector
                                       const std::vector<std::string>& sizes,
                                       driver::CompileOptions options) {
   std::string error;
+  SourceFilePtr file = SourceFile::read(source_path(path), &error);
+  EXPECT_TRUE(file) << error;
+  if (!file) file = std::make_shared<SourceFile>(path, "");
+  return compile_scheduled(file, decisions, sizes, std::move(options));
+}
+
+driver::Compilation compile_scheduled(const SourceFilePtr& file, const std::vector<std::string>& decisions,
+                                      const std::vector<std::string>& sizes,
+                                      driver::CompileOptions options) {
+  std::string error;
   for (const std::string& text : decisions) {
     sched::DecisionParseError parse_error;
     std::optional<sched::Decision> decision = sched::parse_decision(text, &parse_error);
@@ -72,7 +83,7 @@ driver::Compilation compile_scheduled(const std::string& path, const std::vector
     EXPECT_TRUE(size) << text << ": " << error;
     if (size) options.sizes.push_back(*size);
   }
-  return driver::compile(SourceFile::read(source_path(path), &error), options);
+  return driver::compile(file, options);
 }
 
 driver::Compilation compile_text(const std::string& text, const std::vector<std::string>& sizes) {

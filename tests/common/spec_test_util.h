@@ -20,6 +20,10 @@ driver::Compilation compile_asset(const std::string& name, const std::vector<std
 driver::Compilation compile_scheduled(const std::string& path, const std::vector<std::string>& decisions,
                                       const std::vector<std::string>& sizes,
                                       driver::CompileOptions options);
+// The same for a spec source (inline text: std::make_shared<SourceFile>("inline.nt", text)).
+driver::Compilation compile_scheduled(const SourceFilePtr& file, const std::vector<std::string>& decisions,
+                                      const std::vector<std::string>& sizes,
+                                      driver::CompileOptions options);
 
 // Compiles spec text given inline.
 driver::Compilation compile_text(const std::string& text, const std::vector<std::string>& sizes = {});

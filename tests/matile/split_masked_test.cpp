@@ -21,27 +21,17 @@ namespace {
 
 using nautilus::testing::hand_schedule;
 using nautilus::testing::expect_stage_matches_reference;
-using nautilus::testing::source_path;
 
 driver::Compilation compile(const std::string& spec_path_or_text, bool inline_text,
                             const std::vector<std::string>& decisions,
                             const std::vector<std::string>& sizes) {
-  std::string error;
   driver::CompileOptions options;
   options.last_stage = driver::Stage::MATile;
-  for (const std::string& text : decisions) {
-    sched::DecisionParseError parse_error;
-    std::optional<sched::Decision> decision = sched::parse_decision(text, &parse_error);
-    EXPECT_TRUE(decision) << text << ": " << sched::to_string(parse_error);
-    if (decision) options.schedule.decisions.push_back(*decision);
+  if (inline_text) {
+    return nautilus::testing::compile_scheduled(
+        std::make_shared<SourceFile>("inline.nt", spec_path_or_text), decisions, sizes, options);
   }
-  for (const std::string& text : sizes) {
-    options.sizes.push_back(*spec::parse_size_override(text, &error));
-  }
-  SourceFilePtr file = inline_text
-                           ? std::make_shared<SourceFile>("inline.nt", spec_path_or_text)
-                           : SourceFile::read(source_path(spec_path_or_text), &error);
-  return driver::compile(file, options);
+  return nautilus::testing::compile_scheduled(spec_path_or_text, decisions, sizes, options);
 }
 
 // The module the placement produced, before split-masked ran.
