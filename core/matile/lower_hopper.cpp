@@ -51,6 +51,12 @@ namespace {
 
 constexpr int kProducerRegisters = 40;
 
+// The setmaxnreg budget of each consumer warpgroup: what the producer leaves of a warpgroup
+// thread's share, split among the consumers, in steps of 8, at most 240.
+int consumer_registers(int consumers) {
+  return std::min(240, ((kRegistersPerWarpgroupThread - kProducerRegisters) / consumers) / 8 * 8);
+}
+
 bool sixteen_bit(DType dtype) { return dtype == DType::BF16 || dtype == DType::F16; }
 
 // The canonical wgmma layout of a loaded tile, over the tile's own (axis 0, axis 1)
@@ -210,8 +216,7 @@ void KernelLowering::plan_warp_specialization() {
       tile_registers += a[0] * a[1] * dtype_bytes(plan.a.source->type.dtype) / 4 / consumer_threads;
     }
   }
-  const int64_t budget =
-      std::min<int64_t>(240, ((kRegistersPerWarpgroupThread - kProducerRegisters) / consumers) / 8 * 8);
+  const int64_t budget = consumer_registers(consumers);
   if (tile_registers + kConsumerScalarRegisters > budget) {
     fail("warp_spec: the main loop's dot results and register operands take about " +
          std::to_string(tile_registers) + " registers per consumer thread, which with its other "
@@ -344,8 +349,7 @@ void KernelLowering::emit_warp_specialized() {
   // Each role computes its own index scalars (a role's values have its own thread count).
   const auto kernel_env = env_;
   const int consumers = options_.consumers;
-  const int consumer_registers =
-      std::min(240, ((kRegistersPerWarpgroupThread - kProducerRegisters) / consumers) / 8 * 8);
+  const int budget = consumer_registers(consumers);
   // A role's values hold its own threads: the grid indices are copied into each role.
   const auto enter_role = [&] {
     env_ = kernel_env;
@@ -361,7 +365,7 @@ void KernelLowering::emit_warp_specialized() {
                emit_producer();
                memo_.pop_back();
              }},
-            {"consumers", consumers, consumer_registers, [&] {
+            {"consumers", consumers, budget, [&] {
                enter_role();
                emit_region(*vk_.body);
                memo_.pop_back();
