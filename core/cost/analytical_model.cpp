@@ -163,6 +163,12 @@ struct Segment {
   double mbarrier_waits = 0.0;
   bool has_wgmma = false;
   double last_wgmma_pending = -1.0;  // while walking: the latest wgmma.wait_group's count
+  // wgmma flops per execution that stay in flight past a wgmma.wait_group N >= 1 inside the
+  // body (warp_spec overlap=1: P·V runs beside the softmax), and while walking, the flops of
+  // the open group and of the committed groups not yet retired.
+  double overlapped_wgmma_flops = 0.0;
+  double open_group_flops = 0.0;
+  std::vector<double> groups_in_flight;
 };
 
 // A role of a warp-specialized kernel (the Roles op), as the estimate needs it.
@@ -999,13 +1005,26 @@ class WorkWalk : public matile::Visitor {
         work.store_waits += 1;
         return;
       case OpKind::WgmmaFence:
+        work.sync_cycles += kAsyncGroupCycles;
+        return;
       case OpKind::WgmmaCommitGroup:
         work.sync_cycles += kAsyncGroupCycles;
+        segment.groups_in_flight.push_back(segment.open_group_flops);
+        segment.open_group_flops = 0.0;
         return;
-      case OpKind::WgmmaWaitGroup:
+      case OpKind::WgmmaWaitGroup: {
         work.sync_cycles += kAsyncGroupCycles;
-        segment.last_wgmma_pending = static_cast<double>(std::max<int64_t>(op.extent, 0));
+        const int64_t pending = std::max<int64_t>(op.extent, 0);
+        segment.last_wgmma_pending = static_cast<double>(pending);
+        std::vector<double>& groups = segment.groups_in_flight;
+        if (static_cast<int64_t>(groups.size()) > pending) {
+          groups.erase(groups.begin(), groups.end() - pending);
+          if (pending > 0) {
+            for (double flops : groups) segment.overlapped_wgmma_flops += flops;
+          }
+        }
         return;
+      }
       case OpKind::Wgmma: {
         // wgmma.mma_async m64nNk16 over M / 64 warpgroups: 2*M*N*K at the wgmma rate. Its
         // shared operands are read by the tensor cores from shared memory, per warpgroup
@@ -1020,6 +1039,7 @@ class WorkWalk : public matile::Visitor {
         work.tensor_flops += flops;
         work.wgmma_flops += flops;
         work.mma_ops += 1;
+        segment.open_group_flops += flops;
         const double warpgroups = std::max(1.0, std::ceil(m / 64.0));
         const bool register_a = op.operands.size() >= 2;
         if (!register_a) work.shared_bytes += m * k * shared_dtype_bytes(op.shared);
@@ -1241,6 +1261,7 @@ RingTime ws_ring(const std::vector<std::vector<const Segment*>>& ring, const Pip
   double bytes = 0.0, producer = 0.0, consumer = 0.0;
   int lag = 0;
   bool waits_inside = false;  // a consumer waits for its own MMAs within the iteration
+  double overlapped_flops = 0.0;  // of the consumers' wgmma flops, those that run beside the rest
   for (const std::vector<const Segment*>& loops : ring) for (const Segment* segment : loops) {
     // A loop with a peeled first iteration runs fewer times: its work per ring iteration.
     const double share = segment->executions / r.iterations;
@@ -1255,14 +1276,22 @@ RingTime ws_ring(const std::vector<std::vector<const Segment*>>& ring, const Pip
     }
     lag = std::max(lag, segment->release_lag);
     waits_inside = waits_inside || (segment->has_wgmma && segment->release_lag == 0);
+    overlapped_flops += segment->overlapped_wgmma_flops * share;
   }
   // A consumer that reads its MMAs' results inside the iteration (attention's scores feed the
   // softmax) runs them and its element-wise work one after the other: measured on the H100
   // (2026-11-26, two consumer warpgroups, d 64..256), an iteration takes the sum of the pipes,
   // not their maximum: the tensor cores', the ALUs' and the SFUs' (the operands' shared reads
   // belong to the MMAs).
+  // With overlap=1 the MMAs left in flight across the wait inside the iteration (P·V) run
+  // beside the element-wise work: the iteration takes the waited MMAs, then the longer of the
+  // rest.
   const auto t = pipes(mma, 1.0);
-  const double m = waits_inside ? std::max(t.combined(1.0), t.tensor + t.alu + t.special) : t.combined(1.0);
+  double m = t.combined(1.0);
+  if (waits_inside) {
+    const double late = mma.wgmma_flops > 0.0 ? t.tensor * std::min(1.0, overlapped_flops / mma.wgmma_flops) : 0.0;
+    m = std::max(m, t.tensor - late + std::max(late, t.alu + t.special));
+  }
   const double copy = bytes > 0.0 ? latency + bytes / cta_bandwidth : 0.0;
   const double depth = std::max(1, r.stages);
   // A consumer that keeps a wgmma group in flight waits, releases and issues while the

@@ -22,6 +22,7 @@
 #pragma once
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -206,6 +207,10 @@ class KernelLowering {
   void emit_tma_copy(const TmaOperand& operand, const Value& stage, const Value& k, int barrier);
   void retire_wgmma_reads(const VOp& op);
   void release_previous_slot();
+  void plan_overlap(const VOp& loop);
+  void emit_overlapped_loop(const VOp& loop);
+  std::vector<Value> emit_late_part(const VOp& loop, const Value& k, const std::vector<Value>& late_args,
+                                    const std::vector<Value>& deferred);
 
   // -------------------------------------------------------------------------------------------
   // Emission of the other VR ops and of index scalars (lower_emit.cpp)
@@ -286,6 +291,18 @@ class KernelLowering {
     bool uncommitted = false;
     bool released = false;
     Value previous_slot;
+    // overlap=1 (plan_overlap): the loop's ops that run one iteration late (attention's rescale
+    // of O and P·V: every op that depends on `late_args`, the block arguments of the dots'
+    // accumulators), the values of the iteration they read (P and the rescale factors), carried
+    // to the next iteration in `deferred_layouts`, and while an iteration is emitted the issue of
+    // the previous iteration's late ops, which the first read of a wgmma result triggers.
+    std::unordered_set<const VOp*> late;
+    std::vector<size_t> late_args;
+    std::vector<VValue> deferred;
+    std::vector<const VOp*> deferred_readers;  // the late op that reads each first
+    std::vector<RegisterLayout> deferred_layouts;
+    size_t loop_memo_depth = 0;
+    std::function<void()> issue_late;
   };
   WarpSpecialization ws_;
 };

@@ -78,6 +78,7 @@ struct LowerOptions {
   bool use_mma = true;         // false: every dot on FMA (for comparisons and tests)
   bool use_async_copy = true;  // false: dot operands are loaded into registers directly
   int consumers = 0;           // > 0: rule 6 with that many consumer warpgroups (sm_90a)
+  bool overlap = false;        // rule 6: the consumers' last dot deferred by one iteration
   bool stage_epilogue = true;  // false: rule 7 off, accumulators stored from their fragments
 };
 

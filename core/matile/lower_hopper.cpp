@@ -241,6 +241,22 @@ void KernelLowering::plan_warp_specialization() {
   // Each operand: a window of its buffer over two axes, the second the contiguous one, in the
   // canonical layout TMA can fill.
   ws_.loop = &loop;
+  if (options_.overlap) {
+    plan_overlap(loop);
+    int64_t deferred_registers = 0;
+    for (const VValue& v : ws_.deferred) {
+      int64_t elements = 1;
+      for (int64_t extent : v->type.shape) elements *= extent;
+      deferred_registers += (elements * dtype_bytes(v->type.dtype) + 3) / 4 / consumer_threads;
+    }
+    if (tile_registers + deferred_registers + kConsumerScalarRegisters > budget) {
+      fail("warp_spec overlap: the main loop's dot results and register operands take about " +
+           std::to_string(tile_registers) + " registers per consumer thread and the values carried "
+           "to the next iteration " + std::to_string(deferred_registers) + " more, which with its "
+           "other values exceeds the consumers' budget of " + std::to_string(budget) +
+           " and would spill; take smaller tiles or overlap=0");
+    }
+  }
   int64_t ring_bytes = 0, once_bytes = 0;
   std::vector<const VOp*> operands = ahead;
   operands.insert(operands.end(), once.begin(), once.end());
@@ -422,6 +438,12 @@ void KernelLowering::emit_producer() {
   }
   b_.set_provenance(loop.provenance);
   const int stages = options_.stages;
+  // overlap=1 runs the consumers' iteration 0 whatever the trip count (emit_overlapped_loop):
+  // the producer fills its stage even when the trip count is 0.
+  Value producer_trips = loop.trip_count ? scalar_value(loop.trip_count) : nullptr;
+  if (producer_trips && options_.overlap) {
+    producer_trips = b_.binary(BinaryOp::Max, producer_trips, index_constant(1), "filled_trips");
+  }
   b_.for_loop(
       loop.loop_var->name, loop.extent, {},
       [&](const Value& k, const std::vector<Value>&) {
@@ -446,7 +468,7 @@ void KernelLowering::emit_producer() {
         memo_.pop_back();
         return std::vector<Value>{};
       },
-      {}, {}, 0, loop.trip_count ? scalar_value(loop.trip_count) : nullptr);
+      {}, {}, 0, producer_trips);
   memo_.pop_back();
 }
 
@@ -464,6 +486,19 @@ void KernelLowering::retire_wgmma_reads(const VOp& op) {
   if (!reads) return;
   if (ws_.uncommitted) b_.wgmma_commit_group();
   ws_.uncommitted = false;
+  if (ws_.issue_late) {
+    // overlap=1: the previous iteration's late MMAs (P·V) go out behind this iteration's first
+    // group, and only that group is waited for; they run on while the iteration goes on, and
+    // the iteration's end waits for them and releases their slot.
+    const auto issue = std::move(ws_.issue_late);
+    ws_.issue_late = nullptr;
+    ws_.in_flight.clear();
+    issue();
+    if (ws_.uncommitted) b_.wgmma_commit_group();
+    ws_.uncommitted = false;
+    b_.wgmma_wait_group(1);
+    return;
+  }
   b_.wgmma_wait_group(0);
   ws_.in_flight.clear();
   release_previous_slot();
@@ -482,6 +517,7 @@ void KernelLowering::release_previous_slot() {
 // GEMM). Iteration 0 releases the last slot on behalf of iteration -1, which the producer
 // expects; so no iteration is peeled and a trip count works alike in both roles.
 void KernelLowering::emit_hopper_loop(const VOp& loop) {
+  if (options_.overlap) return emit_overlapped_loop(loop);
   const int stages = options_.stages;
   const LoopStart start = loop_start(loop);
   const Value trip_count = loop.trip_count ? scalar_value(loop.trip_count) : nullptr;
@@ -526,6 +562,345 @@ void KernelLowering::emit_hopper_loop(const VOp& loop) {
       index_constant(stages), "last");
   b_.mbarrier_arrive(BarrierRef{ws_.empty, last}, 0, threads());
   for (size_t i = 0; i < results.size(); ++i) env_[loop.results[i].get()] = results[i];
+}
+
+// overlap=1: which ops of the main loop run one iteration late. The late ops are those that
+// depend on a dot accumulator the loop carries (attention's O: its rescale and P·V), and the
+// broadcasts only they read; the values of the iteration they read (P, the rescale factors) are
+// carried to the next iteration. The loop must read some dot result inside the iteration (the
+// scores), which is what the late MMAs overlap with.
+void KernelLowering::plan_overlap(const VOp& loop) {
+  const std::string what = "warp_spec overlap: ";
+  const auto& ops = loop.body->ops;
+  const vrtile::Op& yield = *ops.back();
+  std::unordered_set<const VNode*> late_values;
+  for (size_t i = 0; i < yield.operands.size() && i < loop.block_args.size(); ++i) {
+    const VOp* producer = def(yield.operands[i]);
+    if (producer && producer->kind == VOpKind::Dot) {
+      ws_.late_args.push_back(i);
+      late_values.insert(loop.block_args[i].get());
+    }
+  }
+  if (ws_.late_args.empty()) fail(what + "the main loop carries no dot accumulator to defer");
+  for (const vrtile::OpPtr& op : ops) {
+    if (op->kind == VOpKind::Yield) continue;
+    if (std::none_of(op->operands.begin(), op->operands.end(),
+                     [&](const VValue& x) { return late_values.count(x.get()) > 0; })) {
+      continue;
+    }
+    if (op->kind == VOpKind::For) fail(what + "a nested loop reads the accumulator %" + op->operands[0]->name);
+    ws_.late.insert(op.get());
+    for (const VValue& r : op->results) late_values.insert(r.get());
+  }
+  // Layout-only ops that only late ops read move along (a broadcast of the rescale factors is
+  // cheaper to repeat than to carry).
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (auto op = ops.rbegin(); op != ops.rend(); ++op) {
+      if (ws_.late.count(op->get()) || ((*op)->kind != VOpKind::Broadcast && (*op)->kind != VOpKind::Permute)) continue;
+      const std::vector<const VOp*>& users = users_[(*op)->results[0].get()];
+      if (users.empty() || !std::all_of(users.begin(), users.end(), [&](const VOp* u) { return ws_.late.count(u) > 0; })) continue;
+      ws_.late.insert(op->get());
+      changed = true;
+    }
+  }
+  std::unordered_set<const VNode*> body_values;
+  bool reads_dot_result = false;
+  for (const vrtile::OpPtr& op : ops) {
+    if (op->kind == VOpKind::Yield) continue;
+    const bool late = ws_.late.count(op.get()) > 0;
+    for (size_t i = 0; i < op->operands.size(); ++i) {
+      const VValue& x = op->operands[i];
+      if (!late) {
+        if (late_values.count(x.get())) {
+          fail(what + "%" + (op->results.empty() ? x->name : op->results[0]->name) +
+               " reads %" + x->name + ", which depends on the accumulator the overlap defers");
+        }
+        const VOp* producer = def(x);
+        const bool accumulating = op->kind == VOpKind::Dot && i == 2;
+        if (producer && producer->kind == VOpKind::Dot && body_values.count(x.get()) && !accumulating) {
+          reads_dot_result = true;
+        }
+        continue;
+      }
+      // A late op's operand from the iteration: carried, unless the late ops recompute it.
+      const bool block_arg = std::any_of(loop.block_args.begin(), loop.block_args.end(),
+                                         [&](const VValue& a) { return a == x; });
+      const VOp* producer = def(x);
+      if (late_values.count(x.get()) || (!body_values.count(x.get()) && !block_arg) ||
+          (producer && ws_.late.count(producer))) {
+        continue;
+      }
+      if (producer && producer->kind == VOpKind::Load) continue;  // the ring's previous slot
+      if (x->type.rank() > 0 && !needed(x)) continue;  // a shared-memory operand's view (Vᵀ)
+      if (x->type.rank() > 0 && remat(x)) {
+        fail(what + "the deferred %" + op->results[0]->name + " reads %" + x->name +
+             ", an index value of the iteration");
+      }
+      if (std::find(ws_.deferred.begin(), ws_.deferred.end(), x) != ws_.deferred.end()) continue;
+      ws_.deferred.push_back(x);
+      ws_.deferred_readers.push_back(op.get());
+    }
+    for (const VValue& r : op->results) body_values.insert(r.get());
+  }
+  if (!reads_dot_result) {
+    fail(what + "the main loop reads no dot result inside the iteration, so there is nothing for "
+         "the deferred MMAs to overlap with (a GEMM keeps one group in flight already)");
+  }
+  if (options_.stages < 3) {
+    fail(what + "the consumers hold two stages of the ring (the iteration's and the previous "
+         "one's, which the deferred MMAs read), so " + std::to_string(options_.stages) +
+         " stages leave the producer none to fill ahead; take stages >= 3");
+  }
+}
+
+// The previous iteration's late ops, on its values: the loop variable `k` (that iteration's),
+// the accumulators `late_args` and the `deferred` values it computed, its ring slot. The values
+// of the current iteration's scope are set aside meanwhile, and restored after.
+std::vector<Value> KernelLowering::emit_late_part(const VOp& loop, const Value& k,
+                                                  const std::vector<Value>& late_args,
+                                                  const std::vector<Value>& deferred) {
+  std::vector<std::pair<const VNode*, Value>> saved_env;
+  const auto bind = [&](const VNode* node, const Value& value) {
+    auto found = env_.find(node);
+    saved_env.emplace_back(node, found == env_.end() ? nullptr : found->second);
+    env_[node] = value;
+  };
+  bind(loop.loop_var.get(), k);
+  for (size_t i = 0; i < ws_.late_args.size(); ++i) bind(loop.block_args[ws_.late_args[i]].get(), late_args[i]);
+  for (size_t i = 0; i < ws_.deferred.size(); ++i) bind(ws_.deferred[i].get(), deferred[i]);
+  const auto saved_memo = memo_;
+  memo_.resize(ws_.loop_memo_depth);
+  memo_.emplace_back();
+  const Value slot = ring_position(k).first;
+  std::vector<std::pair<const VOp*, std::optional<SmemLoad>>> saved_loads;
+  for (const TmaOperand& operand : ws_.operands) {
+    if (operand.once) continue;
+    auto found = smem_loads_.find(operand.load);
+    saved_loads.emplace_back(operand.load, found == smem_loads_.end() ? std::nullopt : std::optional(found->second));
+    smem_loads_[operand.load] = SmemLoad{operand.alloc, slot};
+  }
+  for (const vrtile::OpPtr& op : loop.body->ops) {
+    if (!ws_.late.count(op.get())) continue;
+    b_.set_provenance(op->provenance);
+    emit(*op);
+  }
+  b_.set_provenance(loop.provenance);
+  const vrtile::Op& yield = *loop.body->ops.back();
+  std::vector<Value> results;
+  for (size_t i = 0; i < ws_.late_args.size(); ++i) {
+    results.push_back(materialize(yield.operands[ws_.late_args[i]], late_args[i]->layout));
+  }
+  for (const auto& [load, smem] : saved_loads) {
+    if (smem) smem_loads_[load] = *smem;
+    else smem_loads_.erase(load);
+  }
+  memo_ = saved_memo;
+  for (auto entry = saved_env.rbegin(); entry != saved_env.rend(); ++entry) {
+    if (entry->second) env_[entry->first] = entry->second;
+    else env_.erase(entry->first);
+  }
+  return results;
+}
+
+// overlap=1: the consumers' loop software-pipelined by one iteration (FlashAttention-3's
+// intra-warpgroup overlap). Iteration k issues its first MMAs (QKᵀ), then the late MMAs of
+// iteration k - 1 (O rescaled, P·V on the previous ring slot), waits only for its own first
+// group, and runs its softmax while P·V computes; its end waits for P·V and releases the
+// previous slot. Iteration 0's early part runs before the loop and the last iteration's late
+// part after it, each as a loop of at most one iteration (none when the trip count is 0), so
+// the ring protocol is that of emit_hopper_loop: one release per iteration plus iteration -1's.
+//
+//   %m, %l, %P, %c = for first in 0..1 trip min(%T, 1) { wait full[0]; S = wgmma; softmax }
+//   %m, %l, %P, %c, %O = for n_o in 0..E-1 trip max(%T - 1, 0) {
+//     wait full[k]; S = wgmma Q·K[k]; commit; O = O * %c; O = wgmma %P·V[k-1]; commit
+//     wgmma.wait_group 1; softmax(S) -> %P', %c'; wgmma.wait_group 0; arrive empty[k-1] }
+//   %O = for last in 0..1 trip min(%T, 1) { O = O * %c; O = wgmma %P·V[T-1]; wait_group 0 }
+void KernelLowering::emit_overlapped_loop(const VOp& loop) {
+  const int stages = options_.stages;
+  const LoopStart start = loop_start(loop);
+  const vrtile::Op& yield = *loop.body->ops.back();
+  const Value trip_count = loop.trip_count ? scalar_value(loop.trip_count) : nullptr;
+  std::vector<size_t> early_args;
+  for (size_t i = 0; i < loop.block_args.size(); ++i) {
+    if (std::find(ws_.late_args.begin(), ws_.late_args.end(), i) == ws_.late_args.end()) early_args.push_back(i);
+  }
+  const size_t n_early = early_args.size(), n_deferred = ws_.deferred.size();
+  // Each deferred value is carried in the layout its late reader takes it in (as emit_compute
+  // materializes operands), so the late part converts nothing. (Layouts of the consumers'
+  // threads: computed here, inside their role.)
+  ws_.deferred_layouts.clear();
+  for (size_t d = 0; d < n_deferred; ++d) {
+    const VOp& reader = *ws_.deferred_readers[d];
+    const VValue& x = ws_.deferred[d];
+    RegisterLayout carried = x->type.rank() == 0 ? uniform_layout({}, threads()) : layout_for(x);
+    if (x->type.rank() == 0) {
+      // A scalar of the iteration (whether its tile is skipped) travels as it is.
+    } else if (reader.kind == VOpKind::Broadcast) {
+      carried = projected(layout_for(reader.results[0]), reader.results[0]->type.shape, reader.dims, x->type.shape);
+    } else if (reader.kind == VOpKind::Dot) {
+      const DotPlan& plan = dot_plans_.at(&reader);
+      if (plan.a.source == x && !plan.a.load) {
+        Result<RegisterLayout> a = wgmma_a_layout(reader.results[0]->type.shape[0], x->type.shape[1], options_.consumers);
+        if (!a) fail(a.error().message);
+        carried = *a;
+      }
+    } else if (vrtile::is_elementwise(reader.kind)) {
+      carried = layout_for(reader.results[0]);
+    }
+    ws_.deferred_layouts.push_back(carried);
+  }
+  ws_.loop_memo_depth = memo_.size();
+
+  // Iteration k's early part: wait for its slot, emit the ops that are not late (the hook in
+  // retire_wgmma_reads issues the previous iteration's late part where `late` is set), and
+  // return the early block arguments' yields and the deferred values.
+  const auto early_part = [&](const Value& k, const std::vector<Value>& early_carried,
+                              const std::function<void()>& late) {
+    const auto [slot, phase] = ring_position(k);
+    b_.mbarrier_wait(BarrierRef{ws_.full, slot}, phase);
+    env_[loop.loop_var.get()] = k;
+    for (size_t i = 0; i < n_early; ++i) env_[loop.block_args[early_args[i]].get()] = early_carried[i];
+    for (const TmaOperand& operand : ws_.operands) {
+      if (!operand.once) pipelined_stage_[operand.load] = slot;
+    }
+    ws_.in_iteration = true;
+    ws_.released = false;
+    ws_.uncommitted = false;
+    ws_.in_flight.clear();
+    ws_.issue_late = late;
+    ws_.previous_slot = b_.binary(
+        BinaryOp::Mod, b_.binary(BinaryOp::Add, k, index_constant(stages - 1), "k_prev"),
+        index_constant(stages), "retired");
+    for (const vrtile::OpPtr& op : loop.body->ops) {
+      if (op->kind == VOpKind::Yield || ws_.late.count(op.get())) continue;
+      b_.set_provenance(op->provenance);
+      emit(*op);
+    }
+    b_.set_provenance(loop.provenance);
+    if (ws_.uncommitted) b_.wgmma_commit_group();
+    ws_.uncommitted = false;
+    if (ws_.issue_late) {  // nothing read a wgmma result: issue the late part at the end
+      const auto issue = std::move(ws_.issue_late);
+      ws_.issue_late = nullptr;
+      issue();
+      if (ws_.uncommitted) b_.wgmma_commit_group();
+      ws_.uncommitted = false;
+    }
+    if (!ws_.released) {
+      b_.wgmma_wait_group(0);
+      release_previous_slot();
+    }
+    ws_.in_iteration = false;
+    std::vector<Value> out;
+    for (size_t i = 0; i < n_early; ++i) {
+      out.push_back(materialize(yield.operands[early_args[i]], early_carried[i]->layout));
+    }
+    for (size_t d = 0; d < n_deferred; ++d) out.push_back(materialize(ws_.deferred[d], ws_.deferred_layouts[d]));
+    return out;
+  };
+  // A loop of at most one iteration (none when the trip count is 0); inline without one.
+  const Value at_most_one =
+      trip_count ? b_.binary(BinaryOp::Min, trip_count, index_constant(1), "any") : nullptr;
+  const auto once = [&](const std::string& name, const std::vector<Value>& inits,
+                        const std::function<std::vector<Value>(const Value&, const std::vector<Value>&)>& body) {
+    if (!at_most_one) {
+      // Its own memo scope all the same: the loop after it must not reuse its values.
+      memo_.emplace_back();
+      std::vector<Value> out = body(index_constant(0), inits);
+      memo_.pop_back();
+      return out;
+    }
+    return b_.for_loop(
+        loop.loop_var->name + "_" + name, 1, inits,
+        [&](const Value& var, const std::vector<Value>& carried) {
+          memo_.emplace_back();
+          std::vector<Value> out = body(var, carried);
+          memo_.pop_back();
+          return out;
+        },
+        {}, {}, 0, at_most_one);
+  };
+
+  // Iteration 0's early part, always run: a branch around its wgmma would make ptxas serialize
+  // the MMAs. With a trip count of 0 the producer still fills stage 0 (emit_producer), so the
+  // early part computes on real tiles, and its values are dropped for the initial ones.
+  std::vector<Value> inits;
+  for (size_t i : early_args) inits.push_back(start.inits[i]);
+  for (size_t d = 0; d < n_deferred; ++d) {
+    inits.push_back(b_.full(0.0, ws_.deferred[d]->type, ws_.deferred_layouts[d], ws_.deferred[d]->name + "_none"));
+  }
+  memo_.emplace_back();
+  std::vector<Value> state = early_part(index_constant(0), inits, nullptr);
+  memo_.pop_back();
+  if (trip_count) {
+    const Value ran = b_.compare(CompareOp::GT, trip_count, index_constant(0), "ran");
+    for (size_t i = 0; i < state.size(); ++i) {
+      const Value& value = state[i];
+      const Value ran_tile = b_.broadcast(ran, value->type.shape, {}, value->layout, "ran");
+      state[i] = b_.select(ran_tile, value, inits[i], value->name + "_first");
+    }
+  }
+  for (size_t i : ws_.late_args) state.push_back(start.inits[i]);
+
+  // Iterations 1 .. T-1: the early part of k, the late part of k - 1 inside it.
+  if (loop.extent > 1) {
+    Value steady_trips;
+    if (trip_count) {
+      steady_trips = b_.binary(BinaryOp::Max, b_.binary(BinaryOp::Sub, trip_count, index_constant(1), "trips_1"),
+                               index_constant(0), "steady");
+    }
+    std::vector<std::string> names;
+    for (size_t i : early_args) names.push_back(start.arg_names[i]);
+    for (const VValue& d : ws_.deferred) names.push_back(d->name + "_prev");
+    for (size_t i : ws_.late_args) names.push_back(start.arg_names[i]);
+    state = b_.for_loop(
+        loop.loop_var->name, loop.extent - 1, state,
+        [&](const Value& i, const std::vector<Value>& carried) {
+          memo_.emplace_back();
+          const Value k = b_.binary(BinaryOp::Add, i, index_constant(1), loop.loop_var->name + "_k");
+          const Value k_prev = i;
+          const std::vector<Value> early(carried.begin(), carried.begin() + static_cast<std::ptrdiff_t>(n_early));
+          const std::vector<Value> deferred(carried.begin() + static_cast<std::ptrdiff_t>(n_early),
+                                            carried.begin() + static_cast<std::ptrdiff_t>(n_early + n_deferred));
+          const std::vector<Value> late(carried.begin() + static_cast<std::ptrdiff_t>(n_early + n_deferred), carried.end());
+          std::vector<Value> late_results;
+          std::vector<Value> out = early_part(k, early, [&] { late_results = emit_late_part(loop, k_prev, late, deferred); });
+          out.insert(out.end(), late_results.begin(), late_results.end());
+          memo_.pop_back();
+          return out;
+        },
+        {}, names, 0, steady_trips);
+  }
+
+  // The last iteration's late part.
+  const std::vector<Value> deferred_last(state.begin() + static_cast<std::ptrdiff_t>(n_early),
+                                         state.begin() + static_cast<std::ptrdiff_t>(n_early + n_deferred));
+  const std::vector<Value> late_last(state.begin() + static_cast<std::ptrdiff_t>(n_early + n_deferred), state.end());
+  Value trips = index_constant(loop.extent);
+  if (trip_count) trips = b_.binary(BinaryOp::Min, trips, trip_count, "trips");
+  const std::vector<Value> late_results = once("last", late_last, [&](const Value&, const std::vector<Value>& carried) {
+    const Value k = b_.binary(BinaryOp::Sub, trips, index_constant(1), "k_last");
+    ws_.in_iteration = true;
+    ws_.in_flight.clear();
+    ws_.uncommitted = false;
+    std::vector<Value> out = emit_late_part(loop, k, carried, deferred_last);
+    if (ws_.uncommitted) b_.wgmma_commit_group();
+    ws_.uncommitted = false;
+    b_.wgmma_wait_group(0);
+    ws_.in_flight.clear();
+    ws_.in_iteration = false;
+    return out;
+  });
+  for (size_t i = 0; i < n_early; ++i) env_[loop.results[early_args[i]].get()] = state[i];
+  for (size_t i = 0; i < ws_.late_args.size(); ++i) env_[loop.results[ws_.late_args[i]].get()] = late_results[i];
+  // The last iteration's slot (stage 0, which the producer filled for iteration 0 alone, when
+  // the trip count is 0).
+  const Value filled = b_.binary(BinaryOp::Max, trips, index_constant(1), "filled");
+  const Value last = b_.binary(
+      BinaryOp::Mod, b_.binary(BinaryOp::Add, filled, index_constant(stages - 1), "trips_prev"),
+      index_constant(stages), "last");
+  b_.mbarrier_arrive(BarrierRef{ws_.empty, last}, 0, threads());
 }
 
 }  // namespace nautilus::matile::lowering

@@ -347,6 +347,10 @@ class Splitter {
   // The masks whose unmasked prefix the first half of `loop` runs; empty when the loop stays
   // whole.
   std::vector<PrefixMask> splitting_masks(const Op& loop) const {
+    // A loop of one iteration (the first or last iteration a software-pipelined loop runs on
+    // its own) stays whole: splitting it saves one iteration's mask and adds a second copy of
+    // its body, and around wgmma a branch between the copies makes ptxas serialize the MMAs.
+    if (loop.extent <= 1) return {};
     AffineAnalysis affine(defs_, loop);
     std::vector<PrefixMask> masks;
     for (const OpPtr& op : loop.body->ops) {

@@ -37,7 +37,7 @@
 // has the register needs of unmasked attention. FlashAttention-2 splits its loop the same way.
 //
 // A loop without such a select is left alone, and so is one whose prefix is known to be empty
-// or the whole loop in every CTA (a comparison of constants). The result computes the same
+// or the whole loop in every CTA (a comparison of constants), and a loop of one iteration. The result computes the same
 // values, bit for bit: select(true, s, -inf) is s (tests/matile/split_masked_test.cpp runs the
 // interpreter on both).
 #pragma once

@@ -263,6 +263,9 @@ struct LaunchAttrs {
   int warps = 4;
   int stages = 2;
   int consumers = 0;  // 0: no warp specialization
+  // With consumers: the consumers' loop software-pipelined by one iteration, its last dot
+  // issued in the next iteration beside that iteration's first (warp_spec's overlap=1).
+  bool overlap = false;
   bool operator==(const LaunchAttrs&) const = default;
 };
 

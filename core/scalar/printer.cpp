@@ -165,6 +165,7 @@ std::string loop_header(const For& loop) {
     text += " launch(warps=" + std::to_string(loop.launch->warps) +
             ", stages=" + std::to_string(loop.launch->stages) +
             (loop.launch->consumers ? ", consumers=" + std::to_string(loop.launch->consumers) : "") +
+            (loop.launch->overlap ? ", overlap" : "") +
             ")";
   }
   return text;
@@ -521,6 +522,7 @@ Json stmt_json(const Stmt& stmt) {
       if (loop.launch) {
         json["launch"] = {{"warps", loop.launch->warps}, {"stages", loop.launch->stages}};
         if (loop.launch->consumers) json["launch"]["consumers"] = loop.launch->consumers;
+        if (loop.launch->overlap) json["launch"]["overlap"] = true;
       }
       json["body"] = stmt_json(loop.body);
       break;

@@ -11,16 +11,17 @@ namespace nautilus::sched {
 
 namespace {
 
-constexpr std::string_view kSignature = "warp_spec(BLOCK, consumers=N, stages=S)";
+constexpr std::string_view kSignature = "warp_spec(BLOCK, consumers=N, stages=S, overlap=0|1)";
 
 ApplyResult apply(const scalar::ProgramPtr& program, const Decision& decision) {
   const std::string shape = check_arg_shape(decision, kSignature, {0, 0, true});
   if (!shape.empty()) return ApplyResult::failure(shape);
   int consumers = -1, stages = 0;
+  bool overlap = false;
   for (const DecisionArg& arg : decision.args) {
-    if (arg.key != "consumers" && arg.key != "stages") {
+    if (arg.key != "consumers" && arg.key != "stages" && arg.key != "overlap") {
       return ApplyResult::failure(usage_reason(
-          kSignature, "unknown keyword '" + arg.key + "'; expected consumers or stages"));
+          kSignature, "unknown keyword '" + arg.key + "'; expected consumers, stages or overlap"));
     }
     if (!arg.is_int()) {
       return ApplyResult::failure(
@@ -32,6 +33,11 @@ ApplyResult apply(const scalar::ProgramPtr& program, const Decision& decision) {
                                     std::to_string(arg.as_int()));
       }
       consumers = static_cast<int>(arg.as_int());
+    } else if (arg.key == "overlap") {
+      if (arg.as_int() != 0 && arg.as_int() != 1) {
+        return ApplyResult::failure("warp_spec: overlap is 0 or 1, got " + std::to_string(arg.as_int()));
+      }
+      overlap = arg.as_int() == 1;
     } else {
       if (arg.as_int() < 1 || arg.as_int() > 8) {
         return ApplyResult::failure("warp_spec: stages must be between 1 and 8, got " +
@@ -46,6 +52,7 @@ ApplyResult apply(const scalar::ProgramPtr& program, const Decision& decision) {
   return update_launch_attrs(program, decision.target, "warp_spec",
                              [&](scalar::LaunchAttrs attrs) {
                                attrs.consumers = consumers;
+                               attrs.overlap = consumers > 0 && overlap;
                                if (stages > 0) attrs.stages = stages;
                                return attrs;
                              });
@@ -64,9 +71,13 @@ DecisionKind warp_spec_decision() {
       "warpgroups (1 or 2; 0 removes the specialization) run the rest of the kernel, with the loop's dots on "
       "warpgroup MMA (wgmma) reading those buffers; full and empty mbarriers pass each buffer "
       "between them. Each consumer warpgroup owns 64 rows of the dots' tiles, so a tile of 128 "
-      "rows takes consumers=2. On sm_80 the kernel keeps mma.sync with 4N warps. Example: "
-      "warp_spec(C_sum, consumers=2, stages=4) on a 128 x 256 tile is the GEMM mainloop of "
-      "cuBLAS on the H100.",
+      "rows takes consumers=2. overlap=1 software-pipelines the consumers' loop by one "
+      "iteration when it reads a dot's result inside the iteration (attention's scores): the "
+      "last dot of iteration j (P·V) is issued in iteration j+1 right after that iteration's "
+      "first (QKᵀ), so the softmax of one tile runs while the tensor cores compute; the "
+      "consumers then hold two stages of the ring, so it needs stages >= 3. On sm_80 the kernel "
+      "keeps mma.sync with 4N warps. Example: warp_spec(C_sum, consumers=2, stages=4) on a "
+      "128 x 256 tile is the GEMM mainloop of cuBLAS on the H100.",
       apply,
   };
 }

@@ -150,7 +150,7 @@ std::string kernel_header(const Kernel& kernel) {
             ", stages=" + std::to_string(kernel.launch->stages) +
             (kernel.launch->consumers ? ", consumers=" + std::to_string(kernel.launch->consumers)
                                       : "") +
-            ")";
+            (kernel.launch->overlap ? ", overlap" : "") + ")";
   }
   return text;
 }
@@ -398,6 +398,7 @@ Json kernel_json(const KernelPtr& kernel) {
   if (kernel->launch) {
     json["launch"] = {{"warps", kernel->launch->warps}, {"stages", kernel->launch->stages}};
     if (kernel->launch->consumers) json["launch"]["consumers"] = kernel->launch->consumers;
+    if (kernel->launch->overlap) json["launch"]["overlap"] = true;
   }
   return json;
 }

@@ -5,10 +5,14 @@
 // that cannot take the form are refused with the reason.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "core/driver/evaluate.h"
 #include "core/driver/pipeline.h"
 #include "core/matile/ir.h"
 #include "core/sched/decision.h"
@@ -137,7 +141,8 @@ TEST(WarpSpecialized, TheDecisionChecksItsArguments) {
 
 // Attention's main loop from the math: the scores feed the softmax inside the loop, so the
 // consumers wait for QKᵀ in the iteration, and P·V takes P from registers (the RS form).
-std::vector<std::string> attention_schedule(bool causal, int key_tile, int consumers, int stages) {
+std::vector<std::string> attention_schedule(bool causal, int key_tile, int consumers, int stages,
+                                            bool overlap = false) {
   std::vector<std::string> d = {"rolling_update(O_sum, n, tile=" + std::to_string(key_tile) + ")",
                                 "compute_at(S, Mx, n_o)"};
   if (causal) d.push_back("compute_at(S_sum, S, n_o)");
@@ -146,7 +151,7 @@ std::vector<std::string> attention_schedule(bool causal, int key_tile, int consu
   d.push_back("bind(O_sum_acc, b=grid.z, h=grid.y, m_o=grid.x)");
   if (causal) d.push_back("skip_masked(S, n_o)");
   d.push_back("warp_spec(O_sum_acc, consumers=" + std::to_string(consumers) +
-              ", stages=" + std::to_string(stages) + ")");
+              ", stages=" + std::to_string(stages) + (overlap ? ", overlap=1" : "") + ")");
   return d;
 }
 
@@ -230,6 +235,119 @@ TEST(WarpSpecialized, AttentionTilesWhoseRegistersWouldSpillAreRefused) {
   const driver::Compilation fits =
       compile("assets/specs/attention.nt", attention_schedule(false, 128, 2, 2), sizes, "sm_90a");
   EXPECT_TRUE(fits.ma_module) << fits.schedule_error;
+}
+
+// overlap=1: P·V of iteration k - 1 is issued in iteration k behind QKᵀ, and the consumers wait
+// only for QKᵀ (wgmma.wait_group 1) before the softmax; iteration 0's softmax runs before the
+// loop and the last P·V after it, both skipped when a query tile has no key tile to run.
+TEST(WarpSpecialized, OverlappedAttentionIssuesPVBehindTheNextScores) {
+  const driver::Compilation compilation =
+      compile("assets/specs/attention.nt", attention_schedule(false, 64, 2, 3, true),
+              {"B=1", "H=2", "M=256", "N=300", "D=64"}, "sm_90a");
+  ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error;
+  const Kernel& kernel = *compilation.ma_module->kernels.at(0);
+  const Op* roles = roles_op(kernel);
+  ASSERT_TRUE(roles);
+  // The consumers' steady loop: two groups committed before a wait that leaves one in flight.
+  int overlapped_loops = 0;
+  count_ops(*roles->roles[1].body, [&](const Op& op) {
+    if (op.kind != OpKind::For) return false;
+    int commits = 0;
+    bool waits_for_one = false;
+    for (const OpPtr& inner : op.body->ops) {
+      if (inner->kind == OpKind::WgmmaCommitGroup && !waits_for_one) ++commits;
+      if (inner->kind == OpKind::WgmmaWaitGroup && inner->extent == 1) waits_for_one = true;
+    }
+    if (commits == 2 && waits_for_one) ++overlapped_loops;
+    return false;
+  });
+  EXPECT_GE(overlapped_loops, 1);
+  expect_stage_matches_reference(compilation, driver::Stage::MATile, 3);
+}
+
+TEST(WarpSpecialized, OverlappedAttentionVariantsMatchTheReference) {
+  struct Case {
+    std::string spec;
+    bool causal;
+    int key_tile, consumers, stages;
+    std::vector<std::string> sizes;
+  };
+  const std::vector<Case> cases = {
+      // Causal: the first query tiles have no unmasked key tile, so the unmasked half of the
+      // split loop runs no iteration; the ring wraps.
+      {"assets/specs/causal_attention.nt", true, 64, 2, 3, {"B=1", "H=2", "M=300", "N=300", "D=64"}},
+      // A head of 80 with ragged queries and keys; four stages.
+      {"assets/specs/attention.nt", false, 64, 2, 4, {"B=1", "H=2", "M=200", "N=136", "D=80"}},
+      // One key tile only: the steady loop runs no iteration.
+      {"assets/specs/attention.nt", false, 64, 2, 3, {"B=1", "H=1", "M=128", "N=64", "D=64"}},
+      // One consumer warpgroup, grouped heads.
+      {"assets/specs/gqa_attention.nt", false, 64, 1, 3, {"B=1", "H=4", "KH=2", "M=130", "N=200", "D=64"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.spec + " " + c.sizes.back());
+    const driver::Compilation compilation =
+        compile(c.spec, attention_schedule(c.causal, c.key_tile, c.consumers, c.stages, true), c.sizes, "sm_90a");
+    ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error;
+    expect_stage_matches_reference(compilation, driver::Stage::MATile, 5);
+  }
+}
+
+// A query tile whose keys are all masked (keys at least 128 behind the query: the first
+// tile has none) skips every key tile: its trip count is 0. The overlapped loop still runs
+// iteration 0's QKᵀ on the stage the producer fills for it, then drops its values. The
+// reference has no value for those rows either (0 / 0); the others must match.
+TEST(WarpSpecialized, OverlappedAttentionWithAnEmptyQueryTileMatchesTheReference) {
+  const auto spec = std::make_shared<SourceFile>("lookback.nt", R"(let B = 1, H = 2, M = 300, N = 300, D = 64
+input Q[B, H, M, D] : bf16
+input K[B, H, N, D] : bf16
+input V[B, H, N, D] : bf16
+S[b, h, m, n] = select(n + 128 <= m, sum(d) Q[b, h, m, d] * K[b, h, n, d] / sqrt(D), -inf)
+Mx[b, h, m]   = max(n) S[b, h, m, n]
+P[b, h, m, n] = exp(S[b, h, m, n] - Mx[b, h, m])
+L[b, h, m]    = sum(n) P[b, h, m, n]
+output O[b, h, m, d] : bf16 = sum(n) P[b, h, m, n] * V[b, h, n, d] / L[b, h, m]
+)");
+  driver::CompileOptions options;
+  options.last_stage = driver::Stage::MATile;
+  options.matile.arch = "sm_90a";
+  const driver::Compilation compilation =
+      nautilus::testing::compile_scheduled(spec, attention_schedule(true, 64, 2, 3, true), {}, options);
+  ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error;
+  driver::EvalOptions eval;
+  eval.stage = driver::Stage::MATile;
+  eval.seed = 7;
+  const driver::EvalResult result = driver::evaluate(compilation, eval);
+  ASSERT_FALSE(result.actual.empty()) << result.error;
+  const TensorData& actual = result.actual.at("O");
+  const TensorData& reference = result.reference.at("O");
+  double scale = 0.0, error = 0.0;
+  int64_t empty_rows = 0;
+  for (size_t i = 0; i < reference.values.size(); ++i) {
+    if (std::isnan(reference.values[i])) {
+      ++empty_rows;
+      continue;
+    }
+    scale = std::max(scale, std::abs(reference.values[i]));
+    error = std::max(error, std::abs(actual.values[i] - reference.values[i]));
+  }
+  EXPECT_EQ(empty_rows, 2 * 128 * 64);  // rows 0..127 of both heads
+  EXPECT_GT(scale, 0.0);
+  EXPECT_LE(error, 2e-2 * scale);
+}
+
+TEST(WarpSpecialized, OverlapSaysWhyItDoesNotApply) {
+  const std::vector<std::string> sizes = {"B=1", "H=1", "M=128", "N=256", "D=64"};
+  const driver::Compilation two_stages =
+      compile("assets/specs/attention.nt", attention_schedule(false, 64, 2, 2, true), sizes, "sm_90a");
+  EXPECT_FALSE(two_stages.ma_module);
+  EXPECT_NE(two_stages.schedule_error.find("take stages >= 3"), std::string::npos) << two_stages.schedule_error;
+  std::vector<std::string> gemm = gemm_schedule(128, 128, 4, 2);
+  gemm.back() = "warp_spec(C_sum, consumers=2, stages=4, overlap=1)";
+  const driver::Compilation plain = compile("assets/specs/gemm.nt", gemm, {"M=256", "N=256", "K=256"}, "sm_90a");
+  EXPECT_FALSE(plain.ma_module);
+  EXPECT_NE(plain.schedule_error.find("reads no dot result inside the iteration"), std::string::npos)
+      << plain.schedule_error;
+  EXPECT_NE(refusal({"warp_spec(C_sum, consumers=2, overlap=2)"}, {}).find("overlap is 0 or 1"), std::string::npos);
 }
 
 }  // namespace
