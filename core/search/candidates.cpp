@@ -677,16 +677,24 @@ std::vector<Completion> warp_specialized_completions(const Completion& completio
   // count its lowering takes: a GEMM chain whose kernels have different tile rows (a 128-row
   // projection beside a 64-row one) would compile in no form that gives every kernel the same.
   // Four stages where they fit; two where a tile is too large for more (attention with d 256).
-  for (int stages : {4, 2}) {
+  // A nest that reduces in several blocks at once (attention's rolled max, sum and P·V) also
+  // with its consumers' loop overlapped (3 or 4 stages: the consumers hold two).
+  const std::vector<std::pair<int, bool>> forms = {{4, false}, {2, false}, {3, true}, {4, true}};
+  for (const auto& [stages, overlap] : forms) {
     Completion variant = completion;
     for (const Decision& candidate : launch_candidates(facts, so_far, true)) {
       if (candidate.kind != "warp_spec") continue;
       const NestFacts* nest = facts.nest_of_block(candidate.target);
       const int64_t rows = nest ? cta_tile_rows(*nest) : 0;
       if (rows != 64 && rows != 128) continue;
-      const Decision wanted = make("warp_spec", candidate.target,
-                                   {keyword("consumers", static_cast<int>(rows / 64)),
-                                    keyword("stages", stages)});
+      if (overlap && std::count_if(nest->blocks.begin(), nest->blocks.end(),
+                                   [](const BlockFacts& b) { return b.reduction; }) < 2) {
+        continue;
+      }
+      std::vector<DecisionArg> args = {keyword("consumers", static_cast<int>(rows / 64)),
+                                       keyword("stages", stages)};
+      if (overlap) args.push_back(keyword("overlap", 1));
+      const Decision wanted = make("warp_spec", candidate.target, args);
       if (is_forbidden(forbids, wanted)) continue;
       if (std::find(variant.decisions.begin(), variant.decisions.end(), wanted) !=
           variant.decisions.end()) {
