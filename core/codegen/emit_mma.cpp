@@ -1,8 +1,17 @@
 // Dot products as CUDA. Mma: the accumulator is copied into the result, then each warp issues
 // mma.sync.aligned.m16n8k16 (inline PTX in the prelude) per k step and per (m, n) atom of its
 // warp tile, the fragments addressed by constant offsets into the operands' slot arrays.
-// FmaDot, the CUDA-core path for what mma.sync cannot do: every accumulator slot is an fmaf
-// chain over k in increasing order, reading both operands from shared memory.
+// FmaDot, the CUDA-core path for what mma.sync cannot do (an N of 8, f32 operands): every
+// accumulator slot is an fmaf chain over k in increasing order, reading both operands from
+// shared memory; slots run in groups of up to 4 that share the k loop (their B loads and the
+// pipeline), and A is read 16 bytes at a time along k where its rows allow.
+//
+//   %G = fma_dot G_a[0, 0], G_b[0, 0], %zero   ->  for (int k = 0; k < 256; k += 8) {
+//     : f32[64, 8] (4 slots per thread)               const uint4 a0_bits = *(uint4*)&G_a[row0 * 256 + k];
+//                                                     ... a1..a3, b0[v] = G_b[(k + v) * 8 + col]
+//                                                     for (int v = 0; v < 8; ++v)
+//                                                       sum0 = fmaf(a0[v], b0[v], sum0); ... sum3
+//                                                   }
 //
 //   %27_k0 = mma.m16n8k16 %Q_k0, %25_k0,  ->  float v27_k0[64];
 //     %27_zero warps(4, 1)                    for (int s = 0; s < 64; ++s) v27_k0[s] = v27_zero[s];
@@ -58,22 +67,105 @@ void KernelEmitter::fma_dot(const Op& op) {
                                          : a_alloc.shape[1] - op.shared.offsets[1];
   declare(result);
   const std::string a_name = shared_name(a_alloc), b_name = shared_name(b_alloc);
-  for_slots(result->layout.slots(), [&](const std::string& s) {
-    const std::vector<std::string> c = coordinates(result, s, matile::op_label(op));
-    line("{");
+  const int64_t slots = result->layout.slots();
+
+  // A row of A is read 16 bytes at a time along k when it is contiguous and aligned there (an
+  // unswizzled row-major scratch whose rows and window start are multiples of 16 bytes): one
+  // vector load per 8 bf16 instead of 8 loads, each of which the threads of a warp that share
+  // the row broadcast. A shared read costs a wavefront per distinct 4-byte bank word group, so
+  // the scalar form paid a whole wavefront (or several, when rows of a warp share banks) per
+  // multiply-add.
+  const int element_bytes = dtype_bytes(a_alloc.dtype);
+  int64_t vector = 1;
+  if (!op.shared.transposed && a_alloc.layout.swizzle.is_identity() && a_alloc.shape.size() == 2 &&
+      !op.shared.stage) {
+    const std::vector<int64_t> strides = shared_strides(a_alloc);
+    const int64_t candidate = 16 / element_bytes;
+    if (strides[1] == 1 && strides[0] % candidate == 0 && op.shared.offsets[1] % candidate == 0 &&
+        K % candidate == 0 && a_alloc.byte_offset % 16 == 0) {
+      vector = candidate;
+    }
+  }
+  // Slots run in groups that share the k loop: each step loads every slot's A run and each
+  // distinct column of B once, then issues the group's multiply-adds, so the group's chains are
+  // independent work for the pipeline. Every slot still sums over k in increasing order (the
+  // interpreter's order).
+  int64_t group = 1;
+  for (int64_t g : {4, 2}) {
+    if (slots % g == 0) {
+      group = g;
+      break;
+    }
+  }
+  const std::string label = matile::op_label(op);
+  const auto slot_of = [&](int64_t j) {
+    return slots == 1 ? std::string("0") : group == slots ? str(j) : "(g * " + str(group) + " + " + str(j) + ")";
+  };
+  const auto slot_value = [&](const Value& value, int64_t j) {
+    return value->layout.slots() == 1 ? name_of(value) : name_of(value) + "[" + slot_of(j) + "]";
+  };
+  const bool grouped_loop = group != slots;
+  if (grouped_loop) {
+    line("#pragma unroll");
+    line("for (int g = 0; g < " + str(slots / group) + "; ++g) {");
     ++indent_;
-    line("float sum = " + at(acc, s) + ";");
-    line("for (int k = 0; k < " + str(K) + "; ++k) {");
-    ++indent_;
-    line("sum = fmaf(" + to_float(a_name + "[" + shared_offset(op.shared, {c[0], "k"}) + "]", a_alloc.dtype) +
-         ", " + to_float(b_name + "[" + shared_offset(op.shared_b, {"k", c[1]}) + "]", b_alloc.dtype) +
-         ", sum);");
+  }
+  line("{");
+  ++indent_;
+  std::vector<std::vector<std::string>> coords;
+  for (int64_t j = 0; j < group; ++j) {
+    coords.push_back(coordinates(result, slot_of(j), label));
+    line("float sum" + str(j) + " = " + slot_value(acc, j) + ";");
+  }
+  // The distinct columns of B the group reads (slots of one thread often share theirs).
+  std::vector<std::string> columns;
+  std::vector<size_t> column_of;
+  for (int64_t j = 0; j < group; ++j) {
+    auto found = std::find(columns.begin(), columns.end(), coords[static_cast<size_t>(j)][1]);
+    column_of.push_back(static_cast<size_t>(found - columns.begin()));
+    if (found == columns.end()) columns.push_back(coords[static_cast<size_t>(j)][1]);
+  }
+  line("for (int k = 0; k < " + str(K) + "; k += " + str(vector) + ") {");
+  ++indent_;
+  for (int64_t j = 0; j < group; ++j) {
+    const std::string a_index = shared_offset(op.shared, {coords[static_cast<size_t>(j)][0], "k"});
+    if (vector > 1) {
+      line("const uint4 a" + str(j) + "_bits = *reinterpret_cast<const uint4*>(&" + a_name + "[" +
+           a_index + "]);");
+      line("const " + std::string(c_type(a_alloc.dtype)) + "* const a" + str(j) +
+           " = reinterpret_cast<const " + c_type(a_alloc.dtype) + "*>(&a" + str(j) + "_bits);");
+    } else {
+      line("const " + std::string(c_type(a_alloc.dtype)) + "* const a" + str(j) + " = &" + a_name +
+           "[" + a_index + "];");
+    }
+  }
+  for (size_t c = 0; c < columns.size(); ++c) {
+    line("float b" + str(static_cast<int64_t>(c)) + "[" + str(vector) + "];");
+    line("#pragma unroll");
+    line("for (int v = 0; v < " + str(vector) + "; ++v) {");
+    line("  b" + str(static_cast<int64_t>(c)) + "[v] = " +
+         to_float(b_name + "[" + shared_offset(op.shared_b, {"k + v", columns[c]}) + "]", b_alloc.dtype) +
+         ";");
+    line("}");
+  }
+  line("#pragma unroll");
+  line("for (int v = 0; v < " + str(vector) + "; ++v) {");
+  ++indent_;
+  for (int64_t j = 0; j < group; ++j) {
+    line("sum" + str(j) + " = fmaf(" + to_float("a" + str(j) + "[v]", a_alloc.dtype) + ", b" +
+         str(static_cast<int64_t>(column_of[static_cast<size_t>(j)])) + "[v], sum" + str(j) + ");");
+  }
+  --indent_;
+  line("}");
+  --indent_;
+  line("}");
+  for (int64_t j = 0; j < group; ++j) line(slot_value(result, j) + " = sum" + str(j) + ";");
+  --indent_;
+  line("}");
+  if (grouped_loop) {
     --indent_;
     line("}");
-    line(at(result, s) + " = sum;");
-    --indent_;
-    line("}");
-  });
+  }
 }
 
 }  // namespace nautilus::codegen::detail

@@ -243,6 +243,7 @@ class RollingUpdate {
   void add_siblings();
   std::optional<Reduction> reduction_over_axis(const Nest& nest) const;
   std::optional<std::vector<size_t>> sibling_frame(const Member& sibling) const;
+  std::optional<std::vector<size_t>> shared_data_frame(const Member& sibling) const;
   std::optional<size_t> member_of_load(const Load& load, const Member& reader) const;
   bool decompose(size_t index);
   std::optional<std::vector<Term>> terms_of(const Expr& expr, const Member& reader);
@@ -444,7 +445,7 @@ bool RollingUpdate::discover_members() {
   for (size_t i = 0; i < members_[0].spatial.size(); ++i) members_[0].frame.push_back(i);
 
   discover_from(0);
-  if (members_.size() > 1) add_siblings();
+  add_siblings();
   if (members_.size() == 1) {
     return fail("block " + members_[0].block->name + " reads no other reduction over an axis of "
                 "extent " + std::to_string(axis_extent_) + "; there is nothing to fuse");
@@ -511,6 +512,11 @@ void RollingUpdate::discover_from(size_t first) {
 // would need a pass over the axis of its own that recomputes (or rereads) the scores. A sibling
 // joins only when every one of its spatial variables indexes a member, so it lives in the fused
 // loop's frame, and when its value separates into terms (else the fusion proceeds without it).
+//
+// A sum that reads no member but reads the same data along the axis as a member does joins too
+// (`sum(c) T[r, c] * X[r, c]` beside the log-sum-exp of X[r, c]): it needs no repair, and in the
+// fused loop each element of the shared data is loaded once for both; left out, it is a pass
+// over the axis of its own that reads the shared data again. Its frame comes from those loads.
 void RollingUpdate::add_siblings() {
   for (bool added = true; added;) {
     added = false;
@@ -523,6 +529,7 @@ void RollingUpdate::add_siblings() {
       }
       Member sibling = make_member(nest.index);
       auto frame = sibling_frame(sibling);
+      if (!frame) frame = shared_data_frame(sibling);
       if (!frame) continue;
       sibling.frame = *frame;
       const std::string saved_reason = fail_reason_;
@@ -568,6 +575,67 @@ std::optional<std::vector<size_t>> RollingUpdate::sibling_frame(const Member& si
     }
   }
   if (!reads_member || !consistent) return std::nullopt;
+  std::vector<size_t> frame;
+  for (const auto& position : positions) {
+    if (!position) return std::nullopt;
+    frame.push_back(*position);
+  }
+  return frame;
+}
+
+// The frame positions of a would-be sibling that reads no member, read off its loads of data a
+// member also loads along the axis: `T[r2, c2] * X[r2, c2]` beside a member's `X[r, c]` maps r2
+// to the position of r. Each index of such a load must be the reduce variable where the member's
+// is, and a spatial variable where the member's is one of its own. Everything else the sibling
+// reads must be a program input, so the fused loop never waits for a nest that needs its result.
+// Nothing when no load is shared, a variable stays unplaced, or two loads disagree.
+std::optional<std::vector<size_t>> RollingUpdate::shared_data_frame(const Member& sibling) const {
+  std::vector<std::optional<size_t>> positions(sibling.spatial.size());
+  bool shares_data = false;
+  for (const Load* load : loads_in(sibling.reduction.value)) {
+    bool matched = false;
+    for (const Member& member : members_) {
+      for (const Load* theirs : loads_in(member.reduction.value)) {
+        if (theirs->buffer != load->buffer || theirs->indices.size() != load->indices.size()) {
+          continue;
+        }
+        std::vector<std::pair<size_t, size_t>> placed;  // (sibling variable, frame position)
+        bool same_pattern = true;
+        for (size_t i = 0; i < load->indices.size() && same_pattern; ++i) {
+          const VarRef* mine = load->indices[i]->as<VarRef>();
+          const VarRef* other = theirs->indices[i]->as<VarRef>();
+          if (!mine || !other) {
+            same_pattern = false;
+          } else if (other->var == member.reduce) {
+            same_pattern = mine->var == sibling.reduce;
+          } else {
+            auto at = std::find(member.spatial.begin(), member.spatial.end(), other->var);
+            auto pos = std::find(sibling.spatial.begin(), sibling.spatial.end(), mine->var);
+            same_pattern = at != member.spatial.end() && pos != sibling.spatial.end();
+            if (same_pattern) {
+              placed.push_back({static_cast<size_t>(pos - sibling.spatial.begin()),
+                                member.frame[static_cast<size_t>(at - member.spatial.begin())]});
+            }
+          }
+        }
+        if (!same_pattern) continue;
+        for (const auto& [variable, frame_position] : placed) {
+          std::optional<size_t>& slot = positions[variable];
+          if (slot && *slot != frame_position) return std::nullopt;
+          slot = frame_position;
+        }
+        matched = true;
+        break;
+      }
+      if (matched) break;
+    }
+    if (matched) {
+      shares_data = true;
+    } else if (load->buffer->role != BufferRole::Input) {
+      return std::nullopt;
+    }
+  }
+  if (!shares_data) return std::nullopt;
   std::vector<size_t> frame;
   for (const auto& position : positions) {
     if (!position) return std::nullopt;

@@ -32,7 +32,17 @@
 //     O_sum[d] = O_sum_acc[d] / L
 //
 // Other sum reductions over the axis that read a fused reduction at their own point but that no
-// member reads ("siblings": the two sums of `(sum(n) P * V) / (sum(n) P)`) join the same loop.
+// member reads ("siblings": the two sums of `(sum(n) P * V) / (sum(n) P)`) join the same loop,
+// and so do sums that read no fused reduction but load the same data along the axis the same
+// way (everything else they read being program inputs), as plain running sums, so the data is
+// read once:
+//   before (cross-entropy, per row r):
+//     Mx = max(c) X[c]     Lse = sum(c) exp(X[c] - Mx)     Dot = sum(c) T[c] * X[c]
+//   after rolling_update(Lse, c):
+//     for c: Dot = Dot + T[c] * X[c];  Mx_prev = Mx;  Mx = max(Mx, X[c]);
+//            Lse = Lse * exp(Mx_prev - Mx);  Lse = Lse + exp(X[c] - Mx)
+// Two plain sums of one row (sum(c) X, sum(c) X * X) fuse this way although neither reads the
+// other.
 // When a max or min can be infinite (its value comes from a `select(..., -inf)`), exponents read
 // its current running value through the finite stand-in `select(Mx == -inf, 0, Mx)`
 // (finite_stand_in.h), so rows whose values are all masked so far give 0, not NaN:

@@ -1,0 +1,98 @@
+// The CUDA-core dot (FmaDot, for what mma.sync cannot take: an N of 8, f32 operands): slots run
+// in groups that share the k loop and their B loads, and A is read 16 bytes at a time along k
+// where its rows allow; NVRTC compiles every form. tests/gpu/fma_dot_on_gpu_test.cpp runs the
+// same kernels against the unscheduled lowering.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "core/codegen/emit_cuda.h"
+#include "core/codegen/nvrtc.h"
+#include "core/driver/pipeline.h"
+#include "tests/common/spec_test_util.h"
+
+namespace nautilus::codegen {
+namespace {
+
+// The router's gate logits G = X Wr over 8 experts, split 16 ways along k (the schedule the
+// search finds for bench/variants/router_softmax_combine.nt).
+const std::vector<std::string> kRouterSchedule = {
+    "rolling_update(Y_sum, e, tile=8)", "split_k_update(G, k, splits=4)",
+    "split_k_update(G_part, k, splits=4)", "bind(Y_sum_acc, t=grid.x)",
+    "reverse_compute_at(Y, Y_sum, t)", "compute_at(G, Mx, e_o)", "compute_at(G_part, G, e_o)",
+    "tile(G_part_part, t=64)", "bind(G_part_part, k_s2=grid.z, k_s=grid.y, t_o=grid.x)"};
+
+constexpr const char* kGemmF32 = R"(let M = 200, N = 136, K = 264
+input A[M, K] : f32
+input B[K, N] : f32
+output C[m, n] : f32 = sum(k) A[m, k] * B[k, n]
+)";
+
+std::string emitted(const driver::Compilation& compilation) {
+  EXPECT_TRUE(compilation.ok() && compilation.ma_module)
+      << compilation.schedule_error << compilation.internal_error;
+  if (!compilation.ma_module) return "";
+  const Result<EmittedModule> module = emit_cuda(*compilation.ma_module);
+  EXPECT_TRUE(module) << module.error().message;
+  return module ? module->source : "";
+}
+
+void expect_compiles(const std::string& source, const std::string& name) {
+  const Result<std::shared_ptr<const Nvrtc>>& nvrtc = Nvrtc::shared();
+  if (!nvrtc) return;  // the text checks above still ran
+  NvrtcOptions options;
+  options.arch = GpuArch::Sm90a;
+  const Result<CompiledProgram> compiled = (*nvrtc)->compile(source, name, options);
+  EXPECT_TRUE(compiled) << name << ": " << compiled.error().message;
+}
+
+driver::CompileOptions sm90a(const std::vector<std::string>& sizes) {
+  driver::CompileOptions options;
+  options.last_stage = driver::Stage::MATile;
+  options.matile.arch = "sm_90a";
+  std::string error;
+  for (const std::string& size : sizes) options.sizes.push_back(*spec::parse_size_override(size, &error));
+  return options;
+}
+
+// 128 columns of k per split (H = 2048): bf16 rows of A read as uint4 (8 elements), the four
+// slots of a thread in one k loop with one B column between them.
+TEST(FmaDotEmit, RowsOfAAreReadSixteenBytesAtATime) {
+  const std::string source = emitted(testing::compile_scheduled(
+      "bench/variants/router_softmax_combine.nt", kRouterSchedule, {"T=200", "H=2048"},
+      sm90a({})));
+  ASSERT_FALSE(source.empty());
+  EXPECT_NE(source.find("for (int k = 0; k < 128; k += 8) {"), std::string::npos) << source;
+  EXPECT_NE(source.find("const uint4 a3_bits = *reinterpret_cast<const uint4*>(&G_part_part_a["),
+            std::string::npos)
+      << source;
+  EXPECT_EQ(source.find("float b1["), std::string::npos) << "the slots share their B column";
+  expect_compiles(source, "router_2048.cu");
+}
+
+// 33 columns per split (H = 520): rows of 33 bf16 are not 16-byte multiples, so A is read an
+// element at a time; the slots still share the loop.
+TEST(FmaDotEmit, RaggedRowsReadOneElementAtATime) {
+  const std::string source = emitted(testing::compile_scheduled(
+      "bench/variants/router_softmax_combine.nt", kRouterSchedule, {"T=1000", "H=520"},
+      sm90a({})));
+  ASSERT_FALSE(source.empty());
+  EXPECT_NE(source.find("for (int k = 0; k < 33; k += 1) {"), std::string::npos) << source;
+  EXPECT_EQ(source.find("a0_bits"), std::string::npos) << source;
+  expect_compiles(source, "router_520.cu");
+}
+
+// f32 operands (no mma.sync): 4 floats per vector load, 16 slots in 4 groups of 4.
+TEST(FmaDotEmit, F32OperandsReadFourFloatsAndGroupSlots) {
+  const std::string source = emitted(testing::compile_scheduled(
+      std::make_shared<SourceFile>("gemm_f32.nt", kGemmF32),
+      {"tile(C, m=64, n=32, k=32)", "bind(C, m_o=grid.y, n_o=grid.x)"}, {}, sm90a({})));
+  ASSERT_FALSE(source.empty());
+  EXPECT_NE(source.find("for (int g = 0; g < 4; ++g) {"), std::string::npos) << source;
+  EXPECT_NE(source.find("for (int k = 0; k < 32; k += 4) {"), std::string::npos) << source;
+  expect_compiles(source, "gemm_f32.cu");
+}
+
+}  // namespace
+}  // namespace nautilus::codegen
