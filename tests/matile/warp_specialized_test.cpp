@@ -196,14 +196,28 @@ TEST(WarpSpecialized, AttentionWaitsForItsScoresAndTakesPFromRegisters) {
   expect_stage_matches_reference(compilation, driver::Stage::MATile, 3);
 }
 
+// Attention schedules of `cases` (plain or overlapped), each lowered to the warp-specialized
+// form and run by the MA interpreter against the float64 reference.
+struct AttentionCase {
+  std::string spec;
+  bool causal;
+  int key_tile, consumers, stages;
+  std::vector<std::string> sizes;
+};
+
+void expect_attention_cases_match(const std::vector<AttentionCase>& cases, bool overlap) {
+  for (const AttentionCase& c : cases) {
+    SCOPED_TRACE(c.spec + " " + c.sizes.back());
+    const driver::Compilation compilation = compile(
+        c.spec, attention_schedule(c.causal, c.key_tile, c.consumers, c.stages, overlap), c.sizes, "sm_90a");
+    ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error;
+    EXPECT_TRUE(roles_op(*compilation.ma_module->kernels.at(0)));
+    expect_stage_matches_reference(compilation, driver::Stage::MATile, 5);
+  }
+}
+
 TEST(WarpSpecialized, AttentionVariantsMatchTheReference) {
-  struct Case {
-    std::string spec;
-    bool causal;
-    int key_tile, consumers, stages;
-    std::vector<std::string> sizes;
-  };
-  const std::vector<Case> cases = {
+  expect_attention_cases_match({
       // A head dimension of 80 (32-byte swizzled tiles), query rows not a multiple of 128.
       {"assets/specs/attention.nt", false, 64, 2, 3, {"B=1", "H=2", "M=200", "N=136", "D=80"}},
       // Causal with skipped tiles: a trip count per query tile, and the loop split into its
@@ -213,15 +227,7 @@ TEST(WarpSpecialized, AttentionVariantsMatchTheReference) {
       {"assets/specs/causal_attention.nt", true, 128, 1, 2, {"B=1", "H=1", "M=256", "N=256", "D=64"}},
       // Grouped heads: K and V tiles of one KV head per query head group.
       {"assets/specs/gqa_attention.nt", false, 64, 2, 2, {"B=1", "H=8", "KH=2", "M=256", "N=200", "D=64"}},
-  };
-  for (const Case& c : cases) {
-    SCOPED_TRACE(c.spec + " " + c.sizes.back());
-    const driver::Compilation compilation = compile(
-        c.spec, attention_schedule(c.causal, c.key_tile, c.consumers, c.stages), c.sizes, "sm_90a");
-    ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error;
-    EXPECT_TRUE(roles_op(*compilation.ma_module->kernels.at(0)));
-    expect_stage_matches_reference(compilation, driver::Stage::MATile, 5);
-  }
+  }, false);
 }
 
 TEST(WarpSpecialized, AttentionTilesWhoseRegistersWouldSpillAreRefused) {
@@ -266,13 +272,7 @@ TEST(WarpSpecialized, OverlappedAttentionIssuesPVBehindTheNextScores) {
 }
 
 TEST(WarpSpecialized, OverlappedAttentionVariantsMatchTheReference) {
-  struct Case {
-    std::string spec;
-    bool causal;
-    int key_tile, consumers, stages;
-    std::vector<std::string> sizes;
-  };
-  const std::vector<Case> cases = {
+  expect_attention_cases_match({
       // Causal: the first query tiles have no unmasked key tile, so the unmasked half of the
       // split loop runs no iteration; the ring wraps.
       {"assets/specs/causal_attention.nt", true, 64, 2, 3, {"B=1", "H=2", "M=300", "N=300", "D=64"}},
@@ -282,14 +282,7 @@ TEST(WarpSpecialized, OverlappedAttentionVariantsMatchTheReference) {
       {"assets/specs/attention.nt", false, 64, 2, 3, {"B=1", "H=1", "M=128", "N=64", "D=64"}},
       // One consumer warpgroup, grouped heads.
       {"assets/specs/gqa_attention.nt", false, 64, 1, 3, {"B=1", "H=4", "KH=2", "M=130", "N=200", "D=64"}},
-  };
-  for (const Case& c : cases) {
-    SCOPED_TRACE(c.spec + " " + c.sizes.back());
-    const driver::Compilation compilation =
-        compile(c.spec, attention_schedule(c.causal, c.key_tile, c.consumers, c.stages, true), c.sizes, "sm_90a");
-    ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error;
-    expect_stage_matches_reference(compilation, driver::Stage::MATile, 5);
-  }
+  }, true);
 }
 
 // A query tile whose keys are all masked (keys at least 128 behind the query: the first
