@@ -59,14 +59,9 @@ Normalized normalize(const Graph& graph, const Machine& machine, int q) {
   Normalized n;
   n.q = q;
   for (const Node& node : graph.nodes) {
-    n.latency.push_back(std::max<int64_t>(1, ceil_slots(node.latency(), q)));
-    std::array<int64_t, kUnitCount> busy{};
-    for (int u = 0; u < kUnitCount; ++u) {
-      busy[static_cast<size_t>(u)] = node.occupancy[static_cast<size_t>(u)] >= 0.5
-                                         ? std::max<int64_t>(1, ceil_slots(node.occupancy[static_cast<size_t>(u)], q))
-                                         : 0;
-    }
-    n.busy.push_back(busy);
+    const SlotTimes times = slot_times(node, q);
+    n.latency.push_back(times.latency);
+    n.busy.push_back(times.busy);
     n.registers.push_back(graph.registers(node));
   }
   for (const Edge& edge : graph.edges) n.edge_latency.push_back(ceil_slots(edge.latency, q));
@@ -835,6 +830,17 @@ void SolveCache::store(const std::string& key, const Solution& solution) {
 
 // ---------------------------------------------------------------------------------------------
 // The search.
+
+SlotTimes slot_times(const Node& node, int quantum) {
+  const int q = std::max(1, quantum);
+  SlotTimes times;
+  times.latency = std::max<int64_t>(1, ceil_slots(node.latency(), q));
+  for (int u = 0; u < kUnitCount; ++u) {
+    const double cycles = node.occupancy[static_cast<size_t>(u)];
+    times.busy[static_cast<size_t>(u)] = cycles >= 0.5 ? std::max<int64_t>(1, ceil_slots(cycles, q)) : 0;
+  }
+  return times;
+}
 
 Solution solve(const Graph& graph, const Machine& machine, const SolveOptions& options,
                SolveCache* cache) {

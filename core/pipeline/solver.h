@@ -37,6 +37,7 @@
 //   // s.status == Optimal, s.ii == 913 (tensor core bound), s.stages == 3, roles {"main"}
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -122,6 +123,16 @@ class SolveCache {
   std::map<std::string, Solution> entries_;
   int hits_ = 0;
 };
+
+// The model's view of one op in slots of `quantum` cycles, as the solver and check_solution
+// use it: its latency (at least 1 slot) and its busy slots per unit (0 for a unit it does not
+// use; every use rounded up to at least 1 slot). The Pipeline panel's modulo reservation table
+// reads the same numbers (schedule_view.h).
+struct SlotTimes {
+  int64_t latency = 1;
+  std::array<int64_t, kUnitCount> busy{};
+};
+SlotTimes slot_times(const Node& node, int quantum);
 
 Solution solve(const Graph& graph, const Machine& machine, const SolveOptions& options = {},
                SolveCache* cache = nullptr);
