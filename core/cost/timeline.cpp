@@ -163,8 +163,18 @@ class Simulator {
       if (role.body) plan_role(*role.body, iterations, ahead, run);
       runs.push_back(std::move(run));
     }
-    if (!runs.empty() && runs[0].loop) {
-      const Op& loop = *runs[0].loop;
+    // The iterations drawn are those of the first role that computes (its loop loads nothing by
+    // TMA): a producer runs ahead of the consumers, so its iterations would not line up with the
+    // work the reader follows.
+    size_t shown = 0;
+    for (size_t r = 0; r < runs.size(); ++r) {
+      if (runs[r].loop && !runs[r].loads) {
+        shown = r;
+        break;
+      }
+    }
+    if (!runs.empty() && runs[shown].loop) {
+      const Op& loop = *runs[shown].loop;
       out_.loop_var = loop.loop_var ? loop.loop_var->name : "";
       out_.loop_extent = loop.extent;
       out_.iterations = std::min(iterations, static_cast<int>(loop.extent));
@@ -190,8 +200,8 @@ class Simulator {
       }
     }
     if (!runs.empty()) {
-      out_.loop_start = runs[0].loop_start;
-      out_.iteration_spans = runs[0].spans;
+      out_.loop_start = runs[shown].loop_start;
+      out_.iteration_spans = runs[shown].spans;
     }
   }
 
@@ -210,6 +220,7 @@ class Simulator {
     int64_t clock = 0;
     bool blocked = false;
     const Op* loop = nullptr;
+    bool loads = false;  // its loop issues TMA loads (a producer)
     int64_t open_wgmma = -1;              // when the open wgmma group's last wgmma ends
     std::vector<int64_t> wgmma_groups;    // committed groups' ends, oldest first
     int64_t loop_start = 0;
@@ -242,15 +253,18 @@ class Simulator {
   void handoff(const RoleRun& run, const Source& source, bool named, std::string label, int64_t from,
                int64_t to, int iteration) {
     if (source.warp >= run.first_warp && source.warp < run.first_warp + run.warps) return;  // itself
-    PendingHandoff pending;
-    pending.source = source;
-    pending.handoff.named_barrier = named;
-    pending.handoff.label = std::move(label);
-    pending.handoff.to_row = run.first_warp;
-    pending.handoff.from_cycle = from;
-    pending.handoff.to_cycle = to;
-    pending.handoff.iteration = iteration;
-    handoffs_.push_back(std::move(pending));
+    // Every warpgroup of the waiting role goes on (its first warp's row stands for it).
+    for (int warp = run.first_warp; warp < run.first_warp + run.warps; warp += 4) {
+      PendingHandoff pending;
+      pending.source = source;
+      pending.handoff.named_barrier = named;
+      pending.handoff.label = label;
+      pending.handoff.to_row = warp;
+      pending.handoff.from_cycle = from;
+      pending.handoff.to_cycle = to;
+      pending.handoff.iteration = iteration;
+      handoffs_.push_back(std::move(pending));
+    }
   }
 
   void close_span(RoleRun& run) const {
@@ -282,6 +296,7 @@ class Simulator {
       matile::for_each_op(*op.body, [&](const Op& inner) { loads = loads || inner.kind == OpKind::TmaLoad; });
       const int64_t trips = std::min<int64_t>(op.extent, iterations + (loads ? ahead : 0));
       run.loop = &op;
+      run.loads = loads;
       for (int64_t it = 0; it < trips; ++it) {
         for (size_t j = 0; j < op.body->ops.size(); ++j) {
           if (op.body->ops[j]->kind == OpKind::Yield) continue;

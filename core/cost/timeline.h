@@ -52,8 +52,8 @@
 // Hand-offs. Every wait that a role's mbarrier.wait or bar.sync ends because another row
 // completed the phase is a TimelineHandoff: from the TMA box landing on a "tma stage s" row (the
 // stage is full), from a consumer's arrival on the producer's empty barrier (the stage is
-// released), or from the last arrival at a named barrier, to the waiting role's row at the
-// moment it goes on. role_phases() cuts each role's row into phases -- tensor core (a wgmma
+// released), or from the last arrival at a named barrier, to the waiting role's rows (the first
+// warp of each of its warpgroups) at the moment it goes on. role_phases() cuts each role's row into phases -- tensor core (a wgmma
 // issued until its wait_group retires it), softmax / element-wise, waiting at a barrier, issuing
 // copies -- the picture FlashAttention-3 draws of its warpgroups.
 //
@@ -179,7 +179,8 @@ WarpCost warp_cost(const matile::Kernel& kernel, const matile::Op& op, const Cyc
 // first For, searched depth-first in program order; the timeline covers the ops before it at the
 // kernel's top level and its first iterations. A kernel without a loop yields `error`. A kernel
 // with a Roles op at its top level: every role's loop (above, "Warp specialization"); the
-// loop_var, extent and iteration spans are those of the first role's loop (on its first warp).
+// loop_var, extent and iteration spans are those of the first role whose loop loads nothing by
+// TMA (a consumer: the producer runs ahead of the work), else of the first role's loop.
 PipelineTimeline timeline_from_kernel(const matile::Kernel& kernel,
                                       const TimelineOptions& options = {});
 

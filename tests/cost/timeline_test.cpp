@@ -261,8 +261,8 @@ TEST(PipelineTimelineModel, WarpSpecializedRolesRunOnTheirOwnWarps) {
   const matile::ModulePtr module = ws_gemm(3);
   const PipelineTimeline timeline = timeline_from_kernel(*module->kernels[0]);
   ASSERT_EQ(timeline.error, "");
-  EXPECT_EQ(timeline.loop_var, "k");  // the producer's loop
-  EXPECT_EQ(timeline.loop_extent, 16);
+  EXPECT_EQ(timeline.loop_var, "j");  // consumer0's loop (k = 0 peeled), not the producer's
+  EXPECT_EQ(timeline.loop_extent, 15);
   EXPECT_EQ(timeline.pipeline_stages, 3);
   EXPECT_EQ(timeline.iteration_spans.size(), 3u);
   ASSERT_GE(timeline.rows.size(), 12u);
