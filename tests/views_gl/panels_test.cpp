@@ -154,6 +154,31 @@ TEST(LayoutPanelGL, SwizzledBanksHaveNoConflictOutlinesAndUnswizzledOnesDo) {
   EXPECT_GT(pixels_of(plain, red), 500);  // the phase's 8x8 matrix outlined in red
 }
 
+// The warp-specialized attention's S accumulator (the wgmma accumulator of the consumer role's two
+// warpgroups), coloured by warpgroup: the top 64 rows in warpgroup 0's colour, the bottom 64 in
+// warpgroup 1's; the label names the statement, the wgmma use and the role.
+TEST(LayoutPanelGL, DrawsTheWgmmaAccumulatorOfEachConsumerWarpgroup) {
+  REQUIRE_GL();
+  ASSERT_TRUE(gl::testing::warp_specialized_attention_module());
+  LayoutPanel panel;
+  panel.resize(900, 1450);
+  panel.set_statement_names(gl::testing::attention_statement_names());
+  panel.set_module(gl::testing::warp_specialized_attention_module());
+  ASSERT_TRUE(panel.select_tile("27"));
+  const gl::TileChoice& choice = panel.tiles()[static_cast<size_t>(panel.tile_index())];
+  EXPECT_EQ(choice.statement, "S");
+  EXPECT_EQ(choice.use, "wgmma accumulator");
+  EXPECT_EQ(choice.role, "consumers");
+  ASSERT_TRUE(panel.layout_grid()) << panel.error();
+  panel.set_colour_by(gl::ColourBy::Warpgroup);
+  panel.set_cell_size(10);  // all 128 rows
+  show_and_settle(panel);
+  const QImage image = panel.grabFramebuffer();
+  save(image, QStringLiteral("panel-layout-wgmma.png"));
+  EXPECT_GT(pixels_of(image, qt_rgb(gl::thread_colour(0, gl::ColourBy::Warpgroup))), 2000);
+  EXPECT_GT(pixels_of(image, qt_rgb(gl::thread_colour(128, gl::ColourBy::Warpgroup))), 2000);
+}
+
 TEST(PipelinePanelGL, DrawsTheWarpsCopiesAndMmas) {
   REQUIRE_GL();
   PipelinePanel panel;

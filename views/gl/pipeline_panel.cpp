@@ -16,7 +16,7 @@ namespace nautilus::views {
 namespace {
 
 constexpr float kRowHeight = 22.0f;
-constexpr float kLabelWidth = 120.0f;
+constexpr float kLabelWidth = 175.0f;  // "consumers wg1 (warps 8-11)"
 constexpr float kMinZoom = 0.5f;   // pixels per 100 cycles
 constexpr float kMaxZoom = 400.0f;
 
@@ -670,11 +670,17 @@ void PipelinePanel::draw_solver() {
     // bound: why the next smaller interval is impossible, on demand.
     if (!scheduled) {
       ImGui::TextColored(colour, "%s", s.explanation_title.c_str());
-      for (const std::string& line : s.explanation) ImGui::BulletText("%s", line.c_str());
+      for (const std::string& line : s.explanation) {
+        ImGui::Bullet();
+        ImGui::TextWrapped("%s", line.c_str());
+      }
     } else if (ImGui::CollapsingHeader((s.explanation_title + " (" + std::to_string(s.explanation.size()) +
                                         " constraints)###why_not")
                                            .c_str())) {
-      for (const std::string& line : s.explanation) ImGui::BulletText("%s", line.c_str());
+      for (const std::string& line : s.explanation) {
+        ImGui::Bullet();
+        ImGui::TextWrapped("%s", line.c_str());
+      }
     }
   }
   if (ImGui::CollapsingHeader("Ops and pins", ImGuiTreeNodeFlags_DefaultOpen)) draw_solver_ops();
