@@ -43,6 +43,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <utility>
 #include <vector>
@@ -63,6 +64,10 @@ struct SolveOptions {
   std::vector<std::pair<std::string, std::string>> role_pins;  // op -> "producer", "consumer1", "main"
   std::vector<std::pair<std::string, int>> stage_pins;         // op -> stage
   int target_slots = 24;  // normalization: the interval's lower bound in slots
+  // Stops the search early when requested (from another thread): the running Z3 check is
+  // interrupted and the answer is what was proven or found so far, with a note saying it was
+  // stopped (never cached as a proof). The studio stops a solve whose answer is stale.
+  std::stop_token stop;
 };
 
 enum class SolveStatus { Optimal, BestFound, Infeasible, NoSolution };

@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <memory>
 #include <set>
 
 #include "tests/common/event_loop.h"
@@ -326,6 +327,22 @@ TEST(PipelinePanelGL, SolverTabShowsAttentionsTwoConsumerWarpgroups) {
   save(image, QStringLiteral("panel-pipeline-solver-attention.png"));
   EXPECT_GT(pixels_of(image, qRgb(255, 183, 77)), 500);  // consumer0's rows of the table
   EXPECT_GT(pixels_of(image, qRgb(100, 181, 246)), 500);  // consumer1's
+}
+
+// A solve that would take its whole time limit (attention with any number of consumers: 20 s) is
+// stopped when the panel goes away, so closing the window does not wait for Z3.
+TEST(PipelinePanelGL, ClosingThePanelStopsTheSolveInFlight) {
+  REQUIRE_GL();
+  ASSERT_TRUE(gl::testing::warp_specialized_attention_module());
+  auto panel = std::make_unique<PipelinePanel>();
+  panel->set_module(gl::testing::warp_specialized_attention_module());
+  panel->solve();
+  pump(300);
+  ASSERT_TRUE(panel->solving());
+  QElapsedTimer timer;
+  timer.start();
+  panel.reset();
+  EXPECT_LT(timer.elapsed(), 5000);
 }
 
 TEST(ImGuiPanelGL, AnIdlePanelDrawsNoFramesUntilInputOrData) {

@@ -125,7 +125,9 @@ PipelinePanel::PipelinePanel(QWidget* parent)
   connect(solver_.get(), &TaskRunner::busy_changed, this, [this](bool) { request_frames(); });
 }
 
-PipelinePanel::~PipelinePanel() = default;
+PipelinePanel::~PipelinePanel() {
+  solve_stop_.request_stop();  // the worker's destructor then waits for an interrupted solve only
+}
 
 void PipelinePanel::show_tab(Tab tab) {
   tab_ = tab;
@@ -557,7 +559,11 @@ void PipelinePanel::post_solve() {
   const matile::ModulePtr module = module_;
   const std::string kernel = module_->kernels[static_cast<size_t>(kernel_)]->name;
   const std::string arch = module_->arch == "sm_90a" ? "sm_90a" : "sm_80";
+  // The solve in flight answers a question nobody will see: stop it, so that this one starts now.
+  solve_stop_.request_stop();
+  solve_stop_ = std::stop_source();
   pipeline::SolveOptions options;
+  options.stop = solve_stop_.get_token();
   options.time_limit_seconds = time_limit_;
   if (consumers_ > 0 && arch == "sm_90a") options.consumers = consumers_;
   for (const auto& [op, role] : role_pins_) options.role_pins.emplace_back(op, role);

@@ -38,6 +38,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <utility>
 #include <vector>
@@ -138,6 +139,7 @@ class PipelinePanel : public ImGuiPanel {
   // Solver tab.
   std::unique_ptr<TaskRunner> solver_;
   std::shared_ptr<pipeline::SolveCache> solve_cache_;  // shared with the worker (thread-safe)
+  std::stop_source solve_stop_;  // stops the solve in flight when a newer one replaces it
   bool solve_wanted_ = false;  // the user asked for the solver once: re-solve on changes
   std::map<std::string, std::string> role_pins_;
   std::map<std::string, int> stage_pins_;
