@@ -345,7 +345,14 @@ void MainWindow::show_ma_module(const std::shared_ptr<const driver::Compilation>
   dock(QStringLiteral("layouts"))->setWindowTitle(tr("Layouts") + stale);
   dock(QStringLiteral("pipeline"))->setWindowTitle(tr("Pipeline") + stale);
   if (!module) return;
-  if (layout_ != nullptr) layout_->set_module(module);
+  if (layout_ != nullptr) {
+    std::vector<std::string> statements;
+    if (compilation->spec) {
+      for (const spec::Statement& statement : compilation->spec->program.statements) statements.push_back(statement.name);
+    }
+    layout_->set_statement_names(std::move(statements));
+    layout_->set_module(module);
+  }
   if (pipeline_panel_ != nullptr) pipeline_panel_->set_module(module);
 }
 
@@ -488,6 +495,19 @@ void MainWindow::build_menus() {
                       &StageView::next_pass);
   pipeline->addAction(tr("&Previous pass"), QKeySequence(tr("Alt+Left")), stage_view_,
                       &StageView::previous_pass);
+  QMenu* target = pipeline->addMenu(tr("&Target"));
+  auto* targets = new QActionGroup(this);
+  for (const auto& [arch, text] : {std::pair<const char*, QString>{"sm_80", tr("sm_&80 (Ampere: cp.async, mma.sync)")},
+                                   {"sm_90a", tr("sm_&90a (Hopper: TMA, wgmma, warp specialization)")}}) {
+    QAction* action = target->addAction(text);
+    action->setCheckable(true);
+    action->setChecked(target_arch_ == arch);
+    action->setData(QString::fromLatin1(arch));
+    action->setObjectName(QStringLiteral("target_") + QString::fromLatin1(arch));
+    targets->addAction(action);
+    connect(action, &QAction::triggered, this, [this, arch = std::string(arch)] { set_target_arch(arch); });
+    target_actions_.push_back(action);
+  }
   QMenu* stages = pipeline->addMenu(tr("Show &stage"));
   int key = 1;
   for (driver::Stage stage : driver::all_stages()) {
@@ -679,6 +699,7 @@ Session MainWindow::current_session() const {
   session.schedule = decisions_->model()->schedule();
   session.pins = decisions_->model()->pins();
   session.runner_command = profiler_->runner_command().toStdString();
+  session.arch = target_arch_;
   session.runs = profiler_->history()->records();
   return session;
 }
@@ -696,6 +717,10 @@ bool MainWindow::open_session(const QString& path, QString* error) {
   shapes_->set_overrides(session.sizes);
   profiler_->set_runner_command(QString::fromStdString(session.runner_command));
   profiler_->history()->set_records(session.runs);
+  for (QAction* action : target_actions_) {
+    action->setChecked(action->data().toString().toStdString() == session.arch);
+  }
+  target_arch_ = session.arch;  // set_document below recompiles
   // The spec keeps its file when that still holds the session's text; otherwise it is a copy.
   QString spec_path = QString::fromStdString(session.spec_path);
   if (!spec_path.isEmpty()) {
@@ -740,7 +765,17 @@ PipelineInputs MainWindow::current_inputs() const {
   inputs.sizes = shapes_->overrides();
   inputs.schedule = decisions_->model()->schedule();
   inputs.last_stage = driver::Stage::Cuda;
+  inputs.arch = target_arch_;
   return inputs;
+}
+
+void MainWindow::set_target_arch(const std::string& arch) {
+  for (QAction* action : target_actions_) {
+    action->setChecked(action->data().toString().toStdString() == arch);
+  }
+  if (arch == target_arch_) return;
+  target_arch_ = arch;
+  schedule_compile(true);
 }
 
 void MainWindow::sync_search_inputs() {

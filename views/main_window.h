@@ -95,6 +95,11 @@ class MainWindow : public QMainWindow {
   // Reads a schedule file (assets/schedules form) into the decisions panel and recompiles.
   bool load_schedule(const QString& path, QString* error = nullptr);
 
+  // The target of the MA lowering: "sm_80" (the default) or "sm_90a" (Pipeline > Target). A
+  // change recompiles; sessions keep it.
+  void set_target_arch(const std::string& arch);
+  const std::string& target_arch() const { return target_arch_; }
+
   Session current_session() const;
   bool save_session_to(const QString& path, QString* error = nullptr);
   bool open_session(const QString& path, QString* error = nullptr);
@@ -220,6 +225,8 @@ class MainWindow : public QMainWindow {
   Theme theme_ = Theme::Light;
   QString file_path_;
   QString document_name_;
+  std::string target_arch_ = "sm_80";
+  std::vector<QAction*> target_actions_;  // Pipeline > Target, one per arch (data: the arch)
   std::shared_ptr<const driver::Compilation> compilation_;
   // The diagnostics underlined in the editor (those of the latest delivered check).
   std::vector<EditorDiagnostic> diagnostics_;

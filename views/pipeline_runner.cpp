@@ -18,6 +18,7 @@ PipelineResult run_pipeline(const PipelineInputs& inputs, std::stop_token stop,
     options.sizes = inputs.sizes;
     options.schedule = inputs.schedule;
     options.last_stage = inputs.last_stage;
+    options.matile.arch = inputs.arch;
     options.stop = std::move(stop);
     options.on_snapshot = std::move(on_snapshot);
     result.compilation =

@@ -36,6 +36,9 @@ struct PipelineInputs {
   std::vector<spec::SizeOverride> sizes;
   sched::Schedule schedule;
   driver::Stage last_stage = driver::Stage::Cuda;
+  // The MA lowering's target (LowerOptions::arch): "sm_80", or "sm_90a" for Hopper's TMA, wgmma
+  // and warp-specialized kernels (a warp_spec decision takes effect only there).
+  std::string arch = "sm_80";
 };
 
 struct PipelineResult {

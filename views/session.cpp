@@ -20,6 +20,7 @@ nlohmann::ordered_json session_to_json(const Session& session) {
           {"schedule", sched::schedule_to_json(session.schedule)},
           {"pins", pins},
           {"runner_command", session.runner_command},
+          {"arch", session.arch},
           {"runs", runs}};
 }
 
@@ -69,6 +70,11 @@ bool session_from_json(const nlohmann::json& json, Session* session, std::string
   parsed.pins.resize(parsed.schedule.decisions.size(), false);
   if (json.contains("runner_command") && json["runner_command"].is_string()) {
     parsed.runner_command = json["runner_command"].get<std::string>();
+  }
+  if (json.contains("arch")) {
+    const std::string arch = json["arch"].is_string() ? json["arch"].get<std::string>() : std::string();
+    if (arch != "sm_80" && arch != "sm_90a") return fail("arch must be \"sm_80\" or \"sm_90a\"");
+    parsed.arch = arch;
   }
   if (json.contains("runs") && json["runs"].is_array()) {
     for (const nlohmann::json& run : json["runs"]) parsed.runs.push_back(run_record_from_json(run));

@@ -41,6 +41,7 @@ struct Session {
   std::vector<bool> pins;
   std::string runner_command;
   std::vector<RunRecord> runs;
+  std::string arch = "sm_80";  // the MA lowering's target (optional in the file; sm_80 when absent)
 };
 
 nlohmann::ordered_json session_to_json(const Session& session);

@@ -1,11 +1,13 @@
-// nautilus-studio [--schedule S.json] [--theme light|dark] [FILE]
+// nautilus-studio [--schedule S.json] [--arch sm_80|sm_90a] [--theme light|dark] [FILE]
 // nautilus-studio --screenshot OUT.png [--panel NAME] [--show NAME]... [--stage STAGE]
 //                 [--tab text|graph|diff] [--pass N] [--size WxH] [--schedule S.json] [--search]
 //                 [--compare S.json] [--profile current|S.json]... [--theme light|dark] FILE
 //
 // Opens the main window with FILE loaded when given: a .nt spec, or a session (.json). A spec from
 // the shipped examples (assets/specs) is opened with its schedule from assets/schedules, like the
-// Examples menu does; --schedule names another one.
+// Examples menu does; --schedule names another one. --arch sets the MA lowering's target
+// (Pipeline > Target): sm_90a shows warp-specialized Hopper kernels (TMA producer, wgmma
+// consumers) where the schedule asks for them.
 //
 // With --screenshot the window is rendered offscreen (unless QT_QPA_PLATFORM names a platform):
 // once the pipeline has delivered its result
@@ -139,11 +141,14 @@ int main(int argc, char** argv) {
       QStringLiteral("With --screenshot: time a schedule in the Profiler panel first (repeatable): "
                      "'current' or a schedule file."),
       QStringLiteral("schedule"));
+  const QCommandLineOption arch_option(
+      QStringLiteral("arch"), QStringLiteral("The MA lowering's target: sm_80 (default) or sm_90a."),
+      QStringLiteral("arch"));
   const QCommandLineOption theme_option(QStringLiteral("theme"),
                                         QStringLiteral("light or dark."), QStringLiteral("theme"));
   for (const auto* option : {&screenshot_option, &panel_option, &show_option, &stage_option, &pass_option, &tab_option,
                              &size_option, &schedule_option, &search_option, &compare_option,
-                             &profile_option, &theme_option}) {
+                             &profile_option, &arch_option, &theme_option}) {
     parser.addOption(*option);
   }
   parser.addPositionalArgument(QStringLiteral("FILE"),
@@ -242,6 +247,14 @@ int main(int argc, char** argv) {
                                                                   : StageView::TextTab);
   }
 
+  if (parser.isSet(arch_option)) {
+    const QString arch = parser.value(arch_option);
+    if (arch != QStringLiteral("sm_80") && arch != QStringLiteral("sm_90a")) {
+      return fail(QStringLiteral("unknown arch '%1'; expected sm_80 or sm_90a").arg(arch));
+    }
+    window.set_target_arch(arch.toStdString());
+  }
+
   if (!files.isEmpty()) {
     const QString& file = files.front();
     QString error;
@@ -263,6 +276,8 @@ int main(int argc, char** argv) {
       }
     }
     if (!opened) return fail(error);
+    // The command line's target wins over a session's.
+    if (parser.isSet(arch_option)) window.set_target_arch(parser.value(arch_option).toStdString());
   }
   if (parser.isSet(schedule_option)) {
     QString error;

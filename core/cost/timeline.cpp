@@ -92,16 +92,21 @@ class Simulator {
   // cores); copy bars get their row here.
   void finish() {
     for (int w = 0; w < kernel_.warps; ++w) {
-      std::string name = "warp " + std::to_string(w);
-      if (auto role = warp_roles_.find(w); role != warp_roles_.end()) name += " (" + role->second + ")";
-      out_.rows.push_back({TimelineRow::Kind::Warp, name, w, -1});
+      TimelineRow row{TimelineRow::Kind::Warp, "warp " + std::to_string(w), w, -1, "", -1};
+      if (auto role = warp_roles_.find(w); role != warp_roles_.end()) {
+        row.name += " (" + role->second.first + ")";
+        row.role = role->second.first;
+        row.warpgroup = role->second.second;
+      }
+      out_.rows.push_back(std::move(row));
     }
-    std::map<int, int> row_of_stage;
+    std::map<int, int> row_of_stage;  // cp.async stage -> row
+    std::map<std::pair<int, int>, int> row_of_async;  // (0, TMA stage) or (1, -1) -> row
     for (const auto& [stage, bars] : copy_bars_) {
       row_of_stage[stage] = static_cast<int>(out_.rows.size());
       out_.rows.push_back({TimelineRow::Kind::Copies,
                            stage < 0 ? std::string("cp.async") : "cp.async stage " + std::to_string(stage),
-                           -1, stage});
+                           -1, stage, "", -1});
     }
     for (auto& [stage, bars] : copy_bars_) {
       for (TimelineBar& bar : bars) {
@@ -112,10 +117,11 @@ class Simulator {
     }
     for (auto& [key, bars] : async_bars_) {
       const int row = static_cast<int>(out_.rows.size());
+      row_of_async[key] = row;
       out_.rows.push_back({TimelineRow::Kind::Copies,
                            key.first == 0 ? "tma stage " + std::to_string(key.second)
                                           : std::string("tensor cores (wgmma)"),
-                           -1, key.first == 0 ? key.second : -1});
+                           -1, key.first == 0 ? key.second : -1, "", -1});
       for (TimelineBar& bar : bars) {
         bar.row = row;
         out_.total_cycles = std::max(out_.total_cycles, bar.end);
@@ -123,6 +129,17 @@ class Simulator {
       }
     }
     out_.total_cycles = std::max(out_.total_cycles, latest_clock());
+    // Hand-offs from a TMA landing start on its stage's row.
+    for (PendingHandoff& pending : handoffs_) {
+      if (pending.source.warp < 0) {
+        auto row = row_of_async.find({0, pending.source.tma_stage});
+        if (row == row_of_async.end()) continue;
+        pending.handoff.from_row = row->second;
+      } else {
+        pending.handoff.from_row = pending.source.warp;
+      }
+      out_.handoffs.push_back(std::move(pending.handoff));
+    }
   }
 
   // Warp specialization (timeline.h): runs every role of `roles` on its warps, each role's ops
@@ -140,12 +157,24 @@ class Simulator {
       run.warps = 4 * role.warpgroups;
       first_warp += run.warps;
       run.clock = start;
-      for (int w = run.first_warp; w < run.first_warp + run.warps; ++w) warp_roles_[w] = role.name;
+      for (int w = run.first_warp; w < run.first_warp + run.warps; ++w) {
+        warp_roles_[w] = {role.name, (w - run.first_warp) / 4};
+      }
       if (role.body) plan_role(*role.body, iterations, ahead, run);
       runs.push_back(std::move(run));
     }
-    if (!runs.empty() && runs[0].loop) {
-      const Op& loop = *runs[0].loop;
+    // The iterations drawn are those of the first role that computes (its loop loads nothing by
+    // TMA): a producer runs ahead of the consumers, so its iterations would not line up with the
+    // work the reader follows.
+    size_t shown = 0;
+    for (size_t r = 0; r < runs.size(); ++r) {
+      if (runs[r].loop && !runs[r].loads) {
+        shown = r;
+        break;
+      }
+    }
+    if (!runs.empty() && runs[shown].loop) {
+      const Op& loop = *runs[shown].loop;
       out_.loop_var = loop.loop_var ? loop.loop_var->name : "";
       out_.loop_extent = loop.extent;
       out_.iterations = std::min(iterations, static_cast<int>(loop.extent));
@@ -171,8 +200,8 @@ class Simulator {
       }
     }
     if (!runs.empty()) {
-      out_.loop_start = runs[0].loop_start;
-      out_.iteration_spans = runs[0].spans;
+      out_.loop_start = runs[shown].loop_start;
+      out_.iteration_spans = runs[shown].spans;
     }
   }
 
@@ -191,12 +220,52 @@ class Simulator {
     int64_t clock = 0;
     bool blocked = false;
     const Op* loop = nullptr;
+    bool loads = false;  // its loop issues TMA loads (a producer)
     int64_t open_wgmma = -1;              // when the open wgmma group's last wgmma ends
     std::vector<int64_t> wgmma_groups;    // committed groups' ends, oldest first
     int64_t loop_start = 0;
     int iteration = -1;  // of the last step taken
     std::vector<std::pair<int64_t, int64_t>> spans;  // per drawn iteration of its loop
+    bool arrived = false;   // at the named barrier of its current step
+    size_t generation = 0;  // ... whose generation it waits for
   };
+
+  // What completed an mbarrier phase or a named barrier: a role's arrival (its first warp) or a
+  // TMA box landing in a stage.
+  struct Source {
+    int warp = -1;
+    int tma_stage = -1;
+  };
+  struct PendingHandoff {
+    TimelineHandoff handoff;  // from_row resolved in finish()
+    Source source;
+  };
+  // One named barrier id: the threads arrived at its current generation, the latest arrival, and
+  // when (and by whom) each completed generation completed.
+  struct NamedState {
+    int64_t arrived = 0;
+    int64_t latest = 0;
+    Source latest_source;
+    std::vector<int64_t> completed;
+    std::vector<Source> sources;
+  };
+
+  void handoff(const RoleRun& run, const Source& source, bool named, std::string label, int64_t from,
+               int64_t to, int iteration) {
+    if (source.warp >= run.first_warp && source.warp < run.first_warp + run.warps) return;  // itself
+    // Every warpgroup of the waiting role goes on (its first warp's row stands for it).
+    for (int warp = run.first_warp; warp < run.first_warp + run.warps; warp += 4) {
+      PendingHandoff pending;
+      pending.source = source;
+      pending.handoff.named_barrier = named;
+      pending.handoff.label = label;
+      pending.handoff.to_row = warp;
+      pending.handoff.from_cycle = from;
+      pending.handoff.to_cycle = to;
+      pending.handoff.iteration = iteration;
+      handoffs_.push_back(std::move(pending));
+    }
+  }
 
   void close_span(RoleRun& run) const {
     if (run.iteration >= 0 && run.iteration < out_.iterations && !run.spans.empty()) {
@@ -209,7 +278,9 @@ class Simulator {
     int64_t pending = 0;
     int64_t tx = 0;
     int64_t latest = 0;
+    Source latest_source;
     std::vector<int64_t> completed;
+    std::vector<Source> sources;  // what completed each completed phase
   };
 
   // A role's program: the ops before its first loop, then that loop's iterations (a role that
@@ -225,6 +296,7 @@ class Simulator {
       matile::for_each_op(*op.body, [&](const Op& inner) { loads = loads || inner.kind == OpKind::TmaLoad; });
       const int64_t trips = std::min<int64_t>(op.extent, iterations + (loads ? ahead : 0));
       run.loop = &op;
+      run.loads = loads;
       for (int64_t it = 0; it < trips; ++it) {
         for (size_t j = 0; j < op.body->ops.size(); ++j) {
           if (op.body->ops[j]->kind == OpKind::Yield) continue;
@@ -244,9 +316,18 @@ class Simulator {
     return it->second;
   }
 
+  static void contribute(SlotState& slot, int64_t at, Source source) {
+    if (at >= slot.latest) {
+      slot.latest = at;
+      slot.latest_source = source;
+    }
+  }
+
   static void maybe_complete(SlotState& slot, int64_t arrivals) {
     if (slot.pending <= 0 && slot.tx <= 0) {
       slot.completed.push_back(slot.latest);
+      slot.sources.push_back(slot.latest_source);
+      slot.latest_source = {};
       slot.pending = arrivals;
       slot.tx = 0;
       slot.latest = 0;
@@ -301,6 +382,9 @@ class Simulator {
         if (parity && completed % 2 == *parity % 2) return false;
         const int64_t ready = completed > 0 ? slot.completed.back() : t;
         const int64_t end = std::max(t, ready) + sync;
+        if (completed > 0) {
+          handoff(run, slot.sources.back(), false, slot_text(op.mbarrier), ready, end, step.iteration);
+        }
         role_bar(run, t, end, OpClass::Wait,
                  "mbarrier.wait " + slot_text(op.mbarrier) +
                      (parity ? " parity " + std::to_string(*parity) : std::string()),
@@ -317,7 +401,7 @@ class Simulator {
         SlotState& slot = slot_state(op.mbarrier);
         slot.pending -= std::max<int64_t>(op.arrivals_per_op, 1);
         slot.tx += op.tx_bytes;
-        slot.latest = std::max(slot.latest, end);
+        contribute(slot, end, Source{run.first_warp, -1});
         maybe_complete(slot, arrivals_of(op.mbarrier));
         run.clock = end;
         break;
@@ -348,7 +432,7 @@ class Simulator {
         async_bars_[{0, flight.stage}].push_back(std::move(flight));
         SlotState& slot = slot_state(op.mbarrier);
         slot.tx -= bytes;
-        slot.latest = std::max(slot.latest, lands);
+        contribute(slot, lands, Source{-1, stage ? static_cast<int>(*stage) : -1});
         maybe_complete(slot, arrivals_of(op.mbarrier));
         run.clock = end;
         break;
@@ -373,6 +457,42 @@ class Simulator {
         running.op_index = step.op_index;
         async_bars_[{1, -1}].push_back(std::move(running));
         run.clock = end;
+        break;
+      }
+      case OpKind::NamedBarrier: {
+        // Each role arrives once per visit (its threads count); bar.sync then waits for the
+        // generation it arrived at to complete.
+        NamedState& barrier = named_[op.barrier_id];
+        if (!run.arrived) {
+          run.arrived = true;
+          run.generation = barrier.completed.size();
+          barrier.arrived += static_cast<int64_t>(run.warps) * matile::kWarpSize;
+          if (t >= barrier.latest) {
+            barrier.latest = t;
+            barrier.latest_source = Source{run.first_warp, -1};
+          }
+          if (barrier.arrived >= std::max<int64_t>(1, op.barrier_threads)) {
+            barrier.completed.push_back(barrier.latest);
+            barrier.sources.push_back(barrier.latest_source);
+            barrier.arrived = 0;
+            barrier.latest = 0;
+          }
+        }
+        const std::string text = std::string(op.arrive_only ? "bar.arrive " : "bar.sync ") +
+                                 std::to_string(op.barrier_id) + ", " + std::to_string(op.barrier_threads);
+        if (op.arrive_only) {
+          role_bar(run, t, t + sync, OpClass::Control, text, 1, step);
+          run.clock = t + sync;
+        } else {
+          if (barrier.completed.size() <= run.generation) return false;  // others still to arrive
+          const int64_t ready = barrier.completed[run.generation];
+          const int64_t end = std::max(t, ready) + sync;
+          role_bar(run, t, end, OpClass::Wait, text, 1, step);
+          handoff(run, barrier.sources[run.generation], true, "bar " + std::to_string(op.barrier_id), ready,
+                  end, step.iteration);
+          run.clock = end;
+        }
+        run.arrived = false;
         break;
       }
       case OpKind::WgmmaCommitGroup: {
@@ -615,7 +735,9 @@ class Simulator {
   // Hopper rows: (0, stage) TMA flights per stage, (1, -1) the tensor cores' wgmmas.
   std::map<std::pair<int, int>, std::vector<TimelineBar>> async_bars_;
   std::map<std::pair<int, int64_t>, SlotState> slots_;  // (mbarrier array, slot)
-  std::map<int, std::string> warp_roles_;               // warp -> its role's name
+  std::map<int, std::pair<std::string, int>> warp_roles_;  // warp -> its role, its warpgroup there
+  std::map<int, NamedState> named_;                     // named barrier id -> its state
+  std::vector<PendingHandoff> handoffs_;
   int64_t tensor_free_ = 0;                             // when the tensor cores are next free
 };
 
@@ -827,6 +949,87 @@ std::vector<std::vector<int>> identical_warp_rows(const PipelineTimeline& timeli
     }
   }
   return groups;
+}
+
+const char* role_phase_name(RolePhase::Kind kind) {
+  switch (kind) {
+    case RolePhase::Kind::TensorCore: return "tensor core";
+    case RolePhase::Kind::ElementWise: return "softmax / element-wise";
+    case RolePhase::Kind::Wait: return "waiting";
+    case RolePhase::Kind::Copy: return "issuing copies";
+  }
+  return "?";
+}
+
+std::vector<RolePhase> role_phases(const PipelineTimeline& timeline) {
+  std::vector<std::vector<const TimelineBar*>> by_row(timeline.rows.size());
+  for (const TimelineBar& bar : timeline.bars) by_row[static_cast<size_t>(bar.row)].push_back(&bar);
+  std::vector<RolePhase> phases;
+  for (size_t r = 0; r < timeline.rows.size(); ++r) {
+    if (timeline.rows[r].kind != TimelineRow::Kind::Warp || timeline.rows[r].role.empty()) continue;
+    std::vector<const TimelineBar*>& bars = by_row[r];
+    std::stable_sort(bars.begin(), bars.end(),
+                     [](const TimelineBar* a, const TimelineBar* b) { return a->start < b->start; });
+    std::optional<RolePhase> open;
+    std::vector<std::string> names;  // the wgmma results or barriers of the open phase
+    int ops = 0;
+    auto close = [&] {
+      if (!open) return;
+      std::string detail;
+      if (open->kind == RolePhase::Kind::ElementWise) {
+        detail = std::to_string(ops) + (ops == 1 ? " op" : " ops");
+      } else {
+        for (size_t k = 0; k < names.size(); ++k) detail += (k ? ", " : "") + names[k];
+      }
+      open->label = std::string(role_phase_name(open->kind)) + (detail.empty() ? "" : ": " + detail);
+      phases.push_back(std::move(*open));
+      open.reset();
+      names.clear();
+      ops = 0;
+    };
+    for (const TimelineBar* bar : bars) {
+      // 1. The kind of work: a wgmma and the wait for its group are the tensor core's; the
+      //    barrier waits, the role's; index arithmetic and free ops belong to their neighbours.
+      std::optional<RolePhase::Kind> kind;
+      std::string name;
+      switch (bar->op_class) {
+        case OpClass::Mma:
+          kind = RolePhase::Kind::TensorCore;
+          name = bar->label;
+          break;
+        case OpClass::Wait:
+          if (bar->label.rfind("wgmma.wait_group", 0) == 0) {
+            kind = RolePhase::Kind::TensorCore;
+          } else if (bar->end > bar->start) {
+            kind = RolePhase::Kind::Wait;
+            name = bar->label;
+          }
+          break;
+        case OpClass::ElementWise:
+        case OpClass::Reduce:
+        case OpClass::SharedLoad:
+        case OpClass::Global:
+          if (bar->end > bar->start) kind = RolePhase::Kind::ElementWise;
+          break;
+        case OpClass::AsyncCopy:
+          kind = RolePhase::Kind::Copy;
+          break;
+        case OpClass::Control:
+          break;
+      }
+      if (!kind) continue;
+      // 2. A new kind closes the open phase.
+      if (!open || open->kind != *kind) {
+        close();
+        open = RolePhase{static_cast<int>(r), *kind, bar->start, bar->end, bar->iteration, ""};
+      }
+      open->end = std::max(open->end, bar->end);
+      ++ops;
+      if (!name.empty() && std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+    }
+    close();
+  }
+  return phases;
 }
 
 }  // namespace nautilus::cost

@@ -45,8 +45,20 @@
 // turns, a deep one the next stages' boxes flying under the current stage's wgmma. Roles left
 // waiting when the drawn iterations end are not an error.
 //
-// Later the pipeline solver (DESIGN.md §5) produces a modulo reservation table and a per-warp
-// schedule; it only has to fill a PipelineTimeline (rows, bars) for the panel to draw it.
+// Named barriers (bar.sync / bar.arrive ID, THREADS inside roles) synchronize roles too: each
+// arrival counts its role's threads, and a bar.sync returns when THREADS have arrived -- how one
+// consumer warpgroup orders its tensor-core phase after another's (ping-pong).
+//
+// Hand-offs. Every wait that a role's mbarrier.wait or bar.sync ends because another row
+// completed the phase is a TimelineHandoff: from the TMA box landing on a "tma stage s" row (the
+// stage is full), from a consumer's arrival on the producer's empty barrier (the stage is
+// released), or from the last arrival at a named barrier, to the waiting role's rows (the first
+// warp of each of its warpgroups) at the moment it goes on. role_phases() cuts each role's row into phases -- tensor core (a wgmma
+// issued until its wait_group retires it), softmax / element-wise, waiting at a barrier, issuing
+// copies -- the picture FlashAttention-3 draws of its warpgroups.
+//
+// The pipeline solver's answer (modulo reservation table, per-role timeline of the steady
+// state) is core/pipeline/schedule_view.h's; this file times the kernel as the IR writes it.
 #pragma once
 
 #include <cstdint>
@@ -103,6 +115,8 @@ struct TimelineRow {
                      // "tensor cores (wgmma)"
   int warp = -1;     // Warp rows
   int stage = -1;    // Copies rows (-1: copies whose stage is not known)
+  std::string role;  // Warp rows of a warp-specialized kernel: the role ("producer", "consumers")
+  int warpgroup = -1;  // ... and the warp's warpgroup within its role (0-based)
 };
 
 struct TimelineBar {
@@ -119,6 +133,17 @@ struct TimelineBar {
   bool predicated_off = false;  // a cp.async whose predicate is false: issues nothing
 };
 
+// A synchronization between rows: `to_row` waited (mbarrier.wait, bar.sync) until the event at
+// `from_row` completed the phase it waited for.
+struct TimelineHandoff {
+  bool named_barrier = false;  // a named barrier; else an mbarrier phase
+  std::string label;           // "full[1]", "empty[0]", "bar 3"
+  int from_row = -1, to_row = -1;
+  int64_t from_cycle = 0;      // the phase completed (a TMA box landed, the last arrival)
+  int64_t to_cycle = 0;        // the waiter goes on
+  int iteration = -1;          // the waiter's loop iteration (-1 before its loop)
+};
+
 struct PipelineTimeline {
   std::string kernel;
   std::string loop_var;      // "n_o"
@@ -131,6 +156,7 @@ struct PipelineTimeline {
   std::vector<std::pair<int64_t, int64_t>> iteration_spans;
   int64_t loop_start = 0;
   int64_t total_cycles = 0;
+  std::vector<TimelineHandoff> handoffs;  // warp-specialized kernels only
   // Why there is no timeline ("kernel softmax has no loop"); empty when there is one.
   std::string error;
 };
@@ -153,7 +179,8 @@ WarpCost warp_cost(const matile::Kernel& kernel, const matile::Op& op, const Cyc
 // first For, searched depth-first in program order; the timeline covers the ops before it at the
 // kernel's top level and its first iterations. A kernel without a loop yields `error`. A kernel
 // with a Roles op at its top level: every role's loop (above, "Warp specialization"); the
-// loop_var, extent and iteration spans are those of the first role's loop (on its first warp).
+// loop_var, extent and iteration spans are those of the first role whose loop loads nothing by
+// TMA (a consumer: the producer runs ahead of the work), else of the first role's loop.
 PipelineTimeline timeline_from_kernel(const matile::Kernel& kernel,
                                       const TimelineOptions& options = {});
 
@@ -161,5 +188,21 @@ PipelineTimeline timeline_from_kernel(const matile::Kernel& kernel,
 // each group listing its rows in increasing order. Without warp specialization every warp runs
 // the same program, so all warps form one group; the panel then draws one row for them.
 std::vector<std::vector<int>> identical_warp_rows(const PipelineTimeline& timeline);
+
+// A stretch of a role's row doing one kind of work (see "Hand-offs" above).
+struct RolePhase {
+  enum class Kind { TensorCore, ElementWise, Wait, Copy };
+  int row = 0;
+  Kind kind = Kind::ElementWise;
+  int64_t start = 0, end = 0;
+  int iteration = -1;   // of its first bar
+  std::string label;    // "tensor core: wgmma %27", "softmax / element-wise: 17 ops", "wait: full[0]"
+};
+const char* role_phase_name(RolePhase::Kind kind);  // "tensor core", "softmax / element-wise", ...
+
+// The phases of every role row, in row order then time: consecutive bars of one kind merge
+// (free bars and index / control bars in between do not split a phase). Rows outside roles
+// have none.
+std::vector<RolePhase> role_phases(const PipelineTimeline& timeline);
 
 }  // namespace nautilus::cost

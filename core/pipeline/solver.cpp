@@ -59,14 +59,9 @@ Normalized normalize(const Graph& graph, const Machine& machine, int q) {
   Normalized n;
   n.q = q;
   for (const Node& node : graph.nodes) {
-    n.latency.push_back(std::max<int64_t>(1, ceil_slots(node.latency(), q)));
-    std::array<int64_t, kUnitCount> busy{};
-    for (int u = 0; u < kUnitCount; ++u) {
-      busy[static_cast<size_t>(u)] = node.occupancy[static_cast<size_t>(u)] >= 0.5
-                                         ? std::max<int64_t>(1, ceil_slots(node.occupancy[static_cast<size_t>(u)], q))
-                                         : 0;
-    }
-    n.busy.push_back(busy);
+    const SlotTimes times = slot_times(node, q);
+    n.latency.push_back(times.latency);
+    n.busy.push_back(times.busy);
     n.registers.push_back(graph.registers(node));
   }
   for (const Edge& edge : graph.edges) n.edge_latency.push_back(ceil_slots(edge.latency, q));
@@ -262,7 +257,7 @@ class Model {
         const Normalized& n, const Pins& pins, int64_t ii, int consumers,
         int64_t path_length, std::vector<RegisterCut>* cuts = nullptr)
       : graph_(graph), machine_(machine), n_(n), ii_(ii), consumers_(consumers), solver_(ctx_, "QF_LIA"),
-        cuts_(cuts) {
+        cuts_(cuts), stop_(options.stop) {
     const size_t count = graph.nodes.size();
     const bool ws = machine.warp_specialized();
     // The horizon: at most kExtraStages stages more than the longest path needs.
@@ -489,9 +484,12 @@ class Model {
       z3::params params(ctx_);
       params.set("timeout", static_cast<unsigned>(std::clamp(left, 0.001, 3600.0) * 1000.0));
       solver_.set(params);
+      if (stop_.stop_requested()) return z3::unknown;
       ++checks_;
       z3::check_result result = z3::unknown;
       try {
+        // A stop request from another thread interrupts the check (Z3 then answers unknown).
+        const std::stop_callback interrupt(stop_, [this] { ctx_.interrupt(); });
         result = solver_.check(assumptions);
       } catch (const z3::exception&) {
         return z3::unknown;
@@ -710,6 +708,7 @@ class Model {
   std::vector<std::pair<z3::expr, std::string>> tracked_;
   int fresh_ = 0;
   int checks_ = 0;
+  std::stop_token stop_;
 };
 
 // A schedule with no overlap at all (each op after the previous one, one buffer per ring), for
@@ -836,11 +835,23 @@ void SolveCache::store(const std::string& key, const Solution& solution) {
 // ---------------------------------------------------------------------------------------------
 // The search.
 
+SlotTimes slot_times(const Node& node, int quantum) {
+  const int q = std::max(1, quantum);
+  SlotTimes times;
+  times.latency = std::max<int64_t>(1, ceil_slots(node.latency(), q));
+  for (int u = 0; u < kUnitCount; ++u) {
+    const double cycles = node.occupancy[static_cast<size_t>(u)];
+    times.busy[static_cast<size_t>(u)] = cycles >= 0.5 ? std::max<int64_t>(1, ceil_slots(cycles, q)) : 0;
+  }
+  return times;
+}
+
 Solution solve(const Graph& graph, const Machine& machine, const SolveOptions& options,
                SolveCache* cache) {
   const auto start = Clock::now();
   const auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
-  const auto left = [&] { return options.time_limit_seconds - elapsed(); };
+  // A stop request leaves no time: every loop below ends at its next test.
+  const auto left = [&] { return options.stop.stop_requested() ? 0.0 : options.time_limit_seconds - elapsed(); };
   std::string key;
   if (cache) {
     key = SolveCache::key(graph, machine, options);
@@ -852,6 +863,10 @@ Solution solve(const Graph& graph, const Machine& machine, const SolveOptions& o
   Solution best;
   const auto finish = [&](Solution s) {
     s.seconds = elapsed();
+    if (options.stop.stop_requested() && s.status != SolveStatus::Optimal && s.status != SolveStatus::Infeasible) {
+      s.notes.push_back("stopped on request after " + std::to_string(static_cast<int>(s.seconds * 1000)) +
+                        " ms, before the time limit: what was found so far");
+    }
     // Timeouts depend on the machine's load: only proven answers are worth reusing.
     if (cache && (s.status == SolveStatus::Optimal || s.status == SolveStatus::Infeasible)) {
       cache->store(key, s);

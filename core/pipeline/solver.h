@@ -37,11 +37,13 @@
 //   // s.status == Optimal, s.ii == 913 (tensor core bound), s.stages == 3, roles {"main"}
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <utility>
 #include <vector>
@@ -62,6 +64,10 @@ struct SolveOptions {
   std::vector<std::pair<std::string, std::string>> role_pins;  // op -> "producer", "consumer1", "main"
   std::vector<std::pair<std::string, int>> stage_pins;         // op -> stage
   int target_slots = 24;  // normalization: the interval's lower bound in slots
+  // Stops the search early when requested (from another thread): the running Z3 check is
+  // interrupted and the answer is what was proven or found so far, with a note saying it was
+  // stopped (never cached as a proof). The studio stops a solve whose answer is stale.
+  std::stop_token stop;
 };
 
 enum class SolveStatus { Optimal, BestFound, Infeasible, NoSolution };
@@ -122,6 +128,16 @@ class SolveCache {
   std::map<std::string, Solution> entries_;
   int hits_ = 0;
 };
+
+// The model's view of one op in slots of `quantum` cycles, as the solver and check_solution
+// use it: its latency (at least 1 slot) and its busy slots per unit (0 for a unit it does not
+// use; every use rounded up to at least 1 slot). The Pipeline panel's modulo reservation table
+// reads the same numbers (schedule_view.h).
+struct SlotTimes {
+  int64_t latency = 1;
+  std::array<int64_t, kUnitCount> busy{};
+};
+SlotTimes slot_times(const Node& node, int quantum);
 
 Solution solve(const Graph& graph, const Machine& machine, const SolveOptions& options = {},
                SolveCache* cache = nullptr);

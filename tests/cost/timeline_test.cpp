@@ -14,6 +14,7 @@
 
 #include "core/cost/analytical_model.h"
 #include "core/cost/timeline.h"
+#include "core/matile/layouts.h"
 #include "tests/common/hopper_kernels.h"
 #include "tests/cost/cost_test_util.h"
 
@@ -260,8 +261,8 @@ TEST(PipelineTimelineModel, WarpSpecializedRolesRunOnTheirOwnWarps) {
   const matile::ModulePtr module = ws_gemm(3);
   const PipelineTimeline timeline = timeline_from_kernel(*module->kernels[0]);
   ASSERT_EQ(timeline.error, "");
-  EXPECT_EQ(timeline.loop_var, "k");  // the producer's loop
-  EXPECT_EQ(timeline.loop_extent, 16);
+  EXPECT_EQ(timeline.loop_var, "j");  // consumer0's loop (k = 0 peeled), not the producer's
+  EXPECT_EQ(timeline.loop_extent, 15);
   EXPECT_EQ(timeline.pipeline_stages, 3);
   EXPECT_EQ(timeline.iteration_spans.size(), 3u);
   ASSERT_GE(timeline.rows.size(), 12u);
@@ -328,6 +329,125 @@ TEST(PipelineTimelineModel, ADeeperRingHidesTheCopiesBehindTheWgmmas) {
   const Drawn shallow = drawn(2), deep = drawn(4);
   EXPECT_LT(deep.waiting, shallow.waiting);
   EXPECT_LT(deep.end, shallow.end);
+}
+
+// The roles meet at mbarriers: every full[s] hand-off starts where stage s's boxes land and ends
+// at a consumer going on; every empty[s] hand-off starts at a consumer's release and ends at the
+// producer going on to refill the stage. No waiter goes on before its phase completed.
+TEST(PipelineTimelineModel, StagesAreHandedFromTheLandingBoxesToTheConsumersAndBack) {
+  TimelineOptions options;
+  options.iterations = 4;
+  const matile::ModulePtr module = ws_gemm(2);
+  const PipelineTimeline timeline = timeline_from_kernel(*module->kernels[0], options);
+  ASSERT_EQ(timeline.error, "");
+  EXPECT_EQ(timeline.rows[0].role, "producer");
+  EXPECT_EQ(timeline.rows[5].role, "consumer0");
+  EXPECT_EQ(timeline.rows[5].warpgroup, 0);
+  EXPECT_EQ(timeline.rows[9].role, "consumer1");
+  int full = 0, empty = 0;
+  for (const TimelineHandoff& handoff : timeline.handoffs) {
+    ASSERT_GE(handoff.from_row, 0);
+    ASSERT_GE(handoff.to_row, 0);
+    EXPECT_FALSE(handoff.named_barrier);
+    EXPECT_LE(handoff.from_cycle, handoff.to_cycle) << handoff.label;
+    const TimelineRow& from = timeline.rows[static_cast<size_t>(handoff.from_row)];
+    const TimelineRow& to = timeline.rows[static_cast<size_t>(handoff.to_row)];
+    if (handoff.label.rfind("full[", 0) == 0) {
+      ++full;
+      EXPECT_EQ(from.name, "tma stage " + handoff.label.substr(5, 1)) << handoff.label;
+      EXPECT_EQ(to.role.rfind("consumer", 0), 0u) << handoff.label;
+    } else if (handoff.label.rfind("empty[", 0) == 0) {
+      ++empty;
+      EXPECT_EQ(from.role.rfind("consumer", 0), 0u) << handoff.label;
+      EXPECT_EQ(to.role, "producer") << handoff.label;
+    }
+  }
+  // Both consumers receive every drawn stage; the producer refills released stages.
+  EXPECT_GE(full, 2 * options.iterations);
+  EXPECT_GE(empty, 1);
+  // The consumers' rows alternate tensor-core phases (wgmma until its group retired) with
+  // waiting for the next stage; the producer's row issues copies.
+  bool consumer_tensor = false, producer_copies = false;
+  for (const RolePhase& phase : role_phases(timeline)) {
+    EXPECT_LE(phase.start, phase.end);
+    if (phase.row == 4 && phase.kind == RolePhase::Kind::TensorCore) {
+      consumer_tensor = true;
+      EXPECT_NE(phase.label.find("wgmma %"), std::string::npos) << phase.label;
+    }
+    if (phase.row == 0) {
+      EXPECT_NE(phase.kind, RolePhase::Kind::TensorCore);
+      producer_copies = producer_copies || phase.kind == RolePhase::Kind::Copy;
+    }
+  }
+  EXPECT_TRUE(consumer_tensor);
+  EXPECT_TRUE(producer_copies);
+}
+
+// Two roles taking turns through named barriers (FlashAttention-3's ping-pong between consumer
+// warpgroups): `first` waits at bar 1 for `second`'s arrival, works, and arrives at bar 2, on
+// which `second` waits before its own work. Their work never overlaps, each turn is a named
+// hand-off from the other role, and the phases strictly alternate.
+TEST(PipelineTimelineModel, NamedBarriersOrderTheConsumersTurns) {
+  matile::Builder builder(8);
+  const std::vector<int64_t> shape{64, 64};
+  auto work = [&](const std::string& name) {
+    const matile::RegisterLayout layout = matile::blocked_layout(shape, builder.threads());
+    const matile::Value x = builder.full(1.0, {DType::F32, shape}, layout, name + "_x");
+    builder.unary(scalar::UnaryOp::Exp2, x, name + "_exp");
+  };
+  builder.roles({{"first", 1, 232, [&] {
+                    builder.for_loop("i", 4, {}, [&](const matile::Value&, const std::vector<matile::Value>&) {
+                      builder.named_barrier(1, 256);
+                      work("first");
+                      builder.named_barrier(2, 256, true);
+                      return std::vector<matile::Value>{};
+                    });
+                  }},
+                 {"second", 1, 232, [&] {
+                    builder.named_barrier(1, 256, true);  // the first turn is `first`'s
+                    builder.for_loop("j", 4, {}, [&](const matile::Value&, const std::vector<matile::Value>&) {
+                      builder.named_barrier(2, 256);
+                      work("second");
+                      builder.named_barrier(1, 256, true);
+                      return std::vector<matile::Value>{};
+                    });
+                  }}});
+  const matile::KernelPtr kernel = builder.finish_kernel("ping_pong", {});
+  TimelineOptions options;
+  options.iterations = 4;
+  const PipelineTimeline timeline = timeline_from_kernel(*kernel, options);
+  ASSERT_EQ(timeline.error, "");
+  std::vector<std::pair<int64_t, int64_t>> first, second;
+  for (const TimelineBar& bar : timeline.bars) {
+    if (bar.label.rfind("exp2", 0) != 0 || bar.end <= bar.start) continue;
+    if (bar.row == 0) first.emplace_back(bar.start, bar.end);
+    if (bar.row == 4) second.emplace_back(bar.start, bar.end);
+  }
+  ASSERT_EQ(first.size(), 4u);
+  ASSERT_EQ(second.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_LE(first[i].second, second[i].first) << i;               // first's turn, then second's
+    if (i + 1 < 4) {
+      EXPECT_LE(second[i].second, first[i + 1].first) << i;  // and back
+    }
+  }
+  int named = 0;
+  for (const TimelineHandoff& handoff : timeline.handoffs) {
+    EXPECT_TRUE(handoff.named_barrier);
+    EXPECT_NE(handoff.from_row, handoff.to_row);
+    EXPECT_LE(handoff.from_cycle, handoff.to_cycle);
+    ++named;
+  }
+  EXPECT_GE(named, 7);  // every turn but the very first is handed over
+  // Phases: element-wise on each row, alternating in time between the rows.
+  std::vector<const RolePhase*> work_phases;
+  const std::vector<RolePhase> phases = role_phases(timeline);
+  for (const RolePhase& phase : phases) {
+    if (phase.kind == RolePhase::Kind::ElementWise && (phase.row == 0 || phase.row == 4)) work_phases.push_back(&phase);
+  }
+  std::sort(work_phases.begin(), work_phases.end(), [](const RolePhase* a, const RolePhase* b) { return a->start < b->start; });
+  ASSERT_EQ(work_phases.size(), 8u);
+  for (size_t k = 1; k < work_phases.size(); ++k) EXPECT_NE(work_phases[k]->row, work_phases[k - 1]->row) << k;
 }
 
 }  // namespace

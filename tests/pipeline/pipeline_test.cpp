@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <stop_token>
+#include <thread>
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
@@ -365,6 +367,32 @@ TEST(PipelineSolver, ATimeoutReturnsTheBestScheduleFoundAndSaysSo) {
   EXPECT_NE(s.summary.find("best found"), std::string::npos);
   EXPECT_FALSE(s.notes.empty());
   EXPECT_NE(s.notes[0].find("time limit"), std::string::npos);
+}
+
+// A stop request from another thread (the studio's newer request) ends a long solve at once: the
+// running Z3 check is interrupted and the answer says it was stopped. Attention on sm_90a with
+// any number of consumers takes the whole 20 s limit otherwise (docs/pipeline.md §5).
+TEST(PipelineSolver, AStopRequestEndsALongSolveAtOnce) {
+  const Graph graph = graph_of(*lower_asset("attention"), "sm_90a");
+  std::stop_source stop;
+  SolveOptions options;
+  options.stop = stop.get_token();
+  std::thread stopper([&stop] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    stop.request_stop();
+  });
+  const auto start = std::chrono::steady_clock::now();
+  const Solution s = solve(graph, *machine_for("sm_90a"), options);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  stopper.join();
+  EXPECT_LT(seconds, 5.0) << describe_solution(graph, s);
+  EXPECT_NE(s.status, SolveStatus::Infeasible) << "a stop proves nothing";
+  if (s.status != SolveStatus::Optimal) {
+    EXPECT_TRUE(mentions(s.notes, "stopped on request")) << describe_solution(graph, s);
+  }
+  if (s.status == SolveStatus::BestFound) {
+    EXPECT_EQ(check_solution(graph, *machine_for("sm_90a"), options, s), "");
+  }
 }
 
 TEST(PipelineSolver, TheCacheAnswersTheSameProblemAgain) {

@@ -3,9 +3,11 @@
 // layout off the UI thread, unified diffs, sessions, the profiler panel without a GPU, and the real
 // window driven through the attention example.
 #include <QAbstractItemModelTester>
+#include <QAction>
 #include <QApplication>
 #include <QDockWidget>
 #include <QElapsedTimer>
+#include <QFile>
 #include <QImage>
 #include <QLabel>
 #include <QLineEdit>
@@ -20,6 +22,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 #include <stop_token>
 #include <thread>
@@ -445,6 +448,7 @@ TEST(Session, SaveThenOpenRoundTrips) {
   session.schedule = asset_schedule("attention");
   session.pins = {true, false, false, true, false, false};
   session.runner_command = "ssh gpuhost 'nautilus-runner'";
+  session.arch = "sm_90a";
   profiler::RunResult no_gpu;
   no_gpu.status = profiler::RunStatus::NoGpu;
   no_gpu.message = "no driver";
@@ -460,6 +464,7 @@ TEST(Session, SaveThenOpenRoundTrips) {
   EXPECT_EQ(loaded.schedule.decisions, session.schedule.decisions);
   EXPECT_EQ(loaded.pins, session.pins);
   EXPECT_EQ(loaded.runner_command, session.runner_command);
+  EXPECT_EQ(loaded.arch, "sm_90a");
   ASSERT_EQ(loaded.runs.size(), 1u);
   EXPECT_EQ(loaded.runs[0].status, "no_gpu");
   EXPECT_EQ(session_to_json(loaded), session_to_json(session));
@@ -473,6 +478,16 @@ TEST(Session, SaveThenOpenRoundTrips) {
   EXPECT_FALSE(session_from_json(broken, &untouched, &reason));
   EXPECT_NE(reason.find("schedule"), std::string::npos) << reason;
   EXPECT_FALSE(load_session(directory.filePath(QStringLiteral("missing.json")), &untouched, &error));
+  // Sessions saved before the target was kept compile for sm_80; an unknown target is refused.
+  nlohmann::json older = session_to_json(session);
+  older.erase("arch");
+  Session old_session;
+  ASSERT_TRUE(session_from_json(older, &old_session, &reason)) << reason;
+  EXPECT_EQ(old_session.arch, "sm_80");
+  nlohmann::json unknown = session_to_json(session);
+  unknown["arch"] = "sm_70";
+  EXPECT_FALSE(session_from_json(unknown, &untouched, &reason));
+  EXPECT_NE(reason.find("arch"), std::string::npos) << reason;
 }
 
 TEST(ProfilerPanel, SaysNoGpuHereAndRunsReportIt) {
@@ -630,6 +645,53 @@ int distinct_colors(const QImage& image) {
     for (int x = 0; x < image.width(); x += 2) colors.insert(image.pixel(x, y));
   }
   return colors.size();
+}
+
+// Pipeline > Target: the auto-scheduler's H100 schedule (warp_spec) lowers to the warp-specialized
+// Hopper kernel only for sm_90a; the target recompiles, is kept in sessions and checks its menu
+// entry.
+TEST(StudioWindow, TargetSm90aCompilesTheWarpSpecializedKernel) {
+  QTemporaryDir directory;
+  ASSERT_TRUE(directory.isValid());
+  const QString schedule = directory.filePath(QStringLiteral("attention_h100.json"));
+  {
+    QFile file(schedule);
+    ASSERT_TRUE(file.open(QIODevice::WriteOnly));
+    file.write(R"json({"decisions": ["rolling_update(O_sum, n, tile=128)", "compute_at(S, Mx, n_o)",
+      "tile(O_sum_acc, m=128)", "reverse_compute_at(O, O_sum, m_o)",
+      "bind(O_sum_acc, b=grid.z, h=grid.y, m_o=grid.x)", "warp_spec(O_sum_acc, consumers=2, stages=2)"]})json");
+  }
+  MainWindow window;
+  window.resize(1400, 900);
+  window.show();
+  QString error;
+  ASSERT_TRUE(window.open_example(
+      QString::fromStdString(nautilus::testing::source_path("assets/specs/attention.nt")), &error))
+      << error.toStdString();
+  ASSERT_TRUE(window.load_schedule(schedule, &error)) << error.toStdString();
+  auto has_roles = [&] {
+    const auto& compilation = window.compilation();
+    if (!compilation || !compilation->ma_module || compilation->ma_module->kernels.empty()) return false;
+    const matile::Kernel& kernel = *compilation->ma_module->kernels[0];
+    return std::any_of(kernel.body->ops.begin(), kernel.body->ops.end(),
+                       [](const matile::OpPtr& op) { return op->kind == matile::OpKind::Roles; });
+  };
+  auto compiled_for = [&](const std::string& arch) {
+    return !window.pipeline()->running() && window.compilation() && window.compilation()->ma_module &&
+           window.compilation()->ma_module->arch == arch;
+  };
+  ASSERT_TRUE(wait_until([&] { return compiled_for("sm_80"); }));
+  EXPECT_FALSE(has_roles()) << "sm_80 keeps the cp.async kernel";
+  EXPECT_EQ(window.target_arch(), "sm_80");
+
+  window.set_target_arch("sm_90a");
+  ASSERT_TRUE(wait_until([&] { return compiled_for("sm_90a"); }, 60'000)) << window.status_label()->text().toStdString();
+  EXPECT_TRUE(has_roles()) << "a TMA producer and wgmma consumers";
+  auto* checked = window.findChild<QAction*>(QStringLiteral("target_sm_90a"));
+  ASSERT_NE(checked, nullptr);
+  EXPECT_TRUE(checked->isChecked());
+  EXPECT_FALSE(window.findChild<QAction*>(QStringLiteral("target_sm_80"))->isChecked());
+  EXPECT_EQ(window.current_session().arch, "sm_90a");
 }
 
 TEST(StudioWindow, OpensAttentionWalksTheStagesAndLinksProvenance) {

@@ -396,5 +396,72 @@ TEST_P(EveryAsset, HasGridsAndATimelineOrAReason) {
 INSTANTIATE_TEST_SUITE_P(Assets, EveryAsset, ::testing::ValuesIn(nautilus::testing::asset_names()),
                          [](const ::testing::TestParamInfo<std::string>& param_info) { return param_info.param; });
 
+// ---- Warp-specialized attention (sm_90a) ------------------------------------------------------
+
+const TileChoice* choice_where(const std::vector<TileChoice>& choices, const std::string& statement,
+                               const std::string& use) {
+  for (const TileChoice& choice : choices) {
+    if (choice.value && choice.statement == statement && choice.use == use) return &choice;
+  }
+  return nullptr;
+}
+
+// The wgmma fragments of a consumer role of 2 warpgroups: warpgroup g (role threads 128g..)
+// holds rows 64g..64g+63, and within it the PTX m16n8k16 fragment thread formula holds per warp
+// (C: thread 32w + 4(r%8) + (c%8)/2 for row r, column c; the A fragment the same over 16-row
+// warps). Returns the first element held otherwise, or "".
+std::string mismatch_with_warpgroup_rows(const LayoutGrid& grid, int64_t warps_m) {
+  const int64_t rows_per_warp = grid.rows / warps_m;
+  for (int64_t r = 0; r < grid.rows; ++r) {
+    for (int64_t c = 0; c < grid.cols; ++c) {
+      const auto& holders = grid.at(r, c);
+      if (holders.size() != 1) return "(" + std::to_string(r) + ", " + std::to_string(c) + ") not held once";
+      const int64_t warp = r / rows_per_warp;
+      const int64_t thread = 32 * warp + 4 * (r % 8) + (c % 8) / 2;
+      if (holders[0].thread != thread || holders[0].thread / 128 != r / 64) {
+        return "(" + std::to_string(r) + ", " + std::to_string(c) + ") held by T" +
+               std::to_string(holders[0].thread) + ", expected T" + std::to_string(thread);
+      }
+    }
+  }
+  return "";
+}
+
+// What a kernel engineer looks for in FlashAttention-3: S and O in the wgmma accumulator of the
+// consumer warpgroups, P handed to the second GEMM from registers (the RS form), each labelled
+// with its statement and role, in the role's own thread numbering (CTA threads 128..383).
+TEST(TileChoices, WarpSpecializedAttentionShowsSPAndOAsWgmmaFragments) {
+  const matile::ModulePtr module = testing::warp_specialized_attention_module();
+  ASSERT_TRUE(module);
+  ASSERT_EQ(module->arch, "sm_90a");
+  const std::vector<TileChoice> choices = tile_choices(*module->kernels[0], testing::attention_statement_names());
+  const TileChoice* s = choice_where(choices, "S", "wgmma accumulator");
+  const TileChoice* o = choice_where(choices, "O", "wgmma accumulator");
+  const TileChoice* p = nullptr;
+  for (const TileChoice& choice : choices) {
+    if (choice.value && choice.use == "wgmma A operand from registers (RS)") p = &choice;
+  }
+  ASSERT_TRUE(s && o && p);
+  for (const TileChoice* choice : {s, o, p}) {
+    SCOPED_TRACE(choice->label);
+    EXPECT_EQ(choice->role, "consumers");
+    EXPECT_EQ(choice->role_warpgroups, 2);
+    EXPECT_EQ(choice->first_thread, 128);  // after the producer warpgroup
+    EXPECT_NE(choice->label.find("role consumers"), std::string::npos);
+    const Result<LayoutGrid> grid = layout_grid(choice->value->layout, choice->value->type.shape);
+    ASSERT_TRUE(grid) << grid.error().message;
+    EXPECT_EQ(grid->threads, 256);
+    EXPECT_EQ(mismatch_with_warpgroup_rows(*grid, choice->value->layout.warps_m), "");
+  }
+  EXPECT_EQ(s->value->layout.kind, matile::LayoutKind::MmaC);
+  EXPECT_EQ(s->value->type.shape, (std::vector<int64_t>{128, 128}));  // 128 queries x 128 keys
+  EXPECT_EQ(o->value->type.shape, (std::vector<int64_t>{128, 64}));   // 128 queries x d 64
+  EXPECT_EQ(p->value->layout.kind, matile::LayoutKind::MmaA);
+  EXPECT_EQ(p->value->type.dtype, DType::BF16);
+  EXPECT_NE(s->label.find("S, wgmma accumulator"), std::string::npos) << s->label;
+  // Without warp specialization nothing is in a role.
+  for (const TileChoice& choice : tile_choices(attention_kernel())) EXPECT_EQ(choice.role, "");
+}
+
 }  // namespace
 }  // namespace nautilus::views::gl

@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <memory>
 #include <set>
 
 #include "tests/common/event_loop.h"
@@ -154,6 +155,31 @@ TEST(LayoutPanelGL, SwizzledBanksHaveNoConflictOutlinesAndUnswizzledOnesDo) {
   EXPECT_GT(pixels_of(plain, red), 500);  // the phase's 8x8 matrix outlined in red
 }
 
+// The warp-specialized attention's S accumulator (the wgmma accumulator of the consumer role's two
+// warpgroups), coloured by warpgroup: the top 64 rows in warpgroup 0's colour, the bottom 64 in
+// warpgroup 1's; the label names the statement, the wgmma use and the role.
+TEST(LayoutPanelGL, DrawsTheWgmmaAccumulatorOfEachConsumerWarpgroup) {
+  REQUIRE_GL();
+  ASSERT_TRUE(gl::testing::warp_specialized_attention_module());
+  LayoutPanel panel;
+  panel.resize(900, 1450);
+  panel.set_statement_names(gl::testing::attention_statement_names());
+  panel.set_module(gl::testing::warp_specialized_attention_module());
+  ASSERT_TRUE(panel.select_tile("27"));
+  const gl::TileChoice& choice = panel.tiles()[static_cast<size_t>(panel.tile_index())];
+  EXPECT_EQ(choice.statement, "S");
+  EXPECT_EQ(choice.use, "wgmma accumulator");
+  EXPECT_EQ(choice.role, "consumers");
+  ASSERT_TRUE(panel.layout_grid()) << panel.error();
+  panel.set_colour_by(gl::ColourBy::Warpgroup);
+  panel.set_cell_size(10);  // all 128 rows
+  show_and_settle(panel);
+  const QImage image = panel.grabFramebuffer();
+  save(image, QStringLiteral("panel-layout-wgmma.png"));
+  EXPECT_GT(pixels_of(image, qt_rgb(gl::thread_colour(0, gl::ColourBy::Warpgroup))), 2000);
+  EXPECT_GT(pixels_of(image, qt_rgb(gl::thread_colour(128, gl::ColourBy::Warpgroup))), 2000);
+}
+
 TEST(PipelinePanelGL, DrawsTheWarpsCopiesAndMmas) {
   REQUIRE_GL();
   PipelinePanel panel;
@@ -176,6 +202,147 @@ TEST(PipelinePanelGL, DrawsTheWarpsCopiesAndMmas) {
   EXPECT_EQ(panel.shown_rows(), static_cast<int>(panel.timeline().rows.size()));
   show_and_settle(panel);
   save(panel.grabFramebuffer(), QStringLiteral("panel-pipeline-warps.png"));
+}
+
+// The warp-specialized attention kernel by role: one row for the TMA producer and one per
+// consumer warpgroup, the K/V stages' rows, phase strips on the role rows, and the stages handed
+// over by arrows (a landing TMA box fills a stage, the consumers' arrival releases it).
+TEST(PipelinePanelGL, DrawsTheWarpSpecializedKernelByRole) {
+  REQUIRE_GL();
+  ASSERT_TRUE(gl::testing::warp_specialized_attention_module());
+  PipelinePanel panel;
+  panel.resize(1400, 520);
+  panel.set_module(gl::testing::warp_specialized_attention_module());
+  ASSERT_EQ(panel.timeline().error, "");
+  std::vector<std::string> shown;
+  for (size_t r = 0; r < panel.timeline().rows.size(); ++r) {
+    if (panel.timeline().rows[r].kind == cost::TimelineRow::Kind::Warp &&
+        panel.row_names()[r] != panel.timeline().rows[r].name) {
+      shown.push_back(panel.row_names()[r]);
+    }
+  }
+  EXPECT_EQ(shown, (std::vector<std::string>{"producer (warps 0-3)", "consumers wg0 (warps 4-7)",
+                                             "consumers wg1 (warps 8-11)"}));
+  EXPECT_EQ(panel.shown_rows(), 3 + static_cast<int>(panel.timeline().rows.size()) - 12);
+  ASSERT_FALSE(panel.timeline().handoffs.empty());
+  panel.set_zoom(100.0f * 1250.0f / static_cast<float>(panel.timeline().total_cycles));  // fit
+  show_and_settle(panel);
+  const QImage image = panel.grabFramebuffer();
+  save(image, QStringLiteral("panel-pipeline-roles.png"));
+  EXPECT_GT(pixels_of(image, qRgb(255, 138, 101)), 500);  // wgmma bars and tensor-core phases
+  EXPECT_GT(pixels_of(image, qRgb(129, 199, 132)), 500);  // softmax bars and phases
+  EXPECT_GT(pixels_of(image, qRgb(0, 137, 123)), 20);     // "stage filled" hand-offs
+  EXPECT_GT(pixels_of(image, qRgb(230, 81, 0)), 20);      // "stage released" hand-offs
+}
+
+// The solver tab: Z3 runs on the panel's worker (the call returns at once and the answer comes
+// through the event loop), the modulo reservation table and the per-role timeline are drawn, a
+// role pin the model cannot meet comes back infeasible with the solver's explanation, and
+// clearing it restores the schedule.
+TEST(PipelinePanelGL, SolverTabSolvesOnItsWorkerAndExplainsInfeasiblePins) {
+  REQUIRE_GL();
+  const matile::ModulePtr module = gl::testing::compile_to_matile(
+      "gemm", {"M=256", "N=256", "K=512"},
+      {"tile(C_sum, m=128, n=128, k=64)", "reverse_compute_at(C, C_sum, n_o)", "bind(C_sum, m_o=grid.y, n_o=grid.x)",
+       "warp_spec(C_sum, consumers=2, stages=4)"},
+      "sm_90a");
+  ASSERT_TRUE(module);
+  PipelinePanel panel;
+  panel.resize(1400, 1000);
+  panel.set_module(module);
+  panel.show_tab(PipelinePanel::Tab::Solver);
+  EXPECT_TRUE(panel.solving()) << "the solve runs on the worker, after show_tab returned";
+  EXPECT_FALSE(panel.solution());
+  ASSERT_TRUE(wait_until([&] { return panel.solves_delivered() == 1 && !panel.solving(); }, 60'000));
+  ASSERT_TRUE(panel.solution() && panel.solver_graph()) << panel.solver_error();
+  const pipeline::Solution& solved = *panel.solution();
+  ASSERT_EQ(solved.status, pipeline::SolveStatus::Optimal) << solved.summary;
+  EXPECT_EQ(panel.modulo_table().ii_rows, solved.ii_slots);
+  ASSERT_FALSE(panel.role_timeline().roles.empty());
+  EXPECT_EQ(panel.role_timeline().roles[0], "producer");
+  EXPECT_FALSE(panel.role_timeline().handoffs.empty());
+  show_and_settle(panel);
+  QImage image = panel.grabFramebuffer();
+  save(image, QStringLiteral("panel-pipeline-solver.png"));
+  // The table's cells are coloured by role: the consumer's wgmmas fill the tensor core's rows.
+  std::string wgmma;
+  for (const pipeline::Node& node : panel.solver_graph()->nodes) {
+    if (node.kind == pipeline::NodeKind::Wgmma && wgmma.empty()) wgmma = node.name;
+  }
+  ASSERT_FALSE(wgmma.empty());
+  EXPECT_GT(pixels_of(image, qRgb(255, 183, 77)), 500);  // consumer0's colour
+
+  // A wgmma pinned on the producer breaks the rule that the producer only copies.
+  panel.pin_role(wgmma, "producer");
+  ASSERT_TRUE(wait_until([&] { return panel.solves_delivered() == 2 && !panel.solving(); }, 60'000));
+  ASSERT_TRUE(panel.solution());
+  EXPECT_EQ(panel.solution()->status, pipeline::SolveStatus::Infeasible) << panel.solution()->summary;
+  bool named = false;
+  for (const std::string& line : panel.solution()->explanation) named = named || line.find("pinned: " + wgmma) != std::string::npos;
+  EXPECT_TRUE(named) << panel.solution()->summary;
+  EXPECT_EQ(panel.modulo_table().ii_rows, 0);
+  show_and_settle(panel);
+  save(panel.grabFramebuffer(), QStringLiteral("panel-pipeline-solver-infeasible.png"));
+
+  panel.clear_pins();
+  ASSERT_TRUE(wait_until([&] { return panel.solves_delivered() == 3 && !panel.solving(); }, 60'000));
+  EXPECT_EQ(panel.solution()->status, pipeline::SolveStatus::Optimal);
+  EXPECT_TRUE(panel.solution()->cached) << "the same problem again comes from the panel's cache";
+}
+
+// The solver's answer for the warp-specialized attention with two consumer warpgroups pinned:
+// the TMA producer and two consumers, each owning one 64-row half (its GEMMs and its softmax),
+// and the tensor core's rows of the modulo reservation table shared by both consumers -- the
+// ping-pong FlashAttention-3 hand-schedules.
+TEST(PipelinePanelGL, SolverTabShowsAttentionsTwoConsumerWarpgroups) {
+  REQUIRE_GL();
+  ASSERT_TRUE(gl::testing::warp_specialized_attention_module());
+  PipelinePanel panel;
+  panel.resize(1500, 1250);
+  panel.set_module(gl::testing::warp_specialized_attention_module());
+  panel.set_solver_time_limit(60);
+  panel.set_consumers(2);
+  panel.show_tab(PipelinePanel::Tab::Solver);
+  ASSERT_TRUE(wait_until([&] { return !panel.solving() && panel.solution(); }, 120'000));
+  const pipeline::Solution& s = *panel.solution();
+  ASSERT_TRUE(s.status == pipeline::SolveStatus::Optimal || s.status == pipeline::SolveStatus::BestFound) << s.summary;
+  EXPECT_EQ(panel.role_timeline().roles, (std::vector<std::string>{"producer", "consumer0", "consumer1"}));
+  const pipeline::Graph& graph = *panel.solver_graph();
+  std::set<int> tensor_core_roles;
+  for (const pipeline::Reservation& r : panel.modulo_table().reservations) {
+    if (r.unit == pipeline::Unit::TensorCore) tensor_core_roles.insert(r.role);
+  }
+  EXPECT_EQ(tensor_core_roles, (std::set<int>{1, 2})) << "both consumers take turns on the tensor core";
+  // One consumer per half: all of a 64-row sub-tile's ops on one role.
+  for (size_t v = 0; v < graph.nodes.size(); ++v) {
+    if (graph.nodes[v].subtile < 0) continue;
+    for (size_t w = 0; w < graph.nodes.size(); ++w) {
+      if (graph.nodes[w].subtile == graph.nodes[v].subtile) {
+        EXPECT_EQ(s.ops[v].role, s.ops[w].role) << graph.nodes[v].name << " " << graph.nodes[w].name;
+      }
+    }
+  }
+  show_and_settle(panel);
+  const QImage image = panel.grabFramebuffer();
+  save(image, QStringLiteral("panel-pipeline-solver-attention.png"));
+  EXPECT_GT(pixels_of(image, qRgb(255, 183, 77)), 500);  // consumer0's rows of the table
+  EXPECT_GT(pixels_of(image, qRgb(100, 181, 246)), 500);  // consumer1's
+}
+
+// A solve that would take its whole time limit (attention with any number of consumers: 20 s) is
+// stopped when the panel goes away, so closing the window does not wait for Z3.
+TEST(PipelinePanelGL, ClosingThePanelStopsTheSolveInFlight) {
+  REQUIRE_GL();
+  ASSERT_TRUE(gl::testing::warp_specialized_attention_module());
+  auto panel = std::make_unique<PipelinePanel>();
+  panel->set_module(gl::testing::warp_specialized_attention_module());
+  panel->solve();
+  pump(300);
+  ASSERT_TRUE(panel->solving());
+  QElapsedTimer timer;
+  timer.start();
+  panel.reset();
+  EXPECT_LT(timer.elapsed(), 5000);
 }
 
 TEST(ImGuiPanelGL, AnIdlePanelDrawsNoFramesUntilInputOrData) {

@@ -4,6 +4,8 @@
 #include <array>
 #include <cmath>
 #include <optional>
+#include <string>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "core/layout/bank_conflicts.h"
@@ -102,28 +104,60 @@ std::vector<SharedInstruction> copy_issues(const matile::Op& op) {
 }
 
 // The register values of a kernel that the panel can draw (rank 2 or less), each once, in
-// program order: a For's block arguments, then the values of its body, then its results.
+// program order: a For's block arguments, then the values of its body, then its results; the
+// bodies of a Roles op role by role, each value remembering its role. Also what each value is to
+// a wgmma.
 class DrawableValues : public matile::Visitor {
  public:
-  std::vector<matile::Value> values;
+  struct Drawable {
+    matile::Value value;
+    int statement = -1;  // of its defining op
+    std::string role;
+    int role_warpgroups = 0;
+    int64_t first_thread = 0;
+  };
+  std::vector<Drawable> values;
+  std::unordered_map<const matile::ValueNode*, std::string> wgmma_use;
 
  protected:
   void visit_For(const matile::Op& op) override {
-    for (const matile::Value& arg : op.block_args) add(arg);
+    for (const matile::Value& arg : op.block_args) add(arg, op.provenance.statement);
     if (op.body) visit(*op.body);
     visit_op(op);
   }
+  void visit_Roles(const matile::Op& op) override {
+    int64_t first_thread = 0;
+    for (const matile::WarpRole& role : op.roles) {
+      role_ = role.name;
+      role_warpgroups_ = role.warpgroups;
+      first_thread_ = first_thread;
+      if (role.body) visit(*role.body);
+      first_thread += int64_t{4} * role.warpgroups * matile::kWarpSize;
+    }
+    role_.clear();
+    role_warpgroups_ = 0;
+    first_thread_ = 0;
+  }
   void visit_op(const matile::Op& op) override {
-    for (const matile::Value& result : op.results) add(result);
+    for (const matile::Value& result : op.results) add(result, op.provenance.statement);
+    if (op.kind == matile::OpKind::Wgmma) {
+      // Operands: [a, c] in the RS form, [c] in the SS form (ir.h).
+      for (const matile::Value& result : op.results) wgmma_use.emplace(result.get(), "wgmma accumulator");
+      if (!op.operands.empty()) wgmma_use.emplace(op.operands.back().get(), "wgmma accumulator");
+      if (op.operands.size() == 2) wgmma_use.emplace(op.operands[0].get(), "wgmma A operand from registers (RS)");
+    }
   }
 
  private:
-  void add(const matile::Value& value) {
+  void add(const matile::Value& value, int statement) {
     if (value && value->type.shape.size() <= 2 && seen_.insert(value.get()).second) {
-      values.push_back(value);
+      values.push_back({value, statement, role_, role_warpgroups_, first_thread_});
     }
   }
   std::unordered_set<const matile::ValueNode*> seen_;
+  std::string role_;
+  int role_warpgroups_ = 0;
+  int64_t first_thread_ = 0;
 };
 
 // HSV (all in [0, 1]) to 0xAABBGGRR.
@@ -360,7 +394,8 @@ Result<BankGrid> bank_grid(const matile::SharedAlloc& alloc, const SharedAccessP
   return grid;
 }
 
-std::vector<TileChoice> tile_choices(const matile::Kernel& kernel) {
+std::vector<TileChoice> tile_choices(const matile::Kernel& kernel,
+                                     const std::vector<std::string>& statement_names) {
   std::vector<TileChoice> choices;
   for (size_t i = 0; i < kernel.shared.size(); ++i) {
     const matile::SharedAlloc& alloc = kernel.shared[i];
@@ -374,15 +409,27 @@ std::vector<TileChoice> tile_choices(const matile::Kernel& kernel) {
   if (!kernel.body) return choices;
   DrawableValues drawable;
   drawable.visit(kernel);
-  for (const matile::Value& value : drawable.values) {
+  for (const DrawableValues::Drawable& drawn : drawable.values) {
+    const matile::Value& value = drawn.value;
     TileChoice choice;
     choice.value = value;
+    choice.role = drawn.role;
+    choice.role_warpgroups = drawn.role_warpgroups;
+    choice.first_thread = drawn.first_thread;
+    if (drawn.statement >= 0 && drawn.statement < static_cast<int>(statement_names.size())) {
+      choice.statement = statement_names[static_cast<size_t>(drawn.statement)];
+    }
+    if (auto use = drawable.wgmma_use.find(value.get()); use != drawable.wgmma_use.end()) choice.use = use->second;
     choice.label = "%" + value->name + "  " + matile::type_text(value->type) + "  " +
                    matile::layout_kind_name(value->layout.kind);
     if (value->layout.warps_m > 0) {
       choice.label += " warps(" + std::to_string(value->layout.warps_m) + "," +
                       std::to_string(value->layout.warps_n) + ")";
     }
+    std::string notes = choice.statement;
+    if (!choice.use.empty()) notes += (notes.empty() ? "" : ", ") + choice.use;
+    if (!choice.role.empty()) notes += (notes.empty() ? "" : ", ") + std::string("role ") + choice.role;
+    if (!notes.empty()) choice.label += "  " + notes;
     choices.push_back(std::move(choice));
   }
   return choices;
@@ -399,6 +446,7 @@ uint32_t thread_colour(int64_t thread, ColourBy by) {
   switch (by) {
     case ColourBy::Warp: return index_colour(thread / matile::kWarpSize);
     case ColourBy::Lane: return index_colour(thread % matile::kWarpSize);
+    case ColourBy::Warpgroup: return index_colour(thread / (4 * matile::kWarpSize));
     case ColourBy::Thread: break;
   }
   return index_colour(thread);

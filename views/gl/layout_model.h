@@ -146,20 +146,34 @@ Result<BankGrid> bank_grid(const matile::SharedAlloc& alloc, const SharedAccessP
 struct TileChoice {
   int alloc = -1;       // index into Kernel::shared, or -1
   matile::Value value;  // the register value, or null
-  std::string label;    // "Q_smem  bf16[128, 64]  Sw<3,3,3> o (128,64):(64,1)", "%27  f32[128, 64]  mma_c"
+  // "Q_smem  bf16[128, 64]  Sw<3,3,3> o (128,64):(64,1)", "%27  f32[128, 64]  mma_c warps(4,1)",
+  // "%27  f32[128, 128]  mma_c warps(8,1)  S, wgmma accumulator, role consumers"
+  std::string label;
+  // Register values inside a warp role (Roles, sm_90a): the role, and the CTA thread of its
+  // thread 0 (a role's layouts number its own threads from 0; ir.h).
+  std::string role;
+  int role_warpgroups = 0;
+  int64_t first_thread = 0;
+  std::string statement;  // the spec statement of the op defining it ("S", "P", "O"), when known
+  // What the value is to a wgmma: "wgmma accumulator" (its result or its accumulator input),
+  // "wgmma A operand from registers (RS)"; empty for anything else.
+  std::string use;
 };
 
 // The kernel's shared allocations in order, then every register value of rank <= 2 in program
-// order (For block arguments before the body; each value once).
-std::vector<TileChoice> tile_choices(const matile::Kernel& kernel);
+// order (For block arguments before the body, role bodies in role order; each value once).
+// `statement_names[i]` names spec statement i (Provenance::statement); with them a value's
+// label says which statement its op implements.
+std::vector<TileChoice> tile_choices(const matile::Kernel& kernel,
+                                     const std::vector<std::string>& statement_names = {});
 
 // ---- Colours -------------------------------------------------------------------------------
 
 // Colours as 0xAABBGGRR (ImGui's IM_COL32 order). Light, well separated pastels so that black
 // labels stay readable: the hue steps by the golden ratio so neighbouring indices differ most.
 uint32_t index_colour(int64_t index);
-// Thread colouring: by thread, or by the warp / lane of the thread.
-enum class ColourBy { Thread, Warp, Lane };
+// Thread colouring: by thread, or by the warp / lane / warpgroup (128 threads) of the thread.
+enum class ColourBy { Thread, Warp, Lane, Warpgroup };
 uint32_t thread_colour(int64_t thread, ColourBy by);
 // The 32 banks around the colour wheel (bank b and b+1 neighbours in hue).
 uint32_t bank_colour(int bank);

@@ -192,7 +192,7 @@ void LayoutPanel::rebuild_tiles() {
   tiles_.clear();
   tile_ = -1;
   if (const matile::Kernel* k = kernel()) {
-    tiles_ = gl::tile_choices(*k);
+    tiles_ = gl::tile_choices(*k, statement_names_);
     // Start on the first mma accumulator: the picture people know from CuTe.
     for (size_t i = 0; i < tiles_.size() && tile_ < 0; ++i) {
       if (tiles_[i].value && tiles_[i].value->layout.kind == matile::LayoutKind::MmaC) {
@@ -223,6 +223,23 @@ void LayoutPanel::rebuild_grid() {
   const gl::TileChoice& choice = tiles_[static_cast<size_t>(tile_)];
   if (choice.value) {
     tile_text_ = matile::layout_text(choice.value->layout);
+    if (!choice.role.empty()) {
+      // A role numbers its own threads; say where they are in the CTA.
+      const int64_t threads = int64_t{4} * choice.role_warpgroups * matile::kWarpSize;
+      tile_text_ += "\nrole " + choice.role + " (" + std::to_string(choice.role_warpgroups) + " warpgroup" +
+                    (choice.role_warpgroups == 1 ? "" : "s") + "): its thread t is CTA thread " +
+                    std::to_string(choice.first_thread) + " + t (CTA threads " + std::to_string(choice.first_thread) +
+                    ".." + std::to_string(choice.first_thread + threads - 1) + "), of its warpgroup t / 128";
+    }
+    if (!choice.use.empty() || !choice.statement.empty()) {
+      tile_text_ += "\n" + (choice.statement.empty() ? std::string() : "statement " + choice.statement) +
+                    (choice.use.empty() ? std::string() : (choice.statement.empty() ? "" : ": ") + choice.use);
+      if (choice.use == "wgmma accumulator") {
+        tile_text_ += " (warpgroup g of the role holds rows 64g..64g+63: mma.sync's C fragment over its 4 warps)";
+      } else if (!choice.use.empty()) {
+        tile_text_ += " (mma.sync's A fragment per warp, 4 warps per warpgroup along M)";
+      }
+    }
     auto grid = gl::layout_grid(choice.value->layout, choice.value->type.shape);
     if (grid) {
       layout_grid_ = std::move(grid).value();
@@ -302,6 +319,8 @@ void LayoutPanel::draw_toolbar() {
     ImGui::RadioButton("warp", &by, static_cast<int>(gl::ColourBy::Warp));
     ImGui::SameLine();
     ImGui::RadioButton("lane", &by, static_cast<int>(gl::ColourBy::Lane));
+    ImGui::SameLine();
+    ImGui::RadioButton("warpgroup", &by, static_cast<int>(gl::ColourBy::Warpgroup));
     colour_by_ = static_cast<gl::ColourBy>(by);
     ImGui::SameLine();
   }
@@ -380,12 +399,22 @@ void LayoutPanel::draw_register_grid() {
     ImGui::BeginTooltip();
     ImGui::Text("element (%lld, %lld)", static_cast<long long>(r), static_cast<long long>(c));
     if (holders.empty()) ImGui::TextUnformatted("held by no thread");
+    const gl::TileChoice& shown = tiles_[static_cast<size_t>(tile_)];
     for (size_t i = 0; i < holders.size() && i < 16; ++i) {
       const gl::TVHolder& h0 = holders[i];
-      ImGui::Text("%s thread %lld slot %lld  (warp %lld, lane %lld)", i == 0 ? "->" : "  ",
-                  static_cast<long long>(h0.thread), static_cast<long long>(h0.slot),
-                  static_cast<long long>(h0.thread / matile::kWarpSize),
-                  static_cast<long long>(h0.thread % matile::kWarpSize));
+      if (shown.role.empty()) {
+        ImGui::Text("%s thread %lld slot %lld  (warp %lld, lane %lld)", i == 0 ? "->" : "  ",
+                    static_cast<long long>(h0.thread), static_cast<long long>(h0.slot),
+                    static_cast<long long>(h0.thread / matile::kWarpSize),
+                    static_cast<long long>(h0.thread % matile::kWarpSize));
+      } else {
+        ImGui::Text("%s %s thread %lld slot %lld  (warpgroup %lld, warp %lld, lane %lld; CTA thread %lld)",
+                    i == 0 ? "->" : "  ", shown.role.c_str(), static_cast<long long>(h0.thread),
+                    static_cast<long long>(h0.slot), static_cast<long long>(h0.thread / (4 * matile::kWarpSize)),
+                    static_cast<long long>(h0.thread / matile::kWarpSize),
+                    static_cast<long long>(h0.thread % matile::kWarpSize),
+                    static_cast<long long>(shown.first_thread + h0.thread));
+      }
     }
     if (holders.size() > 16) ImGui::Text("... %zu holders in all (replicated)", holders.size());
     else if (holders.size() > 1) ImGui::Text("%zu holders (replicated)", holders.size());

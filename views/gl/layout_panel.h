@@ -4,7 +4,12 @@
 //   * a register value is drawn as its thread/value grid (gl::layout_grid): one cell per element,
 //     coloured by the thread (or warp, or lane) holding it and labelled `T{thread}` / `V{slot}`
 //     like CuTe's print_latex pictures; replicated elements carry a `+n` mark. Hovering a cell
-//     shows (row, col) -> (thread, slot), the warp and lane, and every replicated holder.
+//     shows (row, col) -> (thread, slot), the warp and lane, and every replicated holder. A value
+//     inside a warp role (a warp-specialized Hopper kernel) is drawn in its role's own thread
+//     numbering; the line above the grid and the tooltip give the CTA thread and warpgroup, the
+//     label says what it is to a wgmma (accumulator: S, O; A operand from registers: P) and
+//     which spec statement it implements, and "warpgroup" colouring shows each consumer
+//     warpgroup's 64 rows.
 //   * a shared allocation is drawn as its logical tile with every element coloured by its 4-byte
 //     bank after the swizzle (gl::bank_grid). A second combo picks an op's access pattern on it
 //     (ldmatrix reads, cp.async writes, ...) and a slider one phase of it (warp, instruction,
@@ -38,6 +43,9 @@ class LayoutPanel : public ImGuiPanel {
 
   // The module to draw (null clears the panel).
   void set_module(matile::ModulePtr module);
+  // The spec's statement names by index (Provenance::statement), so that tiles say which
+  // statement they implement ("S", "P", "O"); takes effect with the next set_module.
+  void set_statement_names(std::vector<std::string> names) { statement_names_ = std::move(names); }
   const matile::ModulePtr& module() const { return module_; }
 
   bool select_kernel(int index);
@@ -73,6 +81,7 @@ class LayoutPanel : public ImGuiPanel {
   void draw_bank_grid();
 
   matile::ModulePtr module_;
+  std::vector<std::string> statement_names_;
   int kernel_ = 0;
   std::vector<gl::TileChoice> tiles_;
   int tile_ = -1;
