@@ -72,11 +72,8 @@ driver::Compilation compile_scheduled(const SourceFilePtr& file, const std::vect
                                       const std::vector<std::string>& sizes,
                                       driver::CompileOptions options) {
   std::string error;
-  for (const std::string& text : decisions) {
-    sched::DecisionParseError parse_error;
-    std::optional<sched::Decision> decision = sched::parse_decision(text, &parse_error);
-    EXPECT_TRUE(decision) << text << ": " << sched::to_string(parse_error);
-    if (decision) options.schedule.decisions.push_back(*decision);
+  for (const sched::Decision& decision : parse_schedule(decisions).decisions) {
+    options.schedule.decisions.push_back(decision);
   }
   for (const std::string& text : sizes) {
     std::optional<spec::SizeOverride> size = spec::parse_size_override(text, &error);
@@ -84,6 +81,17 @@ driver::Compilation compile_scheduled(const SourceFilePtr& file, const std::vect
     if (size) options.sizes.push_back(*size);
   }
   return driver::compile(file, options);
+}
+
+sched::Schedule parse_schedule(const std::vector<std::string>& decisions) {
+  sched::Schedule schedule;
+  for (const std::string& text : decisions) {
+    sched::DecisionParseError error;
+    std::optional<sched::Decision> decision = sched::parse_decision(text, &error);
+    EXPECT_TRUE(decision) << text << ": " << sched::to_string(error);
+    if (decision) schedule.decisions.push_back(*decision);
+  }
+  return schedule;
 }
 
 driver::Compilation compile_text(const std::string& text, const std::vector<std::string>& sizes) {

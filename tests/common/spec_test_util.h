@@ -28,6 +28,9 @@ driver::Compilation compile_scheduled(const SourceFilePtr& file, const std::vect
 // Compiles spec text given inline.
 driver::Compilation compile_text(const std::string& text, const std::vector<std::string>& sizes = {});
 
+// A schedule of decisions written as text; a line that does not parse fails the test.
+sched::Schedule parse_schedule(const std::vector<std::string>& decisions);
+
 // Runs `stage`'s interpreter on seeded random inputs (driver::evaluate) and expects every output
 // within its dtype's tolerance of the float64 reference; `what` prefixes the failure messages.
 void expect_stage_matches_reference(const driver::Compilation& compilation, driver::Stage stage,

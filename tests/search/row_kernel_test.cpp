@@ -22,14 +22,7 @@ output Y[r, c] : f32 = X[r, c] - Mx[r] - Lse[r]
 )";
 
 sched::Schedule schedule_of(const std::vector<std::string>& texts) {
-  sched::Schedule schedule;
-  for (const std::string& text : texts) {
-    sched::DecisionParseError error;
-    std::optional<sched::Decision> decision = sched::parse_decision(text, &error);
-    EXPECT_TRUE(decision) << text << ": " << sched::to_string(error);
-    if (decision) schedule.decisions.push_back(*decision);
-  }
-  return schedule;
+  return nautilus::testing::parse_schedule(texts);
 }
 
 const std::vector<std::string> kRowKernel = {

@@ -41,14 +41,7 @@ output V[r] : f32 = (sum(c) X[r, c] * X[r, c]) / C - S1[r] * S1[r] / (C * C)
 )";
 
 sched::Schedule schedule_of(const std::vector<std::string>& texts) {
-  sched::Schedule schedule;
-  for (const std::string& text : texts) {
-    sched::DecisionParseError error;
-    std::optional<sched::Decision> decision = sched::parse_decision(text, &error);
-    EXPECT_TRUE(decision) << text << ": " << sched::to_string(error);
-    if (decision) schedule.decisions.push_back(*decision);
-  }
-  return schedule;
+  return nautilus::testing::parse_schedule(texts);
 }
 
 std::string printed(const sched::Schedule& schedule) {

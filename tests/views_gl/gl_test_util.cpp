@@ -5,6 +5,7 @@
 #include "core/sched/decision.h"
 #include "core/spec/sema.h"
 #include "tests/common/golden.h"
+#include "tests/common/spec_test_util.h"
 
 namespace nautilus::views::gl::testing {
 
@@ -16,15 +17,8 @@ matile::ModulePtr compile_to_matile(const std::string& asset, const std::vector<
   driver::CompileOptions options;
   options.last_stage = driver::Stage::MATile;
   if (schedule) options.schedule = *schedule;
-  for (const std::string& text : sizes) {
-    auto size = spec::parse_size_override(text, &error);
-    EXPECT_TRUE(size) << error;
-    if (size) options.sizes.push_back(*size);
-  }
-  auto file = SourceFile::read(source_path("assets/specs/" + asset + ".nt"), &error);
-  EXPECT_TRUE(file) << error;
-  if (!file) return nullptr;
-  const driver::Compilation compilation = driver::compile(file, options);
+  const driver::Compilation compilation =
+      nautilus::testing::compile_scheduled("assets/specs/" + asset + ".nt", {}, sizes, options);
   EXPECT_TRUE(compilation.ok()) << compilation.schedule_error << compilation.internal_error;
   return compilation.ok() ? compilation.ma_module : nullptr;
 }
@@ -32,26 +26,11 @@ matile::ModulePtr compile_to_matile(const std::string& asset, const std::vector<
 matile::ModulePtr compile_to_matile(const std::string& asset, const std::vector<std::string>& sizes,
                                     const std::vector<std::string>& decisions, const std::string& arch,
                                     std::vector<std::string>* statement_names) {
-  using nautilus::testing::source_path;
-  std::string error;
   driver::CompileOptions options;
   options.last_stage = driver::Stage::MATile;
   options.matile.arch = arch;
-  for (const std::string& line : decisions) {
-    sched::DecisionParseError parse_error;
-    auto decision = sched::parse_decision(line, &parse_error);
-    EXPECT_TRUE(decision) << line << ": " << sched::to_string(parse_error);
-    if (decision) options.schedule.decisions.push_back(*decision);
-  }
-  for (const std::string& text : sizes) {
-    auto size = spec::parse_size_override(text, &error);
-    EXPECT_TRUE(size) << error;
-    if (size) options.sizes.push_back(*size);
-  }
-  auto file = SourceFile::read(source_path("assets/specs/" + asset + ".nt"), &error);
-  EXPECT_TRUE(file) << error;
-  if (!file) return nullptr;
-  const driver::Compilation compilation = driver::compile(file, options);
+  const driver::Compilation compilation =
+      nautilus::testing::compile_scheduled("assets/specs/" + asset + ".nt", decisions, sizes, options);
   EXPECT_TRUE(compilation.ok()) << compilation.schedule_error << compilation.internal_error;
   if (statement_names && compilation.spec) {
     for (const spec::Statement& statement : compilation.spec->program.statements) {
