@@ -120,7 +120,9 @@ void KernelLowering::plan_warp_specialization() {
       const int64_t pitch = load->buffer->shape.back() * dtype_bytes(load->buffer->dtype);
       why_not = "; operand " + name(load) + " reads " + load->buffer->name + ", whose rows of " +
                 std::to_string(pitch) + " bytes " +
-                (pitch % 16 == 0 ? "it cannot read as whole 16-byte chunks"
+                (pitch % 16 == 0 ? "the lowering does not copy as one window of whole 16-byte "
+                                   "chunks (a tile longer than the buffer's axis, or indices "
+                                   "that are not a rectangular block of it)"
                                  : "are not a multiple of 16 bytes, which TMA needs");
     }
   }
