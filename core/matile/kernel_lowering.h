@@ -198,6 +198,7 @@ class KernelLowering {
 
   // -------------------------------------------------------------------------------------------
   // Warp specialization on sm_90a (lower_hopper.cpp)
+  void refuse_tiles_past_registers();
   void plan_warp_specialization();
   void emit_warp_specialized();
   void emit_producer();

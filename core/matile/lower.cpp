@@ -26,6 +26,7 @@ KernelLowering::KernelLowering(const vrtile::Kernel& kernel, const LowerOptions&
 // (rule 4), then emission in program order (rules 2, 3 and 5 and the rest).
 KernelPtr KernelLowering::run() {
   analyze_region(*vk_.body, nullptr);
+  refuse_tiles_past_registers();
   // Layouts are planned for the threads that will hold the values: a warp-specialized kernel's
   // consumer warpgroups.
   if (options_.consumers > 0) layout_threads_ = int64_t{options_.warps} * kWarpSize;
@@ -45,6 +46,25 @@ KernelPtr KernelLowering::run() {
   }
   b_.set_provenance(vk_.provenance);
   return b_.finish_kernel(vk_.name, vk_.params);
+}
+
+// A tile with more elements per thread than kMostElementsPerThread (256 KB of 32-bit values per
+// thread, a thousand times a thread's 255 registers) fits no kernel: neither registers nor a
+// CTA's 227 KB of shared memory hold it. An untiled search state makes such tiles (the whole
+// [50257, 768] weight of a vocabulary projection); refused at once, before layout checks that
+// would visit its tens of millions of elements one by one.
+void KernelLowering::refuse_tiles_past_registers() {
+  constexpr int64_t kMostElementsPerThread = 65536;
+  const int64_t threads = int64_t{options_.consumers > 0 ? 4 * (options_.consumers + 1) : options_.warps} * kWarpSize;
+  for (const VValue& v : order_) {
+    int64_t elements = 1;
+    for (int64_t extent : v->type.shape) elements *= extent;
+    if (elements / threads > kMostElementsPerThread) {
+      fail("the tile %" + v->name + " has " + std::to_string(elements) + " elements, " +
+           std::to_string(elements / threads) + " per thread of the CTA's " + std::to_string(threads) +
+           ": no kernel holds it in registers or shared memory; tile its loops");
+    }
+  }
 }
 
 namespace {

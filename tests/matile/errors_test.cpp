@@ -236,5 +236,25 @@ TEST(LoweringReasons, AModuleThatDoesNotVerify) {
       << lowered.error().message;
 }
 
+// A schedule that leaves a vocabulary projection's weight untiled ([50257, 768] per CTA) is
+// refused with the reason at once: no kernel holds that tile, and checking its layouts element
+// by element took the search seconds per candidate.
+TEST(LoweringReasons, ATileNoKernelCanHoldIsRefused) {
+  driver::CompileOptions options;
+  options.last_stage = driver::Stage::MATile;
+  const driver::Compilation compilation = nautilus::testing::compile_scheduled(
+      "bench/variants/lm_head_gemm.nt", {"tile(Logits_sum, t=128)", "bind(Logits_sum, t_o=grid.x)"}, {},
+      options);
+  EXPECT_FALSE(compilation.ma_module);
+  EXPECT_NE(compilation.schedule_error.find("no kernel holds it in registers or shared memory"),
+            std::string::npos)
+      << compilation.schedule_error;
+  // Tiled along the vocabulary too, the same program lowers.
+  const driver::Compilation tiled = nautilus::testing::compile_scheduled(
+      "bench/variants/lm_head_gemm.nt",
+      {"tile(Logits_sum, t=128, v=128, h=64)", "bind(Logits_sum, v_o=grid.y, t_o=grid.x)"}, {}, options);
+  EXPECT_TRUE(tiled.ma_module) << tiled.schedule_error;
+}
+
 }  // namespace
 }  // namespace nautilus::matile
