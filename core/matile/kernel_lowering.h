@@ -204,10 +204,14 @@ class KernelLowering {
   void emit_producer();
   void emit_hopper_loop(const VOp& loop);
   std::pair<Value, Value> ring_position(const Value& k);
+  Value slot_before(const Value& k, const std::pair<std::string, std::string>& names);
+  Value loop_trips(const VOp& loop);
   struct TmaOperand;
   void emit_tma_copy(const TmaOperand& operand, const Value& stage, const Value& k, int barrier);
   void retire_wgmma_reads(const VOp& op);
   void release_previous_slot();
+  void issue_late_part();
+  RegisterLayout carried_layout(const VValue& x, const VOp& reader);
   void plan_overlap(const VOp& loop);
   void emit_overlapped_loop(const VOp& loop);
   std::vector<Value> emit_late_part(const VOp& loop, const Value& k, const std::vector<Value>& late_args,
@@ -295,13 +299,13 @@ class KernelLowering {
     // overlap=1 (plan_overlap): the loop's ops that run one iteration late (attention's rescale
     // of O and P·V: every op that depends on `late_args`, the block arguments of the dots'
     // accumulators), the values of the iteration they read (P and the rescale factors), carried
-    // to the next iteration in `deferred_layouts`, and while an iteration is emitted the issue of
-    // the previous iteration's late ops, which the first read of a wgmma result triggers.
+    // to the next iteration in the layouts their readers take (carried_layout), and while an
+    // iteration is emitted the issue of the previous iteration's late ops, which the first read
+    // of a wgmma result triggers.
     std::unordered_set<const VOp*> late;
     std::vector<size_t> late_args;
     std::vector<VValue> deferred;
     std::vector<const VOp*> deferred_readers;  // the late op that reads each first
-    std::vector<RegisterLayout> deferred_layouts;
     size_t loop_memo_depth = 0;
     std::function<void()> issue_late;
   };

@@ -218,13 +218,6 @@ void KernelLowering::plan_warp_specialization() {
       tile_registers += a[0] * a[1] * dtype_bytes(plan.a.source->type.dtype) / 4 / consumer_threads;
     }
   }
-  const int64_t budget = consumer_registers(consumers);
-  if (tile_registers + kConsumerScalarRegisters > budget) {
-    fail("warp_spec: the main loop's dot results and register operands take about " +
-         std::to_string(tile_registers) + " registers per consumer thread, which with its other "
-         "values exceeds the consumers' budget of " + std::to_string(budget) +
-         " and would spill; take smaller tiles");
-  }
   for (const VOp* load : ahead) {
     if (std::none_of(mn_axis0.begin(), mn_axis0.end(), [&](const auto& m) { return m.first == load; })) {
       fail("warp_spec: " + name(load) + " is copied ahead in the main loop but is no wgmma "
@@ -243,29 +236,33 @@ void KernelLowering::plan_warp_specialization() {
   // Each operand: a window of its buffer over two axes, the second the contiguous one, in the
   // canonical layout TMA can fill.
   ws_.loop = &loop;
+  // With overlap=1 the values carried to the next iteration (P, the rescale factors) add theirs,
+  // and a partial last tile (loads masked at the buffer's end) keeps its bound mask's index tiles
+  // live beside them: measured with ptxas, a 128 x 128 attention tile at d 128 overlapped (192
+  // registers of tiles) fits 232 when the keys fill whole tiles and spills 42 registers' worth
+  // when they do not; at d 64 and d 80 (160 and 168) both fit.
+  int64_t deferred_registers = 0, others = kConsumerScalarRegisters;
+  bool masked_tail = false;
   if (options_.overlap) {
     plan_overlap(loop);
-    int64_t deferred_registers = 0;
     for (const VValue& v : ws_.deferred) {
-      int64_t elements = 1;
-      for (int64_t extent : v->type.shape) elements *= extent;
-      deferred_registers += (elements * dtype_bytes(v->type.dtype) + 3) / 4 / consumer_threads;
+      deferred_registers += (v->type.element_count() * dtype_bytes(v->type.dtype) + 3) / 4 / consumer_threads;
     }
-    // A partial last tile (loads masked at the buffer's end) keeps its bound mask's index
-    // tiles live beside the carried values: measured with ptxas, a 128 x 128 attention tile at
-    // d 128 overlapped (192 registers of tiles) fits 232 when the keys fill whole tiles and
-    // spills 42 registers' worth when they do not; at d 64 and d 80 (160 and 168) both fit.
     constexpr int64_t kMaskedTailRegisters = 24;
-    const bool masked_tail = std::any_of(ahead.begin(), ahead.end(), [](const VOp* load) { return load->has_mask; });
-    const int64_t others = kConsumerScalarRegisters + (masked_tail ? kMaskedTailRegisters : 0);
-    if (tile_registers + deferred_registers + others > budget) {
-      fail("warp_spec overlap: the main loop's dot results and register operands take about " +
-           std::to_string(tile_registers) + " registers per consumer thread and the values carried "
-           "to the next iteration " + std::to_string(deferred_registers) + " more, which with its "
-           "other values" + (masked_tail ? " (and the masks of a partial last tile)" : "") +
-           " exceeds the consumers' budget of " + std::to_string(budget) +
-           " and would spill; take smaller tiles or overlap=0");
-    }
+    masked_tail = std::any_of(ahead.begin(), ahead.end(), [](const VOp* load) { return load->has_mask; });
+    if (masked_tail) others += kMaskedTailRegisters;
+  }
+  const int64_t budget = consumer_registers(consumers);
+  if (tile_registers + deferred_registers + others > budget) {
+    fail(std::string(options_.overlap ? "warp_spec overlap" : "warp_spec") +
+         ": the main loop's dot results and register operands take about " +
+         std::to_string(tile_registers) + " registers per consumer thread" +
+         (options_.overlap ? " and the values carried to the next iteration " +
+                                 std::to_string(deferred_registers) + " more"
+                           : std::string()) +
+         ", which with its other values" + (masked_tail ? " (and the masks of a partial last tile)" : "") +
+         " exceeds the consumers' budget of " + std::to_string(budget) + " and would spill; take smaller tiles" +
+         (options_.overlap ? " or overlap=0" : ""));
   }
   int64_t ring_bytes = 0, once_bytes = 0;
   std::vector<const VOp*> operands = ahead;
@@ -407,6 +404,22 @@ std::pair<Value, Value> KernelLowering::ring_position(const Value& k) {
   return {slot, b_.binary(BinaryOp::Mod, round, index_constant(2), "phase")};
 }
 
+// The slot of iteration k - 1: for k = 0 the last slot, which iteration -1 stands for. `names`:
+// of the iteration k + S - 1 and of the slot.
+Value KernelLowering::slot_before(const Value& k, const std::pair<std::string, std::string>& names) {
+  const Value stages = index_constant(options_.stages);
+  return b_.binary(BinaryOp::Mod,
+                   b_.binary(BinaryOp::Add, k, index_constant(options_.stages - 1), names.first),
+                   stages, names.second);
+}
+
+// The iterations a main loop runs: its extent, or fewer by its trip count.
+Value KernelLowering::loop_trips(const VOp& loop) {
+  const Value extent = index_constant(loop.extent);
+  if (!loop.trip_count) return extent;
+  return b_.binary(BinaryOp::Min, extent, scalar_value(loop.trip_count), "trips");
+}
+
 // The copy of one TMA operand into `stage` of its allocation, its box origin at the window's
 // offsets (the loop variable taking `k`).
 void KernelLowering::emit_tma_copy(const TmaOperand& operand, const Value& stage, const Value& k,
@@ -500,18 +513,24 @@ void KernelLowering::retire_wgmma_reads(const VOp& op) {
     // overlap=1: the previous iteration's late MMAs (P·V) go out behind this iteration's first
     // group, and only that group is waited for; they run on while the iteration goes on, and
     // the iteration's end waits for them and releases their slot.
-    const auto issue = std::move(ws_.issue_late);
-    ws_.issue_late = nullptr;
     ws_.in_flight.clear();
-    issue();
-    if (ws_.uncommitted) b_.wgmma_commit_group();
-    ws_.uncommitted = false;
+    issue_late_part();
     b_.wgmma_wait_group(1);
     return;
   }
   b_.wgmma_wait_group(0);
   ws_.in_flight.clear();
   release_previous_slot();
+}
+
+// overlap=1: emits the previous iteration's late part that the iteration holds back, as its
+// own committed group.
+void KernelLowering::issue_late_part() {
+  const std::function<void()> issue = std::move(ws_.issue_late);
+  ws_.issue_late = nullptr;
+  issue();
+  if (ws_.uncommitted) b_.wgmma_commit_group();
+  ws_.uncommitted = false;
 }
 
 void KernelLowering::release_previous_slot() {
@@ -528,7 +547,6 @@ void KernelLowering::release_previous_slot() {
 // expects; so no iteration is peeled and a trip count works alike in both roles.
 void KernelLowering::emit_hopper_loop(const VOp& loop) {
   if (options_.overlap) return emit_overlapped_loop(loop);
-  const int stages = options_.stages;
   const LoopStart start = loop_start(loop);
   const Value trip_count = loop.trip_count ? scalar_value(loop.trip_count) : nullptr;
   const std::vector<Value> results = b_.for_loop(
@@ -546,9 +564,7 @@ void KernelLowering::emit_hopper_loop(const VOp& loop) {
         ws_.released = false;
         ws_.uncommitted = false;
         ws_.in_flight = {ws_.carried_in_flight.begin(), ws_.carried_in_flight.end()};
-        ws_.previous_slot = b_.binary(
-            BinaryOp::Mod, b_.binary(BinaryOp::Add, k, index_constant(stages - 1), "k_prev"),
-            index_constant(stages), "retired");
+        ws_.previous_slot = slot_before(k, {"k_prev", "retired"});
         emit_region(*loop.body);
         b_.set_provenance(loop.provenance);
         if (ws_.uncommitted) b_.wgmma_commit_group();
@@ -565,12 +581,7 @@ void KernelLowering::emit_hopper_loop(const VOp& loop) {
       start.result_names, start.arg_names, 0, trip_count);
   b_.wgmma_wait_group(0);
   // The last iteration's slot (the last slot, for the -1 of a loop that ran no iteration).
-  Value trips = index_constant(loop.extent);
-  if (trip_count) trips = b_.binary(BinaryOp::Min, trips, trip_count, "trips");
-  const Value last = b_.binary(
-      BinaryOp::Mod, b_.binary(BinaryOp::Add, trips, index_constant(stages - 1), "trips_prev"),
-      index_constant(stages), "last");
-  b_.mbarrier_arrive(BarrierRef{ws_.empty, last}, 0, threads());
+  b_.mbarrier_arrive(BarrierRef{ws_.empty, slot_before(loop_trips(loop), {"trips_prev", "last"})}, 0, threads());
   for (size_t i = 0; i < results.size(); ++i) env_[loop.results[i].get()] = results[i];
 }
 
@@ -713,21 +724,39 @@ std::vector<Value> KernelLowering::emit_late_part(const VOp& loop, const Value& 
   return results;
 }
 
+// overlap=1: the layout a deferred value travels in, the one its late reader takes it in (as
+// emit_compute materializes operands), so the late part converts nothing. Computed inside the
+// consumers' role, for their threads.
+RegisterLayout KernelLowering::carried_layout(const VValue& x, const VOp& reader) {
+  if (x->type.rank() == 0) return uniform_layout({}, threads());  // a tile-skip predicate
+  if (reader.kind == VOpKind::Broadcast) {
+    return projected(layout_for(reader.results[0]), reader.results[0]->type.shape, reader.dims, x->type.shape);
+  }
+  if (reader.kind == VOpKind::Dot) {
+    const DotPlan& plan = dot_plans_.at(&reader);
+    if (plan.a.source != x || plan.a.load) return layout_for(x);
+    Result<RegisterLayout> a = wgmma_a_layout(reader.results[0]->type.shape[0], x->type.shape[1], options_.consumers);
+    if (!a) fail(a.error().message);
+    return *a;
+  }
+  return vrtile::is_elementwise(reader.kind) ? layout_for(reader.results[0]) : layout_for(x);
+}
+
 // overlap=1: the consumers' loop software-pipelined by one iteration (FlashAttention-3's
 // intra-warpgroup overlap). Iteration k issues its first MMAs (QKᵀ), then the late MMAs of
 // iteration k - 1 (O rescaled, P·V on the previous ring slot), waits only for its own first
 // group, and runs its softmax while P·V computes; its end waits for P·V and releases the
-// previous slot. Iteration 0's early part runs before the loop and the last iteration's late
-// part after it, each as a loop of at most one iteration (none when the trip count is 0), so
-// the ring protocol is that of emit_hopper_loop: one release per iteration plus iteration -1's.
+// previous slot. Iteration 0's early part runs before the loop, always (the producer fills a
+// stage for it even when the trip count is 0, and its values are then selected away), and the
+// last iteration's late part after the loop, in a loop of at most one iteration; the ring
+// protocol is that of emit_hopper_loop: one release per iteration plus iteration -1's.
 //
-//   %m, %l, %P, %c = for first in 0..1 trip min(%T, 1) { wait full[0]; S = wgmma; softmax }
+//   %m, %l, %P, %c = wait full[0]; S = wgmma; softmax; (select: trip count > 0)
 //   %m, %l, %P, %c, %O = for n_o in 0..E-1 trip max(%T - 1, 0) {
 //     wait full[k]; S = wgmma Q·K[k]; commit; O = O * %c; O = wgmma %P·V[k-1]; commit
 //     wgmma.wait_group 1; softmax(S) -> %P', %c'; wgmma.wait_group 0; arrive empty[k-1] }
 //   %O = for last in 0..1 trip min(%T, 1) { O = O * %c; O = wgmma %P·V[T-1]; wait_group 0 }
 void KernelLowering::emit_overlapped_loop(const VOp& loop) {
-  const int stages = options_.stages;
   const LoopStart start = loop_start(loop);
   const vrtile::Op& yield = *loop.body->ops.back();
   const Value trip_count = loop.trip_count ? scalar_value(loop.trip_count) : nullptr;
@@ -736,29 +765,9 @@ void KernelLowering::emit_overlapped_loop(const VOp& loop) {
     if (std::find(ws_.late_args.begin(), ws_.late_args.end(), i) == ws_.late_args.end()) early_args.push_back(i);
   }
   const size_t n_early = early_args.size(), n_deferred = ws_.deferred.size();
-  // Each deferred value is carried in the layout its late reader takes it in (as emit_compute
-  // materializes operands), so the late part converts nothing. (Layouts of the consumers'
-  // threads: computed here, inside their role.)
-  ws_.deferred_layouts.clear();
+  std::vector<RegisterLayout> carried_layouts;
   for (size_t d = 0; d < n_deferred; ++d) {
-    const VOp& reader = *ws_.deferred_readers[d];
-    const VValue& x = ws_.deferred[d];
-    RegisterLayout carried = x->type.rank() == 0 ? uniform_layout({}, threads()) : layout_for(x);
-    if (x->type.rank() == 0) {
-      // A scalar of the iteration (whether its tile is skipped) travels as it is.
-    } else if (reader.kind == VOpKind::Broadcast) {
-      carried = projected(layout_for(reader.results[0]), reader.results[0]->type.shape, reader.dims, x->type.shape);
-    } else if (reader.kind == VOpKind::Dot) {
-      const DotPlan& plan = dot_plans_.at(&reader);
-      if (plan.a.source == x && !plan.a.load) {
-        Result<RegisterLayout> a = wgmma_a_layout(reader.results[0]->type.shape[0], x->type.shape[1], options_.consumers);
-        if (!a) fail(a.error().message);
-        carried = *a;
-      }
-    } else if (vrtile::is_elementwise(reader.kind)) {
-      carried = layout_for(reader.results[0]);
-    }
-    ws_.deferred_layouts.push_back(carried);
+    carried_layouts.push_back(carried_layout(ws_.deferred[d], *ws_.deferred_readers[d]));
   }
   ws_.loop_memo_depth = memo_.size();
 
@@ -779,9 +788,7 @@ void KernelLowering::emit_overlapped_loop(const VOp& loop) {
     ws_.uncommitted = false;
     ws_.in_flight.clear();
     ws_.issue_late = late;
-    ws_.previous_slot = b_.binary(
-        BinaryOp::Mod, b_.binary(BinaryOp::Add, k, index_constant(stages - 1), "k_prev"),
-        index_constant(stages), "retired");
+    ws_.previous_slot = slot_before(k, {"k_prev", "retired"});
     for (const vrtile::OpPtr& op : loop.body->ops) {
       if (op->kind == VOpKind::Yield || ws_.late.count(op.get())) continue;
       b_.set_provenance(op->provenance);
@@ -790,13 +797,7 @@ void KernelLowering::emit_overlapped_loop(const VOp& loop) {
     b_.set_provenance(loop.provenance);
     if (ws_.uncommitted) b_.wgmma_commit_group();
     ws_.uncommitted = false;
-    if (ws_.issue_late) {  // nothing read a wgmma result: issue the late part at the end
-      const auto issue = std::move(ws_.issue_late);
-      ws_.issue_late = nullptr;
-      issue();
-      if (ws_.uncommitted) b_.wgmma_commit_group();
-      ws_.uncommitted = false;
-    }
+    if (ws_.issue_late) issue_late_part();  // nothing read a wgmma result: at the end
     if (!ws_.released) {
       b_.wgmma_wait_group(0);
       release_previous_slot();
@@ -806,39 +807,16 @@ void KernelLowering::emit_overlapped_loop(const VOp& loop) {
     for (size_t i = 0; i < n_early; ++i) {
       out.push_back(materialize(yield.operands[early_args[i]], early_carried[i]->layout));
     }
-    for (size_t d = 0; d < n_deferred; ++d) out.push_back(materialize(ws_.deferred[d], ws_.deferred_layouts[d]));
+    for (size_t d = 0; d < n_deferred; ++d) out.push_back(materialize(ws_.deferred[d], carried_layouts[d]));
     return out;
   };
-  // A loop of at most one iteration (none when the trip count is 0); inline without one.
-  const Value at_most_one =
-      trip_count ? b_.binary(BinaryOp::Min, trip_count, index_constant(1), "any") : nullptr;
-  const auto once = [&](const std::string& name, const std::vector<Value>& inits,
-                        const std::function<std::vector<Value>(const Value&, const std::vector<Value>&)>& body) {
-    if (!at_most_one) {
-      // Its own memo scope all the same: the loop after it must not reuse its values.
-      memo_.emplace_back();
-      std::vector<Value> out = body(index_constant(0), inits);
-      memo_.pop_back();
-      return out;
-    }
-    return b_.for_loop(
-        loop.loop_var->name + "_" + name, 1, inits,
-        [&](const Value& var, const std::vector<Value>& carried) {
-          memo_.emplace_back();
-          std::vector<Value> out = body(var, carried);
-          memo_.pop_back();
-          return out;
-        },
-        {}, {}, 0, at_most_one);
-  };
-
   // Iteration 0's early part, always run: a branch around its wgmma would make ptxas serialize
   // the MMAs. With a trip count of 0 the producer still fills stage 0 (emit_producer), so the
   // early part computes on real tiles, and its values are dropped for the initial ones.
   std::vector<Value> inits;
   for (size_t i : early_args) inits.push_back(start.inits[i]);
   for (size_t d = 0; d < n_deferred; ++d) {
-    inits.push_back(b_.full(0.0, ws_.deferred[d]->type, ws_.deferred_layouts[d], ws_.deferred[d]->name + "_none"));
+    inits.push_back(b_.full(0.0, ws_.deferred[d]->type, carried_layouts[d], ws_.deferred[d]->name + "_none"));
   }
   memo_.emplace_back();
   std::vector<Value> state = early_part(index_constant(0), inits, nullptr);
@@ -883,13 +861,14 @@ void KernelLowering::emit_overlapped_loop(const VOp& loop) {
         {}, names, 0, steady_trips);
   }
 
-  // The last iteration's late part.
+  // The last iteration's late part, in a loop of at most one iteration (none when the trip count
+  // is 0).
   const std::vector<Value> deferred_last(state.begin() + static_cast<std::ptrdiff_t>(n_early),
                                          state.begin() + static_cast<std::ptrdiff_t>(n_early + n_deferred));
   const std::vector<Value> late_last(state.begin() + static_cast<std::ptrdiff_t>(n_early + n_deferred), state.end());
-  Value trips = index_constant(loop.extent);
-  if (trip_count) trips = b_.binary(BinaryOp::Min, trips, trip_count, "trips");
-  const std::vector<Value> late_results = once("last", late_last, [&](const Value&, const std::vector<Value>& carried) {
+  const Value trips = loop_trips(loop);
+  const auto last_late_part = [&](const std::vector<Value>& carried) {
+    memo_.emplace_back();
     const Value k = b_.binary(BinaryOp::Sub, trips, index_constant(1), "k_last");
     ws_.in_iteration = true;
     ws_.in_flight.clear();
@@ -900,17 +879,20 @@ void KernelLowering::emit_overlapped_loop(const VOp& loop) {
     b_.wgmma_wait_group(0);
     ws_.in_flight.clear();
     ws_.in_iteration = false;
+    memo_.pop_back();
     return out;
-  });
+  };
+  const std::vector<Value> late_results =
+      trip_count ? b_.for_loop(loop.loop_var->name + "_last", 1, late_last,
+                               [&](const Value&, const std::vector<Value>& carried) { return last_late_part(carried); },
+                               {}, {}, 0, b_.binary(BinaryOp::Min, trip_count, index_constant(1), "any"))
+                 : last_late_part(late_last);
   for (size_t i = 0; i < n_early; ++i) env_[loop.results[early_args[i]].get()] = state[i];
   for (size_t i = 0; i < ws_.late_args.size(); ++i) env_[loop.results[ws_.late_args[i]].get()] = late_results[i];
   // The last iteration's slot (stage 0, which the producer filled for iteration 0 alone, when
   // the trip count is 0).
   const Value filled = b_.binary(BinaryOp::Max, trips, index_constant(1), "filled");
-  const Value last = b_.binary(
-      BinaryOp::Mod, b_.binary(BinaryOp::Add, filled, index_constant(stages - 1), "trips_prev"),
-      index_constant(stages), "last");
-  b_.mbarrier_arrive(BarrierRef{ws_.empty, last}, 0, threads());
+  b_.mbarrier_arrive(BarrierRef{ws_.empty, slot_before(filled, {"trips_prev", "last"})}, 0, threads());
 }
 
 }  // namespace nautilus::matile::lowering
