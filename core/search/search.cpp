@@ -758,6 +758,23 @@ class Searcher {
     return false;
   }
 
+  // The end of the consumer chain that `candidate` (the reverse_compute_at of a consumer into a
+  // row loop) starts below `at`, when that end keeps a row on chip (rereads_a_row); else -1.
+  int row_kernel_end(int at, const Decision& candidate, bool stepped) {
+    const int child = try_child(at, candidate, Phase::Fusion);
+    if (child < 0) return -1;
+    std::vector<std::string> moved;
+    const int end = follow_consumer_chain(child, candidate.target,
+                                          candidate.positional()[1]->as_name(), &moved);
+    return rereads_a_row(end, moved, stepped) ? end : -1;
+  }
+
+  // Chain ends, estimated, as entries of the fusion phase.
+  void add_fusion_ends(const std::vector<int>& ends, std::vector<Entry>& out) {
+    evaluate(ends);
+    for (int id : ends) out.push_back({id, Phase::Fusion});
+  }
+
   // The chains above for each new reverse_compute_at child of `parent` (its children from
   // `first` on).
   void follow_consumer_chains(int parent, size_t first, std::vector<Entry>& out) {
@@ -774,8 +791,7 @@ class Searcher {
                                             positional[1]->as_name(), &moved);
       if (end != start && rereads_a_row(end, moved, /*stepped=*/false)) ends.push_back(end);
     }
-    evaluate(ends);
-    for (int id : ends) out.push_back({id, Phase::Fusion});
+    add_fusion_ends(ends, out);
   }
 
   // A rolled reduction (`rolling_update(Lse_sum, c, tile=2048)`: a row's statistics in one
@@ -801,15 +817,11 @@ class Searcher {
             facts.nest_of_block(args[0]->as_name()) != nest) {
           continue;
         }
-        const int child = try_child(at, candidate, Phase::Fusion);
-        if (child < 0) continue;
-        std::vector<std::string> moved;
-        const int end = follow_consumer_chain(child, candidate.target, args[1]->as_name(), &moved);
-        if (rereads_a_row(end, moved, /*stepped=*/true)) ends.push_back(end);
+        const int end = row_kernel_end(at, candidate, /*stepped=*/true);
+        if (end >= 0) ends.push_back(end);
       }
     }
-    evaluate(ends);
-    for (int id : ends) out.push_back({id, Phase::Fusion});
+    add_fusion_ends(ends, out);
   }
 
   // A reduction over the rows of an element-wise nest (the sum of squares of a residual sum
@@ -844,14 +856,10 @@ class Searcher {
           from->chain[from->chain.size() - 2].name != args[1]->as_name()) {
         continue;
       }
-      const int child = try_child(parent, candidate, Phase::Fusion);
-      if (child < 0) continue;
-      std::vector<std::string> moved;
-      const int end = follow_consumer_chain(child, candidate.target, args[1]->as_name(), &moved);
-      if (rereads_a_row(end, moved, /*stepped=*/false)) ends.push_back(end);
+      const int end = row_kernel_end(parent, candidate, /*stepped=*/false);
+      if (end >= 0) ends.push_back(end);
     }
-    evaluate(ends);
-    for (int id : ends) out.push_back({id, Phase::Fusion});
+    add_fusion_ends(ends, out);
   }
 
   // Decisions of `phase` on the path to `id` since the path last entered it. Each multi-step
