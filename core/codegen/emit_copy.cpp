@@ -215,19 +215,19 @@ bool KernelEmitter::planned_window_store(const Op& op, const Value& value) {
     for (int64_t k = 0; k < std::max(n, checked); ++k) {
       if (!single_writer(value->layout, str(v + k)).second.empty()) n = checked = 1;
     }
-    const auto wide_store = [&](int64_t n) {
+    const auto wide_store = [&](int64_t run) {
       std::vector<std::string> parts;
       if (dtype == DType::F32) {
-        for (int64_t k = 0; k < n; ++k) parts.push_back(at(value, str(v + k)));
+        for (int64_t k = 0; k < run; ++k) parts.push_back(at(value, str(v + k)));
       } else {
-        for (int64_t k = 0; k < n; k += 2) {
+        for (int64_t k = 0; k < run; k += 2) {
           parts.push_back("pack2(" + at(value, str(v + k)) + ", " + at(value, str(v + k + 1)) + ")");
         }
       }
       std::string joined;
       for (const std::string& part : parts) joined += (joined.empty() ? "" : ", ") + part;
-      const std::string type = dtype == DType::F32 ? (n == 4 ? "float4" : "float2")
-                                                   : (n == 8 ? "uint4" : n == 4 ? "uint2" : "unsigned");
+      const std::string type = dtype == DType::F32 ? (run == 4 ? "float4" : "float2")
+                                                   : (run == 8 ? "uint4" : run == 4 ? "uint2" : "unsigned");
       const std::string made = parts.size() == 1 ? joined : "make_" + type + "(" + joined + ")";
       return "*reinterpret_cast<" + type + "*>(" + plan->at(v) + ") = " + made + ";";
     };
