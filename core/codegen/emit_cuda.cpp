@@ -178,6 +178,7 @@ std::vector<std::string> KernelEmitter::grid_mapping(EmittedKernel* launch) {
   const auto& grid = kernel_.grid;
   bool direct = grid.size() <= 3;
   for (size_t i = 1; i < grid.size() && direct; ++i) direct = grid[i].extent <= 65535;
+  if (kernel_.tile_group > 1 && grid.size() >= 2) return grouped_grid_mapping(launch, direct);
   if (direct) {
     static const char* dims[] = {"x", "y", "z"};
     for (size_t i = 0; i < grid.size(); ++i) {
@@ -208,6 +209,70 @@ std::vector<std::string> KernelEmitter::grid_mapping(EmittedKernel* launch) {
     inner *= grid[i].extent;
   }
   lines.assign(reversed.rbegin(), reversed.rend());
+  return lines;
+}
+
+// The grid variables of a kernel with a grouped tile order (MA Kernel::tile_group): the CTA's
+// launch index over axes 0 and 1 is mapped to the grid point the tile order gives it, by the
+// formula of core/support/launch_order.h that the interpreters run. Axes 2 and up keep the
+// plain order (blockIdx.z, or the rest of a linear index, axis 2 fastest).
+std::vector<std::string> KernelEmitter::grouped_grid_mapping(EmittedKernel* launch, bool direct) {
+  const auto& grid = kernel_.grid;
+  const int64_t group = kernel_.tile_group;
+  const int64_t x_extent = grid[0].extent, y_extent = grid[1].extent;
+  const int64_t plane = x_extent * y_extent, band_size = group * x_extent;
+  std::vector<std::string> names;
+  for (const matile::GridAxis& axis : grid) {
+    const std::string name = unique(axis.var->name);
+    names_[axis.var.get()] = name;
+    ranges_[axis.var.get()] = {0, axis.extent - 1};
+    grid_extents_[axis.var.get()] = axis.extent;
+    names.push_back(name);
+  }
+  std::vector<std::string> lines;
+  lines.push_back("// Tile order: bands of " + str(group) + " rows of " + names[1] +
+                  ", each walked column by column (tile_order).");
+  const std::string launched = unique("launched");
+  std::string rest;  // the launch index over axes 2 and up
+  if (direct) {
+    for (size_t i = 0; i < grid.size(); ++i) launch->grid[i] = grid[i].extent;
+    lines.push_back("const int " + launched + " = blockIdx.y * " + str(x_extent) +
+                    " + blockIdx.x;  // launch index in the " + str(x_extent) + " x " +
+                    str(y_extent) + " plane");
+    if (grid.size() == 3) rest = "static_cast<int>(blockIdx.z)";
+  } else {
+    int64_t total = 1;
+    for (const auto& axis : grid) total *= axis.extent;
+    launch->grid = {total, 1, 1};
+    lines.push_back("const int " + launched + " = blockIdx.x % " + str(plane) +
+                    ";  // launch index in the " + str(x_extent) + " x " + str(y_extent) + " plane");
+    rest = "static_cast<int>(blockIdx.x) / " + str(plane);
+  }
+  const std::string band = unique("band");
+  lines.push_back("const int " + band + " = " + launched + " / " + str(band_size) + ";");
+  const std::string in_band = unique("in_band");
+  lines.push_back("const int " + in_band + " = " + launched + " - " + band + " * " +
+                  str(band_size) + ";");
+  std::string rows = str(group);
+  if (y_extent % group != 0) {
+    // The last band holds the rows left over.
+    rows = unique("band_rows");
+    lines.push_back("const int " + rows + " = min(" + str(group) + ", " + str(y_extent) + " - " +
+                    band + " * " + str(group) + ");");
+  }
+  lines.push_back("const int " + names[0] + " = " + in_band + " / " + rows + ";  // 0.." +
+                  str(x_extent - 1));
+  lines.push_back("const int " + names[1] + " = " + band + " * " + str(group) + " + " + in_band +
+                  " % " + rows + ";  // 0.." + str(y_extent - 1));
+  int64_t inner = 1;
+  for (size_t i = 2; i < grid.size(); ++i) {
+    lines.push_back("const int " + names[i] + " = " +
+                    (grid.size() == 3 && direct
+                         ? rest
+                         : "(" + rest + " / " + str(inner) + ") % " + str(grid[i].extent)) +
+                    ";  // 0.." + str(grid[i].extent - 1));
+    inner *= grid[i].extent;
+  }
   return lines;
 }
 

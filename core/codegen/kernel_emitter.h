@@ -152,6 +152,7 @@ class KernelEmitter : public matile::Visitor {
   // -------------------------------------------------------------------------------------------
   // Grid
   std::vector<std::string> grid_mapping(EmittedKernel* launch);
+  std::vector<std::string> grouped_grid_mapping(EmittedKernel* launch, bool direct);
 
   // -------------------------------------------------------------------------------------------
   // Layout coordinates

@@ -18,6 +18,7 @@
 #include "core/matile/layouts.h"
 #include "core/matile/split_masked.h"
 #include "core/matile/visitor.h"
+#include "core/support/launch_order.h"
 
 namespace nautilus::cost {
 namespace {
@@ -605,12 +606,24 @@ class WorkWalk : public matile::Visitor {
       if (ctas > kMaxListedCtas) return;
     }
     per_cta->resize(static_cast<size_t>(ctas));
+    std::vector<int64_t> extents;
+    for (const matile::GridAxis& axis : kernel_.grid) extents.push_back(std::max<int64_t>(axis.extent, 1));
+    std::vector<int64_t> coordinates(extents.size(), 0);
     for (int64_t cta = 0; cta < ctas; ++cta) {
-      int64_t rest = cta, point = 0, scale = 1;
+      // The grid point of the CTA launched cta-th (the tile order's, when it groups).
+      if (kernel_.tile_group > 1) {
+        coordinates = grid_point_in_launch_order(cta, extents, kernel_.tile_group);
+      } else {
+        int64_t rest = cta;
+        for (size_t i = 0; i < extents.size(); ++i) {
+          coordinates[i] = rest % extents[i];
+          rest /= extents[i];
+        }
+      }
+      int64_t point = 0, scale = 1;
       for (size_t i = 0; i < kernel_.grid.size(); ++i) {
-        const int64_t e = std::max<int64_t>(kernel_.grid[i].extent, 1);
-        const int64_t coordinate = rest % e;
-        rest /= e;
+        const int64_t e = extents[i];
+        const int64_t coordinate = coordinates[i];
         if (std::find(axes.begin(), axes.end(), static_cast<int>(i)) != axes.end()) {
           point += coordinate * scale;
           scale *= e;
@@ -1143,6 +1156,67 @@ double all_keys(const Kernel& kernel, DepMask deps) {
   return keys;
 }
 
+// Step 2 for a kernel with a grouped tile order (core/support/launch_order.h): the distinct
+// values of the grid axes `deps` summed over the full waves of `wave_size` CTAs and the tail of
+// `tail` CTAs after them. The waves of a grouped order differ (a wave can straddle two bands),
+// so each counts on its own; past kSampledWaves full waves, that many evenly spaced ones stand
+// for all. Each CTA's grid point is computed in place (this runs for every candidate the
+// search estimates in a tile order).
+double distinct_keys_in_tile_order(const Kernel& kernel, DepMask deps, int64_t wave_size,
+                                   int64_t full_waves, int64_t tail) {
+  constexpr int64_t kSampledWaves = 8;
+  const size_t axes = kernel.grid.size();
+  std::vector<int64_t> extents;
+  int64_t key_space = 1;
+  for (size_t i = 0; i < axes; ++i) {
+    extents.push_back(std::max<int64_t>(kernel.grid[i].extent, 1));
+    if (i >= kGridBits || (deps & (DepMask{1} << i))) key_space *= extents.back();
+  }
+  const int64_t group = kernel.tile_group, x_extent = extents[0], y_extent = extents[1];
+  const int64_t plane = x_extent * y_extent, band_size = group * x_extent;
+  std::vector<int64_t> seen(static_cast<size_t>(key_space), -1);  // the last range a key was in
+  int64_t range_id = 0;
+  const auto count_range = [&](int64_t first, int64_t count) {
+    int64_t distinct = 0;
+    for (int64_t cta = first; cta < first + count; ++cta) {
+      const int64_t in_plane = cta % plane;
+      int64_t rest = cta / plane;
+      const int64_t band = in_plane / band_size;
+      const int64_t rows = std::min(group, y_extent - band * group);
+      const int64_t in_band = in_plane - band * band_size;
+      int64_t key = 0;
+      for (size_t i = 0; i < axes; ++i) {
+        int64_t coordinate;
+        if (i == 0) {
+          coordinate = in_band / rows;
+        } else if (i == 1) {
+          coordinate = band * group + in_band % rows;
+        } else {
+          coordinate = rest % extents[i];
+          rest /= extents[i];
+        }
+        if (i < kGridBits && !(deps & (DepMask{1} << i))) continue;
+        key = key * extents[i] + coordinate;
+      }
+      if (seen[static_cast<size_t>(key)] != range_id) {
+        seen[static_cast<size_t>(key)] = range_id;
+        ++distinct;
+      }
+    }
+    ++range_id;
+    return static_cast<double>(distinct);
+  };
+  double keys = 0.0;
+  const int64_t sampled = std::min(full_waves, kSampledWaves);
+  for (int64_t s = 0; s < sampled; ++s) {
+    const int64_t wave = s * full_waves / sampled;
+    keys += count_range(wave * wave_size, wave_size);
+  }
+  if (sampled > 0) keys *= static_cast<double>(full_waves) / static_cast<double>(sampled);
+  if (tail > 0) keys += count_range(full_waves * wave_size, tail);
+  return keys;
+}
+
 // Step 2: distinct values of the grid axes `deps` among the CTAs [first, first + count) in
 // launch order (axis 0 fastest).
 double distinct_keys(const Kernel& kernel, DepMask deps, int64_t first, int64_t count) {
@@ -1634,7 +1708,12 @@ class AnalyticalModel : public CostModel {
       }
       const DepMask deps = access->deps & kGridMask;
       double keys = 0.0;
-      if (full_waves > 0) {
+      if (kernel.tile_group > 1 && kernel.grid.size() >= 2 &&
+          all_keys(kernel, deps) <= kMaxListedCtas) {
+        keys = distinct_keys_in_tile_order(kernel, deps, static_cast<int64_t>(wave_size),
+                                           static_cast<int64_t>(full_waves),
+                                           static_cast<int64_t>(tail));
+      } else if (full_waves > 0) {
         keys += full_waves * distinct_keys(kernel, deps, 0, static_cast<int64_t>(wave_size));
       }
       if (tail > 0) {
@@ -1645,7 +1724,11 @@ class AnalyticalModel : public CostModel {
     }
     dram_reads = std::min(dram_reads, read_requests);
     cost->global_bytes = dram_reads + write_bytes;
-    cost->l2_bytes = read_requests + write_requests;
+    // L2 traffic: every request, plus the fill of every read that missed (the line DRAM
+    // returns is written into L2 before the request is served). The fills are the L2 reuse
+    // term: a launch order whose waves share more operand tiles (a grouped tile order) misses
+    // less and moves fewer bytes through L2 as well as through DRAM.
+    cost->l2_bytes = read_requests + write_requests + dram_reads;
     const double dram_fraction = read_requests > 0 ? dram_reads / read_requests : 0.0;
 
     // Step 4: the waves.

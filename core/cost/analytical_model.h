@@ -30,8 +30,10 @@
 //       global     every GlobalLoad, AsyncCopy (its window) and GlobalStore, with the set of
 //                  grid axes and loops its offsets depend on. A pipelined copy predicated off
 //                  past the end (`if %more`) runs min(trips, extent - stages + 1) times.
-//  2. DRAM bytes (the L2 reuse rule). CTAs are launched in blockIdx order (grid axis 0 fastest)
-//     in waves of sm_count * ctas_per_sm. A read whose offsets do not depend on some grid axes is
+//  2. DRAM bytes (the L2 reuse rule). CTAs are launched in blockIdx order (grid axis 0 fastest,
+//     or the kernel's grouped tile order: bands of tile_group rows of axis 1 walked column by
+//     column, core/support/launch_order.h, every wave counted on its own) in waves of
+//     sm_count * ctas_per_sm. A read whose offsets do not depend on some grid axes is
 //     shared by the CTAs that differ only in those axes: within one wave it is read from DRAM
 //     once per distinct value of the axes it does depend on (attention's K/V: once per (b, h)
 //     present in the wave); data a CTA re-reads in a loop whose variable its offsets do not use

@@ -67,7 +67,7 @@ struct KernelCost {
                                     // (the analytical model also says "l2")
 
   // Added for views and the search tree (analytical_model.h explains each number).
-  double l2_bytes = 0.0;             // global traffic requested by the CTAs (before L2 reuse)
+  double l2_bytes = 0.0;             // global traffic requested by the CTAs (before L2 reuse), plus the L2 fills of the reads that miss
   double waves = 0.0;                // full waves plus the tail wave's fraction
   int warps = 0;                     // warps per CTA
   // The time each pipe alone would need for the whole kernel at its ceiling (microseconds), and

@@ -16,6 +16,7 @@
 #include "core/matile/verifier.h"
 #include "core/matile/visitor.h"
 #include "core/scalar/interpreter_support.h"
+#include "core/support/launch_order.h"
 
 namespace nautilus::matile {
 namespace {
@@ -259,11 +260,26 @@ class Interpreter : public Visitor {
     int64_t points = 1;
     for (int64_t extent : extents) points *= extent;
     grid_point_.assign(extents.size(), 0);
+    // A grouped tile order (the schedule's tile_order) runs the grid points in the order the GPU
+    // launches them (core/support/launch_order.h), checking that it visits each point once.
+    const bool grouped = kernel.tile_group > 1 && extents.size() >= 2;
+    std::vector<bool> visited(grouped ? static_cast<size_t>(points) : 0, false);
     for (int64_t point = 0; point < points; ++point) {
-      int64_t rest = point;
-      for (size_t k = extents.size(); k-- > 0;) {
-        grid_point_[k] = rest % extents[k];
-        rest /= extents[k];
+      if (grouped) {
+        grid_point_ = grid_point_in_launch_order(point, extents, kernel.tile_group);
+        int64_t row_major = 0;
+        for (size_t k = 0; k < extents.size(); ++k) row_major = row_major * extents[k] + grid_point_[k];
+        if (visited[static_cast<size_t>(row_major)]) {
+          fail("the tile order (group " + std::to_string(kernel.tile_group) +
+               ") visits this grid point twice (CTA " + std::to_string(point) + ")");
+        }
+        visited[static_cast<size_t>(row_major)] = true;
+      } else {
+        int64_t rest = point;
+        for (size_t k = extents.size(); k-- > 0;) {
+          grid_point_[k] = rest % extents[k];
+          rest /= extents[k];
+        }
       }
       for (size_t k = 0; k < kernel.grid.size(); ++k) {
         define(kernel.grid[k].var).assign(static_cast<size_t>(threads()),

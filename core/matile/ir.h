@@ -460,6 +460,10 @@ struct Kernel {
   std::string name;
   std::vector<Buffer> params;
   std::vector<GridAxis> grid;
+  // The tile order: CTAs launched in groups of `tile_group` rows of grid axis 1, each group
+  // walked along axis 0 column by column (core/support/launch_order.h; the schedule's
+  // tile_order). 1: the plain order, axis 0 fastest. > 1 only with two or more grid axes.
+  int tile_group = 1;
   int warps = 4;
   std::vector<SharedAlloc> shared;
   std::vector<MBarrierAlloc> mbarriers;  // placed by the emitter (8 bytes each)

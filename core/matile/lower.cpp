@@ -113,6 +113,25 @@ KernelPtr remove_dead_ops(KernelPtr kernel) {
 
 }  // namespace lowering
 
+namespace {
+
+// `kernel` with the grouped tile order of the schedule's tile_order, or with a note saying why it
+// keeps the plain order (tilize made a grid of fewer than two axes: a nest whose other tile loop
+// stayed serial).
+KernelPtr with_tile_order(const KernelPtr& kernel, int group) {
+  Kernel ordered = *kernel;
+  if (kernel->grid.size() < 2) {
+    ordered.notes.push_back("tile_order(group=" + std::to_string(group) + ") not applied: the grid has " +
+                            std::to_string(kernel->grid.size()) +
+                            " axis; CTAs run in the plain order");
+  } else {
+    ordered.tile_group = group;
+  }
+  return std::make_shared<const Kernel>(std::move(ordered));
+}
+
+}  // namespace
+
 using layout::layout_error;
 using lowering::KernelLowering;
 using lowering::LowerError;
@@ -156,7 +175,9 @@ layout::Result<ModulePtr> lower_to_matile(const vrtile::ModulePtr& module,
         kernel_options.consumers = 0;
       }
       if (kernel_options.consumers > 0) kernel_options.warps = 4 * kernel_options.consumers;
-      out->kernels.push_back(remove_dead_ops(KernelLowering(*kernel, kernel_options).run()));
+      KernelPtr lowered = remove_dead_ops(KernelLowering(*kernel, kernel_options).run());
+      if (kernel->launch && kernel->launch->group > 1) lowered = with_tile_order(lowered, kernel->launch->group);
+      out->kernels.push_back(std::move(lowered));
     }
   } catch (const LowerError& error) {
     return layout_error("lower_to_matile: " + error.message);

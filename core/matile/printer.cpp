@@ -342,7 +342,9 @@ std::string print_kernel(const Kernel& kernel) {
     out += (kernel.grid[i].var ? kernel.grid[i].var->name : kNull) + ": " +
            std::to_string(kernel.grid[i].extent);
   }
-  out += ") warps " + std::to_string(kernel.warps) + " shared_bytes " +
+  out += ")";
+  if (kernel.tile_group > 1) out += " group(" + std::to_string(kernel.tile_group) + ")";
+  out += " warps " + std::to_string(kernel.warps) + " shared_bytes " +
          std::to_string(kernel.shared_bytes) + " {\n";
   for (size_t i = 0; i < table.layouts().size(); ++i) {
     out += "  #L" + std::to_string(i) + " = " + layout_text(table.layouts()[i]) + "\n";
@@ -686,6 +688,7 @@ nlohmann::ordered_json module_to_json(const Module& module) {
       grid.push_back({{"var", axis.var ? axis.var->name : kNull}, {"extent", axis.extent}});
     }
     k["grid"] = grid;
+    if (kernel->tile_group > 1) k["tile_group"] = kernel->tile_group;
     k["warps"] = kernel->warps;
     k["shared_bytes"] = kernel->shared_bytes;
     nlohmann::ordered_json layouts = nlohmann::ordered_json::array();

@@ -46,6 +46,11 @@ class KernelVerifier : public Visitor {
       if (!is_index_scalar(axis.var)) error("", "grid variables must be index scalars");
       define(axis.var, "grid");
     }
+    if (kernel_.tile_group < 1) error("", "the tile order's group must be at least 1");
+    if (kernel_.tile_group > 1 && kernel_.grid.size() < 2) {
+      error("", "a grouped tile order needs two grid axes, the kernel has " +
+                    std::to_string(kernel_.grid.size()));
+    }
     if (!kernel_.body) {
       error("", "no body");
       return;

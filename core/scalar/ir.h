@@ -251,11 +251,16 @@ enum class ForKind { Serial, GridX, GridY, GridZ };
 const char* for_kind_name(ForKind kind);  // "serial", "grid.x", "grid.y", "grid.z"
 bool is_grid(ForKind kind);
 
+// The largest group of the tile order (grid.y rows launched together; a grid dimension is at
+// most 65535 CTAs).
+inline constexpr int kMaxTileOrderGroup = 65535;
+
 // How the kernel made from one top-level loop nest is launched and pipelined (the `launch`
 // decision, core/sched/launch.h): `warps` warps per CTA (1, 2, 4 or 8) and `stages`
 // software-pipeline buffers for the copies of its inner loop (1 to 8), and `consumers` > 0 for
 // the warp-specialized Hopper form (the `warp_spec` decision, core/sched/warp_spec.h): a TMA
-// producer warpgroup and that many consumer warpgroups on wgmma, in place of `warps`. Only the
+// producer warpgroup and that many consumer warpgroups on wgmma, in place of `warps`; `group` > 1
+// for the grouped tile order of its CTAs (the `tile_order` decision, core/sched/tile_order.h). Only the
 // outermost loop of a nest carries it (the verifier checks); tilize copies it onto the nest's VR
 // kernel and the MA lowering places that kernel with it. A nest without one gets the lowering's
 // defaults.
@@ -266,6 +271,9 @@ struct LaunchAttrs {
   // With consumers: the consumers' loop software-pipelined by one iteration, its last dot
   // issued in the next iteration beside that iteration's first (warp_spec's overlap=1).
   bool overlap = false;
+  // Tile order (the tile_order decision): CTAs launched in groups of `group` rows of grid.y,
+  // each group walked column by column (core/support/launch_order.h); 1: plain row-major order.
+  int group = 1;
   bool operator==(const LaunchAttrs&) const = default;
 };
 

@@ -166,6 +166,7 @@ std::string loop_header(const For& loop) {
             ", stages=" + std::to_string(loop.launch->stages) +
             (loop.launch->consumers ? ", consumers=" + std::to_string(loop.launch->consumers) : "") +
             (loop.launch->overlap ? ", overlap" : "") +
+            (loop.launch->group > 1 ? ", group=" + std::to_string(loop.launch->group) : "") +
             ")";
   }
   return text;
@@ -523,6 +524,7 @@ Json stmt_json(const Stmt& stmt) {
         json["launch"] = {{"warps", loop.launch->warps}, {"stages", loop.launch->stages}};
         if (loop.launch->consumers) json["launch"]["consumers"] = loop.launch->consumers;
         if (loop.launch->overlap) json["launch"]["overlap"] = true;
+        if (loop.launch->group > 1) json["launch"]["group"] = loop.launch->group;
       }
       json["body"] = stmt_json(loop.body);
       break;

@@ -110,6 +110,11 @@ class Verifier {
       error_here("loop " + name + " has " + std::to_string(loop.launch->consumers) +
                  " consumer warpgroups; consumers must be 0, 1 or 2");
     }
+    if (loop.launch->group < 1 || loop.launch->group > kMaxTileOrderGroup) {
+      error_here("loop " + name + " groups its tiles by " + std::to_string(loop.launch->group) +
+                 " rows; the tile order's group must be between 1 and " +
+                 std::to_string(kMaxTileOrderGroup));
+    }
   }
 
   void check_store(const Store& store) {

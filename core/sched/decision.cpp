@@ -9,6 +9,7 @@
 #include "core/sched/compute_at.h"
 #include "core/sched/inline.h"
 #include "core/sched/launch.h"
+#include "core/sched/tile_order.h"
 #include "core/sched/warp_spec.h"
 #include "core/sched/regularize.h"
 #include "core/sched/rematerialize.h"
@@ -332,6 +333,7 @@ const std::vector<DecisionKind>& decision_registry() {
       skip_masked_decision(),
       launch_decision(),
       warp_spec_decision(),
+      tile_order_decision(),
   };
   return registry;
 }

@@ -120,6 +120,98 @@ std::optional<Decision> only_bind_difference(const std::vector<Decision>& base,
   return differing;
 }
 
+// The groups the search offers to the tile order of kernels with a 2-D grid of tiles
+// (tile_order; 1, the plain order, is every completion's own).
+constexpr int kTileOrderGroups[] = {4, 8, 16};
+
+// Whether a tile order can change the estimate of `module`: some kernel with two or more grid
+// axes launches more CTAs than one per SM (with a single wave, every CTA shares L2 with every
+// other whatever the order). Saves the search the estimates that would only repeat the plain
+// order's.
+bool groups_can_matter(const matile::Module& module, int sm_count) {
+  for (const matile::KernelPtr& kernel : module.kernels) {
+    if (kernel->grid.size() < 2) continue;
+    int64_t ctas = 1;
+    for (const matile::GridAxis& axis : kernel->grid) ctas *= axis.extent;
+    if (ctas > sm_count) return true;
+  }
+  return false;
+}
+
+// The tile order's group of each top-level nest of `program` (one kernel each), 1 where none.
+std::vector<int> nest_tile_groups(const scalar::Program& program) {
+  std::vector<int> groups;
+  for (const scalar::Stmt& stmt : top_level_statements(program)) {
+    const auto* loop = stmt->as<scalar::For>();
+    groups.push_back(loop && loop->launch ? loop->launch->group : 1);
+  }
+  return groups;
+}
+
+// `module` with its kernels launched in the tile orders `groups` (one per kernel, as
+// nest_tile_groups gives them): the module the completion with those tile_order decisions
+// compiles to, since the decision changes nothing else in a kernel and the lowering applies it
+// to kernels of two or more grid axes. nullptr when the kernels do not match the nests.
+matile::ModulePtr with_tile_groups(const matile::Module& module, const std::vector<int>& groups) {
+  if (groups.size() != module.kernels.size()) return nullptr;
+  auto out = std::make_shared<matile::Module>(module);
+  for (size_t k = 0; k < out->kernels.size(); ++k) {
+    matile::KernelPtr& kernel = out->kernels[k];
+    const int group = kernel->grid.size() >= 2 ? groups[k] : 1;
+    if (kernel->tile_group == group) continue;
+    auto grouped = std::make_shared<matile::Kernel>(*kernel);
+    grouped->tile_group = group;
+    kernel = grouped;
+  }
+  return out;
+}
+
+// The completion with the grouped tile order `group` on every nest whose grid.x and grid.y loops
+// both iterate tiles (the CTAs of a 2-D grid of output tiles share operand tiles); nullopt when
+// there is none, a nest already has a tile order (a pin), or a decision is forbidden.
+std::optional<Completion> with_tile_order(const Completion& completion, int group,
+                                          const std::vector<Decision>& forbids) {
+  if (!completion.program) return std::nullopt;
+  const ProgramFacts facts = analyze_program(*completion.program);
+  Completion variant = completion;
+  for (const NestFacts& nest : facts.nests) {
+    if (nest.principal < 0) continue;
+    bool x_tiles = false, y_tiles = false;
+    for (const LoopFacts& loop : nest.chain) {
+      if (loop.loop->launch && loop.loop->launch->group > 1) return std::nullopt;
+      x_tiles |= loop.tile_outer && loop.loop->for_kind == scalar::ForKind::GridX;
+      y_tiles |= loop.tile_outer && loop.loop->for_kind == scalar::ForKind::GridY;
+    }
+    if (!x_tiles || !y_tiles) continue;
+    const Decision order{"tile_order", nest.principal_block().block->name,
+                         {{"group", int64_t{group}}}};
+    if (is_forbidden(forbids, order)) return std::nullopt;
+    sched::ApplyResult applied = sched::apply_decision(variant.program, order);
+    if (!applied.ok()) continue;
+    variant.program = applied.program;
+    variant.decisions.push_back(order);
+    variant.pinned.push_back(false);
+  }
+  if (variant.decisions.size() == completion.decisions.size()) return std::nullopt;
+  return variant;
+}
+
+// `decisions` without their tile_order decisions, and the group those give (1 when none).
+std::vector<Decision> without_tile_order(const std::vector<Decision>& decisions, int* group) {
+  std::vector<Decision> out;
+  *group = 1;
+  for (const Decision& d : decisions) {
+    if (d.kind != "tile_order") {
+      out.push_back(d);
+      continue;
+    }
+    for (const sched::DecisionArg& arg : d.args) {
+      if (arg.key == "group" && arg.is_int()) *group = static_cast<int>(arg.as_int());
+    }
+  }
+  return out;
+}
+
 struct Entry {
   int node = 0;
   Phase phase = Phase::ReductionFusion;
@@ -329,8 +421,14 @@ class Searcher {
     std::vector<std::string> to_compile;
     std::unordered_map<std::string, sched::Schedule> schedules;
     std::unordered_map<std::string, std::vector<Decision>> optional_warp_specs;
-    // compiled key -> (key, bind) of its other raster orders
-    std::unordered_map<std::string, std::vector<std::pair<std::string, Decision>>> rasters;
+    // Another raster order or tile order of a compiled variant: estimated on its module.
+    struct Derived {
+      std::string key;
+      std::optional<Decision> bind;  // the other raster order, if any
+      std::vector<int> groups;       // the tile order's group per kernel (empty: none)
+    };
+    // compiled key -> the variants derived from it
+    std::unordered_map<std::string, std::vector<Derived>> rasters;
     for (int id : ids) {
       SearchNode& node = nodes_[id];
       if (node.estimate || dropped_[id] || evaluated_.count(id)) continue;
@@ -353,25 +451,47 @@ class Searcher {
           }
         }
       }
+      // Every variant also in the grouped tile orders (2-D grids of tiles only): which operand
+      // tiles a wave shares in L2 depends on it as on the raster order, and like a raster order
+      // it is estimated on the compiled module, so it adds no compile.
+      {
+        const size_t variants = completions.size();
+        for (size_t i = 0; i < variants; ++i) {
+          for (int group : kTileOrderGroups) {
+            if (std::optional<Completion> grouped =
+                    with_tile_order(completions[i], group, options_.forbids)) {
+              completions.push_back(std::move(*grouped));
+            }
+          }
+        }
+      }
       for (Completion& completion : completions) {
         const sched::Schedule full = concat(node.schedule, completion.decisions);
         std::string key = scalar::print_program(*completion.program);
-        // Another raster order of a compiled variant (the default completion, or its
-        // warp-specialized form) is estimated on that variant's compiled module with its grid
-        // reordered, not compiled again.
+        // Another raster order or tile order of a compiled variant (the default completion, or
+        // its warp-specialized form) is estimated on that variant's compiled module with its
+        // grid reordered or grouped, not compiled again.
+        int group = 1;
+        const std::vector<Decision> ungrouped = without_tile_order(completion.decisions, &group);
         std::optional<Decision> raster;
+        bool derived = false;
         std::string base;
         for (const Variant& compiled : entry.variants) {
           if (!compiled.compiled) continue;
-          raster = only_bind_difference(compiled.decisions, completion.decisions);
-          if (raster) {
+          raster = only_bind_difference(compiled.decisions, ungrouped);
+          derived = raster || (group > 1 && compiled.decisions == ungrouped);
+          if (derived) {
             base = compiled.key;
             break;
           }
         }
-        if (raster) {
-          key = base + "\n#raster " + sched::print_decision(*raster);
-          if (!cache_.count(key)) rasters[base].emplace_back(key, *raster);
+        if (derived) {
+          key = base + (raster ? "\n#raster " + sched::print_decision(*raster) : "") +
+                (group > 1 ? "\n#group " + std::to_string(group) : "");
+          if (!cache_.count(key)) {
+            rasters[base].push_back(
+                {key, raster, group > 1 ? nest_tile_groups(*completion.program) : std::vector<int>{}});
+          }
         } else if (!cache_.count(key) && !schedules.count(key)) {
           schedules.emplace(key, full);
           std::vector<Decision>& optional = optional_warp_specs[key];
@@ -383,7 +503,7 @@ class Searcher {
           }
           to_compile.push_back(key);
         }
-        entry.variants.push_back({std::move(key), completion.decisions, !raster});
+        entry.variants.push_back({std::move(key), completion.decisions, !derived});
       }
       node.completion.decisions = entry.variants.front().decisions;
       pending.push_back(std::move(entry));
@@ -414,12 +534,25 @@ class Searcher {
         Evaluation& evaluation = *results[i];
         auto others = rasters.find(to_compile[i]);
         if (others != rasters.end()) {
-          for (const auto& [key, bind] : others->second) {
+          for (const Derived& derived : others->second) {
             Evaluation other;
-            other.reason = "the raster order " + sched::print_decision(bind) + " has no kernel";
+            other.reason = derived.bind ? "the raster order " + sched::print_decision(*derived.bind) +
+                                              " has no kernel"
+                                        : "the tile order changes no kernel: every grid of two "
+                                          "or more axes runs in one wave";
+            matile::ModulePtr module;
+            if (evaluation.ok) {
+              module = derived.bind ? with_raster(*evaluation.module, *derived.bind)
+                                    : evaluation.module;
+              if (module && !derived.groups.empty()) {
+                module = groups_can_matter(*module, model_.device().sm_count)
+                             ? with_tile_groups(*module, derived.groups)
+                             : nullptr;
+              }
+            }
             if (!evaluation.ok) {
               other = evaluation;
-            } else if (matile::ModulePtr module = with_raster(*evaluation.module, bind)) {
+            } else if (module) {
               other.estimate = model_.estimate(*module);
               other.ok = other.estimate.feasible;
               other.added = evaluation.added;
@@ -427,7 +560,7 @@ class Searcher {
               if (!other.ok) other.reason = "infeasible: " + other.estimate.infeasible_reason;
             }
             other.module = nullptr;
-            cache_.emplace(key, std::move(other));
+            cache_.emplace(derived.key, std::move(other));
           }
         }
         evaluation.module = nullptr;

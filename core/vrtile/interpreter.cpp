@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/scalar/interpreter_support.h"
+#include "core/support/launch_order.h"
 #include "core/vrtile/printer.h"
 #include "core/vrtile/verifier.h"
 
@@ -161,6 +162,12 @@ class Interpreter {
     const std::vector<OpCode> body = compile_region(*kernel.body);
 
     grid_point_.assign(kernel.grid.size(), 0);
+    const int group = kernel.launch ? kernel.launch->group : 1;
+    if (group > 1 && kernel.grid.size() >= 2) {
+      run_in_tile_order(kernel, group, grid_slots, body);
+      kernel_ = nullptr;
+      return;
+    }
     while (true) {
       for (size_t d = 0; d < grid_slots.size(); ++d) {
         slots_[grid_slots[d]].assign(1, static_cast<double>(grid_point_[d]));
@@ -172,6 +179,38 @@ class Interpreter {
       if (d == 0) break;
     }
     kernel_ = nullptr;
+  }
+
+  // A kernel with a grouped tile order (the schedule's tile_order) runs its grid points in the
+  // order the GPU launches them (core/support/launch_order.h), and checks that the order
+  // visits every point once: a point visited twice would compute a tile twice and leave another
+  // unwritten.
+  void run_in_tile_order(const Kernel& kernel, int group, const std::vector<int32_t>& grid_slots,
+                         const std::vector<OpCode>& body) {
+    std::vector<int64_t> extents;
+    int64_t points = 1;
+    for (const GridAxis& axis : kernel.grid) {
+      extents.push_back(axis.extent);
+      points *= axis.extent;
+    }
+    std::vector<bool> visited(static_cast<size_t>(points), false);
+    for (int64_t launched = 0; launched < points; ++launched) {
+      const std::vector<int64_t> point = grid_point_in_launch_order(launched, extents, group);
+      int64_t row_major = 0;
+      for (size_t d = 0; d < point.size(); ++d) {
+        grid_point_[d] = point[d];
+        row_major = row_major * extents[d] + point[d];
+      }
+      if (visited[static_cast<size_t>(row_major)]) {
+        throw error("the tile order (group " + std::to_string(group) +
+                    ") visits this grid point twice (CTA " + std::to_string(launched) + ")");
+      }
+      visited[static_cast<size_t>(row_major)] = true;
+      for (size_t d = 0; d < grid_slots.size(); ++d) {
+        slots_[grid_slots[d]].assign(1, static_cast<double>(grid_point_[d]));
+      }
+      for (const OpCode& code : body) exec(code);
+    }
   }
 
   void count_steps(uint64_t steps) {

@@ -150,7 +150,9 @@ std::string kernel_header(const Kernel& kernel) {
             ", stages=" + std::to_string(kernel.launch->stages) +
             (kernel.launch->consumers ? ", consumers=" + std::to_string(kernel.launch->consumers)
                                       : "") +
-            (kernel.launch->overlap ? ", overlap" : "") + ")";
+            (kernel.launch->overlap ? ", overlap" : "") +
+            (kernel.launch->group > 1 ? ", group=" + std::to_string(kernel.launch->group) : "") +
+            ")";
   }
   return text;
 }
@@ -399,6 +401,7 @@ Json kernel_json(const KernelPtr& kernel) {
     json["launch"] = {{"warps", kernel->launch->warps}, {"stages", kernel->launch->stages}};
     if (kernel->launch->consumers) json["launch"]["consumers"] = kernel->launch->consumers;
     if (kernel->launch->overlap) json["launch"]["overlap"] = true;
+    if (kernel->launch->group > 1) json["launch"]["group"] = kernel->launch->group;
   }
   return json;
 }
