@@ -612,7 +612,7 @@ class WorkWalk : public matile::Visitor {
     for (int64_t cta = 0; cta < ctas; ++cta) {
       // The grid point of the CTA launched cta-th (the tile order's, when it groups).
       if (kernel_.tile_group > 1) {
-        coordinates = grid_point_in_launch_order(cta, extents, kernel_.tile_group);
+        grid_point_in_launch_order(cta, extents, kernel_.tile_group, &coordinates);
       } else {
         int64_t rest = cta;
         for (size_t i = 0; i < extents.size(); ++i) {

@@ -8,7 +8,15 @@ namespace nautilus {
 std::vector<int64_t> grid_point_in_launch_order(int64_t launch_index,
                                                 const std::vector<int64_t>& extents,
                                                 int64_t group) {
-  std::vector<int64_t> point(extents.size(), 0);
+  std::vector<int64_t> point;
+  grid_point_in_launch_order(launch_index, extents, group, &point);
+  return point;
+}
+
+void grid_point_in_launch_order(int64_t launch_index, const std::vector<int64_t>& extents,
+                                int64_t group, std::vector<int64_t>* out) {
+  std::vector<int64_t>& point = *out;
+  point.assign(extents.size(), 0);
   int64_t rest = launch_index;
   size_t first_plain = 0;
   if (group > 1 && extents.size() >= 2) {
@@ -30,7 +38,6 @@ std::vector<int64_t> grid_point_in_launch_order(int64_t launch_index,
     point[axis] = rest % extent;
     rest /= extent;
   }
-  return point;
 }
 
 }  // namespace nautilus

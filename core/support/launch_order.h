@@ -38,5 +38,8 @@ namespace nautilus {
 // fewer than two axes: the plain launch order). 0 <= launch_index < product of extents.
 std::vector<int64_t> grid_point_in_launch_order(int64_t launch_index,
                                                 const std::vector<int64_t>& extents, int64_t group);
+// The same into `point` (resized to the axes), for loops over many CTAs.
+void grid_point_in_launch_order(int64_t launch_index, const std::vector<int64_t>& extents,
+                                int64_t group, std::vector<int64_t>* point);
 
 }  // namespace nautilus
