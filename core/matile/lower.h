@@ -45,6 +45,12 @@
 //      -> named barrier -> row-wise ld.shared -> coalesced global stores as wide as the row
 //      pitch and offsets allow (16 bytes when rows are 16-byte aligned). When it does not apply
 //      the kernel notes why and the tile is stored from its fragments.
+//   8. On-chip buffers (lower_row_buffers.cpp): a shared-scope buffer of the schedule
+//      (cache_read(..., shared, at=LOOP, readers=all): a row copied once, read by every pass)
+//      that is one-dimensional and accessed in windows of one width T at multiples of T
+//      becomes a shared allocation of T elements by ceil(extent / T) stages, filled by cp.async
+//      (or ld.global + st.shared when its rows are not 16-byte aligned) and read by ld.shared
+//      after a wait and a barrier; refused when it does not fit the CTA's shared memory.
 //
 //   before (VR):                              after (MA, one k step shown):
 //     %acc = for k_o in 0..4                    cp.async a_smem[0][0, 0] <- A[%m0 + i0, i1] ...

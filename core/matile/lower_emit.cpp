@@ -159,6 +159,7 @@ bool KernelLowering::needed(const VValue& v) {
 
 void KernelLowering::emit(const VOp& op) {
   retire_wgmma_reads(op);
+  if (!row_buffers_.empty()) sync_row_buffers_before(op);
   switch (op.kind) {
     case VOpKind::For: return emit_for(op);
     case VOpKind::Load: return emit_load(op);
@@ -185,6 +186,7 @@ void KernelLowering::emit(const VOp& op) {
 }
 
 void KernelLowering::emit_load(const VOp& op) {
+  if (emit_row_buffer_load(op) || copied_into_row_buffer(op)) return;
   const VValue& v = op.results[0];
   auto smem = smem_windows_.find(&op);
   for (const TmaOperand& operand : ws_.operands) {
@@ -243,6 +245,7 @@ GlobalAccess KernelLowering::gather_access(const VOp& op, const RegisterLayout& 
 }
 
 void KernelLowering::emit_store(const VOp& op) {
+  if (emit_row_buffer_store(op)) return;
   const VValue stored = vrtile::stored_value(op);
   const RegisterLayout l = remat(stored) ? blocked_layout(stored->type.shape, threads()) : layout_for(stored);
   const Value value = materialize(stored, l);
