@@ -290,6 +290,20 @@ class KernelLowering {
   std::unordered_map<const VOp*, Value> hoisted_;  // A fragments read once after their copy
   std::unordered_map<const scalar::BufferNode*, RowBuffer> row_buffers_;
   std::unordered_set<const VOp*> row_async_copies_;  // row-buffer stores copied by cp.async
+  // Copies of tiles loaded once (attention's Q) whose wait is held back so that the next
+  // loop's ring prologue goes out first: the CTA's first key tiles are then requested one
+  // DRAM round trip earlier (lower_emit.cpp, emit_load; lower_pipeline.cpp, emit_for).
+  struct HeldCopy {
+    const VOp* load = nullptr;
+    int alloc = -1;
+  };
+  std::vector<HeldCopy> held_copies_;
+  // Top-level stores whose elements a later top-level store of the same kernel writes again,
+  // with no load of the buffer in the kernel: not emitted (lower_emit.cpp).
+  std::unordered_set<const VOp*> overwritten_stores_;
+  void find_overwritten_stores();
+  bool holds_copy_across(const VOp& op) const;
+  void publish_held_copies(int newer_groups);
   int64_t layout_threads_ = 0;  // > 0 while layouts are planned for other threads than the CTA's
 
   // Rule 6: the warp-specialized main loop, its TMA-copied operands and their ring.

@@ -36,6 +36,7 @@ KernelPtr KernelLowering::run() {
   if (options_.consumers > 0) plan_warp_specialization();
   assign_layouts();
   layout_threads_ = 0;
+  find_overwritten_stores();
   for (const vrtile::GridAxis& axis : vk_.grid) {
     env_[axis.var.get()] = b_.grid(axis.var->name, axis.extent);
   }

@@ -25,7 +25,9 @@
 //      0..S-2; iteration i waits until its group landed (wait_group S-2), synchronizes, issues
 //      iteration i+S-1 into the buffer iteration i-1 used (predicated off past the end), and
 //      then computes on buffer i % S. Other shared operands are copied where the VR load was,
-//      fenced by barriers; loads outside loops (attention's Q) are copied once.
+//      fenced by barriers; loads outside loops (attention's Q) are copied once. A copy-once
+//      tile read only by dots is waited for late: after the next loop's prologue (wait_group
+//      S-1 keeps the prologue in flight) or before the first op that could read it.
 //   4. Register layouts: mma accumulators in the C fragment layout; element-wise results take
 //      their first placed operand's layout; reduce results the slice of their operand's (lane
 //      shuffles, shared scratch across warps); loop-carried values their initial or yielded
@@ -34,6 +36,8 @@
 //      mismatches get a ConvertLayout (register-only when every thread already holds its
 //      elements, as when S's accumulator becomes P's A fragment, else through shared memory).
 //   5. Other loads and stores: window accesses when the indices and mask match, else gathers.
+//      A top-level store that a later top-level store of the same window overwrites, in a
+//      kernel that never loads the buffer, is not emitted.
 //   6. Warp specialization (launch consumers > 0, sm_90a; lower_hopper.cpp): the kernel's main
 //      loop -- the top-level For whose dots read loaded tiles -- gets a TMA producer warpgroup
 //      that fills a ring of `stages` shared buffers, and N consumer warpgroups that run the rest
