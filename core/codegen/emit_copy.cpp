@@ -5,7 +5,8 @@
 // otherwise; one holder of a replicated element writes it), AsyncCopy
 // as one cp.async of 16 bytes per vector with zero-fill past the window's bounds, SharedLoad as
 // ldmatrix.x4[.trans] per issue, or ld.shared per run of slots at consecutive aligned offsets
-// (16 bytes for a staged epilogue's rows) or per slot, SharedStore as st.shared per slot.
+// (16 bytes for a staged epilogue's rows) or per slot, SharedStore likewise (runs of slots at
+// consecutive aligned offsets as one st.shared of up to 16 bytes, else per slot).
 // Shared addresses are the hoisted swizzled lane part, plus the stage, plus a constant.
 //
 //   cp.async K_smem[%next_stage][0, 0]     ->  if (more) {
@@ -642,6 +643,35 @@ void KernelEmitter::ldmatrix(const Op& op) {
 void KernelEmitter::shared_store(const Op& op) {
   const Value& value = op.operands[0];
   const std::string target = shared_name(alloc_of(op.shared));
+  if (shared_vector(op, value, 0) > 1) {
+    // Runs of consecutive slots as one wide write each, as shared_load reads them: a tile staged
+    // for the CUDA-core dot was stored 2 bytes per instruction, four rows of a warp on one bank.
+    const bool f32 = value->type.dtype == DType::F32;
+    for (int64_t v = 0; v < value->layout.slots();) {
+      const int64_t n = shared_vector(op, value, v);
+      const std::string address =
+          "&" + target + "[" + shared_offset(op.shared, coordinates(value, str(v), matile::op_label(op))) + "]";
+      if (n == 1) {
+        line("*(" + address + ") = " + at(value, str(v)) + ";");
+        v += 1;
+        continue;
+      }
+      const int64_t words = n * dtype_bytes(value->type.dtype) / 4;
+      std::vector<std::string> parts;
+      for (int64_t w = 0; w < words; ++w) {
+        parts.push_back(f32 ? at(value, str(v + w))
+                            : "pack2(" + at(value, str(v + 2 * w)) + ", " + at(value, str(v + 2 * w + 1)) + ")");
+      }
+      const std::string type = f32 ? (words == 4 ? "float4" : words == 2 ? "float2" : "float")
+                                   : (words == 4 ? "uint4" : words == 2 ? "uint2" : "unsigned");
+      std::string joined;
+      for (const std::string& part : parts) joined += (joined.empty() ? "" : ", ") + part;
+      line("*reinterpret_cast<" + type + "*>(" + address + ") = " +
+           (words == 1 ? joined : "make_" + type + "(" + joined + ")") + ";");
+      v += n;
+    }
+    return;
+  }
   for_slots(value->layout.slots(), [&](const std::string& s) {
     line(target + "[" + shared_offset(op.shared, coordinates(value, s, matile::op_label(op))) + "] = " +
          at(value, s) + ";");

@@ -1,8 +1,11 @@
 #include "core/layout/tma.h"
 
 #include <algorithm>
+#include <map>
+#include <mutex>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/layout/printer.h"
@@ -44,8 +47,10 @@ int tensor_map_swizzle_value(SwizzleMode mode) {
 
 }  // namespace
 
-Result<TmaTilePlan> plan_tma_tile(const ComposedLayout& tile, int element_bytes,
-                                  const GlobalTensor& global) {
+namespace {
+
+Result<TmaTilePlan> compute_tma_tile_plan(const ComposedLayout& tile, int element_bytes,
+                                          const GlobalTensor& global) {
   const std::string context = "TMA boxes for tile " + to_string(tile) + " of " +
                               std::to_string(element_bytes) + "-byte elements";
   const int64_t e = element_bytes;
@@ -161,6 +166,26 @@ Result<TmaTilePlan> plan_tma_tile(const ComposedLayout& tile, int element_bytes,
     }
   }
   return plan;
+}
+
+}  // namespace
+
+// Plans are remembered per (tile, element size, global tensor): the lowering and the emitter
+// plan every TMA copy of every candidate the search compiles, and step 4 evaluates the layout
+// at every element of the tile.
+Result<TmaTilePlan> plan_tma_tile(const ComposedLayout& tile, int element_bytes,
+                                  const GlobalTensor& global) {
+  using Key = std::tuple<std::string, int, std::array<int64_t, 2>, std::array<int64_t, 2>>;
+  static std::mutex mutex;
+  static std::map<Key, Result<TmaTilePlan>> known;
+  Key key{to_string(tile), element_bytes, global.shape, global.strides};
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (auto it = known.find(key); it != known.end()) return it->second;
+  }
+  Result<TmaTilePlan> plan = compute_tma_tile_plan(tile, element_bytes, global);
+  std::lock_guard<std::mutex> lock(mutex);
+  return known.emplace(std::move(key), std::move(plan)).first->second;
 }
 
 std::string to_string(const TmaTilePlan& plan) {

@@ -17,6 +17,8 @@
 //   lower_hopper.cpp       rule 6: the warp-specialized form (TMA producer, wgmma consumers)
 //   lower_epilogue.cpp     rule 7: a warp-specialized kernel's accumulator tile stored through
 //                          shared memory (stmatrix, then coalesced row stores)
+//   lower_row_buffers.cpp  rule 8: shared-scope buffers of the schedule (a row copied once and
+//                          read by every pass over it) as shared allocations of the kernel
 //   lower_emit.cpp         rule 5 and the rest: every other VR op, window and gather accesses,
 //                          and the uniform index scalars their offsets need
 #pragma once
@@ -102,6 +104,16 @@ struct DotPlan {
   // latency hides behind tensor-core work (costs one more step of fragment registers).
   bool prefetch_fragments = false;
   OperandPlan a, b;
+};
+
+// Rule 8: a shared-scope buffer held in a shared allocation of `stages` tiles of `tile`
+// elements (lower_row_buffers.cpp).
+struct RowBuffer {
+  int alloc = -1;
+  int64_t tile = 0;
+  int64_t stages = 0;
+  bool dirty = false;        // copies issued since the last wait and barrier
+  bool zero_padded = true;   // every copy is a zero-filling cp.async of whole stages
 };
 
 struct SmemLoad {
@@ -244,6 +256,15 @@ class KernelLowering {
                                    int64_t* vector);
   void emit_reduce(const VOp& op);
 
+  // Rule 8: on-chip buffers (lower_row_buffers.cpp).
+  void plan_row_buffers();
+  void plan_row_buffer_copies();
+  Value row_stage(const VOp& op, const RowBuffer& row, Window* window);
+  void sync_row_buffers_before(const VOp& op);
+  bool copied_into_row_buffer(const VOp& load);
+  bool emit_row_buffer_store(const VOp& op);
+  bool emit_row_buffer_load(const VOp& op);
+
   const vrtile::Kernel& vk_;
   const LowerOptions& options_;
   Builder b_;
@@ -267,6 +288,22 @@ class KernelLowering {
   std::unordered_map<const VOp*, std::pair<int, int>> fma_allocs_;
   std::unordered_map<const VNode*, bool> needed_;
   std::unordered_map<const VOp*, Value> hoisted_;  // A fragments read once after their copy
+  std::unordered_map<const scalar::BufferNode*, RowBuffer> row_buffers_;
+  std::unordered_set<const VOp*> row_async_copies_;  // row-buffer stores copied by cp.async
+  // Copies of tiles loaded once (attention's Q) whose wait is held back so that the next
+  // loop's ring prologue goes out first: the CTA's first key tiles are then requested one
+  // DRAM round trip earlier (lower_emit.cpp, emit_load; lower_pipeline.cpp, emit_for).
+  struct HeldCopy {
+    const VOp* load = nullptr;
+    int alloc = -1;
+  };
+  std::vector<HeldCopy> held_copies_;
+  // Top-level stores whose elements a later top-level store of the same kernel writes again,
+  // with no load of the buffer in the kernel: not emitted (lower_emit.cpp).
+  std::unordered_set<const VOp*> overwritten_stores_;
+  void find_overwritten_stores();
+  bool holds_copy_across(const VOp& op) const;
+  void publish_held_copies(int newer_groups);
   int64_t layout_threads_ = 0;  // > 0 while layouts are planned for other threads than the CTA's
 
   // Rule 6: the warp-specialized main loop, its TMA-copied operands and their ring.

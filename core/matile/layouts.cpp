@@ -1,7 +1,9 @@
 #include "core/matile/layouts.h"
 
+#include <map>
 #include <mutex>
 #include <numeric>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 
@@ -213,74 +215,98 @@ int64_t mma_m_atoms(int64_t m, int warps_m) {
   return short_fragment_rows(m, warps_m) ? 1 : m / (16 * warps_m);
 }
 
-Result<RegisterLayout> mma_a_layout(int64_t m, int64_t k, int warps_m, int warps_n) {
-  const std::string context = "mma A layout of [" + std::to_string(m) + ", " + std::to_string(k) +
-                              "] over warps (" + std::to_string(warps_m) + ", " +
-                              std::to_string(warps_n) + ")";
-  if (warps_n < 1 || !mma_rows_fit(m, warps_m) || k % 16 != 0 || k < 1) {
-    return layout_error(context + ": needs M a multiple of 16 * warps_m (or 1, 2, 4, 8 rows on "
-                                  "one warp) and K of 16");
+// The fragment layouts of one (rows, cols, warps_m, warps_n) are built and checked once per
+// process: the lowering, the verifier and the interpreter ask for them for every mma of every
+// candidate the search compiles, and checking a layout enumerates its (thread, slot) pairs.
+template <typename Build>
+Result<RegisterLayout> remembered_fragment(char which, int64_t rows, int64_t cols, int warps_m,
+                                           int warps_n, Build build) {
+  static std::mutex mutex;
+  static std::map<std::tuple<char, int64_t, int64_t, int, int>, Result<RegisterLayout>> known;
+  const auto key = std::make_tuple(which, rows, cols, warps_m, warps_n);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (auto it = known.find(key); it != known.end()) return it->second;
   }
-  const int64_t mt = mma_m_atoms(m, warps_m), kt = k / 16;
-  const int64_t half = short_fragment_rows(m, warps_m) ? 0 : 8;  // the a_i "+8 rows" step
-  RegisterLayout result;
-  result.kind = LayoutKind::MmaA;
-  result.warps_m = warps_m;
-  result.warps_n = warps_n;
-  using layout::tuple_of;
-  result.tv = layout::TVLayout{
-      Layout(tuple_of(tuple_of(tuple_of(4, group_rows_shape(m)), tuple_of(warps_m, warps_n)),
-                      tuple_of(tuple_of(2, 2, 2), tuple_of(mt, kt))),
-             tuple_of(tuple_of(tuple_of(2 * m, group_rows_stride(m)), tuple_of(16 * mt, 0)),
-                      tuple_of(tuple_of(m, half, 8 * m), tuple_of(16, 16 * m)))),
-      tuple_of(m, k)};
-  return checked(std::move(result), context);
+  Result<RegisterLayout> layout = build();
+  std::lock_guard<std::mutex> lock(mutex);
+  return known.emplace(key, std::move(layout)).first->second;
+}
+
+Result<RegisterLayout> mma_a_layout(int64_t m, int64_t k, int warps_m, int warps_n) {
+  return remembered_fragment('A', m, k, warps_m, warps_n, [&]() -> Result<RegisterLayout> {
+    const std::string context = "mma A layout of [" + std::to_string(m) + ", " + std::to_string(k) +
+                                "] over warps (" + std::to_string(warps_m) + ", " +
+                                std::to_string(warps_n) + ")";
+    if (warps_n < 1 || !mma_rows_fit(m, warps_m) || k % 16 != 0 || k < 1) {
+      return layout_error(context + ": needs M a multiple of 16 * warps_m (or 1, 2, 4, 8 rows on "
+                                    "one warp) and K of 16");
+    }
+    const int64_t mt = mma_m_atoms(m, warps_m), kt = k / 16;
+    const int64_t half = short_fragment_rows(m, warps_m) ? 0 : 8;  // the a_i "+8 rows" step
+    RegisterLayout result;
+    result.kind = LayoutKind::MmaA;
+    result.warps_m = warps_m;
+    result.warps_n = warps_n;
+    using layout::tuple_of;
+    result.tv = layout::TVLayout{
+        Layout(tuple_of(tuple_of(tuple_of(4, group_rows_shape(m)), tuple_of(warps_m, warps_n)),
+                        tuple_of(tuple_of(2, 2, 2), tuple_of(mt, kt))),
+               tuple_of(tuple_of(tuple_of(2 * m, group_rows_stride(m)), tuple_of(16 * mt, 0)),
+                        tuple_of(tuple_of(m, half, 8 * m), tuple_of(16, 16 * m)))),
+        tuple_of(m, k)};
+    return checked(std::move(result), context);
+  });
 }
 
 Result<RegisterLayout> mma_b_layout(int64_t k, int64_t n, int warps_m, int warps_n) {
-  const std::string context = "mma B layout of [" + std::to_string(k) + ", " + std::to_string(n) +
-                              "] over warps (" + std::to_string(warps_m) + ", " +
-                              std::to_string(warps_n) + ")";
-  if (warps_m < 1 || warps_n < 1 || n % (8 * warps_n) != 0 || k % 16 != 0 || n < 1 || k < 1) {
-    return layout_error(context + ": needs N a multiple of 8 * warps_n and K of 16");
-  }
-  const int64_t nt = n / (8 * warps_n), kt = k / 16;
-  RegisterLayout result;
-  result.kind = LayoutKind::MmaB;
-  result.warps_m = warps_m;
-  result.warps_n = warps_n;
-  using layout::tuple_of;
-  result.tv = layout::TVLayout{
-      Layout(tuple_of(tuple_of(tuple_of(4, 8), tuple_of(warps_m, warps_n)),
-                      tuple_of(tuple_of(2, 2), tuple_of(kt, nt))),
-             tuple_of(tuple_of(tuple_of(2, k), tuple_of(0, 8 * nt * k)),
-                      tuple_of(tuple_of(1, 8), tuple_of(16, 8 * k)))),
-      tuple_of(k, n)};
-  return checked(std::move(result), context);
+  return remembered_fragment('B', k, n, warps_m, warps_n, [&]() -> Result<RegisterLayout> {
+    const std::string context = "mma B layout of [" + std::to_string(k) + ", " + std::to_string(n) +
+                                "] over warps (" + std::to_string(warps_m) + ", " +
+                                std::to_string(warps_n) + ")";
+    if (warps_m < 1 || warps_n < 1 || n % (8 * warps_n) != 0 || k % 16 != 0 || n < 1 || k < 1) {
+      return layout_error(context + ": needs N a multiple of 8 * warps_n and K of 16");
+    }
+    const int64_t nt = n / (8 * warps_n), kt = k / 16;
+    RegisterLayout result;
+    result.kind = LayoutKind::MmaB;
+    result.warps_m = warps_m;
+    result.warps_n = warps_n;
+    using layout::tuple_of;
+    result.tv = layout::TVLayout{
+        Layout(tuple_of(tuple_of(tuple_of(4, 8), tuple_of(warps_m, warps_n)),
+                        tuple_of(tuple_of(2, 2), tuple_of(kt, nt))),
+               tuple_of(tuple_of(tuple_of(2, k), tuple_of(0, 8 * nt * k)),
+                        tuple_of(tuple_of(1, 8), tuple_of(16, 8 * k)))),
+        tuple_of(k, n)};
+    return checked(std::move(result), context);
+  });
 }
 
 Result<RegisterLayout> mma_c_layout(int64_t m, int64_t n, int warps_m, int warps_n) {
-  const std::string context = "mma C layout of [" + std::to_string(m) + ", " + std::to_string(n) +
-                              "] over warps (" + std::to_string(warps_m) + ", " +
-                              std::to_string(warps_n) + ")";
-  if (warps_n < 1 || !mma_rows_fit(m, warps_m) || n % (8 * warps_n) != 0 || n < 1) {
-    return layout_error(context + ": needs M a multiple of 16 * warps_m (or 1, 2, 4, 8 rows on "
-                                  "one warp) and N of 8 * warps_n");
-  }
-  const int64_t mt = mma_m_atoms(m, warps_m), nt = n / (8 * warps_n);
-  const int64_t half = short_fragment_rows(m, warps_m) ? 0 : 8;  // the c_i "+8 rows" step
-  RegisterLayout result;
-  result.kind = LayoutKind::MmaC;
-  result.warps_m = warps_m;
-  result.warps_n = warps_n;
-  using layout::tuple_of;
-  result.tv = layout::TVLayout{
-      Layout(tuple_of(tuple_of(tuple_of(4, group_rows_shape(m)), tuple_of(warps_m, warps_n)),
-                      tuple_of(tuple_of(2, 2), tuple_of(mt, nt))),
-             tuple_of(tuple_of(tuple_of(2 * m, group_rows_stride(m)), tuple_of(16 * mt, 8 * nt * m)),
-                      tuple_of(tuple_of(m, half), tuple_of(16, 8 * m)))),
-      tuple_of(m, n)};
-  return checked(std::move(result), context);
+  return remembered_fragment('C', m, n, warps_m, warps_n, [&]() -> Result<RegisterLayout> {
+    const std::string context = "mma C layout of [" + std::to_string(m) + ", " + std::to_string(n) +
+                                "] over warps (" + std::to_string(warps_m) + ", " +
+                                std::to_string(warps_n) + ")";
+    if (warps_n < 1 || !mma_rows_fit(m, warps_m) || n % (8 * warps_n) != 0 || n < 1) {
+      return layout_error(context + ": needs M a multiple of 16 * warps_m (or 1, 2, 4, 8 rows on "
+                                    "one warp) and N of 8 * warps_n");
+    }
+    const int64_t mt = mma_m_atoms(m, warps_m), nt = n / (8 * warps_n);
+    const int64_t half = short_fragment_rows(m, warps_m) ? 0 : 8;  // the c_i "+8 rows" step
+    RegisterLayout result;
+    result.kind = LayoutKind::MmaC;
+    result.warps_m = warps_m;
+    result.warps_n = warps_n;
+    using layout::tuple_of;
+    result.tv = layout::TVLayout{
+        Layout(tuple_of(tuple_of(tuple_of(4, group_rows_shape(m)), tuple_of(warps_m, warps_n)),
+                        tuple_of(tuple_of(2, 2), tuple_of(mt, nt))),
+               tuple_of(tuple_of(tuple_of(2 * m, group_rows_stride(m)), tuple_of(16 * mt, 8 * nt * m)),
+                        tuple_of(tuple_of(m, half), tuple_of(16, 8 * m)))),
+        tuple_of(m, n)};
+    return checked(std::move(result), context);
+  });
 }
 
 Result<RegisterLayout> slice_layout(const RegisterLayout& source,

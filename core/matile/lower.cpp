@@ -27,6 +27,8 @@ KernelLowering::KernelLowering(const vrtile::Kernel& kernel, const LowerOptions&
 KernelPtr KernelLowering::run() {
   analyze_region(*vk_.body, nullptr);
   refuse_tiles_past_registers();
+  plan_row_buffers();
+  plan_row_buffer_copies();
   // Layouts are planned for the threads that will hold the values: a warp-specialized kernel's
   // consumer warpgroups.
   if (options_.consumers > 0) layout_threads_ = int64_t{options_.warps} * kWarpSize;
@@ -34,6 +36,7 @@ KernelPtr KernelLowering::run() {
   if (options_.consumers > 0) plan_warp_specialization();
   assign_layouts();
   layout_threads_ = 0;
+  find_overwritten_stores();
   for (const vrtile::GridAxis& axis : vk_.grid) {
     env_[axis.var.get()] = b_.grid(axis.var->name, axis.extent);
   }
@@ -45,7 +48,12 @@ KernelPtr KernelLowering::run() {
     emit_region(*vk_.body);
   }
   b_.set_provenance(vk_.provenance);
-  return b_.finish_kernel(vk_.name, vk_.params);
+  // Buffers held on chip (rule 8) are no longer global parameters.
+  std::vector<Buffer> params;
+  for (const Buffer& param : vk_.params) {
+    if (!row_buffers_.count(param.get())) params.push_back(param);
+  }
+  return b_.finish_kernel(vk_.name, std::move(params));
 }
 
 // A tile with more elements per thread than kMostElementsPerThread (256 KB of 32-bit values per
@@ -182,6 +190,16 @@ layout::Result<ModulePtr> lower_to_matile(const vrtile::ModulePtr& module,
   } catch (const LowerError& error) {
     return layout_error("lower_to_matile: " + error.message);
   }
+  // Shared-scope intermediates that every kernel holds on chip (rule 8) need no global scratch.
+  std::erase_if(out->allocations, [&](const Buffer& buffer) {
+    if (buffer->scope != scalar::MemoryScope::Shared) return false;
+    for (const KernelPtr& kernel : out->kernels) {
+      for (const Buffer& param : kernel->params) {
+        if (param == buffer) return false;
+      }
+    }
+    return true;
+  });
   const std::vector<std::string> errors = verify(*out);
   if (!errors.empty()) {
     return layout_error("lower_to_matile: internal error, the MA module does not verify: " +

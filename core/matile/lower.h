@@ -25,7 +25,9 @@
 //      0..S-2; iteration i waits until its group landed (wait_group S-2), synchronizes, issues
 //      iteration i+S-1 into the buffer iteration i-1 used (predicated off past the end), and
 //      then computes on buffer i % S. Other shared operands are copied where the VR load was,
-//      fenced by barriers; loads outside loops (attention's Q) are copied once.
+//      fenced by barriers; loads outside loops (attention's Q) are copied once. A copy-once
+//      tile read only by dots is waited for late: after the next loop's prologue (wait_group
+//      S-1 keeps the prologue in flight) or before the first op that could read it.
 //   4. Register layouts: mma accumulators in the C fragment layout; element-wise results take
 //      their first placed operand's layout; reduce results the slice of their operand's (lane
 //      shuffles, shared scratch across warps); loop-carried values their initial or yielded
@@ -34,6 +36,8 @@
 //      mismatches get a ConvertLayout (register-only when every thread already holds its
 //      elements, as when S's accumulator becomes P's A fragment, else through shared memory).
 //   5. Other loads and stores: window accesses when the indices and mask match, else gathers.
+//      A top-level store that a later top-level store of the same window overwrites, in a
+//      kernel that never loads the buffer, is not emitted.
 //   6. Warp specialization (launch consumers > 0, sm_90a; lower_hopper.cpp): the kernel's main
 //      loop -- the top-level For whose dots read loaded tiles -- gets a TMA producer warpgroup
 //      that fills a ring of `stages` shared buffers, and N consumer warpgroups that run the rest
@@ -45,6 +49,12 @@
 //      -> named barrier -> row-wise ld.shared -> coalesced global stores as wide as the row
 //      pitch and offsets allow (16 bytes when rows are 16-byte aligned). When it does not apply
 //      the kernel notes why and the tile is stored from its fragments.
+//   8. On-chip buffers (lower_row_buffers.cpp): a shared-scope buffer of the schedule
+//      (cache_read(..., shared, at=LOOP, readers=all): a row copied once, read by every pass)
+//      that is one-dimensional and accessed in windows of one width T at multiples of T
+//      becomes a shared allocation of T elements by ceil(extent / T) stages, filled by cp.async
+//      (or ld.global + st.shared when its rows are not 16-byte aligned) and read by ld.shared
+//      after a wait and a barrier; refused when it does not fit the CTA's shared memory.
 //
 //   before (VR):                              after (MA, one k step shown):
 //     %acc = for k_o in 0..4                    cp.async a_smem[0][0, 0] <- A[%m0 + i0, i1] ...

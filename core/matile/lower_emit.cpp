@@ -4,7 +4,10 @@
 // stores as window accesses when their indices and mask match, else as gathers of index tiles
 // materialized in the value's layout; reduces with their shuffle plan and cross-warp scratch;
 // scalars as uniform values, and window offsets as uniform index scalars that reuse an emitted
-// scalar of the same affine value:
+// scalar of the same affine value. A top-level store that a later top-level store of the same
+// window overwrites, in a kernel that never loads the buffer, is not emitted
+// (find_overwritten_stores); the wait for a tile copied once is held back over index
+// arithmetic until something could read it (publish_held_copies, lower.h rule 3):
 //
 //   before (VR):                              after (MA):
 //     %5 = add %4, %r_i : index[4]              %3 = mul %r_o, %2 : index
@@ -115,8 +118,49 @@ void KernelLowering::emit_region(const vrtile::Region& region) {
   for (const vrtile::OpPtr& op : region.ops) {
     if (op->kind == VOpKind::Yield) continue;
     b_.set_provenance(op->provenance);
+    // A held copy is published before anything that could read shared memory or its tile; a
+    // loop publishes it itself, after its prologue (emit_for).
+    if (!held_copies_.empty() && op->kind != VOpKind::For && !holds_copy_across(*op)) {
+      publish_held_copies(0);
+    }
     emit(*op);
   }
+  // Nothing held crosses the end of a region (a loop body's yield, the kernel's end).
+  if (!held_copies_.empty()) publish_held_copies(0);
+}
+
+// Ops a held copy's wait may move past: register arithmetic on values other than the held
+// tiles (index math, constants, masks). Loads, stores, dots, reductions and loops are not.
+bool KernelLowering::holds_copy_across(const VOp& op) const {
+  switch (op.kind) {
+    case VOpKind::Full:
+    case VOpKind::Iota:
+    case VOpKind::Broadcast:
+    case VOpKind::Permute:
+    case VOpKind::Unary:
+    case VOpKind::Binary:
+    case VOpKind::Compare:
+    case VOpKind::Logical:
+    case VOpKind::Select:
+    case VOpKind::Cast: break;
+    default: return false;
+  }
+  for (const VValue& operand : op.operands) {
+    for (const HeldCopy& held : held_copies_) {
+      if (operand == held.load->results[0]) return false;
+    }
+  }
+  return true;
+}
+
+// Waits for the held copies (the `newer_groups` commit groups issued after them may stay in
+// flight), publishes them to the CTA and reads the A fragments that are read once.
+void KernelLowering::publish_held_copies(int newer_groups) {
+  std::vector<HeldCopy> held;
+  held.swap(held_copies_);
+  b_.wait_group(newer_groups);
+  b_.barrier();
+  for (const HeldCopy& copy : held) hoist_a_fragments(*copy.load, copy.alloc);
 }
 
 // Whether the MA kernel needs v in registers: something stores, carries or computes with it.
@@ -159,6 +203,7 @@ bool KernelLowering::needed(const VValue& v) {
 
 void KernelLowering::emit(const VOp& op) {
   retire_wgmma_reads(op);
+  if (!row_buffers_.empty()) sync_row_buffers_before(op);
   switch (op.kind) {
     case VOpKind::For: return emit_for(op);
     case VOpKind::Load: return emit_load(op);
@@ -185,6 +230,7 @@ void KernelLowering::emit(const VOp& op) {
 }
 
 void KernelLowering::emit_load(const VOp& op) {
+  if (emit_row_buffer_load(op) || copied_into_row_buffer(op)) return;
   const VValue& v = op.results[0];
   auto smem = smem_windows_.find(&op);
   for (const TmaOperand& operand : ws_.operands) {
@@ -203,9 +249,15 @@ void KernelLowering::emit_load(const VOp& op) {
       b_.barrier();
       emit_copy(op, alloc, nullptr, nullptr, nullptr, nullptr);
       b_.commit_group();
+      smem_loads_[&op] = SmemLoad{alloc, nullptr};
+      if (!register_loads_.count(&op)) {
+        // Read only by dots through shared memory: the wait is held back until something
+        // needs the tile (emit_region), so a loop's ring prologue can go out before it.
+        held_copies_.push_back(HeldCopy{&op, alloc});
+        return;
+      }
       b_.wait_group(0);
       b_.barrier();
-      smem_loads_[&op] = SmemLoad{alloc, nullptr};
       hoist_a_fragments(op, alloc);
     } else {
       smem_loads_[&op] = SmemLoad{smem_alloc_.at(&op), pipelined->second};
@@ -242,7 +294,54 @@ GlobalAccess KernelLowering::gather_access(const VOp& op, const RegisterLayout& 
   return access;
 }
 
+// A store is dead when a later store of the same kernel writes the same elements before
+// anything reads them: the initial values of a split reduction's partials (split_k_update's
+// Mx_part = -inf, L_part = 0, O_part = 0), which the loop keeps in registers and whose final
+// values are stored at the end. Both stores sit in the kernel's top-level region, so both run
+// in every CTA; equal windows (offsets, tile axes, bounds) of equal tile shapes write the same
+// elements; and the kernel loads nothing from the buffer, so no CTA observes the first value.
+// Dropping it saves its DRAM writes and the CTA's start:
+//
+//   global_store O_part[%n_s, %b, %5 + i0, i1] bounds [...], %zeros     <- not emitted
+//   ... for n_o ... (the partials carried in registers)
+//   global_store O_part[%98, %101, %106 + i0, i1] bounds [...], %O_part.1   (%98 = 0 + %n_s)
+void KernelLowering::find_overwritten_stores() {
+  std::unordered_set<std::string> loaded;
+  std::vector<const vrtile::Region*> regions{vk_.body.get()};
+  while (!regions.empty()) {
+    const vrtile::Region* region = regions.back();
+    regions.pop_back();
+    for (const vrtile::OpPtr& op : region->ops) {
+      if (op->kind == VOpKind::Load) loaded.insert(op->buffer->name);
+      if (op->kind == VOpKind::For) regions.push_back(op->body.get());
+    }
+  }
+  const std::vector<vrtile::OpPtr>& ops = vk_.body->ops;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const VOp& first = *ops[i];
+    if (first.kind != VOpKind::Store || loaded.count(first.buffer->name)) continue;
+    const std::vector<int64_t>& shape = vrtile::stored_value(first)->type.shape;
+    const std::optional<Window> written = match_window(first, shape);
+    if (!written) continue;
+    for (size_t j = i + 1; j < ops.size(); ++j) {
+      const VOp& later = *ops[j];
+      if (later.kind != VOpKind::Store || later.buffer->name != first.buffer->name ||
+          vrtile::stored_value(later)->type.shape != shape) {
+        continue;
+      }
+      const std::optional<Window> again = match_window(later, shape);
+      if (again && again->offsets == written->offsets && again->tile_axes == written->tile_axes &&
+          again->bounds == written->bounds) {
+        overwritten_stores_.insert(&first);
+        break;
+      }
+    }
+  }
+}
+
 void KernelLowering::emit_store(const VOp& op) {
+  if (overwritten_stores_.count(&op)) return;
+  if (emit_row_buffer_store(op)) return;
   const VValue stored = vrtile::stored_value(op);
   const RegisterLayout l = remat(stored) ? blocked_layout(stored->type.shape, threads()) : layout_for(stored);
   const Value value = materialize(stored, l);

@@ -50,12 +50,19 @@ std::vector<const VOp*> KernelLowering::pipelinable(const VOp& loop) {
 }
 
 void KernelLowering::emit_for(const VOp& op) {
-  if (&op == ws_.loop) return emit_hopper_loop(op);
+  if (&op == ws_.loop) {
+    if (!held_copies_.empty()) publish_held_copies(0);
+    return emit_hopper_loop(op);
+  }
   const std::vector<const VOp*> loads = pipelinable(op);
   const int stages = std::max(1, options_.stages);
   for (const VOp* load : loads) smem_alloc_for(*load, stages);
-  // Prologue: iterations 0 .. stages-2, one commit group each (empty past the end).
+  // Prologue: iterations 0 .. stages-2, one commit group each (empty past the end). Tiles
+  // copied once just before (attention's Q) are waited for after it, leaving the prologue's
+  // groups in flight: the first ring tiles are requested without waiting for Q's round trip.
+  int prologue_groups = 0;
   if (!loads.empty() && stages >= 2) {
+    prologue_groups = stages - 1;
     for (int s = 0; s + 1 < stages; ++s) {
       if (s < op.extent) {
         for (const VOp* load : loads) {
@@ -67,6 +74,7 @@ void KernelLowering::emit_for(const VOp& op) {
       b_.commit_group();
     }
   }
+  if (!held_copies_.empty()) publish_held_copies(prologue_groups);
   b_.set_provenance(op.provenance);
   const LoopStart start = loop_start(op);
   const std::vector<Value> results = b_.for_loop(

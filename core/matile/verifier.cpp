@@ -186,24 +186,27 @@ class KernelVerifier : public Visitor {
                        std::to_string(threads()));
       return;
     }
-    Result<layout::TVLayout> tv = layout::make_tv_layout(l.tv.layout, l.tv.tile);
-    if (!tv) {
-      error(where, what + ": " + tv.error().message);
-      return;
-    }
     // Values of one kernel share few layouts (a broadcast chain has one): each (layout, tile)
     // is checked once, and without listing every slot, since the tiles of the search's worst
     // candidates hold tens of millions of elements.
     const std::string key = layout::to_string(l.tv.layout) + " of " + layout::to_string(l.tv.tile);
-    if (const auto known = covering_.find(key); known != covering_.end()) {
-      if (known->second >= 0) {
-        error(where, what + " layout leaves element " + std::to_string(known->second) + " unheld");
+    auto known = covering_.find(key);
+    if (known == covering_.end()) {
+      LayoutCheck check;
+      Result<layout::TVLayout> tv = layout::make_tv_layout(l.tv.layout, l.tv.tile);
+      if (!tv) {
+        check.tv_error = tv.error().message;
+      } else {
+        check.first_unheld = first_unheld_element(l, value->type.element_count());
       }
-      return;
+      known = covering_.emplace(key, std::move(check)).first;
     }
-    const int64_t unheld = first_unheld_element(l, value->type.element_count());
-    covering_.emplace(key, unheld);
-    if (unheld >= 0) error(where, what + " layout leaves element " + std::to_string(unheld) + " unheld");
+    const LayoutCheck& check = known->second;
+    if (check.tv_error) {
+      error(where, what + ": " + *check.tv_error);
+    } else if (check.first_unheld >= 0) {
+      error(where, what + " layout leaves element " + std::to_string(check.first_unheld) + " unheld");
+    }
   }
 
   // The first element of the tile that no (thread, slot) of `l` holds, or -1. A layout whose
@@ -651,8 +654,9 @@ class KernelVerifier : public Visitor {
       error(where, slice.error().message);
       return;
     }
-    expect(slice->tv == result->layout.tv, where,
-           "the result layout is not the slice of the operand's (" + layout_text(*slice) + ")");
+    if (!(slice->tv == result->layout.tv)) {
+      error(where, "the result layout is not the slice of the operand's (" + layout_text(*slice) + ")");
+    }
     Result<ReducePlan> plan = reduce_plan(x->layout, x->type.shape, op.axis);
     if (!plan) {
       error(where, plan.error().message);
@@ -691,10 +695,13 @@ class KernelVerifier : public Visitor {
       error(where, !la ? la.error().message : !lb ? lb.error().message : lc.error().message);
       return;
     }
-    expect(a->layout == *la, where, "a is not in the mma A fragment layout " + layout_text(*la));
-    expect(b->layout == *lb, where, "b is not in the mma B fragment layout " + layout_text(*lb));
-    expect(c->layout == *lc && result->layout == *lc, where,
-           "c is not in the mma C fragment layout " + layout_text(*lc));
+    // The messages name the expected layout; they are built only on failure, since the
+    // search verifies every candidate and layout text is the verifier's costliest part.
+    if (!(a->layout == *la)) error(where, "a is not in the mma A fragment layout " + layout_text(*la));
+    if (!(b->layout == *lb)) error(where, "b is not in the mma B fragment layout " + layout_text(*lb));
+    if (!(c->layout == *lc && result->layout == *lc)) {
+      error(where, "c is not in the mma C fragment layout " + layout_text(*lc));
+    }
   }
 
   void visit_FmaDot(const Op& op) override {
@@ -781,7 +788,7 @@ class KernelVerifier : public Visitor {
       error(where, canonical.error().message);
       return;
     }
-    expect(l == *canonical, where, "the result is not in its fragment layout " + layout_text(*canonical));
+    if (!(l == *canonical)) error(where, "the result is not in its fragment layout " + layout_text(*canonical));
     expect(l.warps_m * l.warps_n == warps(), where, "the warp grid must cover the kernel's warps");
     if (l.kind == LayoutKind::MmaB) {
       expect((C / (8 * l.warps_n)) % 2 == 0, where, "ldmatrix.x4 of B needs an even number of n atoms per warp");
@@ -931,15 +938,16 @@ class KernelVerifier : public Visitor {
       error(where, acc.error().message);
       return;
     }
-    expect(c->layout == *acc && result->layout == *acc, where,
-           "c is not in the wgmma accumulator layout " + layout_text(*acc));
+    if (!(c->layout == *acc && result->layout == *acc)) {
+      error(where, "c is not in the wgmma accumulator layout " + layout_text(*acc));
+    }
     DType ab = DType::BF16;
     if (rs) {
       const Value& a = op.operands[0];
       ab = a->type.dtype;
       expect(a->type.shape == (std::vector<int64_t>{M, K}), where, "a must be [M, K]");
       Result<RegisterLayout> la = wgmma_a_layout(M, K, warpgroups);
-      if (la) expect(a->layout == *la, where, "a is not in the wgmma A fragment layout " + layout_text(*la));
+      if (la && !(a->layout == *la)) error(where, "a is not in the wgmma A fragment layout " + layout_text(*la));
     } else if (const SharedAlloc* a = alloc_of(op.shared, where)) {
       ab = a->dtype;
       check_window(op.shared, *a, {M, K}, where);
@@ -983,7 +991,13 @@ class KernelVerifier : public Visitor {
   std::unordered_set<const scalar::BufferNode*> params_;
   std::vector<std::unordered_set<const ValueNode*>> scopes_;
   std::unordered_set<std::string> names_;
-  std::unordered_map<std::string, int64_t> covering_;  // (layout, tile) → first unheld element or -1
+  // What check_layout found for one (layout, tile): make_tv_layout's refusal, or the first
+  // element no (thread, slot) holds (-1: all held).
+  struct LayoutCheck {
+    std::optional<std::string> tv_error;
+    int64_t first_unheld = -1;
+  };
+  std::unordered_map<std::string, LayoutCheck> covering_;  // "layout of tile" → its check
   std::string where_;  // the op being checked, for each kind's checks
 };
 

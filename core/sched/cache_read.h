@@ -1,4 +1,4 @@
-// cache_read(BLOCK, TENSOR, shared|register[, at=LOOP]) — copy the part of TENSOR that BLOCK
+// cache_read(BLOCK, TENSOR, shared|register[, at=LOOP][, readers=all]) — copy the part of TENSOR that BLOCK
 // reads into a local buffer of the given memory scope, once per iteration of LOOP, and make
 // BLOCK read the copy.
 //
@@ -28,6 +28,20 @@
 //             block C_sum(...):
 //               C_sum[m, n] = C_sum[m, n] + f32(A_shared[m mod 4, k mod 8]) * f32(B[k, n])
 //
+// With readers=all (which needs at=LOOP) every block under LOOP that reads TENSOR reads the
+// one copy, inserted before the first of them: each must read the same part at the same
+// indices, and nothing under LOOP may write TENSOR. A row kernel's passes over its row then read
+// the row from memory once (the MA lowering holds such a one-dimensional buffer in shared
+// memory, matile/lower.h rule 8):
+//
+//   before (log_softmax's row kernel, C = 32000):   after cache_read(Mx, X, shared, at=r,
+//     for r:                                                            readers=all):
+//       for c_o: for c_i: block Mx: ... X[r, c]        for r:
+//       ...                                              for c: block X_shared: X_shared[c] = X[r, c]
+//       for c_o: for c_i: block Y: ... X[r, c]           for c_o: for c_i: block Mx: ... X_shared[c]
+//                                                        ...
+//                                                        for c_o: for c_i: block Y: ... X_shared[c]
+//
 // Values are unchanged: the copy runs after every write of TENSOR that BLOCK's reads see and
 // before BLOCK, and holds exactly those elements. Refused, with the reason: a tensor BLOCK does
 // not read or also writes, reads at different indices, an index that moves inside the iteration
@@ -46,7 +60,7 @@ namespace nautilus::sched {
 
 ApplyResult cache_read(const scalar::ProgramPtr& program, std::string_view block,
                        std::string_view tensor, scalar::MemoryScope scope,
-                       std::optional<std::string> at);
+                       std::optional<std::string> at, bool all_readers = false);
 
 DecisionKind cache_read_decision();
 

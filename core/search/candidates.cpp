@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "core/search/row_on_chip.h"
 #include "core/sched/launch.h"
 #include "core/sched/loop_nest.h"
 
@@ -624,6 +625,13 @@ std::vector<Completion> complete(const scalar::ProgramPtr& program,
   };
   bind_with(binds);
   if (!rasters) return out;
+  // Row kernels that read their row again in a later pass: the row kept on chip instead.
+  for (const std::vector<Decision>& form : row_on_chip_forms(tiled_state.program)) {
+    completion = tiled_state;
+    if (!std::all_of(form.begin(), form.end(), try_apply)) continue;
+    for (const Decision& bind : binds) try_apply(bind);
+    out.push_back(completion);
+  }
   for (const auto& [position, alternative] : raster_alternatives(facts)) {
     std::vector<Decision> decisions = binds;
     decisions[position] = alternative;

@@ -758,13 +758,15 @@ class Searcher {
   // A producer fused into a rolling loop (a decode step's scores computed per key tile) adds
   // its operands to every step's working set: the step the reduction-fusion phase chose before
   // the fusion may now leave shared memory for one stage only, where a smaller step keeps the
-  // copies pipelined. So each improving fusion child that fits only single-buffered has its
-  // decisions since the path's rolling_update replayed on that decision's siblings with smaller
-  // steps (the tree holds them: the reduction-fusion phase tried them); the replays compete in
-  // the beam like any child. Each (rolling_update, replayed decisions) pair is tried once.
+  // copies pipelined. So each fusion child, improving or not, that fits only single-buffered
+  // has its decisions since the path's rolling_update replayed on that decision's siblings with
+  // smaller steps (the tree holds them: the reduction-fusion phase tried them); the replays
+  // compete in the beam like any child. Each (rolling_update, replayed decisions) pair is tried
+  // once.
   void replay_on_smaller_steps(const std::vector<int>& fused, std::vector<Entry>& out) {
     std::vector<int> last_ids;
     for (int child : fused) {
+      if (!nodes_[child].estimate) continue;  // did not compile, infeasible or a duplicate
       // Only where the step no longer leaves room for pipelined copies: elsewhere the step the
       // reduction-fusion phase chose stands, and replays would only crowd the beam.
       if (!single_buffered_.count(child)) continue;
@@ -1225,7 +1227,14 @@ class Searcher {
           }
         }
         const size_t children_before = nodes_[entry.node].children.size();
-        replay_on_smaller_steps(expand_multi_step(entry, candidates, after_fusion(entry.node), out),
+        expand_multi_step(entry, candidates, after_fusion(entry.node), out);
+        // Every new fusion child, improving or not, may be replayed: one that fits only
+        // single-buffered is judged at a step too large for it, and its parent can look better
+        // only because the parent's unfused producer got cheaper elsewhere (a decode step's
+        // scores kernel without its dead initial store looks better than the fused split).
+        const std::vector<int>& all_children = nodes_[entry.node].children;
+        replay_on_smaller_steps(std::vector<int>(all_children.begin() + static_cast<long>(children_before),
+                                                 all_children.end()),
                                 out);
         follow_consumer_chains(entry.node, children_before, out);
         return;

@@ -71,6 +71,30 @@ TEST(FmaDotEmit, RowsOfAAreReadSixteenBytesAtATime) {
   expect_compiles(source, "router_2048.cu");
 }
 
+// The staging of X into the dot's scratch: each thread's runs of 4 neighbouring bf16 (the
+// kernel's blocked layout) go in as one 8-byte st.shared, not 4 stores of 2 bytes.
+TEST(FmaDotEmit, StagedOperandsAreStoredInRunsOfEightBytes) {
+  const std::string source = emitted(testing::compile_scheduled(
+      "bench/variants/router_softmax_combine.nt", kRouterSchedule, {"T=200", "H=2048"},
+      sm90a({})));
+  ASSERT_FALSE(source.empty());
+  EXPECT_NE(source.find("*reinterpret_cast<uint2*>(&G_part_part_a["), std::string::npos) << source;
+  EXPECT_NE(source.find("= make_uint2(pack2(X_1[0], X_1[1]), pack2(X_1[2], X_1[3]));"), std::string::npos)
+      << source;
+  EXPECT_EQ(source.find("] = X_1[s];"), std::string::npos) << "no per-element store of X left";
+}
+
+// Rows of 33 bf16 (H = 520): runs are not aligned to 8 bytes, so the staging stores element by
+// element.
+TEST(FmaDotEmit, StagedOperandsOfRaggedRowsAreStoredPerElement) {
+  const std::string source = emitted(testing::compile_scheduled(
+      "bench/variants/router_softmax_combine.nt", kRouterSchedule, {"T=1000", "H=520"},
+      sm90a({})));
+  ASSERT_FALSE(source.empty());
+  EXPECT_EQ(source.find("*reinterpret_cast<uint2*>(&G_part_part_a["), std::string::npos) << source;
+  EXPECT_NE(source.find("for (int s = 0; s < 33; ++s) {\n    G_part_part_a["), std::string::npos) << source;
+}
+
 // 33 columns per split (H = 520): rows of 33 bf16 are not 16-byte multiples, so A is read an
 // element at a time; the slots still share the loop.
 TEST(FmaDotEmit, RaggedRowsReadOneElementAtATime) {

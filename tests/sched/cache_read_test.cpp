@@ -103,10 +103,17 @@ TEST(CacheRead, FailureReasons) {
   EXPECT_EQ(failure_reason(gemm.program, "cache_read(C_sum, A, shared, at=q)"),
             "block C_sum has no loop q around it; its loops are m, n, k");
   EXPECT_EQ(failure_reason(gemm.program, "cache_read(C_sum, A, global)"),
-            "cache_read(BLOCK, TENSOR, shared|register[, at=LOOP]): the scope is shared or "
-            "register, got global");
+            "cache_read(BLOCK, TENSOR, shared|register[, at=LOOP][, readers=all]): the scope is "
+            "shared or register, got global");
   EXPECT_EQ(failure_reason(gemm.program, "cache_read(C_sum, A, shared, at=k, x=1)"),
-            "cache_read(BLOCK, TENSOR, shared|register[, at=LOOP]): the only keyword is at=LOOP");
+            "cache_read(BLOCK, TENSOR, shared|register[, at=LOOP][, readers=all]): the keywords "
+            "are at=LOOP and readers=all");
+  EXPECT_EQ(failure_reason(gemm.program, "cache_read(C_sum, A, shared, at=k, readers=some)"),
+            "cache_read(BLOCK, TENSOR, shared|register[, at=LOOP][, readers=all]): readers takes "
+            "the value all, got some");
+  EXPECT_EQ(failure_reason(gemm.program, "cache_read(C_sum, A, shared, readers=all)"),
+            "cache_read(BLOCK, TENSOR, shared|register[, at=LOOP][, readers=all]): readers=all "
+            "needs at=LOOP: the readers share one copy per iteration of it");
   // A running value written in the same step is not final when the copy would be made.
   auto attention = lower_asset("attention", {"B=1", "H=1", "M=3", "N=8", "D=4"});
   auto rolled = apply_decisions(attention.program, {"rolling_update(O_sum, n, tile=4)"});
@@ -115,6 +122,29 @@ TEST(CacheRead, FailureReasons) {
             "it; block Mx_reg cannot read Mx in the same iteration");
   EXPECT_EQ(failure_reason(rolled, "cache_read(Mx_prev, Mx, register)"),
             "block Mx_init writes Mx between the copy and block Mx_prev; the copy would be stale");
+}
+
+TEST(CacheRead, AllReadersOfARowShareOneCopy) {
+  // Softmax as one kernel per row: the rolled statistics and the output each read row r of X.
+  // With readers=all one copy per row serves every pass (the row read from memory once).
+  auto softmax = lower_asset("softmax", {"R=3", "C=1030"});
+  testing::LoweredAsset rows = softmax;
+  rows.program = apply_decisions(
+      softmax.program, {"rolling_update(Y_sum, c2, tile=256)", "inline(E)",
+                        "reverse_compute_at(Y, Mx_init, r)", "tile(Y, c=256)"});
+  auto after = apply_decisions(rows.program, {"cache_read(Mx, X, shared, at=r, readers=all)"});
+  const std::string text = print_program(*after);
+  EXPECT_NE(text.find("alloc X_shared : bf16[1030] shared"), std::string::npos) << text;
+  // One copy, before the statistics; no block reads X itself any more.
+  EXPECT_NE(text.find("X_shared[c] = X[r, c]"), std::string::npos) << text;
+  EXPECT_EQ(text.find("f32(X[r,"), std::string::npos) << text;
+  EXPECT_EQ(text.find("X_shared_1"), std::string::npos) << text;
+  expect_same_results(rows, after);
+  // The copy stepped like its readers is the same program again.
+  expect_same_results(rows, apply_decisions(after, {"tile(X_shared, c=256)"}));
+  // Without readers=all only the named block reads the copy: the statistics still read X.
+  auto one = apply_decisions(rows.program, {"cache_read(Y, X, shared, at=r)"});
+  EXPECT_NE(print_program(*one).find("f32(X[r, c])"), std::string::npos);
 }
 
 TEST(CacheRead, SlidingWindowsAreRefused) {

@@ -127,6 +127,39 @@ TEST(RowKernel, RowsThatDoNotFitL2TogetherAreReadAgainFromDram) {
   EXPECT_GT(row_kernel_dram_bytes("8192", "1048576"), x_bytes + y_bytes + 0.5 * x_bytes);
 }
 
+// The search keeps the row on chip (cache_read ... readers=all, the copy stepped like the
+// passes): the model charges X once from DRAM at 8192 rows, where the two-pass row kernel reads
+// most of it twice; and the searched schedule reproduces the reference at a ragged row length.
+TEST(RowKernel, SearchKeepsTheRowOnChipAndTheModelReadsItOnce) {
+  const search::SearchInput input = testing::text_input(kLogSoftmax, {});
+  const search::SearchResult result = testing::run(input);
+  ASSERT_TRUE(result.ok) << result.error;
+  const std::string text = sched::print_decisions(result.schedule.decisions, "\n");
+  EXPECT_NE(text.find("readers=all)"), std::string::npos) << text;
+  EXPECT_NE(text.find("tile(X_shared, c=2048)"), std::string::npos) << text;
+  const driver::Compilation compilation = testing::compile(input, result.schedule);
+  ASSERT_TRUE(compilation.ok()) << compilation.schedule_error << compilation.internal_error;
+  const cost::CostEstimate estimate = testing::h100().estimate(*compilation.ma_module);
+  ASSERT_EQ(estimate.kernels.size(), 1u);
+  const double x_bytes = 8192.0 * 32000 * 2, y_bytes = 8192.0 * 32000 * 4;
+  EXPECT_NEAR(estimate.kernels[0].global_bytes, x_bytes + y_bytes, 0.03 * (x_bytes + y_bytes));
+  EXPECT_LT(estimate.kernels[0].global_bytes, row_kernel_dram_bytes("8192", "32000"));
+  const search::SearchInput ragged = testing::text_input(kLogSoftmax, {"R=3", "C=8003"});
+  const driver::Compilation small = testing::compile(ragged, result.schedule);
+  ASSERT_TRUE(small.ok()) << small.schedule_error << small.internal_error;
+  testing::expect_stage_matches_reference(small, driver::Stage::MATile, 9, "row on chip");
+}
+
+// Rows wider than a CTA's shared memory (softmax_temperature's 128256 bf16: 256 KB) are not
+// offered the form: the search returns the row read from memory.
+TEST(RowKernel, ARowWiderThanSharedMemoryStaysInMemory) {
+  const search::SearchInput input = testing::text_input(kLogSoftmax, {"R=512", "C=128256"});
+  const search::SearchResult result = testing::run(input);
+  ASSERT_TRUE(result.ok) << result.error;
+  const std::string text = sched::print_decisions(result.schedule.decisions, "\n");
+  EXPECT_EQ(text.find("readers=all"), std::string::npos) << text;
+}
+
 constexpr const char* kResidualRmsNorm = R"(let T = 8192, H = 4096
 input X[T, H] : bf16
 input Res[T, H] : bf16

@@ -404,10 +404,14 @@ TEST(Tree, EveryNodeIsLinkedAndTheJsonHasEveryField) {
   }
   EXPECT_EQ(chosen, 1);
   EXPECT_EQ(tree["stats"]["leaves"], leaves + 1);
-  // The chosen node's path from the root is its schedule.
+  // The chosen node's path from the root, then what its chosen completion added (softmax's
+  // row kept on chip: cache_read ... readers=all), is its schedule.
   std::vector<std::string> path;
   for (int id = result.chosen; id > 0; id = result.nodes[id].parent) {
     path.insert(path.begin(), sched::print_decision(*result.nodes[id].decision));
+  }
+  for (const sched::Decision& d : result.nodes[result.chosen].completion.decisions) {
+    path.push_back(sched::print_decision(d));
   }
   EXPECT_EQ(nlohmann::ordered_json(path), tree["schedule"]);
 }

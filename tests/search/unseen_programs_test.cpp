@@ -448,6 +448,50 @@ TEST(UnseenPrograms, MultiQueryDecodeFusesItsScoresIntoASplitRollingLoop) {
   expect_every_stage_passes(small, result.schedule);
 }
 
+// The searched decode split (FlashDecoding) starts streaming keys at once and writes its
+// partials once: the CTA's first key and value tiles are requested together with Q (Q's wait
+// comes after the ring's prologue, leaving its two groups in flight), and the initial -inf / 0
+// stores of Mx_part, L_part and O_sum_acc_part, which the final stores overwrite, are gone.
+// Every stage still matches the float64 reference at a key count no tile or split divides.
+TEST(UnseenPrograms, ADecodeSplitRequestsItsFirstKeyTilesWithQAndStoresItsPartialsOnce) {
+  const sched::Schedule schedule = parse_schedule(
+      {"rolling_update(O_sum, n, tile=64)", "split_k_update(Mx, n, splits=4)",
+       "compute_at(S, Mx_part, n_o)", "bind(O_sum_acc, b=grid.y, h=grid.x)",
+       "tile(O_sum_acc_part, h=16)", "reverse_compute_at(O, O_sum, h)",
+       "bind(O_sum_acc_part, n_s=grid.z, b=grid.y, h_o=grid.x)",
+       "launch(O_sum_acc_part, warps=4, stages=3)"});
+  const search::SearchInput input = text_input(kMultiQueryDecode, {});
+  const driver::Compilation compilation = compile(input, schedule);
+  ASSERT_TRUE(compilation.ok()) << compilation.schedule_error << compilation.internal_error;
+  const std::string ma = matile::print_module(*compilation.ma_module);
+  const size_t kernel = ma.find("kernel O_sum_acc_part(");
+  ASSERT_NE(kernel, std::string::npos) << ma;
+  const std::string body = ma.substr(kernel, ma.find("\nkernel ", kernel + 1) - kernel);
+  auto count = [&](const std::string& what) {
+    size_t n = 0;
+    for (size_t at = body.find(what); at != std::string::npos; at = body.find(what, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count("global_store Mx_part["), 1u) << body;
+  EXPECT_EQ(count("global_store L_part["), 1u) << body;
+  EXPECT_EQ(count("global_store O_sum_acc_part["), 1u) << body;
+  const size_t q_copy = body.find("cp.async Q_smem");
+  const size_t second_v_tile = body.find("cp.async V_smem[%c1]");
+  const size_t q_wait = body.find("cp.async.wait_group 2");
+  const size_t q_fragments = body.find("ldmatrix.x4 Q_smem");
+  const size_t loop = body.find("for n_o");
+  ASSERT_NE(q_copy, std::string::npos) << body;
+  ASSERT_NE(second_v_tile, std::string::npos) << body;
+  ASSERT_NE(q_wait, std::string::npos) << body;
+  EXPECT_EQ(body.find("cp.async.wait_group", q_copy), q_wait) << body;
+  EXPECT_LT(q_copy, second_v_tile) << body;
+  EXPECT_LT(second_v_tile, q_wait) << body;
+  EXPECT_LT(q_wait, q_fragments) << body;
+  EXPECT_LT(q_fragments, loop) << body;
+  expect_every_stage_passes(text_input(kMultiQueryDecode, {"B=1", "N=1000"}), schedule);
+  expect_every_stage_passes(text_input(kMultiQueryDecode, {"B=2", "H=16", "N=600"}), schedule);
+}
+
 // Grouped-query decode (Llama 2/3 70B): a head group is an 8-row tile, so the QK and PV
 // products run on mma.m16n8k16 with the atom's rows repeated, in one fused kernel reading K and
 // V once.

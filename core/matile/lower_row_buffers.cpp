@@ -1,0 +1,254 @@
+// Rule 8 (lower.h): buffers held on chip for one CTA. A shared-scope intermediate of the scalar
+// schedule (`cache_read(..., shared, at=r, readers=all)`: a row of X copied once per row and
+// read by every pass over it) reaches the VR kernel as a parameter; here it becomes a shared
+// allocation of the kernel instead of global scratch. The buffer is one-dimensional and every
+// access is a window of the same width T at an offset that is a multiple of T, so the
+// allocation is T elements wide with ceil(extent / T) stages and an access at offset k * T reads
+// or writes stage k. A stored tile that is a plain global load goes straight from global memory
+// by 16-byte cp.async (zero-filled past the row's end) when its rows are 16-byte aligned,
+// otherwise through registers (ld.global, st.shared). Readers wait for the copies and a barrier
+// before the first loop or load that reads the buffer:
+//
+//   before (VR, log_softmax's row kernel):       after (MA):
+//     for c_o in 0..16 {                           shared X_shared : bf16[2048] stages 16
+//       %X = load X[%r, c_o * 2048 + i0] ...       for c_o in 0..16 {
+//       store X_shared[c_o * 2048 + i0], %X          cp.async X_shared[%c_o][0] <- X[%r, %3 + i0]
+//     }                                              cp.async.commit_group
+//     ... for c_o.1 in 0..16 {                     }
+//       %x = load X_shared[c_o.1 * 2048 + i0]      cp.async.wait_group 0
+//                                                  bar.sync
+//                                                  ... for c_o.1 in 0..16 {
+//                                                    %x = ld.shared X_shared[%c_o.1][0]
+//
+// A shared-scope buffer that does not take this form (several dimensions, windows of other
+// widths, a copy refilled inside a loop that also reads it) keeps the generic path.
+#include <string>
+
+#include "core/matile/hopper.h"
+#include "core/matile/kernel_lowering.h"
+
+namespace nautilus::matile::lowering {
+
+using layout::layout_error;
+
+namespace {
+
+// The most shared memory one CTA may use on the target: the H100's 227 KB opt-in maximum, the
+// A100's 163 KB.
+int64_t shared_limit(const std::string& arch) {
+  return arch == "sm_90a" ? kSharedBytesPerCta : 163 * 1024;
+}
+
+struct Access {
+  const VOp* op = nullptr;
+  std::vector<const VOp*> loops;  // the Fors around it, outermost first
+};
+
+void collect_accesses(const vrtile::Region& region, const scalar::BufferNode* buffer,
+                      std::vector<const VOp*>* loops, std::vector<Access>* out) {
+  for (const vrtile::OpPtr& op : region.ops) {
+    if ((op->kind == VOpKind::Load || op->kind == VOpKind::Store) && op->buffer.get() == buffer) {
+      out->push_back(Access{op.get(), *loops});
+    }
+    if (op->kind == VOpKind::For && op->body) {
+      loops->push_back(op.get());
+      collect_accesses(*op->body, buffer, loops, out);
+      loops->pop_back();
+    }
+  }
+}
+
+bool reads_buffer(const vrtile::Region& region, const scalar::BufferNode* buffer) {
+  for (const vrtile::OpPtr& op : region.ops) {
+    if (op->kind == VOpKind::Load && op->buffer.get() == buffer) return true;
+    if (op->kind == VOpKind::For && op->body && reads_buffer(*op->body, buffer)) return true;
+  }
+  return false;
+}
+
+// The stage index of a window offset k * T: the affine offset divided by T, or nullopt when the
+// offset is not a multiple of T for every value of its atoms.
+std::optional<Affine> stage_of(const Affine& offset, int64_t tile) {
+  if (!offset.scalar_only() || offset.constant % tile != 0) return std::nullopt;
+  Affine stage = offset;
+  stage.constant /= tile;
+  for (auto& [atom, coef] : stage.atoms) {
+    if (coef % tile != 0) return std::nullopt;
+    coef /= tile;
+  }
+  return stage;
+}
+
+}  // namespace
+
+void KernelLowering::plan_row_buffers() {
+  for (const scalar::Buffer& param : vk_.params) {
+    if (param->scope != scalar::MemoryScope::Shared || param->shape.size() != 1) continue;
+    std::vector<Access> accesses;
+    std::vector<const VOp*> loops;
+    collect_accesses(*vk_.body, param.get(), &loops, &accesses);
+    if (accesses.empty()) continue;
+    const VOp* first = accesses.front().op;
+    const VValue& first_tile =
+        first->kind == VOpKind::Load ? first->results[0] : vrtile::stored_value(*first);
+    if (first_tile->type.rank() != 1) continue;
+    const int64_t tile = first_tile->type.shape[0];
+    bool fits = true;
+    for (const Access& access : accesses) {
+      const VOp& op = *access.op;
+      const VValue& t = op.kind == VOpKind::Load ? op.results[0] : vrtile::stored_value(op);
+      std::optional<Window> window;
+      if (t->type.rank() == 1 && t->type.shape[0] == tile) window = match_window(op, t->type.shape);
+      if (!window || window->tile_axes[0] != 0 || !stage_of(window->offsets[0], tile)) {
+        fits = false;
+        break;
+      }
+      if (op.kind == VOpKind::Store) {
+        // The copy's mask may only clip at the buffer's end (the padding of the last stage).
+        if (window->bounds[0] < param->shape[0]) fits = false;
+        // A refill inside a loop that also reads the buffer would need a barrier per
+        // iteration before it; such copies keep the generic path.
+        for (const VOp* loop : access.loops) {
+          if (reads_buffer(*loop->body, param.get())) fits = false;
+        }
+      }
+    }
+    if (!fits) continue;
+    const int64_t stages = (param->shape[0] + tile - 1) / tile;
+    const int64_t bytes = stages * tile * dtype_bytes(param->dtype);
+    const int64_t limit = shared_limit(options_.arch);
+    if (bytes + b_.shared_bytes() > limit) {
+      fail("the on-chip buffer " + param->name + " (" + std::to_string(param->shape[0]) + " " +
+           dtype_name(param->dtype) + " elements, " + std::to_string(bytes / 1024) +
+           " KB in " + std::to_string(stages) + " tiles of " + std::to_string(tile) +
+           ") does not fit the " + std::to_string(limit / 1024) + " KB of shared memory of a " +
+           options_.arch + " CTA; read it from global memory instead (no readers=all)");
+    }
+    RowBuffer row;
+    row.tile = tile;
+    row.stages = stages;
+    row.alloc = b_.shared(param->name, param->dtype, {tile},
+                          row_major_shared({tile}, layout::Swizzle{}), static_cast<int>(stages),
+                          "on-chip copy of " + std::to_string(param->shape[0]) + " elements (" +
+                              std::to_string(stages) + " tiles of " + std::to_string(tile) + ")");
+    // Whether the copies zero-fill every stage: plan_row_buffer_copies.
+    row_buffers_[param.get()] = row;
+  }
+}
+
+// The stage an access of a row buffer reads or writes (null: stage 0).
+Value KernelLowering::row_stage(const VOp& op, const RowBuffer& row, Window* window) {
+  const VValue& t = op.kind == VOpKind::Load ? op.results[0] : vrtile::stored_value(op);
+  *window = *match_window(op, t->type.shape);
+  return emit_offset(*stage_of(window->offsets[0], row.tile), nullptr, nullptr);
+}
+
+void KernelLowering::sync_row_buffers_before(const VOp& op) {
+  for (auto& [buffer, row] : row_buffers_) {
+    if (!row.dirty) continue;
+    const bool reads = (op.kind == VOpKind::Load && op.buffer.get() == buffer) ||
+                       (op.kind == VOpKind::For && op.body && reads_buffer(*op.body, buffer));
+    if (!reads) continue;
+    // The copies land at the wait; the barrier makes every thread's part visible to all.
+    b_.wait_group(0);
+    b_.barrier();
+    for (auto& [other_buffer, other] : row_buffers_) other.dirty = false;
+    return;
+  }
+}
+
+// Whether a global load only feeds a row buffer's store that copies it by cp.async: then the
+// load is not emitted into registers at all.
+bool KernelLowering::copied_into_row_buffer(const VOp& load) {
+  const auto found = users_.find(load.results[0].get());
+  if (found == users_.end() || found->second.size() != 1) return false;
+  const VOp* user = found->second.front();
+  return user->kind == VOpKind::Store && row_buffers_.count(user->buffer.get()) &&
+         row_async_copies_.count(user);
+}
+
+bool KernelLowering::emit_row_buffer_store(const VOp& op) {
+  auto found = row_buffers_.find(op.buffer.get());
+  if (found == row_buffers_.end()) return false;
+  RowBuffer& row = found->second;
+  Window window;
+  const Value stage = row_stage(op, row, &window);
+  const VValue stored = vrtile::stored_value(op);
+  SharedRef ref{row.alloc, stage, {0}, false};
+  if (row_async_copies_.count(&op)) {
+    const VOp& load = *def(stored);
+    const int bytes = dtype_bytes(stored->type.dtype);
+    Result<layout::TVLayout> copy = layout_error("no copy layout");
+    for (int64_t t = threads(); t >= 1 && !copy; t /= 2) {
+      copy = layout::copy_row_major_16b(1, row.tile, bytes, t);
+    }
+    if (!copy) fail("no 16-byte copy layout for %" + stored->name + ": " + copy.error().message);
+    // A one-row copy: the column-major index of (0, c) is c, so the layout serves the 1-D tile.
+    const layout::TVLayout line{copy->layout, tile_tuple({row.tile})};
+    b_.async_copy(ref, load.buffer, window_access(*match_window(load, stored->type.shape), nullptr, nullptr),
+                  stored->type.shape, line, 16 / bytes, nullptr);
+    b_.commit_group();
+  } else {
+    const RegisterLayout l = layout_for(stored);
+    b_.shared_store(ref, materialize(stored, l));
+  }
+  row.dirty = true;
+  return true;
+}
+
+bool KernelLowering::emit_row_buffer_load(const VOp& op) {
+  auto found = row_buffers_.find(op.buffer.get());
+  if (found == row_buffers_.end()) return false;
+  const RowBuffer& row = found->second;
+  const VValue& v = op.results[0];
+  Window window;
+  const Value stage = row_stage(op, row, &window);
+  const RegisterLayout l = layout_for(v);
+  Value value = b_.shared_load(SharedRef{row.alloc, stage, {0}, false}, SharedRead::Scalar,
+                               v->type, l, v->name);
+  // Past the window's bound the load yields `other`. The stages hold zeros past the buffer's
+  // end when every copy zero-filled them; anything else takes a select.
+  const VValue mask = vrtile::access_mask(op);
+  const bool padding_is_other =
+      row.zero_padded && op.constant == 0.0 && window.bounds[0] >= op.buffer->shape[0];
+  if (mask && !padding_is_other) {
+    const Value other = b_.full(op.constant, v->type, l, "");
+    value = b_.select(materialize(mask, l), value, other, v->name);
+  }
+  env_[v.get()] = value;
+  return true;
+}
+
+// Which row-buffer stores copy a global load by cp.async: the stored tile is a load of a
+// global window with `other` 0 read by nothing else, and cp.async can copy it (16-byte
+// vectors along rows whose pitch and offsets are 16-byte multiples).
+void KernelLowering::plan_row_buffer_copies() {
+  for (auto& [buffer, row] : row_buffers_) {
+    std::vector<Access> accesses;
+    std::vector<const VOp*> loops;
+    collect_accesses(*vk_.body, buffer, &loops, &accesses);
+    bool all_async = true;
+    for (const Access& access : accesses) {
+      const VOp& op = *access.op;
+      if (op.kind != VOpKind::Store) continue;
+      const VValue stored = vrtile::stored_value(op);
+      const VOp* load = def(stored);
+      bool async = load && load->kind == VOpKind::Load && load->buffer &&
+                   load->buffer->scope == scalar::MemoryScope::Global &&
+                   users_[stored.get()].size() == 1 && load->constant == 0.0 &&
+                   (row.tile * dtype_bytes(stored->type.dtype)) % 16 == 0;
+      if (async) {
+        const std::optional<Window> window = match_window(*load, stored->type.shape);
+        async = window && async_copyable(*load, *window);
+      }
+      if (async) {
+        row_async_copies_.insert(&op);
+      } else {
+        all_async = false;
+      }
+    }
+    row.zero_padded = row.zero_padded && all_async;
+  }
+}
+
+}  // namespace nautilus::matile::lowering
