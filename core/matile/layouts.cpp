@@ -633,4 +633,10 @@ layout::ComposedLayout row_major_shared(const std::vector<int64_t>& shape,
                                                                        : tuple_from(strides))};
 }
 
+layout::ComposedLayout padded_row_major_shared(const std::vector<int64_t>& shape, int64_t row_pad) {
+  if (shape.size() != 2 || row_pad <= 0) return row_major_shared(shape, layout::Swizzle{});
+  return layout::ComposedLayout{layout::Swizzle{},
+                                Layout(tile_tuple(shape), tuple_from({shape[1] + row_pad, 1}))};
+}
+
 }  // namespace nautilus::matile

@@ -165,5 +165,10 @@ std::string layout_text(const RegisterLayout& layout);
 // A row-major shared tile (last axis contiguous) with `swizzle` in element units.
 layout::ComposedLayout row_major_shared(const std::vector<int64_t>& shape,
                                         const layout::Swizzle& swizzle);
+// A row-major, unswizzled shared tile whose rows are `row_pad` elements longer than the tile's
+// (rank 2; the pad elements are never read): with a 16-byte pad, rows whose unpadded pitch is a
+// multiple of 128 bytes start in different banks instead of the same ones.
+//   shape (64, 256), row_pad 8: (64,256):(264,1), cosize 63 * 264 + 256
+layout::ComposedLayout padded_row_major_shared(const std::vector<int64_t>& shape, int64_t row_pad);
 
 }  // namespace nautilus::matile

@@ -258,7 +258,20 @@ void KernelLowering::emit_dot(const VOp& op) {
     const Value bv = materialize(bb, remat(bb) ? blocked_layout(bb->type.shape, threads()) : layout_for(bb));
     auto found = fma_allocs_.find(&op);
     if (found == fma_allocs_.end()) {
-      const int sa = scratch(v->name + "_a", a->type.dtype, a->type.shape, "operand a of fma dot %" + v->name);
+      // The dot reads A along k 16 bytes at a time, the lanes of a warp at several rows
+      // (emit_mma.cpp). Rows whose pitch is a multiple of 128 bytes start in the same banks, so
+      // each such read costs one wavefront per distinct row of the warp; a 16-byte pad per row
+      // puts eight consecutive rows in distinct banks. (The router's gate kernel, A 64 x 256
+      // bf16: ncu counted a third of its shared-load wavefronts as bank conflicts.)
+      const int a_bytes = dtype_bytes(a->type.dtype);
+      const std::vector<int64_t>& a_shape = a->type.shape;
+      const bool pad_rows = a_shape.size() == 2 && a_shape[0] > 1 && 16 % a_bytes == 0 &&
+                            (a_shape[1] * a_bytes) % 128 == 0;
+      const int sa =
+          pad_rows ? b_.shared(v->name + "_a", a->type.dtype, a_shape,
+                               padded_row_major_shared(a_shape, 16 / a_bytes), 1,
+                               "operand a of fma dot %" + v->name + ", rows padded by 16 bytes")
+                   : scratch(v->name + "_a", a->type.dtype, a_shape, "operand a of fma dot %" + v->name);
       const int sb = scratch(v->name + "_b", bb->type.dtype, bb->type.shape, "operand b of fma dot %" + v->name);
       found = fma_allocs_.emplace(&op, std::make_pair(sa, sb)).first;
     }

@@ -107,6 +107,30 @@ TEST(FmaDotEmit, RaggedRowsReadOneElementAtATime) {
   expect_compiles(source, "router_520.cu");
 }
 
+// Rows of A of 256 bf16 (512 bytes, H = 4096): rows whose pitch is a multiple of 128 bytes
+// would start in the same banks, and the four rows a warp reads at one k would cost four
+// wavefronts, so the scratch pads each row by 16 bytes (pitch 264); the padded kernel still
+// matches the float64 reference in the MA interpreter. Rows of 33 bf16 (H = 520) stay unpadded.
+TEST(FmaDotEmit, RowsOfAWhosePitchIsAMultipleOf128BytesArePadded) {
+  const driver::Compilation padded = testing::compile_scheduled(
+      "bench/variants/router_softmax_combine.nt", kRouterSchedule, {"T=72", "H=4096"}, sm90a({}));
+  const std::string source = emitted(padded);
+  ASSERT_FALSE(source.empty());
+  EXPECT_NE(source.find("operand a of fma dot %G_part_part, rows padded by 16 bytes"), std::string::npos)
+      << source;
+  EXPECT_NE(source.find(") * 264 + "), std::string::npos) << source;
+  EXPECT_NE(source.find("const uint4 a0_bits = *reinterpret_cast<const uint4*>(&G_part_part_a["),
+            std::string::npos)
+      << "the padded rows are still read 16 bytes at a time";
+  testing::expect_stage_matches_reference(padded, driver::Stage::MATile, 7, "padded rows of A");
+  expect_compiles(source, "router_4096.cu");
+
+  const std::string ragged = emitted(testing::compile_scheduled(
+      "bench/variants/router_softmax_combine.nt", kRouterSchedule, {"T=1000", "H=520"},
+      sm90a({})));
+  EXPECT_EQ(ragged.find("rows padded"), std::string::npos) << ragged;
+}
+
 // f32 operands (no mma.sync): 4 floats per vector load, 16 slots in 4 groups of 4.
 TEST(FmaDotEmit, F32OperandsReadFourFloatsAndGroupSlots) {
   const std::string source = emitted(testing::compile_scheduled(
