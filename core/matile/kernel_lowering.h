@@ -121,6 +121,11 @@ struct SmemLoad {
   Value stage;  // the current stage inside a pipelined loop; null for stage 0
 };
 
+// Ops computed from their operands in registers alone (constants, index tiles, broadcasts,
+// permutes, element-wise ops, casts): a tile made only of these can be re-emitted in any
+// layout (remat), and a held copy's wait may move past them.
+bool computes_in_registers(VOpKind kind);
+
 class KernelLowering {
  public:
   KernelLowering(const vrtile::Kernel& kernel, const LowerOptions& options);

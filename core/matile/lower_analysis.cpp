@@ -65,6 +65,22 @@ void KernelLowering::analyze_region(const vrtile::Region& region, const VOp* loo
   }
 }
 
+bool computes_in_registers(VOpKind kind) {
+  switch (kind) {
+    case VOpKind::Full:
+    case VOpKind::Iota:
+    case VOpKind::Broadcast:
+    case VOpKind::Permute:
+    case VOpKind::Unary:
+    case VOpKind::Binary:
+    case VOpKind::Compare:
+    case VOpKind::Logical:
+    case VOpKind::Select:
+    case VOpKind::Cast: return true;
+    default: return false;
+  }
+}
+
 // Rematerializable: a tile computed only from iota, full, rank-0 values, broadcasts,
 // permutes and element-wise ops; it is re-emitted in whatever layout a consumer needs.
 bool KernelLowering::remat(const VValue& v) {
@@ -73,24 +89,10 @@ bool KernelLowering::remat(const VValue& v) {
   if (found != remat_.end()) return found->second;
   const VOp* op = def(v);
   bool result = false;
-  if (op && op->kind != VOpKind::For) {
-    switch (op->kind) {
-      case VOpKind::Iota:
-      case VOpKind::Full: result = true; break;
-      case VOpKind::Broadcast:
-      case VOpKind::Permute:
-      case VOpKind::Unary:
-      case VOpKind::Binary:
-      case VOpKind::Compare:
-      case VOpKind::Logical:
-      case VOpKind::Select:
-      case VOpKind::Cast:
-        result = std::all_of(op->operands.begin(), op->operands.end(), [&](const VValue& x) {
-          return x->type.rank() == 0 || remat(x);
-        });
-        break;
-      default: break;
-    }
+  if (op && computes_in_registers(op->kind)) {
+    result = op->kind == VOpKind::Iota || op->kind == VOpKind::Full ||
+             std::all_of(op->operands.begin(), op->operands.end(),
+                         [&](const VValue& x) { return x->type.rank() == 0 || remat(x); });
   }
   remat_[v.get()] = result;
   return result;

@@ -132,19 +132,7 @@ void KernelLowering::emit_region(const vrtile::Region& region) {
 // Ops a held copy's wait may move past: register arithmetic on values other than the held
 // tiles (index math, constants, masks). Loads, stores, dots, reductions and loops are not.
 bool KernelLowering::holds_copy_across(const VOp& op) const {
-  switch (op.kind) {
-    case VOpKind::Full:
-    case VOpKind::Iota:
-    case VOpKind::Broadcast:
-    case VOpKind::Permute:
-    case VOpKind::Unary:
-    case VOpKind::Binary:
-    case VOpKind::Compare:
-    case VOpKind::Logical:
-    case VOpKind::Select:
-    case VOpKind::Cast: break;
-    default: return false;
-  }
+  if (!computes_in_registers(op.kind)) return false;
   for (const VValue& operand : op.operands) {
     for (const HeldCopy& held : held_copies_) {
       if (operand == held.load->results[0]) return false;
