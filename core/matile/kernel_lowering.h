@@ -114,6 +114,13 @@ struct RowBuffer {
   int64_t stages = 0;
   bool dirty = false;        // copies issued since the last wait and barrier
   bool zero_padded = true;   // every copy is a zero-filling cp.async of whole stages
+  // tail=global: the leading `resident` stages live on chip (== stages when the row fits);
+  // a stage past them is read from `source` (the copy's global load, its window `source_window`
+  // with buffer element e at source_window.offsets[source_axis] + e).
+  int64_t resident = 0;
+  const VOp* source = nullptr;
+  Window source_window;
+  int source_axis = -1;
 };
 
 struct SmemLoad {
@@ -269,6 +276,9 @@ class KernelLowering {
   bool copied_into_row_buffer(const VOp& load);
   bool emit_row_buffer_store(const VOp& op);
   bool emit_row_buffer_load(const VOp& op);
+  void plan_row_buffer_tails();
+  bool reads_row_tail(const VOp& op, const RowBuffer& row);
+  void emit_split_row_loop(const VOp& op, int64_t split);
 
   const vrtile::Kernel& vk_;
   const LowerOptions& options_;
@@ -295,6 +305,11 @@ class KernelLowering {
   std::unordered_map<const VOp*, Value> hoisted_;  // A fragments read once after their copy
   std::unordered_map<const scalar::BufferNode*, RowBuffer> row_buffers_;
   std::unordered_set<const VOp*> row_async_copies_;  // row-buffer stores copied by cp.async
+  // tail=global: loops over a row's stages emitted in two parts, the iterations before the
+  // split reading stages on chip, those after reading the tail from global memory; and the loop
+  // variables whose tail part is being emitted.
+  std::unordered_map<const VOp*, int64_t> row_loop_splits_;
+  std::unordered_set<const VNode*> tail_loop_vars_;
   // Copies of tiles loaded once (attention's Q) whose wait is held back so that the next
   // loop's ring prologue goes out first: the CTA's first key tiles are then requested one
   // DRAM round trip earlier (lower_emit.cpp, emit_load; lower_pipeline.cpp, emit_for).

@@ -54,7 +54,10 @@
 //      that is one-dimensional and accessed in windows of one width T at multiples of T
 //      becomes a shared allocation of T elements by ceil(extent / T) stages, filled by cp.async
 //      (or ld.global + st.shared when its rows are not 16-byte aligned) and read by ld.shared
-//      after a wait and a barrier; refused when it does not fit the CTA's shared memory.
+//      after a wait and a barrier; refused when it does not fit the CTA's shared memory,
+//      unless marked tail=global: then its leading stages that fit are allocated, every loop
+//      over the stages runs in a resident part and a tail part, and the tail's reads load the
+//      copy's source from global memory.
 //
 //   before (VR):                              after (MA, one k step shown):
 //     %acc = for k_o in 0..4                    cp.async a_smem[0][0, 0] <- A[%m0 + i0, i1] ...
@@ -90,6 +93,9 @@ struct LowerOptions {
   int consumers = 0;           // > 0: rule 6 with that many consumer warpgroups (sm_90a)
   bool overlap = false;        // rule 6: the consumers' last dot deferred by one iteration
   bool stage_epilogue = true;  // false: rule 7 off, accumulators stored from their fragments
+  // > 0: the shared memory a CTA may use for rule 8's on-chip rows instead of the target's
+  // (so CPU tests reach the tail=global form with short rows).
+  int64_t row_shared_budget = 0;
 };
 
 layout::Result<ModulePtr> lower_to_matile(const vrtile::ModulePtr& module,

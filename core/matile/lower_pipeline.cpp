@@ -54,6 +54,10 @@ void KernelLowering::emit_for(const VOp& op) {
     if (!held_copies_.empty()) publish_held_copies(0);
     return emit_hopper_loop(op);
   }
+  // Rule 8, tail=global: a loop over a row partly on chip runs its resident stages, then its tail.
+  if (const auto split = row_loop_splits_.find(&op); split != row_loop_splits_.end()) {
+    return emit_split_row_loop(op, split->second);
+  }
   const std::vector<const VOp*> loads = pipelinable(op);
   const int stages = std::max(1, options_.stages);
   for (const VOp* load : loads) smem_alloc_for(*load, stages);

@@ -22,6 +22,30 @@
 //
 // A shared-scope buffer that does not take this form (several dimensions, windows of other
 // widths, a copy refilled inside a loop that also reads it) keeps the generic path.
+//
+// A buffer marked tail=global (`cache_read(..., readers=all, tail=global)`) may be longer than
+// the CTA's shared memory. Then only its leading `resident` stages are allocated (those that fit
+// beside the kernel's other shared memory, less a reserve for the reductions' scratch); every
+// loop over the stages is emitted in two parts, the iterations that touch resident stages and
+// those that touch the tail. In the tail part the copy is skipped and the readers load their
+// window from the copied tensor itself (the copy's source window, shifted to the stage), so the
+// tail is read from global memory by each pass, from L2 after the first:
+//
+//   before (VR, softmax's row kernel, C = 128256, 63 stages):   after (MA, 55 stages on chip):
+//     for c_o in 0..63 {                                  shared X_shared : bf16[2048] stages 55
+//       %X = load X[%r, c_o * 2048 + i0] ...                for c_o in 0..55 { cp.async ... }
+//       store X_shared[c_o * 2048 + i0], %X                 for c_o_tail in 0..8 { }
+//     }                                                     cp.async.wait_group 0; bar.sync
+//     for c2_o in 0..63 {                                   for c2_o in 0..55 {
+//       %x = load X_shared[c2_o * 2048 + i0] ...              %x = ld.shared X_shared[%c2_o][0] ...
+//                                                           for c2_o_tail in 0..8 {
+//                                                             %x = global_load X[%r, (c2_o_tail
+//                                                                    + 55) * 2048 + i0] ...
+//
+// The form needs every copy to be a cp.async of one window of a global tensor (the readers
+// re-read that window) and every access's stage to be a constant or a positive multiple of one
+// enclosing loop's variable plus a constant; otherwise the buffer is refused with the reason.
+#include <algorithm>
 #include <string>
 
 #include "core/matile/hopper.h"
@@ -35,9 +59,14 @@ namespace {
 
 // The most shared memory one CTA may use on the target: the H100's 227 KB opt-in maximum, the
 // A100's 163 KB.
-int64_t shared_limit(const std::string& arch) {
-  return arch == "sm_90a" ? kSharedBytesPerCta : 163 * 1024;
+int64_t shared_limit(const LowerOptions& options) {
+  if (options.row_shared_budget > 0) return options.row_shared_budget;
+  return options.arch == "sm_90a" ? kSharedBytesPerCta : 163 * 1024;
 }
+
+// Shared memory kept free beside a partly resident row (tail=global) for what the kernel
+// allocates after the plan: the reductions' cross-warp scratch and layout conversions.
+constexpr int64_t kRowTailReserveBytes = 4096;
 
 struct Access {
   const VOp* op = nullptr;
@@ -115,22 +144,38 @@ void KernelLowering::plan_row_buffers() {
     }
     if (!fits) continue;
     const int64_t stages = (param->shape[0] + tile - 1) / tile;
-    const int64_t bytes = stages * tile * dtype_bytes(param->dtype);
-    const int64_t limit = shared_limit(options_.arch);
+    const int64_t stage_bytes = tile * dtype_bytes(param->dtype);
+    const int64_t bytes = stages * stage_bytes;
+    const int64_t limit = shared_limit(options_);
+    int64_t resident = stages;
     if (bytes + b_.shared_bytes() > limit) {
-      fail("the on-chip buffer " + param->name + " (" + std::to_string(param->shape[0]) + " " +
-           dtype_name(param->dtype) + " elements, " + std::to_string(bytes / 1024) +
-           " KB in " + std::to_string(stages) + " tiles of " + std::to_string(tile) +
-           ") does not fit the " + std::to_string(limit / 1024) + " KB of shared memory of a " +
-           options_.arch + " CTA; read it from global memory instead (no readers=all)");
+      const std::string what = "the on-chip buffer " + param->name + " (" +
+                               std::to_string(param->shape[0]) + " " + dtype_name(param->dtype) +
+                               " elements, " + std::to_string(bytes / 1024) + " KB in " +
+                               std::to_string(stages) + " tiles of " + std::to_string(tile) +
+                               ") does not fit the " + std::to_string(limit / 1024) +
+                               " KB of shared memory of a " + options_.arch + " CTA";
+      if (!param->tail_in_global) {
+        fail(what + "; read it from global memory instead (no readers=all), or keep part of it "
+                    "on chip (tail=global)");
+      }
+      resident = (limit - b_.shared_bytes() - kRowTailReserveBytes) / stage_bytes;
+      if (resident < 1) fail(what + ", not even one tile of it");
     }
     RowBuffer row;
     row.tile = tile;
     row.stages = stages;
+    row.resident = resident;
+    const std::string purpose =
+        resident == stages
+            ? "on-chip copy of " + std::to_string(param->shape[0]) + " elements (" +
+                  std::to_string(stages) + " tiles of " + std::to_string(tile) + ")"
+            : "on-chip copy of the first " + std::to_string(resident) + " of " +
+                  std::to_string(stages) + " tiles of " + std::to_string(tile) + " of " +
+                  std::to_string(param->shape[0]) + " elements (the rest read from global)";
     row.alloc = b_.shared(param->name, param->dtype, {tile},
-                          row_major_shared({tile}, layout::Swizzle{}), static_cast<int>(stages),
-                          "on-chip copy of " + std::to_string(param->shape[0]) + " elements (" +
-                              std::to_string(stages) + " tiles of " + std::to_string(tile) + ")");
+                          row_major_shared({tile}, layout::Swizzle{}), static_cast<int>(resident),
+                          purpose);
     // Whether the copies zero-fill every stage: plan_row_buffer_copies.
     row_buffers_[param.get()] = row;
   }
@@ -171,6 +216,8 @@ bool KernelLowering::emit_row_buffer_store(const VOp& op) {
   auto found = row_buffers_.find(op.buffer.get());
   if (found == row_buffers_.end()) return false;
   RowBuffer& row = found->second;
+  // A tail stage stays in global memory: its readers load it from the copy's source.
+  if (reads_row_tail(op, row)) return true;
   Window window;
   const Value stage = row_stage(op, row, &window);
   const VValue stored = vrtile::stored_value(op);
@@ -202,6 +249,17 @@ bool KernelLowering::emit_row_buffer_load(const VOp& op) {
   const RowBuffer& row = found->second;
   const VValue& v = op.results[0];
   Window window;
+  if (reads_row_tail(op, row)) {
+    // The copy's source window, moved to this access's offset and clipped to its bound.
+    window = *match_window(op, v->type.shape);
+    Window source = row.source_window;
+    const size_t axis = static_cast<size_t>(row.source_axis);
+    source.offsets[axis] = window.offsets[0];
+    source.bounds[axis] = std::min(source.bounds[axis], window.bounds[0]);
+    env_[v.get()] = b_.global_load(row.source->buffer, window_access(source, nullptr, nullptr), {},
+                                   op.constant, v->type, layout_for(v), v->name);
+    return true;
+  }
   const Value stage = row_stage(op, row, &window);
   const RegisterLayout l = layout_for(v);
   Value value = b_.shared_load(SharedRef{row.alloc, stage, {0}, false}, SharedRead::Scalar,
@@ -249,6 +307,143 @@ void KernelLowering::plan_row_buffer_copies() {
     }
     row.zero_padded = row.zero_padded && all_async;
   }
+  plan_row_buffer_tails();
+}
+
+// The stage of a row-buffer access (its matched window) as an affine function of the
+// kernel's scalars; plan_row_buffers checked that it exists.
+namespace {
+Affine access_stage(int64_t tile, const std::optional<Window>& window) {
+  return *stage_of(window->offsets[0], tile);
+}
+}  // namespace
+
+// tail=global: where the tail is read from (the copies' common source window) and where each
+// loop over the stages splits into its resident and tail parts.
+void KernelLowering::plan_row_buffer_tails() {
+  for (auto& [buffer, row] : row_buffers_) {
+    if (row.resident == row.stages) continue;
+    const std::string refusal = "the on-chip buffer " + buffer->name + " keeps " +
+                                std::to_string(row.resident) + " of its " +
+                                std::to_string(row.stages) + " tiles on chip (tail=global), but ";
+    std::vector<Access> accesses;
+    std::vector<const VOp*> loops;
+    collect_accesses(*vk_.body, buffer, &loops, &accesses);
+    for (const Access& access : accesses) {
+      const VOp& op = *access.op;
+      const VValue& t = op.kind == VOpKind::Load ? op.results[0] : vrtile::stored_value(op);
+      const std::optional<Window> window = match_window(op, t->type.shape);
+      if (op.kind == VOpKind::Store) {
+        if (!row_async_copies_.count(&op)) {
+          fail(refusal + "its copy is no cp.async of a global window (rows not 16-byte "
+                         "aligned?), so its readers have no source for the tail");
+        }
+        const VOp& load = *def(t);
+        const std::optional<Window> source = match_window(load, t->type.shape);
+        int axis = -1;
+        for (size_t d = 0; d < source->offsets.size(); ++d) {
+          if (source->tile_axes[d] == 0 && source->offsets[d] == window->offsets[0]) {
+            axis = static_cast<int>(d);
+          }
+        }
+        if (axis < 0) fail(refusal + "its copy does not read its source at the buffer's offsets");
+        // The source's other offsets must be available to every reader: defined outside loops.
+        for (size_t d = 0; d < source->offsets.size(); ++d) {
+          if (static_cast<int>(d) == axis) continue;
+          for (const auto& [atom, coef] : source->offsets[d].atoms) {
+            if (coef != 0 && scope_.count(atom)) {
+              fail(refusal + "its copy's source offset depends on %" + atom->name +
+                   ", defined inside a loop");
+            }
+          }
+        }
+        if (row.source && (row.source->buffer != load.buffer || row.source_axis != axis)) {
+          fail(refusal + "its copies read different tensors");
+        }
+        row.source = &load;
+        row.source_window = *source;
+        row.source_axis = axis;
+      }
+      const Affine stage = access_stage(row.tile, window);
+      const VOp* split_loop = nullptr;
+      int64_t coef = 0;
+      for (const auto& [atom, c] : stage.atoms) {
+        if (c == 0) continue;
+        const VOp* loop = nullptr;
+        for (const VOp* l : access.loops) {
+          if (l->loop_var.get() == atom) loop = l;
+        }
+        if (!loop || split_loop || c < 0 || loop->trip_count) {
+          fail(refusal + "an access's tile index is not a positive multiple of one enclosing "
+                         "loop's variable plus a constant");
+        }
+        split_loop = loop;
+        coef = c;
+      }
+      if (!split_loop) continue;  // a constant stage: decided where it is emitted
+      // The first iteration whose stage is past the resident ones.
+      int64_t split = stage.constant >= row.resident
+                          ? 0
+                          : (row.resident - stage.constant + coef - 1) / coef;
+      split = std::min(split, split_loop->extent);
+      const auto [it, inserted] = row_loop_splits_.emplace(split_loop, split);
+      if (!inserted && it->second != split) {
+        fail(refusal + "loop " + split_loop->loop_var->name +
+             " reaches the tail at different iterations for different accesses");
+      }
+    }
+    if (!row.source) fail(refusal + "nothing copies into it");
+  }
+}
+
+// Whether this access of a partly resident row touches a tail stage (in global memory).
+bool KernelLowering::reads_row_tail(const VOp& op, const RowBuffer& row) {
+  if (row.resident == row.stages) return false;
+  const VValue& t = op.kind == VOpKind::Load ? op.results[0] : vrtile::stored_value(op);
+  const Affine stage = access_stage(row.tile, match_window(op, t->type.shape));
+  bool any_atom = false;
+  for (const auto& [atom, coef] : stage.atoms) {
+    if (coef == 0) continue;
+    any_atom = true;
+    if (tail_loop_vars_.count(atom)) return true;
+  }
+  return !any_atom && stage.constant >= row.resident;
+}
+
+// A loop over a partly resident row's stages: the iterations on chip, then those of the tail
+// (its variable offset by the split), the carried values passing from one part to the next.
+void KernelLowering::emit_split_row_loop(const VOp& op, int64_t split) {
+  if (!pipelinable(op).empty()) {
+    fail("loop " + op.loop_var->name + " over a partly resident row also pipelines shared "
+         "copies of other operands; the two parts would need a ring each");
+  }
+  // Copies held back for a loop's prologue are published here: neither part has one.
+  if (!held_copies_.empty()) publish_held_copies(0);
+  const LoopStart start = loop_start(op);
+  std::vector<Value> carried = start.inits;
+  const auto part = [&](int64_t first, int64_t count, bool tail) {
+    if (count <= 0) return;
+    carried = b_.for_loop(
+        op.loop_var->name + (tail ? "_tail" : ""), count, carried,
+        [&](const Value& var, const std::vector<Value>& args) {
+          memo_.emplace_back();
+          env_[op.loop_var.get()] =
+              first == 0 ? var
+                         : b_.binary(BinaryOp::Add, var, index_constant(first), op.loop_var->name);
+          for (size_t i = 0; i < args.size(); ++i) env_[op.block_args[i].get()] = args[i];
+          if (tail) tail_loop_vars_.insert(op.loop_var.get());
+          emit_region(*op.body);
+          tail_loop_vars_.erase(op.loop_var.get());
+          b_.set_provenance(op.provenance);
+          std::vector<Value> yielded = yielded_values(op, args);
+          memo_.pop_back();
+          return yielded;
+        },
+        start.result_names, start.arg_names);
+  };
+  part(0, split, false);
+  part(split, op.extent - split, true);
+  for (size_t i = 0; i < op.results.size(); ++i) env_[op.results[i].get()] = carried[i];
 }
 
 }  // namespace nautilus::matile::lowering

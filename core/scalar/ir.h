@@ -75,6 +75,10 @@ struct BufferNode {
   MemoryScope scope = MemoryScope::Global;
   BufferRole role = BufferRole::Intermediate;
   Provenance provenance;
+  // A shared-scope row copy that may be longer than a CTA's shared memory
+  // (`cache_read(..., readers=all, tail=global)`): the MA lowering keeps its leading stages on
+  // chip and its readers read the stages past them from the copied tensor in global memory.
+  bool tail_in_global = false;
 
   int64_t element_count() const;
 };

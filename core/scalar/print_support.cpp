@@ -46,7 +46,7 @@ const char* compare_word(CompareOp op) {
 
 std::string buffer_type(const BufferNode& buffer) {
   return std::string(dtype_name(buffer.dtype)) + shape_text(buffer.shape) + " " +
-         memory_scope_name(buffer.scope);
+         memory_scope_name(buffer.scope) + (buffer.tail_in_global ? " tail=global" : "");
 }
 
 std::string dot_quote(std::string_view text) {

@@ -16,19 +16,29 @@ using namespace scalar;
 namespace {
 
 constexpr std::string_view kSignature =
-    "cache_read(BLOCK, TENSOR, shared|register[, at=LOOP][, readers=all])";
+    "cache_read(BLOCK, TENSOR, shared|register[, at=LOOP][, readers=all][, tail=global])";
 
 ApplyResult apply(const ProgramPtr& program, const Decision& decision) {
   const DecisionArg* readers = decision.find("readers");
+  const DecisionArg* tail = decision.find("tail");
   std::string reason = check_arg_shape(
-      decision, kSignature, {2, 2, decision.find("at") != nullptr || readers != nullptr});
+      decision, kSignature,
+      {2, 2, decision.find("at") != nullptr || readers != nullptr || tail != nullptr});
   if (!reason.empty()) return ApplyResult::failure(reason);
   for (const DecisionArg& arg : decision.args) {
     if (arg.key.empty()) continue;
-    if ((arg.key != "at" && arg.key != "readers") || arg.is_int()) {
+    if ((arg.key != "at" && arg.key != "readers" && arg.key != "tail") || arg.is_int()) {
       return ApplyResult::failure(
-          usage_reason(kSignature, "the keywords are at=LOOP and readers=all"));
+          usage_reason(kSignature, "the keywords are at=LOOP, readers=all and tail=global"));
     }
+  }
+  if (tail && tail->as_name() != "global") {
+    return ApplyResult::failure(
+        usage_reason(kSignature, "tail takes the value global, got " + tail->as_name()));
+  }
+  if (tail && !readers) {
+    return ApplyResult::failure(usage_reason(
+        kSignature, "tail=global needs readers=all: the readers read the tail from the tensor"));
   }
   if (readers && readers->as_name() != "all") {
     return ApplyResult::failure(
@@ -43,10 +53,15 @@ ApplyResult apply(const ProgramPtr& program, const Decision& decision) {
     return ApplyResult::failure(usage_reason(
         kSignature, "the scope is shared or register, got " + args[1]->as_name()));
   }
+  if (tail && *scope != MemoryScope::Shared) {
+    return ApplyResult::failure(usage_reason(
+        kSignature, "tail=global keeps part of a shared copy on chip; the scope is " +
+                        args[1]->as_name()));
+  }
   const DecisionArg* at = decision.find("at");
   return cache_read(program, decision.target, args[0]->as_name(), *scope,
                     at ? std::optional<std::string>(at->as_name()) : std::nullopt,
-                    readers != nullptr);
+                    readers != nullptr, tail != nullptr);
 }
 
 const Block* block_in_nest(const Stmt& nest) {
@@ -165,7 +180,7 @@ std::string part_text(const std::vector<CachedDim>& dims) {
 
 ApplyResult cache_read(const ProgramPtr& input, std::string_view block_name,
                        std::string_view tensor_name, MemoryScope scope,
-                       std::optional<std::string> at, bool all_readers) {
+                       std::optional<std::string> at, bool all_readers, bool tail_in_global) {
   // A program body that is one statement becomes a sequence, so there is a place before it.
   const ProgramPtr program =
       input->body->as<Seq>() ? input : with_body(input, make_seq({input->body}));
@@ -234,10 +249,15 @@ ApplyResult cache_read(const ProgramPtr& input, std::string_view block_name,
 
   // 2. The copy, and where it goes: before the statement that holds the (first) reader.
   std::set<std::string> buffers = buffer_names(*program);
-  const Buffer local =
+  Buffer local =
       make_buffer(fresh_name((*tensor)->name + cache_suffix(scope), &buffers),
                   local_shape(dims), (*tensor)->dtype, scope, BufferRole::Intermediate,
                   (*tensor)->provenance);
+  if (tail_in_global) {
+    BufferNode marked = *local;
+    marked.tail_in_global = true;
+    local = std::make_shared<const BufferNode>(std::move(marked));
+  }
   std::set<std::string> blocks = block_names(program->body);
   std::set<std::string> loops;
   for (size_t d = 0; d <= depth; ++d) {
@@ -327,7 +347,10 @@ DecisionKind cache_read_decision() {
       "each k_o iteration, and C_sum reads `A_shared[m mod 4, k mod 8]`. With readers=all "
       "(and at=LOOP) every block under LOOP that reads the same part of TENSOR reads one copy "
       "made before the first of them: cache_read(Mx, X, shared, at=r, readers=all) on a "
-      "log-softmax row kernel reads each row of X from memory once for all its passes.",
+      "log-softmax row kernel reads each row of X from memory once for all its passes. With "
+      "tail=global (shared, readers=all) the copy may exceed the CTA's shared memory: the MA "
+      "lowering keeps the leading stages that fit on chip and the readers read the rest from "
+      "TENSOR.",
       apply,
   };
 }

@@ -1,4 +1,4 @@
-// cache_read(BLOCK, TENSOR, shared|register[, at=LOOP][, readers=all]) — copy the part of TENSOR that BLOCK
+// cache_read(BLOCK, TENSOR, shared|register[, at=LOOP][, readers=all][, tail=global]) — copy the part of TENSOR that BLOCK
 // reads into a local buffer of the given memory scope, once per iteration of LOOP, and make
 // BLOCK read the copy.
 //
@@ -42,6 +42,13 @@
 //                                                        ...
 //                                                        for c_o: for c_i: block Y: ... X_shared[c]
 //
+// With tail=global (shared scope and readers=all only) the copy may be longer than a CTA's
+// shared memory: the buffer is marked `tail=global`, and the MA lowering (rule 8) keeps as many
+// leading stages of the row on chip as fit, skips the copy of the others and lets every reader
+// read those tail stages from TENSOR itself (softmax over a 128256-wide bf16 row: 55 of 63
+// stages of 2048 on chip, the last 8 read twice from global memory, mostly from L2). The
+// scalar program is the same either way; only where the tail lives changes.
+//
 // Values are unchanged: the copy runs after every write of TENSOR that BLOCK's reads see and
 // before BLOCK, and holds exactly those elements. Refused, with the reason: a tensor BLOCK does
 // not read or also writes, reads at different indices, an index that moves inside the iteration
@@ -60,7 +67,8 @@ namespace nautilus::sched {
 
 ApplyResult cache_read(const scalar::ProgramPtr& program, std::string_view block,
                        std::string_view tensor, scalar::MemoryScope scope,
-                       std::optional<std::string> at, bool all_readers = false);
+                       std::optional<std::string> at, bool all_readers = false,
+                       bool tail_in_global = false);
 
 DecisionKind cache_read_decision();
 

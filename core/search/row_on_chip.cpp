@@ -67,9 +67,9 @@ std::vector<std::vector<Decision>> row_on_chip_forms(const scalar::ProgramPtr& p
         });
         if (!reread) continue;
         tried.insert(tensor);
-        const Decision cache{"cache_read", reducer.block->name,
-                             {DecisionArg{"", tensor}, DecisionArg{"", std::string("shared")},
-                              DecisionArg{"at", row_loop}, DecisionArg{"readers", std::string("all")}}};
+        Decision cache{"cache_read", reducer.block->name,
+                       {DecisionArg{"", tensor}, DecisionArg{"", std::string("shared")},
+                        DecisionArg{"at", row_loop}, DecisionArg{"readers", std::string("all")}}};
         const sched::ApplyResult cached = sched::apply_decision(program, cache);
         if (!cached.ok()) continue;
         // The copy: its buffer must fit, and its loop is stepped like the passes that read it.
@@ -82,7 +82,12 @@ std::vector<std::vector<Decision>> row_on_chip_forms(const scalar::ProgramPtr& p
         if (!local || (*local)->shape.size() != 1) continue;
         int64_t bytes = dtype_bytes((*local)->dtype);
         for (int64_t extent : (*local)->shape) bytes *= extent;
-        if (bytes > kMostRowBytesOnChip) continue;
+        // A longer row keeps its leading stages on chip and reads the rest from global memory
+        // in every pass (the MA lowering decides how many fit; the cost model charges the
+        // tail's reads and the one CTA per SM).
+        if (bytes > kMostRowBytesOnChip) {
+          cache.args.push_back(DecisionArg{"tail", std::string("global")});
+        }
         std::vector<Decision> form = {cache};
         const ProgramFacts after = analyze_program(*cached.program);
         const NestFacts* copy_nest = nullptr;

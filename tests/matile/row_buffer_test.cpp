@@ -1,7 +1,8 @@
 // Rule 8 of the MA lowering: a row copied once (cache_read(..., shared, at=r, readers=all)) is a
 // shared allocation of the row kernel, filled by cp.async where its rows are 16-byte aligned and
 // by ld.global + st.shared elsewhere; every stage's interpreter reproduces the float64
-// reference at ragged row lengths; rows past the CTA's shared memory are refused.
+// reference at ragged row lengths; rows past the CTA's shared memory are refused, or, with
+// tail=global, keep their leading tiles on chip and read the rest from global memory.
 #include <gtest/gtest.h>
 
 #include "core/matile/printer.h"
@@ -92,6 +93,104 @@ TEST(RowBuffer, ARowPastTheSharedMemoryIsRefused) {
                           "of 2048) does not fit the 227 KB of shared memory of a sm_90a CTA"),
             std::string::npos)
       << messages;
+  EXPECT_NE(messages.find("tail=global"), std::string::npos) << messages;
+}
+
+// softmax with a temperature (bench/variants/softmax_temperature.nt): an online max and sum in
+// one rolled pass, then the output pass, both reading the row copy.
+const char* kSoftmaxTemperature =
+    "let R = 512, C = 128256\n"
+    "input X[R, C] : bf16\n"
+    "Mx[r]   = max(c) X[r, c]\n"
+    "E[r, c] = exp((X[r, c] - Mx[r]) / 0.7)\n"
+    "output Y[r, c] : bf16 = E[r, c] / sum(c2) E[r, c2]\n";
+
+std::vector<std::string> partial_row_schedule(const std::string& tail = ", tail=global") {
+  return {"rolling_update(Y_sum, c2, tile=2048)", "inline(E)", "reverse_compute_at(Y, Mx_init, r)",
+          "bind(Y_sum, r=grid.x)", "tile(Y, c=2048)",
+          "cache_read(Mx, X, shared, at=r, readers=all" + tail + ")", "tile(X_shared, c=2048)"};
+}
+
+// A shared budget of 16 KB (the test's knob): 4 KB tiles, 4 KB kept for scratch, so 3 tiles of
+// the row stay on chip and the rest is the tail.
+driver::Compilation compile_partial_row(const std::vector<std::string>& sizes,
+                                        driver::Stage stage = driver::Stage::MATile,
+                                        const std::vector<std::string>& decisions = partial_row_schedule()) {
+  driver::CompileOptions options;
+  options.last_stage = stage;
+  options.matile.arch = "sm_90a";
+  options.matile.row_shared_budget = 16 * 1024;
+  return compile_scheduled(std::make_shared<SourceFile>("softmax_temperature.nt", kSoftmaxTemperature),
+                           decisions, sizes, options);
+}
+
+TEST(RowBuffer, ATailPastTheSharedMemoryIsReadFromGlobalMemory) {
+  const driver::Compilation compilation = compile_partial_row({"R=3", "C=20000"});
+  ASSERT_TRUE(compilation.ok()) << compilation.schedule_error;
+  const std::string text = ma_text(compilation);
+  // 10 tiles of 2048: 3 on chip, copied by cp.async; the copy loop's tail part copies nothing.
+  EXPECT_NE(text.find("shared X_shared : bf16[2048] Sw<0,0,0> o 2048:1 stages 3"), std::string::npos) << text;
+  EXPECT_NE(text.find("the first 3 of 10 tiles of 2048"), std::string::npos) << text;
+  EXPECT_NE(text.find("for c_o in 0..3 {"), std::string::npos) << text;
+  EXPECT_NE(text.find("for c_o_tail in 0..7 {"), std::string::npos) << text;
+  // Both passes run their first 3 iterations from shared memory and their last 7 from X.
+  EXPECT_NE(text.find("for c2_o in 0..3 iter_args"), std::string::npos) << text;
+  EXPECT_NE(text.find("for c2_o_tail in 0..7 iter_args"), std::string::npos) << text;
+  EXPECT_NE(text.find("ld.shared X_shared[%c2_o][0]"), std::string::npos) << text;
+  EXPECT_NE(text.find("global_load X[%r, "), std::string::npos) << text;
+  EXPECT_EQ(text.find("st.shared X_shared"), std::string::npos) << text;
+}
+
+TEST(RowBuffer, APartlyResidentRowMatchesTheReferenceAtRaggedRowLengths) {
+  // A multiple of the tile, tails of 1 and 7 vectors past a tile, a row whose last tile is
+  // partial, one that fits the budget whole (no tail), and one with a single tail tile.
+  for (const char* columns : {"C=20480", "C=20488", "C=14392", "C=13000", "C=6000", "C=8000"}) {
+    for (driver::Stage stage : {driver::Stage::Scalar, driver::Stage::VRTile, driver::Stage::MATile}) {
+      const driver::Compilation compilation = compile_partial_row({"R=3", columns}, stage);
+      ASSERT_TRUE(compilation.ok()) << columns << ": " << compilation.schedule_error;
+      for (uint64_t seed : {0, 7}) {
+        testing::expect_stage_matches_reference(compilation, stage, seed,
+                                                std::string(columns) + " stage " +
+                                                    std::to_string(static_cast<int>(stage)));
+      }
+    }
+  }
+}
+
+TEST(RowBuffer, ARowThatFitsIsWhollyOnChipWithTailGlobal) {
+  const driver::Compilation compilation = compile_partial_row({"R=3", "C=6000"});
+  ASSERT_TRUE(compilation.ok()) << compilation.schedule_error;
+  const std::string text = ma_text(compilation);
+  EXPECT_NE(text.find("stages 3"), std::string::npos) << text;
+  EXPECT_EQ(text.find("_tail"), std::string::npos) << text;
+  EXPECT_EQ(text.find("global_load X"), std::string::npos) << text;
+}
+
+TEST(RowBuffer, APartlyResidentRowNeedsCpAsyncCopies) {
+  // 20002 bf16 per row: not 16-byte aligned, so the copy goes through registers and the readers
+  // would have no source window for the tail.
+  const driver::Compilation compilation = compile_partial_row({"R=3", "C=20002"});
+  EXPECT_FALSE(compilation.ok());
+  EXPECT_NE(compilation.schedule_error.find("keeps 3 of its 10 tiles on chip (tail=global), but its "
+                                            "copy is no cp.async"),
+            std::string::npos)
+      << compilation.schedule_error;
+}
+
+TEST(RowBuffer, TailGlobalNeedsSharedReadersAll) {
+  const driver::Compilation without_readers = compile_partial_row(
+      {"R=3", "C=20000"}, driver::Stage::MATile,
+      {"rolling_update(Y_sum, c2, tile=2048)", "cache_read(Mx, X, shared, at=r, tail=global)"});
+  EXPECT_FALSE(without_readers.ok());
+  EXPECT_NE(without_readers.schedule_error.find("tail=global needs readers=all"), std::string::npos)
+      << without_readers.schedule_error;
+  const driver::Compilation registers = compile_partial_row(
+      {"R=3", "C=20000"}, driver::Stage::MATile,
+      {"cache_read(Mx, X, register, at=r, readers=all, tail=global)"});
+  EXPECT_FALSE(registers.ok());
+  EXPECT_NE(registers.schedule_error.find("tail=global keeps part of a shared copy on chip"),
+            std::string::npos)
+      << registers.schedule_error;
 }
 
 }  // namespace

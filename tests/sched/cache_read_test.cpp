@@ -103,17 +103,20 @@ TEST(CacheRead, FailureReasons) {
   EXPECT_EQ(failure_reason(gemm.program, "cache_read(C_sum, A, shared, at=q)"),
             "block C_sum has no loop q around it; its loops are m, n, k");
   EXPECT_EQ(failure_reason(gemm.program, "cache_read(C_sum, A, global)"),
-            "cache_read(BLOCK, TENSOR, shared|register[, at=LOOP][, readers=all]): the scope is "
+            "cache_read(BLOCK, TENSOR, shared|register[, at=LOOP][, readers=all][, tail=global]): the scope is "
             "shared or register, got global");
   EXPECT_EQ(failure_reason(gemm.program, "cache_read(C_sum, A, shared, at=k, x=1)"),
-            "cache_read(BLOCK, TENSOR, shared|register[, at=LOOP][, readers=all]): the keywords "
-            "are at=LOOP and readers=all");
+            "cache_read(BLOCK, TENSOR, shared|register[, at=LOOP][, readers=all][, tail=global]): the keywords "
+            "are at=LOOP, readers=all and tail=global");
   EXPECT_EQ(failure_reason(gemm.program, "cache_read(C_sum, A, shared, at=k, readers=some)"),
-            "cache_read(BLOCK, TENSOR, shared|register[, at=LOOP][, readers=all]): readers takes "
+            "cache_read(BLOCK, TENSOR, shared|register[, at=LOOP][, readers=all][, tail=global]): readers takes "
             "the value all, got some");
   EXPECT_EQ(failure_reason(gemm.program, "cache_read(C_sum, A, shared, readers=all)"),
-            "cache_read(BLOCK, TENSOR, shared|register[, at=LOOP][, readers=all]): readers=all "
+            "cache_read(BLOCK, TENSOR, shared|register[, at=LOOP][, readers=all][, tail=global]): readers=all "
             "needs at=LOOP: the readers share one copy per iteration of it");
+  EXPECT_EQ(failure_reason(gemm.program, "cache_read(C_sum, A, shared, at=k, readers=all, tail=dram)"),
+            "cache_read(BLOCK, TENSOR, shared|register[, at=LOOP][, readers=all][, tail=global]): "
+            "tail takes the value global, got dram");
   // A running value written in the same step is not final when the copy would be made.
   auto attention = lower_asset("attention", {"B=1", "H=1", "M=3", "N=8", "D=4"});
   auto rolled = apply_decisions(attention.program, {"rolling_update(O_sum, n, tile=4)"});
