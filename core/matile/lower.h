@@ -90,6 +90,11 @@ struct LowerOptions {
   int consumers = 0;           // > 0: rule 6 with that many consumer warpgroups (sm_90a)
   bool overlap = false;        // rule 6: the consumers' last dot deferred by one iteration
   bool stage_epilogue = true;  // false: rule 7 off, accumulators stored from their fragments
+  // Rule 7 at a row pitch that is not 16-byte aligned: rows read back as 16-byte runs and stored
+  // realigned (GlobalAccess::realign_rows) instead of one 2-byte element per thread. Off by
+  // default: on the H100 it measured slower than the 2-byte stores (bench/NOTES.md, 2026-11-26,
+  // "realigned rows"): its head and tail go out one element per instruction.
+  bool realign_rows = false;
 };
 
 layout::Result<ModulePtr> lower_to_matile(const vrtile::ModulePtr& module,
