@@ -251,6 +251,28 @@ __device__ __forceinline__ void stmatrix_x4(unsigned address, unsigned r0, unsig
                ::"r"(address), "r"(r0), "r"(r1), "r"(r2), "r"(r3) : "memory");
 }
 
+// Realigned row stores (a staged epilogue at a row pitch that is not 16-byte aligned): the
+// 2-byte elements from `p` to the next 16-byte boundary (0: p is aligned), a lane's 16-byte run
+// from the next lane, and elements h..h+7 of the 16 elements of a then b (h in 0..7).
+__device__ __forceinline__ int realign_head(const void* p) {
+  return static_cast<int>((16u - (static_cast<unsigned>(reinterpret_cast<unsigned long long>(p)) & 15u)) & 15u) >> 1;
+}
+__device__ __forceinline__ uint4 shuffle_down_uint4(uint4 v) {
+  return make_uint4(__shfl_down_sync(0xffffffffu, v.x, 1), __shfl_down_sync(0xffffffffu, v.y, 1),
+                    __shfl_down_sync(0xffffffffu, v.z, 1), __shfl_down_sync(0xffffffffu, v.w, 1));
+}
+__device__ __forceinline__ uint4 realign16(uint4 a, uint4 b, int h) {
+  const int q = h >> 1;                                  // the word holding element h
+  const unsigned shift = static_cast<unsigned>(h & 1) * 16u;  // its high half when h is odd
+  const unsigned w0 = q == 0 ? a.x : q == 1 ? a.y : q == 2 ? a.z : a.w;
+  const unsigned w1 = q == 0 ? a.y : q == 1 ? a.z : q == 2 ? a.w : b.x;
+  const unsigned w2 = q == 0 ? a.z : q == 1 ? a.w : q == 2 ? b.x : b.y;
+  const unsigned w3 = q == 0 ? a.w : q == 1 ? b.x : q == 2 ? b.y : b.z;
+  const unsigned w4 = q == 0 ? b.x : q == 1 ? b.y : q == 2 ? b.z : b.w;
+  return make_uint4(__funnelshift_r(w0, w1, shift), __funnelshift_r(w1, w2, shift),
+                    __funnelshift_r(w2, w3, shift), __funnelshift_r(w3, w4, shift));
+}
+
 }  // namespace nautilus_device
 )";
 

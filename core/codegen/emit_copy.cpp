@@ -6,7 +6,9 @@
 // as one cp.async of 16 bytes per vector with zero-fill past the window's bounds, SharedLoad as
 // ldmatrix.x4[.trans] per issue, or ld.shared per run of slots at consecutive aligned offsets
 // (16 bytes for a staged epilogue's rows) or per slot, SharedStore likewise (runs of slots at
-// consecutive aligned offsets as one st.shared of up to 16 bytes, else per slot).
+// consecutive aligned offsets as one st.shared of up to 16 bytes, else per slot). A store with
+// realigned rows (GlobalAccess::realign_rows) shifts each run by its row's misalignment through
+// the next lane and stores aligned 16-byte vectors (realigned_row_store below).
 // Shared addresses are the hoisted swizzled lane part, plus the stage, plus a constant.
 //
 //   cp.async K_smem[%next_stage][0, 0]     ->  if (more) {
@@ -203,6 +205,10 @@ std::optional<KernelEmitter::WindowPlan> KernelEmitter::window_plan(const Op& op
 bool KernelEmitter::planned_window_store(const Op& op, const Value& value) {
   std::optional<WindowPlan> plan = window_plan(op, value);
   if (!plan) return false;
+  if (op.access.realign_rows) {
+    realigned_row_store(op, value, *plan);
+    return true;
+  }
   const DType dtype = op.buffer->dtype;
   const int64_t most = is_narrow_float(dtype) ? 8 : dtype == DType::F32 ? 4 : 1;
   const int64_t slots = value->layout.slots();
@@ -263,6 +269,130 @@ bool KernelEmitter::planned_window_store(const Op& op, const Value& value) {
     line(valid.empty() ? store : "if (" + valid + ") " + store);
   }
   return true;
+}
+
+// A staged epilogue's rows at a pitch that is not 16-byte aligned (GlobalAccess::realign_rows):
+// each run of 8 slots is 8 consecutive elements of a tile row, the row's next run on the next
+// lane. Every lane takes its neighbour's run (a shuffle, before any branch), finds the elements
+// from its run's start to the next 16-byte boundary (h, the same for the whole row) and stores
+// elements h..h+7 of its run and the next as one aligned 16-byte vector; the row's first lane
+// stores its elements before h, its last lane its elements from h on, element by element.
+//   global_store C[%3 + i0, %14 + i1] bounds [8192, 50257] realigned rows, %27.1   ->
+//     auto* const run = (C + C_start);  const int head = realign_head(run);
+//     const uint4 mine = make_uint4(pack2(v[0], v[1]), ...);  const uint4 next = shuffle_down_uint4(mine);
+//     if (head == 0) { 16-byte store of mine (checked) } else {
+//       if (first lane of the row) elements 0..head-1 one by one
+//       if (not the last lane) *reinterpret_cast<uint4*>(run + head) = realign16(mine, next, head);
+//       else elements head..7 one by one }
+void KernelEmitter::realigned_row_store(const Op& op, const Value& value, const WindowPlan& plan) {
+  const std::string label = matile::op_label(op);
+  const std::vector<int64_t>& shape = value->type.shape;
+  const size_t rank = op.buffer->shape.size();
+  if (!is_narrow_float(op.buffer->dtype) || shape.size() != 2 || op.access.tile_axes[rank - 1] != 1) {
+    invalid(label + ": realigned rows need a 16-bit tile whose columns run along the buffer's last axis");
+  }
+  const int64_t columns = shape[1], threads = value->layout.threads(), slots = value->layout.slots();
+  // The layout must hold runs of 8 row neighbours, the row's next run on the next lane of the warp.
+  std::vector<int64_t> here, there;
+  const auto at_slot = [&](int64_t t, int64_t v, std::vector<int64_t>& c) {
+    matile::coordinates_into(value->layout.tv.index(t, v), shape, c);
+  };
+  if (slots % 8 != 0) invalid(label + ": realigned rows need runs of 8 slots");
+  for (int64_t t = 0; t < threads; ++t) {
+    for (int64_t v = 0; v < slots; v += 8) {
+      at_slot(t, v, here);
+      bool ok = here[1] % 8 == 0;
+      for (int64_t k = 1; k < 8 && ok; ++k) {
+        at_slot(t, v + k, there);
+        ok = there[0] == here[0] && there[1] == here[1] + k;
+      }
+      if (ok && here[1] + 8 < columns) {
+        ok = (t + 1) % matile::kWarpSize != 0;
+        if (ok) {
+          at_slot(t + 1, v, there);
+          ok = there[0] == here[0] && there[1] == here[1] + 8;
+        }
+      }
+      if (!ok) invalid(label + ": realigned rows: the layout does not hold a row's runs on neighbouring lanes");
+    }
+  }
+  const int64_t bound = op.access.bounds[rank - 1];
+  bool column_checked = false;
+  for (const std::string& check : plan.slot_check_last) column_checked = column_checked || !check.empty();
+  const auto all = [](std::initializer_list<std::string> parts) {
+    std::string joined;
+    for (const std::string& part : parts) {
+      if (!part.empty()) joined += (joined.empty() ? "" : " && ") + part;
+    }
+    return joined;
+  };
+  const auto guarded = [&](const std::string& condition, const std::string& statement) {
+    return condition.empty() ? statement : "if (" + condition + ") " + statement;
+  };
+  for (int64_t v = 0; v < slots; v += 8) {
+    const std::vector<std::string> tile = coordinates(value, str(v), label);
+    const WindowIndex w = window(op, tile);
+    const std::string run = unique("run"), head = unique("head"), mine = unique("mine"),
+                      next = unique("next"), column = unique("column");
+    std::string words;
+    for (int64_t k = 0; k < 8; k += 2) {
+      words += (words.empty() ? "" : ", ") + std::string("pack2(") + at(value, str(v + k)) + ", " + at(value, str(v + k + 1)) + ")";
+    }
+    line("{");
+    line("  auto* const " + run + " = " + plan.at(v) + ";");
+    line("  const int " + head + " = realign_head(" + run + ");");
+    line("  const uint4 " + mine + " = make_uint4(" + words + ");");
+    line("  const uint4 " + next + " = shuffle_down_uint4(" + mine + ");");
+    if (column_checked) line("  const int " + column + " = " + w.indices[rank - 1] + ";");
+    const std::string& row_ok = plan.slot_check_rest[static_cast<size_t>(v)];
+    // Element j of the run's row from the run's start is in bounds.
+    const auto in_bounds = [&](const std::string& j) {
+      return all({row_ok, column_checked ? column + " + " + j + " < " + str(bound) : ""});
+    };
+    const auto element = [&](const std::string& slot_offset) { return at(value, slot_offset); };
+    const auto vector_store = [&](const std::string& address, const std::string& bits, const std::string& first,
+                                  const std::string& indent) {
+      const std::string last = first.empty() ? "7" : first + " + 7";
+      const std::string whole = in_bounds(last);
+      const std::string store = "*reinterpret_cast<uint4*>(" + address + ") = " + bits + ";";
+      if (!column_checked) {
+        line(indent + guarded(whole, store));
+        return;
+      }
+      line(indent + "if (" + whole + ") {");
+      line(indent + "  " + store);
+      line(indent + "} else {");
+      const char* fields[] = {"x", "y", "z", "w"};
+      for (int k = 0; k < 8; ++k) {
+        const std::string j = first.empty() ? str(k) : first + " + " + str(k);
+        line(indent + "  " + guarded(in_bounds(j), "*reinterpret_cast<unsigned short*>(" + address + " + " + str(k) +
+                                                       ") = static_cast<unsigned short>(" + bits + "." + fields[k / 2] +
+                                                       (k % 2 ? " >> 16" : "") + ");"));
+      }
+      line(indent + "}");
+    };
+    line("  if (" + head + " == 0) {");
+    vector_store(run, mine, "", "    ");
+    line("  } else {");
+    const std::string first_lane = "(" + tile[1] + ") == 0";
+    const std::string last_lane = "(" + tile[1] + ") == " + str(columns - 8);
+    line("    if (" + first_lane + ") {");
+    for (int64_t k = 0; k < 7; ++k) {
+      line("      " + guarded(all({str(k) + " < " + head, in_bounds(str(k))}), run + "[" + str(k) + "] = " + element(str(v + k)) + ";"));
+    }
+    line("    }");
+    line("    if (!(" + last_lane + ")) {");
+    const std::string shifted = unique("shifted");
+    line("      const uint4 " + shifted + " = realign16(" + mine + ", " + next + ", " + head + ");");
+    vector_store(run + " + " + head, shifted, head, "      ");
+    line("    } else {");
+    for (int64_t k = 1; k < 8; ++k) {
+      line("      " + guarded(all({str(k) + " >= " + head, in_bounds(str(k))}), run + "[" + str(k) + "] = " + element(str(v + k)) + ";"));
+    }
+    line("    }");
+    line("  }");
+    line("}");
+  }
 }
 
 // Window loads through a WindowPlan: checks only where an index can reach its bound, and

@@ -334,6 +334,7 @@ class KernelEmitter : public matile::Visitor {
   };
   std::optional<WindowPlan> window_plan(const Op& op, const Value& value, const Value& predicate = nullptr);
   bool planned_window_store(const Op& op, const Value& value);
+  void realigned_row_store(const Op& op, const Value& value, const WindowPlan& plan);
   int64_t shared_vector(const Op& op, const Value& result, int64_t v);
   bool planned_window_load(const Op& op, const Value& result);
   int64_t alignment_of(const Value& value);

@@ -191,7 +191,8 @@ bool is_16bit_float(DType dtype) { return dtype == DType::BF16 || dtype == DType
 // emitter vectorizes them). The window's uniform offsets are taken as aligned. From the wgmma
 // accumulator layout a warp's bf16 store writes 8 rows of 16 bytes (4-byte pairs: 8 sectors for
 // 128 bytes), or of 8 bytes with an odd row pitch (2-byte elements: 8 sectors for 64 bytes); a
-// staged epilogue's row-wise layout writes 64 or 512 contiguous bytes.
+// staged epilogue's row-wise layout writes 64 or 512 contiguous bytes, and 512 (plus 8 sectors per
+// row: the misaligned start, the head and the tail) when its rows are realigned.
 struct StoreTraffic {
   double sector_bytes = 0.0;  // per execution of the store, all warps
   int64_t vector = 1;
@@ -209,7 +210,16 @@ std::optional<StoreTraffic> window_store_traffic(const Op& op, const Value& valu
   const int64_t bytes = dtype_bytes(op.buffer->dtype);
   std::vector<int64_t> stride(rank, 1);
   for (size_t j = rank - 1; j-- > 0;) stride[j] = stride[j + 1] * buffer_shape[j + 1];
-  std::string key = matile::layout_text(layout) + "|" + std::to_string(bytes);
+  // Realigned rows (ir.h, GlobalAccess::realign_rows) go out as 16-byte vectors whatever the
+  // pitch: counted as at a pitch rounded up to 16 bytes, plus per row the sector its misaligned
+  // start adds and the 7 one-sector requests of its head and tail, stored one element per
+  // instruction (ncu, H100: 37.1 M L1 store sectors for lm_head against 37.8 M from 2-byte runs).
+  const bool realign = access.realign_rows;
+  if (realign) {
+    const int64_t full = 16 / bytes;
+    for (size_t j = 0; j + 1 < rank; ++j) stride[j] = (stride[j] + full - 1) / full * full;
+  }
+  std::string key = matile::layout_text(layout) + "|" + std::to_string(bytes) + (realign ? "|realign" : "");
   for (size_t j = 0; j < rank; ++j) key += "|" + std::to_string(access.tile_axes[j]) + ":" + std::to_string(stride[j]);
   for (int64_t e : shape) key += "|" + std::to_string(e);
   // The search costs the same stores of the same tiles many times.
@@ -262,6 +272,11 @@ std::optional<StoreTraffic> window_store_traffic(const Op& op, const Value& valu
       traffic.sector_bytes +=
           32.0 * static_cast<double>(std::unique(sectors.begin(), sectors.end()) - sectors.begin());
     }
+  }
+  if (realign) {
+    double rows = 1.0;
+    for (size_t j = 0; j + 1 < shape.size(); ++j) rows *= static_cast<double>(shape[j]);
+    traffic.sector_bytes += 32.0 * 8.0 * rows;
   }
   std::lock_guard<std::mutex> lock(mutex);
   known.emplace(key, traffic);

@@ -280,6 +280,13 @@ struct GlobalAccess {
   // Gather: the op's first operands are one Index tile per buffer axis (in the tile's layout)
   // and, when has_mask, a Bool tile after them (after the stored value for GlobalStore).
   bool has_mask = false;
+  // Window stores of 16-bit elements only (the staged epilogue, lower.h rule 7): the value holds
+  // each tile row as runs of 8 elements on consecutive lanes of one warp, and the row's start in
+  // memory need not be 16-byte aligned (an odd row pitch). The emitter shifts each run by its
+  // row's misalignment through the next lane (a warp shuffle) and stores 16-byte vectors at
+  // aligned addresses, with the misaligned head and tail of the row element by element. The
+  // elements written are the same; only the instructions differ (the interpreters ignore it).
+  bool realign_rows = false;
 };
 
 enum class SharedRead { Scalar, LdMatrixX4, LdMatrixX4Trans };

@@ -96,6 +96,11 @@ struct LowerOptions {
   // > 0: the shared memory a CTA may use for rule 8's on-chip rows instead of the target's
   // (so CPU tests reach the tail=global form with short rows).
   int64_t row_shared_budget = 0;
+  // Rule 7 at a row pitch that is not 16-byte aligned: rows read back as 16-byte runs and stored
+  // realigned (GlobalAccess::realign_rows) instead of one 2-byte element per thread. Off by
+  // default: on the H100 it measured slower than the 2-byte stores (bench/NOTES.md, 2026-11-26,
+  // "realigned rows"): its head and tail go out one element per instruction.
+  bool realign_rows = false;
 };
 
 layout::Result<ModulePtr> lower_to_matile(const vrtile::ModulePtr& module,

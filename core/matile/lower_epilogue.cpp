@@ -7,7 +7,11 @@
 // store each row with consecutive threads on consecutive elements: runs of 16 bytes when every
 // row starts 16-byte aligned, else the widest run the pitch and the column offset allow (one
 // element for an odd pitch), so a warp's accesses cover whole sectors. Masking at ragged edges is
-// the window's, as before.
+// the window's, as before. With LowerOptions::realign_rows (opt-in, `--epilogue=realigned`) a
+// pitch that is not 16-byte aligned still reads 16-byte runs and marks the store `realigned
+// rows`: the emitter stores aligned 16-byte vectors and the row's misaligned ends element by
+// element (measured slower than the 2-byte runs on the H100, bench/NOTES.md, so off by default):
+//     global_store C[%3 + i0, %14 + i1] bounds [8192, 50257] realigned rows, %27.1   // #L4: runs of 8
 //
 //   before (MA, consumers):                     after:
 //     wgmma.wait_group 0                          wgmma.wait_group 0
@@ -110,10 +114,21 @@ bool KernelLowering::emit_staged_store(const VOp& op, const Window& window, cons
   std::string swizzle;
   const layout::ComposedLayout staged_layout = fragment_tile_layout(type.shape, bytes, &swizzle);
   const int64_t pitch = op.buffer->shape.back();
+  // Rows whose start is not 16-byte aligned (an odd pitch): still read as 16-byte runs of 8
+  // elements, a row on consecutive lanes of one warp, and stored realigned (ir.h,
+  // GlobalAccess::realign_rows) -- 16-byte vectors at aligned addresses, the row's misaligned
+  // head and tail element by element -- instead of one 2-byte store per element.
+  const int64_t full = 16 / bytes;
+  const int64_t lanes_per_row = type.shape[1] / full;
+  const bool realign = options_.realign_rows && vector < full && type.shape[1] % full == 0 &&
+                       kWarpSize % lanes_per_row == 0 && (type.shape[0] * lanes_per_row) % threads() == 0;
+  if (realign) vector = full;
   const std::string runs =
-      vector * bytes == 16 ? "16-byte runs"
-                           : std::to_string(vector * bytes) + "-byte runs (row pitch " + std::to_string(pitch) +
-                                 " elements, column offset alignment)";
+      realign ? "16-byte runs realigned to the row's misalignment (row pitch " + std::to_string(pitch) +
+                    " elements; head and tail element by element)"
+      : vector * bytes == 16 ? "16-byte runs"
+                             : std::to_string(vector * bytes) + "-byte runs (row pitch " + std::to_string(pitch) +
+                                   " elements, column offset alignment)";
   const int alloc = b_.shared(op.buffer->name + "_staged", type.dtype, type.shape, staged_layout, 1,
                               "staged epilogue of " + what + ": stmatrix in, coalesced rows of " + runs +
                                   " out; " + swizzle);
@@ -123,7 +138,9 @@ bool KernelLowering::emit_staged_store(const VOp& op, const Window& window, cons
   b_.barrier();  // a named barrier of the consumers: their rows are in the tile
   const RegisterLayout rows = blocked_layout(type.shape, threads(), vector);
   const Value staged = b_.shared_load(ref, SharedRead::Scalar, type, rows, value->name);
-  b_.global_store(op.buffer, window_access(window, nullptr, nullptr), {}, staged);
+  GlobalAccess access = window_access(window, nullptr, nullptr);
+  access.realign_rows = realign;
+  b_.global_store(op.buffer, std::move(access), {}, staged);
   return true;
 }
 

@@ -114,7 +114,9 @@ std::string window_text(const Op& op) {
       text += "0";
     }
   }
-  return text + "] bounds " + int_list(op.access.bounds);
+  text += "] bounds " + int_list(op.access.bounds);
+  if (op.access.realign_rows) text += " realigned rows";
+  return text;
 }
 
 std::string op_body_text(const Kernel& kernel, const Op& op) {

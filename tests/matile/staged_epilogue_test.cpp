@@ -32,11 +32,12 @@ using nautilus::testing::source_path;
 
 driver::Compilation compile(const std::string& spec, const std::vector<std::string>& decisions,
                             const std::vector<std::string>& sizes, bool stage_epilogue = true,
-                            driver::Stage last = driver::Stage::MATile) {
+                            driver::Stage last = driver::Stage::MATile, bool realign_rows = false) {
   driver::CompileOptions options;
   options.last_stage = last;
   options.matile.arch = "sm_90a";
   options.matile.stage_epilogue = stage_epilogue;
+  options.matile.realign_rows = realign_rows;
   return nautilus::testing::compile_scheduled(spec, decisions, sizes, options);
 }
 
@@ -97,6 +98,90 @@ TEST(StagedEpilogue, AnOddPitchIsStoredRowWiseOneElementPerThreadAndMatchesTheRe
   EXPECT_EQ(read->results[0]->layout, blocked_layout({128, 128}, 256, 1));
   expect_stage_matches_reference(compilation, driver::Stage::MATile, 11);
   expect_stage_matches_reference(compilation, driver::Stage::MATile, 12);
+}
+
+// The global store after the staged read.
+const Op* staged_store(const Region& region) {
+  bool after_read = false;
+  for (const OpPtr& op : region.ops) {
+    if (op->kind == OpKind::SharedLoad) after_read = true;
+    if (after_read && op->kind == OpKind::GlobalStore) return op.get();
+    if (op->body) {
+      if (const Op* found = staged_store(*op->body)) return found;
+    }
+    for (const WarpRole& role : op->roles) {
+      if (role.body) {
+        if (const Op* found = staged_store(*role.body)) return found;
+      }
+    }
+  }
+  return nullptr;
+}
+
+// Realigned rows (LowerOptions::realign_rows, off by default; `--epilogue=realigned`).
+TEST(StagedEpilogue, RealignedRowsReadAnOddPitchBackInSixteenByteRunsAndMatchTheReference) {
+  // V = 301: a row pitch of 602 bytes, so consecutive rows start at every 2-byte offset of a
+  // 16-byte line; 3 column tiles, the last ragged; T = 200 leaves a ragged row tile; H = 136 a
+  // k tail. The tile is read back in runs of 8 elements (a row on 16 consecutive lanes) and the
+  // store realigns them.
+  const driver::Compilation compilation =
+      compile("bench/variants/lm_head_gemm.nt", lm_head_schedule(), {"T=200", "H=136", "V=301"}, true,
+              driver::Stage::MATile, true);
+  ASSERT_TRUE(compilation.ma_module) << compilation.diagnostics->render_all();
+  const Kernel& kernel = *compilation.ma_module->kernels.at(0);
+  EXPECT_TRUE(kernel.notes.empty()) << kernel.notes.front();
+  const SharedAlloc* staging = staging_of(kernel);
+  ASSERT_TRUE(staging);
+  EXPECT_EQ(staging->shape, (std::vector<int64_t>{128, 128}));
+  EXPECT_NE(staging->purpose.find("16-byte runs realigned to the row's misalignment (row pitch 301 elements"),
+            std::string::npos)
+      << staging->purpose;
+  EXPECT_EQ(count_kind(kernel, OpKind::StMatrix), 1);
+  const Op* read = staged_read(*kernel.body);
+  ASSERT_TRUE(read);
+  EXPECT_EQ(read->results[0]->layout, blocked_layout({128, 128}, 256, 8));
+  const Op* store = staged_store(*kernel.body);
+  ASSERT_TRUE(store);
+  EXPECT_TRUE(store->access.realign_rows);
+  EXPECT_NE(print_kernel(kernel).find("bounds [200, 301] realigned rows"), std::string::npos);
+  expect_stage_matches_reference(compilation, driver::Stage::MATile, 11);
+  expect_stage_matches_reference(compilation, driver::Stage::MATile, 12);
+}
+
+TEST(StagedEpilogue, RealignedRowsOfTheSearchedLmHeadFormMatchTheReferenceAtOddPitches) {
+  // 128 x 256 tiles, 3 stages (the lm_head search's result): a row on one whole warp. Pitches
+  // of every odd residue mod 8 and an even one that is not 16-byte aligned (V = 518).
+  const std::vector<std::string> schedule = {
+      "tile(Logits_sum, t=128, v=256, h=64)", "reverse_compute_at(Logits, Logits_sum, v_o)",
+      "bind(Logits_sum, v_o=grid.y, t_o=grid.x)", "warp_spec(Logits_sum, consumers=2, stages=3)"};
+  for (const char* v : {"V=517", "V=523", "V=518", "V=263"}) {
+    SCOPED_TRACE(v);
+    const driver::Compilation compilation =
+        compile("bench/variants/lm_head_gemm.nt", schedule, {"T=136", "H=72", v}, true, driver::Stage::MATile, true);
+    ASSERT_TRUE(compilation.ma_module) << compilation.diagnostics->render_all();
+    const Kernel& kernel = *compilation.ma_module->kernels.at(0);
+    const Op* store = staged_store(*kernel.body);
+    ASSERT_TRUE(store);
+    EXPECT_TRUE(store->access.realign_rows);
+    const Op* read = staged_read(*kernel.body);
+    ASSERT_TRUE(read);
+    EXPECT_EQ(read->results[0]->layout, blocked_layout({128, 256}, 256, 8));
+    expect_stage_matches_reference(compilation, driver::Stage::MATile, 13);
+  }
+}
+
+TEST(StagedEpilogue, TheCudaOfRealignedRowsShufflesRunsAndStoresAlignedVectors) {
+  const driver::Compilation compilation = compile("bench/variants/lm_head_gemm.nt", lm_head_schedule(),
+                                                  {"T=200", "H=136", "V=301"}, true, driver::Stage::Cuda, true);
+  ASSERT_TRUE(compilation.cuda) << compilation.diagnostics->render_all();
+  const std::string& cuda = compilation.cuda->source;
+  EXPECT_NE(cuda.find("*reinterpret_cast<const uint4*>(&Logits_staged["), std::string::npos);
+  EXPECT_NE(cuda.find("= realign_head(run"), std::string::npos);
+  EXPECT_NE(cuda.find("= shuffle_down_uint4(mine"), std::string::npos);
+  EXPECT_NE(cuda.find("= realign16(mine"), std::string::npos);
+  EXPECT_NE(cuda.find("*reinterpret_cast<uint4*>(run"), std::string::npos);
+  // No store of one element per slot from the staged value outside the head and tail.
+  EXPECT_EQ(cuda.find("*((Logits + Logits_start)"), std::string::npos);
 }
 
 TEST(StagedEpilogue, SixteenByteRowsAreStoredInSixteenByteRunsAtRaggedSizes) {
