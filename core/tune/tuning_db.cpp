@@ -190,17 +190,6 @@ std::optional<Validation> parse_validation(const std::string& text) {
   return std::nullopt;
 }
 
-std::string hash_text(const std::string& text) {
-  uint64_t hash = 14695981039346656037ull;
-  for (unsigned char c : text) {
-    hash ^= c;
-    hash *= 1099511628211ull;
-  }
-  char out[17];
-  std::snprintf(out, sizeof out, "%016llx", static_cast<unsigned long long>(hash));
-  return out;
-}
-
 std::string spec_text_hash(const std::string& spec_text) {
   std::string normalized;
   std::istringstream lines(spec_text);

@@ -23,6 +23,8 @@
 #include <string>
 #include <vector>
 
+#include "core/tune/text_hash.h"
+
 struct sqlite3;
 
 namespace nautilus::tune {
@@ -93,8 +95,6 @@ struct PruneRequest {
   std::optional<int> keep_best;
 };
 
-// Hashes (FNV-1a, 64 bits, 16 hex digits): stable across runs, machines and versions.
-std::string hash_text(const std::string& text);
 // The spec's text with comments (`#` to end of line) removed, runs of blanks collapsed to one
 // space and blank lines dropped, hashed: reformatting a spec or editing its comments keeps its
 // records; changing any token does not.
