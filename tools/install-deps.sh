@@ -15,6 +15,7 @@ set -euo pipefail
 #   nlohmann-json3-dev                              JSON forms of every IR, CLI --json output
 #   libgtest-dev                                    the GoogleTest suites
 #   libz3-dev                                       the pipeline solver (core/pipeline, Z3 4.8)
+#   libsqlite3-dev                                  the tuning database (core/tune; not the runner)
 #   qt6-base-dev qt6-svg-dev                        the nautilus-studio GUI
 #   libqt6opengl6-dev                               Qt6::OpenGL; only a Recommends of qt6-base-dev,
 #                                                   so it must be named (see shared STACK.md)
@@ -23,7 +24,7 @@ set -euo pipefail
 #   clang libclang-rt-14-dev                        the libFuzzer target (runtime in clang-rt)
 packages=(
   build-essential cmake ninja-build pkg-config ccache
-  nlohmann-json3-dev libgtest-dev libz3-dev
+  nlohmann-json3-dev libgtest-dev libz3-dev libsqlite3-dev
   qt6-base-dev libqt6opengl6-dev qt6-svg-dev
   libimgui-dev libgraphviz-dev
   xvfb xauth

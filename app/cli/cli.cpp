@@ -18,6 +18,7 @@
 #include "app/cli/pipeline_command.h"
 #include "app/cli/run_command.h"
 #include "app/cli/schedule_command.h"
+#include "app/cli/tune_command.h"
 #include "core/cost/analytical_model.h"
 #include "core/cost/device_models.h"
 #include "core/driver/evaluate.h"
@@ -100,9 +101,14 @@ const CommandSpec& kSchedule = schedule_command_spec({kSizeOption});
 
 const CommandSpec& kPipeline = pipeline_command_spec({kSizeOption, kScheduleOption, kPinOption});
 
+const CommandSpec& kTune = tune_command_spec({kSizeOption});
+
+const CommandSpec& kDb = db_command_spec({kSizeOption});
+
 const std::vector<const CommandSpec*>& all_commands() {
   static const std::vector<const CommandSpec*> commands = {&kCheck, &kLower, &kEval, &kCompile,
-                                                           &kRun, &kSchedule, &kPipeline};
+                                                           &kRun, &kSchedule, &kPipeline,
+                                                           &kTune, &kDb};
   return commands;
 }
 
@@ -498,6 +504,15 @@ int run_schedule(const ParsedOptions& options, std::ostream& out, std::ostream& 
   return run_schedule_command(options, out, err);
 }
 
+int run_tune(const ParsedOptions& options, std::ostream& out, std::ostream& err,
+             const CliHooks&) {
+  return run_tune_command(options, out, err);
+}
+
+int run_db(const ParsedOptions& options, std::ostream& out, std::ostream& err, const CliHooks&) {
+  return run_db_command(options, out, err);
+}
+
 int run_pipeline(const ParsedOptions& options, std::ostream& out, std::ostream& err,
                  const CliHooks& hooks) {
   Loaded loaded = load(options, driver::Stage::MATile, hooks, err);
@@ -545,7 +560,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   const std::vector<std::pair<const CommandSpec*, CommandRunner>> runners = {
       {&kCheck, run_check}, {&kLower, run_lower},     {&kEval, run_eval},
       {&kCompile, run_compile}, {&kRun, run_run}, {&kSchedule, run_schedule},
-      {&kPipeline, run_pipeline}};
+      {&kPipeline, run_pipeline}, {&kTune, run_tune}, {&kDb, run_db}};
   for (const auto& [spec, runner] : runners) {
     if (spec->name != command) continue;
     if (!rest.empty() && (rest.front() == "--help" || rest.front() == "-h")) {
@@ -553,7 +568,8 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       return kExitOk;
     }
     std::string error;
-    const bool output_flag = spec == &kCompile || spec == &kSchedule;
+    const bool output_flag =
+        spec == &kCompile || spec == &kSchedule || spec == &kTune || spec == &kDb;
     auto parsed = parse_options(*spec, output_flag ? expand_output_flag(rest) : rest, &error);
     if (!parsed) {
       err << "nautilus: error: " << error << "\n";
@@ -562,7 +578,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     return runner(*parsed, out, err, hooks);
   }
   err << "nautilus: error: unknown command '" << command
-      << "'; expected check, lower, eval, compile, run, schedule, pipeline, devices or help (see 'nautilus --help')\n";
+      << "'; expected check, lower, eval, compile, run, schedule, pipeline, tune, db, devices or help (see 'nautilus --help')\n";
   return kExitFailure;
 }
 

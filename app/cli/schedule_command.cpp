@@ -11,6 +11,8 @@
 #include "core/driver/pipeline.h"
 #include "core/search/search.h"
 #include "core/search/tree_json.h"
+#include "core/tune/tuner.h"
+#include "app/cli/tune_command.h"
 #include "profiler/device_info.h"
 #include "profiler/measure.h"
 #include "profiler/runner_client.h"
@@ -118,7 +120,11 @@ const CommandSpec& schedule_command_spec(const std::vector<OptionSpec>& shared_o
         "Prints the chosen decisions, the cost model's estimate and the search's statistics;\n"
         "--tree writes every node of the search tree as JSON, -o the chosen schedule as a file\n"
         "that compile, run and eval accept with --schedule. Pins must appear in the result;\n"
-        "forbidden decisions (kind, target and the arguments given) are never used.",
+        "forbidden decisions (kind, target and the arguments given) are never used.\n"
+        "When the tuning database (nautilus tune) holds a validated measurement of this spec at\n"
+        "these sizes on the local GPU, and no pin, forbid, partial schedule, --measure or --tree\n"
+        "is given, the best measured schedule is printed and written instead, and it says so;\n"
+        "--ignore-db searches anyway.",
         shared_options};
     command.options.push_back({"pin", "DECISION",
                                "the result must contain DECISION, applied as early as it applies, "
@@ -143,6 +149,13 @@ const CommandSpec& schedule_command_spec(const std::vector<OptionSpec>& shared_o
     command.options.push_back({"runner", "COMMAND",
                                "the runner command for --measure (default: nautilus-runner next "
                                "to this program)"});
+    command.options.push_back({"db", "PATH",
+                               "the tuning database consulted for a measured best (default "
+                               "$XDG_DATA_HOME/nautilus/tuning.db, else ~/.local/share/...)"});
+    command.options.push_back({"ignore-db", "",
+                               "search even when the tuning database has a measured best"});
+    command.options.push_back({"driver", "LIBCUDA",
+                               "the CUDA driver that names the local GPU (default the system's)"});
     return command;
   }();
   return spec;
@@ -206,6 +219,41 @@ int run_schedule_command(const ParsedOptions& options, std::ostream& out, std::o
   if (!input.file) {
     err << "nautilus: error: " << error << "\n";
     return kExitFailure;
+  }
+  // The measured best beats any estimate: use it when the user asked for nothing it might not
+  // honour (pins, forbids, a partial schedule, a measurement, the search tree).
+  const bool plain = search_options.pins.empty() && search_options.forbids.empty() &&
+                     !options.has("measure") && !options.has("tree");
+  if (plain && !options.has("ignore-db")) {
+    std::string identity_error;
+    if (const auto identity = tune::identify_spec(input, &identity_error)) {
+      const auto best = best_measured_for(database_path(options), input.file->text(),
+                                          identity->sizes, options.get("driver"));
+      if (best) {
+        std::string parse_error;
+        const auto schedule = sched::schedule_from_json(
+            nlohmann::json::parse(best->schedule_json, nullptr, false), &parse_error);
+        if (schedule) {
+          out << "schedule " << input.file->path() << " (best measured: tuning database record "
+              << best->id << " on " << best->key.device_name
+              << "; --ignore-db searches instead)\n";
+          for (const sched::Decision& decision : schedule->decisions) {
+            out << "  " << sched::print_decision(decision) << "\n";
+          }
+          out << "measured: " << microseconds(*best->median_us);
+          if (best->estimate_us) out << " (estimated " << microseconds(*best->estimate_us) << ")";
+          out << "\n";
+          if (options.has("output") &&
+              !write_text(options.get("output"), sched::schedule_to_json(*schedule).dump(2) + "\n",
+                          err)) {
+            return kExitFailure;
+          }
+          return kExitOk;
+        }
+        err << "nautilus: warning: tuning database record " << best->id
+            << " holds an unreadable schedule (" << parse_error << "); searching\n";
+      }
+    }
   }
   const std::unique_ptr<cost::CostModel> model = cost::make_analytical_model(*device);
   RunnerMeasurer measurer(input, options.get("runner"), 600.0);

@@ -1,0 +1,654 @@
+#include "app/cli/tune_command.h"
+
+#include <csignal>
+#include <ctime>
+#include <fstream>
+#include <iomanip>
+#include <ostream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/cost/analytical_model.h"
+#include "core/cost/device_models.h"
+#include "core/search/search.h"
+#include "core/tune/tuner.h"
+#include "profiler/device_info.h"
+#include "profiler/local_executor.h"
+
+namespace nautilus::cli {
+namespace {
+
+// Set by SIGINT: the tuner finishes the candidate in flight, records it and stops.
+volatile std::sig_atomic_t g_interrupted = 0;
+
+void on_interrupt(int) {
+  g_interrupted = 1;
+  // A second Ctrl-C ends the process at once.
+  std::signal(SIGINT, SIG_DFL);
+}
+
+// Installs on_interrupt for the tuner's lifetime and restores the previous handler.
+class InterruptScope {
+ public:
+  InterruptScope() {
+    g_interrupted = 0;
+    previous_ = std::signal(SIGINT, on_interrupt);
+  }
+  ~InterruptScope() { std::signal(SIGINT, previous_); }
+
+ private:
+  void (*previous_)(int);
+};
+
+std::string microseconds(std::optional<double> us) {
+  if (!us) return "-";
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(*us < 10 ? 2 : 1) << *us << " µs";
+  return out.str();
+}
+
+std::string duration(double seconds) {
+  const long total = static_cast<long>(seconds + 0.5);
+  std::ostringstream out;
+  if (total >= 3600) out << total / 3600 << "h";
+  out << std::setw(total >= 3600 ? 2 : 1) << std::setfill('0') << (total / 60) % 60 << "m"
+      << std::setw(2) << std::setfill('0') << total % 60 << "s";
+  return out.str();
+}
+
+std::string date_text(int64_t unix_seconds) {
+  const std::time_t time = static_cast<std::time_t>(unix_seconds);
+  std::tm utc{};
+  gmtime_r(&time, &utc);
+  char buffer[32];
+  std::strftime(buffer, sizeof buffer, "%Y-%m-%d %H:%M", &utc);
+  return buffer;
+}
+
+bool parse_sizes(const ParsedOptions& options, std::vector<spec::SizeOverride>& sizes,
+                 std::ostream& err) {
+  for (const std::string& text : options.all("D")) {
+    std::string error;
+    auto binding = spec::parse_size_override(text, &error);
+    if (!binding) {
+      err << "nautilus: error: -D " << text << ": " << error << "\n";
+      return false;
+    }
+    sizes.push_back(*binding);
+  }
+  return true;
+}
+
+bool parse_decisions(const std::vector<std::string>& texts, const std::string& option,
+                     std::vector<sched::Decision>& out, std::ostream& err) {
+  for (const std::string& text : texts) {
+    sched::DecisionParseError parse_error;
+    auto decision = sched::parse_decision(text, &parse_error);
+    if (!decision) {
+      err << "nautilus: error: --" << option << " '" << text << "': "
+          << sched::to_string(parse_error) << "\n";
+      return false;
+    }
+    out.push_back(*decision);
+  }
+  return true;
+}
+
+// "90" -> 90 s; "90s", "15m", "2h"; nullopt for anything else.
+std::optional<double> parse_time_limit(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  double scale = 1.0;
+  std::string digits = text;
+  switch (text.back()) {
+    case 's': digits.pop_back(); break;
+    case 'm': scale = 60.0; digits.pop_back(); break;
+    case 'h': scale = 3600.0; digits.pop_back(); break;
+    default: break;
+  }
+  const std::optional<uint64_t> value = parse_non_negative(digits);
+  if (!value || *value == 0) return std::nullopt;
+  return static_cast<double>(*value) * scale;
+}
+
+std::unique_ptr<tune::TuningDatabase> open_database(const ParsedOptions& options, bool create,
+                                                    std::ostream& err) {
+  std::string error;
+  auto db = tune::TuningDatabase::open(database_path(options), create, &error);
+  if (!db) err << "nautilus: error: " << error << "\n";
+  return db;
+}
+
+nlohmann::ordered_json record_to_json(const tune::TuningRecord& r) {
+  auto optional = [](const auto& value) -> nlohmann::ordered_json {
+    if (!value) return nullptr;
+    return *value;
+  };
+  nlohmann::ordered_json kernels = nlohmann::ordered_json::array();
+  for (const tune::KernelTiming& k : r.kernels) {
+    kernels.push_back({{"name", k.name},
+                       {"median_us", optional(k.median_us)},
+                       {"min_us", optional(k.min_us)},
+                       {"max_us", optional(k.max_us)},
+                       {"registers", optional(k.registers)},
+                       {"spill_bytes", optional(k.spill_bytes)}});
+  }
+  return {{"id", r.id},
+          {"created_unix", r.created_unix},
+          {"spec_name", r.spec_name},
+          {"spec_path", r.spec_path},
+          {"spec_hash", r.key.spec_hash},
+          {"sizes", r.key.sizes},
+          {"schedule", r.key.schedule},
+          {"code_hash", r.code_hash},
+          {"device_name", r.key.device_name},
+          {"sm_count", r.key.sm_count},
+          {"sm_clock_khz", r.key.sm_clock_khz},
+          {"memory_clock_khz", r.key.memory_clock_khz},
+          {"driver_version", r.key.driver_version},
+          {"compiler_version", r.key.compiler_version},
+          {"status", r.status},
+          {"message", r.message},
+          {"validation", tune::validation_name(r.validation)},
+          {"max_relative_error", optional(r.max_relative_error)},
+          {"median_us", optional(r.median_us)},
+          {"min_us", optional(r.min_us)},
+          {"max_us", optional(r.max_us)},
+          {"registers", optional(r.registers)},
+          {"spill_bytes", optional(r.spill_bytes)},
+          {"estimate_us", optional(r.estimate_us)},
+          {"source", r.source},
+          {"kernels", kernels}};
+}
+
+// RFC 4180: fields with a comma, quote or line break are quoted, quotes doubled.
+std::string csv_field(const nlohmann::ordered_json& value) {
+  std::string text;
+  if (value.is_null()) return "";
+  text = value.is_string() ? value.get<std::string>() : value.dump();
+  if (text.find_first_of(",\"\n\r") == std::string::npos) return text;
+  std::string quoted = "\"";
+  for (char c : text) {
+    if (c == '"') quoted += '"';
+    quoted += c;
+  }
+  return quoted + "\"";
+}
+
+void print_record(std::ostream& out, const tune::TuningRecord& r) {
+  out << "record " << r.id << " (" << date_text(r.created_unix) << " UTC, " << r.source << ")\n"
+      << "  spec:       " << r.spec_name << " (" << r.spec_path << "), hash " << r.key.spec_hash
+      << "\n  sizes:      " << r.key.sizes << "\n  device:     " << r.key.device_name << ", "
+      << r.key.sm_count << " SMs, SM clock " << r.key.sm_clock_khz / 1000 << " MHz, memory clock "
+      << r.key.memory_clock_khz / 1000 << " MHz, driver "
+      << profiler::format_driver_version(r.key.driver_version) << "\n  compiler:   "
+      << r.key.compiler_version << "\n  code hash:  " << (r.code_hash.empty() ? "-" : r.code_hash)
+      << "\n  status:     " << r.status << (r.message.empty() ? "" : " (" + r.message + ")")
+      << "\n  validation: " << tune::validation_name(r.validation);
+  if (r.max_relative_error) out << " (max relative error " << *r.max_relative_error << ")";
+  out << "\n  time:       median " << microseconds(r.median_us) << ", min "
+      << microseconds(r.min_us) << ", max " << microseconds(r.max_us)
+      << "\n  estimate:   " << microseconds(r.estimate_us) << "\n";
+  if (r.registers) out << "  registers:  " << *r.registers << "\n";
+  if (r.spill_bytes) out << "  spills:     " << *r.spill_bytes << " bytes\n";
+  for (const tune::KernelTiming& k : r.kernels) {
+    out << "  kernel " << k.name << ": median " << microseconds(k.median_us) << ", min "
+        << microseconds(k.min_us) << ", max " << microseconds(k.max_us);
+    if (k.registers) out << ", " << *k.registers << " registers";
+    out << "\n";
+  }
+  out << "  schedule:\n";
+  std::istringstream decisions(r.key.schedule);
+  for (std::string decision; std::getline(decisions, decision, ';');) {
+    const size_t start = decision.find_first_not_of(' ');
+    if (start != std::string::npos) out << "    " << decision.substr(start) << "\n";
+  }
+}
+
+// The name of local GPU `index` through `driver` ("" for the system's), or "" with `why`.
+std::string local_gpu_name(const std::string& driver, int index, std::string* why) {
+  const profiler::DeviceQuery query =
+      driver.empty() ? profiler::query_devices() : profiler::query_devices(driver);
+  if (!query.has_gpu()) {
+    *why = query.no_gpu->message;
+    return "";
+  }
+  if (index < 0 || index >= static_cast<int>(query.devices.size())) {
+    *why = "no CUDA device " + std::to_string(index);
+    return "";
+  }
+  return query.devices[static_cast<size_t>(index)].name;
+}
+
+bool write_schedule(const std::string& path, const std::string& schedule_json, std::ostream& err) {
+  const nlohmann::json json = nlohmann::json::parse(schedule_json, nullptr, false);
+  std::ofstream file(path, std::ios::binary);
+  file << json.dump(2) << "\n";
+  if (!file) {
+    err << "nautilus: error: cannot write '" << path << "'\n";
+    return false;
+  }
+  return true;
+}
+
+// The spec identity (hash, resolved sizes) of FILE with the -D options.
+std::optional<tune::SpecIdentity> spec_identity(const ParsedOptions& options,
+                                                const std::string& path,
+                                                search::SearchInput& input, std::ostream& err) {
+  if (!parse_sizes(options, input.sizes, err)) return std::nullopt;
+  std::string error;
+  input.file = SourceFile::read(path, &error);
+  if (!input.file) {
+    err << "nautilus: error: " << error << "\n";
+    return std::nullopt;
+  }
+  auto identity = tune::identify_spec(input, &error);
+  if (!identity) err << "nautilus: error: " << error;
+  return identity;
+}
+
+int run_db_best(const ParsedOptions& options, std::ostream& out, std::ostream& err) {
+  search::SearchInput input;
+  const auto identity = spec_identity(options, options.get("best"), input, err);
+  if (!identity) return kExitFailure;
+  std::string gpu = options.get("gpu");
+  if (gpu.empty()) {
+    std::string why;
+    gpu = local_gpu_name(options.get("driver"), 0, &why);
+    if (gpu.empty()) {
+      err << "nautilus: error: --best needs a device: no local GPU (" << why
+          << "); name one with --gpu NAME (see nautilus db list)\n";
+      return kExitFailure;
+    }
+  }
+  auto db = open_database(options, false, err);
+  if (!db) return kExitFailure;
+  const auto best = db->best(identity->spec_hash, identity->sizes, gpu);
+  if (!best) {
+    err << "nautilus: error: no validated measurement of " << input.file->path() << " at "
+        << identity->sizes << " on " << gpu << " in " << db->path() << "\n";
+    return kExitFailure;
+  }
+  print_record(out, *best);
+  if (options.has("output") && !write_schedule(options.get("output"), best->schedule_json, err)) {
+    return kExitFailure;
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+std::string database_path(const ParsedOptions& options) {
+  return options.has("db") ? options.get("db") : tune::default_database_path();
+}
+
+std::optional<tune::TuningRecord> best_measured_for(const std::string& db_path,
+                                                    const std::string& spec_text,
+                                                    const std::string& sizes,
+                                                    const std::string& driver_library) {
+  std::string why;
+  const std::string gpu = local_gpu_name(driver_library, 0, &why);
+  if (gpu.empty()) return std::nullopt;
+  std::string error;
+  auto db = tune::TuningDatabase::open(db_path, false, &error);
+  if (!db) return std::nullopt;
+  return db->best(tune::spec_text_hash(spec_text), sizes, gpu);
+}
+
+// Functions, not globals: cli.cpp builds its command table during static initialization, when
+// this file's globals may not exist yet.
+OptionSpec db_option() {
+  return {"db", "PATH",
+          "the tuning database (default $XDG_DATA_HOME/nautilus/tuning.db, else "
+          "~/.local/share/nautilus/tuning.db)"};
+}
+OptionSpec driver_option() {
+  return {"driver", "LIBCUDA",
+          "the CUDA driver library to query and run with (default the system's libcuda; tests "
+          "pass a stand-in)"};
+}
+
+const CommandSpec& tune_command_spec(const std::vector<OptionSpec>& shared_options) {
+  static const CommandSpec spec = [&] {
+    CommandSpec command{
+        "tune",
+        "nautilus tune FILE [-D NAME=VALUE]... [--pin D]... [--forbid D]... [--budget N | --time T] "
+        "[--resume] [--db PATH]",
+        "Tunes a spec on the local GPU by measurement (docs/tuning.md).\n"
+        "Searches first, then measures the candidates the cost model ranks best: the search's\n"
+        "leaves, then mutations of the best measured schedules (other tile sizes, raster orders,\n"
+        "warps, stages, pipelining, fusions, one decision at a time). Every candidate is\n"
+        "validated against the unscheduled reference before it is timed, and every result is\n"
+        "written to the tuning database as it arrives; candidates the database already has for\n"
+        "this spec, sizes and device are not measured again. Progress and an ETA go to stderr;\n"
+        "Ctrl-C stops after the candidate in flight, and --resume continues the budget.",
+        shared_options};
+    command.options.push_back({"pin", "DECISION", "every candidate contains DECISION; repeatable",
+                               true});
+    command.options.push_back({"forbid", "DECISION", "no candidate uses a decision matching this; "
+                               "repeatable", true});
+    command.options.push_back({"budget", "N", "measure at most N candidates (default 64)"});
+    command.options.push_back({"time", "T", "stop starting candidates after T (90, 90s, 15m, 2h)"});
+    command.options.push_back({"resume", "", "count what earlier runs measured for this spec, sizes "
+                               "and device against the budget (continue an interrupted run)"});
+    command.options.push_back(db_option());
+    command.options.push_back({"beam", "N", "the search's beam (default 3)"});
+    command.options.push_back({"device", "NAME", "the cost model's GPU: " +
+                                                     cost::known_device_models() +
+                                                     " (default h100)"});
+    command.options.push_back({"gpu-index", "N", "the CUDA device to measure on (default 0)"});
+    command.options.push_back({"runner", "COMMAND", "the runner command (default: nautilus-runner "
+                               "next to this program)"});
+    command.options.push_back(driver_option());
+    command.options.push_back({"output", "FILE", "write the best measured schedule, also -o FILE"});
+    return command;
+  }();
+  return spec;
+}
+
+int run_tune_command(const ParsedOptions& options, std::ostream& out, std::ostream& err) {
+  if (options.has("budget") && options.has("time")) {
+    err << "nautilus: error: give --budget or --time, not both\n";
+    return kExitFailure;
+  }
+  tune::TuneOptions tune_options;
+  tune_options.search.threads = 2;
+  if (!parse_decisions(options.all("pin"), "pin", tune_options.search.pins, err) ||
+      !parse_decisions(options.all("forbid"), "forbid", tune_options.search.forbids, err)) {
+    return kExitFailure;
+  }
+  struct Count {
+    const char* name;
+    int* target;
+    uint64_t min;
+  };
+  int gpu_index = 0;
+  for (const Count& count : {Count{"budget", &tune_options.budget, 1},
+                             Count{"beam", &tune_options.search.beam, 1},
+                             Count{"gpu-index", &gpu_index, 0}}) {
+    if (!options.has(count.name)) continue;
+    const std::optional<uint64_t> value = parse_non_negative(options.get(count.name));
+    if (!value || *value < count.min) {
+      err << "nautilus: error: --" << count.name << " expects an integer of at least "
+          << count.min << ", got '" << options.get(count.name) << "'\n";
+      return kExitFailure;
+    }
+    *count.target = static_cast<int>(*value);
+  }
+  if (options.has("time")) {
+    tune_options.time_limit_seconds = parse_time_limit(options.get("time"));
+    if (!tune_options.time_limit_seconds) {
+      err << "nautilus: error: --time expects a duration such as 90, 90s, 15m or 2h, got '"
+          << options.get("time") << "'\n";
+      return kExitFailure;
+    }
+    // The clock, not the count, ends a timed run.
+    tune_options.budget = 1 << 30;
+  }
+  tune_options.resume = options.has("resume");
+  const std::string device_name = options.get("device", "h100");
+  const std::optional<cost::DeviceModel> device = cost::device_model_for(device_name);
+  if (!device) {
+    err << "nautilus: error: unknown --device '" << device_name << "'; expected "
+        << cost::known_device_models() << "\n";
+    return kExitFailure;
+  }
+  search::SearchInput input;
+  if (!parse_sizes(options, input.sizes, err)) return kExitFailure;
+  std::string error;
+  input.file = SourceFile::read(options.positionals.front(), &error);
+  if (!input.file) {
+    err << "nautilus: error: " << error << "\n";
+    return kExitFailure;
+  }
+  auto db = open_database(options, true, err);
+  if (!db) return kExitFailure;
+
+  profiler::LocalExecutorOptions executor_options;
+  executor_options.runner_command = options.get("runner");
+  executor_options.driver_library = options.get("driver");
+  executor_options.device = gpu_index;
+  profiler::LocalExecutor executor(input, executor_options);
+  const std::unique_ptr<cost::CostModel> model = cost::make_analytical_model(*device);
+
+  InterruptScope interrupt_scope;
+  tune_options.should_stop = [] { return g_interrupted != 0; };
+  const int budget = tune_options.budget;
+  const bool timed = tune_options.time_limit_seconds.has_value();
+  const tune::TuneResult result = tune::run_tune(
+      input, *model, *db, executor, tune_options, [&](const tune::TuneProgress& progress) {
+        err << "tune: [" << progress.measured;
+        if (!timed) err << "/" << progress.measured + progress.budget_left;
+        err << "] " << progress.outcome << ", best " << microseconds(progress.best_us)
+            << ", elapsed " << duration(progress.seconds);
+        if (!timed && progress.eta_seconds) err << ", ETA " << duration(*progress.eta_seconds);
+        err << "  " << progress.schedule << "\n";
+      });
+  (void)budget;
+  if (!result.ok) {
+    err << "nautilus: error: " << result.error << "\n";
+    if (result.measured > 0) {
+      err << "nautilus: " << result.measured << " candidates were recorded in " << db->path()
+          << " before that\n";
+    }
+    return kExitFailure;
+  }
+  out << "tuned " << input.file->path() << " at " << result.key.sizes << " on "
+      << result.key.device_name << ": " << result.measured << " measured ("
+      << result.failed << " failed validation or did not run), " << result.skipped
+      << " already in the database\n";
+  if (result.stopped) {
+    out << "interrupted: stopped after the candidate in flight; run again with --resume to "
+           "continue\n";
+  } else if (result.exhausted) {
+    out << "no new candidate left: the search's space around the best schedules is measured\n";
+  }
+  if (!result.best) {
+    err << "nautilus: error: no candidate was validated and timed (see nautilus db list --db "
+        << db->path() << ")\n";
+    return kExitFailure;
+  }
+  out << "best: " << microseconds(result.best->median_us) << " (record " << result.best->id
+      << ", estimate " << microseconds(result.best->estimate_us) << ")\n";
+  print_record(out, *result.best);
+  if (result.analytical_pick_us) {
+    out << "the search's own pick: " << microseconds(result.analytical_pick_us) << " ("
+        << std::fixed << std::setprecision(2)
+        << *result.analytical_pick_us / *result.best->median_us << std::defaultfloat
+        << "x the best)\n";
+  }
+  out << "database: " << db->path() << "\n";
+  if (options.has("output") &&
+      !write_schedule(options.get("output"), result.best->schedule_json, err)) {
+    return kExitFailure;
+  }
+  return kExitOk;
+}
+
+const CommandSpec& db_command_spec(const std::vector<OptionSpec>& shared_options) {
+  static const CommandSpec spec = [&] {
+    CommandSpec command{
+        "db",
+        "nautilus db list|show ID|export|prune [--db PATH] [options]  |  nautilus db --best FILE "
+        "[-D NAME=VALUE]...",
+        "Reads and maintains the tuning database (docs/tuning.md).\n"
+        "  list                      the records, newest first (--spec FILE -D ... and --gpu NAME\n"
+        "                            filter them)\n"
+        "  show ID                   every field of one record\n"
+        "  export --format csv|json  every record (filtered as list) to stdout or -o FILE\n"
+        "  prune                     deletes records: --older-than DAYS, --spec FILE [-D ...],\n"
+        "                            --gpu NAME select them; --keep-best N keeps the N fastest\n"
+        "                            validated records of each spec, sizes and device\n"
+        "  --best FILE [-D ...]      the best validated record of FILE at its sizes on the local\n"
+        "                            GPU (or --gpu NAME); -o writes its schedule",
+        shared_options};
+    command.min_positionals = 0;
+    command.max_positionals = 2;
+    command.options.push_back(db_option());
+    command.options.push_back({"best", "FILE", "print the best validated record of FILE"});
+    command.options.push_back({"spec", "FILE", "only records of this spec (and -D sizes)"});
+    command.options.push_back({"gpu", "NAME", "only records of this device name"});
+    command.options.push_back({"format", "FORMAT", "export format: csv or json"});
+    command.options.push_back({"older-than", "DAYS", "prune: records older than DAYS days"});
+    command.options.push_back({"keep-best", "N", "prune: keep the N fastest of each configuration"});
+    command.options.push_back({"output", "FILE", "export: write to FILE; --best: the schedule"});
+    command.options.push_back(driver_option());
+    return command;
+  }();
+  return spec;
+}
+
+int run_db_command(const ParsedOptions& options, std::ostream& out, std::ostream& err) {
+  if (options.has("best")) {
+    if (!options.positionals.empty()) {
+      err << "nautilus: error: --best takes no subcommand (got '" << options.positionals.front()
+          << "')\n";
+      return kExitFailure;
+    }
+    return run_db_best(options, out, err);
+  }
+  if (options.positionals.empty()) {
+    err << "nautilus: error: db expects a subcommand: list, show ID, export, prune or --best FILE\n";
+    return kExitFailure;
+  }
+  const std::string& sub = options.positionals.front();
+  if (sub != "list" && sub != "show" && sub != "export" && sub != "prune") {
+    err << "nautilus: error: unknown db subcommand '" << sub
+        << "'; expected list, show, export or prune\n";
+    return kExitFailure;
+  }
+  if ((sub == "show") != (options.positionals.size() == 2)) {
+    err << "nautilus: error: " << (sub == "show" ? "db show expects a record id"
+                                                 : "db " + sub + " takes no argument")
+        << "\n";
+    return kExitFailure;
+  }
+  tune::RecordFilter filter;
+  if (options.has("spec")) {
+    search::SearchInput input;
+    const auto identity = spec_identity(options, options.get("spec"), input, err);
+    if (!identity) return kExitFailure;
+    filter.spec_hash = identity->spec_hash;
+    filter.sizes = identity->sizes;
+  } else if (!options.all("D").empty()) {
+    err << "nautilus: error: -D selects sizes of a spec: give --spec FILE too\n";
+    return kExitFailure;
+  }
+  filter.device_name = options.get("gpu");
+  if (options.has("older-than")) {
+    const std::optional<uint64_t> days = parse_non_negative(options.get("older-than"));
+    if (!days) {
+      err << "nautilus: error: --older-than expects a number of days, got '"
+          << options.get("older-than") << "'\n";
+      return kExitFailure;
+    }
+    filter.older_than_unix = static_cast<int64_t>(std::time(nullptr)) -
+                             static_cast<int64_t>(*days) * 86400;
+  }
+  auto db = open_database(options, false, err);
+  if (!db) return kExitFailure;
+
+  if (sub == "show") {
+    const std::optional<uint64_t> id = parse_non_negative(options.positionals[1], 18);
+    if (!id) {
+      err << "nautilus: error: db show expects a record id, got '" << options.positionals[1]
+          << "'\n";
+      return kExitFailure;
+    }
+    const auto record = db->get(static_cast<int64_t>(*id));
+    if (!record) {
+      err << "nautilus: error: no record " << *id << " in " << db->path() << "\n";
+      return kExitFailure;
+    }
+    print_record(out, *record);
+    return kExitOk;
+  }
+  if (sub == "prune") {
+    tune::PruneRequest request;
+    request.filter = filter;
+    if (options.has("keep-best")) {
+      const std::optional<uint64_t> keep = parse_non_negative(options.get("keep-best"));
+      if (!keep) {
+        err << "nautilus: error: --keep-best expects an integer, got '"
+            << options.get("keep-best") << "'\n";
+        return kExitFailure;
+      }
+      request.keep_best = static_cast<int>(*keep);
+    }
+    if (!request.keep_best && filter.spec_hash.empty() && filter.device_name.empty() &&
+        !filter.older_than_unix) {
+      err << "nautilus: error: db prune needs --older-than DAYS, --spec FILE, --gpu NAME or "
+             "--keep-best N (it never deletes everything unasked)\n";
+      return kExitFailure;
+    }
+    std::string error;
+    const int64_t deleted = db->prune(request, &error);
+    if (deleted < 0) {
+      err << "nautilus: error: " << error << "\n";
+      return kExitFailure;
+    }
+    out << "deleted " << deleted << (deleted == 1 ? " record" : " records") << " from "
+        << db->path() << "\n";
+    return kExitOk;
+  }
+  const std::vector<tune::TuningRecord> records = db->list(filter);
+  if (sub == "export") {
+    const std::string format = options.get("format", "json");
+    if (format != "json" && format != "csv") {
+      err << "nautilus: error: unknown --format '" << format << "'; expected csv, json\n";
+      return kExitFailure;
+    }
+    std::ostringstream text;
+    if (format == "json") {
+      nlohmann::ordered_json array = nlohmann::ordered_json::array();
+      for (const auto& record : records) array.push_back(record_to_json(record));
+      text << array.dump(1) << "\n";
+    } else {
+      const nlohmann::ordered_json header = record_to_json(tune::TuningRecord{});
+      bool first = true;
+      for (const auto& [name, value] : header.items()) {
+        text << (first ? "" : ",") << name;
+        first = false;
+      }
+      text << "\n";
+      for (const auto& record : records) {
+        first = true;
+        const nlohmann::ordered_json row = record_to_json(record);
+        for (const auto& [name, value] : row.items()) {
+          text << (first ? "" : ",") << csv_field(value);
+          first = false;
+        }
+        text << "\n";
+      }
+    }
+    if (options.has("output")) {
+      std::ofstream file(options.get("output"), std::ios::binary);
+      file << text.str();
+      if (!file) {
+        err << "nautilus: error: cannot write '" << options.get("output") << "'\n";
+        return kExitFailure;
+      }
+    } else {
+      out << text.str();
+    }
+    return kExitOk;
+  }
+  // list
+  out << std::left << std::setw(6) << "id" << std::setw(18) << "date (UTC)" << std::setw(14)
+      << "spec" << std::setw(22) << "sizes" << std::setw(24) << "device" << std::setw(16)
+      << "outcome" << std::setw(12) << "median" << std::setw(12) << "estimate"
+      << "schedule\n";
+  for (const tune::TuningRecord& r : records) {
+    std::string outcome = r.status == "ok" ? tune::validation_name(r.validation) : r.status;
+    out << std::left << std::setw(6) << r.id << std::setw(18) << date_text(r.created_unix)
+        << std::setw(14) << r.spec_name << std::setw(22) << r.key.sizes << std::setw(24)
+        << r.key.device_name << std::setw(16) << outcome << std::setw(12)
+        << microseconds(r.median_us) << std::setw(12) << microseconds(r.estimate_us)
+        << r.key.schedule << "\n";
+  }
+  out << records.size() << (records.size() == 1 ? " record" : " records") << " in " << db->path()
+      << "\n";
+  return kExitOk;
+}
+
+}  // namespace nautilus::cli

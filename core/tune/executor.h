@@ -1,0 +1,61 @@
+// Where the tuner's candidates are measured: the seam between the tuner (core/tune/tuner.h),
+// which decides what to measure and records it, and the machinery that builds and times kernels.
+//
+// Today there is one implementation, the local executor (profiler/local_executor.h: one runner
+// child process at a time on one local GPU). Executors that spread a batch over several local
+// GPUs or hand it to Slurm implement the same interface: `parallelism()` tells the tuner how
+// large a batch to hand over, and results come back through the callback as they arrive, in any
+// order, so the tuner writes each to the database at once.
+//
+// This header is types only (no SQLite): profiler/ implements it without linking the database.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/sched/decision.h"
+#include "core/tune/tuning_db.h"
+
+namespace nautilus::tune {
+
+// The machine a measurement is made on, as the database keys it.
+struct MachineIdentity {
+  std::string device_name;
+  int sm_count = 0;
+  int sm_clock_khz = 0;
+  int memory_clock_khz = 0;
+  int driver_version = 0;
+  std::string compiler_version;
+};
+
+// What measuring one schedule gave; the tuner adds the key and the estimate and records it.
+struct CandidateOutcome {
+  std::string code_hash;  // of the generated CUDA; "" when nothing was built
+  std::string status;     // "ok", "build-error", or the runner's status name
+  std::string message;
+  Validation validation = Validation::NotRun;
+  std::optional<double> max_relative_error;
+  std::optional<double> median_us, min_us, max_us;
+  std::vector<KernelTiming> kernels;
+  std::optional<int> registers;
+  std::optional<int64_t> spill_bytes;
+  // No device to measure on (the run should stop rather than record every candidate as failed).
+  bool no_gpu = false;
+};
+
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  // The device measurements are made on; nullopt with `why_not` (e.g. "no GPU: ...").
+  virtual std::optional<MachineIdentity> identity(std::string* why_not) = 0;
+  // How many candidates the executor measures at once (the tuner's batch size).
+  virtual int parallelism() const { return 1; }
+  // Builds, validates and times every schedule of `batch`, calling `on_result(index, outcome)`
+  // on the calling thread as each finishes. Every candidate is validated before it is timed.
+  virtual void measure(const std::vector<sched::Schedule>& batch,
+                       const std::function<void(size_t, const CandidateOutcome&)>& on_result) = 0;
+};
+
+}  // namespace nautilus::tune

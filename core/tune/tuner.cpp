@@ -1,0 +1,267 @@
+#include "core/tune/tuner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <iomanip>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/driver/pass_log.h"
+#include "core/driver/pipeline.h"
+
+namespace nautilus::tune {
+namespace {
+
+struct Candidate {
+  sched::Schedule schedule;
+  std::string text;  // the database's schedule key
+  std::optional<double> estimate_us;
+};
+
+std::string schedule_key(const sched::Schedule& schedule) {
+  return sched::print_decisions(schedule.decisions, "; ");
+}
+
+// The complete leaves of a search, best estimate first (infeasible ones are not candidates).
+std::vector<Candidate> ranked_leaves(const search::SearchResult& result) {
+  std::vector<Candidate> leaves;
+  for (const search::SearchNode& node : result.nodes) {
+    if (node.status != search::NodeStatus::Leaf && node.status != search::NodeStatus::Chosen) {
+      continue;
+    }
+    if (!node.estimate || !node.estimate->feasible) continue;
+    // A leaf's schedule is complete: its completion adds nothing, but keep both to be exact.
+    sched::Schedule full = node.schedule;
+    full.decisions.insert(full.decisions.end(), node.completion.decisions.begin(),
+                          node.completion.decisions.end());
+    leaves.push_back({full, schedule_key(full), node.estimate->microseconds});
+  }
+  std::stable_sort(leaves.begin(), leaves.end(), [](const Candidate& a, const Candidate& b) {
+    return a.estimate_us.value_or(1e300) < b.estimate_us.value_or(1e300);
+  });
+  return leaves;
+}
+
+std::string describe_outcome(const CandidateOutcome& outcome) {
+  if (outcome.status == "ok" && outcome.validation == Validation::Passed && outcome.median_us) {
+    std::ostringstream out;
+    out << std::fixed << std::setprecision(2) << *outcome.median_us << " µs";
+    return out.str();
+  }
+  if (outcome.status == "ok") {
+    return std::string("validation ") + validation_name(outcome.validation);
+  }
+  return outcome.status + (outcome.message.empty() ? "" : ": " + outcome.message);
+}
+
+}  // namespace
+
+std::optional<SpecIdentity> identify_spec(const search::SearchInput& input, std::string* error) {
+  driver::CompileOptions options;
+  options.last_stage = driver::Stage::Spec;
+  options.sizes = input.sizes;
+  const driver::Compilation compilation = driver::compile(input.file, options);
+  if (!compilation.spec) {
+    *error = "the spec does not check:\n" + compilation.diagnostics->render_all();
+    return std::nullopt;
+  }
+  return SpecIdentity{spec_text_hash(input.file->text()), canonical_sizes(compilation.spec->sizes)};
+}
+
+TuneResult run_tune(const search::SearchInput& input, const cost::CostModel& model,
+                    TuningDatabase& db, Executor& executor, const TuneOptions& options,
+                    const std::function<void(const TuneProgress&)>& on_progress) {
+  TuneResult result;
+  const auto started = std::chrono::steady_clock::now();
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  };
+  std::string error;
+  const std::optional<SpecIdentity> spec = identify_spec(input, &error);
+  if (!spec) {
+    result.error = error;
+    return result;
+  }
+  const std::optional<MachineIdentity> machine = executor.identity(&error);
+  if (!machine) {
+    result.error = error;
+    return result;
+  }
+  MeasurementKey base;
+  base.spec_hash = spec->spec_hash;
+  base.sizes = spec->sizes;
+  base.device_name = machine->device_name;
+  base.sm_count = machine->sm_count;
+  base.sm_clock_khz = machine->sm_clock_khz;
+  base.memory_clock_khz = machine->memory_clock_khz;
+  base.driver_version = machine->driver_version;
+  base.compiler_version = machine->compiler_version;
+  result.key = base;
+
+  // 1. The search's leaves.
+  const search::SearchResult searched = search::run_search(input, model, options.search);
+  if (!searched.ok) {
+    result.error = searched.error;
+    return result;
+  }
+  std::vector<Candidate> queue = ranked_leaves(searched);
+  const std::string analytical_pick = schedule_key(searched.schedule);
+
+  RecordFilter this_config;
+  this_config.spec_hash = base.spec_hash;
+  this_config.sizes = base.sizes;
+  this_config.device_name = base.device_name;
+  int budget_left = options.budget;
+  if (options.resume) {
+    RecordFilter earlier = this_config;
+    int already = 0;
+    for (const TuningRecord& record : db.list(earlier)) already += record.source == options.source;
+    budget_left = std::max(0, options.budget - already);
+  }
+
+  std::set<std::string> queued;  // schedule keys handed out in this run
+  for (const Candidate& candidate : queue) queued.insert(candidate.text);
+  std::set<std::string> mutated;  // parents already mutated in this run
+  const std::string spec_name = std::filesystem::path(input.file->path()).stem().string();
+
+  // 2. Mutations of the best measured schedules not mutated yet.
+  auto mutate = [&]() {
+    std::vector<Candidate> fresh;
+    RecordFilter usable = this_config;
+    usable.usable_only = true;
+    std::vector<TuningRecord> records = db.list(usable);
+    std::stable_sort(records.begin(), records.end(), [](const auto& a, const auto& b) {
+      return *a.median_us < *b.median_us;
+    });
+    int parents = 0;
+    for (const TuningRecord& parent : records) {
+      if (parents >= options.parents_per_round) break;
+      if (!mutated.insert(parent.key.schedule).second) continue;
+      ++parents;
+      std::string parse_error;
+      const std::optional<sched::Schedule> schedule = sched::schedule_from_json(
+          nlohmann::json::parse(parent.schedule_json, nullptr, false), &parse_error);
+      if (!schedule) continue;
+      for (size_t i = 0; i < schedule->decisions.size(); ++i) {
+        search::SearchOptions around = options.search;
+        around.pins.clear();
+        for (size_t j = 0; j < schedule->decisions.size(); ++j) {
+          if (j != i) around.pins.push_back(schedule->decisions[j]);
+        }
+        around.forbids.push_back(schedule->decisions[i]);
+        around.measure = 0;
+        const search::SearchResult neighbours = search::run_search(input, model, around);
+        if (!neighbours.ok) continue;  // nothing else fits at this decision
+        int kept = 0;
+        for (Candidate& leaf : ranked_leaves(neighbours)) {
+          if (kept >= options.mutations_per_decision) break;
+          if (!queued.insert(leaf.text).second) continue;
+          fresh.push_back(std::move(leaf));
+          ++kept;
+        }
+      }
+    }
+    std::stable_sort(fresh.begin(), fresh.end(), [](const Candidate& a, const Candidate& b) {
+      return a.estimate_us.value_or(1e300) < b.estimate_us.value_or(1e300);
+    });
+    return fresh;
+  };
+
+  size_t next = 0;
+  while (true) {
+    if (budget_left <= 0) break;
+    if (options.time_limit_seconds && elapsed() >= *options.time_limit_seconds) break;
+    if (options.should_stop && options.should_stop()) {
+      result.stopped = true;
+      break;
+    }
+    // 3. The next batch of candidates the database does not have yet.
+    std::vector<Candidate> batch;
+    while (static_cast<int>(batch.size()) < std::min(executor.parallelism(), budget_left)) {
+      if (next == queue.size()) {
+        std::vector<Candidate> fresh = mutate();
+        if (fresh.empty()) break;
+        queue.insert(queue.end(), fresh.begin(), fresh.end());
+      }
+      Candidate& candidate = queue[next++];
+      MeasurementKey key = base;
+      key.schedule = candidate.text;
+      if (db.contains(key)) {
+        ++result.skipped;
+        continue;
+      }
+      batch.push_back(candidate);
+    }
+    if (batch.empty()) {
+      result.exhausted = true;
+      break;
+    }
+    std::vector<sched::Schedule> schedules;
+    for (const Candidate& candidate : batch) schedules.push_back(candidate.schedule);
+    bool no_gpu = false;
+    executor.measure(schedules, [&](size_t index, const CandidateOutcome& outcome) {
+      if (outcome.no_gpu) {
+        no_gpu = true;
+        result.error = "no GPU: " + outcome.message;
+        return;
+      }
+      const Candidate& candidate = batch[index];
+      TuningRecord record;
+      record.key = base;
+      record.key.schedule = candidate.text;
+      record.spec_path = input.file->path();
+      record.spec_name = spec_name;
+      record.schedule_json = sched::schedule_to_json(candidate.schedule).dump();
+      record.code_hash = outcome.code_hash;
+      record.status = outcome.status;
+      record.message = outcome.message;
+      record.validation = outcome.validation;
+      record.max_relative_error = outcome.max_relative_error;
+      record.median_us = outcome.median_us;
+      record.min_us = outcome.min_us;
+      record.max_us = outcome.max_us;
+      record.kernels = outcome.kernels;
+      record.registers = outcome.registers;
+      record.spill_bytes = outcome.spill_bytes;
+      record.estimate_us = candidate.estimate_us;
+      record.source = options.source;
+      std::string insert_error;
+      if (db.insert(record, &insert_error) <= 0) {
+        result.error = "cannot write to the tuning database: " + insert_error;
+        return;
+      }
+      ++result.measured;
+      --budget_left;
+      if (!record.usable()) ++result.failed;
+      if (on_progress) {
+        TuneProgress progress;
+        progress.measured = result.measured;
+        progress.budget_left = budget_left;
+        progress.skipped = result.skipped;
+        progress.seconds = elapsed();
+        progress.eta_seconds = progress.seconds / result.measured * budget_left;
+        if (auto best = db.best(base.spec_hash, base.sizes, base.device_name)) {
+          progress.best_us = best->median_us;
+        }
+        progress.schedule = candidate.text;
+        progress.outcome = describe_outcome(outcome);
+        on_progress(progress);
+      }
+    });
+    if (no_gpu || !result.error.empty()) return result;
+  }
+
+  result.best = db.best(base.spec_hash, base.sizes, base.device_name);
+  for (const TuningRecord& record : db.list(this_config)) {
+    if (record.key.schedule == analytical_pick && record.usable()) {
+      result.analytical_pick_us = record.median_us;
+    }
+  }
+  result.ok = true;
+  return result;
+}
+
+}  // namespace nautilus::tune

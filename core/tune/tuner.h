@@ -1,0 +1,84 @@
+// The tuner: measures the candidates the cost model likes best and remembers every result in the
+// tuning database (docs/tuning.md).
+//
+//   1. Search (core/search) with the user's pins and forbids; the complete leaves it kept,
+//      ranked by their estimates, are the first candidates.
+//   2. When those are used up: mutations of the best measured schedules so far (all of the
+//      database's validated records for this spec, sizes and device). A mutation of schedule
+//      D1 ... Dn at decision i is a leaf of the same search with D1 ... Dn except Di pinned and
+//      Di itself forbidden: the search's own candidates (other tile sizes, raster orders, warps
+//      and stages, warp specialization, fusions) for that one decision, ranked by the model.
+//      Each parent is mutated once per run; when no parent gives a new schedule the space the
+//      search offers is exhausted and the run ends.
+//   3. Every candidate whose key (spec hash, sizes, schedule, device) the database already has
+//      is skipped, not measured again; the others go to the executor in batches of its
+//      parallelism, validated then timed, and each result is written as it arrives.
+//
+// The run ends when `budget` candidates were measured (with `resume`, counting the records the
+// database already holds for this spec, sizes and device), when `time_limit_seconds` passed,
+// when the candidates are exhausted, or when `should_stop` says so (checked between batches:
+// the candidates in flight finish and are recorded).
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/cost/cost_model.h"
+#include "core/search/search.h"
+#include "core/tune/executor.h"
+#include "core/tune/tuning_db.h"
+
+namespace nautilus::tune {
+
+struct TuneOptions {
+  search::SearchOptions search;
+  int budget = 64;
+  std::optional<double> time_limit_seconds;
+  bool resume = false;
+  // Parents mutated per round of mutation (the fastest measured ones not mutated yet).
+  int parents_per_round = 2;
+  // Leaves kept per mutated decision (the best estimates).
+  int mutations_per_decision = 3;
+  std::string source = "tune";
+  std::function<bool()> should_stop;
+};
+
+struct TuneProgress {
+  int measured = 0;        // this run
+  int budget_left = 0;     // after this one
+  int skipped = 0;         // already in the database
+  double seconds = 0.0;
+  std::optional<double> eta_seconds;  // at the mean time per candidate so far
+  std::optional<double> best_us;      // best validated median of this spec, sizes and device
+  std::string schedule;               // the candidate just measured
+  std::string outcome;                // "12.5 µs", "wrong results", ...
+};
+
+struct TuneResult {
+  bool ok = false;
+  std::string error;
+  int measured = 0;
+  int skipped = 0;        // candidates the database already had
+  int failed = 0;         // measured but not validated and timed
+  bool stopped = false;   // should_stop ended the run
+  bool exhausted = false; // no new candidate was left
+  std::optional<TuningRecord> best;  // the database's best for this spec, sizes and device
+  std::optional<double> analytical_pick_us;  // measured time of the search's own choice
+  MeasurementKey key;     // the key's spec, sizes and device (schedule empty)
+};
+
+// The spec's identity for the database: hash of its normalized text and its resolved sizes
+// (`let` values with the -D overrides applied); nullopt with `error` when it does not check.
+struct SpecIdentity {
+  std::string spec_hash;
+  std::string sizes;
+};
+std::optional<SpecIdentity> identify_spec(const search::SearchInput& input, std::string* error);
+
+TuneResult run_tune(const search::SearchInput& input, const cost::CostModel& model,
+                    TuningDatabase& db, Executor& executor, const TuneOptions& options,
+                    const std::function<void(const TuneProgress&)>& on_progress = {});
+
+}  // namespace nautilus::tune

@@ -1,0 +1,322 @@
+// `nautilus tune`, `nautilus db` and `nautilus schedule`'s use of the tuning database, run as the
+// real CLI against the runner's fake CUDA driver (it names the device: "Nautilus Fake GPU 0")
+// and a stand-in runner script whose time is a deterministic function of the generated code
+// (the fake driver cannot execute compiled kernels). So the best the tuner reports can be checked
+// against every record, and the runner's call log shows what was (not) measured again.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/common/golden.h"
+
+namespace {
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "tune-cli-XXXXXX").string();
+    path_ = mkdtemp(pattern.data());
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+struct CliRun {
+  int status = -1;
+  std::string out;  // stdout and stderr together
+};
+
+CliRun run(const std::string& command) {
+  CliRun result;
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (!pipe) return result;
+  char buffer[4096];
+  for (size_t n; (n = fread(buffer, 1, sizeof buffer, pipe)) > 0;) result.out.append(buffer, n);
+  const int status = pclose(pipe);
+  result.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+// A runner that logs each package it is given to DIR/calls.txt and reports a validated time of
+// 10 + (cksum of kernel.cu mod 90) µs; candidates whose checksum is divisible by `wrong_every`
+// are reported as wrong results instead (0: never). `sleep` seconds per call.
+std::string write_runner(const TempDir& dir, int wrong_every = 0, double sleep = 0) {
+  const std::string path = dir.file("runner.sh");
+  std::ofstream script(path);
+  script << "#!/bin/sh\n"
+         << "sum=$(cksum < \"$1/kernel.cu\" | cut -d' ' -f1)\n"
+         << "us=$(( 10 + sum % 90 ))\n"
+         << "echo \"$1 $us\" >> " << dir.file("calls.txt") << "\n"
+         << (sleep > 0 ? "sleep " + std::to_string(sleep) + "\n" : "")
+         << "if [ " << wrong_every << " -gt 0 ] && [ $(( sum % " << wrong_every
+         << " )) -eq 0 ]; then\n"
+         << "  echo '{\"format\": \"nautilus-runner-report\", \"version\": 1, \"status\": "
+            "\"wrong_results\", \"validation\": {\"status\": \"failed\", \"passed\": false, "
+            "\"max_relative_error\": 0.5}, \"errors\": [{\"kind\": \"wrong_results\", "
+            "\"message\": \"C differs from the reference\"}]}'\n"
+         << "  exit 1\nfi\n"
+         << "echo \"{\\\"format\\\": \\\"nautilus-runner-report\\\", \\\"version\\\": 1, "
+            "\\\"status\\\": \\\"ok\\\", \\\"timing\\\": {\\\"kernels\\\": [{\\\"name\\\": "
+            "\\\"gemm_C\\\", \\\"median_us\\\": $us, \\\"min_us\\\": $us, \\\"max_us\\\": $us, "
+            "\\\"registers\\\": 64}], \\\"total\\\": {\\\"median_us\\\": $us, \\\"min_us\\\": $us, "
+            "\\\"max_us\\\": $us}}, \\\"validation\\\": {\\\"status\\\": \\\"passed\\\", "
+            "\\\"passed\\\": true, \\\"max_relative_error\\\": 0.001}, \\\"errors\\\": []}\"\n";
+  script.close();
+  std::filesystem::permissions(path, std::filesystem::perms::owner_all);
+  return path;
+}
+
+int calls(const TempDir& dir) {
+  std::ifstream in(dir.file("calls.txt"));
+  int lines = 0;
+  for (std::string line; std::getline(in, line);) ++lines;
+  return lines;
+}
+
+const std::string kSizes = " -D M=12 -D N=10 -D K=24";
+
+std::string gemm() { return nautilus::testing::source_path("assets/specs/gemm.nt"); }
+
+std::string cli(const TempDir& dir, const std::string& args) {
+  return std::string(NAUTILUS_CLI_PATH) + " " + args + " --db " + dir.file("tuning.db");
+}
+
+std::string tune(const TempDir& dir, const std::string& runner, const std::string& args) {
+  return cli(dir, "tune " + gemm() + kSizes + " --driver " + NAUTILUS_FAKE_LIBCUDA +
+                      " --runner " + runner + " " + args);
+}
+
+nlohmann::json export_json(const TempDir& dir) {
+  const CliRun exported = run(cli(dir, "db export --format json") + " 2>/dev/null");
+  return nlohmann::json::parse(exported.out, nullptr, false);
+}
+
+// The fastest validated median among the exported records.
+double best_median(const nlohmann::json& records) {
+  double best = 1e300;
+  for (const auto& record : records) {
+    if (record["validation"] == "passed" && record["median_us"].is_number()) {
+      best = std::min(best, record["median_us"].get<double>());
+    }
+  }
+  return best;
+}
+
+TEST(Tune, MeasuresTheBudgetRecordsEveryCandidateAndReportsTheFastest) {
+  TempDir dir;
+  const std::string runner = write_runner(dir);
+  const CliRun tuned = run(tune(dir, runner, "--budget 10"));
+  ASSERT_EQ(tuned.status, 0) << tuned.out;
+  EXPECT_NE(tuned.out.find("10 measured"), std::string::npos) << tuned.out;
+  EXPECT_NE(tuned.out.find("tune: [10/10]"), std::string::npos) << tuned.out;
+  EXPECT_NE(tuned.out.find("ETA"), std::string::npos) << tuned.out;
+  EXPECT_EQ(calls(dir), 10);
+
+  const nlohmann::json records = export_json(dir);
+  ASSERT_TRUE(records.is_array());
+  ASSERT_EQ(records.size(), 10u);
+  std::set<std::string> schedules;
+  for (const auto& record : records) {
+    schedules.insert(record["schedule"].get<std::string>());
+    EXPECT_EQ(record["device_name"], "Nautilus Fake GPU 0");
+    EXPECT_EQ(record["sizes"], "K=24,M=12,N=10");
+    EXPECT_EQ(record["validation"], "passed");
+    EXPECT_TRUE(record["estimate_us"].is_number()) << "the model's estimate is recorded";
+    EXPECT_EQ(record["code_hash"].get<std::string>().size(), 16u);
+    EXPECT_EQ(record["kernels"][0]["registers"], 64);
+  }
+  EXPECT_EQ(schedules.size(), 10u) << "no schedule is measured twice";
+
+  // The reported best is the fastest of all records, and db --best and schedule agree.
+  const double best = best_median(records);
+  char best_line[64];
+  std::snprintf(best_line, sizeof best_line, "best: %.1f µs", best);
+  EXPECT_NE(tuned.out.find(best_line), std::string::npos) << best_line << "\n" << tuned.out;
+  const CliRun best_record = run(cli(dir, "db --best " + gemm() + kSizes + " --driver " +
+                                           NAUTILUS_FAKE_LIBCUDA));
+  ASSERT_EQ(best_record.status, 0) << best_record.out;
+  std::snprintf(best_line, sizeof best_line, "median %.1f µs", best);
+  EXPECT_NE(best_record.out.find(best_line), std::string::npos) << best_record.out;
+}
+
+TEST(Tune, ASecondRunMeasuresNothingTwiceAndResumeCountsEarlierRuns) {
+  TempDir dir;
+  const std::string runner = write_runner(dir);
+  ASSERT_EQ(run(tune(dir, runner, "--budget 6")).status, 0);
+  ASSERT_EQ(calls(dir), 6);
+  // --resume with the same budget: the budget is spent already.
+  const CliRun resumed = run(tune(dir, runner, "--budget 6 --resume"));
+  ASSERT_EQ(resumed.status, 0) << resumed.out;
+  EXPECT_EQ(calls(dir), 6) << resumed.out;
+  EXPECT_NE(resumed.out.find("0 measured"), std::string::npos) << resumed.out;
+  // A plain second run skips what the database has and measures new candidates only.
+  const CliRun second = run(tune(dir, runner, "--budget 4"));
+  ASSERT_EQ(second.status, 0) << second.out;
+  EXPECT_EQ(calls(dir), 10);
+  EXPECT_NE(second.out.find("already in the database"), std::string::npos);
+  EXPECT_EQ(second.out.find(" 0 already in the database"), std::string::npos) << second.out;
+  std::set<std::string> schedules;
+  const nlohmann::json records = export_json(dir);
+  for (const auto& record : records) schedules.insert(record["schedule"].get<std::string>());
+  EXPECT_EQ(records.size(), 10u);
+  EXPECT_EQ(schedules.size(), 10u);
+}
+
+TEST(Tune, CandidatesThatFailValidationAreRecordedButNeverTheBest) {
+  TempDir dir;
+  const std::string runner = write_runner(dir, /*wrong_every=*/2);
+  const CliRun tuned = run(tune(dir, runner, "--budget 8"));
+  ASSERT_EQ(tuned.status, 0) << tuned.out;
+  const nlohmann::json records = export_json(dir);
+  ASSERT_EQ(records.size(), 8u);
+  int failed = 0;
+  for (const auto& record : records) {
+    if (record["validation"] == "failed") {
+      ++failed;
+      EXPECT_EQ(record["status"], "wrong_results");
+      EXPECT_TRUE(record["median_us"].is_null()) << "a wrong kernel is not timed";
+    }
+  }
+  ASSERT_GT(failed, 0) << "the stand-in should fail some candidates";
+  ASSERT_LT(failed, 8);
+  char best_line[64];
+  std::snprintf(best_line, sizeof best_line, "best: %.1f µs", best_median(records));
+  EXPECT_NE(tuned.out.find(best_line), std::string::npos) << tuned.out;
+}
+
+TEST(Tune, SigintStopsAfterTheCandidateInFlightAndResumeFinishesTheBudget) {
+  TempDir dir;
+  const std::string runner = write_runner(dir, 0, /*sleep=*/0.4);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    const std::string command = tune(dir, runner, "--budget 20") + " > " + dir.file("out.txt") +
+                                " 2>&1";
+    execl("/bin/sh", "sh", "-c", ("exec " + command).c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // Interrupt once two candidates have been handed to the runner.
+  for (int i = 0; i < 600 && calls(dir) < 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_GE(calls(dir), 2);
+  kill(child, SIGINT);
+  int status = 0;
+  waitpid(child, &status, 0);
+  std::ifstream out_file(dir.file("out.txt"));
+  const std::string out((std::istreambuf_iterator<char>(out_file)), {});
+  ASSERT_TRUE(WIFEXITED(status)) << out;
+  EXPECT_EQ(WEXITSTATUS(status), 0) << out;
+  EXPECT_NE(out.find("interrupted"), std::string::npos) << out;
+  const int measured = calls(dir);
+  EXPECT_LT(measured, 20);
+  // The candidate in flight was finished and recorded.
+  EXPECT_EQ(export_json(dir).size(), static_cast<size_t>(measured));
+
+  const CliRun resumed = run(tune(dir, write_runner(dir), "--budget 20 --resume"));
+  ASSERT_EQ(resumed.status, 0) << resumed.out;
+  EXPECT_EQ(calls(dir), 20) << resumed.out;
+  EXPECT_EQ(export_json(dir).size(), 20u);
+}
+
+TEST(Tune, ScheduleUsesTheBestMeasuredScheduleAndSaysSo) {
+  TempDir dir;
+  ASSERT_EQ(run(tune(dir, write_runner(dir), "--budget 6")).status, 0);
+  const std::string driver = std::string(" --driver ") + NAUTILUS_FAKE_LIBCUDA;
+  const CliRun best = run(cli(dir, "db --best " + gemm() + kSizes + driver + " -o " +
+                                    dir.file("best.json")));
+  ASSERT_EQ(best.status, 0) << best.out;
+  const CliRun scheduled = run(cli(dir, "schedule " + gemm() + kSizes + driver + " -o " +
+                                         dir.file("scheduled.json")));
+  ASSERT_EQ(scheduled.status, 0) << scheduled.out;
+  EXPECT_NE(scheduled.out.find("best measured: tuning database record"), std::string::npos)
+      << scheduled.out;
+  std::ifstream a(dir.file("best.json")), b(dir.file("scheduled.json"));
+  EXPECT_EQ(nlohmann::json::parse(a), nlohmann::json::parse(b));
+  // --ignore-db searches; other sizes have no record and search too.
+  const CliRun ignored = run(cli(dir, "schedule " + gemm() + kSizes + driver + " --ignore-db"));
+  EXPECT_EQ(ignored.out.find("best measured"), std::string::npos) << ignored.out;
+  EXPECT_NE(ignored.out.find("search:"), std::string::npos) << ignored.out;
+  const CliRun other = run(cli(dir, "schedule " + gemm() + " -D M=16 -D N=10 -D K=24" + driver));
+  EXPECT_EQ(other.out.find("best measured"), std::string::npos) << other.out;
+}
+
+TEST(TuneDb, ListShowPruneAndCsvExport) {
+  TempDir dir;
+  ASSERT_EQ(run(tune(dir, write_runner(dir), "--budget 5")).status, 0);
+  const CliRun list = run(cli(dir, "db list"));
+  ASSERT_EQ(list.status, 0) << list.out;
+  EXPECT_NE(list.out.find("5 records in"), std::string::npos) << list.out;
+  EXPECT_NE(list.out.find("Nautilus Fake GPU 0"), std::string::npos);
+  const nlohmann::json records = export_json(dir);
+  const int id = records[0]["id"].get<int>();
+  const CliRun show = run(cli(dir, "db show " + std::to_string(id)));
+  ASSERT_EQ(show.status, 0) << show.out;
+  EXPECT_NE(show.out.find("record " + std::to_string(id)), std::string::npos);
+  EXPECT_NE(show.out.find(records[0]["code_hash"].get<std::string>()), std::string::npos);
+  EXPECT_EQ(run(cli(dir, "db show 999999")).status, 1);
+
+  const CliRun csv = run(cli(dir, "db export --format csv") + " 2>/dev/null");
+  ASSERT_EQ(csv.status, 0);
+  EXPECT_EQ(csv.out.rfind("id,created_unix,spec_name,", 0), 0u) << csv.out;
+  EXPECT_EQ(std::count(csv.out.begin(), csv.out.end(), '\n'), 6) << "header and five rows";
+  EXPECT_NE(csv.out.find("\"K=24,M=12,N=10\""), std::string::npos) << "commas are quoted";
+
+  const CliRun refused = run(cli(dir, "db prune"));
+  EXPECT_EQ(refused.status, 1);
+  EXPECT_NE(refused.out.find("never deletes everything unasked"), std::string::npos);
+  const CliRun pruned = run(cli(dir, "db prune --keep-best 2"));
+  ASSERT_EQ(pruned.status, 0) << pruned.out;
+  EXPECT_NE(pruned.out.find("deleted 3 records"), std::string::npos) << pruned.out;
+  const nlohmann::json left = export_json(dir);
+  ASSERT_EQ(left.size(), 2u);
+  EXPECT_DOUBLE_EQ(best_median(left), best_median(records)) << "the best is kept";
+  EXPECT_EQ(run(cli(dir, "db prune --spec " + gemm() + kSizes)).out.find("deleted 2"), 0u);
+}
+
+TEST(TuneDb, MissingAndCorruptDatabasesAreClearErrors) {
+  TempDir dir;
+  CliRun missing = run(cli(dir, "db list"));
+  EXPECT_EQ(missing.status, 1);
+  EXPECT_NE(missing.out.find("no tuning database at"), std::string::npos) << missing.out;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("tuning.db"))) << "list creates nothing";
+
+  std::ofstream(dir.file("tuning.db")) << "garbage that is not SQLite, long enough to matter....\n";
+  const CliRun corrupt = run(cli(dir, "db list"));
+  EXPECT_EQ(corrupt.status, 1);
+  EXPECT_NE(corrupt.out.find("is not a usable tuning database"), std::string::npos) << corrupt.out;
+  const CliRun tune_corrupt = run(tune(dir, write_runner(dir), "--budget 1"));
+  EXPECT_EQ(tune_corrupt.status, 1);
+  EXPECT_NE(tune_corrupt.out.find("is not a usable tuning database"), std::string::npos);
+  EXPECT_EQ(calls(dir), 0) << "nothing is measured without a place to record it";
+
+  const CliRun no_gpu = run(cli(dir, "tune " + gemm() + kSizes + " --driver /nonexistent/libcuda.so"));
+  EXPECT_EQ(no_gpu.status, 1);
+
+  EXPECT_EQ(run(cli(dir, "db frobnicate")).status, 1);
+  EXPECT_EQ(run(tune(dir, "true", "--budget 2 --time 5")).status, 1);
+  EXPECT_NE(run(tune(dir, "true", "--time soon")).out.find("--time expects a duration"),
+            std::string::npos);
+}
+
+}  // namespace
