@@ -70,7 +70,7 @@ INSTANTIATE_TEST_SUITE_P(
              "output C[m, n] : f32 = sum(k) A[m, k] * B[k, n]\n",
              {"tile(C, m=64, n=32, k=32)", "bind(C, m_o=grid.y, n_o=grid.x)"},
              {}}),
-    [](const auto& info) { return info.param.name; });
+    [](const auto& test_info) { return test_info.param.name; });
 
 }  // namespace
 }  // namespace nautilus::cli
