@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "app/cli/command_inputs.h"
 #include "app/cli/compile_command.h"
 #include "app/cli/devices_command.h"
 #include "app/cli/options.h"
@@ -147,15 +148,9 @@ Loaded load(const ParsedOptions& options, driver::Stage last_stage, const CliHoo
   compile_options.last_stage = last_stage;
   compile_options.extra_passes = hooks.extra_passes;
   compile_options.extra_vr_passes = hooks.extra_vr_passes;
-  for (const std::string& text : options.all("D")) {
-    std::string error;
-    auto binding = spec::parse_size_override(text, &error);
-    if (!binding) {
-      err << "nautilus: error: -D " << text << ": " << error << "\n";
-      loaded.exit_status = kExitFailure;
-      return loaded;
-    }
-    compile_options.sizes.push_back(*binding);
+  if (!read_size_bindings(options, compile_options.sizes, err)) {
+    loaded.exit_status = kExitFailure;
+    return loaded;
   }
   std::string error;
   if (options.has("schedule")) {

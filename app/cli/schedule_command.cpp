@@ -6,6 +6,7 @@
 #include <ostream>
 #include <sstream>
 
+#include "app/cli/command_inputs.h"
 #include "core/cost/analytical_model.h"
 #include "core/cost/device_models.h"
 #include "core/driver/pipeline.h"
@@ -83,21 +84,6 @@ class RunnerMeasurer {
   std::optional<std::string> no_gpu_;
 };
 
-bool parse_decisions(const std::vector<std::string>& texts, const std::string& option,
-                     std::vector<sched::Decision>& out, std::ostream& err) {
-  for (const std::string& text : texts) {
-    sched::DecisionParseError parse_error;
-    auto decision = sched::parse_decision(text, &parse_error);
-    if (!decision) {
-      err << "nautilus: error: --" << option << " '" << text << "': "
-          << sched::to_string(parse_error) << "\n";
-      return false;
-    }
-    out.push_back(*decision);
-  }
-  return true;
-}
-
 bool write_text(const std::string& path, const std::string& text, std::ostream& err) {
   std::ofstream file(path, std::ios::binary);
   file << text;
@@ -163,15 +149,7 @@ const CommandSpec& schedule_command_spec(const std::vector<OptionSpec>& shared_o
 
 int run_schedule_command(const ParsedOptions& options, std::ostream& out, std::ostream& err) {
   search::SearchInput input;
-  for (const std::string& text : options.all("D")) {
-    std::string error;
-    auto binding = spec::parse_size_override(text, &error);
-    if (!binding) {
-      err << "nautilus: error: -D " << text << ": " << error << "\n";
-      return kExitFailure;
-    }
-    input.sizes.push_back(*binding);
-  }
+  if (!read_size_bindings(options, input.sizes, err)) return kExitFailure;
   search::SearchOptions search_options;
   search_options.threads = 2;
   if (options.has("schedule")) {
@@ -183,8 +161,8 @@ int run_schedule_command(const ParsedOptions& options, std::ostream& out, std::o
     }
     search_options.pins = partial->decisions;
   }
-  if (!parse_decisions(options.all("pin"), "pin", search_options.pins, err) ||
-      !parse_decisions(options.all("forbid"), "forbid", search_options.forbids, err)) {
+  if (!read_decisions(options.all("pin"), "pin", search_options.pins, err) ||
+      !read_decisions(options.all("forbid"), "forbid", search_options.forbids, err)) {
     return kExitFailure;
   }
   struct Count {

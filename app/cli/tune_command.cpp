@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "app/cli/command_inputs.h"
 #include "core/cost/analytical_model.h"
 #include "core/cost/device_models.h"
 #include "core/search/search.h"
@@ -64,35 +65,6 @@ std::string date_text(int64_t unix_seconds) {
   char buffer[32];
   std::strftime(buffer, sizeof buffer, "%Y-%m-%d %H:%M", &utc);
   return buffer;
-}
-
-bool parse_sizes(const ParsedOptions& options, std::vector<spec::SizeOverride>& sizes,
-                 std::ostream& err) {
-  for (const std::string& text : options.all("D")) {
-    std::string error;
-    auto binding = spec::parse_size_override(text, &error);
-    if (!binding) {
-      err << "nautilus: error: -D " << text << ": " << error << "\n";
-      return false;
-    }
-    sizes.push_back(*binding);
-  }
-  return true;
-}
-
-bool parse_decisions(const std::vector<std::string>& texts, const std::string& option,
-                     std::vector<sched::Decision>& out, std::ostream& err) {
-  for (const std::string& text : texts) {
-    sched::DecisionParseError parse_error;
-    auto decision = sched::parse_decision(text, &parse_error);
-    if (!decision) {
-      err << "nautilus: error: --" << option << " '" << text << "': "
-          << sched::to_string(parse_error) << "\n";
-      return false;
-    }
-    out.push_back(*decision);
-  }
-  return true;
 }
 
 // "90" -> 90 s; "90s", "15m", "2h"; nullopt for anything else.
@@ -235,7 +207,7 @@ bool write_schedule(const std::string& path, const std::string& schedule_json, s
 std::optional<tune::SpecIdentity> spec_identity(const ParsedOptions& options,
                                                 const std::string& path,
                                                 search::SearchInput& input, std::ostream& err) {
-  if (!parse_sizes(options, input.sizes, err)) return std::nullopt;
+  if (!read_size_bindings(options, input.sizes, err)) return std::nullopt;
   std::string error;
   input.file = SourceFile::read(path, &error);
   if (!input.file) {
@@ -353,8 +325,8 @@ int run_tune_command(const ParsedOptions& options, std::ostream& out, std::ostre
   }
   tune::TuneOptions tune_options;
   tune_options.search.threads = 2;
-  if (!parse_decisions(options.all("pin"), "pin", tune_options.search.pins, err) ||
-      !parse_decisions(options.all("forbid"), "forbid", tune_options.search.forbids, err)) {
+  if (!read_decisions(options.all("pin"), "pin", tune_options.search.pins, err) ||
+      !read_decisions(options.all("forbid"), "forbid", tune_options.search.forbids, err)) {
     return kExitFailure;
   }
   struct Count {
@@ -394,7 +366,7 @@ int run_tune_command(const ParsedOptions& options, std::ostream& out, std::ostre
     return kExitFailure;
   }
   search::SearchInput input;
-  if (!parse_sizes(options, input.sizes, err)) return kExitFailure;
+  if (!read_size_bindings(options, input.sizes, err)) return kExitFailure;
   std::string error;
   input.file = SourceFile::read(options.positionals.front(), &error);
   if (!input.file) {

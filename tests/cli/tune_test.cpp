@@ -22,24 +22,11 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/common/golden.h"
+#include "tests/common/temp_dir.h"
 
 namespace {
 
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "tune-cli-XXXXXX").string();
-    path_ = mkdtemp(pattern.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+using nautilus::testing::TempDir;
 
 struct CliRun {
   int status = -1;
@@ -123,7 +110,7 @@ double best_median(const nlohmann::json& records) {
 }
 
 TEST(Tune, MeasuresTheBudgetRecordsEveryCandidateAndReportsTheFastest) {
-  TempDir dir;
+  TempDir dir("tune-cli");
   const std::string runner = write_runner(dir);
   const CliRun tuned = run(tune(dir, runner, "--budget 10"));
   ASSERT_EQ(tuned.status, 0) << tuned.out;
@@ -160,7 +147,7 @@ TEST(Tune, MeasuresTheBudgetRecordsEveryCandidateAndReportsTheFastest) {
 }
 
 TEST(Tune, ASecondRunMeasuresNothingTwiceAndResumeCountsEarlierRuns) {
-  TempDir dir;
+  TempDir dir("tune-cli");
   const std::string runner = write_runner(dir);
   ASSERT_EQ(run(tune(dir, runner, "--budget 6")).status, 0);
   ASSERT_EQ(calls(dir), 6);
@@ -183,7 +170,7 @@ TEST(Tune, ASecondRunMeasuresNothingTwiceAndResumeCountsEarlierRuns) {
 }
 
 TEST(Tune, CandidatesThatFailValidationAreRecordedButNeverTheBest) {
-  TempDir dir;
+  TempDir dir("tune-cli");
   const std::string runner = write_runner(dir, /*wrong_every=*/2);
   const CliRun tuned = run(tune(dir, runner, "--budget 8"));
   ASSERT_EQ(tuned.status, 0) << tuned.out;
@@ -205,7 +192,7 @@ TEST(Tune, CandidatesThatFailValidationAreRecordedButNeverTheBest) {
 }
 
 TEST(Tune, SigintStopsAfterTheCandidateInFlightAndResumeFinishesTheBudget) {
-  TempDir dir;
+  TempDir dir("tune-cli");
   const std::string runner = write_runner(dir, 0, /*sleep=*/0.4);
   const pid_t child = fork();
   ASSERT_GE(child, 0);
@@ -240,7 +227,7 @@ TEST(Tune, SigintStopsAfterTheCandidateInFlightAndResumeFinishesTheBudget) {
 }
 
 TEST(Tune, ScheduleUsesTheBestMeasuredScheduleAndSaysSo) {
-  TempDir dir;
+  TempDir dir("tune-cli");
   ASSERT_EQ(run(tune(dir, write_runner(dir), "--budget 6")).status, 0);
   const std::string driver = std::string(" --driver ") + NAUTILUS_FAKE_LIBCUDA;
   const CliRun best = run(cli(dir, "db --best " + gemm() + kSizes + driver + " -o " +
@@ -262,7 +249,7 @@ TEST(Tune, ScheduleUsesTheBestMeasuredScheduleAndSaysSo) {
 }
 
 TEST(TuneDb, ListShowPruneAndCsvExport) {
-  TempDir dir;
+  TempDir dir("tune-cli");
   ASSERT_EQ(run(tune(dir, write_runner(dir), "--budget 5")).status, 0);
   const CliRun list = run(cli(dir, "db list"));
   ASSERT_EQ(list.status, 0) << list.out;
@@ -295,7 +282,7 @@ TEST(TuneDb, ListShowPruneAndCsvExport) {
 }
 
 TEST(TuneDb, MissingAndCorruptDatabasesAreClearErrors) {
-  TempDir dir;
+  TempDir dir("tune-cli");
   CliRun missing = run(cli(dir, "db list"));
   EXPECT_EQ(missing.status, 1);
   EXPECT_NE(missing.out.find("no tuning database at"), std::string::npos) << missing.out;

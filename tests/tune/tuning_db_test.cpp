@@ -15,25 +15,12 @@
 #include <string>
 
 #include "core/tune/tuning_db.h"
+#include "tests/common/temp_dir.h"
 
 namespace nautilus::tune {
 namespace {
 
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "tune-db-XXXXXX").string();
-    path_ = mkdtemp(pattern.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+using nautilus::testing::TempDir;
 
 TuningRecord record(const std::string& schedule, std::optional<double> median_us,
                     Validation validation = Validation::Passed) {
@@ -70,7 +57,7 @@ std::unique_ptr<TuningDatabase> open_db(const std::string& path) {
 }
 
 TEST(TuningDatabase, RecordsRoundTripAndTheBestIsTheFastestValidatedOne) {
-  TempDir dir;
+  TempDir dir("tune-db");
   auto db = open_db(dir.file("sub/dir/tuning.db"));
   ASSERT_TRUE(db);
   EXPECT_EQ(db->schema_version(), TuningDatabase::kSchemaVersion);
@@ -111,7 +98,7 @@ TEST(TuningDatabase, RecordsRoundTripAndTheBestIsTheFastestValidatedOne) {
 }
 
 TEST(TuningDatabase, PruneKeepsTheBestNOrDeletesByAge) {
-  TempDir dir;
+  TempDir dir("tune-db");
   auto db = open_db(dir.file("tuning.db"));
   ASSERT_TRUE(db);
   std::string error;
@@ -138,7 +125,7 @@ TEST(TuningDatabase, PruneKeepsTheBestNOrDeletesByAge) {
 }
 
 TEST(TuningDatabase, MigratesAVersionOneFileKeepingItsRecords) {
-  TempDir dir;
+  TempDir dir("tune-db");
   const std::string path = dir.file("v1.db");
   {
     // A file as nautilus wrote it at schema version 1: the first migration only.
@@ -166,7 +153,7 @@ TEST(TuningDatabase, MigratesAVersionOneFileKeepingItsRecords) {
 }
 
 TEST(TuningDatabase, RefusesMissingCorruptForeignAndNewerFilesWithAReason) {
-  TempDir dir;
+  TempDir dir("tune-db");
   std::string error;
   EXPECT_FALSE(TuningDatabase::open(dir.file("none.db"), false, &error));
   EXPECT_NE(error.find("no tuning database at"), std::string::npos) << error;
@@ -238,7 +225,7 @@ TEST(TuningDatabase, SpecHashIgnoresCommentsAndLayoutButNotTokens) {
 }
 
 TEST(TuningDatabase, AWriterKilledMidRunLeavesAnIntactFileLosingAtMostTheRecordInFlight) {
-  TempDir dir;
+  TempDir dir("tune-db");
   const std::string path = dir.file("tuning.db");
   int pipe_fds[2];
   ASSERT_EQ(pipe(pipe_fds), 0);
@@ -274,7 +261,7 @@ TEST(TuningDatabase, AWriterKilledMidRunLeavesAnIntactFileLosingAtMostTheRecordI
 }
 
 TEST(TuningDatabase, TwoWriterProcessesAtOnceLoseNoRecord) {
-  TempDir dir;
+  TempDir dir("tune-db");
   const std::string path = dir.file("tuning.db");
   constexpr int kEach = 150;
   pid_t writers[2];
