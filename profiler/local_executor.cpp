@@ -19,6 +19,7 @@ MeasureOptions measure_options(const LocalExecutorOptions& options) {
     measure.run.extra_arguments = {"--driver", options.driver_library};
   }
   measure.validate = true;  // a candidate is never timed without being checked
+  measure.lower_arch = options.lower_arch;
   return measure;
 }
 

@@ -21,6 +21,7 @@ struct LocalExecutorOptions {
   std::string driver_library;   // empty: the system's libcuda; else passed to the runner too
   int device = 0;               // the CUDA ordinal measured on
   double timeout_seconds = 600.0;
+  std::string lower_arch = "sm_80";  // the search's (search::lowering_arch): what is timed
 };
 
 class LocalExecutor : public tune::Executor {

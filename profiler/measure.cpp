@@ -38,8 +38,10 @@ bool ScheduleMeasurer::build(const driver::Compilation& compilation, const std::
     out.build_error_is_internal = !compilation.internal_error.empty();
     return false;
   }
+  std::vector<codegen::GpuArch> archs = options_.archs;
+  if (compilation.ma_module->arch == "sm_90a") archs = {codegen::GpuArch::Sm90a};
   codegen::Result<codegen::KernelPackage> package =
-      driver::build_kernel_package(compilation, compilation.ma_module, options_.archs);
+      driver::build_kernel_package(compilation, compilation.ma_module, archs);
   if (!package.ok()) {
     using Kind = codegen::CodegenError::Kind;
     // A kernel ptxas would serialize or spill is an infeasible candidate (nvrtc.h's gate): say
@@ -113,6 +115,7 @@ Measurement ScheduleMeasurer::measure(const SourceFilePtr& file,
   options.sizes = sizes;
   options.schedule = schedule;
   options.last_stage = driver::Stage::MATile;
+  options.matile.arch = options_.lower_arch;
   return measure(driver::compile(file, options));
 }
 

@@ -32,8 +32,13 @@ struct MeasureOptions {
   // Where the packages go: DIR/package (then DIR/package-2, ...) and DIR/reference. Empty: a
   // fresh temporary directory, removed when the measurer is destroyed.
   std::string directory;
-  // The arches every package is compiled for; the first is the package's main one.
+  // The arches every package is compiled for; the first is the package's main one. A module
+  // lowered for sm_90a (TMA, mbarriers, wgmma) is compiled for sm_90a alone.
   std::vector<codegen::GpuArch> archs = {codegen::GpuArch::Sm90a, codegen::GpuArch::Sm80};
+  // The arch measure(file, sizes, schedule) lowers the schedule for: the search's own (its
+  // estimates are of that lowering; on sm_90a warp_spec becomes a TMA producer and wgmma
+  // consumers, on sm_80 it is not lowered at all), so that the kernel timed is the one ranked.
+  std::string lower_arch = "sm_80";
 };
 
 struct Measurement {

@@ -27,13 +27,17 @@ std::string microseconds(double us) {
   return out.str();
 }
 
-// Times schedules through nautilus-runner (profiler/measure.h): each is compiled into a kernel
-// package (sm_90a and sm_80 cubins) and validated against the unscheduled reference package,
+// Times schedules through nautilus-runner (profiler/measure.h): each is lowered for the search's
+// arch and compiled into a kernel package (sm_90a and sm_80 cubins; sm_90a alone for a Hopper
+// lowering) and validated against the unscheduled reference package,
 // built once.
 class RunnerMeasurer {
  public:
-  RunnerMeasurer(const search::SearchInput& input, std::string runner, double timeout_seconds)
-      : input_(input), runner_(std::move(runner)), measurer_(measure_options(timeout_seconds)) {}
+  RunnerMeasurer(const search::SearchInput& input, std::string runner, double timeout_seconds,
+                 std::string lower_arch)
+      : input_(input),
+        runner_(std::move(runner)),
+        measurer_(measure_options(timeout_seconds, std::move(lower_arch))) {}
 
   search::Measurement operator()(const sched::Schedule& schedule) {
     search::Measurement measurement;
@@ -70,10 +74,11 @@ class RunnerMeasurer {
   }
 
  private:
-  profiler::MeasureOptions measure_options(double timeout_seconds) const {
+  profiler::MeasureOptions measure_options(double timeout_seconds, std::string lower_arch) const {
     profiler::MeasureOptions options;
     options.client.command_template = runner_;
     options.client.timeout_seconds = timeout_seconds;
+    options.lower_arch = std::move(lower_arch);
     return options;
   }
 
@@ -234,7 +239,8 @@ int run_schedule_command(const ParsedOptions& options, std::ostream& out, std::o
     }
   }
   const std::unique_ptr<cost::CostModel> model = cost::make_analytical_model(*device);
-  RunnerMeasurer measurer(input, options.get("runner"), 600.0);
+  RunnerMeasurer measurer(input, options.get("runner"), 600.0,
+                          search::lowering_arch(search_options, *model));
   search::Measurer measure_fn = [&](const sched::Schedule& schedule) { return measurer(schedule); };
   const search::SearchResult result =
       search::run_search(input, *model, search_options, nullptr, {}, measure_fn);

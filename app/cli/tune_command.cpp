@@ -376,12 +376,13 @@ int run_tune_command(const ParsedOptions& options, std::ostream& out, std::ostre
   auto db = open_database(options, true, err);
   if (!db) return kExitFailure;
 
+  const std::unique_ptr<cost::CostModel> model = cost::make_analytical_model(*device);
   profiler::LocalExecutorOptions executor_options;
   executor_options.runner_command = options.get("runner");
   executor_options.driver_library = options.get("driver");
   executor_options.device = gpu_index;
+  executor_options.lower_arch = search::lowering_arch(tune_options.search, *model);
   profiler::LocalExecutor executor(input, executor_options);
-  const std::unique_ptr<cost::CostModel> model = cost::make_analytical_model(*device);
 
   InterruptScope interrupt_scope;
   tune_options.should_stop = [] { return g_interrupted != 0; };

@@ -238,8 +238,7 @@ class Searcher {
            SearchObserver* observer, std::stop_token stop, const Measurer& measurer)
       : input_(input), model_(model), options_(options), observer_(observer),
         stop_(std::move(stop)), measurer_(measurer) {
-    arch_ = options.arch;
-    if (arch_.empty()) arch_ = model.device().arch.rfind("sm_90", 0) == 0 ? "sm_90a" : "sm_80";
+    arch_ = lowering_arch(options, model);
   }
 
   SearchResult run();
@@ -1525,6 +1524,11 @@ SearchResult Searcher::run() {
 }
 
 }  // namespace
+
+std::string lowering_arch(const SearchOptions& options, const cost::CostModel& model) {
+  if (!options.arch.empty()) return options.arch;
+  return model.device().arch.rfind("sm_90", 0) == 0 ? "sm_90a" : "sm_80";
+}
 
 SearchResult run_search(const SearchInput& input, const cost::CostModel& model,
                         const SearchOptions& options, SearchObserver* observer,

@@ -168,6 +168,11 @@ struct SearchResult {
 // slow machine: the search widens its beam, and warns when that finds nothing better.
 inline constexpr double kRooflineSuspicion = 20.0;
 
+// The arch the search lowers its candidates for: SearchOptions::arch, else sm_90a for a Hopper
+// cost model and sm_80 otherwise. Whoever times the search's schedules lowers them for the same
+// arch, or the kernel timed is not the one estimated.
+std::string lowering_arch(const SearchOptions& options, const cost::CostModel& model);
+
 SearchResult run_search(const SearchInput& input, const cost::CostModel& model,
                         const SearchOptions& options, SearchObserver* observer = nullptr,
                         std::stop_token stop = {}, const Measurer& measurer = {});

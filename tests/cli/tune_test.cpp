@@ -248,6 +248,41 @@ TEST(Tune, ScheduleUsesTheBestMeasuredScheduleAndSaysSo) {
   EXPECT_EQ(other.out.find("best measured"), std::string::npos) << other.out;
 }
 
+// The candidates are lowered for the arch the search estimated them for: on the default H100
+// model a warp_spec schedule is timed as its TMA + wgmma kernel, not as the sm_80 lowering that
+// ignores warp_spec (which ran at half the speed on the H100 and was recorded as the schedule's
+// time). The stand-in runner logs how many wgmma the package's kernel.cu issues.
+TEST(Tune, CandidatesAreLoweredForTheSearchsArch) {
+  TempDir dir("tune-cli");
+  const std::string runner = dir.file("wgmma_runner.sh");
+  {
+    std::ofstream script(runner);
+    script << "#!/bin/sh\n"
+           << "grep -c 'wgmma' \"$1/kernel.cu\" >> " << dir.file("wgmma.txt") << "\n"
+           << "grep -o '\"arch\": *\"[a-z0-9_]*\"' \"$1/launch.json\" | head -1 >> "
+           << dir.file("arch.txt") << "\n"
+           << "echo '{\"format\": \"nautilus-runner-report\", \"version\": 1, \"status\": \"ok\", "
+              "\"timing\": {\"kernels\": [{\"name\": \"gemm_C\", \"median_us\": 50, \"min_us\": 50, "
+              "\"max_us\": 50}], \"total\": {\"median_us\": 50, \"min_us\": 50, \"max_us\": 50}}, "
+              "\"validation\": {\"status\": \"passed\", \"passed\": true, \"max_relative_error\": "
+              "0.001}, \"errors\": []}'\n";
+  }
+  std::filesystem::permissions(runner, std::filesystem::perms::owner_all);
+  const CliRun tuned = run(cli(dir, "tune " + gemm() + " -D M=256 -D N=256 -D K=256 --driver " +
+                                        NAUTILUS_FAKE_LIBCUDA + " --runner " + runner +
+                                        " --budget 1 --pin 'tile(C_sum, m=128, n=128, k=64)'"
+                                        " --pin 'warp_spec(C_sum, consumers=1, stages=2)'"));
+  ASSERT_EQ(tuned.status, 0) << tuned.out;
+  std::ifstream wgmma(dir.file("wgmma.txt"));
+  int count = 0;
+  ASSERT_TRUE(wgmma >> count) << tuned.out;
+  EXPECT_GT(count, 0) << "the timed kernel is the Hopper lowering of warp_spec";
+  std::ifstream arch(dir.file("arch.txt"));
+  std::string line;
+  std::getline(arch, line);
+  EXPECT_NE(line.find("sm_90a"), std::string::npos) << line;
+}
+
 TEST(TuneDb, ListShowPruneAndCsvExport) {
   TempDir dir("tune-cli");
   ASSERT_EQ(run(tune(dir, write_runner(dir), "--budget 5")).status, 0);
