@@ -34,25 +34,6 @@ ScopedEnv::~ScopedEnv() {
   }
 }
 
-TempDir::TempDir() {
-  const char* base = std::getenv("TMPDIR");
-  std::string pattern = std::string(base != nullptr && *base ? base : "/tmp") + "/nautilus-profiler-XXXXXX";
-  std::vector<char> buffer(pattern.begin(), pattern.end());
-  buffer.push_back('\0');
-  if (::mkdtemp(buffer.data()) == nullptr) {
-    ADD_FAILURE() << "mkdtemp failed for " << pattern;
-    return;
-  }
-  path_ = buffer.data();
-}
-
-TempDir::~TempDir() {
-  if (!path_.empty()) {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-}
-
 std::string runner_path() {
   const char* forced = std::getenv("NAUTILUS_RUNNER");
   return forced != nullptr && *forced ? forced : NAUTILUS_RUNNER_PATH;

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/codegen/package.h"
+#include "tests/common/temp_dir.h"
 
 namespace nautilus::profiler::testing {
 
@@ -27,18 +28,10 @@ class ScopedEnv {
   std::string old_value_;
 };
 
-// A fresh directory under $TMPDIR (or /tmp), removed with its contents at scope exit.
-class TempDir {
+// A fresh directory under the temporary directory, removed with its contents at scope exit.
+class TempDir : public nautilus::testing::TempDir {
  public:
-  TempDir();
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
+  TempDir() : nautilus::testing::TempDir("nautilus-profiler") {}
 };
 
 // The runner executable and the fake libcuda built with the tests. Both can be overridden by
