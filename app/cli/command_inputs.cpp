@@ -31,4 +31,14 @@ bool read_decisions(const std::vector<std::string>& texts, const std::string& op
   return true;
 }
 
+std::optional<cost::DeviceModel> read_device_model(const ParsedOptions& options, std::ostream& err) {
+  const std::string device_name = options.get("device", "h100");
+  std::optional<cost::DeviceModel> device = cost::device_model_for(device_name);
+  if (!device) {
+    err << "nautilus: error: unknown --device '" << device_name << "'; expected "
+        << cost::known_device_models() << "\n";
+  }
+  return device;
+}
+
 }  // namespace nautilus::cli

@@ -190,13 +190,8 @@ int run_schedule_command(const ParsedOptions& options, std::ostream& out, std::o
     *count.target = static_cast<int>(*value);
   }
   search_options.seed = static_cast<uint64_t>(seed);
-  const std::string device_name = options.get("device", "h100");
-  const std::optional<cost::DeviceModel> device = cost::device_model_for(device_name);
-  if (!device) {
-    err << "nautilus: error: unknown --device '" << device_name << "'; expected "
-        << cost::known_device_models() << "\n";
-    return kExitFailure;
-  }
+  const std::optional<cost::DeviceModel> device = read_device_model(options, err);
+  if (!device) return kExitFailure;
   std::string error;
   input.file = SourceFile::read(options.positionals.front(), &error);
   if (!input.file) {

@@ -358,13 +358,8 @@ int run_tune_command(const ParsedOptions& options, std::ostream& out, std::ostre
     tune_options.budget = 1 << 30;
   }
   tune_options.resume = options.has("resume");
-  const std::string device_name = options.get("device", "h100");
-  const std::optional<cost::DeviceModel> device = cost::device_model_for(device_name);
-  if (!device) {
-    err << "nautilus: error: unknown --device '" << device_name << "'; expected "
-        << cost::known_device_models() << "\n";
-    return kExitFailure;
-  }
+  const std::optional<cost::DeviceModel> device = read_device_model(options, err);
+  if (!device) return kExitFailure;
   search::SearchInput input;
   if (!read_size_bindings(options, input.sizes, err)) return kExitFailure;
   std::string error;
