@@ -53,6 +53,8 @@ std::shared_ptr<const CudaDriver> CudaDriver::load(const std::string& library,
   // Hopper entry points: optional, so that older drivers keep running everything else.
   driver_library.resolve_optional("cuGetProcAddress_v2", driver->get_proc_address);
   driver_library.resolve_optional("cuLaunchKernelEx", driver->launch_kernel_ex);
+  driver_library.resolve_optional("cuOccupancyMaxActiveBlocksPerMultiprocessor",
+                                  driver->occupancy_max_active_blocks);
   const std::string missing = driver_library.first_missing();
   if (!missing.empty()) {
     // Nothing from an incomplete library was used, so it is safe to unload it.

@@ -181,6 +181,8 @@ class CudaDriver {
   using EventDestroyFn = cu::Result (*)(cu::Event event);
   using GetProcAddressFn = cu::Result (*)(const char* symbol, void** function, int cuda_version,
                                           unsigned long long flags, int* symbol_status);
+  using OccupancyMaxActiveBlocksFn = cu::Result (*)(int* blocks, cu::Function function,
+                                                     int block_size, std::size_t dynamic_shared_bytes);
   using LaunchKernelExFn = cu::Result (*)(const cu::LaunchConfig* config, cu::Function function,
                                           void** parameters, void** extra);
 
@@ -238,6 +240,9 @@ class CudaDriver {
   // Optional (nullptr on drivers without them): see the top of this file.
   GetProcAddressFn get_proc_address = nullptr;
   LaunchKernelExFn launch_kernel_ex = nullptr;
+  // cuOccupancyMaxActiveBlocksPerMultiprocessor: how many CTAs of a persistent kernel to launch
+  // (without it, one per SM).
+  OccupancyMaxActiveBlocksFn occupancy_max_active_blocks = nullptr;
 
  private:
   std::string library_;

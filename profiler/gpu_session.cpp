@@ -209,6 +209,24 @@ std::optional<GpuError> TensorMapCache::get(GpuSession& session, size_t kernel, 
   return std::nullopt;
 }
 
+int64_t GpuSession::resident_ctas(cu::Function function, int64_t block_threads,
+                                  int64_t dynamic_shared_bytes) {
+  int sms = 0;
+  if (driver_->device_get_attribute(&sms, static_cast<int>(cu::Attribute::MultiprocessorCount), device_) !=
+          cu::kSuccess ||
+      sms < 1) {
+    sms = 1;
+  }
+  int per_sm = 1;
+  if (driver_->occupancy_max_active_blocks != nullptr &&
+      (driver_->occupancy_max_active_blocks(&per_sm, function, static_cast<int>(block_threads),
+                                            static_cast<std::size_t>(dynamic_shared_bytes)) != cu::kSuccess ||
+       per_sm < 1)) {
+    per_sm = 1;
+  }
+  return int64_t{sms} * per_sm;
+}
+
 std::optional<GpuError> GpuSession::launch(cu::Function function, const LaunchShape& shape,
                                            KernelParameters& parameters) {
   auto fits = [](int64_t v) { return v >= 1 && v <= std::numeric_limits<unsigned>::max(); };

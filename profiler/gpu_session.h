@@ -132,6 +132,10 @@ class GpuSession {
   std::optional<GpuError> launch(cu::Function function, const LaunchShape& shape,
                                  KernelParameters& parameters);
 
+  // The CTAs of `function` the device holds at once (CTAs per SM times SMs): the grid of a
+  // persistent kernel. At least 1.
+  int64_t resident_ctas(cu::Function function, int64_t block_threads, int64_t dynamic_shared_bytes);
+
   // Encodes `map` over the buffer of `dtype` at `base` (a Load error when the driver has no
   // cuTensorMapEncodeTiled or refuses the map). Applies the small-tensor workaround of
   // tensor_map.h for this session's driver version.

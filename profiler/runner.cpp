@@ -341,6 +341,11 @@ std::optional<GpuError> launch_kernel(GpuSession& session, LoadedPackage& loaded
   KernelParameters parameters;
   if (auto failure = kernel_parameters(session, loaded, k, &parameters, nullptr)) return failure;
   LaunchShape shape{kernel.grid, kernel.block, kernel.cluster, kernel.dynamic_shared_bytes};
+  if (kernel.persistent) {
+    // Persistent CTAs walk the tiles themselves: as many as the device holds at once.
+    shape.grid[0] = std::min(shape.grid[0], session.resident_ctas(loaded.functions[k], kernel.block[0],
+                                                                   kernel.dynamic_shared_bytes));
+  }
   return session.launch(loaded.functions[k], shape, parameters);
 }
 

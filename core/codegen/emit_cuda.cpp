@@ -176,6 +176,20 @@ void KernelEmitter::for_slots(int64_t slots, const std::function<void(const std:
 std::vector<std::string> KernelEmitter::grid_mapping(EmittedKernel* launch) {
   std::vector<std::string> lines;
   const auto& grid = kernel_.grid;
+  if (kernel_.persistent) {
+    // The tile loops declare the grid variables (tile_coordinates); the launcher clamps grid.x
+    // to the CTAs the GPU holds at once.
+    int64_t tiles = 1;
+    for (const auto& axis : grid) {
+      tiles *= axis.extent;
+      names_[axis.var.get()] = unique(axis.var->name);
+      ranges_[axis.var.get()] = {0, axis.extent - 1};
+      grid_extents_[axis.var.get()] = axis.extent;
+    }
+    launch->grid = {tiles, 1, 1};
+    launch->persistent = true;
+    return lines;
+  }
   bool direct = grid.size() <= 3;
   for (size_t i = 1; i < grid.size() && direct; ++i) direct = grid[i].extent <= 65535;
   if (kernel_.tile_group > 1 && grid.size() >= 2) return grouped_grid_mapping(launch, direct);
@@ -220,7 +234,7 @@ std::vector<std::string> KernelEmitter::grouped_grid_mapping(EmittedKernel* laun
   const auto& grid = kernel_.grid;
   const int64_t group = kernel_.tile_group;
   const int64_t x_extent = grid[0].extent, y_extent = grid[1].extent;
-  const int64_t plane = x_extent * y_extent, band_size = group * x_extent;
+  const int64_t plane = x_extent * y_extent;
   std::vector<std::string> names;
   for (const matile::GridAxis& axis : grid) {
     const std::string name = unique(axis.var->name);
@@ -248,6 +262,22 @@ std::vector<std::string> KernelEmitter::grouped_grid_mapping(EmittedKernel* laun
                     ";  // launch index in the " + str(x_extent) + " x " + str(y_extent) + " plane");
     rest = "static_cast<int>(blockIdx.x) / " + str(plane);
   }
+  band_coordinates(launched, rest, grid.size() == 3 && direct, &lines);
+  return lines;
+}
+
+// Declares the grid variables of a grouped tile order (the formula of core/support/launch_order.h)
+// from `launched`, the launch index over axes 0 and 1, and `rest`, the index over the other axes
+// (used as is for a single third axis when `rest_is_axis2`).
+void KernelEmitter::band_coordinates(const std::string& launched, const std::string& rest,
+                                     bool rest_is_axis2, std::vector<std::string>* out) {
+  const auto& grid = kernel_.grid;
+  const int64_t group = kernel_.tile_group;
+  const int64_t x_extent = grid[0].extent, y_extent = grid[1].extent;
+  const int64_t band_size = group * x_extent;
+  std::vector<std::string>& lines = *out;
+  std::vector<std::string> names;
+  for (const matile::GridAxis& axis : grid) names.push_back(names_.at(axis.var.get()));
   const std::string band = unique("band");
   lines.push_back("const int " + band + " = " + launched + " / " + str(band_size) + ";");
   const std::string in_band = unique("in_band");
@@ -267,13 +297,41 @@ std::vector<std::string> KernelEmitter::grouped_grid_mapping(EmittedKernel* laun
   int64_t inner = 1;
   for (size_t i = 2; i < grid.size(); ++i) {
     lines.push_back("const int " + names[i] + " = " +
-                    (grid.size() == 3 && direct
+                    (rest_is_axis2
                          ? rest
                          : "(" + rest + " / " + str(inner) + ") % " + str(grid[i].extent)) +
                     ";  // 0.." + str(grid[i].extent - 1));
     inner *= grid[i].extent;
   }
-  return lines;
+}
+
+// The tile loop of a persistent kernel (MA For `tile_loop`): CTA blockIdx.x walks the tiles
+// blockIdx.x, blockIdx.x + gridDim.x, ...; each iteration declares the grid variables of its
+// tile in the kernel's tile order.
+void KernelEmitter::tile_loop_header(const std::string& var) {
+  const auto& grid = kernel_.grid;
+  int64_t tiles = 1;
+  for (const auto& axis : grid) tiles *= axis.extent;
+  const std::string tile = unique("tile");
+  line("for (int " + var + " = 0, " + tile + " = blockIdx.x; " + tile + " < " + str(tiles) + "; ++" +
+       var + ", " + tile + " += gridDim.x) {");
+  ++indent_;
+  std::vector<std::string> lines;
+  if (kernel_.tile_group > 1 && grid.size() >= 2) {
+    const int64_t plane = grid[0].extent * grid[1].extent;
+    const bool more = grid.size() > 2;
+    const std::string launched = more ? unique("in_plane") : tile;
+    if (more) lines.push_back("const int " + launched + " = " + tile + " % " + str(plane) + ";");
+    band_coordinates(launched, more ? tile + " / " + str(plane) : std::string(), false, &lines);
+  } else {
+    int64_t inner = 1;
+    for (const auto& axis : grid) {
+      lines.push_back("const int " + names_.at(axis.var.get()) + " = " +
+                      term_text(tile, inner, axis.extent, 1, tiles) + ";  // 0.." + str(axis.extent - 1));
+      inner *= axis.extent;
+    }
+  }
+  for (const std::string& text : lines) line(text);
 }
 
 // The coordinates of `tv` over `shape`, declaring its thread part on first use.
@@ -427,6 +485,38 @@ std::vector<int64_t> KernelEmitter::shared_strides(const SharedAlloc& alloc) {
   return strides;
 }
 
+// An allocation whose axis is a hierarchical mode (the 64-column panels of a TMA-written tile:
+// column c at (c % 64) + (c / 64) * panel) is addressed like a flat one when every thread's part
+// of the coordinate stays inside one block of the mode's first level and the constant part only
+// moves whole blocks: then the offset is the thread part times the first level's stride plus
+// the mode's value at the constant. Checked for every thread with the layout algebra; false
+// when the layout is flat (shared_strides applies) or the access does not split so.
+bool KernelEmitter::panel_strides(const SharedAlloc& alloc, const SharedRef& ref, const SplitCoords& coords,
+                                  std::vector<int64_t>* strides, std::vector<int64_t>* constants) {
+  const layout::Layout& inner = alloc.layout.layout;
+  const size_t rank = alloc.shape.size();
+  if (rank < 2 || inner.rank() != static_cast<int>(rank)) return false;
+  bool hierarchical = false;
+  for (size_t k = 0; k < rank; ++k) hierarchical |= !inner.shape().mode(static_cast<int>(k)).is_leaf();
+  if (!hierarchical) return false;
+  strides->assign(rank, 0);
+  constants->assign(rank, 0);
+  for (size_t k = 0; k < rank; ++k) {
+    const size_t axis = ref.transposed ? rank - 1 - k : k;
+    const layout::Layout mode = inner.mode(static_cast<int>(k));
+    const int64_t constant = coords.constants[axis] + ref.offsets[k];
+    const int64_t stride = mode.size() > 1 ? mode(1) - mode(0) : 0;
+    const int64_t at_constant = mode(constant);
+    for (int64_t t = 0; t < coords.threads; ++t) {
+      const int64_t part = coords.thread_value(t, axis);
+      if (part + constant >= mode.size() || mode(part + constant) != at_constant + part * stride) return false;
+    }
+    (*strides)[k] = stride;
+    (*constants)[k] = at_constant;
+  }
+  return true;
+}
+
 // The 32-bit shared address (an `unsigned` expression) of `coords` in `ref`. The swizzled
 // per-thread part is hoisted to the top of the kernel; the access adds its stage and a
 // constant. Swizzle<B,M,S> XORs row bits into column bits, so swizzle(base + c) is
@@ -440,14 +530,19 @@ std::string KernelEmitter::shared_address_of(const SharedRef& ref, const SplitCo
   if (coords.thread_exprs.size() != rank || coords.constants.size() != rank || ref.offsets.size() != rank) {
     invalid("shared reference to " + alloc.name + " has the wrong rank");
   }
-  const std::vector<int64_t> strides = shared_strides(alloc);
   const int64_t bytes = dtype_bytes(alloc.dtype);
   auto tile_axis = [&](size_t k) { return ref.transposed ? rank - 1 - k : k; };
-  std::string thread_linear;
+  std::vector<int64_t> strides;
   std::vector<int64_t> axis_constant(rank, 0);  // per allocation axis, in elements
+  if (!panel_strides(alloc, ref, coords, &strides, &axis_constant)) {
+    strides = shared_strides(alloc);
+    for (size_t k = 0; k < rank; ++k) {
+      axis_constant[k] = (coords.constants[tile_axis(k)] + ref.offsets[k]) * strides[k];
+    }
+  }
+  std::string thread_linear;
   for (size_t k = 0; k < rank; ++k) {
     if (strides[k] == 0) continue;
-    axis_constant[k] = (coords.constants[tile_axis(k)] + ref.offsets[k]) * strides[k];
     const std::string& part = coords.thread_exprs[tile_axis(k)];
     if (part == "0") continue;
     thread_linear += (thread_linear.empty() ? "" : " + ") +
@@ -568,10 +663,14 @@ void KernelEmitter::for_loop(const Op& op) {
   }
   // An early-stop trip count (iterations past it are proven to change nothing) ends the loop
   // there instead of running masked iterations.
-  std::string bound = str(op.extent);
-  if (op.trip_count) bound = "min(" + bound + ", " + name_of(op.trip_count) + ")";
-  line("for (int " + var + " = 0; " + var + " < " + bound + "; ++" + var + ") {");
-  ++indent_;
+  if (op.tile_loop) {
+    tile_loop_header(var);
+  } else {
+    std::string bound = str(op.extent);
+    if (op.trip_count) bound = "min(" + bound + ", " + name_of(op.trip_count) + ")";
+    line("for (int " + var + " = 0; " + var + " < " + bound + "; ++" + var + ") {");
+    ++indent_;
+  }
   visit(*op.body);
   const Op& yield = *op.body->ops.back();
   if (yield.kind != OpKind::Yield || yield.operands.size() != op.results.size()) {

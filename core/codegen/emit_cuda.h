@@ -80,6 +80,9 @@ struct EmittedKernel {
     layout::TmaTilePlan plan;  // plan_tma_map; the runner encodes tensor_map_of_plan(plan)
   };
   std::vector<TensorMapParam> tensor_maps;
+  // A persistent kernel (MA Kernel::persistent): `grid` is its tile count, and the launcher
+  // launches at most as many CTAs as the device holds at once.
+  bool persistent = false;
 };
 
 struct EmittedModule {

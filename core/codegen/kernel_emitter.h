@@ -153,6 +153,9 @@ class KernelEmitter : public matile::Visitor {
   // Grid
   std::vector<std::string> grid_mapping(EmittedKernel* launch);
   std::vector<std::string> grouped_grid_mapping(EmittedKernel* launch, bool direct);
+  void band_coordinates(const std::string& launched, const std::string& rest, bool rest_is_axis2,
+                        std::vector<std::string>* out);
+  void tile_loop_header(const std::string& var);
 
   // -------------------------------------------------------------------------------------------
   // Layout coordinates
@@ -185,6 +188,8 @@ class KernelEmitter : public matile::Visitor {
     std::vector<int64_t> constants;
   };
   std::vector<int64_t> shared_strides(const SharedAlloc& alloc);
+  bool panel_strides(const SharedAlloc& alloc, const SharedRef& ref, const SplitCoords& coords,
+                     std::vector<int64_t>* strides, std::vector<int64_t>* constants);
   std::string shared_address_of(const SharedRef& ref, const SplitCoords& coords);
   void check_device_swizzle(const layout::Swizzle& swizzle);
 

@@ -339,6 +339,7 @@ nlohmann::ordered_json launch_json(const KernelPackage& package) {
     }
     nlohmann::ordered_json entry = {{"name", kernel.name}, {"grid", kernel.grid}, {"block", kernel.block}};
     if (kernel.cluster) entry["cluster"] = *kernel.cluster;
+    if (kernel.persistent) entry["persistent"] = true;
     entry["dynamic_shared_memory"] = kernel.dynamic_shared_bytes;
     entry["arguments"] = arguments;
     kernels.push_back(entry);
@@ -491,6 +492,13 @@ Result<KernelPackage> read_package(const std::string& directory) {
     auto block = dim3_from_json(json.value("block", nlohmann::ordered_json()), where + ".block", directory);
     if (!block.ok()) return block.error();
     kernel.block = *block;
+    if (json.contains("persistent")) {
+      if (!json["persistent"].is_boolean()) return invalid(directory, where + ".persistent is not true or false");
+      kernel.persistent = json["persistent"].get<bool>();
+      if (kernel.persistent && (kernel.grid[1] != 1 || kernel.grid[2] != 1)) {
+        return invalid(directory, where + ": a persistent kernel's grid is [tiles, 1, 1]");
+      }
+    }
     if (json.contains("cluster")) {
       if (version < 2) return invalid(directory, where + ".cluster needs package version 2");
       auto cluster = dim3_from_json(json["cluster"], where + ".cluster", directory);

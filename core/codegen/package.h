@@ -24,6 +24,8 @@
 //     "kernels": [                            // launched in this order, one stream
 //       {"name": "attention_O", "grid": [2, 2, 1], "block": [128, 1, 1],
 //        "cluster": [2, 1, 1],                 // optional: thread-block cluster dims (version 2)
+//        "persistent": true,                   // optional: grid.x is a tile count; the runner
+//                                              // launches min(grid.x, SMs x CTAs per SM) CTAs
 //        "dynamic_shared_memory": 24576,
 //        "arguments": [{"name": "Q", "shape": [...], "dtype": "bf16", "role": "input"}, ...]}
 //     ]
@@ -146,6 +148,9 @@ struct KernelLaunch {
   // Thread-block cluster dims: the runner launches with cuLaunchKernelEx when set. Each must
   // divide the grid's, and their product is at most kMaxPortableClusterSize.
   std::optional<std::array<int64_t, 3>> cluster = std::nullopt;
+  // Persistent CTAs: grid.x is the kernel's tile count; the runner launches
+  // min(grid.x, SMs x CTAs per SM) CTAs, which walk the tiles themselves.
+  bool persistent = false;
   bool operator==(const KernelLaunch&) const = default;
 };
 

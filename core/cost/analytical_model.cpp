@@ -689,6 +689,17 @@ class WorkWalk : public matile::Visitor {
   }
 
   void visit_For(const Op& op) override {
+    if (op.tile_loop) {
+      // A persistent kernel's tile loop: the estimate is per tile, as for one CTA per tile (the
+      // grid variables keep their meaning); the state it carries (a ring position) is uniform.
+      DepMask init_deps = 0;
+      for (const Value& init : op.operands) init_deps |= deps_of(init);
+      if (op.loop_var) deps_[op.loop_var.get()] = 0;
+      for (const Value& arg : op.block_args) deps_[arg.get()] = init_deps;
+      if (op.body) visit(*op.body);
+      for (const Value& result : op.results) deps_[result.get()] = init_deps;
+      return;
+    }
     // The masked half of a split loop continues the unmasked half's iterations; its
     // variable's offset depends on the grid only to say where the halves meet, so for
     // reuse it depends on the loop alone (the halves read the tiles the loop read).
@@ -1858,7 +1869,10 @@ class AnalyticalModel : public CostModel {
         w.ring = r;
         double roles_time = 0.0;
         for (double t : role_time) roles_time = std::max(roles_time, t);
-        w.chain += r.seconds + roles_time;
+        // Persistent CTAs: the producer fills the ring for the next tile while the consumers
+        // finish this one, so only a CTA's first tile waits for the fill.
+        const double fill = kernel.persistent ? r.fill / std::max(1.0, ctas / (sms * per_sm)) : r.fill;
+        w.chain += r.seconds - r.fill + fill + roles_time;
       }
       w.seconds = std::max(throughput, w.chain);
       return w;

@@ -75,6 +75,7 @@ codegen::Result<codegen::KernelPackage> build_kernel_package(
     codegen::KernelLaunch launch;
     launch.name = kernel.symbol;
     launch.grid = kernel.grid;
+    launch.persistent = kernel.persistent;
     launch.block = kernel.block;
     launch.dynamic_shared_bytes = kernel.dynamic_shared_bytes;
     for (const scalar::Buffer& buffer : kernel.params) launch.arguments.push_back(argument_of(buffer));

@@ -134,6 +134,7 @@ struct Agent {
   int64_t wgmma_fences = 0, proxy_fences = 0;
   int64_t epoch = 0;
   Clock clock;
+  std::vector<int64_t> tile_point;  // inside a tile loop: the role's current tile
 };
 
 double identity_of(ReduceOp op) {
@@ -157,7 +158,8 @@ class Interpreter : public Visitor {
                                             : options.max_steps),
         globals_("module", module.name),
         schedule_rng_(options.schedule_seed),
-        schedule_seed_(options.schedule_seed) {}
+        schedule_seed_(options.schedule_seed),
+        persistent_ctas_(std::max<int64_t>(options.persistent_ctas, 1)) {}
 
   InterpretResult run(const TensorMap& inputs) {
     InterpretResult result =
@@ -263,6 +265,18 @@ class Interpreter : public Visitor {
     // A grouped tile order (the schedule's tile_order) runs the grid points in the order the GPU
     // launches them (core/support/launch_order.h), checking that it visits each point once.
     const bool grouped = kernel.tile_group > 1 && extents.size() >= 2;
+    if (kernel.persistent) {
+      // The CTAs walk the tiles themselves (their tile loops bind the grid variables).
+      tile_extents_ = extents;
+      launched_ = std::min(points, persistent_ctas_);
+      for (cta_ = 0; cta_ < launched_; ++cta_) {
+        reset_shared();
+        visit(*kernel.body);
+        check_barriers_balanced();
+      }
+      grid_point_.clear();
+      return;
+    }
     std::vector<bool> visited(grouped ? static_cast<size_t>(points) : 0, false);
     for (int64_t point = 0; point < points; ++point) {
       if (grouped) {
@@ -362,14 +376,39 @@ class Interpreter : public Visitor {
     fail(std::string("no interpreter rule for ") + op_kind_name(op.kind));
   }
 
+  // The iterations of a For: its extent, fewer by its trip count; a tile loop runs once per
+  // tile of the CTA.
+  int64_t trips_of(const Op& op) {
+    if (op.tile_loop) {
+      if (!kernel_->persistent || launched_ <= 0) fail("a tile loop in a kernel that is not persistent");
+      int64_t tiles = 1;
+      for (int64_t extent : tile_extents_) tiles *= extent;
+      return std::max<int64_t>(0, (tiles - cta_ + launched_ - 1) / launched_);
+    }
+    int64_t trips = op.extent;
+    if (op.trip_count) trips = std::min(trips, std::max<int64_t>(uniform_index(op.trip_count), 0));
+    return trips;
+  }
+
+  // The grid point of iteration `step` of a tile loop: launch index cta + step * launched in
+  // the kernel's tile order.
+  std::vector<int64_t> tile_point(int64_t step) {
+    return grid_point_in_launch_order(cta_ + step * launched_, tile_extents_, kernel_->tile_group);
+  }
+  void bind_grid(const std::vector<int64_t>& point) {
+    for (size_t k = 0; k < kernel_->grid.size() && k < point.size(); ++k) {
+      define(kernel_->grid[k].var).assign(static_cast<size_t>(threads()), static_cast<double>(point[k]));
+    }
+  }
+
   void run_for(const Op& op) {
     std::vector<Slots> carried;
     for (const Value& init : op.operands) carried.push_back(slots_of(init));
     const Op* self = &op;
-    int64_t trips = op.extent;
-    if (op.trip_count) trips = std::min(trips, std::max<int64_t>(uniform_index(op.trip_count), 0));
+    const int64_t trips = trips_of(op);
     for (int64_t i = 0; i < trips; ++i) {
       count_steps(1);
+      if (op.tile_loop) bind_grid(tile_point(i));
       define(op.loop_var).assign(static_cast<size_t>(threads()), static_cast<double>(i));
       for (size_t k = 0; k < op.block_args.size(); ++k) values_[op.block_args[k].get()] = carried[k];
       carry_marks(i == 0 ? op.operands : op.body->ops.back()->operands, op.block_args);
@@ -1357,6 +1396,8 @@ class Interpreter : public Visitor {
   bool step(int id) {
     Agent& a = agents_[static_cast<size_t>(id)];
     enter(id, a.thread_base, a.thread_count);
+    // The roles walk their tiles independently: the grid variables hold this role's tile.
+    if (!a.tile_point.empty()) bind_grid(a.tile_point);
     Frame& f = a.frames.back();
     if (f.pc >= f.region->ops.size()) {  // the role's body ended
       a.frames.pop_back();
@@ -1369,8 +1410,11 @@ class Interpreter : public Visitor {
     switch (op.kind) {
       case OpKind::For: {
         if (!in_flight_.empty()) check_no_in_flight_use(op);
-        int64_t trips = op.extent;
-        if (op.trip_count) trips = std::min(trips, std::max<int64_t>(uniform_index(op.trip_count), 0));
+        const int64_t trips = trips_of(op);
+        if (op.tile_loop && trips > 0) {
+          a.tile_point = tile_point(0);
+          bind_grid(a.tile_point);
+        }
         if (trips == 0) {
           for (size_t k = 0; k < op.results.size(); ++k) values_[op.results[k].get()] = slots_of(op.operands[k]);
           carry_marks(op.operands, op.results);
@@ -1388,11 +1432,16 @@ class Interpreter : public Visitor {
         std::vector<Slots> carried;
         for (const Value& v : op.operands) carried.push_back(slots_of(v));
         if (++f.iteration < f.trips) {
+          if (loop.tile_loop) {
+            a.tile_point = tile_point(f.iteration);
+            bind_grid(a.tile_point);
+          }
           define(loop.loop_var).assign(static_cast<size_t>(threads()), static_cast<double>(f.iteration));
           for (size_t k = 0; k < loop.block_args.size(); ++k) values_[loop.block_args[k].get()] = carried[k];
           carry_marks(op.operands, loop.block_args);
           f.pc = 0;
         } else {
+          if (loop.tile_loop) a.tile_point.clear();
           for (size_t k = 0; k < loop.results.size(); ++k) values_[loop.results[k].get()] = carried[k];
           carry_marks(op.operands, loop.results);
           a.frames.pop_back();
@@ -1869,6 +1918,10 @@ class Interpreter : public Visitor {
   int64_t next_group_ = 0;
   std::mt19937_64 schedule_rng_;
   const uint64_t schedule_seed_;
+  const int64_t persistent_ctas_;
+  // A persistent kernel's CTA being run, the CTAs launched and the tile space (the grid).
+  int64_t cta_ = 0, launched_ = 0;
+  std::vector<int64_t> tile_extents_;
   InterpretErrorKind error_kind_ = InterpretErrorKind::Other;
   std::string error_op_;
   std::map<std::string, uint64_t> instructions_;

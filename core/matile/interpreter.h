@@ -84,6 +84,9 @@ struct InterpretOptions {
   uint64_t max_steps = 2'000'000'000;
   // 0: roles take turns in order, one op each; otherwise the seed of a random interleaving.
   uint64_t schedule_seed = 0;
+  // The CTAs a persistent kernel (Kernel::persistent) is launched with, at most its tiles: few,
+  // so that every CTA walks several tiles and the state carried between them is exercised.
+  int64_t persistent_ctas = 3;
 };
 
 struct InterpretResult {

@@ -548,6 +548,20 @@ std::vector<Value> Builder::for_loop(const std::string& var_name, int64_t extent
   return results;
 }
 
+std::vector<Value> Builder::for_tiles(const std::string& var_name, std::vector<Value> inits,
+                                      const LoopBody& body,
+                                      const std::vector<std::string>& result_names,
+                                      const std::vector<std::string>& arg_names) {
+  int64_t tiles = 1;
+  for (const GridAxis& axis : grid_) tiles *= axis.extent;
+  std::vector<Value> results = for_loop(var_name, tiles, std::move(inits), body, result_names, arg_names);
+  // The loop just built is the last op of the current region.
+  Op loop = *regions_.back().back();
+  loop.tile_loop = true;
+  regions_.back().back() = make_op(std::move(loop));
+  return results;
+}
+
 int Builder::mbarrier(std::string name, int count, int64_t arrivals, std::string purpose) {
   mbarriers_.push_back(MBarrierAlloc{std::move(name), count, arrivals, std::move(purpose)});
   return static_cast<int>(mbarriers_.size()) - 1;
@@ -667,6 +681,7 @@ KernelPtr Builder::finish_kernel(std::string name, std::vector<Buffer> params) {
   kernel.params = std::move(params);
   kernel.grid = std::move(grid_);
   kernel.warps = warps_;
+  kernel.persistent = persistent_;
   kernel.shared = std::move(shared_);
   kernel.mbarriers = std::move(mbarriers_);
   kernel.tma_maps = std::move(tma_maps_);
@@ -676,6 +691,7 @@ KernelPtr Builder::finish_kernel(std::string name, std::vector<Buffer> params) {
   kernel.body = make_region(std::move(regions_.front()));
   kernel.provenance = provenance_;
   grid_.clear();
+  persistent_ = false;
   shared_.clear();
   mbarriers_.clear();
   tma_maps_.clear();

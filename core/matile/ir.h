@@ -93,6 +93,15 @@
 //                               pipelined loop (the prologue before it issued stages-1 copies).
 //                               An optional uniform `trip_count` stops it early: var runs over
 //                               0..min(extent, max(trip_count, 0))-1 (every thread alike).
+//   For over tiles (`tile_loop`; persistent kernels only, Kernel::persistent): the CTA walks its
+//                               tiles. A persistent kernel runs on `launched` CTAs (the launcher
+//                               takes min(tiles, the CTAs the GPU holds at once); the tiles are the
+//                               points of `grid`, `extent` of them); CTA c's tile loop runs var =
+//                               0, 1, ... while c + var * launched < extent, and each iteration
+//                               binds the grid variables to the point that launch index
+//                               c + var * launched has in the tile order (tile_group). Grid
+//                               variables are read only inside a tile loop; iter_args carry
+//                               state from tile to tile (a ring's position).
 //
 // Hopper's asynchronous machine (sm_90a only; hopper.h builds its layouts):
 //   Kernel objects. `mbarriers`: named arrays of mbarrier objects (a ring of `count` slots, each
@@ -422,6 +431,7 @@ struct Op {
   RegionPtr body;               // For
   int pipeline_stages = 0;      // For: software-pipeline depth (0: not pipelined)
   Value trip_count;             // For: optional early stop (a uniform index scalar)
+  bool tile_loop = false;       // For: walks a persistent kernel's tiles (ir.h notes)
   // Hopper (ir.h notes). Operands: TmaLoad/TmaStore: one coordinate per buffer axis;
   // MBarrierWait: parity; Wgmma: [a (RS form)], c; StMatrix: value.
   std::vector<WarpRole> roles;  // Roles
@@ -471,6 +481,10 @@ struct Kernel {
   // walked along axis 0 column by column (core/support/launch_order.h; the schedule's
   // tile_order). 1: the plain order, axis 0 fastest. > 1 only with two or more grid axes.
   int tile_group = 1;
+  // Persistent CTAs (the schedule's `persistent`): launched with at most one CTA per grid point,
+  // as many as the GPU holds at once; the grid is the kernel's tile space, walked by the tile
+  // loops of its body (For `tile_loop`, ir.h notes) in the tile order above.
+  bool persistent = false;
   int warps = 4;
   std::vector<SharedAlloc> shared;
   std::vector<MBarrierAlloc> mbarriers;  // placed by the emitter (8 bytes each)
@@ -571,6 +585,13 @@ class Builder {
                               const std::vector<std::string>& result_names = {},
                               const std::vector<std::string>& arg_names = {},
                               int pipeline_stages = 0, const Value& trip_count = nullptr);
+  // The tile loop of a persistent kernel (ir.h notes): `body` runs once per tile of the CTA,
+  // with the grid variables bound to the tile; its var counts the CTA's tiles.
+  std::vector<Value> for_tiles(const std::string& var_name, std::vector<Value> inits,
+                               const LoopBody& body, const std::vector<std::string>& result_names = {},
+                               const std::vector<std::string>& arg_names = {});
+  // Marks the kernel being built persistent (Kernel::persistent).
+  void set_persistent() { persistent_ = true; }
 
   // Hopper (ir.h notes; hopper.h gives the layouts). Return the array / map index.
   int mbarrier(std::string name, int count, int64_t arrivals, std::string purpose);
@@ -613,6 +634,7 @@ class Builder {
   int warps_;
   Provenance provenance_;
   std::vector<GridAxis> grid_;
+  bool persistent_ = false;
   std::vector<SharedAlloc> shared_;
   std::vector<MBarrierAlloc> mbarriers_;
   std::vector<TmaMap> tma_maps_;

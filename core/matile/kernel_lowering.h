@@ -227,7 +227,16 @@ class KernelLowering {
   void emit_warp_specialized();
   void emit_producer();
   void emit_hopper_loop(const VOp& loop);
-  std::pair<Value, Value> ring_position(const Value& k);
+  // The ring iteration of the main loop's iteration k: k, plus the earlier tiles' iterations in
+  // a persistent kernel.
+  Value ring_iteration(const Value& k);
+  // The iterations the main loop adds to the ring (its trips; at least 1 with overlap=1).
+  Value ring_trips(const VOp& loop);
+  // After the consumers' main loop: releases the last iteration's slot (persistent: leaves it
+  // to the next tile's first iteration and records the ring's advance instead).
+  void finish_ring(const Value& advance);
+  void emit_persistent_role(const std::function<void()>& body, bool consumers);
+    std::pair<Value, Value> ring_position(const Value& k);
   Value slot_before(const Value& k, const std::pair<std::string, std::string>& names);
   Value loop_trips(const VOp& loop);
   struct TmaOperand;
@@ -264,6 +273,13 @@ class KernelLowering {
   // registers) through a shared staging tile and returns true, or notes why not and returns
   // false (the caller then stores `value` directly).
   bool emit_staged_store(const VOp& op, const Window& window, const Value& value);
+  // Rule 7's TMA form: the staged tile leaves by a TMA store; "" when it applies, else why not.
+  std::string tma_store_refusal(const VOp& op, const Window& window, const Value& value,
+                                int64_t vector, layout::ComposedLayout* staged_layout, int* swizzle_bytes,
+                                std::vector<int>* tile_axes);
+  void emit_tma_store(const VOp& op, const Window& window, const Value& value,
+                      const layout::ComposedLayout& staged_layout, int swizzle_bytes,
+                      const std::vector<int>& tile_axes);
   std::string staged_store_refusal(const VOp& op, const Window& window, const Value& value,
                                    int64_t* vector);
   void emit_reduce(const VOp& op);
@@ -365,6 +381,18 @@ class KernelLowering {
     std::vector<const VOp*> deferred_readers;  // the late op that reads each first
     size_t loop_memo_depth = 0;
     std::function<void()> issue_late;
+    // Persistent CTAs (Kernel::persistent): each role walks the CTA's tiles in a tile loop and
+    // its ring position continues from tile to tile. While a tile is emitted: the ring
+    // iterations of the CTA's earlier tiles (`ring_base`, added to the main loop's k), the tile
+    // loop's var, and the iterations this tile's main loop added to the ring (set by the loop).
+    bool persistent = false;
+    Value ring_base;
+    Value tile_step;
+    Value ring_advance;
+    int once_empty = -1;  // mbarrier: the consumers are done with the tiles copied once
+    // The consumers issued TMA stores (rule 7's TMA form): the role waits for them before it
+    // ends, and a persistent CTA's next tile before it stages again.
+    bool bulk_stores = false;
   };
   WarpSpecialization ws_;
 };
@@ -374,6 +402,15 @@ class KernelLowering {
 // names it and its count (lower_shared.cpp).
 layout::ComposedLayout fragment_tile_layout(const std::vector<int64_t>& shape, int bytes,
                                             std::string* description);
+
+// The canonical wgmma layout of a [R, C] tile whose axis 1 is contiguous in global memory, with
+// the widest swizzle whose atom divides it: K-major when its mn is axis 0, MN-major (panels of
+// one swizzle span of columns) otherwise. TMA fills it box by box (lower_hopper.cpp).
+struct RingLayout {
+  layout::ComposedLayout layout;
+  int swizzle_bytes = 0;
+};
+layout::Result<RingLayout> ring_layout(int element_bytes, const std::vector<int64_t>& shape, bool mn_is_axis0);
 
 // The kernel without ops that have no effect and whose results nobody reads (lower.cpp).
 KernelPtr remove_dead_ops(KernelPtr kernel);

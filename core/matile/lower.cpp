@@ -40,6 +40,15 @@ KernelPtr KernelLowering::run() {
   for (const vrtile::GridAxis& axis : vk_.grid) {
     env_[axis.var.get()] = b_.grid(axis.var->name, axis.extent);
   }
+  if (vk_.launch && vk_.launch->persistent) {
+    if (options_.consumers > 0) {
+      ws_.persistent = true;
+      b_.set_persistent();
+    } else {
+      b_.note("persistent not applied: only a warp-specialized kernel (warp_spec on sm_90a) walks "
+              "its tiles; this one keeps one CTA per tile");
+    }
+  }
   memo_.emplace_back();
   b_.set_provenance(vk_.provenance);
   if (options_.consumers > 0) {

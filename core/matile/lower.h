@@ -101,6 +101,11 @@ struct LowerOptions {
   // default: on the H100 it measured slower than the 2-byte stores (bench/NOTES.md, 2026-11-26,
   // "realigned rows"): its head and tail go out one element per instruction.
   bool realign_rows = false;
+  // Rule 7 where the tile can be a TMA box (16-byte aligned rows, a window clipped only at the
+  // buffer's end): the staged tile leaves by a TMA store issued by one thread, and the consumers
+  // go on at once (a persistent CTA's next tile waits only before it stages again). false: the
+  // consumers store the staged rows themselves (for comparisons).
+  bool tma_store = true;
 };
 
 layout::Result<ModulePtr> lower_to_matile(const vrtile::ModulePtr& module,

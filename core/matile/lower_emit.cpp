@@ -224,7 +224,10 @@ void KernelLowering::emit_load(const VOp& op) {
   for (const TmaOperand& operand : ws_.operands) {
     if (operand.load != &op || !operand.once) continue;
     // Rule 6: the producer copies the tile once; the consumers wait for it here.
-    b_.mbarrier_wait(BarrierRef{ws_.once, nullptr}, index_constant(0));
+    // A persistent CTA's tile t waits for the t-th phase.
+    const Value parity = ws_.tile_step ? b_.binary(BinaryOp::Mod, ws_.tile_step, index_constant(2), "once_phase")
+                                       : index_constant(0);
+    b_.mbarrier_wait(BarrierRef{ws_.once, nullptr}, parity);
     smem_loads_[&op] = SmemLoad{operand.alloc, nullptr};
     return;
   }

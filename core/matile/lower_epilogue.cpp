@@ -32,6 +32,7 @@
 #include <numeric>
 #include <string>
 
+#include "core/layout/tma.h"
 #include "core/matile/hopper.h"
 #include "core/matile/kernel_lowering.h"
 #include "core/matile/printer.h"
@@ -111,6 +112,18 @@ bool KernelLowering::emit_staged_store(const VOp& op, const Window& window, cons
   }
   const TileType& type = value->type;
   const int bytes = dtype_bytes(type.dtype);
+  {
+    layout::ComposedLayout tma_layout;
+    int swizzle_bytes = 0;
+    std::vector<int> tile_axes;
+    const std::string no_tma =
+        tma_store_refusal(op, window, value, vector, &tma_layout, &swizzle_bytes, &tile_axes);
+    if (no_tma.empty()) {
+      emit_tma_store(op, window, value, tma_layout, swizzle_bytes, tile_axes);
+      return true;
+    }
+    b_.note("epilogue " + what + " staged without a TMA store: " + no_tma);
+  }
   std::string swizzle;
   const layout::ComposedLayout staged_layout = fragment_tile_layout(type.shape, bytes, &swizzle);
   const int64_t pitch = op.buffer->shape.back();
@@ -134,6 +147,9 @@ bool KernelLowering::emit_staged_store(const VOp& op, const Window& window, cons
                                   " out; " + swizzle);
   const SharedRef ref{alloc, nullptr, {0, 0}, false};
   b_.set_provenance(op.provenance);
+  // A persistent CTA's consumers stage every tile in the same buffer: the previous tile's rows
+  // must all be read before any are overwritten.
+  if (ws_.persistent) b_.barrier();
   b_.stmatrix(ref, value);
   b_.barrier();  // a named barrier of the consumers: their rows are in the tile
   const RegisterLayout rows = blocked_layout(type.shape, threads(), vector);
@@ -142,6 +158,97 @@ bool KernelLowering::emit_staged_store(const VOp& op, const Window& window, cons
   access.realign_rows = realign;
   b_.global_store(op.buffer, std::move(access), {}, staged);
   return true;
+}
+
+// Why the staged tile of `value` cannot leave by a TMA store ("" when it can); when it can, the
+// staging tile's layout (the MN-major wgmma panels TMA writes box by box), its swizzle and the
+// buffer axes of the tile's two axes.
+std::string KernelLowering::tma_store_refusal(const VOp& op, const Window& window, const Value& value,
+                                              int64_t vector, layout::ComposedLayout* staged_layout,
+                                              int* swizzle_bytes, std::vector<int>* tile_axes) {
+  if (!options_.tma_store) return "the TMA store is turned off (tma_store = false)";
+  const TileType& type = value->type;
+  const int bytes = dtype_bytes(type.dtype);
+  if (vector * bytes != 16) return "rows or the column offset are not 16-byte aligned, which TMA needs";
+  const Buffer& buffer = op.buffer;
+  const int rank = static_cast<int>(buffer->shape.size());
+  if (rank < 2 || rank > 5) return "tensor maps take ranks 2 to 5";
+  if (window.bounds != buffer->shape) {
+    return "the window is clipped inside " + buffer->name + ", and a TMA store clips only at its end";
+  }
+  std::vector<int> axes = {-1, -1};
+  for (int axis = 0; axis < rank; ++axis) {
+    const int t = window.tile_axes[static_cast<size_t>(axis)];
+    if (t == 0 || t == 1) axes[static_cast<size_t>(t)] = axis;
+  }
+  if (axes[0] < 0 || axes[0] >= axes[1] || axes[1] != rank - 1) {
+    return "the tile does not take two axes of " + buffer->name + " in order, the second its last";
+  }
+  layout::Result<RingLayout> tile = ring_layout(bytes, type.shape, /*mn_is_axis0=*/false);
+  if (!tile) return "no swizzled panel layout fits the tile: " + tile.error().message;
+  const size_t a0 = static_cast<size_t>(axes[0]);
+  int64_t outer_stride = 1;
+  for (size_t axis = a0 + 1; axis < buffer->shape.size(); ++axis) outer_stride *= buffer->shape[axis];
+  layout::GlobalTensor global;
+  global.shape = {buffer->shape[a0], buffer->shape.back()};
+  global.strides = {outer_stride, 1};
+  layout::Result<layout::TmaTilePlan> boxes = layout::plan_tma_tile(tile->layout, bytes, global);
+  if (!boxes) return "TMA cannot write the tile: " + boxes.error().message;
+  *staged_layout = tile->layout;
+  *swizzle_bytes = tile->swizzle_bytes;
+  *tile_axes = axes;
+  return "";
+}
+
+// Rule 7's TMA form: the consumers stage the tile with stmatrix into swizzled panels, make their
+// writes visible to the async proxy, meet at a named barrier, and one thread stores the tile
+// with TMA and commits the bulk group. The consumers do not wait for the store: a persistent
+// CTA's next tile waits for the store's reads (bulk wait_group.read) before it stages again, and
+// the role waits before it ends.
+//
+//   stmatrix.x4 C_staged[0, 0], %27
+//   fence.proxy.async
+//   bar.sync 9, 256
+//   tma.store tm_C[%3, %14] <- C_staged[0, 0]
+//   cp.async.bulk.commit_group
+void KernelLowering::emit_tma_store(const VOp& op, const Window& window, const Value& value,
+                                    const layout::ComposedLayout& staged_layout, int swizzle_bytes,
+                                    const std::vector<int>& tile_axes) {
+  const TileType& type = value->type;
+  const Buffer& buffer = op.buffer;
+  const std::string what = "%" + value->name + " -> " + buffer->name;
+  const int alloc = b_.shared(buffer->name + "_staged", type.dtype, type.shape, staged_layout, 1,
+                              "staged epilogue of " + what + ": stmatrix in, a TMA store out (" +
+                                  std::to_string(swizzle_bytes) + "-byte swizzled panels)");
+  std::vector<int64_t> box(buffer->shape.size(), 1);
+  box[static_cast<size_t>(tile_axes[0])] = type.shape[0];
+  box[static_cast<size_t>(tile_axes[1])] = type.shape[1];
+  const int rank = static_cast<int>(buffer->shape.size());
+  const bool trailing = tile_axes == std::vector<int>{rank - 2, rank - 1};
+  const auto row_major = tma_box_layout(type.dtype, type.shape, swizzle_bytes);
+  const int map = b_.tma_map("tm_" + buffer->name, buffer, box, swizzle_bytes,
+                             row_major && *row_major == staged_layout ? std::nullopt : std::optional(staged_layout),
+                             trailing ? std::vector<int>{} : tile_axes);
+  const SharedRef ref{alloc, nullptr, {0, 0}, false};
+  b_.set_provenance(op.provenance);
+  if (ws_.persistent) {
+    // The previous tile's store must have read the staging tile before it is overwritten (the
+    // first tile has no group to wait for).
+    b_.bulk_wait_group(0, /*read=*/true);
+    b_.barrier();
+  }
+  ws_.bulk_stores = true;
+  b_.stmatrix(ref, value);
+  b_.fence_proxy_async();
+  b_.barrier();  // a named barrier of the consumers: their rows are in the tile
+  std::vector<Value> coordinates;
+  for (const Affine& offset : window.offsets) {
+    const Value c = emit_offset(offset, nullptr, nullptr);
+    coordinates.push_back(c ? c : index_constant(0));
+  }
+  b_.tma_store(map, coordinates, ref);
+  b_.bulk_commit_group();
+  if (!ws_.persistent) b_.bulk_wait_group(0, /*read=*/true);
 }
 
 }  // namespace nautilus::matile::lowering

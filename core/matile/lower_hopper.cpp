@@ -59,14 +59,12 @@ int consumer_registers(int consumers) {
 
 bool sixteen_bit(DType dtype) { return dtype == DType::BF16 || dtype == DType::F16; }
 
+}  // namespace
+
 // The canonical wgmma layout of a loaded tile, over the tile's own (axis 0, axis 1)
 // coordinates, with the widest swizzle whose atom divides the tile. Buffers are row-major, so
 // the tile's axis 1 is contiguous: the tile is K-major when its mn (A's rows, B's columns) is
 // axis 0, MN-major when it is axis 1.
-struct RingLayout {
-  layout::ComposedLayout layout;
-  int swizzle_bytes = 0;
-};
 layout::Result<RingLayout> ring_layout(int element_bytes, const std::vector<int64_t>& shape,
                                        bool mn_is_axis0) {
   const layout::OperandMajor major = mn_is_axis0 ? layout::OperandMajor::K : layout::OperandMajor::MN;
@@ -89,7 +87,6 @@ layout::Result<RingLayout> ring_layout(int element_bytes, const std::vector<int6
   return layout::layout_error(reasons);
 }
 
-}  // namespace
 
 void KernelLowering::plan_warp_specialization() {
   const int consumers = options_.consumers;
@@ -364,10 +361,15 @@ void KernelLowering::emit_warp_specialized() {
                           "stage released by every consumer thread");
   if (ws_.once_tx_bytes > 0) {
     ws_.once = b_.mbarrier("once", 1, 1, "the tiles copied once, before the main loop");
+    if (ws_.persistent) {
+      ws_.once_empty = b_.mbarrier("once_empty", 1, consumer_threads,
+                                   "the consumers' main loop is done with the tiles copied once");
+    }
   }
   b_.mbarrier_init(ws_.full);
   b_.mbarrier_init(ws_.empty);
   if (ws_.once >= 0) b_.mbarrier_init(ws_.once);
+  if (ws_.once_empty >= 0) b_.mbarrier_init(ws_.once_empty);
   b_.barrier();
   // Each role computes its own index scalars (a role's values have its own thread count).
   const auto kernel_env = env_;
@@ -382,17 +384,70 @@ void KernelLowering::emit_warp_specialized() {
                                        axis.var->name);
     }
   };
-  b_.roles({{"producer", 1, kProducerRegisters,
-             [&] {
-               enter_role();
-               emit_producer();
-               memo_.pop_back();
-             }},
-            {"consumers", consumers, budget, [&] {
-               enter_role();
-               emit_region(*vk_.body);
-               memo_.pop_back();
-             }}});
+  const auto producer = [&] {
+    enter_role();
+    emit_producer();
+    memo_.pop_back();
+  };
+  const auto consumer = [&] {
+    enter_role();
+    emit_region(*vk_.body);
+    memo_.pop_back();
+  };
+  if (!ws_.persistent) {
+    b_.roles({{"producer", 1, kProducerRegisters, producer},
+              {"consumers", consumers, budget, consumer}});
+    return;
+  }
+  b_.roles({{"producer", 1, kProducerRegisters, [&] { emit_persistent_role(producer, false); }},
+            {"consumers", consumers, budget, [&] { emit_persistent_role(consumer, true); }}});
+}
+
+// A role of a persistent kernel: its tile loop, carrying the ring iterations of the tiles done.
+// The consumers' last slot of each tile is released by the next tile's first iteration (on
+// behalf of iteration -1 of the tile, as for the CTA's first); after the last tile they release
+// it here, so the ring sees one release per iteration plus iteration -1's, as without tiles.
+void KernelLowering::emit_persistent_role(const std::function<void()>& body, bool consumers) {
+  memo_.emplace_back();  // the role's own constants
+  const std::vector<Value> ring_end = b_.for_tiles(
+      "tile_step", {index_constant(0)},
+      [&](const Value& step, const std::vector<Value>& carried) {
+        ws_.ring_base = carried[0];
+        ws_.tile_step = step;
+        ws_.ring_advance = nullptr;
+        body();
+        if (!ws_.ring_advance) fail("warp_spec persistent: the role's tile ran no main loop");
+        const Value next = b_.binary(BinaryOp::Add, carried[0], ws_.ring_advance, "ring_next");
+        ws_.ring_base = nullptr;
+        ws_.tile_step = nullptr;
+        return std::vector<Value>{next};
+      },
+      {"ring_end"}, {"ring_base"});
+  if (consumers) {
+    b_.mbarrier_arrive(BarrierRef{ws_.empty, slot_before(ring_end[0], {"ring_prev", "last"})}, 0, threads());
+    if (ws_.bulk_stores) b_.bulk_wait_group(0, /*read=*/true);  // the last tile's store
+  }
+  memo_.pop_back();
+}
+
+Value KernelLowering::ring_iteration(const Value& k) {
+  if (!ws_.ring_base) return k;
+  return b_.binary(BinaryOp::Add, ws_.ring_base, k, "ring_k");
+}
+
+Value KernelLowering::ring_trips(const VOp& loop) {
+  const Value trips = loop_trips(loop);
+  if (!loop.trip_count) return trips;
+  return b_.binary(BinaryOp::Max, trips, index_constant(options_.overlap ? 1 : 0), "ring_trips");
+}
+
+void KernelLowering::finish_ring(const Value& advance) {
+  if (ws_.persistent) {
+    ws_.ring_advance = advance;
+    if (ws_.once_empty >= 0) b_.mbarrier_arrive(BarrierRef{ws_.once_empty, nullptr}, 0, threads());
+    return;
+  }
+  b_.mbarrier_arrive(BarrierRef{ws_.empty, slot_before(advance, {"trips_prev", "last"})}, 0, threads());
 }
 
 // Where iteration k sits in the ring: its slot k % S and the parity (k / S) % 2 of the slot's
@@ -454,6 +509,13 @@ void KernelLowering::emit_producer() {
   }
   if (ws_.once >= 0) {
     b_.set_provenance(loop.provenance);
+    if (ws_.once_empty >= 0) {
+      // The previous tile's consumers are done with the tiles (a fresh barrier passes parity 1).
+      const Value parity = b_.binary(
+          BinaryOp::Mod, b_.binary(BinaryOp::Add, ws_.tile_step, index_constant(1), "step_1"),
+          index_constant(2), "once_free");
+      b_.mbarrier_wait(BarrierRef{ws_.once_empty, nullptr}, parity);
+    }
     b_.mbarrier_arrive(BarrierRef{ws_.once, nullptr}, ws_.once_tx_bytes);
     for (const TmaOperand& operand : ws_.operands) {
       if (operand.once) emit_tma_copy(operand, nullptr, nullptr, ws_.once);
@@ -469,8 +531,9 @@ void KernelLowering::emit_producer() {
   }
   b_.for_loop(
       loop.loop_var->name, loop.extent, {},
-      [&](const Value& k, const std::vector<Value>&) {
+      [&](const Value& local_k, const std::vector<Value>&) {
         memo_.emplace_back();
+        const Value k = ring_iteration(local_k);
         const auto [slot, phase] = ring_position(k);
         // Iteration k refills its slot once the consumers released the slot's previous round:
         // after `round` releases of the slot, one more for the last slot, which the consumers'
@@ -485,13 +548,14 @@ void KernelLowering::emit_producer() {
         b_.mbarrier_wait(BarrierRef{ws_.empty, slot}, released);
         b_.mbarrier_arrive(BarrierRef{ws_.full, slot}, ws_.tx_bytes);
         for (const TmaOperand& operand : ws_.operands) {
-          if (!operand.once) emit_tma_copy(operand, slot, k, ws_.full);
+          if (!operand.once) emit_tma_copy(operand, slot, local_k, ws_.full);
         }
         b_.set_provenance(loop.provenance);
         memo_.pop_back();
         return std::vector<Value>{};
       },
       {}, {}, 0, producer_trips);
+  if (ws_.persistent) ws_.ring_advance = ring_trips(loop);
   memo_.pop_back();
 }
 
@@ -553,7 +617,8 @@ void KernelLowering::emit_hopper_loop(const VOp& loop) {
       loop.loop_var->name, loop.extent, start.inits,
       [&](const Value& k, const std::vector<Value>& carried) {
         memo_.emplace_back();
-        const auto [slot, phase] = ring_position(k);
+        const Value ring_k = ring_iteration(k);
+        const auto [slot, phase] = ring_position(ring_k);
         b_.mbarrier_wait(BarrierRef{ws_.full, slot}, phase);
         env_[loop.loop_var.get()] = k;
         for (size_t i = 0; i < carried.size(); ++i) env_[loop.block_args[i].get()] = carried[i];
@@ -564,7 +629,7 @@ void KernelLowering::emit_hopper_loop(const VOp& loop) {
         ws_.released = false;
         ws_.uncommitted = false;
         ws_.in_flight = {ws_.carried_in_flight.begin(), ws_.carried_in_flight.end()};
-        ws_.previous_slot = slot_before(k, {"k_prev", "retired"});
+        ws_.previous_slot = slot_before(ring_k, {"k_prev", "retired"});
         emit_region(*loop.body);
         b_.set_provenance(loop.provenance);
         if (ws_.uncommitted) b_.wgmma_commit_group();
@@ -581,7 +646,7 @@ void KernelLowering::emit_hopper_loop(const VOp& loop) {
       start.result_names, start.arg_names, 0, trip_count);
   b_.wgmma_wait_group(0);
   // The last iteration's slot (the last slot, for the -1 of a loop that ran no iteration).
-  b_.mbarrier_arrive(BarrierRef{ws_.empty, slot_before(loop_trips(loop), {"trips_prev", "last"})}, 0, threads());
+  finish_ring(ring_trips(loop));
   for (size_t i = 0; i < results.size(); ++i) env_[loop.results[i].get()] = results[i];
 }
 
@@ -693,7 +758,7 @@ std::vector<Value> KernelLowering::emit_late_part(const VOp& loop, const Value& 
   const auto saved_memo = memo_;
   memo_.resize(ws_.loop_memo_depth);
   memo_.emplace_back();
-  const Value slot = ring_position(k).first;
+  const Value slot = ring_position(ring_iteration(k)).first;
   std::vector<std::pair<const VOp*, std::optional<SmemLoad>>> saved_loads;
   for (const TmaOperand& operand : ws_.operands) {
     if (operand.once) continue;
@@ -776,7 +841,8 @@ void KernelLowering::emit_overlapped_loop(const VOp& loop) {
   // return the early block arguments' yields and the deferred values.
   const auto early_part = [&](const Value& k, const std::vector<Value>& early_carried,
                               const std::function<void()>& late) {
-    const auto [slot, phase] = ring_position(k);
+    const Value ring_k = ring_iteration(k);
+    const auto [slot, phase] = ring_position(ring_k);
     b_.mbarrier_wait(BarrierRef{ws_.full, slot}, phase);
     env_[loop.loop_var.get()] = k;
     for (size_t i = 0; i < n_early; ++i) env_[loop.block_args[early_args[i]].get()] = early_carried[i];
@@ -788,7 +854,7 @@ void KernelLowering::emit_overlapped_loop(const VOp& loop) {
     ws_.uncommitted = false;
     ws_.in_flight.clear();
     ws_.issue_late = late;
-    ws_.previous_slot = slot_before(k, {"k_prev", "retired"});
+    ws_.previous_slot = slot_before(ring_k, {"k_prev", "retired"});
     for (const vrtile::OpPtr& op : loop.body->ops) {
       if (op->kind == VOpKind::Yield || ws_.late.count(op.get())) continue;
       b_.set_provenance(op->provenance);
@@ -892,7 +958,7 @@ void KernelLowering::emit_overlapped_loop(const VOp& loop) {
   // The last iteration's slot (stage 0, which the producer filled for iteration 0 alone, when
   // the trip count is 0).
   const Value filled = b_.binary(BinaryOp::Max, trips, index_constant(1), "filled");
-  b_.mbarrier_arrive(BarrierRef{ws_.empty, slot_before(filled, {"trips_prev", "last"})}, 0, threads());
+  finish_ring(filled);
 }
 
 }  // namespace nautilus::matile::lowering

@@ -176,7 +176,8 @@ std::string op_body_text(const Kernel& kernel, const Op& op) {
       return "st.shared " + shared_ref_text(kernel, op.shared) + ", " + operands;
     case OpKind::For: {
       std::string text = "for " + (op.loop_var ? op.loop_var->name : std::string(kNull)) +
-                         " in 0.." + std::to_string(op.extent) +
+                         (op.tile_loop ? " in tiles(" + std::to_string(op.extent) + ")"
+                                       : " in 0.." + std::to_string(op.extent)) +
                          iter_args_text(op.block_args, op.operands);
       if (op.trip_count) text += " trips " + value_ref(op.trip_count);
       if (op.pipeline_stages > 0) text += " pipeline " + std::to_string(op.pipeline_stages);
@@ -346,6 +347,7 @@ std::string print_kernel(const Kernel& kernel) {
   }
   out += ")";
   if (kernel.tile_group > 1) out += " group(" + std::to_string(kernel.tile_group) + ")";
+  if (kernel.persistent) out += " persistent";
   out += " warps " + std::to_string(kernel.warps) + " shared_bytes " +
          std::to_string(kernel.shared_bytes) + " {\n";
   for (size_t i = 0; i < table.layouts().size(); ++i) {
@@ -658,6 +660,7 @@ nlohmann::ordered_json region_json(const Kernel& kernel, const LayoutTable& tabl
       j["extent"] = op->extent;
       j["pipeline_stages"] = op->pipeline_stages;
       if (op->trip_count) j["trip_count"] = op->trip_count->name;
+      if (op->tile_loop) j["tile_loop"] = true;
       nlohmann::ordered_json args = nlohmann::ordered_json::array();
       for (const Value& arg : op->block_args) args.push_back(value_json(arg, table));
       j["block_args"] = args;
@@ -691,6 +694,7 @@ nlohmann::ordered_json module_to_json(const Module& module) {
     }
     k["grid"] = grid;
     if (kernel->tile_group > 1) k["tile_group"] = kernel->tile_group;
+    if (kernel->persistent) k["persistent"] = true;
     k["warps"] = kernel->warps;
     k["shared_bytes"] = kernel->shared_bytes;
     nlohmann::ordered_json layouts = nlohmann::ordered_json::array();

@@ -388,6 +388,10 @@ class KernelVerifier : public Visitor {
         use(op.trip_count, where);
         expect(is_index_scalar(op.trip_count), where, "a trip count must be an index scalar");
       }
+      if (op.tile_loop) {
+        expect(kernel_.persistent, where, "a tile loop walks a persistent kernel's tiles; this kernel is not persistent");
+        expect(!op.trip_count && op.pipeline_stages == 0, where, "a tile loop has no trip count and no pipeline stages");
+      }
     }
     const size_t expected_results =
         op.kind == OpKind::For ? op.operands.size()

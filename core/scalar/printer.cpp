@@ -167,7 +167,7 @@ std::string loop_header(const For& loop) {
             (loop.launch->consumers ? ", consumers=" + std::to_string(loop.launch->consumers) : "") +
             (loop.launch->overlap ? ", overlap" : "") +
             (loop.launch->group > 1 ? ", group=" + std::to_string(loop.launch->group) : "") +
-            ")";
+            (loop.launch->persistent ? ", persistent" : "") + ")";
   }
   return text;
 }
@@ -525,6 +525,7 @@ Json stmt_json(const Stmt& stmt) {
         if (loop.launch->consumers) json["launch"]["consumers"] = loop.launch->consumers;
         if (loop.launch->overlap) json["launch"]["overlap"] = true;
         if (loop.launch->group > 1) json["launch"]["group"] = loop.launch->group;
+        if (loop.launch->persistent) json["launch"]["persistent"] = true;
       }
       json["body"] = stmt_json(loop.body);
       break;

@@ -9,6 +9,7 @@
 #include "core/sched/compute_at.h"
 #include "core/sched/inline.h"
 #include "core/sched/launch.h"
+#include "core/sched/persistent.h"
 #include "core/sched/tile_order.h"
 #include "core/sched/warp_spec.h"
 #include "core/sched/regularize.h"
@@ -334,6 +335,7 @@ const std::vector<DecisionKind>& decision_registry() {
       launch_decision(),
       warp_spec_decision(),
       tile_order_decision(),
+      persistent_decision(),
   };
   return registry;
 }

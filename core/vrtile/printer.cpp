@@ -152,7 +152,7 @@ std::string kernel_header(const Kernel& kernel) {
                                       : "") +
             (kernel.launch->overlap ? ", overlap" : "") +
             (kernel.launch->group > 1 ? ", group=" + std::to_string(kernel.launch->group) : "") +
-            ")";
+            (kernel.launch->persistent ? ", persistent" : "") + ")";
   }
   return text;
 }
@@ -402,6 +402,7 @@ Json kernel_json(const KernelPtr& kernel) {
     if (kernel->launch->consumers) json["launch"]["consumers"] = kernel->launch->consumers;
     if (kernel->launch->overlap) json["launch"]["overlap"] = true;
     if (kernel->launch->group > 1) json["launch"]["group"] = kernel->launch->group;
+    if (kernel->launch->persistent) json["launch"]["persistent"] = true;
   }
   return json;
 }

@@ -530,6 +530,14 @@ int fake_tensor_map_encode_tiled(void* map, int data_type, unsigned rank, void* 
 
 extern "C" {
 
+// One CTA of any kernel per SM (the fake kernels need no more).
+int cuOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, void* function, int block_size,
+                                                std::size_t /*dynamic_shared_bytes*/) {
+  if (blocks == nullptr || function == nullptr || block_size < 1) return kErrorInvalidValue;
+  *blocks = 1;
+  return kSuccess;
+}
+
 int cuLaunchKernel(void* function, unsigned grid_x, unsigned grid_y, unsigned grid_z,
                    unsigned block_x, unsigned block_y, unsigned block_z, unsigned shared_bytes,
                    void* /*stream*/, void** parameters, void** /*extra*/) {

@@ -159,6 +159,23 @@ TEST_F(TensorMapPackageTest, RoundTrip) {
   EXPECT_EQ(read->buffers, hopper_package().buffers);
 }
 
+// A persistent kernel's flag round-trips; its grid must be [tiles, 1, 1].
+TEST_F(TensorMapPackageTest, PersistentKernelsRoundTripAndNeedAOneAxisGrid) {
+  KernelPackage package = hopper_package();
+  package.kernels[0].grid = {512, 1, 1};
+  package.kernels[0].cluster.reset();
+  package.kernels[0].persistent = true;
+  ASSERT_TRUE(write_package(package, directory_.string()).ok());
+  auto read = read_package(directory_.string());
+  ASSERT_TRUE(read.ok()) << read.error().message;
+  EXPECT_TRUE(read->kernels[0].persistent);
+  EXPECT_EQ(read->kernels, package.kernels);
+  rewrite_launch([](nlohmann::ordered_json& json) { json["kernels"][0]["grid"] = {16, 32, 1}; });
+  EXPECT_NE(read_error().find("a persistent kernel's grid is [tiles, 1, 1]"), std::string::npos);
+  rewrite_launch([](nlohmann::ordered_json& json) { json["kernels"][0]["persistent"] = "yes"; });
+  EXPECT_NE(read_error().find("persistent is not true or false"), std::string::npos);
+}
+
 TEST_F(TensorMapPackageTest, OmittedFieldsTakeTheirDefaults) {
   rewrite_launch([](auto& json) {
     json["kernels"][0]["arguments"][0]["tensor_map"] = {{"box", {32, 16}}};

@@ -1,0 +1,262 @@
+// Persistent CTAs (the `persistent` decision, core/sched/persistent.h; Kernel::persistent and the
+// tile loop, ir.h): each role of a warp-specialized kernel walks the CTA's tiles, its ring
+// position continuing from tile to tile. The MA interpreter runs such kernels on a few CTAs, in
+// every interleaving of the roles, against the float64 reference; and it catches the two hazards
+// the form adds (a staging buffer or a tile copied once, overwritten while the previous tile
+// still reads it).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "core/driver/evaluate.h"
+#include "core/driver/pipeline.h"
+#include "core/matile/interpreter.h"
+#include "core/matile/ir.h"
+#include "core/matile/printer.h"
+#include "core/matile/visitor.h"
+#include "tests/common/matile_ops.h"
+#include "tests/common/spec_test_util.h"
+
+namespace nautilus::matile {
+namespace {
+
+using nautilus::testing::count_kind;
+using nautilus::testing::count_ops;
+
+driver::Compilation compile(const std::string& spec, const std::vector<std::string>& decisions,
+                            const std::vector<std::string>& sizes,
+                            driver::Stage last = driver::Stage::MATile) {
+  driver::CompileOptions options;
+  options.last_stage = last;
+  options.matile.arch = "sm_90a";
+  return nautilus::testing::compile_scheduled(spec, decisions, sizes, options);
+}
+
+std::vector<std::string> gemm_schedule(bool persistent, int group = 1) {
+  std::vector<std::string> d = {"tile(C_sum, m=128, n=128, k=64)", "reverse_compute_at(C, C_sum, n_o)",
+                                "bind(C_sum, m_o=grid.y, n_o=grid.x)", "warp_spec(C_sum, consumers=2, stages=3)"};
+  if (group > 1) d.push_back("tile_order(C_sum, group=" + std::to_string(group) + ")");
+  if (persistent) d.push_back("persistent(C_sum)");
+  return d;
+}
+
+std::vector<std::string> attention_schedule(bool causal, bool overlap) {
+  std::vector<std::string> d = {"rolling_update(O_sum, n, tile=64)", "compute_at(S, Mx, n_o)"};
+  if (causal) d.push_back("compute_at(S_sum, S, n_o)");
+  d.push_back("tile(O_sum_acc, m=128)");
+  d.push_back("reverse_compute_at(O, O_sum, m_o)");
+  d.push_back("bind(O_sum_acc, b=grid.z, h=grid.y, m_o=grid.x)");
+  if (causal) d.push_back("skip_masked(S, n_o)");
+  d.push_back(std::string("warp_spec(O_sum_acc, consumers=2, stages=3") + (overlap ? ", overlap=1" : "") + ")");
+  d.push_back("persistent(O_sum_acc)");
+  return d;
+}
+
+// Runs the compiled module's MA stage with the given CTA count and role interleaving and
+// checks every output against the float64 reference of the same inputs.
+void expect_matches_reference(const driver::Compilation& compilation, int64_t ctas, uint64_t seed) {
+  driver::EvalOptions eval;
+  eval.stage = driver::Stage::MATile;
+  eval.seed = 7;
+  const driver::EvalResult reference = driver::evaluate(compilation, eval);
+  ASSERT_TRUE(reference.ran) << reference.error;
+  ASSERT_TRUE(reference.passed());
+  InterpretOptions options;
+  options.persistent_ctas = ctas;
+  options.schedule_seed = seed;
+  const InterpretResult run = interpret(*compilation.ma_module, reference.inputs, options);
+  ASSERT_TRUE(run.ok) << run.error;
+  for (const auto& [name, expected] : reference.reference) {
+    ASSERT_TRUE(run.outputs.count(name)) << name;
+    const ErrorReport error = compare_tensors(run.outputs.at(name), expected);
+    EXPECT_LT(error.max_relative_error, 2e-2) << name << " with " << ctas << " CTAs, seed " << seed;
+  }
+}
+
+const Op* roles_of(const Kernel& kernel) {
+  for (const OpPtr& op : kernel.body->ops) {
+    if (op->kind == OpKind::Roles) return op.get();
+  }
+  return nullptr;
+}
+
+int tile_loops(const Region& region) {
+  return count_ops(region, [](const Op& op) { return op.kind == OpKind::For && op.tile_loop; });
+}
+
+TEST(Persistent, EachRoleWalksTheTilesAndTheRingContinuesAcrossThem) {
+  // 2 x 3 tiles of 128 x 128, 5 k steps each around a ring of 3: the ring's position at a
+  // tile's start is not a multiple of its stages, so a ring restarted per tile would deadlock.
+  const driver::Compilation compilation =
+      compile("assets/specs/gemm.nt", gemm_schedule(true), {"M=200", "N=296", "K=320"});
+  ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error;
+  const Kernel& kernel = *compilation.ma_module->kernels.at(0);
+  EXPECT_TRUE(kernel.persistent);
+  ASSERT_EQ(kernel.grid.size(), 2u);  // the tile space keeps its axes
+  const Op* roles = roles_of(kernel);
+  ASSERT_TRUE(roles);
+  for (const WarpRole& role : roles->roles) EXPECT_EQ(tile_loops(*role.body), 1) << role.name;
+  const std::string text = print_module(*compilation.ma_module);
+  EXPECT_NE(text.find(" persistent warps"), std::string::npos);
+  EXPECT_NE(text.find("in tiles(6) iter_args(%ring_base"), std::string::npos) << text;
+  for (int64_t ctas : {1, 2, 4, 6}) {
+    for (uint64_t seed : {0u, 3u}) expect_matches_reference(compilation, ctas, seed);
+  }
+}
+
+TEST(Persistent, AGroupedTileOrderIsWalkedByTheTileLoops) {
+  const driver::Compilation compilation =
+      compile("assets/specs/gemm.nt", gemm_schedule(true, 2), {"M=600", "N=304", "K=136"});
+  ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error;
+  EXPECT_EQ(compilation.ma_module->kernels.at(0)->tile_group, 2);
+  for (int64_t ctas : {3, 5}) expect_matches_reference(compilation, ctas, 1);
+}
+
+TEST(Persistent, AttentionWithItsQueryTileCopiedOncePerTileMatchesTheReference) {
+  struct Case {
+    std::string spec;
+    bool causal, overlap;
+    std::vector<std::string> sizes;
+  };
+  const std::vector<Case> cases = {
+      {"assets/specs/attention.nt", false, false, {"B=1", "H=2", "M=300", "N=200", "D=64"}},
+      // Causal: query tiles skip different numbers of key tiles, so each tile advances the ring
+      // by its own trip count.
+      {"assets/specs/causal_attention.nt", true, false, {"B=1", "H=2", "M=300", "N=300", "D=64"}},
+      {"assets/specs/causal_attention.nt", true, true, {"B=1", "H=2", "M=300", "N=300", "D=64"}},
+      {"assets/specs/gqa_attention.nt", false, true, {"B=1", "H=4", "KH=2", "M=130", "N=200", "D=64"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.spec + (c.overlap ? " overlap" : ""));
+    const driver::Compilation compilation = compile(c.spec, attention_schedule(c.causal, c.overlap), c.sizes);
+    ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error;
+    const Kernel& kernel = *compilation.ma_module->kernels.at(0);
+    bool once_empty = false;
+    for (const MBarrierAlloc& bar : kernel.mbarriers) once_empty |= bar.name == "once_empty";
+    EXPECT_TRUE(once_empty);
+    for (uint64_t seed : {0u, 5u}) expect_matches_reference(compilation, 2, seed);
+  }
+}
+
+// `kernel` without the first op of `role` that `drop` picks.
+ModulePtr without_op(const ModulePtr& module, const std::string& role_name,
+                     const std::function<bool(const Op&)>& drop) {
+  const KernelPtr& kernel = module->kernels.at(0);
+  const Op* roles = roles_of(*kernel);
+  const Region* role_body = nullptr;
+  for (const WarpRole& role : roles->roles) {
+    if (role.name == role_name) role_body = role.body.get();
+  }
+  const Op* target = nullptr;
+  count_ops(*role_body, [&](const Op& op) {
+    if (!target && drop(op)) target = &op;
+    return false;
+  });
+  EXPECT_TRUE(target) << "no op to drop in role " << role_name;
+  Rebuilder rebuilder(*kernel);
+  KernelPtr broken = rebuilder.run(kernel, [&](const Op& original, const OpPtr& renamed, Rebuilder& out) {
+    if (&original != target) out.emit(renamed);
+  });
+  auto out = std::make_shared<Module>(*module);
+  out->kernels[0] = broken;
+  return out;
+}
+
+InterpretResult run_broken(const driver::Compilation& compilation, const ModulePtr& broken) {
+  driver::EvalOptions eval;
+  eval.stage = driver::Stage::MATile;
+  const driver::EvalResult reference = driver::evaluate(compilation, eval);
+  InterpretOptions options;
+  options.persistent_ctas = 2;
+  return interpret(*broken, reference.inputs, options);
+}
+
+TEST(Persistent, AStagingBufferReusedWithoutABarrierIsCaught) {
+  // The consumers store the staged rows themselves (no TMA store): without the barrier before
+  // the epilogue's stmatrix the next tile's rows overwrite the staging tile while other warps
+  // still read the previous tile's.
+  driver::CompileOptions options;
+  options.last_stage = driver::Stage::MATile;
+  options.matile.arch = "sm_90a";
+  options.matile.tma_store = false;
+  const driver::Compilation compilation = nautilus::testing::compile_scheduled(
+      "assets/specs/gemm.nt", gemm_schedule(true), {"M=256", "N=256", "K=128"}, options);
+  ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error;
+  const ModulePtr broken = without_op(compilation.ma_module, "consumers",
+                                      [](const Op& op) { return op.kind == OpKind::NamedBarrier; });
+  const InterpretResult result = run_broken(compilation, broken);
+  ASSERT_FALSE(result.ok);
+  EXPECT_EQ(result.error_kind, InterpretErrorKind::StageOverwrite) << result.error;
+}
+
+TEST(Persistent, AStagingBufferRewrittenWhileItsTmaStoreReadsIsCaught) {
+  const driver::Compilation compilation =
+      compile("assets/specs/gemm.nt", gemm_schedule(true), {"M=256", "N=256", "K=128"});
+  ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error;
+  // The wait for the previous tile's TMA store to have read the staging tile, before stmatrix.
+  const ModulePtr broken = without_op(compilation.ma_module, "consumers",
+                                      [](const Op& op) { return op.kind == OpKind::BulkWaitGroup; });
+  const InterpretResult result = run_broken(compilation, broken);
+  ASSERT_FALSE(result.ok);
+  EXPECT_EQ(result.error_kind, InterpretErrorKind::StageOverwrite) << result.error;
+  EXPECT_NE(result.error.find("TMA store"), std::string::npos) << result.error;
+}
+
+TEST(Persistent, AQueryTileRecopiedBeforeTheConsumersAreDoneIsCaught) {
+  const driver::Compilation compilation = compile(
+      "assets/specs/attention.nt", attention_schedule(false, false), {"B=1", "H=2", "M=256", "N=128", "D=64"});
+  ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error;
+  const Kernel& kernel = *compilation.ma_module->kernels.at(0);
+  int once_empty = -1;
+  for (size_t i = 0; i < kernel.mbarriers.size(); ++i) {
+    if (kernel.mbarriers[i].name == "once_empty") once_empty = static_cast<int>(i);
+  }
+  ASSERT_GE(once_empty, 0);
+  const ModulePtr broken = without_op(compilation.ma_module, "producer", [&](const Op& op) {
+    return op.kind == OpKind::MBarrierWait && op.mbarrier.barrier == once_empty;
+  });
+  const InterpretResult result = run_broken(compilation, broken);
+  ASSERT_FALSE(result.ok);
+  EXPECT_TRUE(result.error_kind == InterpretErrorKind::StageOverwrite ||
+              result.error_kind == InterpretErrorKind::TxCountMismatch)
+      << result.error;
+}
+
+TEST(Persistent, KernelsWithoutWarpSpecializationKeepOneCtaPerTileAndSaySo) {
+  const driver::Compilation compilation = compile(
+      "assets/specs/gemm.nt",
+      {"tile(C_sum, m=64, n=64, k=32)", "reverse_compute_at(C, C_sum, n_o)",
+       "bind(C_sum, m_o=grid.y, n_o=grid.x)", "persistent(C_sum)"},
+      {"M=128", "N=128", "K=64"});
+  ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error;
+  const Kernel& kernel = *compilation.ma_module->kernels.at(0);
+  EXPECT_FALSE(kernel.persistent);
+  ASSERT_FALSE(kernel.notes.empty());
+  EXPECT_NE(kernel.notes.back().find("persistent not applied"), std::string::npos);
+  nautilus::testing::expect_stage_matches_reference(compilation, driver::Stage::MATile, 2);
+}
+
+TEST(Persistent, TheDecisionNeedsATileOnTheGrid) {
+  const driver::Compilation compilation =
+      compile("assets/specs/gemm.nt", {"tile(C_sum, m=64, n=64, k=32)", "persistent(C_sum)"},
+              {"M=128", "N=128", "K=64"}, driver::Stage::Scalar);
+  EXPECT_NE(compilation.schedule_error.find("binds no loop to the grid"), std::string::npos)
+      << compilation.schedule_error;
+}
+
+TEST(Persistent, TheEmittedKernelLoopsOverItsTilesAndAsksForAClampedGrid) {
+  const driver::Compilation compilation =
+      compile("assets/specs/gemm.nt", gemm_schedule(true, 2), {"M=600", "N=304", "K=136"}, driver::Stage::Cuda);
+  ASSERT_TRUE(compilation.cuda) << compilation.schedule_error << compilation.internal_error;
+  const codegen::EmittedKernel& launch = compilation.cuda->kernels.at(0);
+  EXPECT_TRUE(launch.persistent);
+  EXPECT_EQ(launch.grid, (std::array<int64_t, 3>{15, 1, 1}));  // 3 x 5 tiles
+  const std::string& source = compilation.cuda->source;
+  EXPECT_NE(source.find("tile = blockIdx.x; tile < 15; ++tile_step, tile += gridDim.x)"), std::string::npos)
+      << source;
+  EXPECT_NE(source.find("band"), std::string::npos);  // the grouped order inside the loop
+}
+
+}  // namespace
+}  // namespace nautilus::matile
