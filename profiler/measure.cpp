@@ -86,7 +86,7 @@ bool ScheduleMeasurer::reference_for(const driver::Compilation& scheduled, Measu
   return true;
 }
 
-Measurement ScheduleMeasurer::measure(const driver::Compilation& scheduled) {
+Measurement ScheduleMeasurer::prepare(const driver::Compilation& scheduled) {
   Measurement out;
   if (directory_.empty()) {
     out.build_error = "cannot create a directory for the kernel packages";
@@ -101,6 +101,23 @@ Measurement ScheduleMeasurer::measure(const driver::Compilation& scheduled) {
       directory_ + (packages_ == 1 ? "/package" : "/package-" + std::to_string(packages_));
   if (!build(scheduled, out.package_dir, "", out)) return out;
   if (options_.validate && !reference_for(scheduled, out)) return out;
+  return out;
+}
+
+Measurement ScheduleMeasurer::prepare(const SourceFilePtr& file,
+                                      const std::vector<spec::SizeOverride>& sizes,
+                                      const sched::Schedule& schedule) {
+  driver::CompileOptions options;
+  options.sizes = sizes;
+  options.schedule = schedule;
+  options.last_stage = driver::Stage::MATile;
+  options.matile.arch = options_.lower_arch;
+  return prepare(driver::compile(file, options));
+}
+
+Measurement ScheduleMeasurer::measure(const driver::Compilation& scheduled) {
+  Measurement out = prepare(scheduled);
+  if (!out.built()) return out;
   RunRequest request = options_.run;
   request.package_dir = out.package_dir;
   request.reference_dir = out.reference_dir;

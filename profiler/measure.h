@@ -10,6 +10,11 @@
 //
 // The reference package of a spec and its sizes is built once per measurer and reused for every
 // schedule measured after it (a search measures many schedules of one spec).
+//
+// Building alone, for callers that run the packages elsewhere (the Slurm executor,
+// profiler/slurm_executor.h, submits each as a job):
+//
+//   Measurement m = measurer.prepare(file, sizes, schedule);  // packages only, runs nothing
 #pragma once
 
 #include <memory>
@@ -75,6 +80,12 @@ class ScheduleMeasurer {
   // Compiles `file` at `sizes` with `schedule` to stage matile, then measures it; a schedule
   // that does not apply is a build error with the compiler's reason.
   Measurement measure(const SourceFilePtr& file, const std::vector<spec::SizeOverride>& sizes,
+                      const sched::Schedule& schedule);
+
+  // The first half of measure(): builds the package (each call its own directory) and, when
+  // validating, the reference package (once per spec and sizes), but runs nothing.
+  Measurement prepare(const driver::Compilation& scheduled);
+  Measurement prepare(const SourceFilePtr& file, const std::vector<spec::SizeOverride>& sizes,
                       const sched::Schedule& schedule);
 
  private:

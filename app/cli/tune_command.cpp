@@ -2,6 +2,7 @@
 
 #include <csignal>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <ostream>
@@ -10,12 +11,14 @@
 #include <nlohmann/json.hpp>
 
 #include "app/cli/command_inputs.h"
+#include "app/cli/tune_executor.h"
 #include "core/cost/analytical_model.h"
 #include "core/cost/device_models.h"
 #include "core/search/search.h"
 #include "core/tune/tuner.h"
 #include "profiler/device_info.h"
 #include "profiler/local_executor.h"
+#include "profiler/slurm_executor.h"
 
 namespace nautilus::cli {
 namespace {
@@ -285,15 +288,20 @@ const CommandSpec& tune_command_spec(const std::vector<OptionSpec>& shared_optio
     CommandSpec command{
         "tune",
         "nautilus tune FILE [-D NAME=VALUE]... [--pin D]... [--forbid D]... [--budget N | --time T] "
-        "[--resume] [--db PATH]",
-        "Tunes a spec on the local GPU by measurement (docs/tuning.md).\n"
+        "[--resume] [--db PATH] [--executor local|slurm [--slurm-partition P] [--slurm-gres G] ...]",
+        "Tunes a spec on the local GPU, or on a Slurm cluster, by measurement (docs/tuning.md).\n"
         "Searches first, then measures the candidates the cost model ranks best: the search's\n"
         "leaves, then mutations of the best measured schedules (other tile sizes, raster orders,\n"
         "warps, stages, pipelining, fusions, one decision at a time). Every candidate is\n"
         "validated against the unscheduled reference before it is timed, and every result is\n"
         "written to the tuning database as it arrives; candidates the database already has for\n"
         "this spec, sizes and device are not measured again. Progress and an ETA go to stderr;\n"
-        "Ctrl-C stops after the candidate in flight, and --resume continues the budget.",
+        "Ctrl-C stops after the candidate in flight, and --resume continues the budget.\n"
+        "With --executor slurm every candidate is compiled here and run by nautilus-runner in a\n"
+        "Slurm job with a GPU request (sbatch; the packages and results go through --slurm-dir,\n"
+        "a directory the nodes share); the device recorded is the one the first job finds on\n"
+        "its node; a job that fails, dies with its node or times out is a recorded failure, and\n"
+        "Ctrl-C cancels the jobs still queued or running (scancel).",
         shared_options};
     command.options.push_back({"pin", "DECISION", "every candidate contains DECISION; repeatable",
                                true});
@@ -313,6 +321,7 @@ const CommandSpec& tune_command_spec(const std::vector<OptionSpec>& shared_optio
                                "next to this program)"});
     command.options.push_back(driver_option());
     command.options.push_back({"output", "FILE", "write the best measured schedule, also -o FILE"});
+    add_executor_options(command);
     return command;
   }();
   return spec;
@@ -372,19 +381,37 @@ int run_tune_command(const ParsedOptions& options, std::ostream& out, std::ostre
   if (!db) return kExitFailure;
 
   const std::unique_ptr<cost::CostModel> model = cost::make_analytical_model(*device);
-  profiler::LocalExecutorOptions executor_options;
-  executor_options.runner_command = options.get("runner");
-  executor_options.driver_library = options.get("driver");
-  executor_options.device = gpu_index;
-  executor_options.lower_arch = search::lowering_arch(tune_options.search, *model);
-  profiler::LocalExecutor executor(input, executor_options);
+  const std::optional<ExecutorChoice> choice = read_executor_choice(options, err);
+  if (!choice) return kExitFailure;
+  std::unique_ptr<tune::Executor> executor;
+  if (choice->slurm) {
+    profiler::SlurmExecutorOptions slurm = choice->slurm_options;
+    slurm.runner_command = options.get("runner");
+    slurm.driver_library = options.get("driver");
+    slurm.lower_arch = search::lowering_arch(tune_options.search, *model);
+    slurm.job_name = "nautilus-tune-" + std::filesystem::path(input.file->path()).stem().string();
+    // Ctrl-C cancels the jobs still queued or running (the tuner then stops).
+    slurm.cancelled = [] { return g_interrupted != 0; };
+    err << "tune: measuring through Slurm: one job per candidate, up to " << slurm.max_jobs
+        << " at once, packages and results in "
+        << (slurm.directory.empty() ? profiler::default_slurm_directory() : slurm.directory)
+        << "\n";
+    executor = std::make_unique<profiler::SlurmExecutor>(input, slurm);
+  } else {
+    profiler::LocalExecutorOptions executor_options;
+    executor_options.runner_command = options.get("runner");
+    executor_options.driver_library = options.get("driver");
+    executor_options.device = gpu_index;
+    executor_options.lower_arch = search::lowering_arch(tune_options.search, *model);
+    executor = std::make_unique<profiler::LocalExecutor>(input, executor_options);
+  }
 
   InterruptScope interrupt_scope;
   tune_options.should_stop = [] { return g_interrupted != 0; };
   const int budget = tune_options.budget;
   const bool timed = tune_options.time_limit_seconds.has_value();
   const tune::TuneResult result = tune::run_tune(
-      input, *model, *db, executor, tune_options, [&](const tune::TuneProgress& progress) {
+      input, *model, *db, *executor, tune_options, [&](const tune::TuneProgress& progress) {
         err << "tune: [" << progress.measured;
         if (!timed) err << "/" << progress.measured + progress.budget_left;
         err << "] " << progress.outcome << ", best " << microseconds(progress.best_us)
