@@ -142,7 +142,7 @@ PROLOG
 chmod 755 "$work/task_prolog.sh"
 cat > "$work/slurm.conf" <<CONF
 ClusterName=nautilus-test
-SlurmctldHost=$host
+SlurmctldHost=$host(127.0.0.1)
 SlurmctldPort=${ports[0]}
 SlurmdPort=${ports[1]}
 SlurmUser=$user
@@ -201,10 +201,11 @@ tune() {
     --executor slurm --slurm-dir "$work/shared" --slurm-partition test "$@" > "$work/out.txt" 2>&1
 }
 
-# field DB NAME: the values of NAME in every record of DB, one a line.
+# field DB NAME: the values of NAME in every record of DB, one a line (the export's record
+# fields are indented by exactly two spaces; a kernel's fields are deeper).
 field() {
   "$nautilus" db export --format json --db "$work/$1" 2>/dev/null |
-    sed -n "s/^ *\"$2\": \(.*\)$/\1/p" | sed 's/,$//; s/^"//; s/"$//'
+    sed -n "s/^  \"$2\": \(.*\)$/\1/p" | sed 's/,$//; s/^"//; s/"$//'
 }
 
 count_field() { field "$1" "$2" | grep -c -x -- "$3"; }
