@@ -12,6 +12,8 @@
 #include <sstream>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "core/codegen/nvrtc.h"
 #include "core/tune/text_hash.h"
 #include "profiler/child_process.h"

@@ -35,8 +35,6 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "core/search/search.h"
 #include "core/tune/executor.h"
 #include "profiler/measure.h"
