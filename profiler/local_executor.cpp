@@ -49,8 +49,9 @@ std::optional<std::vector<int>> parse_device_list(const std::string& text, std::
   std::set<int> seen;
   std::istringstream items(text);
   for (std::string item; std::getline(items, item, ',');) {
-    const bool digits = !item.empty() && item.size() <= 4 &&
-                        std::all_of(item.begin(), item.end(), [](char c) { return c >= '0' && c <= '9'; });
+    const bool digits =
+        !item.empty() && item.size() <= 4 &&
+        std::all_of(item.begin(), item.end(), [](char c) { return c >= '0' && c <= '9'; });
     if (!digits) {
       *error = "--devices expects CUDA device ordinals separated by commas, such as 0,1; got '" +
                text + "'";

@@ -287,8 +287,8 @@ TEST(Tune, CandidatesAreLoweredForTheSearchsArch) {
 // when NAUTILUS_FAKE_CUDA_DEVICE_NAME names it. The stand-in runner logs the --device it was
 // given. With `wait_for_other`, the first run on each device, when the other device's first run
 // has not ended, waits (up to 5 s) for that run to start and notes when it did: only runs on the
-// two devices at once leave that note. On `fail_device` the runner dies from SIGSEGV after 0.3 s, as a runner whose GPU
-// faults.
+// two devices at once leave that note. On `fail_device` the runner dies from SIGSEGV after
+// 0.3 s, as a runner whose GPU faults.
 const std::string kTwoFakeGpus =
     "NAUTILUS_FAKE_CUDA_DEVICES=2 NAUTILUS_FAKE_CUDA_DEVICE_NAME='Nautilus Fake H100' ";
 
@@ -304,10 +304,13 @@ std::string write_device_runner(const TempDir& dir, int fail_device = -1,
          << "echo \"$dev $us $1\" >> " << dir.file("calls.txt") << "\n"
          << "started=" << dir.file("started-") << "; ended=" << dir.file("ended-")
          << "; other=$((1 - dev))\n"
-         << "if " << (wait_for_other ? "true" : "false") << " && mkdir $started$dev 2>/dev/null; then\n"
+         << "if " << (wait_for_other ? "true" : "false")
+         << " && mkdir $started$dev 2>/dev/null; then\n"
          << "  if [ ! -d $ended$other ]; then\n"
          << "    i=0\n"
-         << "    while [ $i -lt 100 ] && [ ! -d $started$other ]; do sleep 0.05; i=$((i + 1)); done\n"
+         << "    while [ $i -lt 100 ] && [ ! -d $started$other ]; do\n"
+         << "      sleep 0.05; i=$((i + 1))\n"
+         << "    done\n"
          << "    [ -d $started$other ] && echo $dev >> " << dir.file("overlap.txt") << "\n"
          << "  fi\n"
          << "  mkdir $ended$dev\n"
@@ -432,7 +435,8 @@ TEST(TuneDevices, ParallelCompilationBuildsTheSameKernels) {
   TempDir serial_dir("tune-cli");
   TempDir parallel_dir("tune-cli");
   ASSERT_EQ(run(tune(serial_dir, write_runner(serial_dir), "--budget 8 --jobs 1")).status, 0);
-  const CliRun parallel = run(tune(parallel_dir, write_runner(parallel_dir), "--budget 8 --jobs 4"));
+  const CliRun parallel =
+      run(tune(parallel_dir, write_runner(parallel_dir), "--budget 8 --jobs 4"));
   ASSERT_EQ(parallel.status, 0) << parallel.out;
   EXPECT_NE(parallel.out.find("compiling 4 candidates at once"), std::string::npos) << parallel.out;
   auto kernels = [](const nlohmann::json& records) {
