@@ -581,8 +581,10 @@ void SlurmExecutor::measure(
     on_result(job.index, outcome);
   };
   // Build and submit one candidate after the other, so the first jobs run while the next
-  // candidates compile; look for finished jobs in between.
-  for (size_t i = 0; i < batch.size() && !cancelled(); ++i) {
+  // candidates compile; look for finished jobs in between. Once the tuner says stop (the time
+  // limit, Ctrl-C, an error) no further job is submitted; the submitted ones finish, unless
+  // `cancelled` (Ctrl-C) cancels them below.
+  for (size_t i = 0; i < batch.size() && !cancelled() && !should_stop_starting(); ++i) {
     const Measurement built = measurer_->prepare(input_.file, input_.sizes, batch[i]);
     if (!built.built()) {
       on_result(i, failed_outcome("build-error", built.build_error));

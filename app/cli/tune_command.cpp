@@ -7,6 +7,7 @@
 #include <iomanip>
 #include <ostream>
 #include <sstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -23,7 +24,7 @@
 namespace nautilus::cli {
 namespace {
 
-// Set by SIGINT: the tuner finishes the candidate in flight, records it and stops.
+// Set by SIGINT: the tuner finishes the candidates in flight, records them and stops.
 volatile std::sig_atomic_t g_interrupted = 0;
 
 void on_interrupt(int) {
@@ -288,15 +289,17 @@ const CommandSpec& tune_command_spec(const std::vector<OptionSpec>& shared_optio
     CommandSpec command{
         "tune",
         "nautilus tune FILE [-D NAME=VALUE]... [--pin D]... [--forbid D]... [--budget N | --time T] "
-        "[--resume] [--db PATH] [--executor local|slurm [--slurm-partition P] [--slurm-gres G] ...]",
-        "Tunes a spec on the local GPU, or on a Slurm cluster, by measurement (docs/tuning.md).\n"
+        "[--resume] [--db PATH] [--devices 0,1,...] [--jobs N] [--executor local|slurm ...]",
+        "Tunes a spec on the local GPUs, or on a Slurm cluster, by measurement (docs/tuning.md).\n"
         "Searches first, then measures the candidates the cost model ranks best: the search's\n"
         "leaves, then mutations of the best measured schedules (other tile sizes, raster orders,\n"
         "warps, stages, pipelining, fusions, one decision at a time). Every candidate is\n"
         "validated against the unscheduled reference before it is timed, and every result is\n"
         "written to the tuning database as it arrives; candidates the database already has for\n"
         "this spec, sizes and device are not measured again. Progress and an ETA go to stderr;\n"
-        "Ctrl-C stops after the candidate in flight, and --resume continues the budget.\n"
+        "Ctrl-C stops after the candidates in flight, and --resume continues the budget.\n"
+        "Candidates are compiled on --jobs threads and measured on every device of --devices\n"
+        "at once (one runner per device); the results go into the one database.\n"
         "With --executor slurm every candidate is compiled here and run by nautilus-runner in a\n"
         "Slurm job with a GPU request (sbatch; the packages and results go through --slurm-dir,\n"
         "a directory the nodes share); the device recorded is the one the first job finds on\n"
@@ -316,7 +319,11 @@ const CommandSpec& tune_command_spec(const std::vector<OptionSpec>& shared_optio
     command.options.push_back({"device", "NAME", "the cost model's GPU: " +
                                                      cost::known_device_models() +
                                                      " (default h100)"});
-    command.options.push_back({"gpu-index", "N", "the CUDA device to measure on (default 0)"});
+    command.options.push_back({"devices", "LIST", "the CUDA devices to measure on, one runner "
+                               "each at a time, e.g. 0,1 (default 0; all the same model)"});
+    command.options.push_back({"gpu-index", "N", "the one CUDA device to measure on: --devices N"});
+    command.options.push_back({"jobs", "N", "candidates compiled at once (default: the number "
+                               "of cores)"});
     command.options.push_back({"runner", "COMMAND", "the runner command (default: nautilus-runner "
                                "next to this program)"});
     command.options.push_back(driver_option());
@@ -333,7 +340,6 @@ int run_tune_command(const ParsedOptions& options, std::ostream& out, std::ostre
     return kExitFailure;
   }
   tune::TuneOptions tune_options;
-  tune_options.search.threads = 2;
   if (!read_decisions(options.all("pin"), "pin", tune_options.search.pins, err) ||
       !read_decisions(options.all("forbid"), "forbid", tune_options.search.forbids, err)) {
     return kExitFailure;
@@ -344,9 +350,10 @@ int run_tune_command(const ParsedOptions& options, std::ostream& out, std::ostre
     uint64_t min;
   };
   int gpu_index = 0;
+  int jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   for (const Count& count : {Count{"budget", &tune_options.budget, 1},
                              Count{"beam", &tune_options.search.beam, 1},
-                             Count{"gpu-index", &gpu_index, 0}}) {
+                             Count{"gpu-index", &gpu_index, 0}, Count{"jobs", &jobs, 1}}) {
     if (!options.has(count.name)) continue;
     const std::optional<uint64_t> value = parse_non_negative(options.get(count.name));
     if (!value || *value < count.min) {
@@ -356,6 +363,24 @@ int run_tune_command(const ParsedOptions& options, std::ostream& out, std::ostre
     }
     *count.target = static_cast<int>(*value);
   }
+  // --gpu-index N is the one-device spelling of --devices N.
+  std::vector<int> devices = {gpu_index};
+  if (options.has("devices")) {
+    if (options.has("gpu-index")) {
+      err << "nautilus: error: give --devices or --gpu-index, not both\n";
+      return kExitFailure;
+    }
+    std::string devices_error;
+    const std::optional<std::vector<int>> parsed =
+        profiler::parse_device_list(options.get("devices"), &devices_error);
+    if (!parsed) {
+      err << "nautilus: error: " << devices_error << "\n";
+      return kExitFailure;
+    }
+    devices = *parsed;
+  }
+  // The search compiles its candidates on the same threads as the builds.
+  tune_options.search.threads = jobs;
   if (options.has("time")) {
     tune_options.time_limit_seconds = parse_time_limit(options.get("time"));
     if (!tune_options.time_limit_seconds) {
@@ -401,9 +426,14 @@ int run_tune_command(const ParsedOptions& options, std::ostream& out, std::ostre
     profiler::LocalExecutorOptions executor_options;
     executor_options.runner_command = options.get("runner");
     executor_options.driver_library = options.get("driver");
-    executor_options.device = gpu_index;
+    executor_options.devices = devices;
+    executor_options.jobs = jobs;
     executor_options.lower_arch = search::lowering_arch(tune_options.search, *model);
     executor = std::make_unique<profiler::LocalExecutor>(input, executor_options);
+    err << "tune: measuring on CUDA device" << (devices.size() > 1 ? "s " : " ");
+    for (size_t i = 0; i < devices.size(); ++i) err << (i ? "," : "") << devices[i];
+    err << " (one runner each), compiling " << jobs << " candidate" << (jobs > 1 ? "s" : "")
+        << " at once\n";
   }
 
   InterruptScope interrupt_scope;
@@ -432,9 +462,17 @@ int run_tune_command(const ParsedOptions& options, std::ostream& out, std::ostre
       << result.key.device_name << ": " << result.measured << " measured ("
       << result.failed << " failed validation or did not run), " << result.skipped
       << " already in the database\n";
+  out << "time: " << std::fixed << std::setprecision(1) << result.seconds << " s, the search "
+      << "included (" << result.measured * 60.0 / std::max(result.seconds, 1e-9)
+      << " candidates per minute "
+      << (choice->slurm ? std::string("through Slurm")
+                        : "on " + std::to_string(devices.size()) + " device" +
+                              (devices.size() > 1 ? "s" : ""))
+      << ")\n" << std::defaultfloat;
   if (result.stopped) {
-    out << "interrupted: stopped after the candidate in flight; run again with --resume to "
-           "continue\n";
+    out << (choice->slurm ? "interrupted: the jobs in flight were cancelled"
+                          : "interrupted: stopped after the candidates in flight")
+        << "; run again with --resume to continue\n";
   } else if (result.exhausted) {
     out << "no new candidate left: the search's space around the best schedules is measured\n";
   }

@@ -58,10 +58,12 @@ std::optional<ExecutorChoice> read_executor_choice(const ParsedOptions& options,
     }
   }
   if (!choice.slurm) return choice;
-  if (options.has("gpu-index")) {
-    err << "nautilus: error: --gpu-index is for --executor local; Slurm picks the GPU "
-           "(--slurm-gres)\n";
-    return std::nullopt;
+  for (const char* name : {"gpu-index", "devices"}) {
+    if (options.has(name)) {
+      err << "nautilus: error: --" << name << " is for --executor local; Slurm picks the GPU "
+             "(--slurm-gres)\n";
+      return std::nullopt;
+    }
   }
   profiler::SlurmExecutorOptions& slurm = choice.slurm_options;
   slurm.partition = options.get("slurm-partition");

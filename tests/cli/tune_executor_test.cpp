@@ -50,6 +50,7 @@ TEST(TuneExecutor, BadExecutorOptionsAreOneLineErrors) {
       {"--executor slurm --slurm-jobs 0", "--slurm-jobs expects an integer from 1 to 10000"},
       {"--executor slurm --slurm-wait soon", "--slurm-wait expects a duration"},
       {"--executor slurm --gpu-index 1", "--gpu-index is for --executor local"},
+      {"--executor slurm --devices 0,1", "--devices is for --executor local"},
   };
   for (const Case& c : cases) {
     const CliRun result = run(tune(dir, c.args));
