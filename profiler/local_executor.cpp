@@ -1,7 +1,16 @@
 #include "profiler/local_executor.h"
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <set>
 #include <sstream>
+#include <thread>
 
 #include "core/codegen/nvrtc.h"
 #include "core/tune/text_hash.h"
@@ -14,7 +23,6 @@ MeasureOptions measure_options(const LocalExecutorOptions& options) {
   MeasureOptions measure;
   measure.client.command_template = options.runner_command;
   measure.client.timeout_seconds = options.timeout_seconds;
-  measure.run.device = options.device;
   if (!options.driver_library.empty()) {
     measure.run.extra_arguments = {"--driver", options.driver_library};
   }
@@ -28,10 +36,51 @@ std::optional<double> number(const nlohmann::json& object, const char* key) {
   return object[key].get<double>();
 }
 
+std::string join_devices(const std::vector<int>& devices) {
+  std::string text;
+  for (int device : devices) text += (text.empty() ? "" : ",") + std::to_string(device);
+  return text;
+}
+
 }  // namespace
 
+std::optional<std::vector<int>> parse_device_list(const std::string& text, std::string* error) {
+  std::vector<int> devices;
+  std::set<int> seen;
+  std::istringstream items(text);
+  for (std::string item; std::getline(items, item, ',');) {
+    const bool digits =
+        !item.empty() && item.size() <= 4 &&
+        std::all_of(item.begin(), item.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (!digits) {
+      *error = "--devices expects CUDA device ordinals separated by commas, such as 0,1; got '" +
+               text + "'";
+      return std::nullopt;
+    }
+    const int device = std::stoi(item);
+    if (!seen.insert(device).second) {
+      *error = "--devices names device " + item + " twice";
+      return std::nullopt;
+    }
+    devices.push_back(device);
+  }
+  if (devices.empty() || text.back() == ',') {
+    *error = "--devices expects CUDA device ordinals separated by commas, such as 0,1; got '" +
+             text + "'";
+    return std::nullopt;
+  }
+  return devices;
+}
+
 LocalExecutor::LocalExecutor(search::SearchInput input, LocalExecutorOptions options)
-    : input_(std::move(input)), options_(std::move(options)), measurer_(measure_options(options_)) {}
+    : input_(std::move(input)), options_(std::move(options)), measurer_(measure_options(options_)) {
+  if (options_.devices.empty()) options_.devices = {0};
+  options_.jobs = std::max(1, options_.jobs);
+}
+
+int LocalExecutor::parallelism() const {
+  return kCandidatesPerDevice * static_cast<int>(options_.devices.size());
+}
 
 std::optional<tune::MachineIdentity> LocalExecutor::identity(std::string* why_not) {
   const DeviceQuery query = options_.driver_library.empty()
@@ -41,17 +90,37 @@ std::optional<tune::MachineIdentity> LocalExecutor::identity(std::string* why_no
     *why_not = "no GPU: " + query.no_gpu->message;
     return std::nullopt;
   }
-  if (options_.device < 0 || options_.device >= static_cast<int>(query.devices.size())) {
-    *why_not = "no CUDA device " + std::to_string(options_.device) + " (this machine has " +
-               std::to_string(query.devices.size()) + ")";
-    return std::nullopt;
+  for (int device : options_.devices) {
+    if (device < 0 || device >= static_cast<int>(query.devices.size())) {
+      *why_not = "no CUDA device " + std::to_string(device) + " (this machine has " +
+                 std::to_string(query.devices.size()) + ")";
+      return std::nullopt;
+    }
   }
-  const DeviceInfo& device = query.devices[static_cast<size_t>(options_.device)];
+  // One model only: a measurement is keyed by the device, so the times of two models must not
+  // be mixed under one name.
+  const DeviceInfo& first = query.devices[static_cast<size_t>(options_.devices.front())];
+  for (int device : options_.devices) {
+    const DeviceInfo& other = query.devices[static_cast<size_t>(device)];
+    if (other.name != first.name || other.sm_count != first.sm_count) {
+      std::ostringstream message;
+      message << "--devices " << join_devices(options_.devices)
+              << " are not all the same model: ";
+      for (size_t i = 0; i < options_.devices.size(); ++i) {
+        const DeviceInfo& info = query.devices[static_cast<size_t>(options_.devices[i])];
+        message << (i ? ", " : "") << "device " << options_.devices[i] << " is " << info.name
+                << " (" << info.sm_count << " SMs)";
+      }
+      message << "; tune on one model at a time";
+      *why_not = message.str();
+      return std::nullopt;
+    }
+  }
   tune::MachineIdentity identity;
-  identity.device_name = device.name;
-  identity.sm_count = device.sm_count;
-  identity.sm_clock_khz = device.sm_clock_khz;
-  identity.memory_clock_khz = device.memory_clock_khz;
+  identity.device_name = first.name;
+  identity.sm_count = first.sm_count;
+  identity.sm_clock_khz = first.sm_clock_khz;
+  identity.memory_clock_khz = first.memory_clock_khz;
   identity.driver_version = query.driver_version;
   const auto& nvrtc = codegen::Nvrtc::shared();
   identity.compiler_version = std::string("nautilus ") + NAUTILUS_VERSION + ", NVRTC " +
@@ -62,12 +131,101 @@ std::optional<tune::MachineIdentity> LocalExecutor::identity(std::string* why_no
 void LocalExecutor::measure(
     const std::vector<sched::Schedule>& batch,
     const std::function<void(size_t, const tune::CandidateOutcome&)>& on_result) {
-  for (size_t i = 0; i < batch.size(); ++i) on_result(i, measure_one(batch[i]));
+  // 1. Build threads take the batch's candidates in order and queue each built package (or
+  //    report its build error). 2. One thread per device takes built packages in order and runs
+  //    them there. 3. This thread hands each outcome to `on_result` as it arrives and asks the
+  //    stop condition; once it holds, nothing more is built or started.
+  struct Finished {
+    size_t index;
+    tune::CandidateOutcome outcome;
+  };
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::deque<std::pair<size_t, Measurement>> built;  // waiting for a device
+  std::deque<Finished> finished;                     // waiting for on_result
+  size_t builds_left = batch.size();
+  int workers_left = 0;
+  bool stopping = false;
+  std::atomic<size_t> next_build{0};
+
+  auto build_work = [&] {
+    for (size_t i; (i = next_build++) < batch.size();) {
+      {
+        const std::lock_guard<std::mutex> lock(mutex);
+        if (stopping) break;
+      }
+      Measurement measurement = measurer_.prepare(input_.file, input_.sizes, batch[i]);
+      const std::lock_guard<std::mutex> lock(mutex);
+      --builds_left;
+      if (stopping) break;  // nothing of this batch is reported after the stop but runs
+      if (measurement.built()) {
+        built.emplace_back(i, std::move(measurement));
+      } else {
+        finished.push_back({i, candidate_outcome(measurement)});
+      }
+      changed.notify_all();
+    }
+    const std::lock_guard<std::mutex> lock(mutex);
+    --workers_left;
+    changed.notify_all();
+  };
+  auto device_work = [&](int device) {
+    std::unique_lock<std::mutex> lock(mutex);
+    while (true) {
+      changed.wait(lock, [&] { return stopping || !built.empty() || builds_left == 0; });
+      if (stopping || built.empty()) break;
+      auto [index, measurement] = std::move(built.front());
+      built.pop_front();
+      lock.unlock();
+      measurer_.run(measurement, device);
+      tune::CandidateOutcome outcome = candidate_outcome(measurement);
+      // The package is measured: its directory is not needed any more (a long run would
+      // otherwise keep every cubin).
+      std::error_code ignored;
+      std::filesystem::remove_all(measurement.package_dir, ignored);
+      lock.lock();
+      finished.push_back({index, std::move(outcome)});
+      changed.notify_all();
+    }
+    --workers_left;
+    changed.notify_all();
+  };
+
+  const size_t build_threads = std::min<size_t>(static_cast<size_t>(options_.jobs), batch.size());
+  std::vector<std::thread> threads;
+  workers_left = static_cast<int>(build_threads + options_.devices.size());
+  for (size_t t = 0; t < build_threads; ++t) threads.emplace_back(build_work);
+  for (int device : options_.devices) threads.emplace_back(device_work, device);
+
+  std::unique_lock<std::mutex> lock(mutex);
+  while (true) {
+    // Wake up now and then to ask the stop condition (Ctrl-C, the time limit) while runs last.
+    changed.wait_for(lock, std::chrono::milliseconds(50),
+                     [&] { return !finished.empty() || workers_left == 0; });
+    while (!finished.empty()) {
+      Finished next = std::move(finished.front());
+      finished.pop_front();
+      lock.unlock();
+      on_result(next.index, next.outcome);
+      lock.lock();
+    }
+    if (workers_left == 0) break;
+    if (!stopping) {
+      lock.unlock();
+      const bool stop = should_stop_starting();
+      lock.lock();
+      if (stop) {
+        stopping = true;
+        changed.notify_all();
+      }
+    }
+  }
+  lock.unlock();
+  for (std::thread& thread : threads) thread.join();
 }
 
-tune::CandidateOutcome LocalExecutor::measure_one(const sched::Schedule& schedule) {
+tune::CandidateOutcome candidate_outcome(const Measurement& measured) {
   tune::CandidateOutcome outcome;
-  const Measurement measured = measurer_.measure(input_.file, input_.sizes, schedule);
   if (!measured.built()) {
     outcome.status = "build-error";
     outcome.message = measured.build_error;

@@ -62,6 +62,7 @@ bool ScheduleMeasurer::build(const driver::Compilation& compilation, const std::
 }
 
 bool ScheduleMeasurer::reference_for(const driver::Compilation& scheduled, Measurement& out) {
+  const std::lock_guard<std::mutex> lock(reference_mutex_);
   const std::vector<std::pair<std::string, int64_t>>& sizes = scheduled.spec->sizes;
   // The same spec may come as another SourceFile object (each compile reads it anew): the same
   // name and text are the same spec.
@@ -86,7 +87,7 @@ bool ScheduleMeasurer::reference_for(const driver::Compilation& scheduled, Measu
   return true;
 }
 
-Measurement ScheduleMeasurer::measure(const driver::Compilation& scheduled) {
+Measurement ScheduleMeasurer::prepare(const driver::Compilation& scheduled) {
   Measurement out;
   if (directory_.empty()) {
     out.build_error = "cannot create a directory for the kernel packages";
@@ -96,19 +97,15 @@ Measurement ScheduleMeasurer::measure(const driver::Compilation& scheduled) {
     out.build_error = "the spec does not check";
     return out;
   }
-  ++packages_;
+  const int package = ++packages_;
   out.package_dir =
-      directory_ + (packages_ == 1 ? "/package" : "/package-" + std::to_string(packages_));
+      directory_ + (package == 1 ? "/package" : "/package-" + std::to_string(package));
   if (!build(scheduled, out.package_dir, "", out)) return out;
   if (options_.validate && !reference_for(scheduled, out)) return out;
-  RunRequest request = options_.run;
-  request.package_dir = out.package_dir;
-  request.reference_dir = out.reference_dir;
-  out.run = run_package(request, options_.client);
   return out;
 }
 
-Measurement ScheduleMeasurer::measure(const SourceFilePtr& file,
+Measurement ScheduleMeasurer::prepare(const SourceFilePtr& file,
                                       const std::vector<spec::SizeOverride>& sizes,
                                       const sched::Schedule& schedule) {
   driver::CompileOptions options;
@@ -116,7 +113,29 @@ Measurement ScheduleMeasurer::measure(const SourceFilePtr& file,
   options.schedule = schedule;
   options.last_stage = driver::Stage::MATile;
   options.matile.arch = options_.lower_arch;
-  return measure(driver::compile(file, options));
+  return prepare(driver::compile(file, options));
+}
+
+void ScheduleMeasurer::run(Measurement& prepared, std::optional<int> device) const {
+  RunRequest request = options_.run;
+  request.package_dir = prepared.package_dir;
+  request.reference_dir = prepared.reference_dir;
+  if (device) request.device = device;
+  prepared.run = run_package(request, options_.client);
+}
+
+Measurement ScheduleMeasurer::measure(const driver::Compilation& scheduled) {
+  Measurement out = prepare(scheduled);
+  if (out.built()) run(out);
+  return out;
+}
+
+Measurement ScheduleMeasurer::measure(const SourceFilePtr& file,
+                                      const std::vector<spec::SizeOverride>& sizes,
+                                      const sched::Schedule& schedule) {
+  Measurement out = prepare(file, sizes, schedule);
+  if (out.built()) run(out);
+  return out;
 }
 
 }  // namespace nautilus::profiler

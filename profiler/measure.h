@@ -10,9 +10,18 @@
 //
 // The reference package of a spec and its sizes is built once per measurer and reused for every
 // schedule measured after it (a search measures many schedules of one spec).
+//
+// Building and running are also separate steps, for callers that build on several threads and run
+// on several GPUs (the tuner's local executor, profiler/local_executor.h), or run the packages
+// elsewhere (the Slurm executor, profiler/slurm_executor.h, submits each as a job):
+//
+//   Measurement m = measurer.prepare(file, sizes, schedule);  // any thread: packages only
+//   if (m.built()) measurer.run(m, /*device=*/1);              // the runner, on CUDA device 1
 #pragma once
 
+#include <atomic>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -77,6 +86,16 @@ class ScheduleMeasurer {
   Measurement measure(const SourceFilePtr& file, const std::vector<spec::SizeOverride>& sizes,
                       const sched::Schedule& schedule);
 
+  // The first half of measure(): builds the package (each call its own directory) and, when
+  // validating, the reference package (once per spec and sizes; a concurrent caller waits for
+  // it), but runs nothing. Safe to call from several threads at once.
+  Measurement prepare(const driver::Compilation& scheduled);
+  Measurement prepare(const SourceFilePtr& file, const std::vector<spec::SizeOverride>& sizes,
+                      const sched::Schedule& schedule);
+  // The second half: runs the runner on a prepared, built measurement and fills `run`; `device`
+  // replaces the CUDA ordinal of options.run. Safe to call from several threads at once.
+  void run(Measurement& prepared, std::optional<int> device = std::nullopt) const;
+
  private:
   // Builds the package of `compilation` into `directory`; fills the build fields of `out` (the
   // reason prefixed with `what` when it is not empty) and returns false on failure.
@@ -88,7 +107,10 @@ class ScheduleMeasurer {
   MeasureOptions options_;
   std::string directory_;
   bool owns_directory_ = false;
-  int packages_ = 0;
+  std::atomic<int> packages_{0};
+  // Held while the reference is looked up or built: one build per spec and sizes, even when
+  // several threads prepare candidates of one spec at once.
+  std::mutex reference_mutex_;
   // The spec and sizes whose reference package is at reference_dir_.
   SourceFilePtr reference_file_;
   std::vector<std::pair<std::string, int64_t>> reference_sizes_;

@@ -70,6 +70,7 @@ std::string runner_usage() {
   return "usage: nautilus-runner PACKAGE_DIR [--reference REF_DIR] [--seed N] [--warmup N]\n"
          "                       [--reps N] [--device I] [--no-flush] [--timeout SECONDS]\n"
          "                       [--timer auto|events] [--driver LIBCUDA]\n"
+         "       nautilus-runner --devices [--driver LIBCUDA]\n"
          "\n"
          "Loads the kernel package in PACKAGE_DIR on the local GPU, checks its outputs against the\n"
          "reference package REF_DIR on the same seeded random inputs, times every kernel (CUPTI,\n"
@@ -84,6 +85,7 @@ std::string runner_usage() {
          "  --timeout SECONDS    longest wait for the GPU before reporting a timeout (default 60)\n"
          "  --timer auto|events  auto: CUPTI activity records, events if CUPTI is unavailable\n"
          "  --driver LIBCUDA     load this libcuda instead of libcuda.so.1\n"
+         "  --devices            print this machine's CUDA devices as JSON instead (exit 3: no GPU)\n"
          "\n"
          "Exit status: 0 ok, 1 wrong results, 2 usage error, 3 no GPU, 4 load or compile error,\n"
          "5 launch error (e.g. illegal memory access), 6 timeout, 70 internal error.\n";
@@ -588,6 +590,9 @@ ParsedRunnerArgs parse_runner_args(const std::vector<std::string>& args) {
     if (arg == "--help" || arg == "-h") {
       parsed.help = true;
       return parsed;
+    } else if (arg == "--devices") {
+      if (inline_value) return bad("no value");
+      parsed.list_devices = true;
     } else if (arg == "--no-flush") {
       if (inline_value) return bad("no value");
       options.flush_l2 = false;
@@ -628,6 +633,20 @@ ParsedRunnerArgs parse_runner_args(const std::vector<std::string>& args) {
       options.package_dir = arg;
       have_package = true;
     }
+  }
+  if (parsed.list_devices) {
+    // Only --driver goes with --devices; the options of a run would be silently ignored.
+    for (size_t i = 0; i < args.size(); ++i) {
+      if (args[i] == "--driver") {
+        ++i;  // its value
+      } else if (args[i] != "--devices" && args[i].rfind("--driver=", 0) != 0) {
+        parsed.list_devices = false;
+        parsed.error = "--devices takes only --driver LIBCUDA, got '" + args[i] + "'";
+        return parsed;
+      }
+    }
+    parsed.devices_driver = options.driver_library;
+    return parsed;
   }
   if (!have_package) {
     parsed.error = "missing PACKAGE_DIR";

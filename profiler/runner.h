@@ -4,6 +4,10 @@
 //   nautilus-runner PACKAGE_DIR [--reference REF_DIR] [--seed N] [--warmup N] [--reps N]
 //                   [--device I] [--no-flush] [--timeout SECONDS] [--timer auto|events]
 //                   [--driver LIBCUDA]
+//   nautilus-runner --devices [--driver LIBCUDA]
+//                   prints the machine's device query (device_info.h's to_json) and exits 0, or
+//                   3 without a GPU: how a remote executor learns which GPU a node has (the
+//                   Slurm executor's first job, profiler/slurm_executor.h).
 //
 // What one run does (docs/runner.md has the JSON format):
 //   1. reads the package (and the reference package) with codegen::read_package;
@@ -56,6 +60,9 @@ struct RunnerOptions {
 struct ParsedRunnerArgs {
   std::optional<RunnerOptions> options;  // set when the arguments are valid
   bool help = false;                     // --help: print runner_usage() and exit 0
+  // --devices: print the device query of `devices_driver` and exit (no package).
+  bool list_devices = false;
+  std::string devices_driver = CudaDriver::kSystemLibrary;
   std::string error;                     // one line when neither
 };
 ParsedRunnerArgs parse_runner_args(const std::vector<std::string>& args);

@@ -22,6 +22,13 @@ set -euo pipefail
 #   libimgui-dev libgraphviz-dev                    ImGui panels and IR graph layout in views/
 #   xvfb xauth                                      xvfb-run for OpenGL panel tests on CI
 #   clang libclang-rt-14-dev                        the libFuzzer target (runtime in clang-rt)
+#   slurmctld slurmd slurm-client munge             `nautilus tune --executor slurm`'s test: a
+#                                                   single-node Slurm (slurm-wlm 22.05) the test
+#                                                   starts in a temporary directory with its own
+#                                                   munge key (tests/slurm/run_slurm_test.sh);
+#                                                   the system's services are neither configured
+#                                                   nor needed (where systemd runs, munge's own
+#                                                   service may start; the test does not use it)
 packages=(
   build-essential cmake ninja-build pkg-config ccache
   nlohmann-json3-dev libgtest-dev libz3-dev libsqlite3-dev
@@ -29,6 +36,7 @@ packages=(
   libimgui-dev libgraphviz-dev
   xvfb xauth
   clang libclang-rt-14-dev
+  slurmctld slurmd slurm-client munge
 )
 
 check_only=0

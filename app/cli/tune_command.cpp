@@ -2,25 +2,29 @@
 
 #include <csignal>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <ostream>
 #include <sstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
 #include "app/cli/command_inputs.h"
+#include "app/cli/tune_executor.h"
 #include "core/cost/analytical_model.h"
 #include "core/cost/device_models.h"
 #include "core/search/search.h"
 #include "core/tune/tuner.h"
 #include "profiler/device_info.h"
 #include "profiler/local_executor.h"
+#include "profiler/slurm_executor.h"
 
 namespace nautilus::cli {
 namespace {
 
-// Set by SIGINT: the tuner finishes the candidate in flight, records it and stops.
+// Set by SIGINT: the tuner finishes the candidates in flight, records them and stops.
 volatile std::sig_atomic_t g_interrupted = 0;
 
 void on_interrupt(int) {
@@ -285,15 +289,22 @@ const CommandSpec& tune_command_spec(const std::vector<OptionSpec>& shared_optio
     CommandSpec command{
         "tune",
         "nautilus tune FILE [-D NAME=VALUE]... [--pin D]... [--forbid D]... [--budget N | --time T] "
-        "[--resume] [--db PATH]",
-        "Tunes a spec on the local GPU by measurement (docs/tuning.md).\n"
+        "[--resume] [--db PATH] [--devices 0,1,...] [--jobs N] [--executor local|slurm ...]",
+        "Tunes a spec on the local GPUs, or on a Slurm cluster, by measurement (docs/tuning.md).\n"
         "Searches first, then measures the candidates the cost model ranks best: the search's\n"
         "leaves, then mutations of the best measured schedules (other tile sizes, raster orders,\n"
         "warps, stages, pipelining, fusions, one decision at a time). Every candidate is\n"
         "validated against the unscheduled reference before it is timed, and every result is\n"
         "written to the tuning database as it arrives; candidates the database already has for\n"
         "this spec, sizes and device are not measured again. Progress and an ETA go to stderr;\n"
-        "Ctrl-C stops after the candidate in flight, and --resume continues the budget.",
+        "Ctrl-C stops after the candidates in flight, and --resume continues the budget.\n"
+        "Candidates are compiled on --jobs threads and measured on every device of --devices\n"
+        "at once (one runner per device); the results go into the one database.\n"
+        "With --executor slurm every candidate is compiled here and run by nautilus-runner in a\n"
+        "Slurm job with a GPU request (sbatch; the packages and results go through --slurm-dir,\n"
+        "a directory the nodes share); the device recorded is the one the first job finds on\n"
+        "its node; a job that fails, dies with its node or times out is a recorded failure, and\n"
+        "Ctrl-C cancels the jobs still queued or running (scancel).",
         shared_options};
     command.options.push_back({"pin", "DECISION", "every candidate contains DECISION; repeatable",
                                true});
@@ -308,11 +319,16 @@ const CommandSpec& tune_command_spec(const std::vector<OptionSpec>& shared_optio
     command.options.push_back({"device", "NAME", "the cost model's GPU: " +
                                                      cost::known_device_models() +
                                                      " (default h100)"});
-    command.options.push_back({"gpu-index", "N", "the CUDA device to measure on (default 0)"});
+    command.options.push_back({"devices", "LIST", "the CUDA devices to measure on, one runner "
+                               "each at a time, e.g. 0,1 (default 0; all the same model)"});
+    command.options.push_back({"gpu-index", "N", "the one CUDA device to measure on: --devices N"});
+    command.options.push_back({"jobs", "N", "candidates compiled at once (default: the number "
+                               "of cores)"});
     command.options.push_back({"runner", "COMMAND", "the runner command (default: nautilus-runner "
                                "next to this program)"});
     command.options.push_back(driver_option());
     command.options.push_back({"output", "FILE", "write the best measured schedule, also -o FILE"});
+    add_executor_options(command);
     return command;
   }();
   return spec;
@@ -324,7 +340,6 @@ int run_tune_command(const ParsedOptions& options, std::ostream& out, std::ostre
     return kExitFailure;
   }
   tune::TuneOptions tune_options;
-  tune_options.search.threads = 2;
   if (!read_decisions(options.all("pin"), "pin", tune_options.search.pins, err) ||
       !read_decisions(options.all("forbid"), "forbid", tune_options.search.forbids, err)) {
     return kExitFailure;
@@ -335,9 +350,10 @@ int run_tune_command(const ParsedOptions& options, std::ostream& out, std::ostre
     uint64_t min;
   };
   int gpu_index = 0;
+  int jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   for (const Count& count : {Count{"budget", &tune_options.budget, 1},
                              Count{"beam", &tune_options.search.beam, 1},
-                             Count{"gpu-index", &gpu_index, 0}}) {
+                             Count{"gpu-index", &gpu_index, 0}, Count{"jobs", &jobs, 1}}) {
     if (!options.has(count.name)) continue;
     const std::optional<uint64_t> value = parse_non_negative(options.get(count.name));
     if (!value || *value < count.min) {
@@ -347,6 +363,24 @@ int run_tune_command(const ParsedOptions& options, std::ostream& out, std::ostre
     }
     *count.target = static_cast<int>(*value);
   }
+  // --gpu-index N is the one-device spelling of --devices N.
+  std::vector<int> devices = {gpu_index};
+  if (options.has("devices")) {
+    if (options.has("gpu-index")) {
+      err << "nautilus: error: give --devices or --gpu-index, not both\n";
+      return kExitFailure;
+    }
+    std::string devices_error;
+    const std::optional<std::vector<int>> parsed =
+        profiler::parse_device_list(options.get("devices"), &devices_error);
+    if (!parsed) {
+      err << "nautilus: error: " << devices_error << "\n";
+      return kExitFailure;
+    }
+    devices = *parsed;
+  }
+  // The search compiles its candidates on the same threads as the builds.
+  tune_options.search.threads = jobs;
   if (options.has("time")) {
     tune_options.time_limit_seconds = parse_time_limit(options.get("time"));
     if (!tune_options.time_limit_seconds) {
@@ -372,19 +406,42 @@ int run_tune_command(const ParsedOptions& options, std::ostream& out, std::ostre
   if (!db) return kExitFailure;
 
   const std::unique_ptr<cost::CostModel> model = cost::make_analytical_model(*device);
-  profiler::LocalExecutorOptions executor_options;
-  executor_options.runner_command = options.get("runner");
-  executor_options.driver_library = options.get("driver");
-  executor_options.device = gpu_index;
-  executor_options.lower_arch = search::lowering_arch(tune_options.search, *model);
-  profiler::LocalExecutor executor(input, executor_options);
+  const std::optional<ExecutorChoice> choice = read_executor_choice(options, err);
+  if (!choice) return kExitFailure;
+  std::unique_ptr<tune::Executor> executor;
+  if (choice->slurm) {
+    profiler::SlurmExecutorOptions slurm = choice->slurm_options;
+    slurm.runner_command = options.get("runner");
+    slurm.driver_library = options.get("driver");
+    slurm.lower_arch = search::lowering_arch(tune_options.search, *model);
+    slurm.job_name = "nautilus-tune-" + std::filesystem::path(input.file->path()).stem().string();
+    // Ctrl-C cancels the jobs still queued or running (the tuner then stops).
+    slurm.cancelled = [] { return g_interrupted != 0; };
+    err << "tune: measuring through Slurm: one job per candidate, up to " << slurm.max_jobs
+        << " at once, packages and results in "
+        << (slurm.directory.empty() ? profiler::default_slurm_directory() : slurm.directory)
+        << "\n";
+    executor = std::make_unique<profiler::SlurmExecutor>(input, slurm);
+  } else {
+    profiler::LocalExecutorOptions executor_options;
+    executor_options.runner_command = options.get("runner");
+    executor_options.driver_library = options.get("driver");
+    executor_options.devices = devices;
+    executor_options.jobs = jobs;
+    executor_options.lower_arch = search::lowering_arch(tune_options.search, *model);
+    executor = std::make_unique<profiler::LocalExecutor>(input, executor_options);
+    err << "tune: measuring on CUDA device" << (devices.size() > 1 ? "s " : " ");
+    for (size_t i = 0; i < devices.size(); ++i) err << (i ? "," : "") << devices[i];
+    err << " (one runner each), compiling " << jobs << " candidate" << (jobs > 1 ? "s" : "")
+        << " at once\n";
+  }
 
   InterruptScope interrupt_scope;
   tune_options.should_stop = [] { return g_interrupted != 0; };
   const int budget = tune_options.budget;
   const bool timed = tune_options.time_limit_seconds.has_value();
   const tune::TuneResult result = tune::run_tune(
-      input, *model, *db, executor, tune_options, [&](const tune::TuneProgress& progress) {
+      input, *model, *db, *executor, tune_options, [&](const tune::TuneProgress& progress) {
         err << "tune: [" << progress.measured;
         if (!timed) err << "/" << progress.measured + progress.budget_left;
         err << "] " << progress.outcome << ", best " << microseconds(progress.best_us)
@@ -405,9 +462,17 @@ int run_tune_command(const ParsedOptions& options, std::ostream& out, std::ostre
       << result.key.device_name << ": " << result.measured << " measured ("
       << result.failed << " failed validation or did not run), " << result.skipped
       << " already in the database\n";
+  out << "time: " << std::fixed << std::setprecision(1) << result.seconds << " s, the search "
+      << "included (" << result.measured * 60.0 / std::max(result.seconds, 1e-9)
+      << " candidates per minute "
+      << (choice->slurm ? std::string("through Slurm")
+                        : "on " + std::to_string(devices.size()) + " device" +
+                              (devices.size() > 1 ? "s" : ""))
+      << ")\n" << std::defaultfloat;
   if (result.stopped) {
-    out << "interrupted: stopped after the candidate in flight; run again with --resume to "
-           "continue\n";
+    out << (choice->slurm ? "interrupted: the jobs in flight were cancelled"
+                          : "interrupted: stopped after the candidates in flight")
+        << "; run again with --resume to continue\n";
   } else if (result.exhausted) {
     out << "no new candidate left: the search's space around the best schedules is measured\n";
   }

@@ -1,10 +1,12 @@
 // `nautilus tune` and `nautilus db`: measured tuning with the tuning database (docs/tuning.md).
 //
 //   nautilus tune FILE [-D ...] [--pin D]... [--budget N | --time T] [--resume] [--db PATH]
+//                [--devices 0,1,...] [--jobs N]
 //     searches, then measures the candidates the cost model ranks best (the search's leaves,
-//     then mutations of the best measured schedules) on the local GPU, each validated before it
-//     is timed and written to the database as it arrives; progress with an ETA on stderr;
-//     Ctrl-C stops after the candidate in flight and `--resume` continues the budget.
+//     then mutations of the best measured schedules) on the local GPUs (one runner per device
+//     at once, candidates compiled on --jobs threads), each validated before it is timed and
+//     written to the database as it arrives; progress with an ETA on stderr; Ctrl-C stops after
+//     the candidates in flight and `--resume` continues the budget.
 //   nautilus db list|show ID|export|prune [--db PATH] ...   and   nautilus db --best FILE -D ...
 //     reads and maintains the database.
 // Exit status: 0 success; 1 a user-facing failure (bad option, missing / corrupt / newer

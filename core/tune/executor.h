@@ -1,11 +1,11 @@
 // Where the tuner's candidates are measured: the seam between the tuner (core/tune/tuner.h),
 // which decides what to measure and records it, and the machinery that builds and times kernels.
 //
-// Today there is one implementation, the local executor (profiler/local_executor.h: one runner
-// child process at a time on one local GPU). Executors that spread a batch over several local
-// GPUs or hand it to Slurm implement the same interface: `parallelism()` tells the tuner how
-// large a batch to hand over, and results come back through the callback as they arrive, in any
-// order, so the tuner writes each to the database at once.
+// The local executor (profiler/local_executor.h) builds a batch's kernel packages on a pool of
+// threads and runs one nautilus-runner child per local GPU at once; an executor that hands a
+// batch to Slurm implements the same interface: `parallelism()` tells the tuner how large a
+// batch to hand over, and results come back through the callback as they arrive, in any order,
+// so the tuner writes each to the database at once.
 //
 // This header is types only (no SQLite): profiler/ implements it without linking the database.
 #pragma once
@@ -56,6 +56,19 @@ class Executor {
   // on the calling thread as each finishes. Every candidate is validated before it is timed.
   virtual void measure(const std::vector<sched::Schedule>& batch,
                        const std::function<void(size_t, const CandidateOutcome&)>& on_result) = 0;
+
+  // The tuner's stop condition (Ctrl-C, the time limit, a fatal error), asked on the calling
+  // thread while a batch is measured: once it answers true, an executor that measures several
+  // candidates of a batch in turn starts no further one; those already running finish and are
+  // reported, the others are not (never recorded, so a later run measures them). An executor
+  // that ignores it only makes the tuner stop at the end of the batch.
+  void stop_starting_when(std::function<bool()> stop) { stop_starting_ = std::move(stop); }
+
+ protected:
+  bool should_stop_starting() const { return stop_starting_ && stop_starting_(); }
+
+ private:
+  std::function<bool()> stop_starting_;
 };
 
 }  // namespace nautilus::tune

@@ -133,8 +133,11 @@ TuneResult run_tune(const search::SearchInput& input, const cost::CostModel& mod
     RecordFilter usable = this_config;
     usable.usable_only = true;
     std::vector<TuningRecord> records = db.list(usable);
+    // Equal times are ordered by schedule, not by arrival: with several devices the results of
+    // a batch arrive in any order, and the parents must not depend on it.
     std::stable_sort(records.begin(), records.end(), [](const auto& a, const auto& b) {
-      return *a.median_us < *b.median_us;
+      if (*a.median_us != *b.median_us) return *a.median_us < *b.median_us;
+      return a.key.schedule < b.key.schedule;
     });
     int parents = 0;
     for (const TuningRecord& parent : records) {
@@ -202,6 +205,12 @@ TuneResult run_tune(const search::SearchInput& input, const cost::CostModel& mod
     std::vector<sched::Schedule> schedules;
     for (const Candidate& candidate : batch) schedules.push_back(candidate.schedule);
     bool no_gpu = false;
+    // Within a batch the executor starts no further candidate once the run is to end: Ctrl-C,
+    // the time limit, no GPU or a database that cannot be written.
+    executor.stop_starting_when([&] {
+      return no_gpu || !result.error.empty() || (options.should_stop && options.should_stop()) ||
+             (options.time_limit_seconds && elapsed() >= *options.time_limit_seconds);
+    });
     executor.measure(schedules, [&](size_t index, const CandidateOutcome& outcome) {
       if (outcome.no_gpu) {
         no_gpu = true;
@@ -251,7 +260,11 @@ TuneResult run_tune(const search::SearchInput& input, const cost::CostModel& mod
         on_progress(progress);
       }
     });
-    if (no_gpu || !result.error.empty()) return result;
+    executor.stop_starting_when({});
+    if (no_gpu || !result.error.empty()) {
+      result.seconds = elapsed();
+      return result;
+    }
   }
 
   result.best = db.best(base.spec_hash, base.sizes, base.device_name);
@@ -261,6 +274,7 @@ TuneResult run_tune(const search::SearchInput& input, const cost::CostModel& mod
     }
   }
   result.ok = true;
+  result.seconds = elapsed();
   return result;
 }
 

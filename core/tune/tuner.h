@@ -16,8 +16,9 @@
 //
 // The run ends when `budget` candidates were measured (with `resume`, counting the records the
 // database already holds for this spec, sizes and device), when `time_limit_seconds` passed,
-// when the candidates are exhausted, or when `should_stop` says so (checked between batches:
-// the candidates in flight finish and are recorded).
+// when the candidates are exhausted, or when `should_stop` says so (checked between batches and,
+// through Executor::stop_starting_when, between the candidates of a batch: the candidates in
+// flight finish and are recorded, the batch's others are not started).
 #pragma once
 
 #include <functional>
@@ -66,6 +67,7 @@ struct TuneResult {
   bool exhausted = false; // no new candidate was left
   std::optional<TuningRecord> best;  // the database's best for this spec, sizes and device
   std::optional<double> analytical_pick_us;  // measured time of the search's own choice
+  double seconds = 0.0;   // wall clock of the whole run, the search included
   MeasurementKey key;     // the key's spec, sizes and device (schedule empty)
 };
 

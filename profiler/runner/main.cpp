@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "profiler/device_info.h"
 #include "profiler/runner.h"
 
 namespace {
@@ -26,6 +27,12 @@ int main(int argc, char** argv) {
   if (parsed.help) {
     std::cout << runner_usage();
     return 0;
+  }
+  if (parsed.list_devices) {
+    // The device query alone, for executors that must learn which GPU a remote node has.
+    const DeviceQuery query = query_devices(parsed.devices_driver);
+    print_report(to_json(query));
+    return query.has_gpu() ? 0 : exit_code_for(RunnerErrorKind::NoGpu);
   }
   RunnerOutcome outcome;
   try {

@@ -7,6 +7,8 @@
 //
 //   NAUTILUS_FAKE_CUDA_INIT_ERROR=<code>   cuInit returns <code> (e.g. 100 = no device)
 //   NAUTILUS_FAKE_CUDA_DEVICES=<n>         cuDeviceGetCount reports <n> devices (default 1)
+//   NAUTILUS_FAKE_CUDA_DEVICE_NAME=<name>  every device is named <name> (one model); by default
+//                                          device i is "Nautilus Fake GPU i" (each its own model)
 //   NAUTILUS_FAKE_CUDA_ATTRIBUTE_ERROR=1   cuDeviceGetAttribute fails with error 1
 //   NAUTILUS_FAKE_CUDA_COMPUTE=<major*10+minor>  compute capability (default 90)
 //   NAUTILUS_FAKE_CUDA_MODULE_ERROR=<code> cuModuleLoadDataEx fails with <code> and a JIT log
@@ -177,7 +179,12 @@ int cuDeviceGetName(char* name, int length, int device) {
   if (!valid_device(device) || name == nullptr || length <= 0) {
     return kErrorInvalidValue;
   }
-  std::snprintf(name, static_cast<std::size_t>(length), "Nautilus Fake GPU %d", device);
+  const char* model = std::getenv("NAUTILUS_FAKE_CUDA_DEVICE_NAME");
+  if (model != nullptr && *model != '\0') {
+    std::snprintf(name, static_cast<std::size_t>(length), "%s", model);
+  } else {
+    std::snprintf(name, static_cast<std::size_t>(length), "Nautilus Fake GPU %d", device);
+  }
   return kSuccess;
 }
 

@@ -217,7 +217,7 @@ TEST(Tune, SigintStopsAfterTheCandidateInFlightAndResumeFinishesTheBudget) {
   EXPECT_NE(out.find("interrupted"), std::string::npos) << out;
   const int measured = calls(dir);
   EXPECT_LT(measured, 20);
-  // The candidate in flight was finished and recorded.
+  // The candidates in flight were finished and recorded; none was left unrecorded.
   EXPECT_EQ(export_json(dir).size(), static_cast<size_t>(measured));
 
   const CliRun resumed = run(tune(dir, write_runner(dir), "--budget 20 --resume"));
@@ -281,6 +281,175 @@ TEST(Tune, CandidatesAreLoweredForTheSearchsArch) {
   std::string line;
   std::getline(arch, line);
   EXPECT_NE(line.find("sm_90a"), std::string::npos) << line;
+}
+
+// Several devices: NAUTILUS_FAKE_CUDA_DEVICES=2 gives the fake driver two devices, one model
+// when NAUTILUS_FAKE_CUDA_DEVICE_NAME names it. The stand-in runner logs the --device it was
+// given. With `wait_for_other`, the first run on each device, when the other device's first run
+// has not ended, waits (up to 5 s) for that run to start and notes when it did: only runs on the
+// two devices at once leave that note. On `fail_device` the runner dies from SIGSEGV after
+// 0.3 s, as a runner whose GPU faults.
+const std::string kTwoFakeGpus =
+    "NAUTILUS_FAKE_CUDA_DEVICES=2 NAUTILUS_FAKE_CUDA_DEVICE_NAME='Nautilus Fake H100' ";
+
+std::string write_device_runner(const TempDir& dir, int fail_device = -1,
+                                bool wait_for_other = true) {
+  const std::string path = dir.file("device_runner.sh");
+  std::ofstream script(path);
+  script << "#!/bin/sh\n"
+         << "dev=0; prev=\n"
+         << "for a in \"$@\"; do [ \"$prev\" = --device ] && dev=$a; prev=$a; done\n"
+         << "sum=$(cksum < \"$1/kernel.cu\" | cut -d' ' -f1)\n"
+         << "us=$(( 10 + sum % 90 ))\n"
+         << "echo \"$dev $us $1\" >> " << dir.file("calls.txt") << "\n"
+         << "started=" << dir.file("started-") << "; ended=" << dir.file("ended-")
+         << "; other=$((1 - dev))\n"
+         << "if " << (wait_for_other ? "true" : "false")
+         << " && mkdir $started$dev 2>/dev/null; then\n"
+         << "  if [ ! -d $ended$other ]; then\n"
+         << "    i=0\n"
+         << "    while [ $i -lt 100 ] && [ ! -d $started$other ]; do\n"
+         << "      sleep 0.05; i=$((i + 1))\n"
+         << "    done\n"
+         << "    [ -d $started$other ] && echo $dev >> " << dir.file("overlap.txt") << "\n"
+         << "  fi\n"
+         << "  mkdir $ended$dev\n"
+         << "fi\n"
+         << "if [ \"$dev\" = " << fail_device << " ]; then sleep 0.3; kill -SEGV $$; fi\n"
+         << "echo \"{\\\"format\\\": \\\"nautilus-runner-report\\\", \\\"version\\\": 1, "
+            "\\\"status\\\": \\\"ok\\\", \\\"timing\\\": {\\\"kernels\\\": [{\\\"name\\\": "
+            "\\\"gemm_C\\\", \\\"median_us\\\": $us, \\\"min_us\\\": $us, \\\"max_us\\\": $us}], "
+            "\\\"total\\\": {\\\"median_us\\\": $us, \\\"min_us\\\": $us, \\\"max_us\\\": $us}}, "
+            "\\\"validation\\\": {\\\"status\\\": \\\"passed\\\", \\\"passed\\\": true, "
+            "\\\"max_relative_error\\\": 0.001}, \\\"errors\\\": []}\"\n";
+  script.close();
+  std::filesystem::permissions(path, std::filesystem::perms::owner_all);
+  return path;
+}
+
+// The device of every runner call, in order.
+std::vector<int> devices_called(const TempDir& dir) {
+  std::ifstream in(dir.file("calls.txt"));
+  std::vector<int> devices;
+  for (std::string line; std::getline(in, line);) devices.push_back(std::stoi(line));
+  return devices;
+}
+
+TEST(TuneDevices, TwoDevicesMeasureEveryCandidateOnceBothAtOnce) {
+  TempDir dir("tune-cli");
+  const CliRun tuned =
+      run(kTwoFakeGpus + tune(dir, write_device_runner(dir), "--budget 12 --devices 0,1"));
+  ASSERT_EQ(tuned.status, 0) << tuned.out;
+  EXPECT_NE(tuned.out.find("12 measured"), std::string::npos) << tuned.out;
+  EXPECT_NE(tuned.out.find("tune: measuring on CUDA devices 0,1"), std::string::npos) << tuned.out;
+  EXPECT_NE(tuned.out.find("candidates per minute on 2 devices"), std::string::npos) << tuned.out;
+
+  const std::vector<int> devices = devices_called(dir);
+  ASSERT_EQ(devices.size(), 12u) << "one runner call per candidate";
+  EXPECT_EQ(std::count(devices.begin(), devices.end(), 0) +
+                std::count(devices.begin(), devices.end(), 1),
+            12);
+  EXPECT_GT(std::count(devices.begin(), devices.end(), 0), 0) << tuned.out;
+  EXPECT_GT(std::count(devices.begin(), devices.end(), 1), 0) << tuned.out;
+  EXPECT_TRUE(std::filesystem::exists(dir.file("overlap.txt")))
+      << "the two devices' first runs should overlap\n" << tuned.out;
+
+  const nlohmann::json records = export_json(dir);
+  ASSERT_EQ(records.size(), 12u);
+  std::set<std::string> schedules;
+  for (const auto& record : records) {
+    schedules.insert(record["schedule"].get<std::string>());
+    EXPECT_EQ(record["device_name"], "Nautilus Fake H100") << "the model's identity";
+    EXPECT_EQ(record["validation"], "passed");
+  }
+  EXPECT_EQ(schedules.size(), 12u) << "every candidate is recorded once";
+}
+
+TEST(TuneDevices, ARunnerThatFailsOnOneDeviceIsRecordedAndTheOtherGoesOn) {
+  TempDir dir("tune-cli");
+  const CliRun tuned = run(kTwoFakeGpus + tune(dir, write_device_runner(dir, /*fail_device=*/1),
+                                               "--budget 10 --devices 0,1"));
+  ASSERT_EQ(tuned.status, 0) << tuned.out;
+  EXPECT_NE(tuned.out.find("10 measured"), std::string::npos) << tuned.out;
+  const std::vector<int> devices = devices_called(dir);
+  ASSERT_EQ(devices.size(), 10u);
+  const nlohmann::json records = export_json(dir);
+  ASSERT_EQ(records.size(), 10u);
+  int crashed = 0;
+  int passed = 0;
+  for (const auto& record : records) {
+    if (record["status"] == "runner_crashed") {
+      ++crashed;
+      EXPECT_TRUE(record["median_us"].is_null());
+    }
+    passed += record["validation"] == "passed";
+  }
+  EXPECT_EQ(crashed, std::count(devices.begin(), devices.end(), 1)) << tuned.out;
+  EXPECT_EQ(passed, std::count(devices.begin(), devices.end(), 0)) << tuned.out;
+  EXPECT_GT(crashed, 0) << tuned.out;
+  EXPECT_GT(passed, 0) << "device 0 went on\n" << tuned.out;
+  char best_line[64];
+  std::snprintf(best_line, sizeof best_line, "best: %.1f µs", best_median(records));
+  EXPECT_NE(tuned.out.find(best_line), std::string::npos) << tuned.out;
+}
+
+TEST(TuneDevices, DevicesOfDifferentModelsAreRefusedByName) {
+  TempDir dir("tune-cli");
+  // Without a common name the fake devices are two models.
+  const CliRun tuned = run("NAUTILUS_FAKE_CUDA_DEVICES=2 " +
+                           tune(dir, write_device_runner(dir), "--budget 4 --devices 0,1"));
+  EXPECT_EQ(tuned.status, 1) << tuned.out;
+  EXPECT_NE(tuned.out.find("not all the same model"), std::string::npos) << tuned.out;
+  EXPECT_NE(tuned.out.find("device 0 is Nautilus Fake GPU 0"), std::string::npos) << tuned.out;
+  EXPECT_NE(tuned.out.find("device 1 is Nautilus Fake GPU 1"), std::string::npos) << tuned.out;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("calls.txt"))) << "nothing was measured";
+}
+
+TEST(TuneDevices, DeviceListsAreCheckedAndGpuIndexIsOneDevice) {
+  TempDir dir("tune-cli");
+  const std::string runner = write_device_runner(dir, -1, /*wait_for_other=*/false);
+  struct Case {
+    std::string args;
+    std::string message;
+  };
+  for (const Case& bad : {Case{"--devices 0,0", "--devices names device 0 twice"},
+                          Case{"--devices 0,x", "--devices expects CUDA device ordinals"},
+                          Case{"--devices 0,", "--devices expects CUDA device ordinals"},
+                          Case{"--devices 0,2", "no CUDA device 2 (this machine has 2)"},
+                          Case{"--devices 1 --gpu-index 1", "not both"},
+                          Case{"--jobs 0", "--jobs expects an integer of at least 1"}}) {
+    const CliRun tuned = run(kTwoFakeGpus + tune(dir, runner, "--budget 2 " + bad.args));
+    EXPECT_EQ(tuned.status, 1) << bad.args << "\n" << tuned.out;
+    EXPECT_NE(tuned.out.find(bad.message), std::string::npos) << bad.args << "\n" << tuned.out;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.file("calls.txt")));
+  // --gpu-index N measures on device N alone, as before --devices.
+  const CliRun tuned = run(kTwoFakeGpus + tune(dir, runner, "--budget 3 --gpu-index 1"));
+  ASSERT_EQ(tuned.status, 0) << tuned.out;
+  EXPECT_EQ(devices_called(dir), std::vector<int>({1, 1, 1})) << tuned.out;
+}
+
+// Candidates compiled on several threads at once give the same kernels as one at a time: the
+// lowering and NVRTC are safe to run concurrently, and nothing depends on the order.
+TEST(TuneDevices, ParallelCompilationBuildsTheSameKernels) {
+  TempDir serial_dir("tune-cli");
+  TempDir parallel_dir("tune-cli");
+  ASSERT_EQ(run(tune(serial_dir, write_runner(serial_dir), "--budget 8 --jobs 1")).status, 0);
+  const CliRun parallel =
+      run(tune(parallel_dir, write_runner(parallel_dir), "--budget 8 --jobs 4"));
+  ASSERT_EQ(parallel.status, 0) << parallel.out;
+  EXPECT_NE(parallel.out.find("compiling 4 candidates at once"), std::string::npos) << parallel.out;
+  auto kernels = [](const nlohmann::json& records) {
+    std::set<std::pair<std::string, std::string>> schedule_and_code;
+    for (const auto& record : records) {
+      schedule_and_code.insert(
+          {record["schedule"].get<std::string>(), record["code_hash"].get<std::string>()});
+    }
+    return schedule_and_code;
+  };
+  const auto serial = kernels(export_json(serial_dir));
+  EXPECT_EQ(serial.size(), 8u);
+  EXPECT_EQ(serial, kernels(export_json(parallel_dir)));
 }
 
 TEST(TuneDb, ListShowPruneAndCsvExport) {

@@ -96,6 +96,20 @@ TEST(RunnerArgs, RejectsBadArgumentsWithAReason) {
   EXPECT_TRUE(parse_runner_args({"--help"}).help);
 }
 
+TEST(RunnerArgs, DevicesTakesOnlyTheDriver) {
+  ParsedRunnerArgs parsed = parse_runner_args({"--devices", "--driver", "libfake.so"});
+  EXPECT_TRUE(parsed.list_devices) << parsed.error;
+  EXPECT_EQ(parsed.devices_driver, "libfake.so");
+  EXPECT_EQ(parse_runner_args({"--devices"}).devices_driver, "libcuda.so.1");
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--devices", "pkg"}, {"--devices", "--reps", "3"}}) {
+    parsed = parse_runner_args(args);
+    EXPECT_FALSE(parsed.list_devices);
+    EXPECT_NE(parsed.error.find("--devices takes only --driver"), std::string::npos)
+        << parsed.error;
+  }
+}
+
 TEST(RunnerReport, ExitCodesPerErrorKind) {
   EXPECT_EQ(exit_code_for(std::nullopt), 0);
   EXPECT_EQ(exit_code_for(RunnerErrorKind::WrongResults), 1);
@@ -507,6 +521,21 @@ TEST(RunnerProcess, UsageErrorsAreJsonToo) {
   child = run_child({runner_path(), "--help"}, {});
   EXPECT_EQ(child.exit_code, 0);
   EXPECT_NE(child.stdout_text.find("usage: nautilus-runner"), std::string::npos);
+}
+
+TEST(RunnerProcess, DevicesPrintsTheDeviceQuery) {
+  ChildResult child = run_child({runner_path(), "--devices", "--driver", fake_libcuda_path()}, {});
+  EXPECT_EQ(child.exit_code, 0) << child.stderr_text;
+  nlohmann::json query = nlohmann::json::parse(child.stdout_text, nullptr, false);
+  ASSERT_TRUE(query.is_object()) << child.stdout_text;
+  EXPECT_EQ(query["devices"][0]["name"], "Nautilus Fake GPU 0");
+
+  ScopedEnv no_device("NAUTILUS_FAKE_CUDA_INIT_ERROR", "100");
+  child = run_child({runner_path(), "--devices", "--driver", fake_libcuda_path()}, {});
+  EXPECT_EQ(child.exit_code, 3) << "no GPU";
+  query = nlohmann::json::parse(child.stdout_text, nullptr, false);
+  ASSERT_TRUE(query.is_object()) << child.stdout_text;
+  EXPECT_TRUE(query.contains("no_gpu"));
 }
 
 TEST(RunnerProcess, PassingAndWrongPackagesThroughTheClient) {

@@ -20,7 +20,10 @@ namespace {
 class ScriptedExecutor : public Executor {
  public:
   bool no_gpu = false;
+  int batch_size = 1;  // parallelism()
   std::vector<std::string> measured;  // schedule texts, in order
+
+  int parallelism() const override { return batch_size; }
 
   static double time_of(const std::string& schedule) {
     return 10.0 + static_cast<double>(std::stoull(hash_text(schedule).substr(0, 8), nullptr, 16) %
@@ -33,6 +36,8 @@ class ScriptedExecutor : public Executor {
   void measure(const std::vector<sched::Schedule>& batch,
                const std::function<void(size_t, const CandidateOutcome&)>& on_result) override {
     for (size_t i = 0; i < batch.size(); ++i) {
+      // As the local executor does between candidates: nothing more once the run is to end.
+      if (should_stop_starting()) return;
       CandidateOutcome outcome;
       if (no_gpu) {
         outcome.no_gpu = true;
@@ -125,7 +130,7 @@ TEST_F(TunerTest, MeasuresLeavesThenMutationsAndReportsTheFastest) {
   }
 }
 
-TEST_F(TunerTest, StopsWhenAskedAfterTheCandidateInFlightAndWithoutAGpu) {
+TEST_F(TunerTest, StopsWhenAskedAfterTheCandidatesInFlightAndWithoutAGpu) {
   ScriptedExecutor executor;
   TuneOptions options;
   options.budget = 50;
@@ -136,12 +141,23 @@ TEST_F(TunerTest, StopsWhenAskedAfterTheCandidateInFlightAndWithoutAGpu) {
   EXPECT_EQ(stopped.measured, 3);
   EXPECT_EQ(db_->list({}).size(), 3u);
 
+  // Within a batch too: the executor is told to start no further candidate.
+  ScriptedExecutor batched;
+  batched.batch_size = 8;
+  options.should_stop = [&] { return batched.measured.size() >= 3; };
+  const TuneResult stopped_in_batch = run_tune(input_, *model_, *db_, batched, options);
+  ASSERT_TRUE(stopped_in_batch.ok) << stopped_in_batch.error;
+  EXPECT_TRUE(stopped_in_batch.stopped);
+  EXPECT_EQ(stopped_in_batch.measured, 3);
+  EXPECT_EQ(batched.measured.size(), 3u);
+  EXPECT_EQ(db_->list({}).size(), 6u);
+
   ScriptedExecutor dead;
   dead.no_gpu = true;
   const TuneResult failed = tune(dead, TuneOptions{});
   EXPECT_FALSE(failed.ok);
   EXPECT_NE(failed.error.find("no GPU"), std::string::npos) << failed.error;
-  EXPECT_EQ(db_->list({}).size(), 3u) << "nothing recorded for a missing GPU";
+  EXPECT_EQ(db_->list({}).size(), 6u) << "nothing recorded for a missing GPU";
 }
 
 }  // namespace
