@@ -53,10 +53,11 @@ const OptionSpec kArchOption{
 const OptionSpec kEpilogueOption{
     "epilogue", "MODE",
     "how a warp-specialized kernel stores its accumulator tile: staged (default: stmatrix into "
-    "shared memory, then one TMA store where rows are 16-byte aligned, else coalesced row stores), "
-    "rows (staged, always stored row by row by the consumers), realigned (rows, and rows at a pitch "
-    "that is not 16-byte aligned stored as aligned 16-byte vectors with the misaligned ends element "
-    "by element; experimental, off by default) or fragments (straight from the wgmma layout, for "
+    "shared memory, then coalesced row stores, or in a persistent kernel one TMA store where rows "
+    "are 16-byte aligned), tma (staged, with the TMA store wherever it applies), rows (staged, "
+    "always stored row by row by the consumers), realigned (rows, and rows at a pitch that is not "
+    "16-byte aligned stored as aligned 16-byte vectors with the misaligned ends element by "
+    "element; experimental, off by default) or fragments (straight from the wgmma layout, for "
     "comparisons)"};
 
 const CommandSpec kLower{
@@ -186,14 +187,16 @@ Loaded load(const ParsedOptions& options, driver::Stage last_stage, const CliHoo
   }
   if (options.has("epilogue")) {
     const std::string mode = options.get("epilogue");
-    if (mode != "staged" && mode != "rows" && mode != "realigned" && mode != "fragments") {
-      err << "nautilus: error: unknown --epilogue '" << mode << "'; expected staged, rows, realigned, fragments\n";
+    if (mode != "staged" && mode != "tma" && mode != "rows" && mode != "realigned" && mode != "fragments") {
+      err << "nautilus: error: unknown --epilogue '" << mode << "'; expected staged, tma, rows, realigned, fragments\n";
       loaded.exit_status = kExitFailure;
       return loaded;
     }
     compile_options.matile.stage_epilogue = mode != "fragments";
     compile_options.matile.realign_rows = mode == "realigned";
-    compile_options.matile.tma_store = mode == "staged";
+    compile_options.matile.tma_store = mode == "tma"      ? matile::LowerOptions::TmaStore::Always
+                                       : mode == "staged" ? matile::LowerOptions::TmaStore::Persistent
+                                                          : matile::LowerOptions::TmaStore::Never;
   }
   SourceFilePtr file = SourceFile::read(options.positionals.front(), &error);
   if (!file) {

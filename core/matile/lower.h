@@ -103,9 +103,12 @@ struct LowerOptions {
   bool realign_rows = false;
   // Rule 7 where the tile can be a TMA box (16-byte aligned rows, a window clipped only at the
   // buffer's end): the staged tile leaves by a TMA store issued by one thread, and the consumers
-  // go on at once (a persistent CTA's next tile waits only before it stages again). false: the
-  // consumers store the staged rows themselves (for comparisons).
-  bool tma_store = true;
+  // go on at once (a persistent CTA's next tile waits only before it stages again). Persistent:
+  // in persistent kernels only, where the consumers have a next tile to go on to (with one tile
+  // per CTA it measured within 1% of the row stores on the H100 and can cost ptxas registers);
+  // Always: wherever it applies; Never: the consumers store the staged rows themselves.
+  enum class TmaStore { Persistent, Always, Never };
+  TmaStore tma_store = TmaStore::Persistent;
 };
 
 layout::Result<ModulePtr> lower_to_matile(const vrtile::ModulePtr& module,

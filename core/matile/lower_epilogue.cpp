@@ -116,13 +116,17 @@ bool KernelLowering::emit_staged_store(const VOp& op, const Window& window, cons
     layout::ComposedLayout tma_layout;
     int swizzle_bytes = 0;
     std::vector<int> tile_axes;
-    const std::string no_tma =
-        tma_store_refusal(op, window, value, vector, &tma_layout, &swizzle_bytes, &tile_axes);
-    if (no_tma.empty()) {
-      emit_tma_store(op, window, value, tma_layout, swizzle_bytes, tile_axes);
-      return true;
+    const bool wanted = options_.tma_store == LowerOptions::TmaStore::Always ||
+                        (options_.tma_store == LowerOptions::TmaStore::Persistent && ws_.persistent);
+    if (wanted) {
+      const std::string no_tma =
+          tma_store_refusal(op, window, value, vector, &tma_layout, &swizzle_bytes, &tile_axes);
+      if (no_tma.empty()) {
+        emit_tma_store(op, window, value, tma_layout, swizzle_bytes, tile_axes);
+        return true;
+      }
+      b_.note("epilogue " + what + " staged without a TMA store: " + no_tma);
     }
-    b_.note("epilogue " + what + " staged without a TMA store: " + no_tma);
   }
   std::string swizzle;
   const layout::ComposedLayout staged_layout = fragment_tile_layout(type.shape, bytes, &swizzle);
@@ -166,7 +170,6 @@ bool KernelLowering::emit_staged_store(const VOp& op, const Window& window, cons
 std::string KernelLowering::tma_store_refusal(const VOp& op, const Window& window, const Value& value,
                                               int64_t vector, layout::ComposedLayout* staged_layout,
                                               int* swizzle_bytes, std::vector<int>* tile_axes) {
-  if (!options_.tma_store) return "the TMA store is turned off (tma_store = false)";
   const TileType& type = value->type;
   const int bytes = dtype_bytes(type.dtype);
   if (vector * bytes != 16) return "rows or the column offset are not 16-byte aligned, which TMA needs";

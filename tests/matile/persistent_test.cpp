@@ -179,7 +179,7 @@ TEST(Persistent, AStagingBufferReusedWithoutABarrierIsCaught) {
   driver::CompileOptions options;
   options.last_stage = driver::Stage::MATile;
   options.matile.arch = "sm_90a";
-  options.matile.tma_store = false;
+  options.matile.tma_store = LowerOptions::TmaStore::Never;
   const driver::Compilation compilation = nautilus::testing::compile_scheduled(
       "assets/specs/gemm.nt", gemm_schedule(true), {"M=256", "N=256", "K=128"}, options);
   ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error;
