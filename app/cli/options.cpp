@@ -120,4 +120,19 @@ std::optional<uint64_t> parse_non_negative(const std::string& text, size_t max_d
   return value;
 }
 
+std::optional<double> parse_duration(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  double scale = 1.0;
+  std::string digits = text;
+  switch (text.back()) {
+    case 's': digits.pop_back(); break;
+    case 'm': scale = 60.0; digits.pop_back(); break;
+    case 'h': scale = 3600.0; digits.pop_back(); break;
+    default: break;
+  }
+  const std::optional<uint64_t> value = parse_non_negative(digits);
+  if (!value || *value == 0) return std::nullopt;
+  return static_cast<double>(*value) * scale;
+}
+
 }  // namespace nautilus::cli

@@ -57,4 +57,8 @@ inline constexpr int kExitInternal = 2;
 // nullopt: "12" -> 12; "", "-1", "1e3", "0x10" -> nullopt.
 std::optional<uint64_t> parse_non_negative(const std::string& text, size_t max_digits = 9);
 
+// A positive duration in seconds: "90" or "90s", "15m", "2h"; nullopt for anything else (tune's
+// --time, --slurm-wait).
+std::optional<double> parse_duration(const std::string& text);
+
 }  // namespace nautilus::cli

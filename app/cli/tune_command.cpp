@@ -71,21 +71,6 @@ std::string date_text(int64_t unix_seconds) {
   return buffer;
 }
 
-// "90" -> 90 s; "90s", "15m", "2h"; nullopt for anything else.
-std::optional<double> parse_time_limit(const std::string& text) {
-  if (text.empty()) return std::nullopt;
-  double scale = 1.0;
-  std::string digits = text;
-  switch (text.back()) {
-    case 's': digits.pop_back(); break;
-    case 'm': scale = 60.0; digits.pop_back(); break;
-    case 'h': scale = 3600.0; digits.pop_back(); break;
-    default: break;
-  }
-  const std::optional<uint64_t> value = parse_non_negative(digits);
-  if (!value || *value == 0) return std::nullopt;
-  return static_cast<double>(*value) * scale;
-}
 
 std::unique_ptr<tune::TuningDatabase> open_database(const ParsedOptions& options, bool create,
                                                     std::ostream& err) {
@@ -382,7 +367,7 @@ int run_tune_command(const ParsedOptions& options, std::ostream& out, std::ostre
   // The search compiles its candidates on the same threads as the builds.
   tune_options.search.threads = jobs;
   if (options.has("time")) {
-    tune_options.time_limit_seconds = parse_time_limit(options.get("time"));
+    tune_options.time_limit_seconds = parse_duration(options.get("time"));
     if (!tune_options.time_limit_seconds) {
       err << "nautilus: error: --time expects a duration such as 90, 90s, 15m or 2h, got '"
           << options.get("time") << "'\n";

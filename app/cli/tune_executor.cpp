@@ -1,25 +1,6 @@
 #include "app/cli/tune_executor.h"
 
 namespace nautilus::cli {
-namespace {
-
-// "90" -> 90 s; "90s", "15m", "2h" (as tune's --time); nullopt for anything else.
-std::optional<double> parse_duration(const std::string& text) {
-  if (text.empty()) return std::nullopt;
-  double scale = 1.0;
-  std::string digits = text;
-  switch (text.back()) {
-    case 's': digits.pop_back(); break;
-    case 'm': scale = 60.0; digits.pop_back(); break;
-    case 'h': scale = 3600.0; digits.pop_back(); break;
-    default: break;
-  }
-  const std::optional<uint64_t> value = parse_non_negative(digits);
-  if (!value || *value == 0) return std::nullopt;
-  return static_cast<double>(*value) * scale;
-}
-
-}  // namespace
 
 void add_executor_options(CommandSpec& command) {
   command.options.push_back({"executor", "KIND",

@@ -33,6 +33,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/layout/tma.h"
 #include "core/matile/ir.h"
 #include "core/matile/layouts.h"
 #include "core/matile/lower.h"
@@ -411,6 +412,10 @@ struct RingLayout {
   int swizzle_bytes = 0;
 };
 layout::Result<RingLayout> ring_layout(int element_bytes, const std::vector<int64_t>& shape, bool mn_is_axis0);
+// TMA's boxes for a tile in `tile`'s layout over buffer axis `outer_axis` and the buffer's last
+// (the other axes one element each).
+layout::Result<layout::TmaTilePlan> plan_buffer_tile(const Buffer& buffer, int outer_axis,
+                                                     const layout::ComposedLayout& tile, int element_bytes);
 
 // The kernel without ops that have no effect and whose results nobody reads (lower.cpp).
 KernelPtr remove_dead_ops(KernelPtr kernel);

@@ -189,13 +189,7 @@ std::string KernelLowering::tma_store_refusal(const VOp& op, const Window& windo
   }
   layout::Result<RingLayout> tile = ring_layout(bytes, type.shape, /*mn_is_axis0=*/false);
   if (!tile) return "no swizzled panel layout fits the tile: " + tile.error().message;
-  const size_t a0 = static_cast<size_t>(axes[0]);
-  int64_t outer_stride = 1;
-  for (size_t axis = a0 + 1; axis < buffer->shape.size(); ++axis) outer_stride *= buffer->shape[axis];
-  layout::GlobalTensor global;
-  global.shape = {buffer->shape[a0], buffer->shape.back()};
-  global.strides = {outer_stride, 1};
-  layout::Result<layout::TmaTilePlan> boxes = layout::plan_tma_tile(tile->layout, bytes, global);
+  layout::Result<layout::TmaTilePlan> boxes = plan_buffer_tile(buffer, axes[0], tile->layout, bytes);
   if (!boxes) return "TMA cannot write the tile: " + boxes.error().message;
   *staged_layout = tile->layout;
   *swizzle_bytes = tile->swizzle_bytes;

@@ -88,6 +88,17 @@ layout::Result<RingLayout> ring_layout(int element_bytes, const std::vector<int6
 }
 
 
+layout::Result<layout::TmaTilePlan> plan_buffer_tile(const Buffer& buffer, int outer_axis,
+                                                     const layout::ComposedLayout& tile, int element_bytes) {
+  const size_t a0 = static_cast<size_t>(outer_axis);
+  int64_t outer_stride = 1;
+  for (size_t axis = a0 + 1; axis < buffer->shape.size(); ++axis) outer_stride *= buffer->shape[axis];
+  layout::GlobalTensor global;
+  global.shape = {buffer->shape[a0], buffer->shape.back()};
+  global.strides = {outer_stride, 1};
+  return layout::plan_tma_tile(tile, element_bytes, global);
+}
+
 void KernelLowering::plan_warp_specialization() {
   const int consumers = options_.consumers;
   const int64_t rows = 64 * int64_t{consumers};
@@ -303,13 +314,7 @@ void KernelLowering::plan_warp_specialization() {
     const int e = dtype_bytes(load->results[0]->type.dtype);
     layout::Result<RingLayout> ring = ring_layout(e, shape, mn_is_axis0);
     if (!ring) fail(what + ": no canonical wgmma layout fits its tile: " + ring.error().message);
-    const size_t a0 = static_cast<size_t>(tile_axes[0]);
-    int64_t outer_stride = 1;
-    for (size_t axis = a0 + 1; axis < buffer->shape.size(); ++axis) outer_stride *= buffer->shape[axis];
-    layout::GlobalTensor global;
-    global.shape = {buffer->shape[a0], buffer->shape.back()};
-    global.strides = {outer_stride, 1};
-    layout::Result<layout::TmaTilePlan> boxes = layout::plan_tma_tile(ring->layout, e, global);
+    layout::Result<layout::TmaTilePlan> boxes = plan_buffer_tile(buffer, tile_axes[0], ring->layout, e);
     if (!boxes) fail(what + ": TMA cannot fill its tile: " + boxes.error().message);
     TmaOperand operand;
     operand.load = load;

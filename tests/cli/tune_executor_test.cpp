@@ -9,27 +9,15 @@
 #include <string>
 
 #include "tests/common/golden.h"
+#include "tests/common/shell_run.h"
 #include "tests/common/temp_dir.h"
 
 namespace {
 
 using nautilus::testing::TempDir;
 
-struct CliRun {
-  int status = -1;
-  std::string out;  // stdout and stderr together
-};
-
-CliRun run(const std::string& command) {
-  CliRun result;
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (!pipe) return result;
-  char buffer[4096];
-  for (size_t n; (n = fread(buffer, 1, sizeof buffer, pipe)) > 0;) result.out.append(buffer, n);
-  const int status = pclose(pipe);
-  result.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
-}
+using CliRun = nautilus::testing::ShellRun;
+CliRun run(const std::string& command) { return nautilus::testing::run_shell(command); }
 
 std::string tune(const TempDir& dir, const std::string& args) {
   return std::string(NAUTILUS_CLI_PATH) + " tune " +

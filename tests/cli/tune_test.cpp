@@ -22,27 +22,15 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/common/golden.h"
+#include "tests/common/shell_run.h"
 #include "tests/common/temp_dir.h"
 
 namespace {
 
 using nautilus::testing::TempDir;
 
-struct CliRun {
-  int status = -1;
-  std::string out;  // stdout and stderr together
-};
-
-CliRun run(const std::string& command) {
-  CliRun result;
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (!pipe) return result;
-  char buffer[4096];
-  for (size_t n; (n = fread(buffer, 1, sizeof buffer, pipe)) > 0;) result.out.append(buffer, n);
-  const int status = pclose(pipe);
-  result.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
-}
+using CliRun = nautilus::testing::ShellRun;
+CliRun run(const std::string& command) { return nautilus::testing::run_shell(command); }
 
 // A runner that logs each package it is given to DIR/calls.txt and reports a validated time of
 // 10 + (cksum of kernel.cu mod 90) µs; candidates whose checksum is divisible by `wrong_every`
