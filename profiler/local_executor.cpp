@@ -122,10 +122,14 @@ std::optional<tune::MachineIdentity> LocalExecutor::identity(std::string* why_no
   identity.sm_clock_khz = first.sm_clock_khz;
   identity.memory_clock_khz = first.memory_clock_khz;
   identity.driver_version = query.driver_version;
-  const auto& nvrtc = codegen::Nvrtc::shared();
-  identity.compiler_version = std::string("nautilus ") + NAUTILUS_VERSION + ", NVRTC " +
-                              (nvrtc ? (*nvrtc)->version() : std::string("missing"));
+  identity.compiler_version = compiler_version();
   return identity;
+}
+
+std::string compiler_version() {
+  const auto& nvrtc = codegen::Nvrtc::shared();
+  return std::string("nautilus ") + NAUTILUS_VERSION + ", NVRTC " +
+         (nvrtc ? (*nvrtc)->version() : std::string("missing"));
 }
 
 void LocalExecutor::measure(

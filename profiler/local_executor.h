@@ -68,6 +68,10 @@ std::optional<std::vector<int>> parse_device_list(const std::string& text, std::
 // status, validation, times, registers and spills.
 tune::CandidateOutcome candidate_outcome(const Measurement& measured);
 
+// The compiler a measurement is keyed by (MachineIdentity::compiler_version): "nautilus 0.1.0,
+// NVRTC 13.0" ("NVRTC missing" without the library).
+std::string compiler_version();
+
 // Fills the outcome's times, validation, registers and spills from a runner report.
 void read_runner_report(const RunResult& run, tune::CandidateOutcome& outcome);
 

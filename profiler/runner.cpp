@@ -1,6 +1,7 @@
 #include "profiler/runner.h"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <filesystem>
@@ -169,6 +170,9 @@ struct LoadedPackage {
   KernelBinary binary;
   std::vector<cu::Function> functions;  // per kernel, launch order
   std::vector<int> registers;
+  // Per kernel, the grid it is launched with: launch.json's, or for a persistent kernel its tile
+  // count clamped to the CTAs the device holds at once (asked once, when the kernel is loaded).
+  std::vector<std::array<int64_t, 3>> grids;
   std::map<std::string, cu::DevicePtr> buffers;
   TensorMapCache tensor_maps;
 };
@@ -307,6 +311,12 @@ bool prepare_on_device(GpuSession& session, const DeviceInfo& device, LoadedPack
     }
     loaded.functions.push_back(function);
     loaded.registers.push_back(registers);
+    std::array<int64_t, 3> grid = kernel.grid;
+    if (kernel.persistent) {
+      // Persistent CTAs walk the tiles themselves: as many as the device holds at once.
+      grid[0] = std::min(grid[0], session.resident_ctas(function, kernel.block[0], kernel.dynamic_shared_bytes));
+    }
+    loaded.grids.push_back(grid);
   }
   for (const codegen::KernelArgument& buffer : loaded.package.buffers) {
     int64_t count = 1;
@@ -342,12 +352,7 @@ std::optional<GpuError> launch_kernel(GpuSession& session, LoadedPackage& loaded
   const codegen::KernelLaunch& kernel = loaded.package.kernels[k];
   KernelParameters parameters;
   if (auto failure = kernel_parameters(session, loaded, k, &parameters, nullptr)) return failure;
-  LaunchShape shape{kernel.grid, kernel.block, kernel.cluster, kernel.dynamic_shared_bytes};
-  if (kernel.persistent) {
-    // Persistent CTAs walk the tiles themselves: as many as the device holds at once.
-    shape.grid[0] = std::min(shape.grid[0], session.resident_ctas(loaded.functions[k], kernel.block[0],
-                                                                   kernel.dynamic_shared_bytes));
-  }
+  LaunchShape shape{loaded.grids[k], kernel.block, kernel.cluster, kernel.dynamic_shared_bytes};
   return session.launch(loaded.functions[k], shape, parameters);
 }
 

@@ -14,7 +14,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/codegen/nvrtc.h"
 #include "core/tune/text_hash.h"
 #include "profiler/child_process.h"
 #include "profiler/local_executor.h"
@@ -80,12 +79,6 @@ tune::CandidateOutcome failed_outcome(std::string status, std::string message) {
   outcome.status = std::move(status);
   outcome.message = std::move(message);
   return outcome;
-}
-
-std::string compiler_version() {
-  const auto& nvrtc = codegen::Nvrtc::shared();
-  return std::string("nautilus ") + NAUTILUS_VERSION + ", NVRTC " +
-         (nvrtc ? (*nvrtc)->version() : std::string("missing"));
 }
 
 // "13.0" (format_driver_version) -> 13000; 0 when unknown.

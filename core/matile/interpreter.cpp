@@ -270,6 +270,7 @@ class Interpreter : public Visitor {
       tile_extents_ = extents;
       launched_ = std::min(points, persistent_ctas_);
       for (cta_ = 0; cta_ < launched_; ++cta_) {
+        bound_point_.clear();
         reset_shared();
         visit(*kernel.body);
         check_barriers_balanced();
@@ -395,10 +396,15 @@ class Interpreter : public Visitor {
   std::vector<int64_t> tile_point(int64_t step) {
     return grid_point_in_launch_order(cta_ + step * launched_, tile_extents_, kernel_->tile_group);
   }
+  // Binds the grid variables to `point` for the running threads; the roles take turns op by op,
+  // so a binding that is already there (the same point, as many threads) is kept.
   void bind_grid(const std::vector<int64_t>& point) {
+    if (point == bound_point_ && threads() == bound_threads_) return;
     for (size_t k = 0; k < kernel_->grid.size() && k < point.size(); ++k) {
       define(kernel_->grid[k].var).assign(static_cast<size_t>(threads()), static_cast<double>(point[k]));
     }
+    bound_point_ = point;
+    bound_threads_ = threads();
   }
 
   void run_for(const Op& op) {
@@ -1922,6 +1928,9 @@ class Interpreter : public Visitor {
   // A persistent kernel's CTA being run, the CTAs launched and the tile space (the grid).
   int64_t cta_ = 0, launched_ = 0;
   std::vector<int64_t> tile_extents_;
+  // What bind_grid last bound the grid variables to.
+  std::vector<int64_t> bound_point_;
+  int64_t bound_threads_ = -1;
   InterpretErrorKind error_kind_ = InterpretErrorKind::Other;
   std::string error_op_;
   std::map<std::string, uint64_t> instructions_;

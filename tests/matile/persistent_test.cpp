@@ -148,11 +148,7 @@ ModulePtr without_op(const ModulePtr& module, const std::string& role_name,
   for (const WarpRole& role : roles->roles) {
     if (role.name == role_name) role_body = role.body.get();
   }
-  const Op* target = nullptr;
-  count_ops(*role_body, [&](const Op& op) {
-    if (!target && drop(op)) target = &op;
-    return false;
-  });
+  const Op* target = nautilus::testing::first_op(*role_body, drop);
   EXPECT_TRUE(target) << "no op to drop in role " << role_name;
   Rebuilder rebuilder(*kernel);
   KernelPtr broken = rebuilder.run(kernel, [&](const Op& original, const OpPtr& renamed, Rebuilder& out) {

@@ -67,18 +67,7 @@ const SharedAlloc* staging_of(const Kernel& kernel) {
 
 // The layout the staged tile is read back in (the SharedLoad before the store).
 const Op* staged_read(const Region& region) {
-  for (const OpPtr& op : region.ops) {
-    if (op->kind == OpKind::SharedLoad) return op.get();
-    if (op->body) {
-      if (const Op* found = staged_read(*op->body)) return found;
-    }
-    for (const WarpRole& role : op->roles) {
-      if (role.body) {
-        if (const Op* found = staged_read(*role.body)) return found;
-      }
-    }
-  }
-  return nullptr;
+  return nautilus::testing::first_op(region, [](const Op& op) { return op.kind == OpKind::SharedLoad; });
 }
 
 TEST(StagedEpilogue, AnOddPitchIsStoredRowWiseOneElementPerThreadAndMatchesTheReference) {
@@ -105,19 +94,10 @@ TEST(StagedEpilogue, AnOddPitchIsStoredRowWiseOneElementPerThreadAndMatchesTheRe
 // The global store after the staged read.
 const Op* staged_store(const Region& region) {
   bool after_read = false;
-  for (const OpPtr& op : region.ops) {
-    if (op->kind == OpKind::SharedLoad) after_read = true;
-    if (after_read && op->kind == OpKind::GlobalStore) return op.get();
-    if (op->body) {
-      if (const Op* found = staged_store(*op->body)) return found;
-    }
-    for (const WarpRole& role : op->roles) {
-      if (role.body) {
-        if (const Op* found = staged_store(*role.body)) return found;
-      }
-    }
-  }
-  return nullptr;
+  return nautilus::testing::first_op(region, [&](const Op& op) {
+    after_read = after_read || op.kind == OpKind::SharedLoad;
+    return after_read && op.kind == OpKind::GlobalStore;
+  });
 }
 
 // Realigned rows (LowerOptions::realign_rows, off by default; `--epilogue=realigned`).
