@@ -1736,15 +1736,18 @@ class AnalyticalModel : public CostModel {
       double keys = 0.0;
       if (kernel.tile_group > 1 && kernel.grid.size() >= 2 &&
           all_keys(kernel, deps) <= kMaxListedCtas) {
+        // Counts the tail's keys too.
         keys = distinct_keys_in_tile_order(kernel, deps, static_cast<int64_t>(wave_size),
                                            static_cast<int64_t>(full_waves),
                                            static_cast<int64_t>(tail));
-      } else if (full_waves > 0) {
-        keys += full_waves * distinct_keys(kernel, deps, 0, static_cast<int64_t>(wave_size));
-      }
-      if (tail > 0) {
-        keys += distinct_keys(kernel, deps, static_cast<int64_t>(full_waves * wave_size),
-                              static_cast<int64_t>(tail));
+      } else {
+        if (full_waves > 0) {
+          keys += full_waves * distinct_keys(kernel, deps, 0, static_cast<int64_t>(wave_size));
+        }
+        if (tail > 0) {
+          keys += distinct_keys(kernel, deps, static_cast<int64_t>(full_waves * wave_size),
+                                static_cast<int64_t>(tail));
+        }
       }
       dram_reads += access->bytes * access->distinct * keys;
     }

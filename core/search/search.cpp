@@ -230,6 +230,7 @@ std::vector<Decision> without_tile_order(const std::vector<Decision>& decisions,
 struct Entry {
   int node = 0;
   Phase phase = Phase::ReductionFusion;
+  bool tied = false;  // in the tie beam (Searcher::select_beam)
 };
 
 class Searcher {
@@ -647,6 +648,58 @@ class Searcher {
   // the `keep` best entries all have the same number of nests and a candidate with another
   // number exists, the best such candidate takes the last place: the beam keeps one alternative
   // structure alive until tiling has had its say.
+  // The entries of the next round from the sorted `candidates`: the `beam` best of the main
+  // beam's children, and a second beam of the same width, the tie beam. Estimates within
+  // kBeamTie of each other do not rank: early in the search one unfused intermediate can
+  // dominate every estimate (28 s of a 28.6 s estimate for a sliding-window attention before S
+  // is fused), so siblings that differ in a tile size differ by microseconds of noise, and a cut
+  // there would decide the final kernel's tile size by that noise (a leaf the model ranks 40%
+  // better was lost when an unrelated term moved by 0.01%). The candidates just past the main
+  // cut and tied with it go to the tie beam, which keeps its best among them and its own
+  // children. The two beams do not compete: the main beam's path is the one a search without
+  // the tie beam takes (unless the tie beam reached one of its programs first), so the tie beam
+  // adds leaves and does not lose the ones the main beam finds.
+  std::vector<Entry> select_beam(std::vector<Entry> candidates) {
+    constexpr double kBeamTie = 1e-4;
+    const size_t width = static_cast<size_t>(std::max(1, options_.beam));
+    std::vector<Entry> main, tied;
+    for (const Entry& e : candidates) (e.tied ? tied : main).push_back(e);
+    const size_t keep = std::min(main.size(), width);
+    keep_one_other_structure(main, keep);
+    if (keep > 0) {
+      const double cut = score(main[keep - 1].node);
+      for (size_t i = keep; i < main.size() && std::isfinite(cut); ++i) {
+        if (score(main[i].node) > cut * (1.0 + kBeamTie)) continue;
+        main[i].tied = true;
+        tied.push_back(main[i]);
+      }
+    }
+    std::stable_sort(tied.begin(), tied.end(), [&](const Entry& a, const Entry& b) {
+      if (a.node == b.node) return a.phase < b.phase;
+      return better(a.node, b.node);
+    });
+    const size_t keep_tied = std::min(tied.size(), width);
+    std::vector<Entry> next(main.begin(), main.begin() + static_cast<long>(keep));
+    next.insert(next.end(), tied.begin(), tied.begin() + static_cast<long>(keep_tied));
+    const auto drop_below = [&](const std::vector<Entry>& list, size_t kept_count,
+                                const char* which) {
+      if (kept_count == 0) return;
+      const double worst_kept = score(list[kept_count - 1].node);
+      for (size_t i = kept_count; i < list.size(); ++i) {
+        const int id = list[i].node;
+        const bool kept = std::any_of(next.begin(), next.end(),
+                                      [&](const Entry& e) { return e.node == id; });
+        if (kept || complete_[id]) continue;
+        drop(id, std::string("below the ") + which + ": estimate " + format_us(score(id)) +
+                     ", the " + which + " kept " + std::to_string(kept_count) + " at or under " +
+                     format_us(worst_kept));
+      }
+    };
+    drop_below(main, keep, "beam");
+    drop_below(tied, keep_tied, "tie beam");
+    return next;
+  }
+
   void keep_one_other_structure(std::vector<Entry>& candidates, size_t keep) const {
     if (keep < 2 || candidates.size() <= keep) return;
     const size_t nests = nest_count(candidates.front().node);
@@ -1454,7 +1507,9 @@ SearchResult Searcher::run() {
     std::vector<Entry> next;
     for (const Entry& entry : beam) {
       if (stop_.stop_requested()) break;
+      const size_t first_child = next.size();
       expand(entry, next);
+      for (size_t i = first_child; i < next.size(); ++i) next[i].tied = entry.tied;
     }
     std::vector<int> fresh;
     for (size_t id = first_new; id < nodes_.size(); ++id) fresh.push_back(static_cast<int>(id));
@@ -1477,20 +1532,7 @@ SearchResult Searcher::run() {
       if (a.node == b.node) return a.phase < b.phase;
       return better(a.node, b.node);
     });
-    const size_t keep = std::min(candidates.size(), static_cast<size_t>(std::max(1, options_.beam)));
-    keep_one_other_structure(candidates, keep);
-    beam.assign(candidates.begin(), candidates.begin() + static_cast<long>(keep));
-    if (keep > 0) {
-      const double worst_kept = score(beam.back().node);
-      for (size_t i = keep; i < candidates.size(); ++i) {
-        const int id = candidates[i].node;
-        const bool kept = std::any_of(beam.begin(), beam.end(),
-                                      [&](const Entry& e) { return e.node == id; });
-        if (kept || complete_[id]) continue;
-        drop(id, "below the beam: estimate " + format_us(score(id)) + ", the beam kept " +
-                     std::to_string(keep) + " at or under " + format_us(worst_kept));
-      }
-    }
+    beam = select_beam(std::move(candidates));
     report_progress();
     if (beam.empty()) break;
   }

@@ -3,7 +3,7 @@
 // carries the group (the decision's own tests: tests/sched/tile_order_test.cpp), the VR and MA
 // interpreters run a grouped GEMM (sm_90a warp-specialized and sm_80) at ragged sizes against
 // the float64 reference; the CUDA emitter maps blockIdx through the same formula; the cost model
-// charges a grouped large GEMM fewer DRAM bytes.
+// charges a grouped large GEMM fewer DRAM bytes, and a grid of less than a wave the same bytes.
 #include <gtest/gtest.h>
 
 #include <set>
@@ -144,6 +144,24 @@ TEST(TileOrder, TheCostModelChargesAGroupedLargeGemmFewerDramBytes) {
   }
   EXPECT_LT(dram[1], 0.7 * dram[0]);
   EXPECT_LT(micros[1], micros[0]);
+}
+
+TEST(TileOrder, AGridOfLessThanAWaveReadsTheSameBytesInEveryOrder) {
+  // 4 x 8 tiles of 128 x 256 over K = 32768: 32 CTAs, fewer than one wave of 132, so every
+  // order reads every panel of A (32 MB) and B (128 MB, more than L2) exactly once; a grouped
+  // order must not count the partial wave twice.
+  const std::unique_ptr<cost::CostModel> model = cost::make_analytical_model(cost::h100_sxm());
+  double dram[2] = {0, 0};
+  for (int i = 0; i < 2; ++i) {
+    const driver::Compilation compilation = compile(
+        warp_specialized_gemm(i == 0 ? 1 : 2), {"M=512", "N=2048", "K=32768"}, "sm_90a");
+    ASSERT_TRUE(compilation.ma_module) << compilation.diagnostics->render_all();
+    const cost::CostEstimate estimate = model->estimate(*compilation.ma_module);
+    ASSERT_TRUE(estimate.feasible) << estimate.infeasible_reason;
+    dram[i] = estimate.kernels.at(0).global_bytes;
+  }
+  EXPECT_GT(dram[0], 160e6);
+  EXPECT_NEAR(dram[1], dram[0], 1e-6 * dram[0]);
 }
 
 }  // namespace
