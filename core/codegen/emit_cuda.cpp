@@ -201,8 +201,9 @@ std::vector<std::string> KernelEmitter::grid_mapping(EmittedKernel* launch) {
       names_[grid[i].var.get()] = name;
       ranges_[grid[i].var.get()] = {0, grid[i].extent - 1};
       grid_extents_[grid[i].var.get()] = grid[i].extent;
-      lines.push_back("const int " + name + " = blockIdx." + dims[i] + ";  // 0.." +
-                      str(grid[i].extent - 1));
+      lines.push_back("const int " + name + " = " +
+                      launch_coordinate(i, std::string("blockIdx.") + dims[i]) +
+                      ";  // 0.." + str(grid[i].extent - 1));
     }
     return lines;
   }
@@ -217,13 +218,22 @@ std::vector<std::string> KernelEmitter::grid_mapping(EmittedKernel* launch) {
     names_[grid[i].var.get()] = name;
     ranges_[grid[i].var.get()] = {0, grid[i].extent - 1};
     grid_extents_[grid[i].var.get()] = grid[i].extent;
-    reversed.push_back("const int " + name + " = " +
-                       term_text("static_cast<int>(blockIdx.x)", inner, grid[i].extent, 1, total) +
-                       ";  // 0.." + str(grid[i].extent - 1));
+    reversed.push_back(
+        "const int " + name + " = " +
+        launch_coordinate(i, term_text("static_cast<int>(blockIdx.x)", inner, grid[i].extent, 1, total)) +
+        ";  // 0.." + str(grid[i].extent - 1));
     inner *= grid[i].extent;
   }
   lines.assign(reversed.rbegin(), reversed.rend());
   return lines;
+}
+
+// The grid coordinate of axis `axis` from `in_order`, its coordinate in the launch order: as is,
+// or counted from the axis's last tile down when the tile order reverses the axis
+// (Kernel::reversed_axes; tile_order reverse=LOOP).
+std::string KernelEmitter::launch_coordinate(size_t axis, const std::string& in_order) const {
+  if (axis >= 32 || !(kernel_.reversed_axes & (uint32_t{1} << axis))) return in_order;
+  return str(kernel_.grid[axis].extent - 1) + " - static_cast<int>(" + in_order + ")";
 }
 
 // The grid variables of a kernel with a grouped tile order (MA Kernel::tile_group): the CTA's
@@ -290,16 +300,17 @@ void KernelEmitter::band_coordinates(const std::string& launched, const std::str
     lines.push_back("const int " + rows + " = min(" + str(group) + ", " + str(y_extent) + " - " +
                     band + " * " + str(group) + ");");
   }
-  lines.push_back("const int " + names[0] + " = " + in_band + " / " + rows + ";  // 0.." +
-                  str(x_extent - 1));
-  lines.push_back("const int " + names[1] + " = " + band + " * " + str(group) + " + " + in_band +
-                  " % " + rows + ";  // 0.." + str(y_extent - 1));
+  lines.push_back("const int " + names[0] + " = " + launch_coordinate(0, in_band + " / " + rows) +
+                  ";  // 0.." + str(x_extent - 1));
+  lines.push_back("const int " + names[1] + " = " +
+                  launch_coordinate(1, band + " * " + str(group) + " + " + in_band + " % " + rows) +
+                  ";  // 0.." + str(y_extent - 1));
   int64_t inner = 1;
   for (size_t i = 2; i < grid.size(); ++i) {
     lines.push_back("const int " + names[i] + " = " +
-                    (rest_is_axis2
-                         ? rest
-                         : "(" + rest + " / " + str(inner) + ") % " + str(grid[i].extent)) +
+                    launch_coordinate(i, rest_is_axis2 ? rest
+                                                       : "(" + rest + " / " + str(inner) + ") % " +
+                                                             str(grid[i].extent)) +
                     ";  // 0.." + str(grid[i].extent - 1));
     inner *= grid[i].extent;
   }
@@ -325,9 +336,11 @@ void KernelEmitter::tile_loop_header(const std::string& var) {
     band_coordinates(launched, more ? tile + " / " + str(plane) : std::string(), false, &lines);
   } else {
     int64_t inner = 1;
-    for (const auto& axis : grid) {
+    for (size_t i = 0; i < grid.size(); ++i) {
+      const auto& axis = grid[i];
       lines.push_back("const int " + names_.at(axis.var.get()) + " = " +
-                      term_text(tile, inner, axis.extent, 1, tiles) + ";  // 0.." + str(axis.extent - 1));
+                      launch_coordinate(i, term_text(tile, inner, axis.extent, 1, tiles)) +
+                      ";  // 0.." + str(axis.extent - 1));
       inner *= axis.extent;
     }
   }

@@ -153,6 +153,7 @@ class KernelEmitter : public matile::Visitor {
   // Grid
   std::vector<std::string> grid_mapping(EmittedKernel* launch);
   std::vector<std::string> grouped_grid_mapping(EmittedKernel* launch, bool direct);
+  std::string launch_coordinate(size_t axis, const std::string& in_order) const;
   void band_coordinates(const std::string& launched, const std::string& rest, bool rest_is_axis2,
                         std::vector<std::string>* out);
   void tile_loop_header(const std::string& var);

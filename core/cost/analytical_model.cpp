@@ -625,9 +625,11 @@ class WorkWalk : public matile::Visitor {
     for (const matile::GridAxis& axis : kernel_.grid) extents.push_back(std::max<int64_t>(axis.extent, 1));
     std::vector<int64_t> coordinates(extents.size(), 0);
     for (int64_t cta = 0; cta < ctas; ++cta) {
-      // The grid point of the CTA launched cta-th (the tile order's, when it groups).
-      if (kernel_.tile_group > 1) {
-        grid_point_in_launch_order(cta, extents, kernel_.tile_group, &coordinates);
+      // The grid point of the CTA launched cta-th (the tile order's, when it groups or
+      // reverses an axis: the longest tiles of a causal attention first shorten the tail).
+      if (kernel_.tile_group > 1 || kernel_.reversed_axes != 0) {
+        grid_point_in_launch_order(cta, extents, kernel_.tile_group, &coordinates,
+                                   kernel_.reversed_axes);
       } else {
         int64_t rest = cta;
         for (size_t i = 0; i < extents.size(); ++i) {

@@ -264,7 +264,8 @@ class Interpreter : public Visitor {
     grid_point_.assign(extents.size(), 0);
     // A grouped tile order (the schedule's tile_order) runs the grid points in the order the GPU
     // launches them (core/support/launch_order.h), checking that it visits each point once.
-    const bool grouped = kernel.tile_group > 1 && extents.size() >= 2;
+    const bool grouped =
+        (kernel.tile_group > 1 && extents.size() >= 2) || kernel.reversed_axes != 0;
     if (kernel.persistent) {
       // The CTAs walk the tiles themselves (their tile loops bind the grid variables).
       tile_extents_ = extents;
@@ -281,7 +282,8 @@ class Interpreter : public Visitor {
     std::vector<bool> visited(grouped ? static_cast<size_t>(points) : 0, false);
     for (int64_t point = 0; point < points; ++point) {
       if (grouped) {
-        grid_point_ = grid_point_in_launch_order(point, extents, kernel.tile_group);
+        grid_point_ =
+            grid_point_in_launch_order(point, extents, kernel.tile_group, kernel.reversed_axes);
         int64_t row_major = 0;
         for (size_t k = 0; k < extents.size(); ++k) row_major = row_major * extents[k] + grid_point_[k];
         if (visited[static_cast<size_t>(row_major)]) {
@@ -394,7 +396,8 @@ class Interpreter : public Visitor {
   // The grid point of iteration `step` of a tile loop: launch index cta + step * launched in
   // the kernel's tile order.
   std::vector<int64_t> tile_point(int64_t step) {
-    return grid_point_in_launch_order(cta_ + step * launched_, tile_extents_, kernel_->tile_group);
+    return grid_point_in_launch_order(cta_ + step * launched_, tile_extents_, kernel_->tile_group,
+                                      kernel_->reversed_axes);
   }
   // Binds the grid variables to `point` for the running threads; the roles take turns op by op,
   // so a binding that is already there (the same point, as many threads) is kept.

@@ -481,6 +481,9 @@ struct Kernel {
   // walked along axis 0 column by column (core/support/launch_order.h; the schedule's
   // tile_order). 1: the plain order, axis 0 fastest. > 1 only with two or more grid axes.
   int tile_group = 1;
+  // Grid axes walked from their last coordinate down (bit i: axis i; the schedule's
+  // tile_order reverse=LOOP): the order above gives coordinate c, the CTA runs extent - 1 - c.
+  uint32_t reversed_axes = 0;
   // Persistent CTAs (the schedule's `persistent`): launched with at most one CTA per grid point,
   // as many as the GPU holds at once; the grid is the kernel's tile space, walked by the tile
   // loops of its body (For `tile_loop`, ir.h notes) in the tile order above.

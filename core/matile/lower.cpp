@@ -132,17 +132,30 @@ KernelPtr remove_dead_ops(KernelPtr kernel) {
 
 namespace {
 
-// `kernel` with the grouped tile order of the schedule's tile_order, or with a note saying why it
+// `kernel` with the tile order of the schedule's tile_order: the group, or a note saying why it
 // keeps the plain order (tilize made a grid of fewer than two axes: a nest whose other tile loop
-// stayed serial).
-KernelPtr with_tile_order(const KernelPtr& kernel, int group) {
+// stayed serial); the reversed grid axes, found by their loops' names, or a note for a loop that
+// is no grid axis of the kernel.
+KernelPtr with_tile_order(const KernelPtr& kernel, const scalar::LaunchAttrs& launch) {
   Kernel ordered = *kernel;
-  if (kernel->grid.size() < 2) {
-    ordered.notes.push_back("tile_order(group=" + std::to_string(group) + ") not applied: the grid has " +
-                            std::to_string(kernel->grid.size()) +
+  if (launch.group > 1 && kernel->grid.size() < 2) {
+    ordered.notes.push_back("tile_order(group=" + std::to_string(launch.group) +
+                            ") not applied: the grid has " + std::to_string(kernel->grid.size()) +
                             " axis; CTAs run in the plain order");
-  } else {
-    ordered.tile_group = group;
+  } else if (launch.group > 1) {
+    ordered.tile_group = launch.group;
+  }
+  for (const std::string& loop : launch.reversed) {
+    const auto axis = std::find_if(kernel->grid.begin(), kernel->grid.end(), [&](const GridAxis& a) {
+      return a.var && a.var->name == loop;
+    });
+    const size_t index = static_cast<size_t>(axis - kernel->grid.begin());
+    if (axis == kernel->grid.end() || index >= 32) {
+      ordered.notes.push_back("tile_order(reverse=" + loop + ") not applied: " + loop +
+                              " is not a grid axis of this kernel");
+      continue;
+    }
+    ordered.reversed_axes |= uint32_t{1} << index;
   }
   return std::make_shared<const Kernel>(std::move(ordered));
 }
@@ -193,7 +206,9 @@ layout::Result<ModulePtr> lower_to_matile(const vrtile::ModulePtr& module,
       }
       if (kernel_options.consumers > 0) kernel_options.warps = 4 * kernel_options.consumers;
       KernelPtr lowered = remove_dead_ops(KernelLowering(*kernel, kernel_options).run());
-      if (kernel->launch && kernel->launch->group > 1) lowered = with_tile_order(lowered, kernel->launch->group);
+      if (kernel->launch && (kernel->launch->group > 1 || !kernel->launch->reversed.empty())) {
+        lowered = with_tile_order(lowered, *kernel->launch);
+      }
       out->kernels.push_back(std::move(lowered));
     }
   } catch (const LowerError& error) {

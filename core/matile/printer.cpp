@@ -344,6 +344,7 @@ std::string print_kernel(const Kernel& kernel) {
     if (i) out += ", ";
     out += (kernel.grid[i].var ? kernel.grid[i].var->name : kNull) + ": " +
            std::to_string(kernel.grid[i].extent);
+    if (i < 32 && (kernel.reversed_axes & (uint32_t{1} << i))) out += " reversed";
   }
   out += ")";
   if (kernel.tile_group > 1) out += " group(" + std::to_string(kernel.tile_group) + ")";
@@ -691,6 +692,8 @@ nlohmann::ordered_json module_to_json(const Module& module) {
     nlohmann::ordered_json grid = nlohmann::ordered_json::array();
     for (const GridAxis& axis : kernel->grid) {
       grid.push_back({{"var", axis.var ? axis.var->name : kNull}, {"extent", axis.extent}});
+      const size_t i = grid.size() - 1;
+      if (i < 32 && (kernel->reversed_axes & (uint32_t{1} << i))) grid.back()["reversed"] = true;
     }
     k["grid"] = grid;
     if (kernel->tile_group > 1) k["tile_group"] = kernel->tile_group;

@@ -51,6 +51,10 @@ class KernelVerifier : public Visitor {
       error("", "a grouped tile order needs two grid axes, the kernel has " +
                     std::to_string(kernel_.grid.size()));
     }
+    if (kernel_.grid.size() < 32 && (kernel_.reversed_axes >> kernel_.grid.size()) != 0) {
+      error("", "the tile order reverses a grid axis the kernel does not have (it has " +
+                    std::to_string(kernel_.grid.size()) + ")");
+    }
     if (!kernel_.body) {
       error("", "no body");
       return;

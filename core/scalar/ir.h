@@ -278,6 +278,9 @@ struct LaunchAttrs {
   // Tile order (the tile_order decision): CTAs launched in groups of `group` rows of grid.y,
   // each group walked column by column (core/support/launch_order.h); 1: plain row-major order.
   int group = 1;
+  // Loops of the nest, each bound to a grid axis, whose tiles are launched from the last one
+  // down (tile_order's reverse=LOOP; core/support/launch_order.h).
+  std::vector<std::string> reversed;
   // Persistent CTAs (the persistent decision): as many CTAs as the GPU holds at once, each
   // walking several tiles in the tile order above; applied to warp-specialized kernels.
   bool persistent = false;

@@ -161,14 +161,7 @@ std::string loop_header(const For& loop) {
   std::string text =
       (loop.var ? loop.var->name : kNull) + " in 0.." + std::to_string(loop.extent);
   if (is_grid(loop.for_kind)) text += std::string(" [") + for_kind_name(loop.for_kind) + "]";
-  if (loop.launch) {
-    text += " launch(warps=" + std::to_string(loop.launch->warps) +
-            ", stages=" + std::to_string(loop.launch->stages) +
-            (loop.launch->consumers ? ", consumers=" + std::to_string(loop.launch->consumers) : "") +
-            (loop.launch->overlap ? ", overlap" : "") +
-            (loop.launch->group > 1 ? ", group=" + std::to_string(loop.launch->group) : "") +
-            (loop.launch->persistent ? ", persistent" : "") + ")";
-  }
+  if (loop.launch) text += " " + launch_text(*loop.launch);
   return text;
 }
 
@@ -520,13 +513,7 @@ Json stmt_json(const Stmt& stmt) {
       json["var"] = loop.var ? loop.var->name : kNull;
       json["extent"] = loop.extent;
       json["for_kind"] = for_kind_name(loop.for_kind);
-      if (loop.launch) {
-        json["launch"] = {{"warps", loop.launch->warps}, {"stages", loop.launch->stages}};
-        if (loop.launch->consumers) json["launch"]["consumers"] = loop.launch->consumers;
-        if (loop.launch->overlap) json["launch"]["overlap"] = true;
-        if (loop.launch->group > 1) json["launch"]["group"] = loop.launch->group;
-        if (loop.launch->persistent) json["launch"]["persistent"] = true;
-      }
+      if (loop.launch) json["launch"] = launch_json(*loop.launch);
       json["body"] = stmt_json(loop.body);
       break;
     }
@@ -570,6 +557,27 @@ Json stmt_json(const Stmt& stmt) {
 }
 
 }  // namespace
+
+std::string launch_text(const LaunchAttrs& launch) {
+  std::string text = "launch(warps=" + std::to_string(launch.warps) +
+                     ", stages=" + std::to_string(launch.stages);
+  if (launch.consumers) text += ", consumers=" + std::to_string(launch.consumers);
+  if (launch.overlap) text += ", overlap";
+  if (launch.group > 1) text += ", group=" + std::to_string(launch.group);
+  for (const std::string& loop : launch.reversed) text += ", reverse=" + loop;
+  if (launch.persistent) text += ", persistent";
+  return text + ")";
+}
+
+nlohmann::ordered_json launch_json(const LaunchAttrs& launch) {
+  nlohmann::ordered_json json = {{"warps", launch.warps}, {"stages", launch.stages}};
+  if (launch.consumers) json["consumers"] = launch.consumers;
+  if (launch.overlap) json["overlap"] = true;
+  if (launch.group > 1) json["group"] = launch.group;
+  if (!launch.reversed.empty()) json["reversed"] = launch.reversed;
+  if (launch.persistent) json["persistent"] = true;
+  return json;
+}
 
 std::string print_expr(const Expr& expr) { return print_with_precedence(expr).text; }
 

@@ -55,6 +55,10 @@ namespace nautilus::scalar {
 std::string print_program(const Program& program, const SourceFile* source = nullptr);
 std::string print_stmt(const Stmt& stmt, int indent = 0);  // indent: levels of two spaces
 std::string print_expr(const Expr& expr);
+// A nest's launch attributes as the printers write them: "launch(warps=8, stages=2, group=8)",
+// and their JSON object (the scalar and VR printers share both).
+std::string launch_text(const LaunchAttrs& launch);
+nlohmann::ordered_json launch_json(const LaunchAttrs& launch);
 
 std::string program_to_dot(const Program& program);
 

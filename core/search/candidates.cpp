@@ -390,6 +390,37 @@ std::vector<Decision> masking_candidates(const ProgramFacts& facts) {
   return out;
 }
 
+std::vector<Decision> reverse_order_candidates(const ProgramFacts& facts) {
+  std::vector<Decision> out;
+  for (const NestFacts& nest : facts.nests) {
+    if (nest.principal < 0) continue;
+    for (const LoopFacts& loop : nest.chain) {
+      if (!loop.grid || !loop.tile_outer || loop.extent < 2) continue;
+      const scalar::LaunchAttrs* launch =
+          nest.chain.front().loop->launch ? &*nest.chain.front().loop->launch : nullptr;
+      if (launch && std::find(launch->reversed.begin(), launch->reversed.end(), loop.name) !=
+                        launch->reversed.end()) {
+        continue;
+      }
+      const bool bounds_a_serial_loop =
+          std::any_of(nest.blocks.begin(), nest.blocks.end(), [&](const BlockFacts& block) {
+            if (!block.block->predicate || !sched::uses_var(block.block->predicate, loop.loop->var.get())) {
+              return false;
+            }
+            // ... and relates it to a serial loop around the block, whose trips then vary.
+            return std::any_of(block.loops.begin(), block.loops.end(), [&](const scalar::For* l) {
+              return l->for_kind == scalar::ForKind::Serial && l->var &&
+                     sched::uses_var(block.block->predicate, l->var.get());
+            });
+          });
+      if (!bounds_a_serial_loop) continue;
+      out.push_back(make("tile_order", nest.principal_block().block->name,
+                         {DecisionArg{"reverse", loop.name}}));
+    }
+  }
+  return out;
+}
+
 std::vector<Decision> launch_candidates(const ProgramFacts& facts,
                                         const sched::Schedule& schedule, bool hopper) {
   const std::vector<sched::LaunchChoice> chosen = sched::launch_choices(schedule);

@@ -68,6 +68,12 @@ ReductionFusionCandidates reduction_fusion_candidates(const scalar::Program& pro
 // builds row kernels (a consumer chain following a rolled reduction).
 std::vector<sched::Decision> fusion_candidates(const ProgramFacts& facts, bool untiled_rows = false);
 std::vector<sched::Decision> masking_candidates(const ProgramFacts& facts);
+// tile_order(B, reverse=L) for each grid loop L over tiles that the predicate of a block inside
+// a serial loop of B's nest reads (what skip_masked writes: the keys a causal query tile visits
+// grow with its index), unless L is reversed already: the CTAs along L then run loops of unequal
+// length, and launching the longest first leaves the shortest for the last wave. The cost model
+// lists the CTAs' trips in launch order, so it ranks the two orders.
+std::vector<sched::Decision> reverse_order_candidates(const ProgramFacts& facts);
 // For every kernel (nest) without a launch decision in `schedule`: the five non-default launches,
 // and on sm_90a (`hopper`), for a tiled nest whose reduction reads two tensors (a dot's
 // operands), the warp-specialized forms: 1 or 2 consumer warpgroups with a ring of 3 or 4

@@ -1295,7 +1295,9 @@ class Searcher {
       case Phase::Binding: expand_binding(entry, out); return;
       case Phase::Masking: {
         const ProgramFacts facts = analyze_program(*node.program);
-        expand_multi_step(entry, masking_candidates(facts), Phase::Launch, out);
+        std::vector<Decision> candidates = masking_candidates(facts);
+        for (Decision& reverse : reverse_order_candidates(facts)) candidates.push_back(std::move(reverse));
+        expand_multi_step(entry, candidates, Phase::Launch, out);
         return;
       }
       case Phase::Launch: {

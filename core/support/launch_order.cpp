@@ -7,14 +7,15 @@ namespace nautilus {
 
 std::vector<int64_t> grid_point_in_launch_order(int64_t launch_index,
                                                 const std::vector<int64_t>& extents,
-                                                int64_t group) {
+                                                int64_t group, uint32_t reversed_axes) {
   std::vector<int64_t> point;
-  grid_point_in_launch_order(launch_index, extents, group, &point);
+  grid_point_in_launch_order(launch_index, extents, group, &point, reversed_axes);
   return point;
 }
 
 void grid_point_in_launch_order(int64_t launch_index, const std::vector<int64_t>& extents,
-                                int64_t group, std::vector<int64_t>* out) {
+                                int64_t group, std::vector<int64_t>* out,
+                                uint32_t reversed_axes) {
   std::vector<int64_t>& point = *out;
   point.assign(extents.size(), 0);
   int64_t rest = launch_index;
@@ -37,6 +38,11 @@ void grid_point_in_launch_order(int64_t launch_index, const std::vector<int64_t>
     const int64_t extent = std::max<int64_t>(extents[axis], 1);
     point[axis] = rest % extent;
     rest /= extent;
+  }
+  for (size_t axis = 0; axis < extents.size() && axis < 32 && reversed_axes; ++axis) {
+    if (reversed_axes & (uint32_t{1} << axis)) {
+      point[axis] = std::max<int64_t>(extents[axis], 1) - 1 - point[axis];
+    }
   }
 }
 

@@ -36,10 +36,15 @@ namespace nautilus {
 // The grid point (one coordinate per axis, axis 0 first) of the CTA launched `launch_index`-th
 // in a grid of `extents` whose axes 0 and 1 are grouped by `group` rows of axis 1 (group <= 1, or
 // fewer than two axes: the plain launch order). 0 <= launch_index < product of extents.
+// Each axis i with bit i of `reversed_axes` set is walked from its last coordinate down (the
+// tile_order decision's reverse=LOOP): coordinate c of the order above becomes extent - 1 - c, so
+// the CTAs launched first run that axis's last tiles (causal attention's longest query tiles).
 std::vector<int64_t> grid_point_in_launch_order(int64_t launch_index,
-                                                const std::vector<int64_t>& extents, int64_t group);
+                                                const std::vector<int64_t>& extents, int64_t group,
+                                                uint32_t reversed_axes = 0);
 // The same into `point` (resized to the axes), for loops over many CTAs.
 void grid_point_in_launch_order(int64_t launch_index, const std::vector<int64_t>& extents,
-                                int64_t group, std::vector<int64_t>* point);
+                                int64_t group, std::vector<int64_t>* point,
+                                uint32_t reversed_axes = 0);
 
 }  // namespace nautilus

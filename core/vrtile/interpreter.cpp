@@ -163,8 +163,17 @@ class Interpreter {
 
     grid_point_.assign(kernel.grid.size(), 0);
     const int group = kernel.launch ? kernel.launch->group : 1;
-    if (group > 1 && kernel.grid.size() >= 2) {
-      run_in_tile_order(kernel, group, grid_slots, body);
+    // Grid axes launched from their last tile down (tile_order reverse=LOOP), by loop name.
+    uint32_t reversed = 0;
+    for (size_t d = 0; kernel.launch && d < kernel.grid.size() && d < 32; ++d) {
+      const std::vector<std::string>& names = kernel.launch->reversed;
+      if (kernel.grid[d].var &&
+          std::find(names.begin(), names.end(), kernel.grid[d].var->name) != names.end()) {
+        reversed |= uint32_t{1} << d;
+      }
+    }
+    if ((group > 1 && kernel.grid.size() >= 2) || reversed != 0) {
+      run_in_tile_order(kernel, group, reversed, grid_slots, body);
       kernel_ = nullptr;
       return;
     }
@@ -185,8 +194,8 @@ class Interpreter {
   // order the GPU launches them (core/support/launch_order.h), and checks that the order
   // visits every point once: a point visited twice would compute a tile twice and leave another
   // unwritten.
-  void run_in_tile_order(const Kernel& kernel, int group, const std::vector<int32_t>& grid_slots,
-                         const std::vector<OpCode>& body) {
+  void run_in_tile_order(const Kernel& kernel, int group, uint32_t reversed,
+                         const std::vector<int32_t>& grid_slots, const std::vector<OpCode>& body) {
     std::vector<int64_t> extents;
     int64_t points = 1;
     for (const GridAxis& axis : kernel.grid) {
@@ -195,7 +204,8 @@ class Interpreter {
     }
     std::vector<bool> visited(static_cast<size_t>(points), false);
     for (int64_t launched = 0; launched < points; ++launched) {
-      const std::vector<int64_t> point = grid_point_in_launch_order(launched, extents, group);
+      const std::vector<int64_t> point =
+          grid_point_in_launch_order(launched, extents, group, reversed);
       int64_t row_major = 0;
       for (size_t d = 0; d < point.size(); ++d) {
         grid_point_[d] = point[d];

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/scalar/print_support.h"
+#include "core/scalar/printer.h"
 
 namespace nautilus::vrtile {
 namespace {
@@ -145,15 +146,7 @@ std::string kernel_header(const Kernel& kernel) {
     text += (axis.var ? axis.var->name : kNull) + ": " + std::to_string(axis.extent);
   }
   text += ")";
-  if (kernel.launch) {
-    text += " launch(warps=" + std::to_string(kernel.launch->warps) +
-            ", stages=" + std::to_string(kernel.launch->stages) +
-            (kernel.launch->consumers ? ", consumers=" + std::to_string(kernel.launch->consumers)
-                                      : "") +
-            (kernel.launch->overlap ? ", overlap" : "") +
-            (kernel.launch->group > 1 ? ", group=" + std::to_string(kernel.launch->group) : "") +
-            (kernel.launch->persistent ? ", persistent" : "") + ")";
-  }
+  if (kernel.launch) text += " " + scalar::launch_text(*kernel.launch);
   return text;
 }
 
@@ -397,13 +390,7 @@ Json kernel_json(const KernelPtr& kernel) {
                {"grid", std::move(grid)},
                {"body", region_json(kernel->body)},
                {"provenance", provenance_json(kernel->provenance)}};
-  if (kernel->launch) {
-    json["launch"] = {{"warps", kernel->launch->warps}, {"stages", kernel->launch->stages}};
-    if (kernel->launch->consumers) json["launch"]["consumers"] = kernel->launch->consumers;
-    if (kernel->launch->overlap) json["launch"]["overlap"] = true;
-    if (kernel->launch->group > 1) json["launch"]["group"] = kernel->launch->group;
-    if (kernel->launch->persistent) json["launch"]["persistent"] = true;
-  }
+  if (kernel->launch) json["launch"] = scalar::launch_json(*kernel->launch);
   return json;
 }
 

@@ -3,7 +3,9 @@
 // carries the group (the decision's own tests: tests/sched/tile_order_test.cpp), the VR and MA
 // interpreters run a grouped GEMM (sm_90a warp-specialized and sm_80) at ragged sizes against
 // the float64 reference; the CUDA emitter maps blockIdx through the same formula; the cost model
-// charges a grouped large GEMM fewer DRAM bytes, and a grid of less than a wave the same bytes.
+// charges a grouped large GEMM fewer DRAM bytes, and a grid of less than a wave the same bytes. A
+// reversed axis (reverse=LOOP): the launch order walks it from its last coordinate, a causal
+// attention launched longest tiles first matches the reference, and the model ranks it faster.
 #include <gtest/gtest.h>
 
 #include <set>
@@ -162,6 +164,74 @@ TEST(TileOrder, AGridOfLessThanAWaveReadsTheSameBytesInEveryOrder) {
   }
   EXPECT_GT(dram[0], 160e6);
   EXPECT_NEAR(dram[1], dram[0], 1e-6 * dram[0]);
+}
+
+TEST(LaunchOrder, AReversedAxisIsWalkedFromItsLastCoordinate) {
+  // 3 x 4 grid, axis 0 reversed: the first CTA runs x = 2; grouped by 2 with axis 1 reversed,
+  // the first runs y = 3; every point is still visited once.
+  EXPECT_EQ(grid_point_in_launch_order(0, {3, 4}, 1, 0b01), (std::vector<int64_t>{2, 0}));
+  EXPECT_EQ(grid_point_in_launch_order(2, {3, 4}, 1, 0b01), (std::vector<int64_t>{0, 0}));
+  EXPECT_EQ(grid_point_in_launch_order(0, {3, 4}, 2, 0b10), (std::vector<int64_t>{0, 3}));
+  for (uint32_t reversed : {0b01u, 0b10u, 0b11u, 0b100u}) {
+    for (int64_t group : {1, 2, 3}) {
+      std::set<std::vector<int64_t>> seen;
+      for (int64_t i = 0; i < 24; ++i) seen.insert(grid_point_in_launch_order(i, {3, 4, 2}, group, reversed));
+      EXPECT_EQ(seen.size(), 24u) << "group " << group << " reversed " << reversed;
+    }
+  }
+}
+
+std::vector<std::string> causal_attention(bool reversed) {
+  std::vector<std::string> decisions = {
+      "rolling_update(O_sum, n, tile=64)", "compute_at(S, Mx, n_o)", "compute_at(S_sum, S, n_o)",
+      "tile(O_sum_acc, m=128)", "reverse_compute_at(O, O_sum, m_o)",
+      "bind(O_sum_acc, b=grid.z, h=grid.y, m_o=grid.x)", "skip_masked(S, n_o)",
+      "warp_spec(O_sum_acc, consumers=2, stages=3)"};
+  if (reversed) decisions.push_back("tile_order(O_sum_acc, reverse=m_o)");
+  return decisions;
+}
+
+driver::Compilation compile_causal(bool reversed, const std::vector<std::string>& sizes,
+                                   driver::Stage last = driver::Stage::MATile) {
+  driver::CompileOptions options;
+  options.last_stage = last;
+  options.matile.arch = "sm_90a";
+  return nautilus::testing::compile_scheduled("assets/specs/causal_attention.nt",
+                                              causal_attention(reversed), sizes, options);
+}
+
+TEST(TileOrder, CausalAttentionWithItsLongestQueryTilesFirstMatchesTheReference) {
+  // 3 query tiles of 128 rows (the last ragged) per head: the CTA launched first runs m_o = 2.
+  const std::vector<std::string> sizes = {"B=1", "H=2", "M=300", "N=300", "D=64"};
+  const driver::Compilation compilation = compile_causal(true, sizes);
+  ASSERT_TRUE(compilation.ma_module) << compilation.diagnostics->render_all();
+  const Kernel& kernel = *compilation.ma_module->kernels.at(0);
+  EXPECT_EQ(kernel.reversed_axes, 1u);
+  EXPECT_NE(print_kernel(kernel).find("grid(m_o: 3 reversed, h: 2, b: 1)"), std::string::npos)
+      << print_kernel(kernel);
+  expect_stage_matches_reference(compilation, driver::Stage::VRTile, 3, "reversed m_o");
+  expect_stage_matches_reference(compilation, driver::Stage::MATile, 3, "reversed m_o");
+  const driver::Compilation cuda = compile_causal(true, sizes, driver::Stage::Cuda);
+  ASSERT_TRUE(cuda.cuda) << cuda.diagnostics->render_all();
+  EXPECT_NE(cuda.cuda->source.find("const int m_o = 2 - static_cast<int>(blockIdx.x);"),
+            std::string::npos)
+      << cuda.cuda->source;
+}
+
+TEST(TileOrder, TheCostModelPrefersTheLongestCausalTilesFirst) {
+  // B 1, H 16, S 16384: 2048 CTAs of 2 to 129 key tiles; in the plain order each head's
+  // longest tiles come last and the last head's end the kernel on a few SMs.
+  const std::unique_ptr<cost::CostModel> model = cost::make_analytical_model(cost::h100_sxm());
+  double micros[2] = {0, 0};
+  for (int reversed = 0; reversed < 2; ++reversed) {
+    const driver::Compilation compilation =
+        compile_causal(reversed == 1, {"B=1", "H=16", "M=16384", "N=16384", "D=128"});
+    ASSERT_TRUE(compilation.ma_module) << compilation.diagnostics->render_all();
+    const cost::CostEstimate estimate = model->estimate(*compilation.ma_module);
+    ASSERT_TRUE(estimate.feasible) << estimate.infeasible_reason;
+    micros[reversed] = estimate.microseconds;
+  }
+  EXPECT_LT(micros[1], 0.99 * micros[0]);
 }
 
 }  // namespace
