@@ -13,6 +13,7 @@ SearchTreeModel::SearchTreeModel(QObject* parent) : QAbstractItemModel(parent) {
 
 void SearchTreeModel::set_nodes(std::vector<search::SearchNode> nodes, int chosen) {
   beginResetModel();
+  measured_.clear();  // another tree: its schedules were not the ones measured
   nodes_ = std::move(nodes);
   chosen_ = chosen;
   roots_.clear();
@@ -115,6 +116,37 @@ void SearchTreeModel::grow(std::vector<search::SearchNode> nodes, int chosen) {
   }
 }
 
+int SearchTreeModel::set_measurement(const std::string& schedule_text,
+                                     std::optional<double> median_us, const QString& outcome) {
+  // A linear scan per measurement: a few per second against a tree of thousands of nodes, each
+  // printing a handful of decisions, stays far below a frame (bench/studio/README.md).
+  const QString text = median_us ? QString::number(*median_us, 'f', 1) : outcome;
+  int found = -1;
+  for (const search::SearchNode& node : nodes_) {
+    if (node.schedule.decisions.empty() && node.completion.decisions.empty()) continue;
+    sched::Schedule full = node.schedule;
+    full.decisions.insert(full.decisions.end(), node.completion.decisions.begin(),
+                          node.completion.decisions.end());
+    if (sched::print_decisions(full.decisions, "; ") != schedule_text) continue;
+    // The leaf that was measured, and every inner node whose default completion is that same
+    // schedule (its estimate was of this kernel too), show the outcome.
+    measured_[node.id] = text;
+    const QModelIndex cell = index_of(node.id).siblingAtColumn(Measured);
+    Q_EMIT dataChanged(cell, cell);
+    const bool leaf = node.status == search::NodeStatus::Leaf ||
+                      node.status == search::NodeStatus::Chosen;
+    if (found < 0 || leaf) found = node.id;
+  }
+  return found;
+}
+
+QString SearchTreeModel::measured_text(int node_id) const {
+  if (auto found = measured_.find(node_id); found != measured_.end()) return found->second;
+  if (node_id < 0 || node_id >= static_cast<int>(nodes_.size())) return {};
+  const search::SearchNode& shown = nodes_[static_cast<size_t>(node_id)];
+  return shown.measured_us ? QString::number(*shown.measured_us, 'f', 1) : QString();
+}
+
 const search::SearchNode* SearchTreeModel::node(const QModelIndex& index) const {
   if (!index.isValid()) return nullptr;
   const auto id = static_cast<size_t>(index.internalId());
@@ -173,8 +205,7 @@ QVariant SearchTreeModel::data(const QModelIndex& index, int role) const {
                (shown->pinned ? tr(", pinned") : QString());
       case Estimate:
         return shown->estimate ? QString::number(shown->estimate->microseconds, 'f', 1) : QString();
-      case Measured:
-        return shown->measured_us ? QString::number(*shown->measured_us, 'f', 1) : QString();
+      case Measured: return measured_text(shown->id);
       case Phase: return QString::fromLatin1(search::phase_name(shown->phase));
       case Reason: return QString::fromStdString(shown->reason);
       default: return {};
