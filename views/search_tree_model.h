@@ -75,7 +75,11 @@ class SearchTreeModel : public QAbstractItemModel {
   std::vector<search::SearchNode> nodes_;
   std::vector<int> row_in_parent_;  // per node id
   std::vector<int> roots_;          // ids of nodes without a parent
+  // The node's schedule then completion as the tuner keys it, printed when first asked ("" until).
+  const std::string& schedule_text(int node_id) const;
+
   std::vector<bool> chosen_path_;   // per node id
+  mutable std::vector<std::string> schedule_text_;  // per node id, see schedule_text()
   int chosen_ = -1;
   // The tuner's outcomes by node id ("12.5" or why it has no time).
   std::unordered_map<int, QString> measured_;

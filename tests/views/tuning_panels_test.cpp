@@ -14,6 +14,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 
@@ -66,6 +68,29 @@ std::vector<tune::TuningRecord> all_records(const std::string& path) {
   return db ? db->list({}) : std::vector<tune::TuningRecord>{};
 }
 
+// The stand-in runner, except that its first call reports wrong results: the tuner's first
+// candidate is the search's best estimate, a node of the panel's tree. (One device: the runner's
+// calls come one after the other.)
+std::string write_runner_failing_first(const TempDir& dir) {
+  const std::string stand_in = nautilus::testing::write_stand_in_runner(dir);
+  const std::string path = dir.file("failing_first.sh");
+  std::ofstream script(path);
+  script << "#!/bin/sh\n"
+         << "n=$(cat " << dir.file("wrapper_calls") << " 2>/dev/null || echo 0)\n"
+         << "n=$((n + 1))\n"
+         << "echo $n > " << dir.file("wrapper_calls") << "\n"
+         << "if [ $n -eq 1 ]; then\n"
+         << "  echo '{\"format\": \"nautilus-runner-report\", \"version\": 1, \"status\": "
+            "\"wrong_results\", \"validation\": {\"status\": \"failed\", \"passed\": false, "
+            "\"max_relative_error\": 0.5}, \"errors\": [{\"kind\": \"wrong_results\", "
+            "\"message\": \"C differs from the reference\"}]}'\n"
+         << "  exit 1\nfi\n"
+         << "exec " << stand_in << " \"$@\"\n";
+  script.close();
+  std::filesystem::permissions(path, std::filesystem::perms::owner_all);
+  return path;
+}
+
 // A search panel on the small GEMM, measuring into DIR/tuning.db through the fake driver.
 void set_up_measuring(SearchPanel& panel, const TempDir& dir, const std::string& runner) {
   panel.set_beam(1);
@@ -77,8 +102,8 @@ void set_up_measuring(SearchPanel& panel, const TempDir& dir, const std::string&
 
 TEST(SearchPanelMeasure, FillsTheMeasuredColumnWritesTheDatabaseAndHistoryListsIt) {
   TempDir dir("studio-measure");
-  // Every third candidate (by its code's checksum) is reported as wrong results.
-  const std::string runner = nautilus::testing::write_stand_in_runner(dir, 3);
+  // The first candidate (the search's choice) is reported as wrong results.
+  const std::string runner = write_runner_failing_first(dir);
   SearchPanel panel;
   QAbstractItemModelTester tester(panel.model(),
                                   QAbstractItemModelTester::FailureReportingMode::Fatal);
@@ -151,7 +176,8 @@ TEST(SearchPanelMeasure, FillsTheMeasuredColumnWritesTheDatabaseAndHistoryListsI
     });
     if (!usable) EXPECT_TRUE(outcome.startsWith(QStringLiteral("wrong results"))) << outcome.toStdString();
   }
-  (void)failed_shown;
+  EXPECT_EQ(failed, 1);
+  EXPECT_GE(failed_shown, 1) << "the first candidate is the search's choice, a node of the tree";
 
   // The History panel lists them, oldest first, with the best so far.
   TuningHistoryPanel history;
