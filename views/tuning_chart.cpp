@@ -49,8 +49,19 @@ void TuningChart::paintEvent(QPaintEvent*) {
                                       : tr("No record has a validated time."));
     return;
   }
-  // Linear axes: records 1..n left to right, 0 µs at the bottom to 10% above the slowest.
-  y_max *= 1.1;
+  // Linear axes: records 1..n left to right, 0 µs at the bottom to the first round tick at
+  // least 5% above the slowest; ticks are 1, 2, 2.5 or 5 times a power of ten, at most five.
+  const double top = y_max * 1.05;
+  const double decade = std::pow(10.0, std::floor(std::log10(top / 5)));
+  double step = 10 * decade;
+  for (double nice : {1.0, 2.0, 2.5, 5.0}) {
+    if (nice * decade >= top / 5) {
+      step = nice * decade;
+      break;
+    }
+  }
+  const int ticks = static_cast<int>(std::ceil(top / step));
+  y_max = step * ticks;
   const int count = static_cast<int>(medians_.size());
   const auto to_x = [&](int index) {
     return count == 1 ? plot.center().x()
@@ -61,8 +72,8 @@ void TuningChart::paintEvent(QPaintEvent*) {
   QColor grid = colors.color(QPalette::Text);
   grid.setAlpha(40);
   const QColor text = colors.color(QPalette::Text);
-  for (int tick = 0; tick <= 4; ++tick) {
-    const double us = y_max * tick / 4;
+  for (int tick = 0; tick <= ticks; ++tick) {
+    const double us = step * tick;
     painter.setPen(grid);
     painter.drawLine(QPointF(plot.left(), to_y(us)), QPointF(plot.right(), to_y(us)));
     painter.setPen(text);

@@ -89,6 +89,13 @@ TuningHistoryPanel::TuningHistoryPanel(QWidget* parent) : QWidget(parent) {
   table_->setSelectionBehavior(QAbstractItemView::SelectRows);
   table_->setAlternatingRowColors(true);
   table_->verticalHeader()->hide();
+  table_->setWordWrap(false);  // one line per record; the tooltip has the whole schedule
+  table_->verticalHeader()->setDefaultSectionSize(table_->fontMetrics().height() + 6);
+  for (int column : {TuningHistoryModel::Order, TuningHistoryModel::Time, TuningHistoryModel::Median,
+                     TuningHistoryModel::Estimate, TuningHistoryModel::Validation,
+                     TuningHistoryModel::Registers}) {
+    table_->horizontalHeader()->setSectionResizeMode(column, QHeaderView::ResizeToContents);
+  }
   table_->horizontalHeader()->setSectionResizeMode(TuningHistoryModel::Schedule, QHeaderView::Stretch);
   chart_ = new TuningChart(splitter);
   splitter->setStretchFactor(0, 1);

@@ -54,6 +54,7 @@
 #include "views/search_panel.h"
 #include "views/stage_view.h"
 #include "views/teaching_panel.h"
+#include "views/tuning_history_panel.h"
 #include "views/theme.h"
 
 namespace {
@@ -318,6 +319,7 @@ int main(int argc, char** argv) {
       if (panel == QStringLiteral("cuda")) return !window.cuda_view()->compiling();
       if (panel == QStringLiteral("profiler")) return window.profiler_panel()->device_known();
       if (panel == QStringLiteral("teaching")) return !window.teaching_panel()->estimating();
+      if (panel == QStringLiteral("history")) return !window.history_panel()->busy();
       // The ImGui panels draw once they have the MA module (null: the placeholder is shown).
       if (window.layout_panel() != nullptr && !window.layout_panel()->module()) return false;
       if (window.pipeline_panel() != nullptr && !window.pipeline_panel()->module()) return false;
