@@ -191,10 +191,12 @@ int main(int argc, char** argv) {
   std::printf("search panel, %d-node tree grown on %s, view %dx%d: ms per update (model + "
               "layout + paint)\n",
               total, qPrintable(QApplication::platformName()), width, height);
-  std::printf("%-10s %-9s %7s | %-22s | %-22s | %s\n", "", "", "", "wall clock",
+  std::printf("(UI thread CPU: the first update of each run, the panel's first rows, is shown "
+              "apart)\n");
+  std::printf("%-10s %-9s %7s | %-22s | %-30s | %s\n", "", "", "", "wall clock",
               "UI thread CPU", "model");
-  std::printf("%-10s %-9s %7s | %6s %7s %7s | %6s %7s %7s | %s\n", "increment", "view", "updates",
-              "median", "p95", "worst", "median", "p95", "worst", "median");
+  std::printf("%-10s %-9s %7s | %6s %7s %7s | %6s %7s %7s %7s | %s\n", "increment", "view",
+              "updates", "median", "p95", "worst", "first", "median", "p95", "worst", "median");
   bool over = false;
   std::vector<double> measurement_ms;
   for (int increment : increments) {
@@ -206,11 +208,12 @@ int main(int argc, char** argv) {
                          expand_all || !measurement_ms.empty() ? nullptr : &measurement_ms,
                          &model_ms, &cpu_ms));
       const Stats model = summarize(model_ms);
-      const Stats cpu = summarize(cpu_ms);
-      over = over || cpu.worst > 16.0;
-      std::printf("%-10d %-9s %7d | %6.2f %7.2f %7.2f | %6.2f %7.2f %7.2f | %.2f\n", increment,
-                  expand_all ? "expanded" : "depth 1", stats.updates, stats.median, stats.p95,
-                  stats.worst, cpu.median, cpu.p95, cpu.worst, model.median);
+      const double first_cpu = cpu_ms.front();
+      const Stats cpu = summarize(std::vector<double>(cpu_ms.begin() + 1, cpu_ms.end()));
+      over = over || cpu.worst > 16.0 || first_cpu > 16.0;
+      std::printf("%-10d %-9s %7d | %6.2f %7.2f %7.2f | %6.2f %6.2f %7.2f %7.2f | %.2f\n",
+                  increment, expand_all ? "expanded" : "depth 1", stats.updates, stats.median,
+                  stats.p95, stats.worst, first_cpu, cpu.median, cpu.p95, cpu.worst, model.median);
     }
   }
   if (!measurement_ms.empty()) {
