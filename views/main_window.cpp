@@ -171,6 +171,13 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   origin_ = new QLabel(this);
   origin_->setObjectName(QStringLiteral("schedule_origin"));
   statusBar()->addWidget(origin_, 1);
+  use_best_measured_ = new QToolButton(this);
+  use_best_measured_->setObjectName(QStringLiteral("offer_best_measured"));
+  use_best_measured_->setText(tr("Use best measured"));
+  use_best_measured_->setToolTip(tr("Compile the tuning database's fastest validated schedule of "
+                                    "this spec at these sizes on the local GPU"));
+  use_best_measured_->hide();
+  statusBar()->addWidget(use_best_measured_);
 
   checker_ = new SpecChecker(this);
   pipeline_ = new PipelineRunner(this);
@@ -241,10 +248,15 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     if (!offer_best_measured_) return;
     offer_best_measured_ = false;
     if (const std::optional<tune::TuningRecord> best = history_->local_best()) {
-      origin_->setText(tr("the tuning database has a measured schedule of this spec: %1 — "
-                          "History › Use best measured")
+      origin_->setText(tr("the tuning database has a measured schedule of this spec: %1")
                            .arg(best_measured_origin(*best)));
+      use_best_measured_->show();
     }
+  });
+  connect(use_best_measured_, &QToolButton::clicked, this, [this] {
+    // The offer is the local GPU's best: show that device, then use its best.
+    history_->show_device(QString::fromStdString(history_->local_device()));
+    history_->use_best();
   });
   connect(search_, &SearchPanel::compare_requested, this,
           [this](int slot, const sched::Schedule& schedule, const QString& origin) {
@@ -697,6 +709,7 @@ bool MainWindow::load_schedule(const QString& path, QString* error) {
   }
   decisions_->model()->set_schedule(*schedule);
   origin_->setText(tr("schedule file %1").arg(QFileInfo(path).fileName()));
+  use_best_measured_->hide();
   schedule_compile(true);
   return true;
 }
@@ -768,6 +781,7 @@ void MainWindow::set_document(const QString& text, const QString& path, const QS
   // The History panel reads the new spec's records at once (no debounce): its refresh offers a
   // best measured schedule when the database has one.
   origin_->setText(QString());
+  use_best_measured_->hide();
   offer_best_measured_ = true;
   history_->refresh();
 }
@@ -811,6 +825,7 @@ void MainWindow::adopt_schedule(const sched::Schedule& schedule, const QString& 
   decisions_->model()->set_schedule(schedule, pins);
   origin_->setText(origin);
   offer_best_measured_ = false;
+  use_best_measured_->hide();
   schedule_compile(true);
 }
 

@@ -36,7 +36,7 @@
 // Where the current schedule came from (a search node, the search's choice, the tuning database's
 // best measured record) is shown in the status bar's origin label. When a spec is opened and the
 // tuning database has a validated measurement of it at its sizes on the local GPU, the label
-// offers it ("History › Use best measured"), as `nautilus schedule` prefers it.
+// offers it with a "Use best measured" button, as `nautilus schedule` prefers it.
 //
 // Files: File > Open/Save work on .nt specs; sessions (.json, views/session.h) keep spec, sizes,
 // schedule, pins and runs. Examples opens a copy of a shipped spec together with its schedule from
@@ -131,6 +131,8 @@ class MainWindow : public QMainWindow {
   TuningHistoryPanel* history_panel() const { return history_; }
   // Where the current schedule came from, or the offer of a best measured one.
   QLabel* schedule_origin_label() const { return origin_; }
+  // Shown beside the origin label while a best measured schedule is offered.
+  QToolButton* use_best_measured_button() const { return use_best_measured_; }
   // The tuning database of Measure and History (default: the CLI's, tune::default_database_path)
   // and the CUDA driver library that names the local GPU and runs candidates ("" the system's).
   void set_tuning_database(const QString& path);
@@ -222,6 +224,7 @@ class MainWindow : public QMainWindow {
   QPlainTextEdit* output_ = nullptr;
   QLabel* status_ = nullptr;
   QLabel* origin_ = nullptr;
+  QToolButton* use_best_measured_ = nullptr;
   // A document was opened: the next History refresh offers its best measured schedule.
   bool offer_best_measured_ = false;
   QProgressBar* progress_ = nullptr;
