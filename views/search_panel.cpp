@@ -291,7 +291,7 @@ bool SearchPanel::measure(int candidates) {
                   [this, generation, p] {
                     if (generation != measure_generation_) return;
                     show_measurement(p.schedule, p.median_us, p.outcome, p.measured,
-                                     p.budget_left, p.best_us);
+                                     p.budget_left, p.best_us, p.eta_seconds);
                   },
                   Qt::QueuedConnection);
             });
@@ -323,7 +323,9 @@ bool SearchPanel::measure(int candidates) {
       if (generation != measure_generation_) return;
       set_measuring(false);
       QString text = summary.text;
-      if (unmatched_ > 0) {
+      if (unmatched_ > 0 && model_->nodes().empty()) {
+        text += tr(" · no search tree to show them in: see History, or Search first");
+      } else if (unmatched_ > 0) {
         text += tr(" · %1 measured schedules are not in this tree (mutations; see History)")
                     .arg(unmatched_);
       }
@@ -336,11 +338,13 @@ bool SearchPanel::measure(int candidates) {
 
 void SearchPanel::show_measurement(const std::string& schedule, std::optional<double> median_us,
                                    const std::string& outcome, int measured, int budget_left,
-                                   std::optional<double> best_us) {
+                                   std::optional<double> best_us,
+                                   std::optional<double> eta_seconds) {
   const QString readable = readable_outcome(outcome);
   if (model_->set_measurement(schedule, median_us, readable) < 0) ++unmatched_;
   QString text = tr("measuring: %1 of %2 · %3").arg(measured).arg(measured + budget_left).arg(readable);
   if (best_us) text += tr(" · best %1 µs").arg(*best_us, 0, 'f', 2);
+  if (eta_seconds && budget_left > 0) text += tr(" · about %1 s left").arg(*eta_seconds, 0, 'f', 0);
   measure_label_->setText(text);
   Q_EMIT measurement_recorded(QString::fromStdString(schedule), readable);
 }

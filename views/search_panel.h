@@ -118,7 +118,7 @@ class SearchPanel : public QWidget {
   search::SearchOptions search_options() const;
   void show_measurement(const std::string& schedule, std::optional<double> median_us,
                         const std::string& outcome, int measured, int budget_left,
-                        std::optional<double> best_us);
+                        std::optional<double> best_us, std::optional<double> eta_seconds);
   void set_measuring(bool measuring);
   void show_result(search::SearchResult result);
   void show_node();

@@ -131,6 +131,12 @@ void TuningHistoryPanel::set_spec(const std::string& path, const std::string& te
   debounce_->start();
 }
 
+void TuningHistoryPanel::set_driver_library(const std::string& library) {
+  if (library == driver_library_) return;
+  driver_library_ = library;
+  local_device_known_ = false;
+}
+
 void TuningHistoryPanel::set_database_path(const QString& path) {
   database_path_ = path;
   database_label_->setText(tr("database: %1").arg(path.isEmpty() ? tr("none") : path));
@@ -152,11 +158,15 @@ void TuningHistoryPanel::refresh() {
   const std::string db_path = database_path_.toStdString();
   const std::string driver = driver_library_;
   const std::string preset = device_preset_;
-  worker_->post([this, path, text, sizes, db_path, driver, preset]() -> TaskRunner::Continuation {
+  const std::optional<std::string> known_device =
+      local_device_known_ ? std::optional<std::string>(local_device_) : std::nullopt;
+  worker_->post([this, path, text, sizes, db_path, driver, preset,
+                 known_device]() -> TaskRunner::Continuation {
     Snapshot snapshot;
     try {
       std::string why;
-      snapshot.local_device = profiler::local_device_name(driver, 0, &why);
+      snapshot.local_device =
+          known_device ? *known_device : profiler::local_device_name(driver, 0, &why);
       search::SearchInput input;
       input.file = std::make_shared<const SourceFile>(path, text);
       input.sizes = sizes;
@@ -204,9 +214,12 @@ void TuningHistoryPanel::refresh() {
     } catch (const std::exception& error) {
       snapshot.note = tr("internal error: %1").arg(QString::fromUtf8(error.what()));
     }
-    return [this, snapshot = std::move(snapshot)]() mutable {
+    return [this, driver, snapshot = std::move(snapshot)]() mutable {
       records_ = std::move(snapshot.records);
-      local_device_ = std::move(snapshot.local_device);
+      if (driver == driver_library_) {
+        local_device_ = std::move(snapshot.local_device);
+        local_device_known_ = true;
+      }
       rooflines_ = std::move(snapshot.rooflines);
       note_ = snapshot.note;
       // The device list: every device with records, the local GPU first, then by the newest

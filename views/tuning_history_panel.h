@@ -12,7 +12,8 @@
 // device is one the cost model knows, else on the search panel's preset) run on the panel's
 // worker; a refresh follows every measurement and, debounced, every change of spec or sizes.
 // The device list holds the devices the database has records of; the local GPU (queried on the
-// worker through the same driver the runner uses) is shown first when it has records.
+// worker through the same driver the runner uses, once per driver library) is shown first when it
+// has records.
 //
 // "Use best measured" hands the fastest validated record's schedule to the window, which treats
 // it as the search panel's "Use schedule" and says where it came from.
@@ -55,7 +56,7 @@ class TuningHistoryPanel : public QWidget {
   void set_database_path(const QString& path);
   const QString& database_path() const { return database_path_; }
   // The CUDA driver library that names the local GPU ("": the system's libcuda).
-  void set_driver_library(const std::string& library) { driver_library_ = library; }
+  void set_driver_library(const std::string& library);
   // The cost model preset ("h100", "a100") for the roofline of a device the cost model does not
   // know by name.
   void set_device_preset(const std::string& preset) { device_preset_ = preset; }
@@ -107,6 +108,9 @@ class TuningHistoryPanel : public QWidget {
   // the roofline bound per device name.
   std::vector<tune::TuningRecord> records_;
   std::string local_device_;
+  // The driver was asked for the local GPU (asked once per driver library: loading the driver
+  // and initializing it again on every refresh would cost more than the read).
+  bool local_device_known_ = false;
   std::map<std::string, Roofline> rooflines_;
   QString note_;  // why there is nothing to show, or ""
 
