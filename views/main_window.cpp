@@ -237,6 +237,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   connect(search_, &SearchPanel::schedule_found, this, [this](const sched::Schedule& schedule) {
     adopt_schedule(schedule, tr("schedule from the search"));
   });
+  // Measure runs candidates with the Profiler panel's runner command.
+  search_->set_runner_command(profiler_->runner_command().toStdString());
+  connect(profiler_, &ProfilerPanel::runner_command_changed, this,
+          [this](const QString& command) { search_->set_runner_command(command.toStdString()); });
   // Every measurement, and the end of a run, shows in the History panel.
   connect(search_, &SearchPanel::measurement_recorded, history_, &TuningHistoryPanel::refresh);
   connect(search_, &SearchPanel::measure_finished, history_, &TuningHistoryPanel::refresh);
@@ -844,7 +848,6 @@ void MainWindow::set_cuda_driver(const std::string& library) {
 void MainWindow::sync_search_inputs() {
   const PipelineInputs inputs = current_inputs();
   search_->set_spec(inputs.path, inputs.text, inputs.sizes);
-  search_->set_runner_command(profiler_->runner_command().toStdString());
   history_->set_spec(inputs.path, inputs.text, inputs.sizes);
   history_->set_device_preset(search_->device_preset());
   compare_->set_spec(inputs);

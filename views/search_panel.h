@@ -78,6 +78,7 @@ class SearchPanel : public QWidget {
   // The runner command template (the profiler panel's; empty: nautilus-runner next to the app)
   // and the CUDA driver library (empty: the system's libcuda; tests pass a stand-in).
   void set_runner_command(const std::string& command) { runner_command_ = command; }
+  const std::string& runner_command() const { return runner_command_; }
   void set_driver_library(const std::string& library) { driver_library_ = library; }
   QSpinBox* candidates_box() const { return candidates_; }
   QLabel* database_label() const { return database_label_; }

@@ -33,6 +33,7 @@
 #include "views/decisions_model.h"
 #include "views/decisions_panel.h"
 #include "views/main_window.h"
+#include "views/profiler_panel.h"
 #include "views/search_panel.h"
 #include "views/search_tree_model.h"
 #include "views/tuning_chart.h"
@@ -428,6 +429,11 @@ TEST(StudioWindow, OffersTheBestMeasuredScheduleAndUsesIt) {
   TuningHistoryPanel* history = window.history_panel();
   ASSERT_NE(history, nullptr);
   ASSERT_NE(window.dock(QStringLiteral("history")), nullptr);
+  // Measure runs candidates with the Profiler panel's runner command.
+  EXPECT_EQ(window.search_panel()->runner_command(),
+            window.profiler_panel()->runner_command().toStdString());
+  window.profiler_panel()->set_runner_command(QStringLiteral("ssh gpuhost nautilus-runner"));
+  EXPECT_EQ(window.search_panel()->runner_command(), "ssh gpuhost nautilus-runner");
   QString error;
   ASSERT_TRUE(window.open_file(
       QString::fromStdString(nautilus::testing::source_path("assets/specs/gemm.nt")), &error))
