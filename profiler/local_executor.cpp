@@ -44,6 +44,28 @@ std::string join_devices(const std::vector<int>& devices) {
 
 }  // namespace
 
+std::unique_ptr<LocalExecutor> make_local_executor(const search::SearchInput& input,
+                                                   const search::SearchOptions& search_options,
+                                                   const cost::CostModel& model,
+                                                   LocalExecutorOptions options) {
+  options.lower_arch = search::lowering_arch(search_options, model);
+  return std::make_unique<LocalExecutor>(input, std::move(options));
+}
+
+std::string local_device_name(const std::string& driver_library, int index, std::string* why) {
+  const DeviceQuery query =
+      driver_library.empty() ? query_devices() : query_devices(driver_library);
+  if (!query.has_gpu()) {
+    *why = query.no_gpu->message;
+    return "";
+  }
+  if (index < 0 || index >= static_cast<int>(query.devices.size())) {
+    *why = "no CUDA device " + std::to_string(index);
+    return "";
+  }
+  return query.devices[static_cast<size_t>(index)].name;
+}
+
 std::optional<std::vector<int>> parse_device_list(const std::string& text, std::string* error) {
   std::vector<int> devices;
   std::set<int> seen;

@@ -20,10 +20,12 @@
 // runner's --driver, tests pass the fake driver) or the system's libcuda.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "core/cost/cost_model.h"
 #include "core/search/search.h"
 #include "core/tune/executor.h"
 #include "profiler/measure.h"
@@ -59,6 +61,18 @@ class LocalExecutor : public tune::Executor {
   LocalExecutorOptions options_;
   ScheduleMeasurer measurer_;
 };
+
+// The local executor as `nautilus tune` and the studio's Measure build it: `options` with
+// `lower_arch` set to the arch the search with `search_options` lowers for on `model`
+// (search::lowering_arch), so the kernels timed are the ones the search estimated.
+std::unique_ptr<LocalExecutor> make_local_executor(const search::SearchInput& input,
+                                                   const search::SearchOptions& search_options,
+                                                   const cost::CostModel& model,
+                                                   LocalExecutorOptions options);
+
+// The name of local CUDA device `index` as the database keys it, through `driver_library` (""
+// for the system's libcuda); "" with `why` when there is no GPU or no such device.
+std::string local_device_name(const std::string& driver_library, int index, std::string* why);
 
 // Parses a --devices list such as "0,1,3": distinct non-negative CUDA ordinals; nullopt with
 // `error` otherwise.

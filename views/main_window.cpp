@@ -46,6 +46,7 @@
 #include "views/graph_view.h"
 #include "views/profiler_panel.h"
 #include "views/search_panel.h"
+#include "views/tuning_history_panel.h"
 #include "views/session.h"
 #include "views/shape_panel.h"
 #include "views/spec_checker.h"
@@ -114,6 +115,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   profiler_ = new ProfilerPanel(this);
   teaching_ = new TeachingPanel(stage_view_, this);
   search_ = new SearchPanel(this);
+  history_ = new TuningHistoryPanel(this);
   compare_ = new ComparePanel(this);
   QWidget* layouts_widget = make_gl_panel(true);
   QWidget* pipeline_widget = make_gl_panel(false);
@@ -124,6 +126,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   QDockWidget* stages = add_dock(tr("Stages"), QStringLiteral("stages"), stage_view_, Qt::RightDockWidgetArea);
   QDockWidget* cuda = add_dock(tr("CUDA"), QStringLiteral("cuda"), cuda_view_, Qt::RightDockWidgetArea);
   QDockWidget* search = add_dock(tr("Search"), QStringLiteral("search"), search_, Qt::RightDockWidgetArea);
+  QDockWidget* history =
+      add_dock(tr("History"), QStringLiteral("history"), history_, Qt::RightDockWidgetArea);
   QDockWidget* compare = add_dock(tr("Compare"), QStringLiteral("compare"), compare_, Qt::RightDockWidgetArea);
   QDockWidget* diagnostics =
       add_dock(tr("Diagnostics"), QStringLiteral("diagnostics"), output_, Qt::BottomDockWidgetArea);
@@ -140,7 +144,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   splitDockWidget(shapes, decisions, Qt::Vertical);
   tabifyDockWidget(stages, cuda);
   tabifyDockWidget(cuda, search);
-  tabifyDockWidget(search, compare);
+  tabifyDockWidget(search, history);
+  tabifyDockWidget(history, compare);
   tabifyDockWidget(compare, profiler);
   tabifyDockWidget(profiler, layouts);
   tabifyDockWidget(diagnostics, teaching);
@@ -163,6 +168,16 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   statusBar()->addPermanentWidget(progress_);
   statusBar()->addPermanentWidget(cancel_);
   statusBar()->addPermanentWidget(status_);
+  origin_ = new QLabel(this);
+  origin_->setObjectName(QStringLiteral("schedule_origin"));
+  statusBar()->addWidget(origin_, 1);
+  use_best_measured_ = new QToolButton(this);
+  use_best_measured_->setObjectName(QStringLiteral("offer_best_measured"));
+  use_best_measured_->setText(tr("Use best measured"));
+  use_best_measured_->setToolTip(tr("Compile the tuning database's fastest validated schedule of "
+                                    "this spec at these sizes on the local GPU"));
+  use_best_measured_->hide();
+  statusBar()->addWidget(use_best_measured_);
 
   checker_ = new SpecChecker(this);
   pipeline_ = new PipelineRunner(this);
@@ -220,19 +235,32 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   connect(decisions_, &DecisionsPanel::load_schedule_requested, this,
           &MainWindow::load_schedule_interactive);
   connect(search_, &SearchPanel::schedule_found, this, [this](const sched::Schedule& schedule) {
-    // Pins stay on the decisions the new schedule still has.
-    const sched::Schedule& old = decisions_->model()->schedule();
-    const std::vector<bool>& old_pins = decisions_->model()->pins();
-    std::vector<bool> pins;
-    for (const sched::Decision& decision : schedule.decisions) {
-      bool pinned = false;
-      for (size_t i = 0; i < old.decisions.size() && i < old_pins.size(); ++i) {
-        if (old.decisions[i] == decision && old_pins[i]) pinned = true;
-      }
-      pins.push_back(pinned);
+    adopt_schedule(schedule, tr("schedule from the search"));
+  });
+  // Measure runs candidates with the Profiler panel's runner command.
+  search_->set_runner_command(profiler_->runner_command().toStdString());
+  connect(profiler_, &ProfilerPanel::runner_command_changed, this,
+          [this](const QString& command) { search_->set_runner_command(command.toStdString()); });
+  // Every measurement, and the end of a run, shows in the History panel.
+  connect(search_, &SearchPanel::measurement_recorded, history_, &TuningHistoryPanel::refresh);
+  connect(search_, &SearchPanel::measure_finished, history_, &TuningHistoryPanel::refresh);
+  connect(history_, &TuningHistoryPanel::schedule_chosen, this,
+          [this](const sched::Schedule& schedule, const QString& origin) {
+            adopt_schedule(schedule, origin);
+          });
+  connect(history_, &TuningHistoryPanel::refreshed, this, [this] {
+    if (!offer_best_measured_) return;
+    offer_best_measured_ = false;
+    if (const std::optional<tune::TuningRecord> best = history_->local_best()) {
+      origin_->setText(tr("the tuning database has a measured schedule of this spec: %1")
+                           .arg(best_measured_origin(*best)));
+      use_best_measured_->show();
     }
-    decisions_->model()->set_schedule(schedule, pins);
-    schedule_compile(true);
+  });
+  connect(use_best_measured_, &QToolButton::clicked, this, [this] {
+    // The offer is the local GPU's best: show that device, then use its best.
+    history_->show_device(QString::fromStdString(history_->local_device()));
+    history_->use_best();
   });
   connect(search_, &SearchPanel::compare_requested, this,
           [this](int slot, const sched::Schedule& schedule, const QString& origin) {
@@ -314,8 +342,8 @@ QDockWidget* MainWindow::add_dock(const QString& title, const QString& name, QWi
 QStringList MainWindow::panel_names() {
   return {QStringLiteral("diagnostics"), QStringLiteral("shapes"),   QStringLiteral("decisions"),
           QStringLiteral("stages"),      QStringLiteral("cuda"),     QStringLiteral("profiler"),
-          QStringLiteral("teaching"),    QStringLiteral("search"),   QStringLiteral("compare"),
-          QStringLiteral("layouts"),     QStringLiteral("pipeline")};
+          QStringLiteral("teaching"),    QStringLiteral("search"),   QStringLiteral("history"),
+          QStringLiteral("compare"),     QStringLiteral("layouts"),  QStringLiteral("pipeline")};
 }
 
 QWidget* MainWindow::make_gl_panel(bool layouts) {
@@ -684,6 +712,8 @@ bool MainWindow::load_schedule(const QString& path, QString* error) {
     return false;
   }
   decisions_->model()->set_schedule(*schedule);
+  origin_->setText(tr("schedule file %1").arg(QFileInfo(path).fileName()));
+  use_best_measured_->hide();
   schedule_compile(true);
   return true;
 }
@@ -752,6 +782,12 @@ void MainWindow::set_document(const QString& text, const QString& path, const QS
   schedule_check();
   checker_->check_now();
   schedule_compile(true);
+  // The History panel reads the new spec's records at once (no debounce): its refresh offers a
+  // best measured schedule when the database has one.
+  origin_->setText(QString());
+  use_best_measured_->hide();
+  offer_best_measured_ = true;
+  history_->refresh();
 }
 
 void MainWindow::schedule_check() {
@@ -778,9 +814,42 @@ void MainWindow::set_target_arch(const std::string& arch) {
   schedule_compile(true);
 }
 
+void MainWindow::adopt_schedule(const sched::Schedule& schedule, const QString& origin) {
+  // Pins stay on the decisions the new schedule still has.
+  const sched::Schedule& old = decisions_->model()->schedule();
+  const std::vector<bool>& old_pins = decisions_->model()->pins();
+  std::vector<bool> pins;
+  for (const sched::Decision& decision : schedule.decisions) {
+    bool pinned = false;
+    for (size_t i = 0; i < old.decisions.size() && i < old_pins.size(); ++i) {
+      if (old.decisions[i] == decision && old_pins[i]) pinned = true;
+    }
+    pins.push_back(pinned);
+  }
+  decisions_->model()->set_schedule(schedule, pins);
+  origin_->setText(origin);
+  offer_best_measured_ = false;
+  use_best_measured_->hide();
+  schedule_compile(true);
+}
+
+void MainWindow::set_tuning_database(const QString& path) {
+  search_->set_database_path(path);
+  history_->set_database_path(path);
+  history_->refresh();
+}
+
+void MainWindow::set_cuda_driver(const std::string& library) {
+  search_->set_driver_library(library);
+  history_->set_driver_library(library);
+  history_->refresh();
+}
+
 void MainWindow::sync_search_inputs() {
   const PipelineInputs inputs = current_inputs();
   search_->set_spec(inputs.path, inputs.text, inputs.sizes);
+  history_->set_spec(inputs.path, inputs.text, inputs.sizes);
+  history_->set_device_preset(search_->device_preset());
   compare_->set_spec(inputs);
   std::vector<sched::Decision> pinned;
   const DecisionsModel* decisions = decisions_->model();

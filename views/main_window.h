@@ -10,7 +10,9 @@
 //   CUDA         the emitted source and NVRTC's ptxas report (CudaView)
 //   Profiler     runs through nautilus-runner, roofline, history (ProfilerPanel)
 //   Teaching     one pass at a time with its explanation and diff (TeachingPanel)
-//   Search       the auto-scheduler's tree, pins and forbids, live progress (SearchPanel)
+//   Search       the auto-scheduler's tree, pins and forbids, live progress, Measure (SearchPanel)
+//   History      the tuning database's records of the spec: table, chart, best measured
+//                (TuningHistoryPanel)
 //   Compare      two schedules side by side: decisions, IR diff, cost per kernel (ComparePanel)
 //   Layouts      thread/value grids and swizzled bank grids of the MA tile IR (LayoutPanel)
 //   Pipeline     the inner loop as a per-warp timeline (PipelinePanel)
@@ -30,6 +32,11 @@
 // the same statement in the graph, and the CUDA sections of that statement; moving the cursor in
 // the editor or the CUDA source selects the statement under it everywhere else. Selecting an MA
 // tile IR value or shared allocation in the graph shows that tile in the Layouts panel.
+//
+// Where the current schedule came from (a search node, the search's choice, the tuning database's
+// best measured record) is shown in the status bar's origin label. When a spec is opened and the
+// tuning database has a validated measurement of it at its sizes on the local GPU, the label
+// offers it with a "Use best measured" button, as `nautilus schedule` prefers it.
 //
 // Files: File > Open/Save work on .nt specs; sessions (.json, views/session.h) keep spec, sizes,
 // schedule, pins and runs. Examples opens a copy of a shipped spec together with its schedule from
@@ -75,6 +82,7 @@ class ShapePanel;
 class SpecHighlighter;
 class StageView;
 class TeachingPanel;
+class TuningHistoryPanel;
 struct Session;
 
 class MainWindow : public QMainWindow {
@@ -120,6 +128,15 @@ class MainWindow : public QMainWindow {
   ShapePanel* shape_panel() const { return shapes_; }
   TeachingPanel* teaching_panel() const { return teaching_; }
   SearchPanel* search_panel() const { return search_; }
+  TuningHistoryPanel* history_panel() const { return history_; }
+  // Where the current schedule came from, or the offer of a best measured one.
+  QLabel* schedule_origin_label() const { return origin_; }
+  // Shown beside the origin label while a best measured schedule is offered.
+  QToolButton* use_best_measured_button() const { return use_best_measured_; }
+  // The tuning database of Measure and History (default: the CLI's, tune::default_database_path)
+  // and the CUDA driver library that names the local GPU and runs candidates ("" the system's).
+  void set_tuning_database(const QString& path);
+  void set_cuda_driver(const std::string& library);
   ComparePanel* compare_panel() const { return compare_; }
   // The Dear ImGui panels; null where gl_panels_supported() is false (the docks hold a label).
   LayoutPanel* layout_panel() const { return layout_; }
@@ -168,6 +185,9 @@ class MainWindow : public QMainWindow {
   void schedule_compile(bool now);
   // Hands the current spec, sizes and pinned decisions to the search panel.
   void sync_search_inputs();
+  // Makes `schedule` the current one (pins kept on the decisions it still has) and recompiles;
+  // `origin` says where it came from.
+  void adopt_schedule(const sched::Schedule& schedule, const QString& origin);
   PipelineInputs current_inputs() const;
   void show_result(const SpecCheckResult& result);
   void show_compilation(const PipelineResult& result);
@@ -203,6 +223,10 @@ class MainWindow : public QMainWindow {
   QPlainTextEdit* editor_ = nullptr;
   QPlainTextEdit* output_ = nullptr;
   QLabel* status_ = nullptr;
+  QLabel* origin_ = nullptr;
+  QToolButton* use_best_measured_ = nullptr;
+  // A document was opened: the next History refresh offers its best measured schedule.
+  bool offer_best_measured_ = false;
   QProgressBar* progress_ = nullptr;
   QToolButton* cancel_ = nullptr;
   SpecHighlighter* highlighter_ = nullptr;
@@ -216,6 +240,7 @@ class MainWindow : public QMainWindow {
   ShapePanel* shapes_ = nullptr;
   TeachingPanel* teaching_ = nullptr;
   SearchPanel* search_ = nullptr;
+  TuningHistoryPanel* history_ = nullptr;
   ComparePanel* compare_ = nullptr;
   LayoutPanel* layout_ = nullptr;
   PipelinePanel* pipeline_panel_ = nullptr;

@@ -60,6 +60,7 @@ ProfilerPanel::ProfilerPanel(QWidget* parent) : QWidget(parent) {
                           "machine: ssh gpuhost nautilus-runner (the package path must exist "
                           "there too)."));
   form->addRow(tr("Runner"), command_);
+  connect(command_, &QLineEdit::textChanged, this, &ProfilerPanel::runner_command_changed);
   auto* options = new QHBoxLayout();
   repetitions_ = new QSpinBox(this);
   repetitions_->setRange(1, 100000);

@@ -78,6 +78,8 @@ class ProfilerPanel : public QWidget {
   void compare_requested(int slot, const nautilus::sched::Schedule& schedule, const QString& origin,
                          const std::vector<nautilus::views::KernelTiming>& measured);
   void device_queried();
+  // The runner command was edited (the search panel's Measure uses the same one).
+  void runner_command_changed(const QString& command);
 
  private:
   void show_record(const RunRecord& record);

@@ -14,10 +14,16 @@
 #include <QTreeView>
 #include <QVBoxLayout>
 
+#include <QThread>
+
+#include <algorithm>
 #include <exception>
 
 #include "core/cost/analytical_model.h"
 #include "core/cost/device_models.h"
+#include "core/tune/tuner.h"
+#include "core/tune/tuning_db.h"
+#include "profiler/local_executor.h"
 #include "views/search_tree_model.h"
 #include "views/task_runner.h"
 
@@ -51,6 +57,24 @@ class ProgressForwarder : public search::SearchObserver {
 QString decisions_text(const std::vector<sched::Decision>& decisions) {
   return QString::fromStdString(sched::print_decisions(decisions, "; "));
 }
+
+// The tuner's outcome for people: the runner's status names use underscores ("wrong_results:
+// C differs ..." reads "wrong results: C differs ...").
+QString readable_outcome(const std::string& outcome) {
+  QString text = QString::fromStdString(outcome);
+  const qsizetype colon = text.indexOf(QLatin1Char(':'));
+  const qsizetype end = colon < 0 ? text.size() : colon;
+  for (qsizetype i = 0; i < end; ++i) {
+    if (text[i] == QLatin1Char('_')) text[i] = QLatin1Char(' ');
+  }
+  return text;
+}
+
+// What the measurement's worker hands back to the panel.
+struct MeasureSummary {
+  bool ok = false;
+  QString text;
+};
 
 }  // namespace
 
@@ -125,6 +149,34 @@ SearchPanel::SearchPanel(QWidget* parent) : QWidget(parent) {
   actions->addStretch();
   layout->addLayout(actions);
 
+  // Measure: the tuner on the local GPU, results into the tuning database.
+  auto* measure_bar = new QHBoxLayout();
+  candidates_ = new QSpinBox(this);
+  candidates_->setObjectName(QStringLiteral("measure_candidates"));
+  candidates_->setRange(1, 10000);
+  candidates_->setValue(16);
+  candidates_->setSuffix(tr(" candidates"));
+  candidates_->setToolTip(tr("How many schedules to measure: the search's leaves best estimate "
+                             "first, then mutations of the fastest measured ones"));
+  measure_ = new QPushButton(tr("Measure"), this);
+  measure_->setObjectName(QStringLiteral("measure"));
+  measure_->setToolTip(tr("Time the candidates on the local GPU (validated first) and record "
+                          "every result in the tuning database"));
+  measure_label_ = new QLabel(this);
+  measure_label_->setObjectName(QStringLiteral("measure_progress"));
+  measure_label_->setWordWrap(true);
+  database_label_ = new QLabel(this);
+  database_label_->setObjectName(QStringLiteral("tuning_database"));
+  database_label_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  measure_bar->addWidget(candidates_);
+  measure_bar->addWidget(measure_);
+  measure_bar->addWidget(measure_label_, 1);
+  layout->addLayout(measure_bar);
+  layout->addWidget(database_label_);
+  connect(measure_, &QPushButton::clicked, this, [this] { measure(); });
+  measure_runner_ = new TaskRunner(this);
+  set_database_path(QString::fromStdString(tune::default_database_path()));
+
   connect(search_, &QPushButton::clicked, this, &SearchPanel::start);
   connect(cancel_, &QPushButton::clicked, this, &SearchPanel::cancel);
   connect(clear, &QPushButton::clicked, this, &SearchPanel::clear_constraints);
@@ -148,6 +200,153 @@ SearchPanel::~SearchPanel() {
   // progress to this object until it returns.
   stop_.request_stop();
   delete runner_;
+  // The tuner stops after the candidates in flight (a runner child ends within its timeout).
+  measure_stop_.request_stop();
+  delete measure_runner_;
+}
+
+void SearchPanel::set_database_path(const QString& path) {
+  database_path_ = path;
+  database_label_->setText(path.isEmpty()
+                               ? tr("Tuning database: none (set XDG_DATA_HOME or HOME)")
+                               : tr("Tuning database: %1").arg(path));
+}
+
+std::string SearchPanel::device_preset() const {
+  return device_->currentData().toString().toStdString();
+}
+
+search::SearchOptions SearchPanel::search_options() const {
+  search::SearchOptions options;
+  options.pins = extra_pins_;
+  options.pins.insert(options.pins.end(), pins_.begin(), pins_.end());
+  options.forbids = forbids_;
+  options.beam = beam_->value();
+  options.threads = 1;
+  return options;
+}
+
+void SearchPanel::set_measuring(bool measuring) {
+  measuring_ = measuring;
+  measure_->setEnabled(!measuring);
+  candidates_->setEnabled(!measuring);
+  cancel_->setEnabled(measuring || running_);
+}
+
+bool SearchPanel::measure(int candidates) {
+  if (measuring_) {
+    measure_label_->setText(tr("A measurement is running; cancel it first."));
+    return false;
+  }
+  if (text_.empty()) {
+    measure_label_->setText(tr("Nothing to measure: the editor is empty."));
+    return false;
+  }
+  if (database_path_.isEmpty()) {
+    measure_label_->setText(tr("No tuning database: set XDG_DATA_HOME or HOME."));
+    return false;
+  }
+  measure_stop_ = std::stop_source();
+  const uint64_t generation = ++measure_generation_;
+  unmatched_ = 0;
+  set_measuring(true);
+  measure_label_->setText(tr("measuring: searching for candidates…"));
+
+  search::SearchInput input;
+  input.file = std::make_shared<const SourceFile>(path_, text_);
+  input.sizes = sizes_;
+  tune::TuneOptions options;
+  options.search = search_options();
+  options.budget = candidates > 0 ? candidates : candidates_->value();
+  options.source = "studio";
+  const std::string device_name = device_preset();
+  const std::string db_path = database_path_.toStdString();
+  profiler::LocalExecutorOptions executor_options;
+  executor_options.runner_command = runner_command_;
+  executor_options.driver_library = driver_library_;
+  // Builds (NVRTC) on half the cores, as many as the local executor can keep one GPU busy with.
+  executor_options.jobs = std::clamp(QThread::idealThreadCount() / 2, 1, profiler::kCandidatesPerDevice);
+  std::stop_token token = measure_stop_.get_token();
+  measure_runner_->post([this, input, options, device_name, db_path, executor_options, token,
+                         generation]() mutable -> TaskRunner::Continuation {
+    MeasureSummary summary;
+    try {
+      const std::optional<cost::DeviceModel> device = cost::device_model_for(device_name);
+      std::string error;
+      std::unique_ptr<tune::TuningDatabase> db;
+      if (!device) {
+        summary.text = tr("unknown device %1").arg(QString::fromStdString(device_name));
+      } else if (!(db = tune::TuningDatabase::open(db_path, true, &error))) {
+        summary.text = QString::fromStdString(error);
+      } else {
+        const std::unique_ptr<cost::CostModel> model = cost::make_analytical_model(*device);
+        std::unique_ptr<tune::Executor> executor =
+            profiler::make_local_executor(input, options.search, *model, executor_options);
+        options.should_stop = [token] { return token.stop_requested(); };
+        const tune::TuneResult result = tune::run_tune(
+            input, *model, *db, *executor, options, [this, generation](const tune::TuneProgress& p) {
+              // Queued to the UI thread, in the order the results were recorded.
+              QMetaObject::invokeMethod(
+                  this,
+                  [this, generation, p] {
+                    if (generation != measure_generation_) return;
+                    show_measurement(p.schedule, p.median_us, p.outcome, p.measured,
+                                     p.budget_left, p.best_us, p.eta_seconds);
+                  },
+                  Qt::QueuedConnection);
+            });
+        summary.ok = result.ok;
+        if (!result.ok) {
+          summary.text = QString::fromStdString(result.error);
+          if (result.measured > 0) {
+            summary.text += tr(" (%1 candidates were recorded before that)").arg(result.measured);
+          }
+        } else {
+          summary.text = tr("%1 measured (%2 failed), %3 already in the database")
+                             .arg(result.measured)
+                             .arg(result.failed)
+                             .arg(result.skipped);
+          if (result.best && result.best->median_us) {
+            summary.text += tr(" · best %1 µs (record %2) on %3")
+                                .arg(*result.best->median_us, 0, 'f', 2)
+                                .arg(result.best->id)
+                                .arg(QString::fromStdString(result.key.device_name));
+          }
+          if (result.stopped) summary.text += tr(" · stopped");
+          if (result.exhausted) summary.text += tr(" · no new candidate left");
+        }
+      }
+    } catch (const std::exception& error) {
+      summary.text = tr("internal error: %1").arg(QString::fromUtf8(error.what()));
+    }
+    return [this, generation, summary] {
+      if (generation != measure_generation_) return;
+      set_measuring(false);
+      QString text = summary.text;
+      if (unmatched_ > 0 && model_->nodes().empty()) {
+        text += tr(" · no search tree to show them in: see History, or Search first");
+      } else if (unmatched_ > 0) {
+        text += tr(" · %1 measured schedules are not in this tree (mutations; see History)")
+                    .arg(unmatched_);
+      }
+      measure_label_->setText(summary.ok ? text : tr("measurement failed: %1").arg(text));
+      Q_EMIT measure_finished(summary.ok, text);
+    };
+  });
+  return true;
+}
+
+void SearchPanel::show_measurement(const std::string& schedule, std::optional<double> median_us,
+                                   const std::string& outcome, int measured, int budget_left,
+                                   std::optional<double> best_us,
+                                   std::optional<double> eta_seconds) {
+  const QString readable = readable_outcome(outcome);
+  if (model_->set_measurement(schedule, median_us, readable) < 0) ++unmatched_;
+  QString text = tr("measuring: %1 of %2 · %3").arg(measured).arg(measured + budget_left).arg(readable);
+  if (best_us) text += tr(" · best %1 µs").arg(*best_us, 0, 'f', 2);
+  if (eta_seconds && budget_left > 0) text += tr(" · about %1 s left").arg(*eta_seconds, 0, 'f', 0);
+  measure_label_->setText(text);
+  Q_EMIT measurement_recorded(QString::fromStdString(schedule), readable);
 }
 
 void SearchPanel::set_spec(const std::string& path, const std::string& text,
@@ -194,13 +393,8 @@ bool SearchPanel::start() {
   search::SearchInput input;
   input.file = std::make_shared<const SourceFile>(path_, text_);
   input.sizes = sizes_;
-  search::SearchOptions options;
-  options.pins = extra_pins_;
-  options.pins.insert(options.pins.end(), pins_.begin(), pins_.end());
-  options.forbids = forbids_;
-  options.beam = beam_->value();
-  options.threads = 1;
-  const std::string device_name = device_->currentData().toString().toStdString();
+  const search::SearchOptions options = search_options();
+  const std::string device_name = device_preset();
   std::stop_token token = stop_.get_token();
   runner_->post([this, input, options, device_name, token, generation]() -> TaskRunner::Continuation {
     search::SearchResult result;
@@ -233,6 +427,10 @@ bool SearchPanel::start() {
 }
 
 void SearchPanel::cancel() {
+  if (measuring_) {
+    measure_stop_.request_stop();
+    measure_label_->setText(tr("stopping after the candidates in flight…"));
+  }
   if (!running_) return;
   stop_.request_stop();
   progress_->setText(tr("cancelling…"));
@@ -291,7 +489,7 @@ void SearchPanel::show_tree(std::vector<search::SearchNode> nodes) {
 void SearchPanel::show_result(search::SearchResult result) {
   running_ = false;
   search_->setEnabled(true);
-  cancel_->setEnabled(false);
+  cancel_->setEnabled(measuring_);
   result_ = std::move(result);
   model_->grow(result_.nodes, result_.chosen);
   tree_->expandToDepth(1);

@@ -10,8 +10,19 @@
 // Decisions panel are passed too (`set_extra_pins`). When a search finishes, `schedule_found`
 // carries the chosen schedule, which the window compiles.
 //
-// The core reports progress during the search but the tree only at the end, so the tree appears
-// when the search finishes (or is cancelled).
+// The tree grows while the search runs (SearchObserver::on_tree): new nodes are inserted as rows,
+// never by resetting the model, so a tree of thousands of nodes stays responsive
+// (bench/studio/README.md measures it).
+//
+// Measure: the tuner (core/tune/tuner.h run_tune) with the panel's pins, forbids, beam and cost
+// model, for the spec and sizes, on the local executor `nautilus tune` uses
+// (profiler::make_local_executor: NVRTC, then one nautilus-runner child per candidate on CUDA
+// device 0, with the profiler panel's runner command). It runs on a worker of its own; every
+// result is written to the tuning database (the user's default, as the CLI's; the panel shows
+// the path) and reaches the UI thread as a queued call: the tree's "measured µs" cell of the node
+// with that schedule shows the time or why there is none ("wrong results", "fault: ..."), and
+// `measurement_recorded` tells the History panel. Cancel is the tuner's should_stop: the
+// candidates in flight finish and are recorded, no further one starts.
 #pragma once
 
 #include <QString>
@@ -19,6 +30,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <string>
 #include <stop_token>
 #include <vector>
 
@@ -51,8 +64,27 @@ class SearchPanel : public QWidget {
   void set_extra_pins(std::vector<sched::Decision> pins) { extra_pins_ = std::move(pins); }
 
   bool start();
+  // Stops the search, or the measurement after the candidates in flight.
   void cancel();
   bool running() const { return running_; }
+
+  // Measures up to `candidates` schedules (the spin box's value when 0) with the tuner; false
+  // (with the reason in the progress line) when there is nothing to measure or a run is going.
+  bool measure(int candidates = 0);
+  bool measuring() const { return measuring_; }
+  // The tuning database measurements go to (default tune::default_database_path()).
+  void set_database_path(const QString& path);
+  const QString& database_path() const { return database_path_; }
+  // The runner command template (the profiler panel's; empty: nautilus-runner next to the app)
+  // and the CUDA driver library (empty: the system's libcuda; tests pass a stand-in).
+  void set_runner_command(const std::string& command) { runner_command_ = command; }
+  const std::string& runner_command() const { return runner_command_; }
+  void set_driver_library(const std::string& library) { driver_library_ = library; }
+  QSpinBox* candidates_box() const { return candidates_; }
+  QLabel* database_label() const { return database_label_; }
+  QLabel* measure_label() const { return measure_label_; }
+  // The device preset of the cost model ("h100", "a100").
+  std::string device_preset() const;
   void pin_path(int node_id);
   void forbid(int node_id);
   void clear_constraints();
@@ -67,15 +99,28 @@ class SearchPanel : public QWidget {
   int tree_updates() const { return tree_updates_; }
   void set_beam(int beam);
 
+  // Takes a tree of the running search (public for the responsiveness benchmark, which feeds
+  // synthetic growth through the same path as the search's observer).
+  void show_tree(std::vector<search::SearchNode> nodes);
+
  Q_SIGNALS:
   void finished(bool ok);
   void schedule_found(const nautilus::sched::Schedule& schedule);
   // "Compare as A/B" on a node: its schedule with its default completion (slot 0 = A, 1 = B).
   void compare_requested(int slot, const nautilus::sched::Schedule& schedule, const QString& origin);
+  // One candidate measured and written to the database: its schedule text and outcome ("12.50
+  // µs", "wrong results", ...).
+  void measurement_recorded(const QString& schedule, const QString& outcome);
+  // The measurement ended (ok: the tuner ran to its end or was stopped; else `summary` says why).
+  void measure_finished(bool ok, const QString& summary);
 
  private:
   void show_progress(const search::SearchProgress& progress);
-  void show_tree(std::vector<search::SearchNode> nodes);
+  search::SearchOptions search_options() const;
+  void show_measurement(const std::string& schedule, std::optional<double> median_us,
+                        const std::string& outcome, int measured, int budget_left,
+                        std::optional<double> best_us, std::optional<double> eta_seconds);
+  void set_measuring(bool measuring);
   void show_result(search::SearchResult result);
   void show_node();
   void update_constraints_label();
@@ -103,8 +148,21 @@ class SearchPanel : public QWidget {
   QPlainTextEdit* detail_ = nullptr;
   SearchTreeModel* model_ = nullptr;
 
+  QSpinBox* candidates_ = nullptr;
+  QPushButton* measure_ = nullptr;
+  QLabel* database_label_ = nullptr;
+  QLabel* measure_label_ = nullptr;
+  QString database_path_;
+  std::string runner_command_;
+  std::string driver_library_;
+  bool measuring_ = false;
+  uint64_t measure_generation_ = 0;
+  int unmatched_ = 0;  // measured schedules that are not nodes of the tree (mutations)
+
   std::stop_source stop_;  // of the search in flight
+  std::stop_source measure_stop_;  // of the measurement in flight
   TaskRunner* runner_ = nullptr;  // runs the searches, one at a time
+  TaskRunner* measure_runner_ = nullptr;  // runs the tuner
 };
 
 }  // namespace nautilus::views

@@ -13,7 +13,9 @@ SearchTreeModel::SearchTreeModel(QObject* parent) : QAbstractItemModel(parent) {
 
 void SearchTreeModel::set_nodes(std::vector<search::SearchNode> nodes, int chosen) {
   beginResetModel();
+  measured_.clear();  // another tree: its schedules were not the ones measured
   nodes_ = std::move(nodes);
+  schedule_text_.assign(nodes_.size(), std::string());
   chosen_ = chosen;
   roots_.clear();
   row_in_parent_.assign(nodes_.size(), 0);
@@ -74,35 +76,44 @@ void SearchTreeModel::grow(std::vector<search::SearchNode> nodes, int chosen) {
                       known.measured_us == fresh.measured_us &&
                       known.estimate.has_value() == fresh.estimate.has_value() &&
                       (!known.estimate || known.estimate->microseconds == fresh.estimate->microseconds);
+    if (!(known.completion.decisions == fresh.completion.decisions)) schedule_text_[i].clear();
     std::vector<int> children = std::move(known.children);
     known = std::move(fresh);
     known.children = std::move(children);  // new children are inserted below, one by one
     if (!same) changed.push_back(static_cast<int>(i));
   }
   // New nodes, in id order: every parent precedes its children and each parent's children are
-  // in id order, so each new node is the last row of its parent when it arrives.
-  for (size_t i = nodes_.size(); i < nodes.size(); ++i) {
-    search::SearchNode node = std::move(nodes[i]);
-    node.children.clear();
-    const int id = node.id;
-    const int parent = node.parent;
-    if (parent < 0) {
-      const int row = static_cast<int>(roots_.size());
-      beginInsertRows(QModelIndex(), row, row);
-      roots_.push_back(id);
-      row_in_parent_.push_back(row);
+  // in id order, so each new node is the last row of its parent when it arrives. A run of new
+  // nodes with the same parent (a node's children are made together) is one insertion: the view
+  // handles one rowsInserted per run instead of one per node.
+  size_t next = nodes_.size();
+  while (next < nodes.size()) {
+    const int parent = nodes[next].parent;
+    size_t end = next + 1;
+    while (end < nodes.size() && nodes[end].parent == parent) ++end;
+    const bool root = parent < 0;
+    const int first_row = root ? static_cast<int>(roots_.size())
+                               : static_cast<int>(nodes_[static_cast<size_t>(parent)].children.size());
+    beginInsertRows(root ? QModelIndex() : index_of(parent), first_row,
+                    first_row + static_cast<int>(end - next) - 1);
+    for (size_t i = next; i < end; ++i) {
+      search::SearchNode node = std::move(nodes[i]);
+      node.children.clear();
+      const int id = node.id;
+      if (root) {
+        row_in_parent_.push_back(static_cast<int>(roots_.size()));
+        roots_.push_back(id);
+      } else {
+        std::vector<int>& siblings = nodes_[static_cast<size_t>(parent)].children;
+        row_in_parent_.push_back(static_cast<int>(siblings.size()));
+        siblings.push_back(id);
+      }
       chosen_path_.push_back(false);
+      schedule_text_.emplace_back();
       nodes_.push_back(std::move(node));
-      endInsertRows();
-      continue;
     }
-    const int row = static_cast<int>(nodes_[static_cast<size_t>(parent)].children.size());
-    beginInsertRows(index_of(parent), row, row);
-    nodes_[static_cast<size_t>(parent)].children.push_back(id);
-    row_in_parent_.push_back(row);
-    chosen_path_.push_back(false);
-    nodes_.push_back(std::move(node));
     endInsertRows();
+    next = end;
   }
   chosen_ = chosen;
   mark_chosen_path();
@@ -113,6 +124,45 @@ void SearchTreeModel::grow(std::vector<search::SearchNode> nodes, int chosen) {
     const QModelIndex first = index_of(id);
     Q_EMIT dataChanged(first, first.siblingAtColumn(ColumnCount - 1));
   }
+}
+
+const std::string& SearchTreeModel::schedule_text(int node_id) const {
+  std::string& text = schedule_text_[static_cast<size_t>(node_id)];
+  if (text.empty()) {
+    const search::SearchNode& node = nodes_[static_cast<size_t>(node_id)];
+    text = sched::print_decisions(node.schedule.decisions, "; ");
+    if (!node.schedule.decisions.empty() && !node.completion.decisions.empty()) text += "; ";
+    text += sched::print_decisions(node.completion.decisions, "; ");
+  }
+  return text;
+}
+
+int SearchTreeModel::set_measurement(const std::string& wanted, std::optional<double> median_us,
+                                     const QString& outcome) {
+  // A scan of the nodes' cached schedule texts: the first measurement prints them (a few ms at
+  // 5,000 nodes), later ones only compare (bench/studio/README.md).
+  const QString text = median_us ? QString::number(*median_us, 'f', 1) : outcome;
+  int found = -1;
+  for (const search::SearchNode& node : nodes_) {
+    if (node.schedule.decisions.empty() && node.completion.decisions.empty()) continue;
+    if (schedule_text(node.id) != wanted) continue;
+    // The leaf that was measured, and every inner node whose default completion is that same
+    // schedule (its estimate was of this kernel too), show the outcome.
+    measured_[node.id] = text;
+    const QModelIndex cell = index_of(node.id).siblingAtColumn(Measured);
+    Q_EMIT dataChanged(cell, cell);
+    const bool leaf = node.status == search::NodeStatus::Leaf ||
+                      node.status == search::NodeStatus::Chosen;
+    if (found < 0 || leaf) found = node.id;
+  }
+  return found;
+}
+
+QString SearchTreeModel::measured_text(int node_id) const {
+  if (auto found = measured_.find(node_id); found != measured_.end()) return found->second;
+  if (node_id < 0 || node_id >= static_cast<int>(nodes_.size())) return {};
+  const search::SearchNode& shown = nodes_[static_cast<size_t>(node_id)];
+  return shown.measured_us ? QString::number(*shown.measured_us, 'f', 1) : QString();
 }
 
 const search::SearchNode* SearchTreeModel::node(const QModelIndex& index) const {
@@ -173,8 +223,7 @@ QVariant SearchTreeModel::data(const QModelIndex& index, int role) const {
                (shown->pinned ? tr(", pinned") : QString());
       case Estimate:
         return shown->estimate ? QString::number(shown->estimate->microseconds, 'f', 1) : QString();
-      case Measured:
-        return shown->measured_us ? QString::number(*shown->measured_us, 'f', 1) : QString();
+      case Measured: return measured_text(shown->id);
       case Phase: return QString::fromLatin1(search::phase_name(shown->phase));
       case Reason: return QString::fromStdString(shown->reason);
       default: return {};

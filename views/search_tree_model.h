@@ -9,11 +9,19 @@
 //
 // A QTreeView draws only the rows it shows, so trees of thousands of nodes stay fluid; pruned
 // rows are greyed, the chosen path bold. `print_tree` prints the rows indented (golden tests).
+//
+// Measurements of the tuner (the search panel's Measure) arrive by schedule text: the node whose
+// schedule with its completion prints as that text gets the outcome in its "measured µs" cell —
+// the time, or why it has none ("wrong results", "fault: ..."). They are kept while the tree
+// grows and dropped when another tree replaces it.
 #pragma once
 
 #include <QAbstractItemModel>
 #include <QString>
 
+#include <optional>
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/search/search.h"
@@ -41,6 +49,16 @@ class SearchTreeModel : public QAbstractItemModel {
   QModelIndex index_of(int node_id) const;
   int chosen() const { return chosen_; }
 
+  // Records a measurement of the node whose complete schedule (decisions, then its default
+  // completion) prints as `schedule_text` (sched::print_decisions with "; "): its median time, or
+  // nullopt with `outcome` saying why there is none. Returns the node's id, or -1 when no node of
+  // the tree has that schedule (a mutation the tuner made beyond the search's leaves).
+  int set_measurement(const std::string& schedule_text, std::optional<double> median_us,
+                      const QString& outcome);
+  // The measured cell's text of a node: the tuner's outcome, else the search's own measurement.
+  QString measured_text(int node_id) const;
+  int measured_count() const { return static_cast<int>(measured_.size()); }
+
   QModelIndex index(int row, int column, const QModelIndex& parent = {}) const override;
   QModelIndex parent(const QModelIndex& child) const override;
   int rowCount(const QModelIndex& parent = {}) const override;
@@ -57,8 +75,14 @@ class SearchTreeModel : public QAbstractItemModel {
   std::vector<search::SearchNode> nodes_;
   std::vector<int> row_in_parent_;  // per node id
   std::vector<int> roots_;          // ids of nodes without a parent
+  // The node's schedule then completion as the tuner keys it, printed when first asked ("" until).
+  const std::string& schedule_text(int node_id) const;
+
   std::vector<bool> chosen_path_;   // per node id
+  mutable std::vector<std::string> schedule_text_;  // per node id, see schedule_text()
   int chosen_ = -1;
+  // The tuner's outcomes by node id ("12.5" or why it has no time).
+  std::unordered_map<int, QString> measured_;
 };
 
 // Every row, depth-first, indented two spaces per level, columns joined by " | " (leaving out

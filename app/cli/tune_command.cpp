@@ -166,21 +166,6 @@ void print_record(std::ostream& out, const tune::TuningRecord& r) {
   }
 }
 
-// The name of local GPU `index` through `driver` ("" for the system's), or "" with `why`.
-std::string local_gpu_name(const std::string& driver, int index, std::string* why) {
-  const profiler::DeviceQuery query =
-      driver.empty() ? profiler::query_devices() : profiler::query_devices(driver);
-  if (!query.has_gpu()) {
-    *why = query.no_gpu->message;
-    return "";
-  }
-  if (index < 0 || index >= static_cast<int>(query.devices.size())) {
-    *why = "no CUDA device " + std::to_string(index);
-    return "";
-  }
-  return query.devices[static_cast<size_t>(index)].name;
-}
-
 bool write_schedule(const std::string& path, const std::string& schedule_json, std::ostream& err) {
   const nlohmann::json json = nlohmann::json::parse(schedule_json, nullptr, false);
   std::ofstream file(path, std::ios::binary);
@@ -215,7 +200,7 @@ int run_db_best(const ParsedOptions& options, std::ostream& out, std::ostream& e
   std::string gpu = options.get("gpu");
   if (gpu.empty()) {
     std::string why;
-    gpu = local_gpu_name(options.get("driver"), 0, &why);
+    gpu = profiler::local_device_name(options.get("driver"), 0, &why);
     if (gpu.empty()) {
       err << "nautilus: error: --best needs a device: no local GPU (" << why
           << "); name one with --gpu NAME (see nautilus db list)\n";
@@ -248,7 +233,7 @@ std::optional<tune::TuningRecord> best_measured_for(const std::string& db_path,
                                                     const std::string& sizes,
                                                     const std::string& driver_library) {
   std::string why;
-  const std::string gpu = local_gpu_name(driver_library, 0, &why);
+  const std::string gpu = profiler::local_device_name(driver_library, 0, &why);
   if (gpu.empty()) return std::nullopt;
   std::string error;
   auto db = tune::TuningDatabase::open(db_path, false, &error);
@@ -413,8 +398,7 @@ int run_tune_command(const ParsedOptions& options, std::ostream& out, std::ostre
     executor_options.driver_library = options.get("driver");
     executor_options.devices = devices;
     executor_options.jobs = jobs;
-    executor_options.lower_arch = search::lowering_arch(tune_options.search, *model);
-    executor = std::make_unique<profiler::LocalExecutor>(input, executor_options);
+    executor = profiler::make_local_executor(input, tune_options.search, *model, executor_options);
     err << "tune: measuring on CUDA device" << (devices.size() > 1 ? "s " : " ");
     for (size_t i = 0; i < devices.size(); ++i) err << (i ? "," : "") << devices[i];
     err << " (one runner each), compiling " << jobs << " candidate" << (jobs > 1 ? "s" : "")

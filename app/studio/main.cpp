@@ -1,4 +1,4 @@
-// nautilus-studio [--schedule S.json] [--arch sm_80|sm_90a] [--theme light|dark] [FILE]
+// nautilus-studio [--schedule S.json] [--arch sm_80|sm_90a] [--theme light|dark] [--db PATH] [FILE]
 // nautilus-studio --screenshot OUT.png [--panel NAME] [--show NAME]... [--stage STAGE]
 //                 [--tab text|graph|diff] [--pass N] [--size WxH] [--schedule S.json] [--search]
 //                 [--compare S.json] [--profile current|S.json]... [--theme light|dark] FILE
@@ -7,7 +7,8 @@
 // the shipped examples (assets/specs) is opened with its schedule from assets/schedules, like the
 // Examples menu does; --schedule names another one. --arch sets the MA lowering's target
 // (Pipeline > Target): sm_90a shows warp-specialized Hopper kernels (TMA producer, wgmma
-// consumers) where the schedule asks for them.
+// consumers) where the schedule asks for them. --db names the tuning database of the Search
+// panel's Measure and the History panel (default the CLI's, tune::default_database_path()).
 //
 // With --screenshot the window is rendered offscreen (unless QT_QPA_PLATFORM names a platform):
 // once the pipeline has delivered its result
@@ -53,6 +54,7 @@
 #include "views/search_panel.h"
 #include "views/stage_view.h"
 #include "views/teaching_panel.h"
+#include "views/tuning_history_panel.h"
 #include "views/theme.h"
 
 namespace {
@@ -146,9 +148,14 @@ int main(int argc, char** argv) {
       QStringLiteral("arch"));
   const QCommandLineOption theme_option(QStringLiteral("theme"),
                                         QStringLiteral("light or dark."), QStringLiteral("theme"));
+  const QCommandLineOption db_option(
+      QStringLiteral("db"),
+      QStringLiteral("The tuning database of Measure and History (default "
+                     "$XDG_DATA_HOME/nautilus/tuning.db, else ~/.local/share/nautilus/tuning.db)."),
+      QStringLiteral("path"));
   for (const auto* option : {&screenshot_option, &panel_option, &show_option, &stage_option, &pass_option, &tab_option,
                              &size_option, &schedule_option, &search_option, &compare_option,
-                             &profile_option, &arch_option, &theme_option}) {
+                             &profile_option, &arch_option, &theme_option, &db_option}) {
     parser.addOption(*option);
   }
   parser.addPositionalArgument(QStringLiteral("FILE"),
@@ -206,6 +213,7 @@ int main(int argc, char** argv) {
   }
 
   MainWindow window;
+  if (parser.isSet(db_option)) window.set_tuning_database(parser.value(db_option));
   if (parser.isSet(theme_option)) {
     window.set_theme(nautilus::views::parse_theme(parser.value(theme_option)));
   }
@@ -311,6 +319,7 @@ int main(int argc, char** argv) {
       if (panel == QStringLiteral("cuda")) return !window.cuda_view()->compiling();
       if (panel == QStringLiteral("profiler")) return window.profiler_panel()->device_known();
       if (panel == QStringLiteral("teaching")) return !window.teaching_panel()->estimating();
+      if (panel == QStringLiteral("history")) return !window.history_panel()->busy();
       // The ImGui panels draw once they have the MA module (null: the placeholder is shown).
       if (window.layout_panel() != nullptr && !window.layout_panel()->module()) return false;
       if (window.pipeline_panel() != nullptr && !window.pipeline_panel()->module()) return false;

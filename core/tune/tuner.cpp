@@ -257,6 +257,7 @@ TuneResult run_tune(const search::SearchInput& input, const cost::CostModel& mod
         }
         progress.schedule = candidate.text;
         progress.outcome = describe_outcome(outcome);
+        if (record.usable()) progress.median_us = record.median_us;
         on_progress(progress);
       }
     });

@@ -54,7 +54,8 @@ struct TuneProgress {
   std::optional<double> eta_seconds;  // at the mean time per candidate so far
   std::optional<double> best_us;      // best validated median of this spec, sizes and device
   std::string schedule;               // the candidate just measured
-  std::string outcome;                // "12.5 µs", "wrong results", ...
+  std::string outcome;                // "12.5 µs", "wrong_results: ...", ...
+  std::optional<double> median_us;    // the candidate's median when validated and timed
 };
 
 struct TuneResult {

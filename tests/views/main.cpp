@@ -3,7 +3,8 @@
 // (and the tests must not need a display anywhere). The one exception is the run that
 // studio_gl_test.cpp starts itself under xvfb-run with NAUTILUS_VIEWS_PLATFORM=xcb, to show the
 // OpenGL docks (which crash offscreen). The main window's settings (layout, recent files) go to a
-// temporary INI file, never to the user's.
+// temporary INI file, never to the user's, and the default tuning database
+// ($XDG_DATA_HOME/nautilus/tuning.db) to a temporary directory.
 #include <QApplication>
 #include <QDir>
 #include <QTemporaryDir>
@@ -16,6 +17,7 @@ int main(int argc, char** argv) {
   QTemporaryDir settings;
   qputenv("NAUTILUS_STUDIO_SETTINGS",
           QDir(settings.path()).filePath(QStringLiteral("studio.ini")).toUtf8());
+  qputenv("XDG_DATA_HOME", QDir(settings.path()).filePath(QStringLiteral("data")).toUtf8());
   QApplication app(argc, argv);
   ::testing::InitGoogleTest(&argc, argv);
   return RUN_ALL_TESTS();
