@@ -107,13 +107,16 @@ class Objective {
   }
 
   int evaluations() const { return evaluations_; }
-  bool exhausted() const { return evaluations_ >= options_.max_evaluations; }
+  bool exhausted() const { return evaluations_ >= limit_; }
+  // Caps the evaluations of the current phase (never above FitOptions::max_evaluations).
+  void set_limit(int limit) { limit_ = std::min(limit, options_.max_evaluations); }
 
  private:
   const DeviceModel& base_;
   const std::vector<const CalibrationSample*>& fitted_;
   const FitOptions& options_;
   int evaluations_ = 0;
+  int limit_ = options_.max_evaluations;
 };
 
 std::vector<double> clamp_to(std::vector<double> x, double lo, double hi) {
@@ -142,6 +145,13 @@ std::vector<double> nelder_mead(Objective& f, std::vector<double> x, double* fx,
                      [&](size_t a, size_t b) { return values[a] < values[b]; });
     const size_t best = order.front(), worst = order.back(), second = order[n - 1];
     if (values[worst] - values[best] < 1e-10) break;
+    double diameter = 0.0;
+    for (size_t k = 0; k <= n; ++k) {
+      for (size_t i = 0; i < n; ++i) {
+        diameter = std::max(diameter, std::fabs(simplex[k][i] - simplex[best][i]));
+      }
+    }
+    if (diameter < 1e-5) break;
     std::vector<double> centroid(n, 0.0);
     for (size_t k = 0; k < n; ++k) {
       for (size_t i = 0; i < n; ++i) centroid[i] += simplex[order[k]][i] / static_cast<double>(n);
@@ -327,11 +337,14 @@ FitResult fit_calibration(const DeviceModel& base, const std::vector<Calibration
   std::vector<double> x(calibration_parameters().size(), 0.0);
   double fx = objective(x);
   result.objective_before = fx;
+  // Nelder-Mead gets two thirds of the evaluations, the compass search the rest.
+  objective.set_limit(options.max_evaluations * 2 / 3);
   for (int restart = 0; restart < 4 && !objective.exhausted(); ++restart) {
     const double previous = fx;
     x = nelder_mead(objective, x, &fx, restart == 0 ? std::log(2.0) : std::log(1.25), lo, hi);
     if (previous - fx < 1e-7) break;
   }
+  objective.set_limit(options.max_evaluations);
   x = compass_search(objective, x, &fx, std::log(1.25), lo, hi, options.tolerance);
   result.objective_after = fx;
   result.evaluations = objective.evaluations();
@@ -362,6 +375,8 @@ FitResult fit_calibration(const DeviceModel& base, const std::vector<Calibration
                  &result.fitted_after);
   agreement_pair([](const CalibrationSample& s) { return s.held_out; }, &result.held_out_before,
                  &result.held_out_after);
+  agreement_pair([](const CalibrationSample&) { return true; }, &result.all_before,
+                 &result.all_after);
   for (const CalibrationSample* sample : usable) {
     const bool known = std::any_of(result.groups.begin(), result.groups.end(),
                                    [&](const GroupAgreement& g) { return g.group == sample->group; });

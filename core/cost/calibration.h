@@ -105,6 +105,7 @@ struct FitResult {
   int held_out_samples = 0;
   int infeasible_samples = 0;  // the model calls their program infeasible: not used
   Agreement fitted_before, fitted_after, held_out_before, held_out_after;
+  Agreement all_before, all_after;  // fitted and held out together
   std::vector<GroupAgreement> groups;  // in order of first appearance
 };
 
