@@ -251,6 +251,7 @@ int run_db_calibrate(const ParsedOptions& options, std::ostream& out, std::ostre
     return kExitFailure;
   }
   const bool store = !options.has("dry-run");
+  const std::optional<tune::StoredCalibration> earlier = db->calibration(report.device_name);
   if (store && !db->save_calibration(tune::stored_calibration(report), &error)) {
     err << "nautilus: error: cannot store the calibration in " << db->path() << ": " << error
         << "\n";
@@ -260,6 +261,10 @@ int run_db_calibrate(const ParsedOptions& options, std::ostream& out, std::ostre
     out << report_json(report, db->path(), store).dump(1) << "\n";
   } else {
     print_report(out, report, db->path(), store);
+    if (store && earlier) {
+      out << "(it replaces the calibration of " << date_text(earlier->created_unix) << " UTC, from "
+          << earlier->fitted_records << " records)\n";
+    }
   }
   return kExitOk;
 }

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <thread>
 
 #include "core/cost/analytical_model.h"
 
@@ -28,17 +29,37 @@ Field field_member(const std::string& name) {
   return nullptr;
 }
 
-// The estimate of every sample under `device` (infinity when infeasible).
+// Below this many samples an evaluation is quicker than starting threads for it.
+constexpr size_t kSamplesPerThread = 64;
+
+// The estimate of every sample under `device` (infinity when infeasible), on up to `threads`
+// threads (estimate() only reads the model and the module).
 std::vector<double> estimates(const DeviceModel& device,
-                              const std::vector<const CalibrationSample*>& samples) {
+                              const std::vector<const CalibrationSample*>& samples,
+                              int threads = 1) {
   const std::unique_ptr<CostModel> model = make_analytical_model(device);
-  std::vector<double> out;
-  out.reserve(samples.size());
-  for (const CalibrationSample* sample : samples) {
-    const CostEstimate estimate = model->estimate(*sample->module);
-    out.push_back(estimate.feasible ? estimate.microseconds
-                                    : std::numeric_limits<double>::infinity());
+  std::vector<double> out(samples.size());
+  auto run = [&](size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i) {
+      const CostEstimate estimate = model->estimate(*samples[i]->module);
+      out[i] = estimate.feasible ? estimate.microseconds : std::numeric_limits<double>::infinity();
+    }
+  };
+  const size_t workers = std::max<size_t>(
+      1, std::min<size_t>(static_cast<size_t>(std::max(threads, 1)),
+                          samples.size() / kSamplesPerThread));
+  if (workers == 1) {
+    run(0, samples.size());
+    return out;
   }
+  std::vector<std::thread> pool;
+  const size_t chunk = (samples.size() + workers - 1) / workers;
+  for (size_t w = 1; w < workers; ++w) {
+    pool.emplace_back(run, std::min(samples.size(), w * chunk),
+                      std::min(samples.size(), (w + 1) * chunk));
+  }
+  run(0, std::min(samples.size(), chunk));
+  for (std::thread& thread : pool) thread.join();
   return out;
 }
 
@@ -84,7 +105,7 @@ class Objective {
 
   double operator()(const std::vector<double>& log_factors) {
     ++evaluations_;
-    const std::vector<double> estimated = estimates(device(log_factors), fitted_);
+    const std::vector<double> estimated = estimates(device(log_factors), fitted_, options_.threads);
     double sum = 0.0;
     for (size_t i = 0; i < fitted_.size(); ++i) {
       const double e = std::log(estimated[i] / fitted_[i]->measured_us);
@@ -313,7 +334,7 @@ FitResult fit_calibration(const DeviceModel& base, const std::vector<Calibration
         all.push_back(&sample);
       }
     }
-    const std::vector<double> estimated = estimates(base, all);
+    const std::vector<double> estimated = estimates(base, all, options.threads);
     for (size_t i = 0; i < all.size(); ++i) {
       if (std::isfinite(estimated[i]) && estimated[i] > 0.0) usable.push_back(all[i]);
       else ++result.infeasible_samples;
@@ -352,8 +373,8 @@ FitResult fit_calibration(const DeviceModel& base, const std::vector<Calibration
 
   // 3. Agreement before and after: fitted, held out, per group.
   const DeviceModel calibrated = calibrated_device(base, result.factors);
-  const std::vector<double> before = estimates(base, usable);
-  const std::vector<double> after = estimates(calibrated, usable);
+  const std::vector<double> before = estimates(base, usable, options.threads);
+  const std::vector<double> after = estimates(calibrated, usable, options.threads);
   auto subset = [&](auto keep, const std::vector<double>& values,
                     std::vector<const CalibrationSample*>* chosen) {
     std::vector<double> out;

@@ -79,6 +79,8 @@ struct FitOptions {
   double ridge = 1e-3;   // weight of the sum of squared log factors
   int max_evaluations = 3000;
   double tolerance = 1e-4;  // the compass search stops when its step (log space) is below this
+  // Threads that estimate the samples of one evaluation (used from 64 samples per thread up).
+  int threads = 1;
 };
 
 // How estimates and measurements agree on a set of samples.

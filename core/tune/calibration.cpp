@@ -325,7 +325,9 @@ CalibrationReport calibrate(TuningDatabase& db, const CalibrationRequest& reques
 
   // 4. The fit.
   const auto fit_start = std::chrono::steady_clock::now();
-  report.fit = cost::fit_calibration(report.base, samples, request.fit);
+  cost::FitOptions fit_options = request.fit;
+  fit_options.threads = std::max(fit_options.threads, threads);
+  report.fit = cost::fit_calibration(report.base, samples, fit_options);
   report.fit_seconds = seconds_since(fit_start);
   if (!report.fit.ok) {
     report.error = "cannot calibrate " + report.device_name + ": " + report.fit.error;

@@ -45,7 +45,7 @@ struct CalibrationRequest {
   std::vector<std::string> spec_dirs;
   cost::FitOptions fit;
   int min_records = kMinCalibrationRecords;
-  int threads = 0;  // compile threads; 0: the machine's cores
+  int threads = 0;  // threads that compile the programs and estimate them; 0: the machine's cores
 };
 
 struct SkippedRecord {
