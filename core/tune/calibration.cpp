@@ -270,7 +270,7 @@ CalibrationReport calibrate(TuningDatabase& db, const CalibrationRequest& reques
     label_of_hash.emplace(record->key.spec_hash, spec_label(*record));
   }
   if (request.hold_out) {
-    report.hold_out_rule = request.hold_out->empty() ? "none held out (--hold-out none)"
+    report.hold_out_rule = request.hold_out->empty() ? "none held out: --hold-out none"
                                                      : "the specs --hold-out names";
     for (const std::string& selector : *request.hold_out) {
       bool found = false;
@@ -291,9 +291,9 @@ CalibrationReport calibrate(TuningDatabase& db, const CalibrationRequest& reques
     std::vector<std::string> hashes;
     for (const auto& [hash, label] : label_of_hash) hashes.push_back(hash);
     if (hashes.size() < 3) {
-      report.hold_out_rule = "none held out (the default split needs 3 specs or more)";
+      report.hold_out_rule = "none held out: the default split needs 3 specs or more";
     } else {
-      report.hold_out_rule = "every third spec by hash (--hold-out chooses others)";
+      report.hold_out_rule = "every third spec by hash; --hold-out chooses others";
       for (size_t i = 2; i < hashes.size(); i += 3) held_out_hashes.insert(hashes[i]);
     }
   }
