@@ -216,7 +216,82 @@ cost::DeviceModel device_for_estimates(const ParsedOptions& options, const std::
   return found->device;
 }
 
+namespace {
+
+// `db calibrate --show`: every stored calibration.
+int show_calibrations(tune::TuningDatabase& db, bool json, std::ostream& out) {
+  const std::vector<tune::StoredCalibration> all = db.calibrations();
+  if (json) {
+    nlohmann::ordered_json array = nlohmann::ordered_json::array();
+    for (const tune::StoredCalibration& c : all) {
+      array.push_back({{"device", c.device_name},
+                       {"created_unix", c.created_unix},
+                       {"model", c.model},
+                       {"compiler_version", c.compiler_version},
+                       {"factors", c.factors},
+                       {"fitted_records", c.fitted_records},
+                       {"held_out_records", c.held_out_records},
+                       {"spearman_before", optional_json(c.spearman_before)},
+                       {"spearman_after", optional_json(c.spearman_after)},
+                       {"held_out_spearman_before", optional_json(c.held_out_spearman_before)},
+                       {"held_out_spearman_after", optional_json(c.held_out_spearman_after)}});
+    }
+    out << array.dump(1) << "\n";
+    return kExitOk;
+  }
+  for (const tune::StoredCalibration& c : all) {
+    out << c.device_name << ": " << date_text(c.created_unix) << " UTC, " << c.model << ", "
+        << c.compiler_version << ", " << c.fitted_records << " records fitted, "
+        << c.held_out_records << " held out; spearman " << rho(c.spearman_before) << " -> "
+        << rho(c.spearman_after) << " (held out " << rho(c.held_out_spearman_before) << " -> "
+        << rho(c.held_out_spearman_after) << ")\n";
+    for (const cost::CalibrationParameter& parameter : cost::calibration_parameters()) {
+      auto it = c.factors.find(parameter.name);
+      out << "  " << std::left << std::setw(30) << parameter.description << std::right << "x"
+          << fixed(it == c.factors.end() ? 1.0 : it->second, 3) << "\n";
+    }
+  }
+  out << all.size() << (all.size() == 1 ? " calibration" : " calibrations") << " in " << db.path()
+      << "\n";
+  return kExitOk;
+}
+
+}  // namespace
+
 int run_db_calibrate(const ParsedOptions& options, std::ostream& out, std::ostream& err) {
+  if (options.has("show") || options.has("remove")) {
+    for (const char* fitting : {"hold-out", "spec-dir", "dry-run"}) {
+      if (options.has(fitting)) {
+        err << "nautilus: error: --" << fitting << " does not go with --"
+            << (options.has("show") ? "show" : "remove") << "\n";
+        return kExitFailure;
+      }
+    }
+    if (options.has("show") && options.has("remove")) {
+      err << "nautilus: error: give --show or --remove, not both\n";
+      return kExitFailure;
+    }
+    std::string error;
+    auto db = tune::TuningDatabase::open(database_path(options), false, &error);
+    if (!db) {
+      err << "nautilus: error: " << error << "\n";
+      return kExitFailure;
+    }
+    if (options.has("show")) return show_calibrations(*db, options.has("json"), out);
+    const std::string device = options.get("remove");
+    error.clear();
+    if (!db->remove_calibration(device, &error)) {
+      if (!error.empty()) {
+        err << "nautilus: error: " << error << "\n";
+      } else {
+        err << "nautilus: error: no calibration of '" << device << "' in " << db->path()
+            << " (db calibrate --show lists them)\n";
+      }
+      return kExitFailure;
+    }
+    out << "removed the calibration of " << device << " from " << db->path() << "\n";
+    return kExitOk;
+  }
   tune::CalibrationRequest request;
   if (options.has("device") && options.has("gpu") && options.get("device") != options.get("gpu")) {
     err << "nautilus: error: give --device or --gpu, not both\n";

@@ -6,6 +6,8 @@
 //     fits the cost model's constants to the database's validated records of one device, prints
 //     the constants before and after and the rank correlations (fitted, held out, per spec), and
 //     stores the factors in the database unless --dry-run.
+//   nautilus db calibrate --show [--json]   lists the stored calibrations;
+//   nautilus db calibrate --remove DEVICE   deletes one.
 //
 // `nautilus schedule` and `nautilus tune` estimate with `device_for_estimates`: the preset of
 // --device, calibrated when the tuning database holds a calibration for it and --no-calibration

@@ -505,7 +505,8 @@ const CommandSpec& db_command_spec(const std::vector<OptionSpec>& shared_options
         "  calibrate                 fits the cost model's constants to one device's validated\n"
         "                            records (--device NAME; --hold-out SPEC,... or none; --dry-run;\n"
         "                            --json) and stores them: schedule and tune then estimate\n"
-        "                            with them for that device (their --no-calibration: not)\n"
+        "                            with them for that device (their --no-calibration: not);\n"
+        "                            --show lists the stored ones, --remove DEVICE deletes one\n"
         "  --best FILE [-D ...]      the best validated record of FILE at its sizes on the local\n"
         "                            GPU (or --gpu NAME); -o writes its schedule",
         shared_options};
@@ -531,6 +532,9 @@ const CommandSpec& db_command_spec(const std::vector<OptionSpec>& shared_options
                                true});
     command.options.push_back({"dry-run", "", "calibrate: report, but store nothing"});
     command.options.push_back({"json", "", "calibrate: the report as JSON"});
+    command.options.push_back({"show", "", "calibrate: list the stored calibrations instead"});
+    command.options.push_back({"remove", "DEVICE", "calibrate: delete the calibration of DEVICE "
+                               "(its name as --show prints it)"});
     return command;
   }();
   return spec;
@@ -563,7 +567,7 @@ int run_db_command(const ParsedOptions& options, std::ostream& out, std::ostream
     }
     return run_db_calibrate(options, out, err);
   }
-  for (const char* only : {"device", "hold-out", "spec-dir", "dry-run", "json"}) {
+  for (const char* only : {"device", "hold-out", "spec-dir", "dry-run", "json", "show", "remove"}) {
     if (options.has(only)) {
       err << "nautilus: error: --" << only << " belongs to db calibrate\n";
       return kExitFailure;

@@ -488,6 +488,20 @@ TEST_F(CalibrationFixture, CliCalibratesStoresAndScheduleEstimatesWithItUnlessTu
   // The truth's DRAM is slower and its launches dearer: a memory-bound norm takes longer.
   EXPECT_GT(estimate_of(calibrated_run.out), 1.2 * preset_us) << calibrated_run.out;
 
+  // --show lists it, --remove deletes it, and schedule estimates with the preset again.
+  auto shown = run_shell(cli() + " db calibrate --show --db " + path);
+  ASSERT_EQ(shown.status, 0) << shown.out;
+  EXPECT_NE(shown.out.find(std::string(kDevice) + ": "), std::string::npos) << shown.out;
+  EXPECT_NE(shown.out.find("1 calibration in"), std::string::npos) << shown.out;
+  auto removed = run_shell(cli() + " db calibrate --remove '" + kDevice + "' --db " + path);
+  ASSERT_EQ(removed.status, 0) << removed.out;
+  const auto after_removal = run_shell(schedule);
+  EXPECT_EQ(after_removal.out.find("calibrated"), std::string::npos) << after_removal.out;
+  EXPECT_DOUBLE_EQ(estimate_of(after_removal.out), preset_us) << after_removal.out;
+  removed = run_shell(cli() + " db calibrate --remove '" + kDevice + "' --db " + path);
+  EXPECT_EQ(removed.status, 1);
+  EXPECT_NE(removed.out.find("no calibration of"), std::string::npos) << removed.out;
+
   // Errors name the problem.
   auto r = run_shell(cli() + " db calibrate --device a100 --db " + path_);
   EXPECT_EQ(r.status, 1);
