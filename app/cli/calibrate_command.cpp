@@ -1,5 +1,6 @@
 #include "app/cli/calibrate_command.h"
 
+#include <cmath>
 #include <ctime>
 #include <iomanip>
 #include <ostream>
@@ -40,6 +41,12 @@ std::string constant_text(double value) {
   return out.str();
 }
 
+// Whether a fitted factor stopped at one of the fit's bounds (the records pushed it further).
+bool at_bound(double factor, const cost::FitOptions& fit) {
+  return std::fabs(std::log(factor / fit.lower)) < 1e-3 ||
+         std::fabs(std::log(factor / fit.upper)) < 1e-3;
+}
+
 nlohmann::ordered_json optional_json(const std::optional<double>& value) {
   if (!value) return nullptr;
   return *value;
@@ -64,7 +71,8 @@ std::vector<std::string> split_list(const std::string& text) {
   return out;
 }
 
-nlohmann::ordered_json report_json(const tune::CalibrationReport& report, const std::string& db,
+nlohmann::ordered_json report_json(const tune::CalibrationReport& report,
+                                   const cost::FitOptions& bounds, const std::string& db,
                                    bool stored) {
   const cost::FitResult& fit = report.fit;
   nlohmann::ordered_json skipped = nlohmann::ordered_json::array();
@@ -80,7 +88,9 @@ nlohmann::ordered_json report_json(const tune::CalibrationReport& report, const 
                          {"after", cost::parameter_value(report.calibrated, parameter)},
                          {"factor", fit.factors.count(parameter.name)
                                         ? fit.factors.at(parameter.name)
-                                        : 1.0}});
+                                        : 1.0},
+                         {"at_bound", fit.factors.count(parameter.name) &&
+                                          at_bound(fit.factors.at(parameter.name), bounds)}});
   }
   nlohmann::ordered_json specs = nlohmann::ordered_json::array();
   for (const cost::GroupAgreement& group : fit.groups) {
@@ -117,8 +127,8 @@ nlohmann::ordered_json report_json(const tune::CalibrationReport& report, const 
             {"fit_seconds", report.fit_seconds}}}};
 }
 
-void print_report(std::ostream& out, const tune::CalibrationReport& report, const std::string& db,
-                  bool stored) {
+void print_report(std::ostream& out, const tune::CalibrationReport& report,
+                  const cost::FitOptions& bounds, const std::string& db, bool stored) {
   const cost::FitResult& fit = report.fit;
   out << "calibrating the cost model for " << report.device_name << " from " << db << "\n";
   out << "records: " << report.validated_records << " validated, "
@@ -159,7 +169,8 @@ void print_report(std::ostream& out, const tune::CalibrationReport& report, cons
         << parameter.fields.front() << std::right << std::setw(12)
         << constant_text(cost::parameter_value(report.base, parameter)) << std::setw(12)
         << constant_text(cost::parameter_value(report.calibrated, parameter)) << std::setw(10)
-        << ("x" + fixed(factor, 3)) << "\n";
+        << ("x" + fixed(factor, 3)) << (at_bound(factor, bounds) ? "  at the bound" : "")
+        << "\n";
   }
   out << "\n"
       << std::left << std::setw(28) << "agreement" << std::right << std::setw(8) << "records"
@@ -182,6 +193,22 @@ void print_report(std::ostream& out, const tune::CalibrationReport& report, cons
     row("  " + group.group + (group.held_out ? " (held out)" : ""), group.before, group.after);
   }
   out << "\n";
+  // What a reader should not miss: constants the fit pushed to its limits (a term the model
+  // lacks is being absorbed, or the records disagree), and a ranking the fit made worse (it
+  // minimizes the log error, not the rank correlation).
+  int bounded = 0;
+  for (const auto& [name, factor] : fit.factors) bounded += at_bound(factor, bounds);
+  if (bounded > 0) {
+    out << "note: " << bounded << " factor" << (bounded == 1 ? " stopped" : "s stopped")
+        << " at the fit's bounds (x" << fixed(bounds.lower, 3) << " .. x" << fixed(bounds.upper, 3)
+        << "): the model misses something these records show; check the per-spec rows\n";
+  }
+  if (fit.fitted_before.spearman && fit.fitted_after.spearman &&
+      *fit.fitted_after.spearman < *fit.fitted_before.spearman - 0.01) {
+    out << "note: the fit lowered the rank correlation of the fitted records ("
+        << rho(fit.fitted_before.spearman) << " -> " << rho(fit.fitted_after.spearman)
+        << "); it minimizes the log error, and --dry-run shows this without storing it\n";
+  }
   if (stored) {
     out << "stored in " << db << ": nautilus schedule and tune estimate with it for "
         << report.device_name << " (--no-calibration turns it off)\n";
@@ -333,9 +360,9 @@ int run_db_calibrate(const ParsedOptions& options, std::ostream& out, std::ostre
     return kExitFailure;
   }
   if (options.has("json")) {
-    out << report_json(report, db->path(), store).dump(1) << "\n";
+    out << report_json(report, request.fit, db->path(), store).dump(1) << "\n";
   } else {
-    print_report(out, report, db->path(), store);
+    print_report(out, report, request.fit, db->path(), store);
     if (store && earlier) {
       out << "(it replaces the calibration of " << date_text(earlier->created_unix) << " UTC, from "
           << earlier->fitted_records << " records)\n";

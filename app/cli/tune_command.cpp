@@ -503,9 +503,10 @@ const CommandSpec& db_command_spec(const std::vector<OptionSpec>& shared_options
         "                            --gpu NAME select them; --keep-best N keeps the N fastest\n"
         "                            validated records of each spec, sizes and device\n"
         "  calibrate                 fits the cost model's constants to one device's validated\n"
-        "                            records (--device NAME; --hold-out SPEC,... or none; --dry-run;\n"
-        "                            --json) and stores them: schedule and tune then estimate\n"
-        "                            with them for that device (their --no-calibration: not);\n"
+        "                            records (--device NAME; --hold-out SPEC,... or none;\n"
+        "                            --dry-run; --json) and stores them: schedule and tune\n"
+        "                            then estimate with them for that device (their\n"
+        "                            --no-calibration: not);\n"
         "                            --show lists the stored ones, --remove DEVICE deletes one\n"
         "  --best FILE [-D ...]      the best validated record of FILE at its sizes on the local\n"
         "                            GPU (or --gpu NAME); -o writes its schedule",

@@ -123,7 +123,9 @@ class Objective {
   static CalibrationFactors factors(const std::vector<double>& log_factors) {
     CalibrationFactors out;
     const auto& parameters = calibration_parameters();
-    for (size_t i = 0; i < parameters.size(); ++i) out[parameters[i].name] = std::exp(log_factors[i]);
+    for (size_t i = 0; i < parameters.size(); ++i) {
+      out[parameters[i].name] = std::exp(log_factors[i]);
+    }
     return out;
   }
 
@@ -399,8 +401,9 @@ FitResult fit_calibration(const DeviceModel& base, const std::vector<Calibration
   agreement_pair([](const CalibrationSample&) { return true; }, &result.all_before,
                  &result.all_after);
   for (const CalibrationSample* sample : usable) {
-    const bool known = std::any_of(result.groups.begin(), result.groups.end(),
-                                   [&](const GroupAgreement& g) { return g.group == sample->group; });
+    const bool known =
+        std::any_of(result.groups.begin(), result.groups.end(),
+                    [&](const GroupAgreement& g) { return g.group == sample->group; });
     if (known) continue;
     GroupAgreement group;
     group.group = sample->group;

@@ -14,7 +14,7 @@
 //   cuda_core_rate    cuda_core_tflops_f32,                element-wise and special-function work
 //                     sfu_ops_per_clock_per_sm
 //   shared_bandwidth  shared_bytes_per_clock_per_sm        shared / L1 traffic, spills
-//   memory_latency    dram_latency_ns, l2_latency_ns       the exposed latency of each region's reads
+//   memory_latency    dram_latency_ns, l2_latency_ns       each region's exposed read latency
 //   launch_overhead   launch_overhead_us                   the fixed cost of every kernel
 //
 // A factor of 1 is the preset. The calibrated device is the preset with every named constant

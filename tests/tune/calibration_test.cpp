@@ -79,7 +79,8 @@ std::string asset(const std::string& name) {
 // A deterministic noise in [-1, 1] for record i.
 double noise(int i) { return std::sin(12.9898 * (i + 1)) * 0.9 + 0.1 * std::cos(7.3 * i); }
 
-matile::ModulePtr compile_program(const SourceFilePtr& file, const std::vector<spec::SizeOverride>& sizes,
+matile::ModulePtr compile_program(const SourceFilePtr& file,
+                                  const std::vector<spec::SizeOverride>& sizes,
                                   const sched::Schedule& schedule) {
   driver::CompileOptions options;
   options.sizes = sizes;
@@ -156,7 +157,8 @@ class CalibrationFixture : public ::testing::Test {
       int taken = 0;
       for (size_t i = 0; i < leaves.size() && taken < kSchedulesPerSpec; i += stride) {
         const matile::ModulePtr module = compile_program(input.file, c.sizes, leaves[i].second);
-        ASSERT_TRUE(module) << c.file << ": " << sched::print_decisions(leaves[i].second.decisions, "; ");
+        ASSERT_TRUE(module) << c.file << ": "
+                            << sched::print_decisions(leaves[i].second.decisions, "; ");
         const cost::CostEstimate measured = truth_model->estimate(*module);
         ASSERT_TRUE(measured.feasible);
         TuningRecord record = base_record(input.file, identity->sizes, leaves[i].second,
@@ -221,7 +223,8 @@ CalibrationRequest quick_request() {
 std::string print_factors(const cost::CalibrationFactors& factors) {
   std::string out;
   for (const auto& [name, value] : factors) {
-    out += name + "=" + std::to_string(value) + " (truth " + std::to_string(truth().at(name)) + ") ";
+    out += name + "=" + std::to_string(value) + " (truth " + std::to_string(truth().at(name)) +
+           ") ";
   }
   return out;
 }
@@ -418,7 +421,8 @@ TEST(CalibrationMath, CalibratedDeviceScalesTheNamedConstantsOnly) {
   const cost::DeviceModel scaled =
       cost::calibrated_device(preset, {{"l2_bandwidth", 2.0}, {"memory_latency", 0.5}});
   EXPECT_DOUBLE_EQ(scaled.l2_bytes_per_s, 2.0 * preset.l2_bytes_per_s);
-  EXPECT_DOUBLE_EQ(scaled.global_bytes_per_clock_per_sm, 2.0 * preset.global_bytes_per_clock_per_sm);
+  EXPECT_DOUBLE_EQ(scaled.global_bytes_per_clock_per_sm,
+                   2.0 * preset.global_bytes_per_clock_per_sm);
   EXPECT_DOUBLE_EQ(scaled.dram_latency_ns, 0.5 * preset.dram_latency_ns);
   EXPECT_DOUBLE_EQ(scaled.l2_latency_ns, 0.5 * preset.l2_latency_ns);
   EXPECT_DOUBLE_EQ(scaled.dram_efficiency, preset.dram_efficiency);
@@ -463,7 +467,8 @@ TEST_F(CalibrationFixture, CliCalibratesStoresAndScheduleEstimatesWithItUnlessTu
   EXPECT_EQ(run_shell(schedule).out.find("calibrated"), std::string::npos)
       << "a dry run stores nothing";
 
-  const auto stored = run_shell(cli() + " db calibrate --json --device h100 --hold-out none --db " + path);
+  const auto stored =
+      run_shell(cli() + " db calibrate --json --device h100 --hold-out none --db " + path);
   ASSERT_EQ(stored.status, 0) << stored.out;
   const nlohmann::json report = nlohmann::json::parse(stored.out, nullptr, false);
   ASSERT_TRUE(report.is_object()) << stored.out;
