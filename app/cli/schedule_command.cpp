@@ -144,7 +144,8 @@ const CommandSpec& schedule_command_spec(const std::vector<OptionSpec>& shared_o
                                "the runner command for --measure (default: nautilus-runner next "
                                "to this program)"});
     command.options.push_back({"db", "PATH",
-                               "the tuning database consulted for a measured best (default "
+                               "the tuning database consulted for a measured best and a "
+                               "calibration of the cost model (default "
                                "$XDG_DATA_HOME/nautilus/tuning.db, else ~/.local/share/...)"});
     command.options.push_back(no_calibration_option());
     command.options.push_back({"ignore-db", "",

@@ -566,6 +566,13 @@ int run_db_command(const ParsedOptions& options, std::ostream& out, std::ostream
       err << "nautilus: error: db calibrate takes no argument\n";
       return kExitFailure;
     }
+    for (const char* other : {"spec", "older-than", "keep-best", "format", "output", "D"}) {
+      if (options.has(other)) {
+        err << "nautilus: error: " << (std::string(other) == "D" ? "-D" : "--" + std::string(other))
+            << " does not apply to db calibrate (it fits every validated record of the device)\n";
+        return kExitFailure;
+      }
+    }
     return run_db_calibrate(options, out, err);
   }
   for (const char* only : {"device", "hold-out", "spec-dir", "dry-run", "json", "show", "remove"}) {
