@@ -152,6 +152,7 @@ std::vector<double> clamp_to(std::vector<double> x, double lo, double hi) {
 std::vector<double> nelder_mead(Objective& f, std::vector<double> x, double* fx, double scale,
                                 double lo, double hi) {
   const size_t n = x.size();
+  if (f.exhausted()) return x;
   std::vector<std::vector<double>> simplex = {x};
   std::vector<double> values = {*fx};
   for (size_t i = 0; i < n; ++i) {

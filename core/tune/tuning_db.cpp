@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <map>
 #include <sstream>
+#include <thread>
 #include <tuple>
 
 #include <nlohmann/json.hpp>
@@ -19,6 +20,10 @@ namespace {
 // A writer waits this long for another process's transaction before giving up: tuners write a
 // record every few hundred milliseconds, so a wait of more than a few seconds means a stuck peer.
 constexpr int kBusyTimeoutMs = 30000;
+// Opening retries a lost race to switch a new file to WAL this often, this long apart (a few
+// seconds in all: the winner's switch and migration take milliseconds).
+constexpr int kOpenAttempts = 200;
+constexpr int kOpenRetryMs = 20;
 
 // A prepared statement, finalized on scope exit.
 class Statement {
@@ -292,12 +297,21 @@ std::unique_ptr<TuningDatabase> TuningDatabase::open(const std::string& path, bo
   std::string sql_error;
   // WAL: readers never block the writer and a killed writer's partial transaction is ignored
   // on the next open. synchronous=FULL: a committed record survives a power cut too.
-  if (!exec(handle, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;", &sql_error) ||
-      !db->migrate(&sql_error)) {
-    *error = "'" + path + "' is not a usable tuning database: " + sql_error;
-    return nullptr;
+  // Two processes opening a new file at once both switch it to WAL; SQLite answers the one that
+  // loses that race "database is locked" at once instead of waiting (the busy timeout does not
+  // apply to the switch), so it tries again after the other has finished.
+  for (int attempt = 0;; ++attempt) {
+    sql_error.clear();
+    if (exec(handle, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;", &sql_error) &&
+        db->migrate(&sql_error)) {
+      return db;
+    }
+    const int code = sqlite3_errcode(handle) & 0xff;
+    if ((code != SQLITE_BUSY && code != SQLITE_LOCKED) || attempt >= kOpenAttempts) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(kOpenRetryMs));
   }
-  return db;
+  *error = "'" + path + "' is not a usable tuning database: " + sql_error;
+  return nullptr;
 }
 
 TuningDatabase::~TuningDatabase() { sqlite3_close(db_); }

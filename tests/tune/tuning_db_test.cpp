@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -258,7 +259,10 @@ TEST(TuningDatabase, SpecHashIgnoresCommentsAndLayoutButNotTokens) {
                                 int count) {
   std::string error;
   auto db = TuningDatabase::open(path, true, &error);
-  if (!db) _exit(3);
+  if (!db) {
+    std::fprintf(stderr, "writer %s: %s\n", tag.c_str(), error.c_str());
+    _exit(3);
+  }
   for (int i = 0; count < 0 || i < count; ++i) {
     if (db->insert(record(tag + std::to_string(i), 1.0 + i), &error) <= 0) _exit(4);
     if (report_fd >= 0) {
