@@ -77,8 +77,10 @@ struct FitOptions {
   double lower = 0.125;  // bounds of every factor
   double upper = 8.0;
   double ridge = 1e-3;   // weight of the sum of squared log factors
-  int max_evaluations = 3000;
-  double tolerance = 1e-4;  // the compass search stops when its step (log space) is below this
+  // Each evaluation estimates every fitted sample (about 0.1-0.5 ms each for large attention
+  // grids): the budget bounds the fit's time on a large database.
+  int max_evaluations = 2000;
+  double tolerance = 1e-3;  // the compass search stops when its step (log space) is below this
   // Threads that estimate the samples of one evaluation (used from 64 samples per thread up).
   int threads = 1;
 };

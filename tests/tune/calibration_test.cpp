@@ -237,6 +237,14 @@ TEST_F(CalibrationFixture, FitMovesTheConstantsTowardTheTruthAndImprovesTheRanki
   const CalibrationReport report = run_calibration(path_, request);
   ASSERT_TRUE(report.ok) << report.error;
   const cost::FitResult& fit = report.fit;
+  if (std::getenv("NAUTILUS_PRINT_CALIBRATION")) {
+    std::cout << print_factors(fit.factors) << "\nobjective " << fit.objective_before << " -> "
+              << fit.objective_after << " in " << fit.evaluations << " evaluations; spearman "
+              << "fitted " << fit.fitted_before.spearman.value_or(0) << " -> "
+              << fit.fitted_after.spearman.value_or(0) << ", all "
+              << fit.all_before.spearman.value_or(0) << " -> " << fit.all_after.spearman.value_or(0)
+              << "\n";
+  }
   EXPECT_EQ(report.device_name, kDevice);
   EXPECT_TRUE(report.skipped.empty());
   EXPECT_EQ(fit.infeasible_samples, 0);
@@ -257,8 +265,9 @@ TEST_F(CalibrationFixture, FitMovesTheConstantsTowardTheTruthAndImprovesTheRanki
   ASSERT_TRUE(fit.fitted_before.spearman && fit.fitted_after.spearman);
   EXPECT_GT(*fit.fitted_after.spearman, *fit.fitted_before.spearman);
   EXPECT_GT(*fit.fitted_after.spearman, 0.95);
-  ASSERT_TRUE(fit.all_before.spearman && fit.all_after.spearman);
-  EXPECT_GT(*fit.all_after.spearman, *fit.all_before.spearman);
+  // Over all records (specs of different sizes mixed: their order is mostly set by how much
+  // work each does, so the rank correlation is high before and after) the error drops as well.
+  EXPECT_LT(fit.all_after.mean_abs_log_error, 0.25 * fit.all_before.mean_abs_log_error);
   ASSERT_GT(fit.held_out_samples, 0);
   EXPECT_LT(fit.held_out_after.mean_abs_log_error, 0.5 * fit.held_out_before.mean_abs_log_error);
   // Per spec: one entry each, and none gets worse by more than noise.
