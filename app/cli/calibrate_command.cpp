@@ -1,5 +1,6 @@
 #include "app/cli/calibrate_command.h"
 
+#include <algorithm>
 #include <cmath>
 #include <ctime>
 #include <iomanip>
@@ -94,7 +95,7 @@ nlohmann::ordered_json report_json(const tune::CalibrationReport& report,
   }
   nlohmann::ordered_json specs = nlohmann::ordered_json::array();
   for (const cost::GroupAgreement& group : fit.groups) {
-    nlohmann::ordered_json entry = {{"spec", group.group}, {"held_out", group.held_out}};
+    nlohmann::ordered_json entry = {{"problem", group.group}, {"held_out", group.held_out}};
     entry.update(agreement_json(group.before, group.after));
     specs.push_back(entry);
   }
@@ -117,7 +118,7 @@ nlohmann::ordered_json report_json(const tune::CalibrationReport& report,
            {{"all", agreement_json(fit.all_before, fit.all_after)},
             {"fitted", agreement_json(fit.fitted_before, fit.fitted_after)},
             {"held_out", agreement_json(fit.held_out_before, fit.held_out_after)},
-            {"specs", specs}}},
+            {"problems", specs}}},
           {"fit",
            {{"programs", report.programs},
             {"evaluations", fit.evaluations},
@@ -172,15 +173,22 @@ void print_report(std::ostream& out, const tune::CalibrationReport& report,
         << ("x" + fixed(factor, 3)) << (at_bound(factor, bounds) ? "  at the bound" : "")
         << "\n";
   }
+  // The label column fits the longest "  spec sizes (held out)".
+  size_t label_width = 26;
+  for (const cost::GroupAgreement& group : fit.groups) {
+    label_width = std::max(label_width, group.group.size() + 2 + (group.held_out ? 11 : 0) + 1);
+  }
+  const int width = static_cast<int>(label_width);
   out << "\n"
-      << std::left << std::setw(28) << "agreement" << std::right << std::setw(8) << "records"
-      << std::setw(18) << "spearman" << std::setw(22) << "mean |log error|" << "\n"
-      << std::setw(54) << "before -> after" << std::setw(22) << "before -> after" << "\n";
-  // Spearman over all records mixes specs whose times differ by orders of magnitude; the fitted,
-  // held-out and per-spec rows say how the schedules of one program are ordered.
+      << std::left << std::setw(width + 2) << "agreement" << std::right << std::setw(8)
+      << "records" << std::setw(18) << "spearman" << std::setw(22) << "mean |log error|" << "\n"
+      << std::setw(width + 28) << "before -> after" << std::setw(22) << "before -> after" << "\n";
+  // Spearman over all records mixes programs whose times differ by orders of magnitude; the
+  // per-problem rows (a spec at one set of sizes) say how the schedules of one problem are
+  // ordered.
   auto row = [&](const std::string& label, const cost::Agreement& before,
                  const cost::Agreement& after) {
-    out << "  " << std::left << std::setw(26) << label << std::right << std::setw(8)
+    out << "  " << std::left << std::setw(width) << label << std::right << std::setw(8)
         << before.samples << std::setw(18) << (rho(before.spearman) + " -> " + rho(after.spearman))
         << std::setw(22)
         << (fixed(before.mean_abs_log_error, 3) + " -> " + fixed(after.mean_abs_log_error, 3))
@@ -201,13 +209,27 @@ void print_report(std::ostream& out, const tune::CalibrationReport& report,
   if (bounded > 0) {
     out << "note: " << bounded << " factor" << (bounded == 1 ? " stopped" : "s stopped")
         << " at the fit's bounds (x" << fixed(bounds.lower, 3) << " .. x" << fixed(bounds.upper, 3)
-        << "): the model misses something these records show; check the per-spec rows\n";
+        << "): the model misses something these records show; check the per-problem rows\n";
   }
   if (fit.fitted_before.spearman && fit.fitted_after.spearman &&
       *fit.fitted_after.spearman < *fit.fitted_before.spearman - 0.01) {
     out << "note: the fit lowered the rank correlation of the fitted records ("
         << rho(fit.fitted_before.spearman) << " -> " << rho(fit.fitted_after.spearman)
         << "); it minimizes the log error, and --dry-run shows this without storing it\n";
+  }
+  // The ranking that matters to the search is within a problem: the mean over problems.
+  double mean_before = 0.0, mean_after = 0.0;
+  int ranked = 0;
+  for (const cost::GroupAgreement& group : fit.groups) {
+    if (!group.before.spearman || !group.after.spearman) continue;
+    mean_before += *group.before.spearman;
+    mean_after += *group.after.spearman;
+    ++ranked;
+  }
+  if (ranked > 0 && (mean_after - mean_before) / ranked < -0.01) {
+    out << "note: the mean rank correlation within a problem fell ("
+        << fixed(mean_before / ranked, 3) << " -> " << fixed(mean_after / ranked, 3) << " over " << ranked
+        << " problems): the calibrated model orders the schedules of a problem worse\n";
   }
   if (stored) {
     out << "stored in " << db << ": nautilus schedule and tune estimate with it for "

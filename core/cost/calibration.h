@@ -32,9 +32,9 @@
 // only re-estimates them.
 //
 // Agreement is reported as Spearman's rank correlation (ties get their mean rank) and the mean
-// absolute log error, before and after, for the fitted samples, the held-out ones, and per group
-// (the caller's spec names), so that one sees whether the calibration also helps programs it was
-// not fitted on.
+// absolute log error, before and after, for all samples, the fitted ones, the held-out ones, and
+// per group (the caller's problems: a spec at one set of sizes), so that one sees whether the
+// calibration also helps programs it was not fitted on.
 #pragma once
 
 #include <map>
@@ -69,7 +69,7 @@ double parameter_value(const DeviceModel& device, const CalibrationParameter& pa
 struct CalibrationSample {
   matile::ModulePtr module;  // compiled once by the caller
   double measured_us = 0.0;  // the measured median of the whole launch sequence
-  std::string group;         // the spec, for the per-group report
+  std::string group;         // the problem (spec and sizes), for the per-group report
   bool held_out = false;     // not fitted on; reported apart
 };
 

@@ -307,7 +307,8 @@ CalibrationReport calibrate(TuningDatabase& db, const CalibrationRequest& reques
     cost::CalibrationSample sample;
     sample.module = program->module;
     sample.measured_us = *record->median_us;
-    sample.group = spec_label(*record);
+    // Per problem: the schedules of one spec at one set of sizes are what a ranking compares.
+    sample.group = spec_label(*record) + " " + record->key.sizes;
     sample.held_out = held_out_hashes.count(record->key.spec_hash) > 0;
     fitted += !sample.held_out;
     samples.push_back(std::move(sample));

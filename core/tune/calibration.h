@@ -15,7 +15,7 @@
 //      prefix or path), or by default every third spec in order of spec hash (none with fewer
 //      than three specs), so that the report shows how calibration does on programs it never saw;
 //   4. fits the factors (core/cost/calibration.h) to the fitted records and reports the agreement
-//      before and after, fitted, held out and per spec.
+//      before and after: all, fitted, held out, and per problem (a spec at one set of sizes).
 // The caller stores the result (`stored_calibration`, TuningDatabase::save_calibration); the
 // commands that estimate then find it with `find_calibration` and estimate with
 // `cost::calibrated_device(preset, factors)`.
