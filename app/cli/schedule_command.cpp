@@ -6,6 +6,7 @@
 #include <ostream>
 #include <sstream>
 
+#include "app/cli/calibrate_command.h"
 #include "app/cli/command_inputs.h"
 #include "core/cost/analytical_model.h"
 #include "core/cost/device_models.h"
@@ -115,7 +116,9 @@ const CommandSpec& schedule_command_spec(const std::vector<OptionSpec>& shared_o
         "When the tuning database (nautilus tune) holds a validated measurement of this spec at\n"
         "these sizes on the local GPU, and no pin, forbid, partial schedule, --measure or --tree\n"
         "is given, the best measured schedule is printed and written instead, and it says so;\n"
-        "--ignore-db searches anyway.",
+        "--ignore-db searches anyway. When the database holds a calibration of the cost model\n"
+        "for the device (nautilus db calibrate), the estimates use it and it says so;\n"
+        "--no-calibration estimates with the device's preset.",
         shared_options};
     command.options.push_back({"pin", "DECISION",
                                "the result must contain DECISION, applied as early as it applies, "
@@ -141,8 +144,10 @@ const CommandSpec& schedule_command_spec(const std::vector<OptionSpec>& shared_o
                                "the runner command for --measure (default: nautilus-runner next "
                                "to this program)"});
     command.options.push_back({"db", "PATH",
-                               "the tuning database consulted for a measured best (default "
+                               "the tuning database consulted for a measured best and a "
+                               "calibration of the cost model (default "
                                "$XDG_DATA_HOME/nautilus/tuning.db, else ~/.local/share/...)"});
+    command.options.push_back(no_calibration_option());
     command.options.push_back({"ignore-db", "",
                                "search even when the tuning database has a measured best"});
     command.options.push_back({"driver", "LIBCUDA",
@@ -233,7 +238,10 @@ int run_schedule_command(const ParsedOptions& options, std::ostream& out, std::o
       }
     }
   }
-  const std::unique_ptr<cost::CostModel> model = cost::make_analytical_model(*device);
+  std::string calibration_note;
+  const std::unique_ptr<cost::CostModel> model = cost::make_analytical_model(
+      device_for_estimates(options, database_path(options), *device, &calibration_note));
+  if (!calibration_note.empty()) out << calibration_note << "\n";
   RunnerMeasurer measurer(input, options.get("runner"), 600.0,
                           search::lowering_arch(search_options, *model));
   search::Measurer measure_fn = [&](const sched::Schedule& schedule) { return measurer(schedule); };

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "app/cli/calibrate_command.h"
 #include "app/cli/command_inputs.h"
 #include "app/cli/tune_executor.h"
 #include "core/cost/analytical_model.h"
@@ -285,6 +286,7 @@ const CommandSpec& tune_command_spec(const std::vector<OptionSpec>& shared_optio
     command.options.push_back({"resume", "", "count what earlier runs measured for this spec, sizes "
                                "and device against the budget (continue an interrupted run)"});
     command.options.push_back(db_option());
+    command.options.push_back(no_calibration_option());
     command.options.push_back({"beam", "N", "the search's beam (default 3)"});
     command.options.push_back({"device", "NAME", "the cost model's GPU: " +
                                                      cost::known_device_models() +
@@ -375,7 +377,10 @@ int run_tune_command(const ParsedOptions& options, std::ostream& out, std::ostre
   auto db = open_database(options, true, err);
   if (!db) return kExitFailure;
 
-  const std::unique_ptr<cost::CostModel> model = cost::make_analytical_model(*device);
+  std::string calibration_note;
+  const std::unique_ptr<cost::CostModel> model = cost::make_analytical_model(
+      device_for_estimates(options, db->path(), *device, &calibration_note));
+  if (!calibration_note.empty()) err << "tune: " << calibration_note << "\n";
   const std::optional<ExecutorChoice> choice = read_executor_choice(options, err);
   if (!choice) return kExitFailure;
   std::unique_ptr<tune::Executor> executor;
@@ -471,8 +476,8 @@ const CommandSpec& db_command_spec(const std::vector<OptionSpec>& shared_options
   static const CommandSpec spec = [&] {
     CommandSpec command{
         "db",
-        "nautilus db list|show ID|export|prune [--db PATH] [options]  |  nautilus db --best FILE "
-        "[-D NAME=VALUE]...",
+        "nautilus db list|show ID|export|prune|calibrate [--db PATH] [options]  |  nautilus db "
+        "--best FILE [-D NAME=VALUE]...",
         "Reads and maintains the tuning database (docs/tuning.md).\n"
         "  list                      the records, newest first (--spec FILE -D ... and --gpu NAME\n"
         "                            filter them)\n"
@@ -481,6 +486,12 @@ const CommandSpec& db_command_spec(const std::vector<OptionSpec>& shared_options
         "  prune                     deletes records: --older-than DAYS, --spec FILE [-D ...],\n"
         "                            --gpu NAME select them; --keep-best N keeps the N fastest\n"
         "                            validated records of each spec, sizes and device\n"
+        "  calibrate                 fits the cost model's constants to one device's validated\n"
+        "                            records (--device NAME; --hold-out SPEC,... or none;\n"
+        "                            --dry-run; --json) and stores them: schedule and tune\n"
+        "                            then estimate with them for that device (their\n"
+        "                            --no-calibration: not);\n"
+        "                            --show lists the stored ones, --remove DEVICE deletes one\n"
         "  --best FILE [-D ...]      the best validated record of FILE at its sizes on the local\n"
         "                            GPU (or --gpu NAME); -o writes its schedule",
         shared_options};
@@ -495,6 +506,20 @@ const CommandSpec& db_command_spec(const std::vector<OptionSpec>& shared_options
     command.options.push_back({"keep-best", "N", "prune: keep the N fastest of each configuration"});
     command.options.push_back({"output", "FILE", "export: write to FILE; --best: the schedule"});
     command.options.push_back(driver_option());
+    command.options.push_back({"device", "NAME", "calibrate: the device whose records are fitted "
+                               "(its name as db list shows it, or a unique part of it; default: "
+                               "the only device)"});
+    command.options.push_back({"hold-out", "SPECS", "calibrate: specs left out of the fit and "
+                               "reported apart (names, hash prefixes or paths, comma-separated; "
+                               "'none'; default every third spec by hash)"});
+    command.options.push_back({"spec-dir", "DIR", "calibrate: where to look for a spec file (by "
+                               "its name) that is no longer at the record's path; repeatable",
+                               true});
+    command.options.push_back({"dry-run", "", "calibrate: report, but store nothing"});
+    command.options.push_back({"json", "", "calibrate: the report as JSON"});
+    command.options.push_back({"show", "", "calibrate: list the stored calibrations instead"});
+    command.options.push_back({"remove", "DEVICE", "calibrate: delete the calibration of DEVICE "
+                               "(its name as --show prints it)"});
     return command;
   }();
   return spec;
@@ -510,14 +535,35 @@ int run_db_command(const ParsedOptions& options, std::ostream& out, std::ostream
     return run_db_best(options, out, err);
   }
   if (options.positionals.empty()) {
-    err << "nautilus: error: db expects a subcommand: list, show ID, export, prune or --best FILE\n";
+    err << "nautilus: error: db expects a subcommand: list, show ID, export, prune, calibrate or "
+           "--best FILE\n";
     return kExitFailure;
   }
   const std::string& sub = options.positionals.front();
-  if (sub != "list" && sub != "show" && sub != "export" && sub != "prune") {
+  if (sub != "list" && sub != "show" && sub != "export" && sub != "prune" && sub != "calibrate") {
     err << "nautilus: error: unknown db subcommand '" << sub
-        << "'; expected list, show, export or prune\n";
+        << "'; expected list, show, export, prune or calibrate\n";
     return kExitFailure;
+  }
+  if (sub == "calibrate") {
+    if (options.positionals.size() > 1) {
+      err << "nautilus: error: db calibrate takes no argument\n";
+      return kExitFailure;
+    }
+    for (const char* other : {"spec", "older-than", "keep-best", "format", "output", "D"}) {
+      if (options.has(other)) {
+        err << "nautilus: error: " << (std::string(other) == "D" ? "-D" : "--" + std::string(other))
+            << " does not apply to db calibrate (it fits every validated record of the device)\n";
+        return kExitFailure;
+      }
+    }
+    return run_db_calibrate(options, out, err);
+  }
+  for (const char* only : {"device", "hold-out", "spec-dir", "dry-run", "json", "show", "remove"}) {
+    if (options.has(only)) {
+      err << "nautilus: error: --" << only << " belongs to db calibrate\n";
+      return kExitFailure;
+    }
   }
   if ((sub == "show") != (options.positionals.size() == 2)) {
     err << "nautilus: error: " << (sub == "show" ? "db show expects a record id"

@@ -8,7 +8,8 @@
 //     written to the database as it arrives; progress with an ETA on stderr; Ctrl-C stops after
 //     the candidates in flight and `--resume` continues the budget.
 //   nautilus db list|show ID|export|prune [--db PATH] ...   and   nautilus db --best FILE -D ...
-//     reads and maintains the database.
+//     reads and maintains the database; `nautilus db calibrate` (calibrate_command.h) fits the
+//     cost model to it.
 // Exit status: 0 success; 1 a user-facing failure (bad option, missing / corrupt / newer
 // database, no GPU, nothing measured successfully); 2 an internal compiler error.
 #pragma once

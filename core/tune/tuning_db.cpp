@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <map>
 #include <sstream>
+#include <thread>
 #include <tuple>
 
 #include <nlohmann/json.hpp>
@@ -19,6 +20,10 @@ namespace {
 // A writer waits this long for another process's transaction before giving up: tuners write a
 // record every few hundred milliseconds, so a wait of more than a few seconds means a stuck peer.
 constexpr int kBusyTimeoutMs = 30000;
+// Opening retries a lost race to switch a new file to WAL this often, this long apart (a few
+// seconds in all: the winner's switch and migration take milliseconds).
+constexpr int kOpenAttempts = 200;
+constexpr int kOpenRetryMs = 20;
 
 // A prepared statement, finalized on scope exit.
 class Statement {
@@ -251,6 +256,12 @@ const std::vector<std::string>& TuningDatabase::migrations() {
       "ALTER TABLE measurements ADD COLUMN registers INTEGER;"
       "ALTER TABLE measurements ADD COLUMN spill_bytes INTEGER;"
       "ALTER TABLE measurements ADD COLUMN estimate_us REAL;",
+      // 2 -> 3: one calibration of the cost model per device (nautilus db calibrate).
+      "CREATE TABLE calibrations ("
+      "  device_name TEXT PRIMARY KEY, created_unix INTEGER NOT NULL, model TEXT,"
+      "  compiler_version TEXT, factors_json TEXT NOT NULL, fitted_records INTEGER,"
+      "  held_out_records INTEGER, spearman_before REAL, spearman_after REAL,"
+      "  held_out_spearman_before REAL, held_out_spearman_after REAL);",
   };
   return steps;
 }
@@ -286,12 +297,21 @@ std::unique_ptr<TuningDatabase> TuningDatabase::open(const std::string& path, bo
   std::string sql_error;
   // WAL: readers never block the writer and a killed writer's partial transaction is ignored
   // on the next open. synchronous=FULL: a committed record survives a power cut too.
-  if (!exec(handle, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;", &sql_error) ||
-      !db->migrate(&sql_error)) {
-    *error = "'" + path + "' is not a usable tuning database: " + sql_error;
-    return nullptr;
+  // Two processes opening a new file at once both switch it to WAL; SQLite answers the one that
+  // loses that race "database is locked" at once instead of waiting (the busy timeout does not
+  // apply to the switch), so it tries again after the other has finished.
+  for (int attempt = 0;; ++attempt) {
+    sql_error.clear();
+    if (exec(handle, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;", &sql_error) &&
+        db->migrate(&sql_error)) {
+      return db;
+    }
+    const int code = sqlite3_errcode(handle) & 0xff;
+    if ((code != SQLITE_BUSY && code != SQLITE_LOCKED) || attempt >= kOpenAttempts) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(kOpenRetryMs));
   }
-  return db;
+  *error = "'" + path + "' is not a usable tuning database: " + sql_error;
+  return nullptr;
 }
 
 TuningDatabase::~TuningDatabase() { sqlite3_close(db_); }
@@ -484,6 +504,103 @@ int64_t TuningDatabase::prune(const PruneRequest& request, std::string* error) {
     return -1;
   }
   return static_cast<int64_t>(doomed.size());
+}
+
+namespace {
+
+const char* kCalibrationColumns =
+    "device_name, created_unix, model, compiler_version, factors_json, fitted_records, "
+    "held_out_records, spearman_before, spearman_after, held_out_spearman_before, "
+    "held_out_spearman_after";
+
+StoredCalibration read_calibration(const Statement& row) {
+  StoredCalibration c;
+  int i = 0;
+  c.device_name = row.text(i++);
+  c.created_unix = row.integer(i++);
+  c.model = row.text(i++);
+  c.compiler_version = row.text(i++);
+  const nlohmann::json factors = nlohmann::json::parse(row.text(i++), nullptr, false);
+  if (factors.is_object()) {
+    for (const auto& [name, value] : factors.items()) {
+      if (value.is_number()) c.factors[name] = value.get<double>();
+    }
+  }
+  c.fitted_records = static_cast<int>(row.integer(i++));
+  c.held_out_records = static_cast<int>(row.integer(i++));
+  c.spearman_before = row.real(i++);
+  c.spearman_after = row.real(i++);
+  c.held_out_spearman_before = row.real(i++);
+  c.held_out_spearman_after = row.real(i++);
+  return c;
+}
+
+}  // namespace
+
+bool TuningDatabase::save_calibration(StoredCalibration calibration, std::string* error) {
+  if (calibration.created_unix == 0) {
+    calibration.created_unix = std::chrono::duration_cast<std::chrono::seconds>(
+                                   std::chrono::system_clock::now().time_since_epoch())
+                                   .count();
+  }
+  nlohmann::json factors = nlohmann::json::object();
+  for (const auto& [name, value] : calibration.factors) factors[name] = value;
+  if (!exec(db_, "BEGIN IMMEDIATE", error)) return false;
+  Statement statement(db_, std::string("INSERT OR REPLACE INTO calibrations (") +
+                               kCalibrationColumns + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  if (!statement.ok()) {
+    if (error) *error = statement.error();
+    exec(db_, "ROLLBACK", nullptr);
+    return false;
+  }
+  int i = 1;
+  statement.bind(i++, calibration.device_name);
+  statement.bind(i++, calibration.created_unix);
+  statement.bind(i++, calibration.model);
+  statement.bind(i++, calibration.compiler_version);
+  statement.bind(i++, factors.dump());
+  statement.bind(i++, int64_t{calibration.fitted_records});
+  statement.bind(i++, int64_t{calibration.held_out_records});
+  statement.bind(i++, calibration.spearman_before);
+  statement.bind(i++, calibration.spearman_after);
+  statement.bind(i++, calibration.held_out_spearman_before);
+  statement.bind(i++, calibration.held_out_spearman_after);
+  if (statement.step() != SQLITE_DONE) {
+    if (error) *error = statement.error();
+    exec(db_, "ROLLBACK", nullptr);
+    return false;
+  }
+  if (!exec(db_, "COMMIT", error)) {
+    exec(db_, "ROLLBACK", nullptr);
+    return false;
+  }
+  return true;
+}
+
+std::optional<StoredCalibration> TuningDatabase::calibration(const std::string& device_name) {
+  Statement query(db_, std::string("SELECT ") + kCalibrationColumns +
+                           " FROM calibrations WHERE device_name = ?");
+  query.bind(1, device_name);
+  if (query.step() != SQLITE_ROW) return std::nullopt;
+  return read_calibration(query);
+}
+
+std::vector<StoredCalibration> TuningDatabase::calibrations() {
+  Statement query(db_, std::string("SELECT ") + kCalibrationColumns +
+                           " FROM calibrations ORDER BY created_unix DESC, device_name ASC");
+  std::vector<StoredCalibration> out;
+  while (query.step() == SQLITE_ROW) out.push_back(read_calibration(query));
+  return out;
+}
+
+bool TuningDatabase::remove_calibration(const std::string& device_name, std::string* error) {
+  Statement statement(db_, "DELETE FROM calibrations WHERE device_name = ?");
+  statement.bind(1, device_name);
+  if (statement.step() != SQLITE_DONE) {
+    if (error) *error = statement.error();
+    return false;
+  }
+  return sqlite3_changes(db_) > 0;
 }
 
 std::string TuningDatabase::integrity_check() {

@@ -14,10 +14,15 @@
 // steps from an empty file to the current one; opening an older file migrates it in one
 // transaction, a newer one is refused with a message (it was written by a newer nautilus).
 //
+// Besides the measurements, the file keeps one calibration of the cost model per device (the
+// factors `nautilus db calibrate` fitted to that device's records, core/tune/calibration.h), which
+// the commands that estimate for that device then use.
+//
 // This library links SQLite; nautilus-runner (GPU hosts may lack SQLite) must not link it.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -95,6 +100,20 @@ struct PruneRequest {
   std::optional<int> keep_best;
 };
 
+// A calibration of the cost model for one device (core/cost/calibration.h): the factors of the
+// preset's constants and how well the fit agreed with the records it came from.
+struct StoredCalibration {
+  std::string device_name;  // as the records name it
+  int64_t created_unix = 0; // save_calibration() fills it when 0
+  std::string model;        // the model it was fitted for, e.g. "analytical sm_90"
+  std::string compiler_version;  // the nautilus that fitted it
+  std::map<std::string, double> factors;  // by parameter name (calibration_parameters())
+  int fitted_records = 0;
+  int held_out_records = 0;
+  std::optional<double> spearman_before, spearman_after;  // of the fitted records
+  std::optional<double> held_out_spearman_before, held_out_spearman_after;
+};
+
 // The spec's text with comments (`#` to end of line) removed, runs of blanks collapsed to one
 // space and blank lines dropped, hashed: reformatting a spec or editing its comments keeps its
 // records; changing any token does not.
@@ -108,7 +127,7 @@ std::string default_database_path();
 
 class TuningDatabase {
  public:
-  static constexpr int kSchemaVersion = 2;
+  static constexpr int kSchemaVersion = 3;
   // The SQL of each step, index i migrates from version i to i + 1.
   static const std::vector<std::string>& migrations();
 
@@ -137,6 +156,14 @@ class TuningDatabase {
                                    const std::string& device_name);
   // Deletes as asked; returns how many records were deleted, or -1 with `error`.
   int64_t prune(const PruneRequest& request, std::string* error);
+  // Stores the calibration of its device, replacing an earlier one; false with `error`.
+  bool save_calibration(StoredCalibration calibration, std::string* error);
+  // The calibration of exactly this device name.
+  std::optional<StoredCalibration> calibration(const std::string& device_name);
+  // Every device's, newest first.
+  std::vector<StoredCalibration> calibrations();
+  // Deletes the device's calibration; whether there was one.
+  bool remove_calibration(const std::string& device_name, std::string* error);
   // SQLite's integrity check: "ok" or its first complaint.
   std::string integrity_check();
 

@@ -214,6 +214,38 @@ TEST(Tune, ScheduleUsesTheBestMeasuredScheduleAndSaysSo) {
   EXPECT_EQ(other.out.find("best measured"), std::string::npos) << other.out;
 }
 
+// `db calibrate` works on what `nautilus tune` writes: the records of a device named as an H100
+// (the fake driver takes any name) are compiled again from their spec paths, sizes and
+// schedules and fitted (the stand-in runner's times are arbitrary, so only the path is checked,
+// not the fit); tune then estimates with the calibration and says so, and --no-calibration not.
+TEST(Tune, DbCalibrateReadsWhatTuneWroteAndTuneUsesTheCalibration) {
+  TempDir dir("tune-cli");
+  const std::string h100 = "NAUTILUS_FAKE_CUDA_DEVICE_NAME='NVIDIA H100 80GB HBM3' ";
+  const std::string runner = write_runner(dir);
+  const CliRun tuned = run(h100 + tune(dir, runner, "--budget 10"));
+  ASSERT_EQ(tuned.status, 0) << tuned.out;
+  EXPECT_EQ(tuned.out.find("calibrated"), std::string::npos) << tuned.out;
+  const CliRun calibrated = run(cli(dir, "db calibrate --hold-out none"));
+  ASSERT_EQ(calibrated.status, 0) << calibrated.out;
+  EXPECT_NE(calibrated.out.find("records: 10 validated, 10 used (10 fitted, 0 held out), "
+                                "0 skipped"),
+            std::string::npos)
+      << calibrated.out;
+  EXPECT_NE(calibrated.out.find("stored in"), std::string::npos) << calibrated.out;
+  const CliRun again = run(h100 + tune(dir, runner, "--budget 2"));
+  ASSERT_EQ(again.status, 0) << again.out;
+  EXPECT_NE(again.out.find("tune: cost model: calibrated for NVIDIA H100 80GB HBM3"),
+            std::string::npos)
+      << again.out;
+  const CliRun off = run(h100 + tune(dir, runner, "--budget 1 --no-calibration"));
+  ASSERT_EQ(off.status, 0) << off.out;
+  EXPECT_EQ(off.out.find("calibrated"), std::string::npos) << off.out;
+  // Too few records to fit on: the minimum is named.
+  const CliRun few = run(cli(dir, "db calibrate --hold-out gemm"));
+  EXPECT_EQ(few.status, 1);
+  EXPECT_NE(few.out.find("calibration needs at least 8"), std::string::npos) << few.out;
+}
+
 // The candidates are lowered for the arch the search estimated them for: on the default H100
 // model a warp_spec schedule is timed as its TMA + wgmma kernel, not as the sm_80 lowering that
 // ignores warp_spec (which ran at half the speed on the H100 and was recorded as the schedule's

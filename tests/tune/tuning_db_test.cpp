@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -141,7 +142,7 @@ TEST(TuningDatabase, MigratesAVersionOneFileKeepingItsRecords) {
   }
   auto db = open_db(path);
   ASSERT_TRUE(db);
-  EXPECT_EQ(db->schema_version(), 2);
+  EXPECT_EQ(db->schema_version(), TuningDatabase::kSchemaVersion);
   const auto best = db->best("abc", "M=1", "GPU");
   ASSERT_TRUE(best);
   EXPECT_DOUBLE_EQ(best->median_us.value_or(0), 7.0);
@@ -150,6 +151,52 @@ TEST(TuningDatabase, MigratesAVersionOneFileKeepingItsRecords) {
   TuningRecord fresh = record("tile(C, m=128)", 6.0);
   EXPECT_GT(db->insert(fresh, &error), 0) << error;
   EXPECT_EQ(db->get(db->list({}).front().id)->registers.value_or(0), 128);
+}
+
+TEST(TuningDatabase, MigratesAVersionTwoFileAddingTheCalibrationsTable) {
+  TempDir dir("tune-db");
+  const std::string path = dir.file("v2.db");
+  {
+    // A file as nautilus wrote it at schema version 2, with one record and no calibrations.
+    sqlite3* raw = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
+    const std::string v2 = TuningDatabase::migrations()[0] + TuningDatabase::migrations()[1] +
+                           "UPDATE schema_version SET version = 2;"
+                           "INSERT INTO measurements (created_unix, spec_hash, sizes, schedule, "
+                           "device_name, status, validation, median_us, estimate_us) VALUES (5, "
+                           "'abc', 'M=1', 'tile(C, m=64)', 'GPU', 'ok', 'passed', 7.0, 6.0);";
+    ASSERT_EQ(sqlite3_exec(raw, v2.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(raw);
+  }
+  auto db = open_db(path);
+  ASSERT_TRUE(db);
+  EXPECT_EQ(db->schema_version(), 3);
+  EXPECT_DOUBLE_EQ(db->best("abc", "M=1", "GPU")->estimate_us.value_or(0), 6.0);
+  EXPECT_TRUE(db->calibrations().empty());
+  EXPECT_FALSE(db->calibration("GPU"));
+  StoredCalibration calibration;
+  calibration.device_name = "GPU";
+  calibration.model = "analytical sm_90";
+  calibration.factors = {{"dram_bandwidth", 0.75}, {"launch_overhead", 2.0}};
+  calibration.fitted_records = 12;
+  calibration.spearman_before = 0.5;
+  calibration.spearman_after = 0.8;
+  std::string error;
+  ASSERT_TRUE(db->save_calibration(calibration, &error)) << error;
+  db.reset();
+  // Reopened (no migration runs twice): the calibration is there as written.
+  db = open_db(path);
+  ASSERT_TRUE(db);
+  const auto read = db->calibration("GPU");
+  ASSERT_TRUE(read);
+  EXPECT_EQ(read->factors, calibration.factors);
+  EXPECT_EQ(read->fitted_records, 12);
+  EXPECT_DOUBLE_EQ(read->spearman_after.value_or(0), 0.8);
+  EXPECT_FALSE(read->held_out_spearman_after);
+  EXPECT_GT(read->created_unix, 0);
+  EXPECT_TRUE(db->remove_calibration("GPU", &error));
+  EXPECT_FALSE(db->calibration("GPU"));
+  EXPECT_EQ(db->integrity_check(), "ok");
 }
 
 TEST(TuningDatabase, RefusesMissingCorruptForeignAndNewerFilesWithAReason) {
@@ -212,7 +259,10 @@ TEST(TuningDatabase, SpecHashIgnoresCommentsAndLayoutButNotTokens) {
                                 int count) {
   std::string error;
   auto db = TuningDatabase::open(path, true, &error);
-  if (!db) _exit(3);
+  if (!db) {
+    std::fprintf(stderr, "writer %s: %s\n", tag.c_str(), error.c_str());
+    _exit(3);
+  }
   for (int i = 0; count < 0 || i < count; ++i) {
     if (db->insert(record(tag + std::to_string(i), 1.0 + i), &error) <= 0) _exit(4);
     if (report_fd >= 0) {
