@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "app/cli/options.h"
 #include "app/cli/tune_command.h"
 #include "core/cost/calibration.h"
 #include "core/tune/calibration.h"
@@ -16,14 +17,6 @@
 namespace nautilus::cli {
 namespace {
 
-std::string date_text(int64_t unix_seconds) {
-  const std::time_t time = static_cast<std::time_t>(unix_seconds);
-  std::tm utc{};
-  gmtime_r(&time, &utc);
-  char buffer[32];
-  std::strftime(buffer, sizeof buffer, "%Y-%m-%d %H:%M", &utc);
-  return buffer;
-}
 
 std::string fixed(double value, int digits) {
   std::ostringstream out;

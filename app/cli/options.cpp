@@ -1,5 +1,7 @@
 #include "app/cli/options.h"
 
+#include <ctime>
+
 #include <sstream>
 
 namespace nautilus::cli {
@@ -133,6 +135,15 @@ std::optional<double> parse_duration(const std::string& text) {
   const std::optional<uint64_t> value = parse_non_negative(digits);
   if (!value || *value == 0) return std::nullopt;
   return static_cast<double>(*value) * scale;
+}
+
+std::string date_text(int64_t unix_seconds) {
+  const std::time_t time = static_cast<std::time_t>(unix_seconds);
+  std::tm utc{};
+  gmtime_r(&time, &utc);
+  char buffer[32];
+  std::strftime(buffer, sizeof buffer, "%Y-%m-%d %H:%M", &utc);
+  return buffer;
 }
 
 }  // namespace nautilus::cli

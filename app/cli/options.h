@@ -61,4 +61,7 @@ std::optional<uint64_t> parse_non_negative(const std::string& text, size_t max_d
 // --time, --slurm-wait).
 std::optional<double> parse_duration(const std::string& text);
 
+// Seconds since the epoch as "2026-11-27 04:22" (UTC), as the database listings print dates.
+std::string date_text(int64_t unix_seconds);
+
 }  // namespace nautilus::cli

@@ -13,6 +13,7 @@
 
 #include "app/cli/calibrate_command.h"
 #include "app/cli/command_inputs.h"
+#include "app/cli/options.h"
 #include "app/cli/tune_executor.h"
 #include "core/cost/analytical_model.h"
 #include "core/cost/device_models.h"
@@ -63,14 +64,6 @@ std::string duration(double seconds) {
   return out.str();
 }
 
-std::string date_text(int64_t unix_seconds) {
-  const std::time_t time = static_cast<std::time_t>(unix_seconds);
-  std::tm utc{};
-  gmtime_r(&time, &utc);
-  char buffer[32];
-  std::strftime(buffer, sizeof buffer, "%Y-%m-%d %H:%M", &utc);
-  return buffer;
-}
 
 
 std::unique_ptr<tune::TuningDatabase> open_database(const ParsedOptions& options, bool create,

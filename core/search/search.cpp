@@ -1569,6 +1569,19 @@ SearchResult Searcher::run() {
 
 }  // namespace
 
+std::vector<LeafSchedule> complete_leaves(const SearchResult& result) {
+  std::vector<LeafSchedule> leaves;
+  for (const SearchNode& node : result.nodes) {
+    if (node.status != NodeStatus::Leaf && node.status != NodeStatus::Chosen) continue;
+    if (!node.estimate || !node.estimate->feasible) continue;
+    leaves.push_back({concat(node.schedule, node.completion.decisions), node.estimate->microseconds});
+  }
+  std::stable_sort(leaves.begin(), leaves.end(), [](const LeafSchedule& a, const LeafSchedule& b) {
+    return a.estimate_us < b.estimate_us;
+  });
+  return leaves;
+}
+
 std::string lowering_arch(const SearchOptions& options, const cost::CostModel& model) {
   if (!options.arch.empty()) return options.arch;
   return model.device().arch.rfind("sm_90", 0) == 0 ? "sm_90a" : "sm_80";

@@ -168,6 +168,14 @@ struct SearchResult {
 // slow machine: the search widens its beam, and warns when that finds nothing better.
 inline constexpr double kRooflineSuspicion = 20.0;
 
+// The complete schedules of a result's feasible leaves (the chosen one included), each with its
+// estimate, best estimate first; a leaf's completion is appended to its decisions.
+struct LeafSchedule {
+  sched::Schedule schedule;
+  double estimate_us = 0.0;
+};
+std::vector<LeafSchedule> complete_leaves(const SearchResult& result);
+
 // The arch the search lowers its candidates for: SearchOptions::arch, else sm_90a for a Hopper
 // cost model and sm_80 otherwise. Whoever times the search's schedules lowers them for the same
 // arch, or the kernel timed is not the one estimated.

@@ -28,20 +28,10 @@ std::string schedule_key(const sched::Schedule& schedule) {
 // The complete leaves of a search, best estimate first (infeasible ones are not candidates).
 std::vector<Candidate> ranked_leaves(const search::SearchResult& result) {
   std::vector<Candidate> leaves;
-  for (const search::SearchNode& node : result.nodes) {
-    if (node.status != search::NodeStatus::Leaf && node.status != search::NodeStatus::Chosen) {
-      continue;
-    }
-    if (!node.estimate || !node.estimate->feasible) continue;
-    // A leaf's schedule is complete: its completion adds nothing, but keep both to be exact.
-    sched::Schedule full = node.schedule;
-    full.decisions.insert(full.decisions.end(), node.completion.decisions.begin(),
-                          node.completion.decisions.end());
-    leaves.push_back({full, schedule_key(full), node.estimate->microseconds});
+  for (search::LeafSchedule& leaf : search::complete_leaves(result)) {
+    const std::string key = schedule_key(leaf.schedule);
+    leaves.push_back({std::move(leaf.schedule), key, leaf.estimate_us});
   }
-  std::stable_sort(leaves.begin(), leaves.end(), [](const Candidate& a, const Candidate& b) {
-    return a.estimate_us.value_or(1e300) < b.estimate_us.value_or(1e300);
-  });
   return leaves;
 }
 

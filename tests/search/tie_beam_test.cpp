@@ -35,16 +35,10 @@ TEST(TieBeam, TiedTileSizesBothReachTheLaunchPhase) {
 
   // Leaves with either query tile exist, and the chosen one is the best of all of them.
   bool leaf_of[2] = {false, false};
-  double best_leaf = 1e300;
-  for (const search::SearchNode& node : result.nodes) {
-    if ((node.status != search::NodeStatus::Leaf && node.status != search::NodeStatus::Chosen) ||
-        !node.estimate) {
-      continue;
-    }
-    best_leaf = std::min(best_leaf, node.estimate->microseconds);
-    sched::Schedule full = node.schedule;
-    for (const sched::Decision& d : node.completion.decisions) full.decisions.push_back(d);
-    for (const sched::Decision& d : full.decisions) {
+  const std::vector<search::LeafSchedule> leaves = search::complete_leaves(result);
+  ASSERT_FALSE(leaves.empty());
+  for (const search::LeafSchedule& leaf : leaves) {
+    for (const sched::Decision& d : leaf.schedule.decisions) {
       if (d.kind != "tile" || d.target != "O_sum_acc") continue;
       const std::string text = sched::print_decision(d);
       if (text.find("m=64") != std::string::npos) leaf_of[0] = true;
@@ -53,6 +47,7 @@ TEST(TieBeam, TiedTileSizesBothReachTheLaunchPhase) {
   }
   EXPECT_TRUE(leaf_of[0]);
   EXPECT_TRUE(leaf_of[1]);
+  const double best_leaf = leaves.front().estimate_us;
   ASSERT_TRUE(result.estimate);
   EXPECT_LE(result.estimate->microseconds, best_leaf * 1.01);
   std::string chosen;
