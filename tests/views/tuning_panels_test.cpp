@@ -102,6 +102,21 @@ void set_up_measuring(SearchPanel& panel, const TempDir& dir, const std::string&
   panel.set_runner_command(runner);
 }
 
+// What the panel's measure_finished said: how often, whether the last run was ok, its summary.
+struct MeasureOutcome {
+  int finished = 0;
+  bool ok = false;
+  QString summary;
+
+  explicit MeasureOutcome(SearchPanel& panel) {
+    QObject::connect(&panel, &SearchPanel::measure_finished, [this](bool run_ok, const QString& text) {
+      ++finished;
+      ok = run_ok;
+      summary = text;
+    });
+  }
+};
+
 TEST(SearchPanelMeasure, FillsTheMeasuredColumnWritesTheDatabaseAndHistoryListsIt) {
   TempDir dir("studio-measure");
   // The first candidate (the search's choice) is reported as wrong results.
@@ -121,22 +136,15 @@ TEST(SearchPanelMeasure, FillsTheMeasuredColumnWritesTheDatabaseAndHistoryListsI
                    [&recorded](const QString& schedule, const QString& outcome) {
                      recorded.emplace_back(schedule, outcome);
                    });
-  int finished = 0;
-  bool measure_ok = false;
-  QString summary;
-  QObject::connect(&panel, &SearchPanel::measure_finished, [&](bool ok, const QString& text) {
-    ++finished;
-    measure_ok = ok;
-    summary = text;
-  });
+  MeasureOutcome outcome(panel);
   panel.candidates_box()->setValue(6);
   ASSERT_TRUE(panel.measure());
   EXPECT_TRUE(panel.measuring());
   EXPECT_FALSE(panel.measure()) << "one measurement at a time";
-  ASSERT_TRUE(wait_until([&] { return finished == 1; }, 120'000));
-  ASSERT_TRUE(measure_ok) << summary.toStdString();
+  ASSERT_TRUE(wait_until([&] { return outcome.finished == 1; }, 120'000));
+  ASSERT_TRUE(outcome.ok) << outcome.summary.toStdString();
   EXPECT_FALSE(panel.measuring());
-  EXPECT_TRUE(summary.contains(QStringLiteral("6 measured"))) << summary.toStdString();
+  EXPECT_TRUE(outcome.summary.contains(QStringLiteral("6 measured"))) << outcome.summary.toStdString();
 
   // Six records of this spec, sizes and device, one per measured candidate.
   const std::vector<tune::TuningRecord> records = all_records(dir.file("tuning.db"));
@@ -221,8 +229,8 @@ TEST(SearchPanelMeasure, FillsTheMeasuredColumnWritesTheDatabaseAndHistoryListsI
   // A second Measure skips what the database has: the next candidates are new.
   recorded.clear();
   ASSERT_TRUE(panel.measure(2));
-  ASSERT_TRUE(wait_until([&] { return finished == 2; }, 120'000));
-  ASSERT_TRUE(measure_ok) << summary.toStdString();
+  ASSERT_TRUE(wait_until([&] { return outcome.finished == 2; }, 120'000));
+  ASSERT_TRUE(outcome.ok) << outcome.summary.toStdString();
   EXPECT_EQ(all_records(dir.file("tuning.db")).size(), 8u);
   history.refresh();
   ASSERT_TRUE(wait_until([&] { return refreshed > 1 && !history.busy(); }, 30'000));
@@ -237,20 +245,13 @@ TEST(SearchPanelMeasure, CancelStopsAfterTheCandidatesInFlight) {
   int recorded = 0;
   QObject::connect(&panel, &SearchPanel::measurement_recorded,
                    [&recorded](const QString&, const QString&) { ++recorded; });
-  int finished = 0;
-  bool measure_ok = false;
-  QString summary;
-  QObject::connect(&panel, &SearchPanel::measure_finished, [&](bool ok, const QString& text) {
-    ++finished;
-    measure_ok = ok;
-    summary = text;
-  });
+  MeasureOutcome outcome(panel);
   ASSERT_TRUE(panel.measure(200));
   ASSERT_TRUE(wait_until([&] { return recorded >= 1; }, 120'000));
   panel.cancel();
-  ASSERT_TRUE(wait_until([&] { return finished == 1; }, 120'000));
-  ASSERT_TRUE(measure_ok) << summary.toStdString();
-  EXPECT_TRUE(summary.contains(QStringLiteral("stopped"))) << summary.toStdString();
+  ASSERT_TRUE(wait_until([&] { return outcome.finished == 1; }, 120'000));
+  ASSERT_TRUE(outcome.ok) << outcome.summary.toStdString();
+  EXPECT_TRUE(outcome.summary.contains(QStringLiteral("stopped"))) << outcome.summary.toStdString();
   const size_t written = all_records(dir.file("tuning.db")).size();
   EXPECT_GE(written, 1u);
   EXPECT_LT(written, 200u);
@@ -263,19 +264,12 @@ TEST(SearchPanelMeasure, WithoutAGpuTheRunSaysWhy) {
   SearchPanel panel;
   set_up_measuring(panel, dir, runner);
   qputenv("NAUTILUS_FAKE_CUDA_INIT_ERROR", "100");
-  int finished = 0;
-  bool measure_ok = true;
-  QString summary;
-  QObject::connect(&panel, &SearchPanel::measure_finished, [&](bool ok, const QString& text) {
-    ++finished;
-    measure_ok = ok;
-    summary = text;
-  });
+  MeasureOutcome outcome(panel);
   ASSERT_TRUE(panel.measure(2));
-  const bool done = wait_until([&] { return finished == 1; }, 60'000);
+  const bool done = wait_until([&] { return outcome.finished == 1; }, 60'000);
   qunsetenv("NAUTILUS_FAKE_CUDA_INIT_ERROR");
   ASSERT_TRUE(done);
-  EXPECT_FALSE(measure_ok);
+  EXPECT_FALSE(outcome.ok);
   EXPECT_TRUE(panel.measure_label()->text().contains(QStringLiteral("no GPU")))
       << panel.measure_label()->text().toStdString();
 }
