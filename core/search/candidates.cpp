@@ -426,10 +426,16 @@ std::vector<Decision> launch_candidates(const ProgramFacts& facts,
   const std::vector<sched::LaunchChoice> chosen = sched::launch_choices(schedule);
   std::vector<Decision> out;
   for (const NestFacts& nest : facts.nests) {
+    // A nest has its launch when a launch or a warp_spec decision names one of its blocks: a
+    // launch after a warp_spec changes nothing the warp roles do not set, and a second warp_spec
+    // would replace the first, so the node would be estimated as another kernel.
     bool has_launch = false;
     for (const BlockFacts& block : nest.blocks) {
       for (const sched::LaunchChoice& choice : chosen) {
         has_launch |= choice.block == block.block->name;
+      }
+      for (const Decision& d : schedule.decisions) {
+        has_launch |= d.kind == "warp_spec" && d.target == block.block->name;
       }
     }
     if (has_launch || nest.principal < 0) continue;

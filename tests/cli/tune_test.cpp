@@ -269,7 +269,7 @@ TEST(Tune, CandidatesAreLoweredForTheSearchsArch) {
   const CliRun tuned = run(cli(dir, "tune " + gemm() + " -D M=256 -D N=256 -D K=256 --driver " +
                                         NAUTILUS_FAKE_LIBCUDA + " --runner " + runner +
                                         " --budget 1 --pin 'tile(C_sum, m=128, n=128, k=64)'"
-                                        " --pin 'warp_spec(C_sum, consumers=1, stages=2)'"));
+                                        " --pin 'warp_spec(C_sum, consumers=2, stages=2)'"));
   ASSERT_EQ(tuned.status, 0) << tuned.out;
   std::ifstream wgmma(dir.file("wgmma.txt"));
   int count = 0;

@@ -573,5 +573,28 @@ TEST(Measure, ChoosesByMeasuredTimeAndRecordsIt) {
   EXPECT_EQ(*result.measured_us, best);
 }
 
+// A nest's launch is set once: after a warp_spec the launch phase offers no launch and no other
+// warp_spec for its blocks, and the warp-specialized completions add none, so every leaf is
+// estimated as the kernel its decisions say (a second warp_spec used to replace a node's own,
+// pinned ones included).
+TEST(Search, EveryLeafSetsEachNestsLaunchOnce) {
+  for (const char* asset : {"gemm", "causal_attention"}) {
+    const search::SearchResult result = testing::run(asset_input(asset, {}));
+    ASSERT_TRUE(result.ok) << asset << ": " << result.error;
+    const std::vector<search::LeafSchedule> leaves = search::complete_leaves(result);
+    ASSERT_GE(leaves.size(), 3u) << asset;
+    for (const search::LeafSchedule& leaf : leaves) {
+      std::map<std::string, int> launches;
+      for (const sched::Decision& d : leaf.schedule.decisions) {
+        if (d.kind == "warp_spec" || d.kind == "launch") ++launches[d.target];
+      }
+      for (const auto& [block, count] : launches) {
+        EXPECT_EQ(count, 1) << asset << ", block " << block << ": "
+                            << sched::print_decisions(leaf.schedule.decisions, "; ");
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace nautilus
