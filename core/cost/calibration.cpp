@@ -4,9 +4,9 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
-#include <thread>
 
 #include "core/cost/analytical_model.h"
+#include "core/support/parallel.h"
 
 namespace nautilus::cost {
 namespace {
@@ -39,27 +39,13 @@ std::vector<double> estimates(const DeviceModel& device,
                               int threads = 1) {
   const std::unique_ptr<CostModel> model = make_analytical_model(device);
   std::vector<double> out(samples.size());
-  auto run = [&](size_t begin, size_t end) {
-    for (size_t i = begin; i < end; ++i) {
-      const CostEstimate estimate = model->estimate(*samples[i]->module);
-      out[i] = estimate.feasible ? estimate.microseconds : std::numeric_limits<double>::infinity();
-    }
-  };
-  const size_t workers = std::max<size_t>(
-      1, std::min<size_t>(static_cast<size_t>(std::max(threads, 1)),
-                          samples.size() / kSamplesPerThread));
-  if (workers == 1) {
-    run(0, samples.size());
-    return out;
-  }
-  std::vector<std::thread> pool;
-  const size_t chunk = (samples.size() + workers - 1) / workers;
-  for (size_t w = 1; w < workers; ++w) {
-    pool.emplace_back(run, std::min(samples.size(), w * chunk),
-                      std::min(samples.size(), (w + 1) * chunk));
-  }
-  run(0, std::min(samples.size(), chunk));
-  for (std::thread& thread : pool) thread.join();
+  const int workers = static_cast<int>(std::min<size_t>(static_cast<size_t>(std::max(threads, 1)),
+                                                        samples.size() / kSamplesPerThread));
+  parallel_for_each(static_cast<int64_t>(samples.size()), workers, [&](int64_t i) {
+    const CostEstimate estimate = model->estimate(*samples[static_cast<size_t>(i)]->module);
+    out[static_cast<size_t>(i)] =
+        estimate.feasible ? estimate.microseconds : std::numeric_limits<double>::infinity();
+  });
   return out;
 }
 

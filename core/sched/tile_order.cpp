@@ -50,9 +50,10 @@ ApplyResult apply(const scalar::ProgramPtr& program, const Decision& decision) {
   std::string reason;
   const std::optional<BlockPath> path = find_block(*program, decision.target, &reason);
   if (!path) return ApplyResult::failure(reason);
+  const std::vector<const scalar::For*> loops = path->loops();
   // The groups reorder the CTAs of grid.x and grid.y; a kernel without both has nothing to group.
   bool has_x = false, has_y = false;
-  for (const scalar::For* loop : path->loops()) {
+  for (const scalar::For* loop : loops) {
     has_x |= loop->for_kind == scalar::ForKind::GridX;
     has_y |= loop->for_kind == scalar::ForKind::GridY;
   }
@@ -65,7 +66,6 @@ ApplyResult apply(const scalar::ProgramPtr& program, const Decision& decision) {
   }
   // Only a loop the CTAs enumerate can be launched in reverse.
   for (const std::string& name : reversed) {
-    const std::vector<const scalar::For*> loops = path->loops();
     const auto loop = std::find_if(loops.begin(), loops.end(), [&](const scalar::For* l) {
       return l->var && l->var->name == name;
     });

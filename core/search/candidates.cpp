@@ -393,11 +393,10 @@ std::vector<Decision> masking_candidates(const ProgramFacts& facts) {
 std::vector<Decision> reverse_order_candidates(const ProgramFacts& facts) {
   std::vector<Decision> out;
   for (const NestFacts& nest : facts.nests) {
-    if (nest.principal < 0) continue;
+    if (nest.principal < 0 || nest.chain.empty()) continue;
+    const std::optional<scalar::LaunchAttrs>& launch = nest.chain.front().loop->launch;
     for (const LoopFacts& loop : nest.chain) {
       if (!loop.grid || !loop.tile_outer || loop.extent < 2) continue;
-      const scalar::LaunchAttrs* launch =
-          nest.chain.front().loop->launch ? &*nest.chain.front().loop->launch : nullptr;
       if (launch && std::find(launch->reversed.begin(), launch->reversed.end(), loop.name) !=
                         launch->reversed.end()) {
         continue;

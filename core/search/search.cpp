@@ -1,7 +1,6 @@
 #include "core/search/search.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <functional>
@@ -12,13 +11,13 @@
 #include <memory>
 #include <set>
 #include <sstream>
-#include <thread>
 #include <unordered_map>
 
 #include "core/driver/pipeline.h"
 #include "core/matile/ir.h"
 #include "core/scalar/printer.h"
 #include "core/sched/launch.h"
+#include "core/support/parallel.h"
 #include "core/support/rng.h"
 
 namespace nautilus::search {
@@ -525,25 +524,12 @@ class Searcher {
     }
     if (!to_compile.empty()) {
       std::vector<std::optional<Evaluation>> results(to_compile.size());
-      std::atomic<size_t> next{0};
-      const auto work = [&] {
-        while (true) {
-          const size_t i = next.fetch_add(1);
-          if (i >= to_compile.size()) return;
-          if (stop_.stop_requested()) continue;
-          results[i] = compile_and_estimate(schedules.at(to_compile[i]), true,
-                                            optional_warp_specs.at(to_compile[i]));
-        }
-      };
-      const int threads = std::max(1, std::min<int>(options_.threads,
-                                                    static_cast<int>(to_compile.size())));
-      if (threads == 1) {
-        work();
-      } else {
-        std::vector<std::thread> pool;
-        for (int t = 0; t < threads; ++t) pool.emplace_back(work);
-        for (std::thread& thread : pool) thread.join();
-      }
+      parallel_for_each(static_cast<int64_t>(to_compile.size()), options_.threads, [&](int64_t i) {
+        if (stop_.stop_requested()) return;
+        const std::string& key = to_compile[static_cast<size_t>(i)];
+        results[static_cast<size_t>(i)] =
+            compile_and_estimate(schedules.at(key), true, optional_warp_specs.at(key));
+      });
       for (size_t i = 0; i < to_compile.size(); ++i) {
         if (!results[i]) continue;  // cancelled before it ran
         Evaluation& evaluation = *results[i];

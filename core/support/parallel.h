@@ -1,4 +1,6 @@
-// Splits a loop over [0, count) into contiguous chunks run on the machine's cores.
+// Splits a loop over [0, count) into contiguous chunks run on the machine's cores
+// (parallel_chunks), or hands its indices out one at a time to a given number of threads
+// (parallel_for_each).
 //
 // Host work over whole tensors (random inputs, encoding to device bytes, decoding outputs) is
 // the runner's slowest step at attention sizes: about 1.4 s per 33 M-element tensor on one
@@ -7,6 +9,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <thread>
 #include <vector>
@@ -29,6 +32,26 @@ void parallel_chunks(int64_t count, const Body& body, int64_t serial_below = int
     workers.emplace_back([&body, begin, end = std::min(count, begin + step)] { body(begin, end); });
   body(int64_t{0}, std::min(count, step));
   for (std::thread& worker : workers) worker.join();
+}
+
+// Calls body(i) for every i in [0, count) on up to `threads` threads, the calling one among
+// them; each thread takes the next index when it finishes one, so items of uneven cost (the
+// search's compiles, calibration's programs) spread evenly. threads <= 1: a plain loop.
+template <typename Body>
+void parallel_for_each(int64_t count, int threads, const Body& body) {
+  const int64_t workers = std::min<int64_t>(std::max(threads, 1), std::max<int64_t>(count, 1));
+  if (workers <= 1) {
+    for (int64_t i = 0; i < count; ++i) body(i);
+    return;
+  }
+  std::atomic<int64_t> next{0};
+  const auto work = [&] {
+    for (int64_t i; (i = next.fetch_add(1)) < count;) body(i);
+  };
+  std::vector<std::thread> pool;
+  for (int64_t t = 1; t < workers; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& thread : pool) thread.join();
 }
 
 }  // namespace nautilus

@@ -1,7 +1,6 @@
 #include "core/tune/calibration.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cctype>
 #include <chrono>
 #include <filesystem>
@@ -16,6 +15,7 @@
 #include "core/cost/device_models.h"
 #include "core/driver/pipeline.h"
 #include "core/search/search.h"
+#include "core/support/parallel.h"
 
 namespace nautilus::tune {
 namespace {
@@ -50,33 +50,6 @@ std::optional<std::vector<spec::SizeOverride>> parse_sizes(const std::string& te
   return sizes;
 }
 
-// The record's schedule: its JSON, else its text (one decision per "; ").
-std::optional<sched::Schedule> record_schedule(const TuningRecord& record, std::string* error) {
-  if (!record.schedule_json.empty()) {
-    const nlohmann::json json = nlohmann::json::parse(record.schedule_json, nullptr, false);
-    if (auto schedule = sched::schedule_from_json(json, error)) return schedule;
-  }
-  sched::Schedule schedule;
-  std::string text = record.key.schedule;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t end = text.find("; ", start);
-    if (end == std::string::npos) end = text.size();
-    const std::string piece = text.substr(start, end - start);
-    if (!piece.empty()) {
-      sched::DecisionParseError parse_error;
-      auto decision = sched::parse_decision(piece, &parse_error);
-      if (!decision) {
-        *error = "schedule '" + piece + "': " + sched::to_string(parse_error);
-        return std::nullopt;
-      }
-      schedule.decisions.push_back(*decision);
-    }
-    start = end + 2;
-  }
-  return schedule;
-}
-
 // The spec file of a record: its path, else a file of the same name in one of `dirs`.
 std::string locate_spec(const TuningRecord& record, const std::vector<std::string>& dirs) {
   std::error_code ec;
@@ -102,32 +75,24 @@ struct Program {
 };
 
 void compile_programs(std::vector<Program>& programs, const std::string& arch, int threads) {
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t i; (i = next.fetch_add(1)) < programs.size();) {
-      Program& program = programs[i];
-      driver::CompileOptions options;
-      options.sizes = program.sizes;
-      options.last_stage = driver::Stage::MATile;
-      options.schedule = program.schedule;
-      options.matile.arch = arch;
-      const driver::Compilation compilation = driver::compile(program.file, options);
-      if (!compilation.internal_error.empty()) {
-        program.error = "internal compiler error: " + compilation.internal_error;
-      } else if (!compilation.schedule_error.empty()) {
-        program.error = compilation.schedule_error;
-      } else if (!compilation.ok() || !compilation.ma_module) {
-        program.error = "the spec does not compile at these sizes";
-      } else {
-        program.module = compilation.ma_module;
-      }
+  parallel_for_each(static_cast<int64_t>(programs.size()), threads, [&](int64_t i) {
+    Program& program = programs[static_cast<size_t>(i)];
+    driver::CompileOptions options;
+    options.sizes = program.sizes;
+    options.last_stage = driver::Stage::MATile;
+    options.schedule = program.schedule;
+    options.matile.arch = arch;
+    const driver::Compilation compilation = driver::compile(program.file, options);
+    if (!compilation.internal_error.empty()) {
+      program.error = "internal compiler error: " + compilation.internal_error;
+    } else if (!compilation.schedule_error.empty()) {
+      program.error = compilation.schedule_error;
+    } else if (!compilation.ok() || !compilation.ma_module) {
+      program.error = "the spec does not compile at these sizes";
+    } else {
+      program.module = compilation.ma_module;
     }
-  };
-  const int count = std::max(1, std::min<int>(threads, static_cast<int>(programs.size())));
-  std::vector<std::thread> pool;
-  for (int t = 1; t < count; ++t) pool.emplace_back(work);
-  work();
-  for (std::thread& thread : pool) thread.join();
+  });
 }
 
 // Whether `selector` (--hold-out's word) names the spec of `record`.

@@ -135,8 +135,7 @@ TuneResult run_tune(const search::SearchInput& input, const cost::CostModel& mod
       if (!mutated.insert(parent.key.schedule).second) continue;
       ++parents;
       std::string parse_error;
-      const std::optional<sched::Schedule> schedule = sched::schedule_from_json(
-          nlohmann::json::parse(parent.schedule_json, nullptr, false), &parse_error);
+      const std::optional<sched::Schedule> schedule = record_schedule(parent, &parse_error);
       if (!schedule) continue;
       for (size_t i = 0; i < schedule->decisions.size(); ++i) {
         search::SearchOptions around = options.search;

@@ -228,6 +228,32 @@ std::string canonical_sizes(std::vector<std::pair<std::string, int64_t>> sizes) 
   return out;
 }
 
+std::optional<sched::Schedule> record_schedule(const TuningRecord& record, std::string* error) {
+  if (!record.schedule_json.empty()) {
+    const nlohmann::json json = nlohmann::json::parse(record.schedule_json, nullptr, false);
+    if (auto schedule = sched::schedule_from_json(json, error)) return schedule;
+  }
+  sched::Schedule schedule;
+  const std::string& text = record.key.schedule;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find("; ", start);
+    if (end == std::string::npos) end = text.size();
+    const std::string piece = text.substr(start, end - start);
+    if (!piece.empty()) {
+      sched::DecisionParseError parse_error;
+      auto decision = sched::parse_decision(piece, &parse_error);
+      if (!decision) {
+        *error = "schedule '" + piece + "': " + sched::to_string(parse_error);
+        return std::nullopt;
+      }
+      schedule.decisions.push_back(*decision);
+    }
+    start = end + 2;
+  }
+  return schedule;
+}
+
 std::string default_database_path() {
   const char* data_home = std::getenv("XDG_DATA_HOME");
   if (data_home && *data_home) return std::string(data_home) + "/nautilus/tuning.db";

@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "core/sched/decision.h"
 #include "core/tune/text_hash.h"
 
 struct sqlite3;
@@ -120,6 +121,10 @@ struct StoredCalibration {
 std::string spec_text_hash(const std::string& spec_text);
 // "K=64,M=64,N=64": the bindings sorted by name (order on the command line does not matter).
 std::string canonical_sizes(std::vector<std::pair<std::string, int64_t>> sizes);
+
+// The schedule a record measured: its JSON, else its text (decisions joined by "; ");
+// nullopt with `error` when neither parses.
+std::optional<sched::Schedule> record_schedule(const TuningRecord& record, std::string* error);
 
 // The default database: $XDG_DATA_HOME/nautilus/tuning.db, else $HOME/.local/share/nautilus/
 // tuning.db; "" when neither variable is set.
