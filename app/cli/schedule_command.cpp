@@ -11,6 +11,7 @@
 #include "core/cost/analytical_model.h"
 #include "core/cost/device_models.h"
 #include "core/driver/pipeline.h"
+#include "core/pipeline/complete.h"
 #include "core/search/search.h"
 #include "core/search/tree_json.h"
 #include "core/tune/tuner.h"
@@ -90,6 +91,40 @@ class RunnerMeasurer {
   std::optional<std::string> no_gpu_;
 };
 
+// The pipeline solver's completion of a searched schedule (core/pipeline/complete.h): every
+// kernel with a pipelined loop gets the ring depth (and consumer warpgroups) the solver chose
+// under the schedule's pins. Prints one line per kernel; returns the completed schedule and its
+// estimate, or nullopt when nothing changed.
+struct CompletedSchedule {
+  sched::Schedule schedule;
+  std::optional<cost::CostEstimate> estimate;
+};
+
+std::optional<CompletedSchedule> complete_with_solver(const search::SearchInput& input,
+                                                      const std::string& arch,
+                                                      const sched::Schedule& schedule,
+                                                      const cost::CostModel& model,
+                                                      double time_limit, std::ostream& out) {
+  driver::CompileOptions compile_options;
+  compile_options.sizes = input.sizes;
+  compile_options.schedule = schedule;
+  compile_options.last_stage = driver::Stage::MATile;
+  compile_options.matile.arch = arch;
+  const driver::Compilation compiled = driver::compile(input.file, compile_options);
+  if (!compiled.ok() || !compiled.ma_module) return std::nullopt;
+  pipeline::CompletionOptions completion_options;
+  completion_options.solve.time_limit_seconds = time_limit;
+  const pipeline::Completion completion =
+      pipeline::complete_pipelines(input.file, compile_options, compiled, completion_options);
+  out << pipeline::describe_completion(completion);
+  if (!completion.changed) return std::nullopt;
+  CompletedSchedule completed{completion.schedule, std::nullopt};
+  compile_options.schedule = completion.schedule;
+  const driver::Compilation again = driver::compile(input.file, compile_options);
+  if (again.ok() && again.ma_module) completed.estimate = model.estimate(*again.ma_module);
+  return completed;
+}
+
 bool write_text(const std::string& path, const std::string& text, std::ostream& err) {
   std::ofstream file(path, std::ios::binary);
   file << text;
@@ -118,7 +153,11 @@ const CommandSpec& schedule_command_spec(const std::vector<OptionSpec>& shared_o
         "is given, the best measured schedule is printed and written instead, and it says so;\n"
         "--ignore-db searches anyway. When the database holds a calibration of the cost model\n"
         "for the device (nautilus db calibrate), the estimates use it and it says so;\n"
-        "--no-calibration estimates with the device's preset.",
+        "--no-calibration estimates with the device's preset.\n"
+        "Then the pipeline solver (Z3, docs/pipeline.md) completes every kernel with a\n"
+        "software-pipelined loop: it appends pipeline(BLOCK, stages=S[, consumers=C]) with the\n"
+        "ring depth it proved best under the schedule's own pipeline pins, one line per kernel\n"
+        "says what it found; --no-pipeline-solver keeps the search's stages.",
         shared_options};
     command.options.push_back({"pin", "DECISION",
                                "the result must contain DECISION, applied as early as it applies, "
@@ -152,6 +191,11 @@ const CommandSpec& schedule_command_spec(const std::vector<OptionSpec>& shared_o
                                "search even when the tuning database has a measured best"});
     command.options.push_back({"driver", "LIBCUDA",
                                "the CUDA driver that names the local GPU (default the system's)"});
+    command.options.push_back({"no-pipeline-solver", "",
+                               "keep the search's pipeline stages instead of the pipeline "
+                               "solver's (docs/pipeline.md)"});
+    command.options.push_back({"solver-time", "SECONDS",
+                               "the pipeline solver's time limit per kernel (default 20)"});
     return command;
   }();
   return spec;
@@ -266,16 +310,39 @@ int run_schedule_command(const ParsedOptions& options, std::ostream& out, std::o
     err << "nautilus: error: " << result.error << "\n";
     return result.error.rfind("internal compiler error", 0) == 0 ? kExitInternal : kExitFailure;
   }
+  sched::Schedule chosen = result.schedule;
+  std::optional<cost::CostEstimate> estimate = result.estimate;
+  if (!options.has("no-pipeline-solver") && !result.measured_us) {
+    double time_limit = 20;
+    if (options.has("solver-time")) {
+      char* end = nullptr;
+      const std::string text = options.get("solver-time");
+      time_limit = std::strtod(text.c_str(), &end);
+      if (text.empty() || *end != '\0' || !(time_limit > 0) || time_limit > 3600) {
+        err << "nautilus: error: --solver-time expects seconds in (0, 3600], got '" << text << "'\n";
+        return kExitFailure;
+      }
+    }
+    std::ostringstream solver_lines;
+    const std::optional<CompletedSchedule> completed =
+        complete_with_solver(input, search::lowering_arch(search_options, *model), result.schedule,
+                             *model, time_limit, solver_lines);
+    if (completed) {
+      chosen = completed->schedule;
+      if (completed->estimate) estimate = completed->estimate;
+    }
+    out << solver_lines.str();
+  }
   out << "schedule " << input.file->path() << " (" << result.model << ")\n";
-  for (const sched::Decision& decision : result.schedule.decisions) {
+  for (const sched::Decision& decision : chosen.decisions) {
     out << "  " << sched::print_decision(decision) << "\n";
   }
-  if (result.estimate) {
-    out << "estimate: " << microseconds(result.estimate->microseconds);
+  if (estimate) {
+    out << "estimate: " << microseconds(estimate->microseconds);
     if (result.roofline && result.roofline->microseconds > 0.0) {
       out << " (roofline bound of the math " << cost::describe(*result.roofline) << ", "
           << std::fixed << std::setprecision(1)
-          << result.estimate->microseconds / result.roofline->microseconds << std::defaultfloat
+          << estimate->microseconds / result.roofline->microseconds << std::defaultfloat
           << "x)";
     }
     out << "\n";
@@ -283,7 +350,7 @@ int run_schedule_command(const ParsedOptions& options, std::ostream& out, std::o
       out << "  (searched again with a beam of " << result.beam << ": the first choice was over "
           << static_cast<int>(search::kRooflineSuspicion) << "x the bound)\n";
     }
-    for (const cost::KernelCost& kernel : result.estimate->kernels) {
+    for (const cost::KernelCost& kernel : estimate->kernels) {
       out << "  " << kernel.kernel << ": " << microseconds(kernel.microseconds) << ", "
           << kernel.ctas << " CTAs, " << kernel.bound << "-bound\n";
     }
@@ -291,7 +358,7 @@ int run_schedule_command(const ParsedOptions& options, std::ostream& out, std::o
   if (result.measured_us) out << "measured: " << microseconds(*result.measured_us) << "\n";
   out << statistics.str();
   if (options.has("output")) {
-    if (!write_text(options.get("output"), sched::schedule_to_json(result.schedule).dump(2) + "\n",
+    if (!write_text(options.get("output"), sched::schedule_to_json(chosen).dump(2) + "\n",
                     err)) {
       return kExitFailure;
     }

@@ -12,6 +12,7 @@
 #include "core/sched/persistent.h"
 #include "core/sched/tile_order.h"
 #include "core/sched/warp_spec.h"
+#include "core/sched/pipeline_decision.h"
 #include "core/sched/regularize.h"
 #include "core/sched/rematerialize.h"
 #include "core/sched/skip_masked.h"
@@ -334,6 +335,7 @@ const std::vector<DecisionKind>& decision_registry() {
       skip_masked_decision(),
       launch_decision(),
       warp_spec_decision(),
+      pipeline_decision(),
       tile_order_decision(),
       persistent_decision(),
   };

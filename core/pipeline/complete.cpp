@@ -1,0 +1,239 @@
+// complete_pipelines (complete.h): the solver's answer for each pipelined kernel of a compiled
+// schedule, written back as a `pipeline` decision and checked by compiling it.
+#include "core/pipeline/complete.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "core/sched/pipeline_decision.h"
+
+namespace nautilus::pipeline {
+
+namespace {
+
+// What a kernel's body says about its pipeline: a warp-specialized Roles op (its consumer
+// warpgroups) or a software-pipelined For, searched through every nested region.
+struct KernelForm {
+  bool roles = false;
+  int consumers = 0;
+  bool pipelined_loop = false;
+};
+
+void scan(const matile::Region& region, KernelForm* form) {
+  for (const matile::OpPtr& op : region.ops) {
+    if (!op) continue;
+    if (op->kind == matile::OpKind::Roles) {
+      form->roles = true;
+      for (size_t r = 1; r < op->roles.size(); ++r) form->consumers += op->roles[r].warpgroups;
+      for (const matile::WarpRole& role : op->roles) {
+        if (role.body) scan(*role.body, form);
+      }
+    }
+    if (op->kind == matile::OpKind::For) {
+      form->pipelined_loop |= op->pipeline_stages > 0;
+      if (op->body) scan(*op->body, form);
+    }
+  }
+}
+
+std::string fixed(double value, int digits) {
+  std::ostringstream out;
+  out.setf(std::ios::fixed);
+  out.precision(digits);
+  out << value;
+  return out.str();
+}
+
+}  // namespace
+
+int shared_ring_depth(const Graph& graph, const Solution& solution) {
+  if (solution.ii_slots <= 0 || solution.ops.size() != graph.nodes.size()) return solution.stages;
+  int64_t first_copy = -1, last_read = -1;
+  for (const Edge& edge : graph.edges) {
+    if (!edge.through_shared) continue;
+    const auto from = static_cast<size_t>(edge.from), to = static_cast<size_t>(edge.to);
+    const int64_t start = solution.ops[from].start_slot;
+    const int64_t end = solution.ops[to].start_slot +
+                        slot_times(graph.nodes[to], solution.quantum).latency +
+                        solution.ii_slots * edge.distance;
+    first_copy = first_copy < 0 ? start : std::min(first_copy, start);
+    last_read = std::max(last_read, end);
+  }
+  if (first_copy < 0) return solution.stages;
+  const int64_t life = last_read - first_copy;
+  const auto depth = static_cast<int>((life + solution.ii_slots - 1) / solution.ii_slots);
+  return std::max(solution.stages, depth);
+}
+
+Completion complete_pipelines(const SourceFilePtr& file, const driver::CompileOptions& options,
+                              const driver::Compilation& compiled,
+                              const CompletionOptions& completion_options) {
+  Completion out;
+  out.schedule = options.schedule;
+  if (!compiled.ma_module) return out;
+  const matile::Module& module = *compiled.ma_module;
+  std::vector<sched::Decision> added;
+  std::vector<std::string> solved_blocks;
+  for (size_t k = 0; k < module.kernels.size(); ++k) {
+    const matile::Kernel& kernel = *module.kernels[k];
+    KernelForm form;
+    if (kernel.body) scan(*kernel.body, &form);
+    if (!form.roles && !form.pipelined_loop) continue;
+    KernelPipeline result;
+    result.kernel = kernel.name;
+    const std::vector<std::string> blocks =
+        k < compiled.kernel_blocks.size() ? compiled.kernel_blocks[k] : std::vector<std::string>{};
+    // The block a launch, warp_spec or pipeline decision already names; else the first.
+    for (const sched::Decision& d : options.schedule.decisions) {
+      if ((d.kind == "launch" || d.kind == "warp_spec" || d.kind == "pipeline") &&
+          std::find(blocks.begin(), blocks.end(), d.target) != blocks.end()) {
+        result.block = d.target;
+      }
+    }
+    if (result.block.empty() && !blocks.empty()) result.block = blocks.front();
+    result.machine = form.roles ? "sm_90a" : "sm_80";
+    const Machine machine = *machine_for(result.machine);
+    GraphResult built = build_graph(module, machine, kernel.name);
+    if (!built.graph) {
+      result.error = built.error;
+      out.kernels.push_back(std::move(result));
+      continue;
+    }
+    result.graph = std::move(built.graph);
+    const sched::PipelinePins pins = sched::pipeline_pins(options.schedule, blocks);
+    SolveOptions solve_options = completion_options.solve;
+    if (pins.stages) solve_options.stages = pins.stages;
+    if (form.roles) solve_options.consumers = form.consumers;
+    result.solution = solve(*result.graph, machine, solve_options, completion_options.cache);
+    const SolveStatus status = result.solution.status;
+    if (status != SolveStatus::Optimal && status != SolveStatus::BestFound) {
+      result.error = result.solution.summary;
+      out.kernels.push_back(std::move(result));
+      continue;
+    }
+    if (result.block.empty()) {
+      result.error = "kernel " + kernel.name + " computes no block a decision can name";
+      out.kernels.push_back(std::move(result));
+      continue;
+    }
+    const int stages = pins.stages ? *pins.stages : shared_ring_depth(*result.graph, result.solution);
+    sched::Decision decision{"pipeline", result.block, {{"stages", int64_t{stages}}}};
+    if (form.roles) decision.args.push_back({"consumers", int64_t{form.consumers}});
+    result.decision = decision;
+    added.push_back(decision);
+    solved_blocks.insert(solved_blocks.end(), blocks.begin(), blocks.end());
+    out.kernels.push_back(std::move(result));
+  }
+  if (added.empty()) return out;
+
+  // The completed schedule: the solved kernels' earlier pipeline decisions go, the new ones
+  // follow everything else (they refine launch and warp_spec stages).
+  const auto build = [&](const std::vector<sched::Decision>& extra) {
+    sched::Schedule schedule;
+    for (const sched::Decision& d : options.schedule.decisions) {
+      const bool replaced = d.kind == "pipeline" &&
+                            std::find(solved_blocks.begin(), solved_blocks.end(), d.target) != solved_blocks.end();
+      if (!replaced) schedule.decisions.push_back(d);
+    }
+    schedule.decisions.insert(schedule.decisions.end(), extra.begin(), extra.end());
+    return schedule;
+  };
+  const auto compiles = [&](const sched::Schedule& schedule, std::string* why) {
+    driver::CompileOptions check = options;
+    check.schedule = schedule;
+    check.last_stage = driver::Stage::MATile;
+    check.on_snapshot = nullptr;
+    const driver::Compilation again = driver::compile(file, check);
+    if (again.ok()) return true;
+    *why = !again.schedule_error.empty() ? again.schedule_error : again.internal_error;
+    return false;
+  };
+  std::string why;
+  if (!compiles(build(added), &why)) {
+    // Find the kernels whose decision the lowering refuses, one at a time.
+    std::vector<sched::Decision> kept;
+    for (KernelPipeline& kernel : out.kernels) {
+      if (!kernel.decision) continue;
+      // A lowering form may need more buffers than the solution's rings (warp_spec overlap's
+      // consumers hold two slots): take the shallowest deeper ring it realizes, and say why.
+      sched::Decision decision = *kernel.decision;
+      std::string first_reason;
+      bool realized = false;
+      while (true) {
+        std::vector<sched::Decision> trial = kept;
+        trial.push_back(decision);
+        std::string reason;
+        if (compiles(build(trial), &reason)) {
+          kept = std::move(trial);
+          realized = true;
+          break;
+        }
+        if (first_reason.empty()) first_reason = reason;
+        const bool pinned = sched::pipeline_pins(options.schedule, {decision.target}).stages.has_value();
+        const int64_t stages = decision.args.front().as_int();
+        if (pinned || stages >= 8) break;
+        decision.args.front().value = stages + 1;
+      }
+      if (!realized) {
+        kernel.error = "the lowering does not realize " + sched::print_decision(*kernel.decision) +
+                       ": " + first_reason;
+        kernel.decision.reset();
+      } else if (decision != *kernel.decision) {
+        kernel.solution.notes.push_back(
+            "the lowering realizes " + std::to_string(decision.args.front().as_int()) +
+            " stages, not the solution's " + std::to_string(kernel.decision->args.front().as_int()) +
+            ": " + first_reason);
+        kernel.decision = decision;
+      }
+    }
+    added = std::move(kept);
+    solved_blocks.clear();
+    for (size_t k = 0; k < module.kernels.size() && k < compiled.kernel_blocks.size(); ++k) {
+      for (const sched::Decision& d : added) {
+        const std::vector<std::string>& blocks = compiled.kernel_blocks[k];
+        if (std::find(blocks.begin(), blocks.end(), d.target) != blocks.end()) {
+          solved_blocks.insert(solved_blocks.end(), blocks.begin(), blocks.end());
+        }
+      }
+    }
+  }
+  if (added.empty()) return out;
+  out.schedule = build(added);
+  out.changed = sched::print_decisions(out.schedule.decisions, "\n") !=
+                sched::print_decisions(options.schedule.decisions, "\n");
+  return out;
+}
+
+std::string describe_completion(const Completion& completion) {
+  std::ostringstream out;
+  for (const KernelPipeline& kernel : completion.kernels) {
+    out << "pipeline: kernel " << kernel.kernel << " ("
+        << (kernel.machine == "sm_90a" ? "sm_90a roles" : "cp.async loop") << "): ";
+    const Solution& s = kernel.solution;
+    if (s.status == SolveStatus::Optimal || s.status == SolveStatus::BestFound) {
+      out << status_name(s.status) << ", II " << s.ii << " cycles";
+      if (!s.bound_reason.empty()) out << " (lower bound " << s.ii_lower_bound << ": " << s.bound_reason << ")";
+      const size_t roles = s.roles.size();
+      out << ", " << (roles > 1 ? "producer + " + std::to_string(roles - 1) + " consumer" +
+                                      (roles > 2 ? "s" : "")
+                                : std::string("one role"));
+      out << ", " << fixed(s.seconds, 2) << " s" << (s.cached ? " (cached)" : "");
+    }
+    if (kernel.decision) {
+      out << " -> " << sched::print_decision(*kernel.decision);
+    } else {
+      out << (s.status == SolveStatus::Optimal || s.status == SolveStatus::BestFound ? "; " : "")
+          << "kept the schedule's pipeline: " << kernel.error;
+    }
+    out << "\n";
+    for (const std::string& note : s.notes) out << "  note: " << note << "\n";
+    if (!kernel.decision && !s.explanation.empty()) {
+      out << "  " << s.explanation_title << "\n";
+      for (const std::string& line : s.explanation) out << "    - " << line << "\n";
+    }
+  }
+  return out.str();
+}
+
+}  // namespace nautilus::pipeline

@@ -1,0 +1,73 @@
+// Completing a schedule's software pipelines with the solver (issue: realization of the Twill
+// solver's answer). For every kernel of a compiled schedule that has a software-pipelined loop,
+// complete_pipelines():
+//   1. builds the loop's dependence graph from the MA tile IR as the kernel will run: a
+//      warp-specialized kernel (a Roles op, sm_90a) with the sm_90a machine, a cp.async
+//      multistage loop with the sm_80 machine (the same H100-measured latencies, one role);
+//   2. solves it (solver.h) under the schedule's own pins: a `pipeline` decision's stages and
+//      consumers; otherwise the consumer warpgroups the kernel has, since a warp-specialized
+//      kernel's tile rows are 64 per consumer;
+//   3. writes the answer back as one complete `pipeline(BLOCK, stages=S, consumers=C)` decision
+//      (core/sched/pipeline_decision.h), replacing the kernel's earlier ones, at the end of the
+//      schedule: the ring depth is the solution's deepest ring, and the lowering issues every
+//      copy as far ahead as that ring allows, which is no later than the solution's stage for
+//      it, so the realized loop keeps at least the slack the solver proved its interval with;
+//   4. compiles the completed schedule again to check the lowering realizes it (the ring fits,
+//      the roles build), and keeps the kernel's original pipeline with a reason when not.
+// An infeasible pin leaves the schedule as it was and reports the solver's explanation; a solver
+// timeout uses the best schedule found and says so.
+//
+//   gemm.nt, searched for the H100:          completed:
+//     warp_spec(C_sum, consumers=2, stages=3)  warp_spec(C_sum, consumers=2, stages=3)
+//     tile_order(C_sum, group=16)              tile_order(C_sum, group=16)
+//                                              pipeline(C_sum, stages=3, consumers=2)
+//   kernel C: optimal, II 1152 cycles (tensor core), rings A 2 / B 3, producer + 2 consumers
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/driver/pipeline.h"
+#include "core/pipeline/graph.h"
+#include "core/pipeline/solver.h"
+#include "core/sched/decision.h"
+
+namespace nautilus::pipeline {
+
+struct KernelPipeline {
+  std::string kernel;
+  std::string block;        // the block the decision names
+  std::string machine;      // "sm_90a" (roles) or "sm_80" (one role)
+  std::optional<Graph> graph;
+  Solution solution;
+  std::optional<sched::Decision> decision;  // the complete pipeline decision, when solved
+  std::string error;        // why this kernel kept its pipeline (no graph, infeasible, refused)
+};
+
+struct CompletionOptions {
+  SolveOptions solve;        // time limit, register cap; stages / consumers come from the pins
+  SolveCache* cache = nullptr;
+};
+
+struct Completion {
+  sched::Schedule schedule;  // the input schedule with every solved kernel's pipeline decision
+  std::vector<KernelPipeline> kernels;  // one per kernel with a pipelined loop
+  bool changed = false;      // some decision was added or replaced
+};
+
+// `compiled` is `options` compiled through the MA stage (Compilation::ma_module set); `file`
+// and `options` are compiled again with the completed schedule to check it.
+Completion complete_pipelines(const SourceFilePtr& file, const driver::CompileOptions& options,
+                              const driver::Compilation& compiled,
+                              const CompletionOptions& completion_options = {});
+
+// The depth of one ring shared by all of an iteration's copies (the lowering keeps one slot per
+// iteration for every operand): enough buffers to cover from the iteration's first copy to the
+// end of its last read of any of them, and at least the solution's deepest ring.
+int shared_ring_depth(const Graph& graph, const Solution& solution);
+
+// One line per kernel: "kernel C (sm_90a roles): optimal, II 1152 cycles (tensor core), 3
+// stages, producer + 2 consumers, 0.04 s -> pipeline(C_sum, stages=3, consumers=2)".
+std::string describe_completion(const Completion& completion);
+
+}  // namespace nautilus::pipeline
