@@ -349,7 +349,13 @@ QStringList MainWindow::panel_names() {
 QWidget* MainWindow::make_gl_panel(bool layouts) {
   if (gl_panels_supported()) {
     if (layouts) return layout_ = new LayoutPanel(this);
-    return pipeline_panel_ = new PipelinePanel(this);
+    pipeline_panel_ = new PipelinePanel(this);
+    // "Use in schedule" appends the solver's pipeline decision, validated like a typed one.
+    pipeline_panel_->set_use_decision([this](const sched::Decision& decision) {
+      DecisionsModel* model = decisions_->model();
+      model->insert(model->rowCount(), QString::fromStdString(sched::print_decision(decision)));
+    });
+    return pipeline_panel_;
   }
   auto* label = new QLabel(
       tr("The %1 panel draws with OpenGL, which Qt's \"%2\" platform cannot show.\n"
@@ -381,7 +387,10 @@ void MainWindow::show_ma_module(const std::shared_ptr<const driver::Compilation>
     layout_->set_statement_names(std::move(statements));
     layout_->set_module(module);
   }
-  if (pipeline_panel_ != nullptr) pipeline_panel_->set_module(module);
+  if (pipeline_panel_ != nullptr) {
+    pipeline_panel_->set_kernel_blocks(compilation->kernel_blocks);
+    pipeline_panel_->set_module(module);
+  }
 }
 
 void MainWindow::show_tile_of_node(const QString& node_id) {

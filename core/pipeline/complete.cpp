@@ -66,6 +66,27 @@ int shared_ring_depth(const Graph& graph, const Solution& solution) {
   return std::max(solution.stages, depth);
 }
 
+std::optional<sched::Decision> realizing_decision(const Graph& graph, const Solution& solution,
+                                                  const std::string& block, std::string* why) {
+  if (solution.status != SolveStatus::Optimal && solution.status != SolveStatus::BestFound) {
+    *why = "no schedule to realize: " + solution.summary;
+    return std::nullopt;
+  }
+  const bool roles = graph.form == "hopper roles";
+  if (!roles && graph.form != "sm_80 loop") {
+    *why = "kernel " + graph.kernel + " is not warp-specialized: its cp.async loop was read as its sm_90a "
+           "equivalent, whose roles the lowering builds only after warp_spec";
+    return std::nullopt;
+  }
+  if (block.empty()) {
+    *why = "kernel " + graph.kernel + " computes no block a decision can name";
+    return std::nullopt;
+  }
+  sched::Decision decision{"pipeline", block, {{"stages", int64_t{shared_ring_depth(graph, solution)}}}};
+  if (roles) decision.args.push_back({"consumers", static_cast<int64_t>(solution.roles.size()) - 1});
+  return decision;
+}
+
 Completion complete_pipelines(const SourceFilePtr& file, const driver::CompileOptions& options,
                               const driver::Compilation& compiled,
                               const CompletionOptions& completion_options) {
@@ -112,16 +133,18 @@ Completion complete_pipelines(const SourceFilePtr& file, const driver::CompileOp
       out.kernels.push_back(std::move(result));
       continue;
     }
-    if (result.block.empty()) {
-      result.error = "kernel " + kernel.name + " computes no block a decision can name";
+    std::string why;
+    std::optional<sched::Decision> decision =
+        realizing_decision(*result.graph, result.solution, result.block, &why);
+    if (!decision) {
+      result.error = why;
       out.kernels.push_back(std::move(result));
       continue;
     }
-    const int stages = pins.stages ? *pins.stages : shared_ring_depth(*result.graph, result.solution);
-    sched::Decision decision{"pipeline", result.block, {{"stages", int64_t{stages}}}};
-    if (form.roles) decision.args.push_back({"consumers", int64_t{form.consumers}});
+    // A pinned depth is the user's: every ring has it, whatever the shared ring would need.
+    if (pins.stages) decision->args.front().value = int64_t{*pins.stages};
     result.decision = decision;
-    added.push_back(decision);
+    added.push_back(*decision);
     solved_blocks.insert(solved_blocks.end(), blocks.begin(), blocks.end());
     out.kernels.push_back(std::move(result));
   }

@@ -66,6 +66,13 @@ Completion complete_pipelines(const SourceFilePtr& file, const driver::CompileOp
 // end of its last read of any of them, and at least the solution's deepest ring.
 int shared_ring_depth(const Graph& graph, const Solution& solution);
 
+// The pipeline decision that realizes `solution` of `graph` on the kernel computing `block`:
+// stages = shared_ring_depth, and on a warp-specialized kernel its consumer warpgroups. nullopt
+// with `why` for a graph the lowering does not have the form of (an sm_80 loop read as its
+// sm_90a equivalent: the kernel is not warp-specialized, so the roles would not exist).
+std::optional<sched::Decision> realizing_decision(const Graph& graph, const Solution& solution,
+                                                  const std::string& block, std::string* why);
+
 // One line per kernel: "kernel C (sm_90a roles): optimal, II 1152 cycles (tensor core), 3
 // stages, producer + 2 consumers, 0.04 s -> pipeline(C_sum, stages=3, consumers=2)".
 std::string describe_completion(const Completion& completion);

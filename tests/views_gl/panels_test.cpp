@@ -327,6 +327,21 @@ TEST(PipelinePanelGL, SolverTabShowsAttentionsTwoConsumerWarpgroups) {
   save(image, QStringLiteral("panel-pipeline-solver-attention.png"));
   EXPECT_GT(pixels_of(image, qRgb(255, 183, 77)), 500);  // consumer0's rows of the table
   EXPECT_GT(pixels_of(image, qRgb(100, 181, 246)), 500);  // consumer1's
+
+  // "Use in schedule" hands over the decision that realizes the answer on the kernel's block.
+  std::string why;
+  EXPECT_FALSE(panel.use_solution()) << "no callback: nothing to hand it to";
+  EXPECT_FALSE(panel.realizing_decision(&why)) << "no block known for the kernel";
+  panel.set_kernel_blocks({{"O_sum_acc", "O"}});
+  std::vector<sched::Decision> used;
+  panel.set_use_decision([&](const sched::Decision& d) { used.push_back(d); });
+  ASSERT_TRUE(panel.use_solution());
+  ASSERT_EQ(used.size(), 1u);
+  EXPECT_EQ(used[0].kind, "pipeline");
+  EXPECT_EQ(used[0].target, "O_sum_acc");
+  ASSERT_TRUE(used[0].find("consumers"));
+  EXPECT_EQ(used[0].find("consumers")->as_int(), 2);
+  EXPECT_GE(used[0].find("stages")->as_int(), s.stages);
 }
 
 // A solve that would take its whole time limit (attention with any number of consumers: 20 s) is

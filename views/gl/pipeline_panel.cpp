@@ -8,6 +8,7 @@
 
 #include <imgui.h>
 
+#include "core/pipeline/complete.h"
 #include "core/pipeline/machine.h"
 #include "views/gl/layout_model.h"
 #include "views/task_runner.h"
@@ -601,6 +602,27 @@ void PipelinePanel::post_solve() {
   request_frames();
 }
 
+std::optional<sched::Decision> PipelinePanel::realizing_decision(std::string* why) const {
+  if (!solver_graph_ || !solution_) {
+    *why = solver_error_.empty() ? "no answer yet" : solver_error_;
+    return std::nullopt;
+  }
+  std::string block;
+  if (kernel_ >= 0 && static_cast<size_t>(kernel_) < kernel_blocks_.size() &&
+      !kernel_blocks_[static_cast<size_t>(kernel_)].empty()) {
+    block = kernel_blocks_[static_cast<size_t>(kernel_)].front();
+  }
+  return pipeline::realizing_decision(*solver_graph_, *solution_, block, why);
+}
+
+bool PipelinePanel::use_solution() {
+  std::string why;
+  const std::optional<sched::Decision> decision = realizing_decision(&why);
+  if (!decision || !use_decision_) return false;
+  use_decision_(*decision);
+  return true;
+}
+
 void PipelinePanel::draw_solver() {
   const bool hopper = module_->arch == "sm_90a";
   if (ImGui::Button(solving() ? "Solving..." : "Solve")) solve();
@@ -669,6 +691,17 @@ void PipelinePanel::draw_solver() {
     ImGui::TextDisabled("re-solving...");
   }
   for (const std::string& note : s.notes) ImGui::TextDisabled("%s", note.c_str());
+  if (use_decision_) {
+    std::string why;
+    const std::optional<sched::Decision> decision = realizing_decision(&why);
+    if (decision) {
+      if (ImGui::Button("Use in schedule")) use_solution();
+      ImGui::SameLine();
+      ImGui::TextDisabled("appends %s", sched::print_decision(*decision).c_str());
+    } else if (!solving()) {
+      ImGui::TextDisabled("Not realizable as a schedule decision: %s", why.c_str());
+    }
+  }
   ImGui::BeginChild("##solver_answer", ImVec2(0, 0), false, ImGuiWindowFlags_HorizontalScrollbar);
   const bool scheduled = s.status == pipeline::SolveStatus::Optimal || s.status == pipeline::SolveStatus::BestFound;
   if (!s.explanation.empty()) {

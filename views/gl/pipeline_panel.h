@@ -35,6 +35,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -48,6 +49,7 @@
 #include "core/pipeline/graph.h"
 #include "core/pipeline/schedule_view.h"
 #include "core/pipeline/solver.h"
+#include "core/sched/decision.h"
 #include "views/gl/imgui_panel.h"
 
 namespace nautilus::views {
@@ -104,6 +106,17 @@ class PipelinePanel : public ImGuiPanel {
   const pipeline::ModuloTable& modulo_table() const { return modulo_table_; }
   const pipeline::RoleTimeline& role_timeline() const { return role_timeline_; }
   int solves_delivered() const { return solves_delivered_; }
+  // Per kernel of the module, the blocks it computes (driver::Compilation::kernel_blocks): what
+  // a pipeline decision for the selected kernel names.
+  void set_kernel_blocks(std::vector<std::vector<std::string>> blocks) { kernel_blocks_ = std::move(blocks); }
+  // "Use in schedule": called with the pipeline decision that realizes the shown answer
+  // (core/pipeline/complete.h); the studio appends it to the schedule.
+  void set_use_decision(std::function<void(const sched::Decision&)> use) { use_decision_ = std::move(use); }
+  // That decision for the newest answer, or nullopt with the reason (no answer yet, a kernel the
+  // lowering has not warp-specialized, a block unknown).
+  std::optional<sched::Decision> realizing_decision(std::string* why) const;
+  // Hands realizing_decision() to the use-decision callback; false (nothing done) without one.
+  bool use_solution();
 
  protected:
   void draw() override;
@@ -153,6 +166,8 @@ class PipelinePanel : public ImGuiPanel {
   int solver_iterations_ = 3;
   bool modulo_by_op_ = false;  // the table's cells coloured by op instead of by role
   int solves_delivered_ = 0;
+  std::vector<std::vector<std::string>> kernel_blocks_;
+  std::function<void(const sched::Decision&)> use_decision_;
 };
 
 }  // namespace nautilus::views

@@ -1,0 +1,202 @@
+// Completing a schedule's pipelines with the solver (core/pipeline/complete.h): the decision it
+// writes for the sm_90a GEMM (a producer and consumers, >= 3 stages), the sm_80 GEMM (the
+// multistage cp.async loop, one role) and attention's overlapped form (the shallowest ring the
+// lowering realizes, with the reason); pins kept, a refused pin reported, an infeasible pin
+// explained. Every realized schedule runs in the MA interpreter, whose race and deadlock checks
+// apply, against the float64 reference at sizes that are not tile multiples.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "core/matile/ir.h"
+#include "core/pipeline/complete.h"
+#include "core/sched/decision.h"
+#include "core/sched/pipeline_decision.h"
+#include "tests/common/spec_test_util.h"
+
+namespace nautilus::pipeline {
+namespace {
+
+std::string source(const std::string& relative) {
+  return std::string(NAUTILUS_SOURCE_DIR) + "/" + relative;
+}
+
+struct Completed {
+  Completion completion;
+  driver::Compilation realized;  // the completed schedule, compiled through the MA stage
+};
+
+Completed complete(const std::string& asset, const std::vector<std::string>& decisions,
+                   const std::vector<std::string>& sizes, const std::string& arch) {
+  std::string error;
+  const SourceFilePtr file = SourceFile::read(source("assets/specs/" + asset + ".nt"), &error);
+  EXPECT_TRUE(file) << error;
+  driver::CompileOptions options;
+  options.last_stage = driver::Stage::MATile;
+  options.matile.arch = arch;
+  for (const std::string& binding : sizes) {
+    const size_t equals = binding.find('=');
+    options.sizes.push_back({binding.substr(0, equals), std::stoll(binding.substr(equals + 1))});
+  }
+  options.schedule = testing::parse_schedule(decisions);
+  const driver::Compilation compiled = driver::compile(file, options);
+  EXPECT_TRUE(compiled.ok()) << compiled.schedule_error << compiled.internal_error;
+  Completed out;
+  out.completion = complete_pipelines(file, options, compiled);
+  options.schedule = out.completion.schedule;
+  out.realized = driver::compile(file, options);
+  EXPECT_TRUE(out.realized.ok()) << out.realized.schedule_error << out.realized.internal_error;
+  return out;
+}
+
+// The ring depth of the kernel's shared allocations that a copy fills (their `stages`).
+int ring_stages(const matile::Kernel& kernel) {
+  int stages = 0;
+  for (const matile::SharedAlloc& alloc : kernel.shared) stages = std::max(stages, alloc.stages);
+  return stages;
+}
+
+const std::vector<std::string> kHopperGemm = {
+    "tile(C_sum, m=128, n=256, k=64)", "reverse_compute_at(C, C_sum, n_o)",
+    "bind(C_sum, m_o=grid.y, n_o=grid.x)", "warp_spec(C_sum, consumers=2, stages=4)"};
+
+TEST(CompletePipelines, HopperGemmGetsAProducerAndThreeOrMoreStages) {
+  const Completed done = complete("gemm", kHopperGemm, {"M=200", "N=296", "K=328"}, "sm_90a");
+  ASSERT_EQ(done.completion.kernels.size(), 1u);
+  const KernelPipeline& kernel = done.completion.kernels[0];
+  EXPECT_EQ(kernel.machine, "sm_90a");
+  EXPECT_EQ(kernel.solution.status, SolveStatus::Optimal) << kernel.solution.summary;
+  ASSERT_TRUE(kernel.decision) << kernel.error;
+  EXPECT_EQ(kernel.decision->kind, "pipeline");
+  EXPECT_EQ(kernel.decision->target, "C_sum");
+  ASSERT_TRUE(kernel.decision->find("consumers"));
+  EXPECT_EQ(kernel.decision->find("consumers")->as_int(), 2);
+  const int64_t stages = kernel.decision->find("stages")->as_int();
+  EXPECT_GE(stages, 3);
+  EXPECT_GE(stages, kernel.solution.stages);
+  // The decision comes last, after the warp_spec whose stages it refines, and is realized.
+  EXPECT_EQ(sched::print_decision(done.completion.schedule.decisions.back()),
+            sched::print_decision(*kernel.decision));
+  ASSERT_TRUE(done.realized.ma_module);
+  EXPECT_EQ(ring_stages(*done.realized.ma_module->kernels.at(0)), stages);
+  EXPECT_NE(describe_completion(done.completion).find("-> pipeline(C_sum, stages="), std::string::npos);
+  testing::expect_stage_matches_reference(done.realized, driver::Stage::MATile, 5, "completed GEMM");
+}
+
+TEST(CompletePipelines, AnSm80GemmKeepsOneRoleAndTheCpAsyncMultistageLoop) {
+  const Completed done = complete("gemm", testing::hand_schedule("gemm"), {"M=72", "N=136", "K=200"}, "sm_80");
+  ASSERT_EQ(done.completion.kernels.size(), 1u);
+  const KernelPipeline& kernel = done.completion.kernels[0];
+  EXPECT_EQ(kernel.machine, "sm_80");
+  ASSERT_TRUE(kernel.decision) << kernel.error;
+  EXPECT_FALSE(kernel.decision->find("consumers"));
+  EXPECT_EQ(kernel.solution.roles.size(), 1u);
+  const int64_t stages = kernel.decision->find("stages")->as_int();
+  EXPECT_GE(stages, 2);
+  // The realized loop is the cp.async multistage pipeline with that many buffers.
+  int pipelined = 0;
+  for (const matile::OpPtr& op : done.realized.ma_module->kernels.at(0)->body->ops) {
+    if (op->kind == matile::OpKind::For && op->pipeline_stages > 0) {
+      EXPECT_EQ(op->pipeline_stages, stages);
+      ++pipelined;
+    }
+  }
+  EXPECT_EQ(pipelined, 1);
+  testing::expect_stage_matches_reference(done.realized, driver::Stage::MATile, 6, "completed sm_80 GEMM");
+}
+
+TEST(CompletePipelines, OverlappedAttentionTakesTheShallowestRingTheLoweringRealizes) {
+  const std::vector<std::string> decisions = {
+      "rolling_update(O_sum, n, tile=128)", "compute_at(S, Mx, n_o)", "tile(O_sum_acc, m=128)",
+      "reverse_compute_at(O, O_sum, m_o)", "bind(O_sum_acc, b=grid.z, h=grid.y, m_o=grid.x)",
+      "warp_spec(O_sum_acc, consumers=2, stages=3, overlap=1)"};
+  const Completed done =
+      complete("attention", decisions, {"B=1", "H=1", "M=136", "N=256", "D=128"}, "sm_90a");
+  ASSERT_EQ(done.completion.kernels.size(), 1u);
+  const KernelPipeline& kernel = done.completion.kernels[0];
+  ASSERT_TRUE(kernel.decision) << kernel.error;
+  EXPECT_EQ(kernel.decision->find("consumers")->as_int(), 2);
+  const int64_t stages = kernel.decision->find("stages")->as_int();
+  // The overlapped consumers hold two slots, so the lowering needs three whatever the model's
+  // rings; when the solution's are shallower the answer says why it took more.
+  EXPECT_GE(stages, 3);
+  if (shared_ring_depth(*kernel.graph, kernel.solution) < 3) {
+    ASSERT_FALSE(kernel.solution.notes.empty());
+    EXPECT_NE(kernel.solution.notes.back().find("the lowering realizes 3 stages"), std::string::npos)
+        << kernel.solution.notes.back();
+  }
+  EXPECT_EQ(ring_stages(*done.realized.ma_module->kernels.at(0)), stages);
+  testing::expect_stage_matches_reference(done.realized, driver::Stage::MATile, 7, "completed attention");
+}
+
+TEST(CompletePipelines, APinnedRingDepthIsKept) {
+  std::vector<std::string> decisions = kHopperGemm;
+  decisions.push_back("pipeline(C_sum, stages=4)");
+  const Completed done = complete("gemm", decisions, {"M=200", "N=296", "K=328"}, "sm_90a");
+  ASSERT_EQ(done.completion.kernels.size(), 1u);
+  const KernelPipeline& kernel = done.completion.kernels[0];
+  ASSERT_TRUE(kernel.decision) << kernel.error;
+  EXPECT_EQ(kernel.decision->find("stages")->as_int(), 4);
+  for (const auto& [op, depth] : kernel.solution.ring_depth) EXPECT_EQ(depth, 4) << op;
+  // The pin is replaced by the complete decision, not repeated.
+  int pipelines = 0;
+  for (const sched::Decision& d : done.completion.schedule.decisions) pipelines += d.kind == "pipeline";
+  EXPECT_EQ(pipelines, 1);
+  EXPECT_EQ(ring_stages(*done.realized.ma_module->kernels.at(0)), 4);
+}
+
+TEST(CompletePipelines, APinTheLoweringRefusesLeavesTheScheduleAndSaysWhy) {
+  // As `nautilus schedule --pin` places it: first, before the search's warp_spec.
+  std::vector<std::string> decisions = kHopperGemm;
+  decisions.insert(decisions.begin(), "pipeline(C_sum, stages=1)");
+  const Completed done = complete("gemm", decisions, {"M=200", "N=296", "K=328"}, "sm_90a");
+  ASSERT_EQ(done.completion.kernels.size(), 1u);
+  const KernelPipeline& kernel = done.completion.kernels[0];
+  EXPECT_FALSE(kernel.decision);
+  EXPECT_NE(kernel.error.find("a ring of one stage deadlocks"), std::string::npos) << kernel.error;
+  EXPECT_FALSE(done.completion.changed);
+  EXPECT_EQ(sched::print_decisions(done.completion.schedule.decisions, "; "),
+            sched::print_decisions(testing::parse_schedule(decisions).decisions, "; "));
+}
+
+TEST(CompletePipelines, AnInfeasiblePinIsExplainedNotRealized) {
+  // Eight 48 KB stages of A and B cannot share 227 KB.
+  std::vector<std::string> decisions = kHopperGemm;
+  decisions.insert(decisions.begin(), "pipeline(C_sum, stages=8)");
+  const Completed done = complete("gemm", decisions, {"M=200", "N=296", "K=328"}, "sm_90a");
+  ASSERT_EQ(done.completion.kernels.size(), 1u);
+  const KernelPipeline& kernel = done.completion.kernels[0];
+  EXPECT_EQ(kernel.solution.status, SolveStatus::Infeasible);
+  EXPECT_FALSE(kernel.decision);
+  const std::string text = describe_completion(done.completion);
+  EXPECT_NE(text.find("shared memory holds"), std::string::npos) << text;
+  EXPECT_NE(text.find("--stages 8"), std::string::npos) << text;
+}
+
+TEST(CompletePipelines, KernelsWithoutAPipelinedLoopAreLeftAlone) {
+  const Completed done = complete("softmax", testing::hand_schedule("softmax"), {"R=7", "C=33"}, "sm_90a");
+  EXPECT_TRUE(done.completion.kernels.empty());
+  EXPECT_FALSE(done.completion.changed);
+}
+
+TEST(PipelineDecision, ChecksItsArgumentsAndReadsItsPins) {
+  const driver::Compilation bad = testing::compile_scheduled(
+      "assets/specs/gemm.nt", {"tile(C_sum, m=64, n=64, k=32)", "pipeline(C_sum, stages=9)"},
+      {"M=64", "N=64", "K=64"}, {});
+  EXPECT_NE(bad.schedule_error.find("stages must be between 1 and 8"), std::string::npos) << bad.schedule_error;
+  const driver::Compilation unknown = testing::compile_scheduled(
+      "assets/specs/gemm.nt", {"pipeline(C_sum, depth=2)"}, {"M=64", "N=64", "K=64"}, {});
+  EXPECT_NE(unknown.schedule_error.find("expected stages or consumers"), std::string::npos)
+      << unknown.schedule_error;
+  const sched::Schedule schedule = testing::parse_schedule(
+      {"pipeline(C_sum, stages=3)", "pipeline(X, stages=5)", "pipeline(C_sum, consumers=1)"});
+  const sched::PipelinePins pins = sched::pipeline_pins(schedule, {"C_sum", "C"});
+  EXPECT_TRUE(pins.present);
+  EXPECT_EQ(pins.stages, 3);
+  EXPECT_EQ(pins.consumers, 1);
+  EXPECT_FALSE(sched::pipeline_pins(schedule, {"Y"}).present);
+}
+
+}  // namespace
+}  // namespace nautilus::pipeline
