@@ -12,22 +12,25 @@ Step 2, `measure` (GPU machine): validates the solver's schedule against the ref
 every package with nautilus-runner (CUPTI medians, L2 flushed; two runs each, the better kept),
 then prints the table and writes it to $OUT/pipeline_solver.md and .json.
 
-Usage: python3 bench/pipeline_solver.py prepare [--only NAME...]
+Usage: python3 bench/pipeline_solver.py prepare [--only NAME...] [--solver-time S]
        python3 bench/pipeline_solver.py measure [--reps N]
-Writes bench/out-pipeline/ (git-ignored).
+Writes bench/out-pipeline/ (git-ignored; $NAUTILUS_PIPELINE_BENCH names another folder, e.g. a
+copy for the GPU machine without the PTX and the compiler: `measure` needs only manifest.json, the
+packages and bin/nautilus-runner).
 """
 import argparse
 import datetime
 import json
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-OUT = os.path.join(ROOT, "bench", "out-pipeline")
+OUT = os.environ.get("NAUTILUS_PIPELINE_BENCH", os.path.join(ROOT, "bench", "out-pipeline"))
 
 # name, spec, timed sizes, validation sizes (multiples of 8 for TMA rows, not tile multiples
 # where the form allows: at d 128 the overlapped form needs whole key tiles).
@@ -54,7 +57,8 @@ SOLVER_LINE = re.compile(r"^pipeline: kernel (\S+) \(([^)]*)\): (.*)$")
 
 
 def nautilus(*args, timeout=900):
-    binary = os.path.join(ROOT, "build", "app", "nautilus")
+    # A copy taken when prepare starts: a rebuild during the run does not change the compiler.
+    binary = os.path.join(OUT, "bin", "nautilus")
     return subprocess.run([binary, *args], capture_output=True, text=True, timeout=timeout)
 
 
@@ -65,9 +69,15 @@ def defines(sizes):
     return out
 
 
-def prepare(only):
+def prepare(only, solver_time):
     os.makedirs(os.path.join(OUT, "pk"), exist_ok=True)
-    manifest = []
+    os.makedirs(os.path.join(OUT, "bin"), exist_ok=True)
+    for name in ("nautilus", "nautilus-runner"):
+        shutil.copy2(os.path.join(ROOT, "build", "app", name), os.path.join(OUT, "bin", name))
+    # --only prepares some configurations again and keeps the others' entries.
+    path = os.path.join(OUT, "manifest.json")
+    kept = [e for e in json.load(open(path)) if only and e["name"] not in only] if os.path.exists(path) else []
+    manifest = list(kept)
     references = {}
     for name, spec, sizes, vsizes in ASSETS:
         if only and name not in only:
@@ -77,7 +87,8 @@ def prepare(only):
                  "packages": {}, "kernels": []}
         start = time.time()
         solved = os.path.join(OUT, "pk", name + ".solved.json")
-        done = nautilus("schedule", spec_path, *defines(sizes), "--ignore-db", "-o", solved)
+        done = nautilus("schedule", spec_path, *defines(sizes), "--ignore-db", "--solver-time",
+                        str(solver_time), "-o", solved)
         entry["schedule_seconds"] = round(time.time() - start, 2)
         entry["schedule_output"] = done.stdout[-4000:] + done.stderr[-1000:]
         if done.returncode != 0:
@@ -98,7 +109,7 @@ def prepare(only):
         solver = [d for d in decisions if d.startswith("pipeline(")]
         base = [d for d in decisions if not d.startswith("pipeline(")]
         if not solver:
-            entry["error"] = "no pipelined kernel"
+            entry["error"] = ("solver: " + entry["kernels"][0]["line"][:300]) if entry["kernels"] else "no pipelined kernel"
             manifest.append(entry)
             print(name, "no pipelined kernel", flush=True)
             continue
@@ -118,10 +129,10 @@ def prepare(only):
             for overlap in (0, 1):
                 variants[f"stages={stages},overlap={overlap}"] = with_overlap(base, overlap) + pinned
         for label, ds in variants.items():
-            path = os.path.join(OUT, "pk", f"{name}.{label}.json")
-            json.dump({"decisions": ds}, open(path, "w"), indent=2)
+            schedule_path = os.path.join(OUT, "pk", f"{name}.{label}.json")
+            json.dump({"decisions": ds}, open(schedule_path, "w"), indent=2)
             package = os.path.join(OUT, "pk", f"{name}__{label.replace('=', '').replace(',', '_')}")
-            c = nautilus("compile", spec_path, "--arch", "sm_90a", "--schedule", path, *defines(sizes), "-o", package)
+            c = nautilus("compile", spec_path, "--arch", "sm_90a", "--schedule", schedule_path, *defines(sizes), "-o", package)
             entry["packages"][label] = {"package": os.path.basename(package), "decisions": ds,
                                         "ok": c.returncode == 0,
                                         "error": None if c.returncode == 0 else (c.stderr or c.stdout)[-400:]}
@@ -132,14 +143,14 @@ def prepare(only):
         entry["validation_error"] = None if c.returncode == 0 else (c.stderr or c.stdout)[-400:]
         ref_key = spec + "|" + ",".join(vsizes)
         if ref_key not in references:
-            ref = os.path.join(OUT, "pk", f"ref_{len(references)}")
+            ref = os.path.join(OUT, "pk", "ref_" + re.sub(r"[^A-Za-z0-9]+", "_", ref_key))
             r = nautilus("compile", spec_path, "--arch", "sm_90a", *defines(vsizes), "-o", ref)
             references[ref_key] = os.path.basename(ref) if r.returncode == 0 else None
         entry["reference_package"] = references[ref_key]
         manifest.append(entry)
+        json.dump(manifest, open(path, "w"), indent=1)  # after each: an interrupted run keeps its work
         print(name, [k["line"][:90] for k in entry["kernels"]],
               {k: v["ok"] for k, v in entry["packages"].items()}, flush=True)
-    json.dump(manifest, open(os.path.join(OUT, "manifest.json"), "w"), indent=1)
     # Packages are timed by the runner; the sources and PTX stay here.
     times = [k["solve_seconds"] for e in manifest for k in e["kernels"] if k["solve_seconds"] is not None]
     if times:
@@ -156,7 +167,7 @@ def run_runner(args, timeout=120):
         return {"error": str(error)[:300]}
 
 
-def measure(reps):
+def measure(reps, only):
     manifest = json.load(open(os.path.join(OUT, "manifest.json")))
     pk = os.path.join(OUT, "pk")
     device = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
@@ -167,6 +178,8 @@ def measure(reps):
               "pinned (stages, overlap): µs | best pinned | solver / best pinned |")
     lines += [header, "|---|---|---|---|---|---|---|---|---|"]
     for entry in manifest:
+        if only and entry["name"] not in only:
+            continue
         if entry.get("error"):
             lines.append(f"| {entry['name']} | {entry['error']} | | | | | | | |")
             continue
@@ -202,10 +215,10 @@ def measure(reps):
         rows.append({"name": entry["name"], "times": times, "validation": validation, "ratio": ratio,
                      "kernels": entry["kernels"]})
         print(lines[-1], flush=True)
-    out = os.environ.get("OUT", OUT)
-    open(os.path.join(out, "pipeline_solver.md"), "w").write("\n".join(lines) + "\n")
-    json.dump(rows, open(os.path.join(out, "pipeline_solver.json"), "w"), indent=1)
-    print("\n".join(lines))
+        # After every row: a job stopped by its time limit keeps what it measured.
+        out = os.environ.get("OUT", OUT)
+        open(os.path.join(out, "pipeline_solver.md"), "w").write("\n".join(lines) + "\n")
+        json.dump(rows, open(os.path.join(out, "pipeline_solver.json"), "w"), indent=1)
 
 
 def main():
@@ -213,11 +226,13 @@ def main():
     parser.add_argument("step", choices=["prepare", "measure"])
     parser.add_argument("--only", nargs="*")
     parser.add_argument("--reps", type=int, default=20)
+    parser.add_argument("--solver-time", type=float, default=20,
+                        help="the pipeline solver's limit per kernel (nautilus schedule --solver-time)")
     args = parser.parse_args()
     if args.step == "prepare":
-        prepare(args.only)
+        prepare(args.only, args.solver_time)
     else:
-        measure(args.reps)
+        measure(args.reps, args.only)
 
 
 if __name__ == "__main__":

@@ -35,6 +35,7 @@
 
 #include <algorithm>
 
+#include "core/pipeline/complete.h"
 #include "views/assets.h"
 #include "views/compare_panel.h"
 #include "views/cuda_view.h"
@@ -388,7 +389,7 @@ void MainWindow::show_ma_module(const std::shared_ptr<const driver::Compilation>
     layout_->set_module(module);
   }
   if (pipeline_panel_ != nullptr) {
-    pipeline_panel_->set_kernel_blocks(compilation->kernel_blocks);
+    pipeline_panel_->set_kernel_blocks(compilation->kernel_blocks, pipeline::held_ring_slots(*compilation));
     pipeline_panel_->set_module(module);
   }
 }

@@ -49,12 +49,14 @@ namespace nautilus::matile::lowering {
 
 namespace {
 
-constexpr int kProducerRegisters = 40;
+// The producer's setmaxnreg: 40 beside one or two consumers; beside three, 32, so that each
+// consumer keeps 160 (FlashAttention-3's split for three consumer warpgroups).
+int producer_registers(int consumers) { return consumers >= 3 ? 32 : 40; }
 
 // The setmaxnreg budget of each consumer warpgroup: what the producer leaves of a warpgroup
 // thread's share, split among the consumers, in steps of 8, at most 240.
 int consumer_registers(int consumers) {
-  return std::min(240, ((kRegistersPerWarpgroupThread - kProducerRegisters) / consumers) / 8 * 8);
+  return std::min(240, ((kRegistersPerWarpgroupThread - producer_registers(consumers)) / consumers) / 8 * 8);
 }
 
 bool sixteen_bit(DType dtype) { return dtype == DType::BF16 || dtype == DType::F16; }
@@ -400,11 +402,11 @@ void KernelLowering::emit_warp_specialized() {
     memo_.pop_back();
   };
   if (!ws_.persistent) {
-    b_.roles({{"producer", 1, kProducerRegisters, producer},
+    b_.roles({{"producer", 1, producer_registers(consumers), producer},
               {"consumers", consumers, budget, consumer}});
     return;
   }
-  b_.roles({{"producer", 1, kProducerRegisters, [&] { emit_persistent_role(producer, false); }},
+  b_.roles({{"producer", 1, producer_registers(consumers), [&] { emit_persistent_role(producer, false); }},
             {"consumers", consumers, budget, [&] { emit_persistent_role(consumer, true); }}});
 }
 

@@ -66,8 +66,18 @@ int shared_ring_depth(const Graph& graph, const Solution& solution) {
   return std::max(solution.stages, depth);
 }
 
+std::vector<int> held_ring_slots(const driver::Compilation& compiled) {
+  std::vector<int> out;
+  if (!compiled.vr_module) return out;
+  for (const vrtile::KernelPtr& kernel : compiled.vr_module->kernels) {
+    out.push_back(kernel->launch && kernel->launch->consumers > 0 && kernel->launch->overlap ? 1 : 0);
+  }
+  return out;
+}
+
 std::optional<sched::Decision> realizing_decision(const Graph& graph, const Solution& solution,
-                                                  const std::string& block, std::string* why) {
+                                                  const std::string& block, std::string* why,
+                                                  int held_slots) {
   if (solution.status != SolveStatus::Optimal && solution.status != SolveStatus::BestFound) {
     *why = "no schedule to realize: " + solution.summary;
     return std::nullopt;
@@ -82,7 +92,8 @@ std::optional<sched::Decision> realizing_decision(const Graph& graph, const Solu
     *why = "kernel " + graph.kernel + " computes no block a decision can name";
     return std::nullopt;
   }
-  sched::Decision decision{"pipeline", block, {{"stages", int64_t{shared_ring_depth(graph, solution)}}}};
+  sched::Decision decision{"pipeline", block,
+                           {{"stages", int64_t{shared_ring_depth(graph, solution) + held_slots}}}};
   if (roles) decision.args.push_back({"consumers", static_cast<int64_t>(solution.roles.size()) - 1});
   return decision;
 }
@@ -96,6 +107,7 @@ Completion complete_pipelines(const SourceFilePtr& file, const driver::CompileOp
   const matile::Module& module = *compiled.ma_module;
   std::vector<sched::Decision> added;
   std::vector<std::string> solved_blocks;
+  const std::vector<int> held_slots = held_ring_slots(compiled);
   for (size_t k = 0; k < module.kernels.size(); ++k) {
     const matile::Kernel& kernel = *module.kernels[k];
     KernelForm form;
@@ -134,8 +146,15 @@ Completion complete_pipelines(const SourceFilePtr& file, const driver::CompileOp
       continue;
     }
     std::string why;
+    const int held = k < held_slots.size() ? held_slots[k] : 0;
     std::optional<sched::Decision> decision =
-        realizing_decision(*result.graph, result.solution, result.block, &why);
+        realizing_decision(*result.graph, result.solution, result.block, &why, held);
+    if (decision && held > 0) {
+      result.solution.notes.push_back(
+          "the ring has " + std::to_string(held) + " slot" + (held == 1 ? "" : "s") +
+          " more than the solution's: warp_spec overlap=1 keeps the previous iteration's slot "
+          "until its deferred MMAs retire");
+    }
     if (!decision) {
       result.error = why;
       out.kernels.push_back(std::move(result));
@@ -180,10 +199,21 @@ Completion complete_pipelines(const SourceFilePtr& file, const driver::CompileOp
       if (!kernel.decision) continue;
       // A lowering form may need more buffers than the solution's rings (warp_spec overlap's
       // consumers hold two slots): take the shallowest deeper ring it realizes, and say why.
+      // Deeper first (a form that holds more slots), then shallower down to the solution's own
+      // rings (a held slot that does not fit in shared memory).
       sched::Decision decision = *kernel.decision;
+      const int64_t wanted = decision.args.front().as_int();
+      const bool pinned = sched::pipeline_pins(options.schedule, {decision.target}).stages.has_value();
+      std::vector<int64_t> depths = {wanted};
+      if (!pinned) {
+        for (int64_t d = wanted + 1; d <= 8; ++d) depths.push_back(d);
+        const int held = kernel.solution.stages > 0 ? static_cast<int>(wanted) - kernel.solution.stages : 0;
+        for (int64_t d = wanted - 1; d >= std::max<int64_t>(1, wanted - held); --d) depths.push_back(d);
+      }
       std::string first_reason;
       bool realized = false;
-      while (true) {
+      for (const int64_t depth : depths) {
+        decision.args.front().value = depth;
         std::vector<sched::Decision> trial = kept;
         trial.push_back(decision);
         std::string reason;
@@ -193,10 +223,6 @@ Completion complete_pipelines(const SourceFilePtr& file, const driver::CompileOp
           break;
         }
         if (first_reason.empty()) first_reason = reason;
-        const bool pinned = sched::pipeline_pins(options.schedule, {decision.target}).stages.has_value();
-        const int64_t stages = decision.args.front().as_int();
-        if (pinned || stages >= 8) break;
-        decision.args.front().value = stages + 1;
       }
       if (!realized) {
         kernel.error = "the lowering does not realize " + sched::print_decision(*kernel.decision) +
@@ -205,8 +231,8 @@ Completion complete_pipelines(const SourceFilePtr& file, const driver::CompileOp
       } else if (decision != *kernel.decision) {
         kernel.solution.notes.push_back(
             "the lowering realizes " + std::to_string(decision.args.front().as_int()) +
-            " stages, not the solution's " + std::to_string(kernel.decision->args.front().as_int()) +
-            ": " + first_reason);
+            " stages, not " + std::to_string(kernel.decision->args.front().as_int()) + ": " +
+            first_reason);
         kernel.decision = decision;
       }
     }

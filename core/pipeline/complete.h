@@ -70,8 +70,16 @@ int shared_ring_depth(const Graph& graph, const Solution& solution);
 // stages = shared_ring_depth, and on a warp-specialized kernel its consumer warpgroups. nullopt
 // with `why` for a graph the lowering does not have the form of (an sm_80 loop read as its
 // sm_90a equivalent: the kernel is not warp-specialized, so the roles would not exist).
+// `held_slots` are ring slots the lowering's form keeps beyond what the graph shows: warp_spec's
+// overlap=1 issues iteration j's P·V in iteration j + 1, so the consumers still hold slot j
+// while they read slot j + 1, one slot more than the solution's ring needs (held_ring_slots).
 std::optional<sched::Decision> realizing_decision(const Graph& graph, const Solution& solution,
-                                                  const std::string& block, std::string* why);
+                                                  const std::string& block, std::string* why,
+                                                  int held_slots = 0);
+
+// Per kernel of `compiled` (its VR kernels, in order): the ring slots its form holds beyond
+// the graph's (1 with warp_spec overlap=1, else 0).
+std::vector<int> held_ring_slots(const driver::Compilation& compiled);
 
 // One line per kernel: "kernel C (sm_90a roles): optimal, II 1152 cycles (tensor core), 3
 // stages, producer + 2 consumers, 0.04 s -> pipeline(C_sum, stages=3, consumers=2)".

@@ -1058,14 +1058,17 @@ Solution solve(const Graph& graph, const Machine& machine, const SolveOptions& o
     if (a.state == Attempt::Sat && (!found || ii < found->first)) found.emplace(ii, a);
     return a.state;
   };
-  if (lb <= cap) run(lb, left());
+  // The bound first, with a share of the time: when it is feasible the check is quick; when it
+  // is not (an SFU- or register-bound loop), proving that can take longer than the whole limit,
+  // and a schedule at a larger interval must be in hand first. The last loop comes back to it.
+  if (lb <= cap) run(lb, std::max(0.5, left() / 3));
   for (int64_t step = 1; !found && lb + step <= cap && left() > 0; step *= 2) {
     run(lb + step, std::max(0.5, left() / 3));
   }
   if (!found && lb + 1 <= cap && left() > 0 && decided.rbegin()->first < cap) {
     run(cap, std::max(0.5, left() / 3));
   }
-  for (int64_t ii = lb + 1; ii <= cap && left() > 0; ++ii) {
+  for (int64_t ii = lb; ii <= cap && left() > 0; ++ii) {
     if (found && ii >= found->first) break;
     if (decided.count(ii) && decided[ii] != Attempt::Unknown) continue;
     if (run(ii, left()) == Attempt::Sat) break;

@@ -106,9 +106,9 @@ class Verifier {
       error_here("loop " + name + " has " + std::to_string(loop.launch->stages) +
                  " pipeline stages; stages must be between 1 and 8");
     }
-    if (loop.launch->consumers < 0 || loop.launch->consumers > 2) {
+    if (loop.launch->consumers < 0 || loop.launch->consumers > 3) {
       error_here("loop " + name + " has " + std::to_string(loop.launch->consumers) +
-                 " consumer warpgroups; consumers must be 0, 1 or 2");
+                 " consumer warpgroups; consumers must be 0 to 3");
     }
     if (loop.launch->group < 1 || loop.launch->group > kMaxTileOrderGroup) {
       error_here("loop " + name + " groups its tiles by " + std::to_string(loop.launch->group) +

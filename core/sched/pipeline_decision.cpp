@@ -42,8 +42,8 @@ Parsed parse(const Decision& decision) {
       }
       out.stages = static_cast<int>(value);
     } else {
-      if (value < 0 || value > 2) {
-        out.error = "pipeline: consumers must be 0, 1 or 2, got " + std::to_string(value);
+      if (value < 0 || value > 3) {
+        out.error = "pipeline: consumers must be 0 to 3, got " + std::to_string(value);
         return out;
       }
       out.consumers = static_cast<int>(value);
@@ -90,7 +90,7 @@ DecisionKind pipeline_decision() {
       "it: ring depth and consumer warpgroups.",
       "S buffers (1 to 8) in the ring of every operand the kernel's main loop copies into shared "
       "memory, each copy issued as far ahead as the ring allows, and C consumer warpgroups "
-      "(sm_90a; 0 to 2, 0: no warp specialization). Either may be left out; `nautilus schedule` "
+      "(sm_90a; 0 to 3, 0: no warp specialization). Either may be left out; `nautilus schedule` "
       "asks the pipeline solver (Z3, docs/pipeline.md) for what is left out and writes the "
       "complete decision, so a pin such as pipeline(C_sum, stages=4) is kept and the rest is "
       "solved. It refines the stages of launch and warp_spec, which it follows. Example: after "

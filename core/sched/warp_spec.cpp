@@ -28,8 +28,8 @@ ApplyResult apply(const scalar::ProgramPtr& program, const Decision& decision) {
           usage_reason(kSignature, arg.key + " is an integer, got " + arg.as_name()));
     }
     if (arg.key == "consumers") {
-      if (arg.as_int() < 0 || arg.as_int() > 2) {
-        return ApplyResult::failure("warp_spec: consumers must be 0, 1 or 2, got " +
+      if (arg.as_int() < 0 || arg.as_int() > 3) {
+        return ApplyResult::failure("warp_spec: consumers must be 0 to 3, got " +
                                     std::to_string(arg.as_int()));
       }
       consumers = static_cast<int>(arg.as_int());
@@ -68,10 +68,10 @@ DecisionKind warp_spec_decision() {
       "N consumer warpgroups on wgmma.",
       "One producer warpgroup copies the operands of the kernel's main loop with TMA into a ring "
       "of S shared buffers (2 to 8; left out: the launch decision's stages), and N consumer "
-      "warpgroups (1 or 2; 0 removes the specialization) run the rest of the kernel, with the loop's dots on "
+      "warpgroups (1 to 3; 0 removes the specialization) run the rest of the kernel, with the loop's dots on "
       "warpgroup MMA (wgmma) reading those buffers; full and empty mbarriers pass each buffer "
       "between them. Each consumer warpgroup owns 64 rows of the dots' tiles, so a tile of 128 "
-      "rows takes consumers=2. overlap=1 software-pipelines the consumers' loop by one "
+      "rows takes consumers=2 (192 rows: 3, the producer then keeps 32 registers so each consumer has 160). overlap=1 software-pipelines the consumers' loop by one "
       "iteration when it reads a dot's result inside the iteration (attention's scores): the "
       "last dot of iteration j (P·V) is issued in iteration j+1 right after that iteration's "
       "first (QKᵀ), so the softmax of one tile runs while the tensor cores compute; the "

@@ -1,7 +1,7 @@
 // warp_spec(BLOCK, consumers=N, stages=S) — the warp-specialized Hopper form of the kernel that
 // computes BLOCK: one producer warpgroup issues the TMA copies of the kernel's main loop into a
 // ring of S shared buffers (S left out: the `launch` decision's stages), and N consumer
-// warpgroups (1 or 2) run everything else, with the loop's dots on wgmma reading those buffers.
+// warpgroups (1 to 3) run everything else, with the loop's dots on wgmma reading those buffers.
 // Full and empty mbarriers hand each buffer from the producer to the consumers and back.
 // consumers=0 removes the specialization again.
 //

@@ -118,9 +118,9 @@ class Verifier {
         error_here("has " + std::to_string(kernel.launch->stages) +
                    " pipeline stages; stages must be between 1 and 8");
       }
-      if (kernel.launch->consumers < 0 || kernel.launch->consumers > 2) {
+      if (kernel.launch->consumers < 0 || kernel.launch->consumers > 3) {
         error_here("has " + std::to_string(kernel.launch->consumers) +
-                   " consumer warpgroups; consumers must be 0, 1 or 2");
+                   " consumer warpgroups; consumers must be 0 to 3");
       }
     }
 

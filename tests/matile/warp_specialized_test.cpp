@@ -133,8 +133,8 @@ TEST(WarpSpecialized, RaggedSizesAreZeroFilledByTheTensorMaps) {
 }
 
 TEST(WarpSpecialized, TheDecisionChecksItsArguments) {
-  EXPECT_NE(refusal({"tile(C_sum, m=128, n=128, k=64)", "warp_spec(C_sum, consumers=3)"}, {}).find(
-                "consumers must be 0, 1 or 2"),
+  EXPECT_NE(refusal({"tile(C_sum, m=128, n=128, k=64)", "warp_spec(C_sum, consumers=4)"}, {}).find(
+                "consumers must be 0 to 3"),
             std::string::npos);
   EXPECT_NE(refusal({"warp_spec(C_sum, warps=3)"}, {}).find("expected consumers"), std::string::npos);
 }
@@ -160,6 +160,26 @@ const Op* roles_op(const Kernel& kernel) {
     if (op->kind == OpKind::Roles) return op.get();
   }
   return nullptr;
+}
+
+// Three consumer warpgroups (a 192-row query tile, FlashAttention-3's d 64 form): the producer
+// gives up registers (setmaxnreg 32) so that each consumer keeps 160, and every warpgroup owns
+// its 64 rows; run against the float64 reference with ragged queries and keys.
+TEST(WarpSpecialized, ThreeConsumerWarpgroupsShareA192RowTile) {
+  for (const bool overlap : {false, true}) {
+    const driver::Compilation compilation =
+        compile("assets/specs/attention.nt", attention_schedule(false, 64, 3, 3, overlap),
+                {"B=1", "H=2", "M=400", "N=296", "D=64"}, "sm_90a");
+    ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error;
+    const Op* roles = roles_op(*compilation.ma_module->kernels.at(0));
+    ASSERT_TRUE(roles);
+    ASSERT_EQ(roles->roles.size(), 2u);
+    EXPECT_EQ(roles->roles[0].max_registers, 32);
+    EXPECT_EQ(roles->roles[1].warpgroups, 3);
+    EXPECT_EQ(roles->roles[1].max_registers, 160);
+    expect_stage_matches_reference(compilation, driver::Stage::MATile, overlap ? 12 : 11,
+                                   overlap ? "three consumers, overlap" : "three consumers");
+  }
 }
 
 TEST(WarpSpecialized, AttentionWaitsForItsScoresAndTakesPFromRegisters) {

@@ -612,7 +612,10 @@ std::optional<sched::Decision> PipelinePanel::realizing_decision(std::string* wh
       !kernel_blocks_[static_cast<size_t>(kernel_)].empty()) {
     block = kernel_blocks_[static_cast<size_t>(kernel_)].front();
   }
-  return pipeline::realizing_decision(*solver_graph_, *solution_, block, why);
+  const int held = kernel_ >= 0 && static_cast<size_t>(kernel_) < kernel_held_slots_.size()
+                       ? kernel_held_slots_[static_cast<size_t>(kernel_)]
+                       : 0;
+  return pipeline::realizing_decision(*solver_graph_, *solution_, block, why, held);
 }
 
 bool PipelinePanel::use_solution() {

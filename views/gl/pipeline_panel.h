@@ -108,7 +108,12 @@ class PipelinePanel : public ImGuiPanel {
   int solves_delivered() const { return solves_delivered_; }
   // Per kernel of the module, the blocks it computes (driver::Compilation::kernel_blocks): what
   // a pipeline decision for the selected kernel names.
-  void set_kernel_blocks(std::vector<std::vector<std::string>> blocks) { kernel_blocks_ = std::move(blocks); }
+  // `held_slots`: per kernel, the ring slots its form holds beyond the graph's
+  // (pipeline::held_ring_slots).
+  void set_kernel_blocks(std::vector<std::vector<std::string>> blocks, std::vector<int> held_slots = {}) {
+    kernel_blocks_ = std::move(blocks);
+    kernel_held_slots_ = std::move(held_slots);
+  }
   // "Use in schedule": called with the pipeline decision that realizes the shown answer
   // (core/pipeline/complete.h); the studio appends it to the schedule.
   void set_use_decision(std::function<void(const sched::Decision&)> use) { use_decision_ = std::move(use); }
@@ -167,6 +172,7 @@ class PipelinePanel : public ImGuiPanel {
   bool modulo_by_op_ = false;  // the table's cells coloured by op instead of by role
   int solves_delivered_ = 0;
   std::vector<std::vector<std::string>> kernel_blocks_;
+  std::vector<int> kernel_held_slots_;
   std::function<void(const sched::Decision&)> use_decision_;
 };
 
