@@ -154,10 +154,16 @@ TEST(CompletePipelines, APinnedRingDepthIsKept) {
   EXPECT_EQ(ring_stages(*done.realized.ma_module->kernels.at(0)), 4);
 }
 
-TEST(CompletePipelines, APinTheLoweringRefusesLeavesTheScheduleAndSaysWhy) {
-  // As `nautilus schedule --pin` places it: first, before the search's warp_spec.
+// The Hopper GEMM with `pin` first, where `nautilus schedule --pin` places it (before the
+// search's warp_spec).
+std::vector<std::string> hopper_gemm_pinned(const std::string& pin) {
   std::vector<std::string> decisions = kHopperGemm;
-  decisions.insert(decisions.begin(), "pipeline(C_sum, stages=1)");
+  decisions.insert(decisions.begin(), pin);
+  return decisions;
+}
+
+TEST(CompletePipelines, APinTheLoweringRefusesLeavesTheScheduleAndSaysWhy) {
+  const std::vector<std::string> decisions = hopper_gemm_pinned("pipeline(C_sum, stages=1)");
   const Completed done = complete("gemm", decisions, {"M=200", "N=296", "K=328"}, "sm_90a");
   ASSERT_EQ(done.completion.kernels.size(), 1u);
   const KernelPipeline& kernel = done.completion.kernels[0];
@@ -170,9 +176,8 @@ TEST(CompletePipelines, APinTheLoweringRefusesLeavesTheScheduleAndSaysWhy) {
 
 TEST(CompletePipelines, AnInfeasiblePinIsExplainedNotRealized) {
   // Eight 48 KB stages of A and B cannot share 227 KB.
-  std::vector<std::string> decisions = kHopperGemm;
-  decisions.insert(decisions.begin(), "pipeline(C_sum, stages=8)");
-  const Completed done = complete("gemm", decisions, {"M=200", "N=296", "K=328"}, "sm_90a");
+  const Completed done =
+      complete("gemm", hopper_gemm_pinned("pipeline(C_sum, stages=8)"), {"M=200", "N=296", "K=328"}, "sm_90a");
   ASSERT_EQ(done.completion.kernels.size(), 1u);
   const KernelPipeline& kernel = done.completion.kernels[0];
   EXPECT_EQ(kernel.solution.status, SolveStatus::Infeasible);
