@@ -197,10 +197,9 @@ Completion complete_pipelines(const SourceFilePtr& file, const driver::CompileOp
     std::vector<sched::Decision> kept;
     for (KernelPipeline& kernel : out.kernels) {
       if (!kernel.decision) continue;
-      // A lowering form may need more buffers than the solution's rings (warp_spec overlap's
-      // consumers hold two slots): take the shallowest deeper ring it realizes, and say why.
-      // Deeper first (a form that holds more slots), then shallower down to the solution's own
-      // rings (a held slot that does not fit in shared memory).
+      // The nearest depth the lowering realizes, and why: deeper first (a form that needs more
+      // slots than the solution's rings), then shallower down to the solution's deepest ring (a
+      // held slot that does not fit in shared memory).
       sched::Decision decision = *kernel.decision;
       const int64_t wanted = decision.args.front().as_int();
       const bool pinned = sched::pipeline_pins(options.schedule, {decision.target}).stages.has_value();
