@@ -12,7 +12,11 @@ Step 2, `measure` (GPU machine): validates the solver's schedule against the ref
 every package with nautilus-runner (CUPTI medians, L2 flushed; two runs each, the better kept),
 then prints the table and writes it to $OUT/pipeline_solver.md and .json.
 
+Step `solve-times` (development machine, idle): the solver alone on every kernel prepare solved,
+its time per kernel, the median and the worst.
+
 Usage: python3 bench/pipeline_solver.py prepare [--only NAME...] [--solver-time S]
+       python3 bench/pipeline_solver.py solve-times [--only NAME...]
        python3 bench/pipeline_solver.py measure [--reps N]
 Writes bench/out-pipeline/ (git-ignored; $NAUTILUS_PIPELINE_BENCH names another folder, e.g. a
 copy for the GPU machine without the PTX and the compiler: `measure` needs only manifest.json, the
@@ -158,6 +162,40 @@ def prepare(only, solver_time):
               f"worst {max(times):.2f} s")
 
 
+def solve_times(only):
+    """`nautilus pipeline` on every solved kernel of the manifest, as the completion posed it (its
+    kernel, machine and consumer count, the searched schedule without the pipeline decision):
+    the solve time of each, then the median and the worst. Run it on an idle machine."""
+    manifest = json.load(open(os.path.join(OUT, "manifest.json")))
+    times = []
+    for entry in manifest:
+        if only and entry["name"] not in only:
+            continue
+        schedule = os.path.join(OUT, "pk", entry["name"] + ".search.json")
+        if not os.path.exists(schedule):
+            schedule = os.path.join(OUT, "pk", entry["name"] + ".solved.json")
+        spec_path = os.path.join(ROOT, "assets", "specs", entry["spec"] + ".nt")
+        for kernel in entry["kernels"]:
+            args = ["pipeline", spec_path, "--schedule", schedule, "--kernel", kernel["kernel"],
+                    *defines(entry["sizes"])]
+            if kernel["form"] == "sm_90a roles":
+                consumers = re.search(r"consumers=(\d)", kernel["decision"] or "")
+                args += ["--arch", "sm_90a", "--consumers", consumers.group(1) if consumers else "2"]
+            else:
+                args += ["--arch", "sm_80"]
+            done = nautilus(*args)
+            seconds = re.search(r"solve time ([0-9.]+) s", done.stdout)
+            status = re.search(r"^solution: (.*)$", done.stdout, re.M)
+            t = float(seconds.group(1)) if seconds else None
+            if t is not None:
+                times.append(t)
+            print(f"{entry['name']} {kernel['kernel']}: {status.group(1) if status else done.stderr[-200:]}, "
+                  f"{t} s", flush=True)
+    if times:
+        print(f"solve time over {len(times)} kernels: median {statistics.median(times):.2f} s, "
+              f"worst {max(times):.2f} s")
+
+
 def run_runner(args, timeout=120):
     runner = os.path.join(OUT, "bin", "nautilus-runner")
     try:
@@ -223,7 +261,7 @@ def measure(reps, only):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("step", choices=["prepare", "measure"])
+    parser.add_argument("step", choices=["prepare", "measure", "solve-times"])
     parser.add_argument("--only", nargs="*")
     parser.add_argument("--reps", type=int, default=20)
     parser.add_argument("--solver-time", type=float, default=20,
@@ -231,6 +269,8 @@ def main():
     args = parser.parse_args()
     if args.step == "prepare":
         prepare(args.only, args.solver_time)
+    elif args.step == "solve-times":
+        solve_times(args.only)
     else:
         measure(args.reps, args.only)
 
