@@ -589,6 +589,9 @@ void SlurmExecutor::measure(
     RunRequest request;
     request.package_dir = built.package_dir;
     request.reference_dir = built.reference_dir;
+    // The run directory is shared with the nodes: the first job computes the reference's
+    // outputs and the others read them.
+    request.reference_cache_dir = measurer_->reference_cache_dir();
     if (!options_.driver_library.empty()) {
       request.extra_arguments = {"--driver", options_.driver_library};
     }
