@@ -181,10 +181,23 @@ void LocalExecutor::measure(
         if (stopping) break;
       }
       Measurement measurement = measurer_.prepare(input_.file, input_.sizes, batch[i]);
+      // The same generated code as a candidate measured (or being measured) already: reported
+      // as its duplicate, never run.
+      std::string duplicate_of_code;
+      if (measurement.built()) {
+        const std::string code_hash = package_code_hash(measurement.package_dir);
+        if (code_already_measured(code_hash)) {
+          duplicate_of_code = code_hash;
+          std::error_code ignored;
+          std::filesystem::remove_all(measurement.package_dir, ignored);
+        }
+      }
       const std::lock_guard<std::mutex> lock(mutex);
       --builds_left;
       if (stopping) break;  // nothing of this batch is reported after the stop but runs
-      if (measurement.built()) {
+      if (!duplicate_of_code.empty()) {
+        finished.push_back({i, duplicate_outcome(duplicate_of_code)});
+      } else if (measurement.built()) {
         built.emplace_back(i, std::move(measurement));
       } else {
         finished.push_back({i, candidate_outcome(measurement)});
@@ -250,6 +263,14 @@ void LocalExecutor::measure(
   for (std::thread& thread : threads) thread.join();
 }
 
+std::string package_code_hash(const std::string& package_dir) {
+  std::ifstream source(package_dir + "/kernel.cu", std::ios::binary);
+  if (!source) return "";
+  std::ostringstream text;
+  text << source.rdbuf();
+  return tune::hash_text(text.str());
+}
+
 tune::CandidateOutcome candidate_outcome(const Measurement& measured) {
   tune::CandidateOutcome outcome;
   if (!measured.built()) {
@@ -257,12 +278,7 @@ tune::CandidateOutcome candidate_outcome(const Measurement& measured) {
     outcome.message = measured.build_error;
     return outcome;
   }
-  {
-    std::ifstream source(measured.package_dir + "/kernel.cu", std::ios::binary);
-    std::ostringstream text;
-    text << source.rdbuf();
-    outcome.code_hash = tune::hash_text(text.str());
-  }
+  outcome.code_hash = package_code_hash(measured.package_dir);
   const RunResult& run = measured.run;
   if (run.status == RunStatus::NoGpu) {
     outcome.no_gpu = true;

@@ -586,6 +586,11 @@ void SlurmExecutor::measure(
     Job job;
     job.index = i;
     job.code_hash = tune::hash_text(read_file(built.package_dir + "/kernel.cu"));
+    if (code_already_measured(job.code_hash)) {
+      // The same kernel as a candidate measured already: no job for it.
+      on_result(i, duplicate_outcome(job.code_hash));
+      continue;
+    }
     RunRequest request;
     request.package_dir = built.package_dir;
     request.reference_dir = built.reference_dir;
