@@ -149,19 +149,6 @@ TuneResult run_tune(const search::SearchInput& input, const cost::CostModel& mod
     RecordFilter usable = this_config;
     usable.usable_only = true;
     std::vector<TuningRecord> records = db.list(usable);
-    // A duplicate of a validated record is that kernel under another schedule text: a parent
-    // with the same time, whose neighbours may be other schedules than its original's.
-    std::map<int64_t, const TuningRecord*> usable_by_id;
-    for (const TuningRecord& record : records) usable_by_id[record.id] = &record;
-    std::vector<TuningRecord> duplicates;
-    for (TuningRecord& record : db.list(this_config)) {
-      if (!record.is_duplicate()) continue;
-      const auto original = usable_by_id.find(*record.duplicate_of);
-      if (original == usable_by_id.end()) continue;
-      record.median_us = original->second->median_us;
-      duplicates.push_back(std::move(record));
-    }
-    records.insert(records.end(), duplicates.begin(), duplicates.end());
     // Equal times are ordered by schedule, not by arrival: with several devices the results of
     // a batch arrive in any order, and the parents must not depend on it.
     std::stable_sort(records.begin(), records.end(), [](const auto& a, const auto& b) {

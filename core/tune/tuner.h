@@ -4,8 +4,8 @@
 //   1. Search (core/search) with the user's pins and forbids; the complete leaves it kept,
 //      ranked by their estimates, are the first candidates.
 //   2. When those are used up: mutations of the best measured schedules so far (all of the
-//      database's validated records for this spec, sizes and device, and the schedules recorded
-//      as their duplicates, with their time). A mutation of schedule
+//      database's validated records for this spec, sizes and device; not their duplicates,
+//      which would make every duplicate a parent and the run walk the whole space). A mutation of schedule
 //      D1 ... Dn at decision i is a leaf of the same search with D1 ... Dn except Di pinned and
 //      Di itself forbidden: the search's own candidates (other tile sizes, raster orders, warps
 //      and stages, warp specialization, fusions) for that one decision, ranked by the model.
