@@ -201,11 +201,18 @@ tune() {
     --executor slurm --slurm-dir "$work/shared" --slurm-partition test "$@" > "$work/out.txt" 2>&1
 }
 
-# field DB NAME: the values of NAME in every record of DB, one a line (the export's record
-# fields are indented by exactly two spaces; a kernel's fields are deeper).
+# field DB NAME: the values of NAME in every measured record of DB, one a line (the export's
+# records open with " {" and close with " }"; their fields are indented by exactly two spaces, a
+# kernel's deeper). Records of schedules not run because their code is another record's
+# (duplicate_of set) are left out: they are not measurements.
 field() {
   "$nautilus" db export --format json --db "$work/$1" 2>/dev/null |
-    sed -n "s/^  \"$2\": \(.*\)$/\1/p" | sed 's/,$//; s/^"//; s/"$//'
+    awk -v key="\"$2\":" '
+      /^ \{/ { has = 0; duplicate = 0 }
+      /^  "/ && $1 == key { has = 1; value = $0; sub(/^  "[^"]*": /, "", value) }
+      /^  "duplicate_of": / { duplicate = ($2 !~ /^null/) }
+      /^ \}/ { if (has && !duplicate) print value }' |
+    sed 's/,$//; s/^"//; s/"$//'
 }
 
 count_field() { field "$1" "$2" | grep -c -x -- "$3"; }
