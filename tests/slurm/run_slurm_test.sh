@@ -316,10 +316,13 @@ pid=$!
 running=0
 for _ in $(seq 150); do
   running=$(timeout 5 squeue --noheader --states=RUNNING --name=nautilus-tune-gemm 2>/dev/null | wc -l)
-  ((running >= 2)) && break
+  ((running >= 1)) && break
   sleep 0.1
 done
-((running >= 2)) || { kill -KILL $pid; fail "Ctrl-C: the jobs did not start: $(squeue)"; }
+# At least one job: the first batch's other candidates lower to the first one's code (GEMM's
+# leaves differ by launch decisions that change nothing at these sizes), so they are recorded as
+# its duplicates without a job of their own.
+((running >= 1)) || { kill -KILL $pid; fail "Ctrl-C: the jobs did not start: $(squeue)"; }
 kill -INT $pid
 for _ in $(seq 100); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
 if kill -0 $pid 2>/dev/null; then
