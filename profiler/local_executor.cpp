@@ -7,6 +7,7 @@
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <set>
 #include <sstream>
@@ -174,6 +175,29 @@ void LocalExecutor::measure(
   bool stopping = false;
   std::atomic<size_t> next_build{0};
 
+  // Built candidates wait here until every earlier candidate of the batch is built, and are then
+  // handed on in batch order: of two candidates with the same code, the earlier one is measured
+  // and the other is its duplicate, whichever compiled first (the run must not depend on it).
+  std::map<size_t, std::pair<Measurement, std::string>> awaiting_order;  // and its code hash
+  size_t next_in_order = 0;
+  auto hand_on_in_order = [&] {  // with `mutex` held
+    for (auto it = awaiting_order.find(next_in_order); it != awaiting_order.end();
+         it = awaiting_order.find(++next_in_order)) {
+      auto& [measurement, code_hash] = it->second;
+      if (!measurement.built()) {
+        finished.push_back({next_in_order, candidate_outcome(measurement)});
+      } else if (code_already_measured(code_hash)) {
+        // The same generated code as a candidate measured (or being measured) already:
+        // reported as its duplicate, never run.
+        std::error_code ignored;
+        std::filesystem::remove_all(measurement.package_dir, ignored);
+        finished.push_back({next_in_order, duplicate_outcome(code_hash)});
+      } else {
+        built.emplace_back(next_in_order, std::move(measurement));
+      }
+      awaiting_order.erase(it);
+    }
+  };
   auto build_work = [&] {
     for (size_t i; (i = next_build++) < batch.size();) {
       {
@@ -181,14 +205,13 @@ void LocalExecutor::measure(
         if (stopping) break;
       }
       Measurement measurement = measurer_.prepare(input_.file, input_.sizes, batch[i]);
+      std::string code_hash =
+          measurement.built() ? package_code_hash(measurement.package_dir) : std::string();
       const std::lock_guard<std::mutex> lock(mutex);
       --builds_left;
       if (stopping) break;  // nothing of this batch is reported after the stop but runs
-      if (measurement.built()) {
-        built.emplace_back(i, std::move(measurement));
-      } else {
-        finished.push_back({i, candidate_outcome(measurement)});
-      }
+      awaiting_order.emplace(i, std::make_pair(std::move(measurement), std::move(code_hash)));
+      hand_on_in_order();
       changed.notify_all();
     }
     const std::lock_guard<std::mutex> lock(mutex);
@@ -250,6 +273,14 @@ void LocalExecutor::measure(
   for (std::thread& thread : threads) thread.join();
 }
 
+std::string package_code_hash(const std::string& package_dir) {
+  std::ifstream source(package_dir + "/kernel.cu", std::ios::binary);
+  if (!source) return "";
+  std::ostringstream text;
+  text << source.rdbuf();
+  return tune::hash_text(text.str());
+}
+
 tune::CandidateOutcome candidate_outcome(const Measurement& measured) {
   tune::CandidateOutcome outcome;
   if (!measured.built()) {
@@ -257,12 +288,7 @@ tune::CandidateOutcome candidate_outcome(const Measurement& measured) {
     outcome.message = measured.build_error;
     return outcome;
   }
-  {
-    std::ifstream source(measured.package_dir + "/kernel.cu", std::ios::binary);
-    std::ostringstream text;
-    text << source.rdbuf();
-    outcome.code_hash = tune::hash_text(text.str());
-  }
+  outcome.code_hash = package_code_hash(measured.package_dir);
   const RunResult& run = measured.run;
   if (run.status == RunStatus::NoGpu) {
     outcome.no_gpu = true;

@@ -11,6 +11,9 @@
 //     device 1              [run c1]  [run c3]  [run c5] ...   (a runner with --device 1)
 //   results reach the tuner on its own thread in the order the runs finish.
 //
+// A built candidate whose generated code the tuner says is measured already
+// (Executor::skip_code_when) is reported as a duplicate at once and never run.
+//
 // Every device must be the same model (name and SM count): the database keys a measurement by
 // the device, and the identity recorded is that model's. A runner that fails on one device (a
 // fault, a crash, a timeout) is that candidate's recorded failure; the devices go on with the
@@ -77,6 +80,10 @@ std::string local_device_name(const std::string& driver_library, int index, std:
 // Parses a --devices list such as "0,1,3": distinct non-negative CUDA ordinals; nullopt with
 // `error` otherwise.
 std::optional<std::vector<int>> parse_device_list(const std::string& text, std::string* error);
+
+// The code hash the database keys a built package by: tune::hash_text of its kernel.cu ("" when
+// it has none).
+std::string package_code_hash(const std::string& package_dir);
 
 // The outcome of a prepared (and, when built, run) measurement: the build error, or the runner's
 // status, validation, times, registers and spills.

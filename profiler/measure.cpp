@@ -116,10 +116,16 @@ Measurement ScheduleMeasurer::prepare(const SourceFilePtr& file,
   return prepare(driver::compile(file, options));
 }
 
+std::string ScheduleMeasurer::reference_cache_dir() const {
+  if (!options_.share_reference_outputs || directory_.empty()) return "";
+  return directory_ + "/reference-outputs";
+}
+
 void ScheduleMeasurer::run(Measurement& prepared, std::optional<int> device) const {
   RunRequest request = options_.run;
   request.package_dir = prepared.package_dir;
   request.reference_dir = prepared.reference_dir;
+  request.reference_cache_dir = reference_cache_dir();
   if (device) request.device = device;
   prepared.run = run_package(request, options_.client);
 }

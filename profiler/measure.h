@@ -9,7 +9,10 @@
 //   m.built() ? m.run.total_median_us : m.build_error
 //
 // The reference package of a spec and its sizes is built once per measurer and reused for every
-// schedule measured after it (a search measures many schedules of one spec).
+// schedule measured after it (a search measures many schedules of one spec); its outputs are
+// computed once too: every run of the measurer passes the runner the same --reference-cache
+// directory (reference_cache.h), so the first runner runs the reference kernels and the others
+// read what it stored.
 //
 // Building and running are also separate steps, for callers that build on several threads and run
 // on several GPUs (the tuner's local executor, profiler/local_executor.h), or run the packages
@@ -48,6 +51,9 @@ struct MeasureOptions {
   // estimates are of that lowering; on sm_90a warp_spec becomes a TMA producer and wgmma
   // consumers, on sm_80 it is not lowered at all), so that the kernel timed is the one ranked.
   std::string lower_arch = "sm_80";
+  // Share the reference's outputs between the runs of this measurer (reference_cache.h); false:
+  // every run computes them again.
+  bool share_reference_outputs = true;
 };
 
 struct Measurement {
@@ -78,6 +84,9 @@ class ScheduleMeasurer {
   // The directory of the packages; empty when a temporary one could not be created (every
   // measurement then says so).
   const std::string& directory() const { return directory_; }
+  // The runner's --reference-cache for the runs of this measurer: DIR/reference-outputs; empty
+  // when the outputs are not shared.
+  std::string reference_cache_dir() const;
 
   // Measures `scheduled`, a compilation to stage matile or later of the schedule to time.
   Measurement measure(const driver::Compilation& scheduled);

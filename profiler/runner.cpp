@@ -17,6 +17,7 @@
 #include "profiler/device_info.h"
 #include "profiler/gpu_session.h"
 #include "profiler/kernel_binary.h"
+#include "profiler/reference_cache.h"
 #include "profiler/tensor_bytes.h"
 
 namespace nautilus::profiler {
@@ -68,9 +69,9 @@ SampleSummary summarize(std::vector<double> samples) {
 }
 
 std::string runner_usage() {
-  return "usage: nautilus-runner PACKAGE_DIR [--reference REF_DIR] [--seed N] [--warmup N]\n"
-         "                       [--reps N] [--device I] [--no-flush] [--timeout SECONDS]\n"
-         "                       [--timer auto|events] [--driver LIBCUDA]\n"
+  return "usage: nautilus-runner PACKAGE_DIR [--reference REF_DIR] [--reference-cache DIR]\n"
+         "                       [--seed N] [--warmup N] [--reps N] [--device I] [--no-flush]\n"
+         "                       [--timeout SECONDS] [--timer auto|events] [--driver LIBCUDA]\n"
          "       nautilus-runner --devices [--driver LIBCUDA]\n"
          "\n"
          "Loads the kernel package in PACKAGE_DIR on the local GPU, checks its outputs against the\n"
@@ -78,6 +79,8 @@ std::string runner_usage() {
          "or CUDA events when CUPTI is unavailable) and prints one JSON report on stdout.\n"
          "\n"
          "  --reference REF_DIR  package whose outputs are the expected ones (no validation without)\n"
+         "  --reference-cache DIR  share the reference's outputs with the other runners that use\n"
+         "                       DIR: the first computes and stores them, the others read them\n"
          "  --seed N             seed of the random inputs (default 0, as nautilus eval)\n"
          "  --warmup N           untimed repetitions before timing (default 10)\n"
          "  --reps N             timed repetitions (default 100)\n"
@@ -604,6 +607,10 @@ ParsedRunnerArgs parse_runner_args(const std::vector<std::string>& args) {
     } else if (arg == "--reference") {
       if (!take_value()) return parsed;
       options.reference_dir = value;
+    } else if (arg == "--reference-cache") {
+      if (!take_value()) return parsed;
+      if (value.empty()) return bad("a directory");
+      options.reference_cache_dir = value;
     } else if (arg == "--seed") {
       if (!take_value()) return parsed;
       auto seed = parse_number<uint64_t>(value);
@@ -737,21 +744,63 @@ RunnerOutcome run_runner(const RunnerOptions& options) {
     return j;
   };
   report["package"]["binary"] = binary_json(package);
-  if (reference) {
-    if (!prepare_on_device(*session, device, *reference, "reference load", report)) return finish();
-    report["reference"]["binary"] = binary_json(*reference);
-  }
 
   // 4. Inputs: the k-th input buffer gets derive_seed(seed, k), as spec::make_random_inputs.
   TensorMap inputs;
+  std::vector<std::string> input_names;
   uint64_t input_index = 0;
   for (const codegen::KernelArgument& buffer : package.package.buffers) {
     if (buffer.role != "input") continue;
     inputs[buffer.name] =
         random_tensor(buffer.shape, buffer.dtype, derive_seed(options.seed, input_index++));
+    input_names.push_back(buffer.name);
   }
 
-  // 5-6. One checked run of the package, one of the reference, and the comparison.
+  // 5. The expected outputs, before the package runs: from the shared cache, else by running
+  // the reference (and storing its outputs for the runners after this one).
+  TensorMap expected;
+  if (reference) {
+    std::vector<codegen::KernelArgument> reference_outputs;
+    for (const codegen::KernelArgument& buffer : reference->package.buffers) {
+      if (buffer.role == "output") reference_outputs.push_back(buffer);
+    }
+    std::string cache_key;
+    std::unique_ptr<ReferenceCacheLock> cache_lock;
+    std::optional<TensorMap> cached;
+    if (!options.reference_cache_dir.empty()) {
+      cache_key = reference_cache_key(options.reference_dir, input_names, options.seed,
+                                      device.name, device.compute_major, device.compute_minor);
+      // Held until the outputs are stored: a runner on another GPU that needs the same reference
+      // waits for them instead of computing them too.
+      cache_lock = std::make_unique<ReferenceCacheLock>(options.reference_cache_dir, cache_key);
+      cached = read_reference_outputs(options.reference_cache_dir, cache_key, reference_outputs);
+      report["reference"]["cache_key"] = cache_key;
+    }
+    if (cached) {
+      expected = std::move(*cached);
+      report["reference"]["outputs"] = "cached";
+    } else {
+      if (!prepare_on_device(*session, device, *reference, "reference load", report)) {
+        return finish();
+      }
+      report["reference"]["binary"] = binary_json(*reference);
+      if (!run_once(*session, *reference, inputs, options.timeout_seconds, "reference",
+                    &expected, report)) {
+        return finish();
+      }
+      report["reference"]["outputs"] = "computed";
+      if (cache_lock) {
+        std::string cache_error;
+        if (!write_reference_outputs(options.reference_cache_dir, cache_key, reference_outputs,
+                                     expected, &cache_error)) {
+          // Not fatal: the next runner computes the reference again.
+          report["reference"]["cache_error"] = cache_error;
+        }
+      }
+    }
+  }
+
+  // 6. One checked run of the package and the comparison.
   TensorMap outputs;
   if (!run_once(*session, package, inputs, options.timeout_seconds, "validation", &outputs,
                 report)) {
@@ -760,11 +809,6 @@ RunnerOutcome run_runner(const RunnerOptions& options) {
   if (!reference) {
     report["validation"] = validation_skipped("no --reference package was given");
   } else {
-    TensorMap expected;
-    if (!run_once(*session, *reference, inputs, options.timeout_seconds, "reference", &expected,
-                  report)) {
-      return finish();
-    }
     json per_output = json::array();
     bool passed = true;
     double worst_ratio = -1;

@@ -1,9 +1,9 @@
 // nautilus-runner: loads a kernel package on the local GPU, validates it against a reference
 // package, times every kernel, and describes all of it in one JSON document.
 //
-//   nautilus-runner PACKAGE_DIR [--reference REF_DIR] [--seed N] [--warmup N] [--reps N]
-//                   [--device I] [--no-flush] [--timeout SECONDS] [--timer auto|events]
-//                   [--driver LIBCUDA]
+//   nautilus-runner PACKAGE_DIR [--reference REF_DIR] [--reference-cache DIR] [--seed N]
+//                   [--warmup N] [--reps N] [--device I] [--no-flush] [--timeout SECONDS]
+//                   [--timer auto|events] [--driver LIBCUDA]
 //   nautilus-runner --devices [--driver LIBCUDA]
 //                   prints the machine's device query (device_info.h's to_json) and exits 0, or
 //                   3 without a GPU: how a remote executor learns which GPU a node has (the
@@ -17,9 +17,12 @@
 //      launch.json) = random_tensor(shape, dtype, derive_seed(seed, k)): the same values as
 //      spec::make_random_inputs, so the CPU interpreters see the GPU's inputs; outputs and
 //      intermediates are filled with NaN bytes so that an element a kernel never writes fails;
-//   5. launches the kernels in order, waiting after each so a fault names its kernel;
-//   6. runs the reference package on the same inputs and compares every output with
-//      compare_tensors against tolerance(dtype);
+//   5. computes the expected outputs: runs the reference package on the inputs, or, with
+//      --reference-cache, reads the outputs an earlier runner of the same reference, seed and
+//      device model stored there (reference_cache.h: a tuning run computes its reference once);
+//      the reference always runs before the package, so a faulting package cannot spoil it;
+//   6. launches the package's kernels in order, waiting after each so a fault names its kernel,
+//      and compares every output with compare_tensors against tolerance(dtype);
 //   7. times: `warmup` untimed repetitions, then `reps` timed ones, L2 flushed before each by
 //      writing a buffer twice the L2 size; per-kernel durations from CUPTI activity records,
 //      or CUDA events when CUPTI is unavailable (the JSON says which and why); median, min, max.
@@ -47,6 +50,9 @@ inline constexpr int kRunnerReportVersion = 1;
 struct RunnerOptions {
   std::string package_dir;
   std::string reference_dir;  // empty: validation is skipped
+  // Where the reference's outputs are shared between runners (reference_cache.h); empty: the
+  // reference runs every time.
+  std::string reference_cache_dir;
   uint64_t seed = 0;          // as `nautilus eval --seed`
   int warmup = 10;
   int repetitions = 100;

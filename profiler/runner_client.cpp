@@ -121,6 +121,9 @@ std::optional<std::vector<std::string>> split_command_template(const std::string
 std::vector<std::string> runner_arguments(const RunRequest& request) {
   std::vector<std::string> args = {request.package_dir};
   if (!request.reference_dir.empty()) args.insert(args.end(), {"--reference", request.reference_dir});
+  if (!request.reference_dir.empty() && !request.reference_cache_dir.empty()) {
+    args.insert(args.end(), {"--reference-cache", request.reference_cache_dir});
+  }
   if (request.seed) args.insert(args.end(), {"--seed", std::to_string(*request.seed)});
   if (request.warmup) args.insert(args.end(), {"--warmup", std::to_string(*request.warmup)});
   if (request.repetitions) args.insert(args.end(), {"--reps", std::to_string(*request.repetitions)});

@@ -55,6 +55,9 @@ const char* run_status_name(RunStatus status);  // "ok", "no_gpu", "illegal_memo
 struct RunRequest {
   std::string package_dir;
   std::string reference_dir;  // empty: no validation
+  // The runner's --reference-cache: the runners given the same directory compute the
+  // reference's outputs once (profiler/reference_cache.h); empty: every run computes them.
+  std::string reference_cache_dir;
   std::optional<uint64_t> seed;
   std::optional<int> warmup;
   std::optional<int> repetitions;

@@ -586,9 +586,17 @@ void SlurmExecutor::measure(
     Job job;
     job.index = i;
     job.code_hash = tune::hash_text(read_file(built.package_dir + "/kernel.cu"));
+    if (code_already_measured(job.code_hash)) {
+      // The same kernel as a candidate measured already: no job for it.
+      on_result(i, duplicate_outcome(job.code_hash));
+      continue;
+    }
     RunRequest request;
     request.package_dir = built.package_dir;
     request.reference_dir = built.reference_dir;
+    // The run directory is shared with the nodes: the first job computes the reference's
+    // outputs and the others read them.
+    request.reference_cache_dir = measurer_->reference_cache_dir();
     if (!options_.driver_library.empty()) {
       request.extra_arguments = {"--driver", options_.driver_library};
     }

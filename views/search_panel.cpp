@@ -302,10 +302,12 @@ bool SearchPanel::measure(int candidates) {
             summary.text += tr(" (%1 candidates were recorded before that)").arg(result.measured);
           }
         } else {
-          summary.text = tr("%1 measured (%2 failed), %3 already in the database")
-                             .arg(result.measured)
-                             .arg(result.failed)
-                             .arg(result.skipped);
+          summary.text =
+              tr("%1 measured (%2 failed), %3 already in the database, %4 duplicates skipped")
+                  .arg(result.measured)
+                  .arg(result.failed)
+                  .arg(result.skipped)
+                  .arg(result.duplicates);
           if (result.best && result.best->median_us) {
             summary.text += tr(" · best %1 µs (record %2) on %3")
                                 .arg(*result.best->median_us, 0, 'f', 2)

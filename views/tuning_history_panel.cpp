@@ -190,6 +190,10 @@ void TuningHistoryPanel::refresh() {
         filter.spec_hash = identity->spec_hash;
         filter.sizes = identity->sizes;
         snapshot.records = db->list(filter);
+        // A duplicate is a schedule whose code another record measured: not a measurement of
+        // its own, so not a point of the history.
+        std::erase_if(snapshot.records,
+                      [](const tune::TuningRecord& record) { return record.is_duplicate(); });
         // The roofline bound of the math on each device's cost model.
         driver::CompileOptions options;
         options.last_stage = driver::Stage::Spec;

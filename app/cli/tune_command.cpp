@@ -113,6 +113,7 @@ nlohmann::ordered_json record_to_json(const tune::TuningRecord& r) {
           {"spill_bytes", optional(r.spill_bytes)},
           {"estimate_us", optional(r.estimate_us)},
           {"source", r.source},
+          {"duplicate_of", optional(r.duplicate_of)},
           {"kernels", kernels}};
 }
 
@@ -141,6 +142,11 @@ void print_record(std::ostream& out, const tune::TuningRecord& r) {
       << "\n  status:     " << r.status << (r.message.empty() ? "" : " (" + r.message + ")")
       << "\n  validation: " << tune::validation_name(r.validation);
   if (r.max_relative_error) out << " (max relative error " << *r.max_relative_error << ")";
+  if (r.duplicate_of) {
+    out << "\n  duplicate:  of record " << *r.duplicate_of
+        << " (the same generated code; not measured again, see nautilus db show "
+        << *r.duplicate_of << ")";
+  }
   out << "\n  time:       median " << microseconds(r.median_us) << ", min "
       << microseconds(r.min_us) << ", max " << microseconds(r.max_us)
       << "\n  estimate:   " << microseconds(r.estimate_us) << "\n";
@@ -260,7 +266,10 @@ const CommandSpec& tune_command_spec(const std::vector<OptionSpec>& shared_optio
         "warps, stages, pipelining, fusions, one decision at a time). Every candidate is\n"
         "validated against the unscheduled reference before it is timed, and every result is\n"
         "written to the tuning database as it arrives; candidates the database already has for\n"
-        "this spec, sizes and device are not measured again. Progress and an ETA go to stderr;\n"
+        "this spec, sizes and device are not measured again, and a candidate whose generated\n"
+        "code was measured already is recorded as that record's duplicate instead of being run\n"
+        "(duplicates do not count against the budget). The runners of a run compute the\n"
+        "reference's outputs once and share them. Progress and an ETA go to stderr;\n"
         "Ctrl-C stops after the candidates in flight, and --resume continues the budget.\n"
         "Candidates are compiled on --jobs threads and measured on every device of --devices\n"
         "at once (one runner per device); the results go into the one database.\n"
@@ -411,8 +420,16 @@ int run_tune_command(const ParsedOptions& options, std::ostream& out, std::ostre
       input, *model, *db, *executor, tune_options, [&](const tune::TuneProgress& progress) {
         err << "tune: [" << progress.measured;
         if (!timed) err << "/" << progress.measured + progress.budget_left;
-        err << "] " << progress.outcome << ", best " << microseconds(progress.best_us)
-            << ", elapsed " << duration(progress.seconds);
+        err << "] ";
+        if (progress.duplicate_of) {
+          // Not measured: the same kernel as a record; the budget is not spent on it.
+          err << "same code as record " << *progress.duplicate_of << ", not measured";
+        } else {
+          err << progress.outcome;
+        }
+        err << ", best " << microseconds(progress.best_us);
+        if (progress.duplicates > 0) err << ", " << progress.duplicates << " duplicates skipped";
+        err << ", elapsed " << duration(progress.seconds);
         if (!timed && progress.eta_seconds) err << ", ETA " << duration(*progress.eta_seconds);
         err << "  " << progress.schedule << "\n";
       });
@@ -428,7 +445,8 @@ int run_tune_command(const ParsedOptions& options, std::ostream& out, std::ostre
   out << "tuned " << input.file->path() << " at " << result.key.sizes << " on "
       << result.key.device_name << ": " << result.measured << " measured ("
       << result.failed << " failed validation or did not run), " << result.skipped
-      << " already in the database\n";
+      << " already in the database, " << result.duplicates
+      << " duplicates skipped (the same generated code as a measured candidate)\n";
   out << "time: " << std::fixed << std::setprecision(1) << result.seconds << " s, the search "
       << "included (" << result.measured * 60.0 / std::max(result.seconds, 1e-9)
       << " candidates per minute "
@@ -681,6 +699,7 @@ int run_db_command(const ParsedOptions& options, std::ostream& out, std::ostream
       << "schedule\n";
   for (const tune::TuningRecord& r : records) {
     std::string outcome = r.status == "ok" ? tune::validation_name(r.validation) : r.status;
+    if (r.duplicate_of) outcome = "dup of #" + std::to_string(*r.duplicate_of);
     out << std::left << std::setw(6) << r.id << std::setw(18) << date_text(r.created_unix)
         << std::setw(14) << r.spec_name << std::setw(22) << r.key.sizes << std::setw(24)
         << r.key.device_name << std::setw(16) << outcome << std::setw(12)

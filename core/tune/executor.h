@@ -43,6 +43,9 @@ struct CandidateOutcome {
   std::optional<int64_t> spill_bytes;
   // No device to measure on (the run should stop rather than record every candidate as failed).
   bool no_gpu = false;
+  // Not run: its generated code (`code_hash`) is measured already, or is being measured, for
+  // this run (Executor::skip_code_when). The tuner links it to that measurement.
+  bool duplicate = false;
 };
 
 class Executor {
@@ -64,11 +67,34 @@ class Executor {
   // that ignores it only makes the tuner stop at the end of the batch.
   void stop_starting_when(std::function<bool()> stop) { stop_starting_ = std::move(stop); }
 
+  // The tuner's duplicate check: two schedules often lower to the same CUDA (a decision that
+  // changes nothing, two tile orders of one loop), and timing the same kernel twice wastes the
+  // GPU. An executor asks `measured(code_hash)` (text_hash.h over the generated kernel.cu) for
+  // every candidate it built, before running it; true means that code is measured already, so
+  // the candidate is reported at once with `duplicate` set and its code hash, not run. The
+  // check claims the code for the first candidate it answers false for; it may be called from
+  // any thread (the tuner's is thread-safe).
+  void skip_code_when(std::function<bool(const std::string& code_hash)> measured) {
+    code_measured_ = std::move(measured);
+  }
+
  protected:
   bool should_stop_starting() const { return stop_starting_ && stop_starting_(); }
+  bool code_already_measured(const std::string& code_hash) const {
+    return code_measured_ && !code_hash.empty() && code_measured_(code_hash);
+  }
+  // The outcome of a candidate that is not run because its code is measured already.
+  static CandidateOutcome duplicate_outcome(const std::string& code_hash) {
+    CandidateOutcome outcome;
+    outcome.code_hash = code_hash;
+    outcome.status = "duplicate";
+    outcome.duplicate = true;
+    return outcome;
+  }
 
  private:
   std::function<bool()> stop_starting_;
+  std::function<bool(const std::string&)> code_measured_;
 };
 
 }  // namespace nautilus::tune

@@ -4,6 +4,8 @@
 #include <chrono>
 #include <filesystem>
 #include <iomanip>
+#include <map>
+#include <mutex>
 #include <set>
 #include <sstream>
 
@@ -108,7 +110,9 @@ TuneResult run_tune(const search::SearchInput& input, const cost::CostModel& mod
   if (options.resume) {
     RecordFilter earlier = this_config;
     int already = 0;
-    for (const TuningRecord& record : db.list(earlier)) already += record.source == options.source;
+    for (const TuningRecord& record : db.list(earlier)) {
+      already += record.source == options.source && !record.is_duplicate();
+    }
     budget_left = std::max(0, options.budget - already);
   }
 
@@ -116,6 +120,28 @@ TuneResult run_tune(const search::SearchInput& input, const cost::CostModel& mod
   for (const Candidate& candidate : queue) queued.insert(candidate.text);
   std::set<std::string> mutated;  // parents already mutated in this run
   const std::string spec_name = std::filesystem::path(input.file->path()).stem().string();
+  int per_decision = options.mutations_per_decision;  // widened when duplicates use leaves up
+
+  // 4. The generated code measured for this spec, sizes and device: the database's records,
+  // then this run's. The executor asks from its build threads, hence the mutex.
+  std::mutex code_mutex;
+  std::map<std::string, int64_t> code_records;  // code hash -> the record that measured it
+  std::set<std::string> code_in_flight;          // claimed by a candidate not recorded yet
+  for (const TuningRecord& record : db.list(this_config)) {
+    if (!record.code_hash.empty() && !record.is_duplicate()) {
+      code_records.emplace(record.code_hash, record.id);
+    }
+  }
+  executor.skip_code_when([&](const std::string& code_hash) {
+    const std::lock_guard<std::mutex> lock(code_mutex);
+    if (code_records.count(code_hash) != 0) return true;
+    return !code_in_flight.insert(code_hash).second;
+  });
+  // The executor outlives the run: it must not call into this frame afterwards.
+  struct ForgetCodeCheck {
+    Executor& executor;
+    ~ForgetCodeCheck() { executor.skip_code_when({}); }
+  } forget_code_check{executor};
 
   // 2. Mutations of the best measured schedules not mutated yet.
   auto mutate = [&]() {
@@ -149,7 +175,7 @@ TuneResult run_tune(const search::SearchInput& input, const cost::CostModel& mod
         if (!neighbours.ok) continue;  // nothing else fits at this decision
         int kept = 0;
         for (Candidate& leaf : ranked_leaves(neighbours)) {
-          if (kept >= options.mutations_per_decision) break;
+          if (kept >= per_decision) break;
           if (!queued.insert(leaf.text).second) continue;
           fresh.push_back(std::move(leaf));
           ++kept;
@@ -162,7 +188,70 @@ TuneResult run_tune(const search::SearchInput& input, const cost::CostModel& mod
     return fresh;
   };
 
+  auto report_progress = [&](const Candidate& candidate, const std::string& outcome,
+                             std::optional<double> median_us,
+                             std::optional<int64_t> duplicate_of) {
+    if (!on_progress) return;
+    TuneProgress progress;
+    progress.measured = result.measured;
+    progress.budget_left = budget_left;
+    progress.skipped = result.skipped;
+    progress.duplicates = result.duplicates;
+    progress.duplicate_of = duplicate_of;
+    progress.seconds = elapsed();
+    if (result.measured > 0) progress.eta_seconds = progress.seconds / result.measured * budget_left;
+    if (auto best = db.best(base.spec_hash, base.sizes, base.device_name)) {
+      progress.best_us = best->median_us;
+    }
+    progress.schedule = candidate.text;
+    progress.outcome = outcome;
+    progress.median_us = median_us;
+    on_progress(progress);
+  };
+
+  // Duplicates whose code is measured by a candidate of this run that is not recorded yet wait
+  // here for its record.
+  std::vector<std::pair<Candidate, std::string>> waiting_duplicates;  // candidate, code hash
+  auto record_duplicates = [&]() {
+    for (auto it = waiting_duplicates.begin(); it != waiting_duplicates.end();) {
+      std::optional<int64_t> original;
+      {
+        const std::lock_guard<std::mutex> lock(code_mutex);
+        if (auto found = code_records.find(it->second); found != code_records.end()) {
+          original = found->second;
+        }
+      }
+      if (!original) {
+        ++it;
+        continue;
+      }
+      const Candidate& candidate = it->first;
+      TuningRecord record;
+      record.key = base;
+      record.key.schedule = candidate.text;
+      record.spec_path = input.file->path();
+      record.spec_name = spec_name;
+      record.schedule_json = sched::schedule_to_json(candidate.schedule).dump();
+      record.code_hash = it->second;
+      record.status = "duplicate";
+      record.message = "the generated code of record " + std::to_string(*original);
+      record.estimate_us = candidate.estimate_us;
+      record.source = options.source;
+      record.duplicate_of = original;
+      std::string insert_error;
+      if (db.insert(record, &insert_error) <= 0) {
+        result.error = "cannot write to the tuning database: " + insert_error;
+        return;
+      }
+      ++result.duplicates;
+      report_progress(candidate, "duplicate of record " + std::to_string(*original),
+                      std::nullopt, original);
+      it = waiting_duplicates.erase(it);
+    }
+  };
+
   size_t next = 0;
+  int duplicates_at_widening = 0;
   while (true) {
     if (budget_left <= 0) break;
     if (options.time_limit_seconds && elapsed() >= *options.time_limit_seconds) break;
@@ -175,6 +264,15 @@ TuneResult run_tune(const search::SearchInput& input, const cost::CostModel& mod
     while (static_cast<int>(batch.size()) < std::min(executor.parallelism(), budget_left)) {
       if (next == queue.size()) {
         std::vector<Candidate> fresh = mutate();
+        // Duplicates spent candidates the budget did not pay for: ask every parent again for
+        // more leaves per decision, once per new lot of duplicates, until that gives nothing.
+        while (fresh.empty() && result.duplicates > duplicates_at_widening &&
+               per_decision < options.max_mutations_per_decision) {
+          duplicates_at_widening = result.duplicates;
+          per_decision = std::min(per_decision * 2, options.max_mutations_per_decision);
+          mutated.clear();
+          fresh = mutate();
+        }
         if (fresh.empty()) break;
         queue.insert(queue.end(), fresh.begin(), fresh.end());
       }
@@ -207,6 +305,11 @@ TuneResult run_tune(const search::SearchInput& input, const cost::CostModel& mod
         return;
       }
       const Candidate& candidate = batch[index];
+      if (outcome.duplicate) {
+        waiting_duplicates.emplace_back(candidate, outcome.code_hash);
+        record_duplicates();
+        return;
+      }
       TuningRecord record;
       record.key = base;
       record.key.schedule = candidate.text;
@@ -227,27 +330,23 @@ TuneResult run_tune(const search::SearchInput& input, const cost::CostModel& mod
       record.estimate_us = candidate.estimate_us;
       record.source = options.source;
       std::string insert_error;
-      if (db.insert(record, &insert_error) <= 0) {
+      const int64_t id = db.insert(record, &insert_error);
+      if (id <= 0) {
         result.error = "cannot write to the tuning database: " + insert_error;
         return;
       }
       ++result.measured;
       --budget_left;
       if (!record.usable()) ++result.failed;
-      if (on_progress) {
-        TuneProgress progress;
-        progress.measured = result.measured;
-        progress.budget_left = budget_left;
-        progress.skipped = result.skipped;
-        progress.seconds = elapsed();
-        progress.eta_seconds = progress.seconds / result.measured * budget_left;
-        if (auto best = db.best(base.spec_hash, base.sizes, base.device_name)) {
-          progress.best_us = best->median_us;
+      report_progress(candidate, describe_outcome(outcome),
+                      record.usable() ? record.median_us : std::nullopt, std::nullopt);
+      if (!record.code_hash.empty()) {
+        {
+          const std::lock_guard<std::mutex> lock(code_mutex);
+          code_records.emplace(record.code_hash, id);
+          code_in_flight.erase(record.code_hash);
         }
-        progress.schedule = candidate.text;
-        progress.outcome = describe_outcome(outcome);
-        if (record.usable()) progress.median_us = record.median_us;
-        on_progress(progress);
+        record_duplicates();  // those that waited for this record
       }
     });
     executor.stop_starting_when({});

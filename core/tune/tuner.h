@@ -4,7 +4,8 @@
 //   1. Search (core/search) with the user's pins and forbids; the complete leaves it kept,
 //      ranked by their estimates, are the first candidates.
 //   2. When those are used up: mutations of the best measured schedules so far (all of the
-//      database's validated records for this spec, sizes and device). A mutation of schedule
+//      database's validated records for this spec, sizes and device; not their duplicates,
+//      which would make every duplicate a parent and the run walk the whole space). A mutation of schedule
 //      D1 ... Dn at decision i is a leaf of the same search with D1 ... Dn except Di pinned and
 //      Di itself forbidden: the search's own candidates (other tile sizes, raster orders, warps
 //      and stages, warp specialization, fusions) for that one decision, ranked by the model.
@@ -13,9 +14,18 @@
 //   3. Every candidate whose key (spec hash, sizes, schedule, device) the database already has
 //      is skipped, not measured again; the others go to the executor in batches of its
 //      parallelism, validated then timed, and each result is written as it arrives.
+//   4. Duplicates: the executor compiles each candidate and asks the tuner (through
+//      Executor::skip_code_when) whether its generated code is measured already: by a record of
+//      the database for this spec, sizes and device, or by a candidate of this run. Such a
+//      candidate is not run; it is recorded as a duplicate of that record (status "duplicate",
+//      TuningRecord::duplicate_of), so no later run takes its schedule again, and it does not
+//      count against the budget. When the mutations run out and duplicates took candidates,
+//      the mutations are asked again for twice as many leaves per decision, so that a budget of
+//      N measures N distinct kernels where the space has them.
 //
 // The run ends when `budget` candidates were measured (with `resume`, counting the records the
-// database already holds for this spec, sizes and device), when `time_limit_seconds` passed,
+// database already holds for this spec, sizes and device, duplicates not counted), when
+// `time_limit_seconds` passed,
 // when the candidates are exhausted, or when `should_stop` says so (checked between batches and,
 // through Executor::stop_starting_when, between the candidates of a batch: the candidates in
 // flight finish and are recorded, the batch's others are not started).
@@ -40,8 +50,10 @@ struct TuneOptions {
   bool resume = false;
   // Parents mutated per round of mutation (the fastest measured ones not mutated yet).
   int parents_per_round = 2;
-  // Leaves kept per mutated decision (the best estimates).
+  // Leaves kept per mutated decision (the best estimates); doubled, up to
+  // max_mutations_per_decision, when duplicates used up the candidates (step 4 above).
   int mutations_per_decision = 3;
+  int max_mutations_per_decision = 48;
   std::string source = "tune";
   std::function<bool()> should_stop;
 };
@@ -50,6 +62,9 @@ struct TuneProgress {
   int measured = 0;        // this run
   int budget_left = 0;     // after this one
   int skipped = 0;         // already in the database
+  int duplicates = 0;      // this run's candidates not run: their code was measured already
+  // Set when this report is of a duplicate (not measured): the record whose code it has.
+  std::optional<int64_t> duplicate_of;
   double seconds = 0.0;
   std::optional<double> eta_seconds;  // at the mean time per candidate so far
   std::optional<double> best_us;      // best validated median of this spec, sizes and device
@@ -63,6 +78,7 @@ struct TuneResult {
   std::string error;
   int measured = 0;
   int skipped = 0;        // candidates the database already had
+  int duplicates = 0;     // candidates not run: the same code as a measured one (recorded)
   int failed = 0;         // measured but not validated and timed
   bool stopped = false;   // should_stop ended the run
   bool exhausted = false; // no new candidate was left

@@ -83,7 +83,7 @@ const char* kColumns =
     "id, created_unix, spec_hash, sizes, schedule, device_name, sm_count, sm_clock_khz, "
     "memory_clock_khz, driver_version, compiler_version, spec_path, spec_name, schedule_json, "
     "code_hash, status, message, validation, max_relative_error, median_us, min_us, max_us, "
-    "kernels_json, registers, spill_bytes, estimate_us, source";
+    "kernels_json, registers, spill_bytes, estimate_us, source, duplicate_of";
 
 nlohmann::json kernels_to_json(const std::vector<KernelTiming>& kernels) {
   nlohmann::json out = nlohmann::json::array();
@@ -151,6 +151,7 @@ TuningRecord read_record(const Statement& row) {
   record.spill_bytes = row.optional_integer(c++);
   record.estimate_us = row.real(c++);
   record.source = row.text(c++);
+  record.duplicate_of = row.optional_integer(c++);
   return record;
 }
 
@@ -288,6 +289,11 @@ const std::vector<std::string>& TuningDatabase::migrations() {
       "  compiler_version TEXT, factors_json TEXT NOT NULL, fitted_records INTEGER,"
       "  held_out_records INTEGER, spearman_before REAL, spearman_after REAL,"
       "  held_out_spearman_before REAL, held_out_spearman_after REAL);",
+      // 3 -> 4: a schedule whose generated code was measured already under another schedule is
+      // recorded, not measured, as a duplicate of that record; the index finds a code's record.
+      "ALTER TABLE measurements ADD COLUMN duplicate_of INTEGER;"
+      "CREATE INDEX measurements_by_code ON measurements (spec_hash, sizes, device_name,"
+      "  code_hash);",
   };
   return steps;
 }
@@ -403,7 +409,7 @@ int64_t TuningDatabase::insert(TuningRecord record, std::string* error) {
   // up front so that the busy timeout, not a deadlock error, resolves two writers.
   if (!exec(db_, "BEGIN IMMEDIATE", error)) return 0;
   std::string placeholders = "NULL";
-  for (int i = 0; i < 26; ++i) placeholders += ", ?";
+  for (int i = 0; i < 27; ++i) placeholders += ", ?";
   Statement statement(db_, std::string("INSERT INTO measurements (") + kColumns + ") VALUES (" +
                                placeholders + ")");
   if (!statement.ok()) {
@@ -439,6 +445,7 @@ int64_t TuningDatabase::insert(TuningRecord record, std::string* error) {
   statement.bind(i++, record.spill_bytes);
   statement.bind(i++, record.estimate_us);
   statement.bind(i++, record.source);
+  statement.bind(i++, record.duplicate_of);
   if (statement.step() != SQLITE_DONE) {
     if (error) *error = statement.error();
     exec(db_, "ROLLBACK", nullptr);

@@ -1,6 +1,10 @@
 // The tuning database: every measurement the tuner (or `schedule --measure`) makes, in one SQLite
 // file per user, so that a later run re-uses what an earlier one measured (docs/tuning.md).
 //
+// A schedule whose generated code is the code of a record measured already (same spec, sizes and
+// device) is stored without a measurement, as a duplicate of that record (duplicate_of, schema
+// version 4), so that no later run measures it.
+//
 // A record is keyed by what decides a kernel's time: the spec's normalized text hash, the size
 // bindings, the schedule's text, the generated code's hash, and the device (name, SM count,
 // clocks, driver) and compiler version. It carries the runner's outcome: validation, total and
@@ -80,9 +84,14 @@ struct TuningRecord {
   std::optional<int64_t> spill_bytes; // sum over kernels, when the runner reported it
   std::optional<double> estimate_us;  // the cost model's estimate when it was measured
   std::string source;                 // who measured: "tune", "schedule --measure"
+  // Set on a record that was not measured because its generated code (code_hash) is the code of
+  // record `duplicate_of`, measured under another schedule; its status is "duplicate". The key
+  // keeps the tuner from taking the schedule again; the times are the other record's.
+  std::optional<int64_t> duplicate_of;
 
   // Validated and timed: a candidate for --best.
   bool usable() const { return status == "ok" && validation == Validation::Passed && median_us; }
+  bool is_duplicate() const { return duplicate_of.has_value(); }
 };
 
 // Filters of list(), prune() and best(); empty fields match everything.
@@ -132,7 +141,7 @@ std::string default_database_path();
 
 class TuningDatabase {
  public:
-  static constexpr int kSchemaVersion = 3;
+  static constexpr int kSchemaVersion = 4;
   // The SQL of each step, index i migrates from version i to i + 1.
   static const std::vector<std::string>& migrations();
 

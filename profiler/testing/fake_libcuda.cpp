@@ -14,12 +14,17 @@
 //   NAUTILUS_FAKE_CUDA_MODULE_ERROR=<code> cuModuleLoadDataEx fails with <code> and a JIT log
 //   NAUTILUS_FAKE_CUDA_DRIVER_VERSION=<v>  cuDriverGetVersion reports <v> (default 13000)
 //   NAUTILUS_FAKE_CUDA_NO_TENSOR_MAP=1     cuGetProcAddress does not find cuTensorMapEncodeTiled
+//   NAUTILUS_FAKE_CUDA_LAUNCH_LOG=<path>   every kernel launch appends the kernel's name and a
+//                                          newline to <path> (tests count launches across the
+//                                          runner processes of a run)
 //
 // "Device" memory is host memory, launches run synchronously on the calling thread, and the
 // kernels are a fixed set recognized by name (any module image loads and exports all of them);
 // their parameters are device pointers, like the kernels the compiler emits:
 //
 //   fake_copy(src, dst)          dst = src, byte for byte (min of the two sizes)
+//   fake_reference_copy(src, dst)  the same under another name (a reference package's kernel,
+//                                told apart from the candidates' in the launch log)
 //   fake_swap_halves(src, dst)   dst = src with its two halves exchanged: a wrong result
 //   fake_fault(x)                the next synchronization reports CUDA_ERROR_ILLEGAL_ADDRESS,
 //                                and so does every call after it (the context is dead)
@@ -108,6 +113,7 @@ struct FakeFunction {
 };
 FakeFunction g_functions[] = {
     {"fake_copy", FakeKernel::Copy},
+    {"fake_reference_copy", FakeKernel::Copy},
     {"fake_swap_halves", FakeKernel::SwapHalves},
     {"fake_fault", FakeKernel::Fault},
     {"fake_hang", FakeKernel::Hang},
@@ -437,6 +443,13 @@ int run_fake_kernel(FakeFunction* fake, unsigned grid_x, unsigned grid_y, unsign
     return kErrorInvalidValue;
   }
   if (static_cast<int>(shared_bytes) > fake->max_dynamic_shared) return kErrorInvalidValue;
+  if (const char* log = std::getenv("NAUTILUS_FAKE_CUDA_LAUNCH_LOG"); log != nullptr && *log) {
+    // One short append per launch: O_APPEND keeps the lines of concurrent runners whole.
+    if (std::FILE* file = std::fopen(log, "a")) {
+      std::fprintf(file, "%s\n", fake->name);
+      std::fclose(file);
+    }
+  }
   switch (fake->kernel) {
     case FakeKernel::Copy:
     case FakeKernel::SwapHalves:

@@ -4,12 +4,16 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
+#include <mutex>
+#include <set>
 #include <fstream>
 #include <string>
 #include <vector>
 
 #include "core/codegen/nvrtc.h"
 #include "core/codegen/package.h"
+#include "profiler/local_executor.h"
 #include "profiler/measure.h"
 #include "tests/common/golden.h"
 #include "tests/profiler/profiler_test_util.h"
@@ -137,6 +141,49 @@ TEST(ScheduleMeasurer, AScheduleThatDoesNotApplyStopsBeforeTheRunner) {
   EXPECT_FALSE(measured.build_error_is_internal);
   EXPECT_NE(measured.build_error.find("does not apply"), std::string::npos) << measured.build_error;
   EXPECT_TRUE(calls(runner_dir).empty()) << "the runner must not start";
+}
+
+// The local executor asks the tuner's duplicate check with each built candidate's code hash
+// before running it: a schedule whose code was claimed is reported as a duplicate and never
+// reaches the runner, and of two equal kernels in one batch the earlier is the one run, however
+// the build threads finish.
+TEST(LocalExecutor, RunsEachGeneratedKernelOnceAndReportsTheRestAsDuplicates) {
+  if (!codegen::Nvrtc::shared()) GTEST_SKIP() << "NVRTC is not installed";
+  TempDir runner_dir;
+  search::SearchInput input;
+  input.file = gemm();
+  input.sizes = kSizes;
+  LocalExecutorOptions options;
+  options.runner_command = recording_runner(runner_dir).command_template;
+  options.jobs = 4;
+  LocalExecutor executor(input, options);
+  std::mutex mutex;
+  std::set<std::string> claimed;
+  std::vector<std::string> asked;
+  executor.skip_code_when([&](const std::string& code_hash) {
+    const std::lock_guard<std::mutex> lock(mutex);
+    asked.push_back(code_hash);
+    return !claimed.insert(code_hash).second;
+  });
+  const std::vector<sched::Schedule> batch = {gemm_schedule(), sched::Schedule{}, gemm_schedule(),
+                                              sched::Schedule{}};
+  std::map<size_t, tune::CandidateOutcome> outcomes;
+  executor.measure(batch, [&](size_t index, const tune::CandidateOutcome& outcome) {
+    EXPECT_TRUE(outcomes.emplace(index, outcome).second) << "one outcome per candidate";
+  });
+  ASSERT_EQ(outcomes.size(), 4u);
+  EXPECT_EQ(asked.size(), 4u);
+  for (size_t i : {0u, 1u}) {
+    EXPECT_FALSE(outcomes[i].duplicate) << i;
+    EXPECT_EQ(outcomes[i].status, "ok") << i << ": " << outcomes[i].message;
+  }
+  for (size_t i : {2u, 3u}) {
+    EXPECT_TRUE(outcomes[i].duplicate) << i;
+    EXPECT_EQ(outcomes[i].status, "duplicate");
+    EXPECT_EQ(outcomes[i].code_hash, outcomes[i - 2].code_hash) << "the earlier one's code";
+  }
+  EXPECT_NE(outcomes[0].code_hash, outcomes[1].code_hash);
+  EXPECT_EQ(calls(runner_dir).size(), 2u) << "duplicates never reach the runner";
 }
 
 }  // namespace

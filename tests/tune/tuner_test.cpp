@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <set>
 #include <string>
 
@@ -22,6 +23,17 @@ class ScriptedExecutor : public Executor {
   bool no_gpu = false;
   int batch_size = 1;  // parallelism()
   std::vector<std::string> measured;  // schedule texts, in order
+  // When > 0, the schedules lower to only this many distinct kernels: the "generated code" of a
+  // schedule is its text's hash modulo distinct_codes. Duplicates of a batch are reported before
+  // its measured candidates, as a real executor may (the tuner must hold them back until the
+  // record they duplicate exists).
+  int distinct_codes = 0;
+  std::vector<std::string> measured_codes;
+
+  static std::string code_of(const std::string& schedule, int distinct_codes) {
+    return "code-" + std::to_string(std::stoull(hash_text(schedule).substr(0, 8), nullptr, 16) %
+                                    static_cast<uint64_t>(distinct_codes));
+  }
 
   int parallelism() const override { return batch_size; }
 
@@ -35,6 +47,7 @@ class ScriptedExecutor : public Executor {
   }
   void measure(const std::vector<sched::Schedule>& batch,
                const std::function<void(size_t, const CandidateOutcome&)>& on_result) override {
+    if (distinct_codes > 0) return measure_with_codes(batch, on_result);
     for (size_t i = 0; i < batch.size(); ++i) {
       // As the local executor does between candidates: nothing more once the run is to end.
       if (should_stop_starting()) return;
@@ -52,6 +65,28 @@ class ScriptedExecutor : public Executor {
       outcome.median_us = outcome.min_us = outcome.max_us = time_of(text);
       on_result(i, outcome);
     }
+  }
+
+  void measure_with_codes(const std::vector<sched::Schedule>& batch,
+                          const std::function<void(size_t, const CandidateOutcome&)>& on_result) {
+    std::vector<std::pair<size_t, CandidateOutcome>> timed;
+    for (size_t i = 0; i < batch.size(); ++i) {
+      const std::string text = sched::print_decisions(batch[i].decisions, "; ");
+      const std::string code = code_of(text, distinct_codes);
+      if (code_already_measured(code)) {
+        on_result(i, duplicate_outcome(code));
+        continue;
+      }
+      measured.push_back(text);
+      measured_codes.push_back(code);
+      CandidateOutcome outcome;
+      outcome.code_hash = code;
+      outcome.status = "ok";
+      outcome.validation = Validation::Passed;
+      outcome.median_us = outcome.min_us = outcome.max_us = time_of(text);
+      timed.emplace_back(i, outcome);
+    }
+    for (const auto& [i, outcome] : timed) on_result(i, outcome);
   }
 };
 
@@ -158,6 +193,90 @@ TEST_F(TunerTest, StopsWhenAskedAfterTheCandidatesInFlightAndWithoutAGpu) {
   EXPECT_FALSE(failed.ok);
   EXPECT_NE(failed.error.find("no GPU"), std::string::npos) << failed.error;
   EXPECT_EQ(db_->list({}).size(), 6u) << "nothing recorded for a missing GPU";
+}
+
+TEST_F(TunerTest, EachDistinctKernelIsMeasuredOnceAndItsDuplicatesAreRecorded) {
+  // Far more candidates than kernels: the run measures every kernel once and ends exhausted.
+  ScriptedExecutor executor;
+  executor.distinct_codes = 5;
+  executor.batch_size = 4;
+  TuneOptions options;
+  options.budget = 40;
+  std::vector<TuneProgress> progress;
+  const TuneResult result = run_tune(input_, *model_, *db_, executor, options,
+                                     [&](const TuneProgress& p) { progress.push_back(p); });
+  ASSERT_TRUE(result.ok) << result.error;
+  EXPECT_EQ(result.measured, 5);
+  ASSERT_EQ(executor.measured_codes.size(), 5u);
+  EXPECT_EQ(std::set<std::string>(executor.measured_codes.begin(), executor.measured_codes.end())
+                .size(),
+            5u)
+      << "no kernel is measured twice";
+  EXPECT_GT(result.duplicates, 0);
+  EXPECT_TRUE(result.exhausted);
+
+  std::map<std::string, int64_t> measured_record;  // code -> record
+  int duplicates = 0;
+  const std::vector<TuningRecord> records = db_->list({});
+  for (const TuningRecord& record : records) {
+    if (!record.is_duplicate()) measured_record[record.code_hash] = record.id;
+  }
+  for (const TuningRecord& record : records) {
+    if (!record.is_duplicate()) continue;
+    ++duplicates;
+    EXPECT_EQ(record.status, "duplicate");
+    EXPECT_FALSE(record.usable());
+    EXPECT_EQ(record.duplicate_of.value_or(0), measured_record.at(record.code_hash))
+        << record.key.schedule << " links to the record of its code";
+  }
+  EXPECT_EQ(duplicates, result.duplicates);
+  ASSERT_FALSE(progress.empty());
+  EXPECT_EQ(progress.back().duplicates, result.duplicates);
+  int duplicate_reports = 0;
+  for (const TuneProgress& p : progress) duplicate_reports += p.duplicate_of.has_value();
+  EXPECT_EQ(duplicate_reports, result.duplicates) << "each duplicate is reported as it is recorded";
+
+  // A later run, resumed or not, measures none of them again: the schedules are in the
+  // database, and any new schedule of a known code is a duplicate of the old record.
+  ScriptedExecutor again;
+  again.distinct_codes = 5;
+  options.resume = true;
+  const TuneResult second = run_tune(input_, *model_, *db_, again, options);
+  ASSERT_TRUE(second.ok) << second.error;
+  EXPECT_EQ(second.measured, 0);
+  EXPECT_TRUE(again.measured.empty());
+  EXPECT_GT(second.skipped, 0);
+  for (const TuningRecord& record : db_->list({})) {
+    if (record.is_duplicate()) {
+      EXPECT_FALSE(db_->get(*record.duplicate_of)->is_duplicate()) << "links go to a measurement";
+    }
+  }
+}
+
+TEST_F(TunerTest, DuplicatesDoNotSpendTheBudget) {
+  // More kernels than the budget: the budget buys that many distinct kernels.
+  ScriptedExecutor executor;
+  executor.distinct_codes = 12;
+  executor.batch_size = 3;
+  TuneOptions options;
+  options.budget = 10;
+  const TuneResult result = tune(executor, options);
+  ASSERT_TRUE(result.ok) << result.error;
+  EXPECT_EQ(result.measured, 10);
+  EXPECT_EQ(std::set<std::string>(executor.measured_codes.begin(), executor.measured_codes.end())
+                .size(),
+            10u);
+  EXPECT_GT(result.duplicates, 0) << "the space has duplicates for the budget to skip";
+  EXPECT_EQ(db_->list({}).size(), static_cast<size_t>(result.measured + result.duplicates));
+
+  // --resume counts the measured records only.
+  ScriptedExecutor resumed;
+  resumed.distinct_codes = 12;
+  options.resume = true;
+  options.budget = 11;
+  const TuneResult more = tune(resumed, options);
+  ASSERT_TRUE(more.ok) << more.error;
+  EXPECT_EQ(more.measured, 1);
 }
 
 }  // namespace

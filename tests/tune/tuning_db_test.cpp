@@ -170,7 +170,7 @@ TEST(TuningDatabase, MigratesAVersionTwoFileAddingTheCalibrationsTable) {
   }
   auto db = open_db(path);
   ASSERT_TRUE(db);
-  EXPECT_EQ(db->schema_version(), 3);
+  EXPECT_EQ(db->schema_version(), TuningDatabase::kSchemaVersion);
   EXPECT_DOUBLE_EQ(db->best("abc", "M=1", "GPU")->estimate_us.value_or(0), 6.0);
   EXPECT_TRUE(db->calibrations().empty());
   EXPECT_FALSE(db->calibration("GPU"));
@@ -196,6 +196,51 @@ TEST(TuningDatabase, MigratesAVersionTwoFileAddingTheCalibrationsTable) {
   EXPECT_GT(read->created_unix, 0);
   EXPECT_TRUE(db->remove_calibration("GPU", &error));
   EXPECT_FALSE(db->calibration("GPU"));
+  EXPECT_EQ(db->integrity_check(), "ok");
+}
+
+TEST(TuningDatabase, MigratesAVersionThreeFileAndRecordsDuplicatesOfARecord) {
+  TempDir dir("tune-db");
+  const std::string path = dir.file("v3.db");
+  {
+    // A file as nautilus wrote it at schema version 3, with one measured record.
+    sqlite3* raw = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
+    const std::string v3 = TuningDatabase::migrations()[0] + TuningDatabase::migrations()[1] +
+                           TuningDatabase::migrations()[2] +
+                           "UPDATE schema_version SET version = 3;"
+                           "INSERT INTO measurements (created_unix, spec_hash, sizes, schedule, "
+                           "device_name, code_hash, status, validation, median_us) VALUES (5, "
+                           "'abc', 'M=1', 'tile(C, m=64)', 'GPU', 'c0de', 'ok', 'passed', 7.0);";
+    ASSERT_EQ(sqlite3_exec(raw, v3.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(raw);
+  }
+  auto db = open_db(path);
+  ASSERT_TRUE(db);
+  EXPECT_EQ(db->schema_version(), 4);
+  const auto original = db->best("abc", "M=1", "GPU");
+  ASSERT_TRUE(original);
+  EXPECT_FALSE(original->is_duplicate()) << "old records measured their own code";
+
+  // The same code under another schedule: a record linking to the measured one.
+  TuningRecord duplicate;
+  duplicate.key = original->key;
+  duplicate.key.schedule = "tile(C, m=64); split(C, k, 1)";
+  duplicate.code_hash = "c0de";
+  duplicate.status = "duplicate";
+  duplicate.duplicate_of = original->id;
+  std::string error;
+  const int64_t id = db->insert(duplicate, &error);
+  ASSERT_GT(id, 0) << error;
+  db.reset();
+  db = open_db(path);  // reopened: nothing migrates twice
+  ASSERT_TRUE(db);
+  const auto read = db->get(id);
+  ASSERT_TRUE(read);
+  EXPECT_EQ(read->duplicate_of.value_or(0), original->id);
+  EXPECT_FALSE(read->usable());
+  EXPECT_TRUE(db->contains(duplicate.key)) << "a later run does not take the schedule again";
+  EXPECT_EQ(db->best("abc", "M=1", "GPU")->id, original->id);
   EXPECT_EQ(db->integrity_check(), "ok");
 }
 
