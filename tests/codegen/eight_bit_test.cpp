@@ -136,6 +136,18 @@ TEST(EightBit, Fp8TimesInt8WidensBothToBf16ForTensorCores) {
   expect_compiles_for_every_arch(emitted(compilation), "fp8_int8_mma.cu");
 }
 
+// tests/spec/data/eight_bit_types.nt: every 8-bit dtype as an input, a stored intermediate and
+// an output (quantize, requantize, dequantize per group, an fp8 sum), across several kernels.
+TEST(EightBit, EveryTypeAsInputIntermediateAndOutput) {
+  driver::CompileOptions options;
+  options.last_stage = driver::Stage::MATile;
+  const driver::Compilation compilation = testing::compile_scheduled(
+      "tests/spec/data/eight_bit_types.nt", {}, {"M=19", "N=12", "G=5", "NG=3"}, options);
+  ASSERT_TRUE(compilation.ok()) << compilation.schedule_error << compilation.internal_error;
+  expect_every_stage_matches(compilation, "eight_bit_types");
+  expect_compiles_for_every_arch(emitted(compilation), "eight_bit_types.cu");
+}
+
 // The fp8 GEMM asset with its hand schedule: both fp8 operands widened to bf16 in registers and
 // multiplied by mma.sync (FP8 MMA instructions are a later step).
 TEST(EightBit, Fp8GemmAssetUsesMmaSyncOnWidenedOperands) {
