@@ -10,7 +10,7 @@
 namespace nautilus::profiler {
 
 std::optional<uint64_t> buffer_bytes(DType dtype, int64_t element_count) {
-  if (dtype != DType::F32 && dtype != DType::F16 && dtype != DType::BF16) return std::nullopt;
+  if (!is_float(dtype) || dtype == DType::F64) return std::nullopt;  // the tensor dtypes
   if (element_count < 0) return std::nullopt;
   const auto width = static_cast<uint64_t>(dtype_bytes(dtype));
   const auto count = static_cast<uint64_t>(element_count);
@@ -22,7 +22,7 @@ std::vector<uint8_t> encode_tensor(const TensorData& tensor) {
   std::optional<uint64_t> size = buffer_bytes(tensor.dtype, static_cast<int64_t>(tensor.values.size()));
   if (!size) return {};
   std::vector<uint8_t> bytes(*size);
-  const size_t element_bytes = tensor.dtype == DType::F32 ? 4 : 2;
+  const auto element_bytes = static_cast<size_t>(dtype_bytes(tensor.dtype));
   parallel_chunks(static_cast<int64_t>(tensor.values.size()), [&](int64_t begin, int64_t end) {
     uint8_t* out = bytes.data() + static_cast<size_t>(begin) * element_bytes;
     for (int64_t i = begin; i < end; ++i) {
@@ -32,6 +32,14 @@ std::vector<uint8_t> encode_tensor(const TensorData& tensor) {
       if (tensor.dtype == DType::F32) {
         std::memcpy(out, &single, 4);
         out += 4;
+        continue;
+      }
+      if (tensor.dtype == DType::I8) {
+        *out++ = static_cast<uint8_t>(static_cast<int8_t>(single));
+        continue;
+      }
+      if (tensor.dtype == DType::F8E4M3 || tensor.dtype == DType::F8E5M2) {
+        *out++ = float_to_fp8_bits(tensor.dtype, single);
         continue;
       }
       const uint16_t half = tensor.dtype == DType::F16 ? float_to_half_bits(single)
@@ -52,11 +60,19 @@ std::optional<TensorData> decode_tensor(const std::vector<uint8_t>& bytes,
   std::optional<uint64_t> size = buffer_bytes(dtype, count);
   if (!size || *size != bytes.size()) return std::nullopt;
   tensor.values.resize(static_cast<size_t>(count));
-  const size_t element_bytes = dtype == DType::F32 ? 4 : 2;
+  const auto element_bytes = static_cast<size_t>(dtype_bytes(dtype));
   parallel_chunks(count, [&](int64_t begin, int64_t end) {
     const uint8_t* in = bytes.data() + static_cast<size_t>(begin) * element_bytes;
     for (int64_t i = begin; i < end; ++i) {
       double& value = tensor.values[static_cast<size_t>(i)];
+      if (dtype == DType::I8) {
+        value = static_cast<int8_t>(*in++);
+        continue;
+      }
+      if (dtype == DType::F8E4M3 || dtype == DType::F8E5M2) {
+        value = fp8_bits_to_float(dtype, *in++);
+        continue;
+      }
       if (dtype == DType::F32) {
         float single = 0;
         std::memcpy(&single, in, 4);

@@ -9,8 +9,10 @@ int tensor_map_data_type(DType dtype) {
   switch (dtype) {
     case DType::F16: return 6;   // CU_TENSOR_MAP_DATA_TYPE_FLOAT16
     case DType::BF16: return 9;  // CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
-    default: return 7;           // CU_TENSOR_MAP_DATA_TYPE_FLOAT32 (the package reader allows
-                                 // only f32, f16 and bf16)
+    case DType::F8E4M3:
+    case DType::F8E5M2:
+    case DType::I8: return 0;    // CU_TENSOR_MAP_DATA_TYPE_UINT8: TMA copies the bytes
+    default: return 7;           // CU_TENSOR_MAP_DATA_TYPE_FLOAT32
   }
 }
 

@@ -79,7 +79,7 @@ const CommandSpec kEval{
     "Checks a stage on the CPU against the float64 reference of the spec.\n"
     "Runs the stage's interpreter on seeded random inputs, prints the maximum relative error\n"
     "max|out - ref| / max|ref| of every output and exits 1 when one exceeds its dtype's\n"
-    "tolerance (f32 1e-4, f16 5e-3, bf16 2e-2).",
+    "tolerance (f32 1e-4, f16 5e-3, bf16 2e-2, fp8e4m3 0.125, fp8e5m2 0.25, int8 2e-2).",
     {kSizeOption, kScheduleOption, kPinOption, kArchOption, kEpilogueOption,
      {"stage", "STAGE", "the stage to evaluate (default scalar)"},
      {"seed", "N", "seed of the random inputs (default 0)"},

@@ -5,6 +5,7 @@ namespace {
 
 constexpr const char* kPrelude = R"(#include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 
 namespace nautilus_device {
 
@@ -24,6 +25,25 @@ __device__ __forceinline__ int swizzle(int offset, int bits, int base, int shift
   const int mask = ((1 << bits) - 1) << base;
   return shift >= 0 ? offset ^ ((offset >> shift) & mask)
                     : offset ^ ((offset & mask) << -shift);
+}
+
+// 8-bit storage types. fp8 (OCP e4m3 / e5m2) stores round to nearest even and saturate to the
+// largest finite value (NaN stays NaN), the behaviour the spec language defines; loads widen
+// exactly through f16. int8 stores round to nearest even and clamp to [-128, 127] (NaN gives 0).
+__device__ __forceinline__ float fp8e4m3_to_float(__nv_fp8_storage_t x) {
+  return __half2float(__half(__nv_cvt_fp8_to_halfraw(x, __NV_E4M3)));
+}
+__device__ __forceinline__ float fp8e5m2_to_float(__nv_fp8_storage_t x) {
+  return __half2float(__half(__nv_cvt_fp8_to_halfraw(x, __NV_E5M2)));
+}
+__device__ __forceinline__ __nv_fp8_storage_t float_to_fp8e4m3(float x) {
+  return __nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3);
+}
+__device__ __forceinline__ __nv_fp8_storage_t float_to_fp8e5m2(float x) {
+  return __nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E5M2);
+}
+__device__ __forceinline__ signed char float_to_int8(float x) {
+  return static_cast<signed char>(max(-128, min(127, __float2int_rn(x))));
 }
 
 __device__ __forceinline__ unsigned shared_address(const void* pointer) {

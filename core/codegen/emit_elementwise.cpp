@@ -93,7 +93,7 @@ void KernelEmitter::elementwise(const Op& op) {
         break;
       case OpKind::Compare: {
         const DType in = op.operands[0]->type.dtype;
-        const bool as_float = is_narrow_float(in);
+        const bool as_float = is_narrow_float(in) || is_8_bit(in);  // fp8 bytes are not numbers
         value = (as_float ? to_float(operand(0), in) : operand(0)) + " " +
                 scalar::compare_op_name(op.compare_op) + " " +
                 (as_float ? to_float(operand(1), in) : operand(1));

@@ -1,6 +1,6 @@
 // C++ text the CUDA emitter builds from: names made valid identifiers, float literals that
-// round-trip through f32 (special values as bit patterns), conversions between bf16/f16 and
-// float, and the separable form of a layout's coordinates (a per-thread part computed once plus
+// round-trip through f32 (special values as bit patterns), conversions between bf16/f16/fp8/int8
+// and float (the 8-bit types are raw bytes converted by the prelude's helpers), and the separable form of a layout's coordinates (a per-thread part computed once plus
 // a constant per unrolled slot).
 //
 //   value %27_k0                 ->  v27_k0                        (identifiers cannot start
@@ -57,6 +57,11 @@ const char* c_type(DType dtype) {
     case DType::Index: return "int";
     case DType::Bool: return "bool";
     case DType::F64: return "double";
+    // Both fp8 formats are stored as raw bytes; the conversion helpers name the format, so an
+    // fp8 value never meets an operator that would treat its byte as a number.
+    case DType::F8E4M3:
+    case DType::F8E5M2: return "__nv_fp8_storage_t";
+    case DType::I8: return "signed char";
   }
   return "float";
 }
@@ -67,6 +72,9 @@ std::string to_float(const std::string& expr, DType dtype) {
   switch (dtype) {
     case DType::BF16: return "__bfloat162float(" + expr + ")";
     case DType::F16: return "__half2float(" + expr + ")";
+    case DType::F8E4M3: return "nautilus_device::fp8e4m3_to_float(" + expr + ")";
+    case DType::F8E5M2: return "nautilus_device::fp8e5m2_to_float(" + expr + ")";
+    case DType::I8: return "static_cast<float>(" + expr + ")";
     case DType::Index: return "static_cast<float>(" + expr + ")";
     case DType::Bool: return "(" + expr + " ? 1.0f : 0.0f)";
     default: return expr;
@@ -77,6 +85,9 @@ std::string from_float(const std::string& expr, DType dtype) {
   switch (dtype) {
     case DType::BF16: return "__float2bfloat16_rn(" + expr + ")";
     case DType::F16: return "__float2half_rn(" + expr + ")";
+    case DType::F8E4M3: return "nautilus_device::float_to_fp8e4m3(" + expr + ")";
+    case DType::F8E5M2: return "nautilus_device::float_to_fp8e5m2(" + expr + ")";
+    case DType::I8: return "nautilus_device::float_to_int8(" + expr + ")";
     case DType::Index: return "static_cast<int>(" + expr + ")";
     case DType::Bool: return "(" + expr + " != 0.0f)";
     default: return expr;

@@ -171,7 +171,9 @@ Result<KernelArgument> argument_from_json(const nlohmann::ordered_json& json, co
   }
   std::string dtype = json.value("dtype", std::string());
   std::optional<DType> parsed = parse_tensor_dtype(dtype);
-  if (!parsed) return invalid(directory, where + ".dtype '" + dtype + "' is not f32, f16 or bf16");
+  if (!parsed) {
+    return invalid(directory, where + ".dtype '" + dtype + "' is not " + tensor_dtype_list());
+  }
   argument.dtype = *parsed;
   argument.role = json.value("role", std::string());
   if (argument.role != "input" && argument.role != "output" && argument.role != "intermediate") {

@@ -288,6 +288,9 @@ int value_registers(const Value& value) {
     return value->type.dtype == DType::Index ? 1 : (is_float(value->type.dtype) ? 1 : 0);
   }
   if (!is_float(value->type.dtype)) return 0;  // index and mask tiles fold into their users
+  // An 8-bit tile is an array of bytes in the emitted code, and ptxas keeps each element in a
+  // register of its own (it packs 16-bit pairs for mma, never bytes).
+  if (is_8_bit(value->type.dtype)) return static_cast<int>(value->layout.slots());
   const int64_t bytes = value->layout.slots() * dtype_bytes(value->type.dtype);
   return static_cast<int>((bytes + 3) / 4);
 }
@@ -355,6 +358,7 @@ class RegisterEstimate : public matile::Visitor {
       const bool slot_wise = is_slot_wise_consumer(op.kind);
       for (const Value& used : matile::used_values(op)) {
         ++uses_[used.get()];
+        users_[used.get()].push_back(&op);
         auto def = def_region_.find(used.get());
         if (!slot_wise || def == def_region_.end() || def->second != &region) {
           not_slot_wise_.insert(used.get());
@@ -377,6 +381,38 @@ class RegisterEstimate : public matile::Visitor {
     }
     const ValueNode* result = op.results[0].get();
     return uses_.count(result) && !not_slot_wise_.count(result);
+  }
+
+  // An 8-bit tile loaded from global memory whose only users are casts that keep their result
+  // (to a 16-bit mma operand, say): ptxas converts each byte as it arrives, so the converted
+  // tile holds the registers and the bytes hold none. (Casts evaluated slot by slot do not
+  // count: then the bytes wait in registers for the rest of their expression.)
+  bool converted_as_loaded(const Op& op) const {
+    if (op.kind != OpKind::GlobalLoad || op.results.size() != 1 ||
+        !is_8_bit(op.results[0]->type.dtype)) {
+      return false;
+    }
+    auto users = users_.find(op.results[0].get());
+    if (users == users_.end()) return false;
+    for (const Op* user : users->second) {
+      if (user->kind != OpKind::Cast || evaluated_slot_by_slot(*user)) return false;
+    }
+    return true;
+  }
+
+  // A 16-bit mma operand converted from an 8-bit tile and read only by mma, whole or through
+  // per-k-step slices: ptxas converts the elements just before the mma that reads them, like a
+  // streamed ldmatrix, rather than holding the whole converted tile.
+  bool converted_fragments(const Op& op) const {
+    if (op.kind != OpKind::Cast || op.operands.empty() || !is_8_bit(op.operands[0]->type.dtype)) {
+      return false;
+    }
+    auto users = users_.find(op.results[0].get());
+    if (users == users_.end()) return false;
+    for (const Op* user : users->second) {
+      if (user->kind != OpKind::ExtractSlice && user->kind != OpKind::Mma) return false;
+    }
+    return true;
   }
 
   bool streamed(const Op& op) const {
@@ -435,9 +471,9 @@ class RegisterEstimate : public matile::Visitor {
       } else if (op.kind == OpKind::Full || op.kind == OpKind::Iota) {
         define(result, position, result->type.rank() == 0 ? 0 : value_registers(result));
         if (op.kind == OpKind::Full) regs_[result.get()] = 0;
-      } else if (evaluated_slot_by_slot(op)) {
+      } else if (evaluated_slot_by_slot(op) || converted_as_loaded(op)) {
         define(result, position, 0);
-      } else if (streamed(op)) {
+      } else if (streamed(op) || converted_fragments(op)) {
         define(result, position, std::min(kStreamedOperandRegisters, value_registers(result)));
       } else {
         define(result, position, value_registers(result));
@@ -462,6 +498,7 @@ class RegisterEstimate : public matile::Visitor {
   std::unordered_map<const ValueNode*, int> last_use_;
   std::unordered_map<const ValueNode*, const ValueNode*> alias_;
   std::unordered_map<const ValueNode*, int> uses_;
+  std::unordered_map<const ValueNode*, std::vector<const Op*>> users_;
   std::unordered_map<const ValueNode*, const Region*> def_region_;
   std::unordered_set<const ValueNode*> not_slot_wise_;
 };

@@ -16,10 +16,13 @@ namespace {
 bool is_16_bit(DType dtype) { return dtype == DType::BF16 || dtype == DType::F16; }
 
 // The 16-bit tile an f32 dot operand was cast from: `cast(x)`, or `permute(cast(x))`, whose
-// narrow form is `permute(x)` (the permute then still has to be emitted).
+// narrow form is `permute(x)` (the permute then still has to be emitted). An 8-bit x is widened
+// exactly to a 16-bit type when emitted (`widened` is then set).
 struct NarrowSource {
   Value value;
   const Op* permute = nullptr;
+  bool widened = false;
+  DType dtype() const { return widened ? DType::BF16 : value->type.dtype; }
 };
 
 std::optional<NarrowSource> narrow_source(const Value& operand, const KernelIndex& index) {
@@ -29,10 +32,11 @@ std::optional<NarrowSource> narrow_source(const Value& operand, const KernelInde
     source.permute = op;
     op = index.def(op->operands[0]);
   }
-  if (!op || op->kind != OpKind::Cast || !is_16_bit(op->operands[0]->type.dtype)) {
-    return std::nullopt;
-  }
+  if (!op || op->kind != OpKind::Cast) return std::nullopt;
+  const DType from = op->operands[0]->type.dtype;
+  if (!is_16_bit(from) && !is_8_bit(from)) return std::nullopt;
   source.value = op->operands[0];
+  source.widened = is_8_bit(from);
   return source;
 }
 
@@ -111,9 +115,12 @@ bool reaches_only_16_bit_outputs(const Value& value, const vrtile::Module& modul
   return true;
 }
 
-Value emit_narrow(const NarrowSource& source, Rebuilder& out) {
-  if (!source.permute) return source.value;
-  return out.permute(source.value, source.permute->dims, source.permute->results[0]->name,
+// The narrow operand: the 16-bit tile, or the 8-bit one converted (exactly) to `dtype`.
+Value emit_narrow(const NarrowSource& source, DType dtype, const Provenance& p, Rebuilder& out) {
+  Value value = source.value;
+  if (source.widened) value = out.cast(value, dtype, value->name + "_" + dtype_name(dtype), p);
+  if (!source.permute) return value;
+  return out.permute(value, source.permute->dims, source.permute->results[0]->name,
                      source.permute->provenance);
 }
 
@@ -131,9 +138,19 @@ KernelPtr rewrite_kernel(const KernelPtr& kernel, const vrtile::Module& module,
     const std::optional<NarrowSource> b = narrow_source(original.operands[1], index);
     Op copy = *renamed;
     const Provenance& p = original.provenance;
-    if (a && b && a->value->type.dtype == b->value->type.dtype) {
-      copy.operands[0] = emit_narrow(*a, out);
-      copy.operands[1] = emit_narrow(*b, out);
+    // The 16-bit type of an exact pair: the shared one, or the 16-bit side's when the other is
+    // 8-bit (widened to it), bf16 when both are 8-bit.
+    std::optional<DType> pair;
+    if (a && b) {
+      if (!a->widened && !b->widened) {
+        if (a->dtype() == b->dtype()) pair = a->dtype();
+      } else {
+        pair = !a->widened ? a->dtype() : !b->widened ? b->dtype() : DType::BF16;
+      }
+    }
+    if (pair) {
+      copy.operands[0] = emit_narrow(*a, *pair, p, out);
+      copy.operands[1] = emit_narrow(*b, *pair, p, out);
     } else if (mode == NarrowingMode::RoundComputed && (a.has_value() != b.has_value()) &&
                !is_loaded_input(original.operands[a ? 1 : 0], index) &&
                reaches_only_16_bit_outputs(original.results[0], module)) {
@@ -141,9 +158,9 @@ KernelPtr rewrite_kernel(const KernelPtr& kernel, const vrtile::Module& module,
       // tolerance of the 16-bit outputs it reaches).
       const size_t narrow = a ? 0 : 1, computed = 1 - narrow;
       const NarrowSource& source = a ? *a : *b;
-      copy.operands[narrow] = emit_narrow(source, out);
+      copy.operands[narrow] = emit_narrow(source, source.dtype(), p, out);
       const Value& other = renamed->operands[computed];
-      copy.operands[computed] = out.cast(other, source.value->type.dtype, other->name, p);
+      copy.operands[computed] = out.cast(other, source.dtype(), other->name, p);
     } else {
       out.emit(renamed);
       return;

@@ -5,6 +5,13 @@
 // f32 rounding either way, so the result is bit for bit the same. A cast seen through a permute
 // (`permute(cast(k))`) counts: the permute moves onto the 16-bit tile.
 //
+// 8-bit operands: `cast(x : T8 → f32)` with T8 = fp8e4m3, fp8e5m2 or int8 counts as a cast
+// from a 16-bit type, because every 8-bit value is exact in bf16 and in f16 (fp8's exponent
+// range and 2-3 mantissa bits, int8's 8 significant bits): the operand becomes
+// `cast(x : T8 → T)`, T the other operand's 16-bit type or bf16, converted in registers, and the
+// dot runs on the tensor cores with the same exact products. (FP8 tensor-core instructions,
+// which would read the bytes as they are, are not used yet.)
+//
 // Rounding form (NarrowingMode::RoundComputed, the default of the pass list): when one operand
 // is a cast from a 16-bit T and the other an f32 tile computed by the operator, the other is
 // rounded to T: `dot(p, cast(v : bf16 → f32), acc)` becomes `dot(cast(p : f32 → bf16), v, acc)`.

@@ -324,16 +324,41 @@ bool Parser::parse_let(Statement& statement) {
   }
 }
 
+// Names other tools give the spec language's dtypes, and what to write instead. The 32-bit
+// integer and other wide types are refused with the reason: sums accumulate in f32 anyway.
+std::string dtype_spelling_hint(std::string_view name) {
+  static const std::pair<std::string_view, std::string_view> kAliases[] = {
+      {"fp8", "fp8e4m3 or fp8e5m2"},       {"f8", "fp8e4m3 or fp8e5m2"},
+      {"e4m3", "fp8e4m3"},                 {"fp8e4m3fn", "fp8e4m3"},
+      {"float8_e4m3fn", "fp8e4m3"},        {"f8e4m3", "fp8e4m3"},
+      {"e5m2", "fp8e5m2"},                 {"float8_e5m2", "fp8e5m2"},
+      {"f8e5m2", "fp8e5m2"},               {"i8", "int8"},
+      {"s8", "int8"},                      {"int8_t", "int8"},
+      {"fp16", "f16"},                     {"half", "f16"},
+      {"float16", "f16"},                  {"bfloat16", "bf16"},
+      {"fp32", "f32"},                     {"float", "f32"},
+      {"float32", "f32"},
+  };
+  for (const auto& [alias, spelling] : kAliases) {
+    if (name == alias) return " (write " + std::string(spelling) + ")";
+  }
+  if (name == "i32" || name == "int32" || name == "s32" || name == "f64" || name == "fp64") {
+    return " (tensors store at most 32-bit floats; arithmetic and sums are done in f32)";
+  }
+  return "";
+}
+
 bool Parser::parse_dtype(Statement& statement) {
   const Token& token = peek();
   if (token.kind != TokenKind::Name) {
-    fail_expected("a dtype (f32, f16 or bf16) after ':'");
+    fail_expected(std::string("a dtype (") + tensor_dtype_list() + ") after ':'");
     return false;
   }
   std::optional<DType> dtype = parse_tensor_dtype(text(token));
   if (!dtype) {
     diagnostics_.error(token.range, "unknown dtype " + describe(token) +
-                                        "; expected one of f32, f16, bf16");
+                                        "; expected one of f32, f16, bf16, fp8e4m3, fp8e5m2, int8" +
+                                        dtype_spelling_hint(text(token)));
     return false;
   }
   advance();
@@ -375,7 +400,7 @@ bool Parser::parse_input(Statement& statement) {
   }
   if (!accept(TokenKind::Colon)) {
     fail_expected("':' and a dtype after the shape of input " + quoted +
-                  " (inputs must declare f32, f16 or bf16)");
+                  " (inputs must declare " + tensor_dtype_list() + ")");
     return false;
   }
   if (!parse_dtype(statement)) return false;

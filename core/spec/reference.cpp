@@ -442,11 +442,13 @@ ReferenceResult evaluate_reference(const Spec& spec, const TensorMap& inputs,
     // of what the spec means: a `Xn : bf16` feeding an f32 output is read as bf16 by every
     // stage. An f32 rounding is within every tolerance and left out (the reference stays the
     // exact math there). An output itself is given exact (its tolerance covers its own
-    // rounding); a later statement reading it reads a rounded copy.
+    // rounding); a later statement reading it reads a rounded copy. An 8-bit output is the
+    // exception: its store saturates (448 for fp8e4m3, 127 for int8), which no tolerance
+    // covers, so it is given rounded and saturated, as it is stored.
     tensors[statement.tensor] = &out;
     if (tensor.dtype != DType::F32) {
-      TensorData& stored =
-          tensor.role == TensorRole::Output ? stored_outputs[tensor.name] = out : out;
+      const bool exact_output = tensor.role == TensorRole::Output && !is_8_bit(tensor.dtype);
+      TensorData& stored = exact_output ? stored_outputs[tensor.name] = out : out;
       for (double& value : stored.values) value = round_to(tensor.dtype, value);
       tensors[statement.tensor] = &stored;
     }

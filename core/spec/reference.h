@@ -13,7 +13,8 @@
 // values, by the reference as by every stage. So a narrow intermediate feeding an f32 output is
 // checked with the f32 tolerance against a reference that rounds it too, rather than with a
 // looser one. 16-bit intermediates are returned rounded; outputs exact (their tolerance covers
-// their own rounding); f32 rounding is left out (within every tolerance).
+// their own rounding), except 8-bit outputs, returned rounded and saturated as they are stored
+// (a saturated value is no rounding error); f32 rounding is left out (within every tolerance).
 #pragma once
 
 #include <cstdint>

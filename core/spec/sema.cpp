@@ -124,6 +124,7 @@ struct StatementState {
   bool has_f32_tensor = false;
   bool has_f16_tensor = false;
   bool has_bf16_tensor = false;
+  bool has_8_bit_tensor = false;  // fp8 or int8: storage only, never an intermediate's type
 };
 
 // Whether an index expression is free of index variables, its value when all sizes in it are
@@ -488,7 +489,7 @@ void Checker::check_definition(Statement& statement, int index) {
   if (statement.has_dtype) {
     dtype = statement.dtype;
   } else if (!is_output && state.has_tensor && !state.has_reduction && !state.has_f32_tensor &&
-             state.has_f16_tensor != state.has_bf16_tensor) {
+             !state.has_8_bit_tensor && state.has_f16_tensor != state.has_bf16_tensor) {
     // An intermediate whose tensor operands all share one narrow dtype keeps it.
     dtype = state.has_f16_tensor ? DType::F16 : DType::BF16;
   }
@@ -509,7 +510,8 @@ void set_dtype_from_operands(Expr& expr) {
     dtype = any_strong ? promote(dtype, operand->dtype) : operand->dtype;
     any_strong = true;
   }
-  expr.dtype = any_strong ? dtype : DType::F32;
+  // Arithmetic on 8-bit operands (fp8, int8) is done in f32; only a store narrows again.
+  expr.dtype = any_strong && !is_8_bit(dtype) ? dtype : DType::F32;
   expr.weak_type = !any_strong;
 }
 
@@ -615,6 +617,7 @@ void Checker::check_access(Expr& expr, StatementState& state) {
     state.has_f32_tensor |= tensor->dtype == DType::F32;
     state.has_f16_tensor |= tensor->dtype == DType::F16;
     state.has_bf16_tensor |= tensor->dtype == DType::BF16;
+    state.has_8_bit_tensor |= is_8_bit(tensor->dtype);
   }
 }
 

@@ -22,6 +22,16 @@ TensorData random_tensor(const std::vector<int64_t>& shape, DType dtype, uint64_
   return tensor;
 }
 
+ValueRange random_input_range(DType dtype) {
+  if (dtype == DType::I8) return {-127.5, 127.5};
+  return {-1.0, 1.0};
+}
+
+TensorData random_tensor(const std::vector<int64_t>& shape, DType dtype, uint64_t seed) {
+  const ValueRange range = random_input_range(dtype);
+  return random_tensor(shape, dtype, seed, range.lo, range.hi);
+}
+
 ErrorReport compare_tensors(const TensorData& actual, const TensorData& expected) {
   ErrorReport report;
   const size_t n = std::min(actual.values.size(), expected.values.size());

@@ -27,8 +27,20 @@ struct TensorData {
 using TensorMap = std::map<std::string, TensorData>;
 
 // Fills a tensor of `shape` with values uniform in [lo, hi), rounded to `dtype`, from `seed`.
-TensorData random_tensor(const std::vector<int64_t>& shape, DType dtype, uint64_t seed,
-                         double lo = -1.0, double hi = 1.0);
+TensorData random_tensor(const std::vector<int64_t>& shape, DType dtype, uint64_t seed, double lo,
+                         double hi);
+// The same over the dtype's random input range (random_input_range).
+TensorData random_tensor(const std::vector<int64_t>& shape, DType dtype, uint64_t seed);
+
+// The range random inputs of a dtype are drawn from: [-1, 1) for the floats (inside every
+// type's finite range, fp8 included, so no input saturates), and [-127.5, 127.5) for int8, which
+// rounds to every int8 value but -128 about equally often (int8 weights use the whole range and
+// are scaled down by the spec's own scales).
+struct ValueRange {
+  double lo;
+  double hi;
+};
+ValueRange random_input_range(DType dtype);
 
 // The normwise relative error max_i |actual_i - expected_i| / max_i |expected_i| (or the absolute
 // error when the reference is all zero). NaN or infinity where the reference is finite counts as

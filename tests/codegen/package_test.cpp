@@ -114,6 +114,24 @@ TEST_F(PackageTest, RoundTrip) {
   EXPECT_EQ(read->report.kernels, written.report.kernels);
 }
 
+// 8-bit buffers (a quantized GEMM's operands and its int8 weights) survive launch.json.
+TEST_F(PackageTest, EightBitBufferDtypesRoundTrip) {
+  KernelPackage written = sample_package();
+  written.buffers[0].dtype = DType::F8E4M3;
+  written.buffers[1].dtype = DType::I8;
+  written.buffers[3].dtype = DType::F8E5M2;
+  written.kernels[0].arguments[0].dtype = DType::F8E4M3;
+  written.kernels[0].arguments[1].dtype = DType::I8;
+  written.kernels[1].arguments[1].dtype = DType::F8E5M2;
+  ASSERT_TRUE(write_package(written, directory_.string()).ok());
+  std::ifstream in(directory_ / "launch.json");
+  EXPECT_EQ(nlohmann::ordered_json::parse(in)["kernels"][0]["arguments"][0]["dtype"], "fp8e4m3");
+  auto read = read_package(directory_.string());
+  ASSERT_TRUE(read.ok()) << read.error().message;
+  EXPECT_EQ(read->buffers, written.buffers);
+  EXPECT_EQ(read->kernels, written.kernels);
+}
+
 TEST_F(PackageTest, MissingDirectoryOrFiles) {
   EXPECT_NE(read_error().find("cannot read"), std::string::npos);
   ASSERT_TRUE(write_package(sample_package(), directory_.string()).ok());

@@ -32,6 +32,8 @@ const std::map<std::string, std::vector<std::string>>& tail_sizes() {
       {"rmsnorm", {"T=5", "H=300"}},
       {"layernorm", {"T=5", "H=300"}},
       {"gated_mlp", {"T=70", "H=16", "F=40"}},
+      {"fp8_gemm", {"M=70", "N=72", "K=40"}},
+      {"int8_weight_gemm", {"M=70", "N=72", "K=140", "G=128", "KG=2"}},
   };
   return sizes;
 }

@@ -57,7 +57,7 @@ TEST(TensorBytes, EveryHalfAndBfloat16PatternRoundTrips) {
 }
 
 TEST(TensorBytes, RandomInputsRoundTripExactlyInEveryDtype) {
-  for (DType dtype : {DType::F32, DType::F16, DType::BF16}) {
+  for (DType dtype : {DType::F32, DType::F16, DType::BF16, DType::F8E4M3, DType::F8E5M2, DType::I8}) {
     SCOPED_TRACE(dtype_name(dtype));
     TensorData tensor = random_tensor({37, 29}, dtype, derive_seed(7, 1));
     std::vector<uint8_t> bytes = encode_tensor(tensor);
@@ -76,6 +76,21 @@ TEST(TensorBytes, EncodingRoundsLikeTheGpu) {
   EXPECT_EQ(back->values[0], round_to(DType::BF16, 1.0 / 3.0));
   EXPECT_EQ(back->values[1], round_to(DType::BF16, -1e-3));
   EXPECT_TRUE(std::isinf(back->values[2]));
+}
+
+// One byte per element: OCP FP8 patterns and two's complement int8, saturating like the GPU's
+// satfinite conversions.
+TEST(TensorBytes, EightBitTypesAreOneByteAndSaturate) {
+  const TensorData e4m3{{4}, DType::F8E4M3, {1.0, -448.0, 1000.0, std::ldexp(1.0, -9)}};
+  EXPECT_EQ(encode_tensor(e4m3), (std::vector<uint8_t>{0x38, 0xfe, 0x7e, 0x01}));
+  const TensorData e5m2{{3}, DType::F8E5M2, {1.0, -57344.0, INFINITY}};
+  EXPECT_EQ(encode_tensor(e5m2), (std::vector<uint8_t>{0x3c, 0xfb, 0x7b}));
+  const TensorData int8{{4}, DType::I8, {-1.0, 127.0, 300.0, -2.5}};
+  EXPECT_EQ(encode_tensor(int8), (std::vector<uint8_t>{0xff, 0x7f, 0x7f, 0xfe}));
+  std::optional<TensorData> back = decode_tensor({0x80, 0x7f, 0x01}, {3}, DType::I8);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->values, (std::vector<double>{-128.0, 127.0, 1.0}));
+  EXPECT_EQ(*buffer_bytes(DType::F8E4M3, 10), 10u);
 }
 
 TEST(TensorBytes, F32IsLittleEndianBinary32) {

@@ -379,6 +379,39 @@ TEST(OperandNarrowing, NeverRoundsAnF32Input) {
   EXPECT_EQ(narrow_dot_operands(before), before);
 }
 
+// fp8 and int8 operands widen exactly to bf16 (or to the other operand's 16-bit type): the dot
+// then reads 16-bit tiles, bit for bit the same result, into an f32 output too.
+TEST(OperandNarrowing, WidensEightBitOperandsExactly) {
+  struct Case {
+    DType a, b, expected;
+  };
+  for (const Case& c : {Case{DType::F8E4M3, DType::F8E4M3, DType::BF16},
+                        Case{DType::F8E5M2, DType::I8, DType::BF16},
+                        Case{DType::I8, DType::F16, DType::F16}}) {
+    const Buffer A = input("A", {R, C}, c.a), B = input("B", {C, 3}, c.b),
+                 Z = output("Z", {R, 3}, DType::F32);
+    Builder b;
+    b.grid("g", 1);
+    const Value z = b.dot(b.cast(load_all(b, A), DType::F32, "af"),
+                          b.cast(load_all(b, B), DType::F32, "bf"), nullptr, "z");
+    store_all(b, Z, z);
+    const ModulePtr before = module_of({A, B, Z}, b.finish_kernel("k", {A, B, Z}));
+    const ModulePtr after = narrow_dot_operands(before, NarrowingMode::ExactOnly);
+    ASSERT_NE(after, before) << dtype_name(c.a) << " x " << dtype_name(c.b);
+    EXPECT_EQ(verify(*after), std::vector<std::string>{});
+    bool found = false;
+    for (const OpPtr& op : after->kernels[0]->body->ops) {
+      if (op->kind != OpKind::Dot) continue;
+      found = true;
+      EXPECT_EQ(op->operands[0]->type.dtype, c.expected);
+      EXPECT_EQ(op->operands[1]->type.dtype, c.expected);
+    }
+    EXPECT_TRUE(found);
+    const testing::CheckResult same = testing::check_equivalent(*before, *after, 0.0);
+    EXPECT_TRUE(same.ok) << same.error;
+  }
+}
+
 // Whether a dot feeds only 16-bit outputs is followed through loop-carried values and global
 // intermediates: P @ V accumulated in a loop, stored to an f32 intermediate T, which a second
 // kernel copies to the output Z.

@@ -127,6 +127,30 @@ TEST(Sema, ExpressionDtypes) {
   EXPECT_EQ(value.operands[1]->dtype, DType::F32);  // bf16 * f16
 }
 
+// 8-bit tensors are storage only: arithmetic on them is f32, and an intermediate computed from
+// them alone is f32 unless it declares a dtype (the explicit conversion where it is stored).
+TEST(Sema, EightBitTypesComputeInF32AndConvertWhereDeclared) {
+  const std::string inputs =
+      "input E[4] : fp8e4m3\ninput R[4] : fp8e5m2\ninput W[4] : int8\ninput S[1] : f32\n";
+  EXPECT_EQ(dtype_of("E[i] * E[i]", inputs), DType::F32);
+  EXPECT_EQ(dtype_of("-W[i]", inputs), DType::F32);
+  EXPECT_EQ(dtype_of("E[i] * R[i]", inputs), DType::F32);
+  EXPECT_EQ(dtype_of("W[i] * A[i]", inputs), DType::F32);  // int8 weight times bf16
+  Loaded loaded = load_text(inputs +
+                            "input X[4] : f32\n"
+                            "Q[i] : fp8e4m3 = X[i] * S[0]\n"
+                            "output Y[i] : fp8e5m2 = sum(j) Q[j] * E[i]\n"
+                            "output Z[i] : int8 = W[i] * 2\n");
+  ASSERT_TRUE(loaded.spec) << loaded.first_error();
+  const Spec& spec = *loaded.spec;
+  EXPECT_EQ(spec.tensors[spec.find_tensor("Q")].dtype, DType::F8E4M3);
+  EXPECT_EQ(spec.tensors[spec.find_tensor("Y")].dtype, DType::F8E5M2);
+  EXPECT_EQ(spec.tensors[spec.find_tensor("Z")].dtype, DType::I8);
+  const Expr& doubled = *spec.statement(spec.tensors[spec.find_tensor("Z")].statement).value;
+  EXPECT_EQ(doubled.dtype, DType::F32);
+  EXPECT_FALSE(doubled.weak_type);
+}
+
 TEST(Sema, LastDefinitionIsTheOutputWithoutTheKeyword) {
   Loaded loaded = load_text("input X[4] : f32\nA[i] = X[i]\nB[i] = A[i] * 2\n");
   ASSERT_TRUE(loaded.spec) << loaded.first_error();

@@ -82,6 +82,141 @@ TEST(DType, PromotionAndNames) {
   EXPECT_STREQ(dtype_name(DType::F16), "f16");
 }
 
+// OCP FP8 e4m3: 4 exponent bits (bias 7), 3 mantissa bits, no infinity, largest finite 448.
+// Conversions round to nearest even and saturate (CUDA's __NV_SATFINITE).
+TEST(DType, Fp8E4M3RoundingAtEveryBoundary) {
+  const DType t = DType::F8E4M3;
+  EXPECT_EQ(round_to(t, 448.0), 448.0);                   // largest finite
+  EXPECT_EQ(round_to(t, 449.0), 448.0);
+  EXPECT_EQ(round_to(t, 464.0), 448.0);                   // halfway to 480: saturates
+  EXPECT_EQ(round_to(t, 465.0), 448.0);
+  EXPECT_EQ(round_to(t, 1e30), 448.0);
+  EXPECT_EQ(round_to(t, INFINITY), 448.0);                // satfinite: no infinity
+  EXPECT_EQ(round_to(t, -INFINITY), -448.0);
+  EXPECT_EQ(round_to(t, -1000.0), -448.0);
+  EXPECT_EQ(round_to(t, 416.0), 416.0);                   // 1.625 * 2^8
+  EXPECT_EQ(round_to(t, 432.0), 448.0);                   // halfway 416..448: even mantissa 110
+  EXPECT_EQ(round_to(t, std::ldexp(1.0, -6)), std::ldexp(1.0, -6));    // smallest normal
+  EXPECT_EQ(round_to(t, std::ldexp(7.0, -9)), std::ldexp(7.0, -9));    // largest subnormal
+  EXPECT_EQ(round_to(t, std::ldexp(1.0, -9)), std::ldexp(1.0, -9));    // smallest subnormal
+  EXPECT_EQ(round_to(t, std::ldexp(1.0, -10)), 0.0);                   // tie: to even (zero)
+  EXPECT_TRUE(std::signbit(round_to(t, -std::ldexp(1.0, -10))));       // keeps its sign
+  EXPECT_EQ(round_to(t, std::ldexp(1.1, -10)), std::ldexp(1.0, -9));
+  EXPECT_EQ(round_to(t, std::ldexp(3.0, -10)), std::ldexp(2.0, -9));   // tie 1.5 units: to 2
+  EXPECT_EQ(round_to(t, std::ldexp(5.0, -10)), std::ldexp(2.0, -9));   // tie 2.5 units: to 2
+  EXPECT_EQ(round_to(t, 1.0 + 0.0625), 1.0);              // tie: to even mantissa 000
+  EXPECT_EQ(round_to(t, 1.0 + 3 * 0.0625), 1.25);         // tie: to even mantissa 010
+  EXPECT_EQ(round_to(t, 1.0 + 0.07), 1.125);
+  EXPECT_TRUE(std::isnan(round_to(t, std::nan(""))));
+  EXPECT_EQ(max_finite(t), 448.0);
+}
+
+// e5m2: 5 exponent bits (bias 15), 2 mantissa bits, IEEE-like with infinity, largest finite
+// 57344. Stores saturate as for e4m3, so infinity itself becomes 57344.
+TEST(DType, Fp8E5M2RoundingAtEveryBoundary) {
+  const DType t = DType::F8E5M2;
+  EXPECT_EQ(round_to(t, 57344.0), 57344.0);
+  EXPECT_EQ(round_to(t, 61439.0), 57344.0);
+  EXPECT_EQ(round_to(t, 61440.0), 57344.0);  // halfway to 65536 (which would be infinity)
+  EXPECT_EQ(round_to(t, 1e9), 57344.0);
+  EXPECT_EQ(round_to(t, INFINITY), 57344.0);
+  EXPECT_EQ(round_to(t, -INFINITY), -57344.0);
+  EXPECT_EQ(round_to(t, std::ldexp(1.0, -14)), std::ldexp(1.0, -14));  // smallest normal
+  EXPECT_EQ(round_to(t, std::ldexp(3.0, -16)), std::ldexp(3.0, -16));  // largest subnormal
+  EXPECT_EQ(round_to(t, std::ldexp(1.0, -16)), std::ldexp(1.0, -16));  // smallest subnormal
+  EXPECT_EQ(round_to(t, std::ldexp(1.0, -17)), 0.0);                   // tie: to zero
+  EXPECT_EQ(round_to(t, std::ldexp(3.0, -17)), std::ldexp(2.0, -16));  // tie 1.5 units: to 2
+  EXPECT_EQ(round_to(t, 1.0 + 0.125), 1.0);       // tie: even mantissa 00
+  EXPECT_EQ(round_to(t, 1.0 + 3 * 0.125), 1.5);   // tie: even mantissa 10
+  EXPECT_EQ(round_to(t, 1.3), 1.25);
+  EXPECT_TRUE(std::isnan(round_to(t, -std::nan(""))));
+  EXPECT_EQ(max_finite(t), 57344.0);
+}
+
+// int8 as cvt.rni.sat.s8.f32: nearest, ties to even, clamped; NaN is 0.
+TEST(DType, Int8RoundsToEvenAndSaturates) {
+  const DType t = DType::I8;
+  EXPECT_EQ(round_to(t, 2.5), 2.0);
+  EXPECT_EQ(round_to(t, 3.5), 4.0);
+  EXPECT_EQ(round_to(t, -2.5), -2.0);
+  EXPECT_EQ(round_to(t, 2.49), 2.0);
+  EXPECT_EQ(round_to(t, 127.0), 127.0);
+  EXPECT_EQ(round_to(t, 127.5), 127.0);
+  EXPECT_EQ(round_to(t, 1000.0), 127.0);
+  EXPECT_EQ(round_to(t, -128.0), -128.0);
+  EXPECT_EQ(round_to(t, -128.5), -128.0);
+  EXPECT_EQ(round_to(t, -INFINITY), -128.0);
+  EXPECT_EQ(round_to(t, INFINITY), 127.0);
+  EXPECT_EQ(round_to(t, std::nan("")), 0.0);
+  EXPECT_FALSE(std::signbit(round_to(t, -0.3)));  // an integer has no negative zero
+}
+
+TEST(DType, Fp8BitPatternsRoundTripForEveryByte) {
+  for (DType t : {DType::F8E4M3, DType::F8E5M2}) {
+    for (int bits = 0; bits < 256; ++bits) {
+      const float value = fp8_bits_to_float(t, static_cast<uint8_t>(bits));
+      if (std::isnan(value)) continue;
+      if (std::isinf(value)) {
+        // Only e5m2 has infinity; a saturating conversion gives the largest finite value.
+        ASSERT_EQ(t, DType::F8E5M2);
+        EXPECT_EQ(float_to_fp8_bits(t, value), value > 0 ? 0x7b : 0xfb);
+        continue;
+      }
+      EXPECT_EQ(round_to(t, value), static_cast<double>(value)) << dtype_name(t) << " " << bits;
+      EXPECT_EQ(float_to_fp8_bits(t, value), bits) << dtype_name(t) << " " << value;
+    }
+  }
+  EXPECT_EQ(float_to_fp8_bits(DType::F8E4M3, 1.0f), 0x38);
+  EXPECT_EQ(float_to_fp8_bits(DType::F8E4M3, 448.0f), 0x7e);
+  EXPECT_EQ(float_to_fp8_bits(DType::F8E4M3, -1e6f), 0xfe);
+  EXPECT_EQ(float_to_fp8_bits(DType::F8E4M3, std::ldexp(1.0f, -9)), 0x01);
+  EXPECT_EQ(float_to_fp8_bits(DType::F8E4M3, std::nanf("")), 0x7f);
+  EXPECT_TRUE(std::isnan(fp8_bits_to_float(DType::F8E4M3, 0x7f)));
+  EXPECT_EQ(fp8_bits_to_float(DType::F8E4M3, 0x7e), 448.0f);
+  EXPECT_EQ(float_to_fp8_bits(DType::F8E5M2, 1.0f), 0x3c);
+  EXPECT_EQ(float_to_fp8_bits(DType::F8E5M2, 57344.0f), 0x7b);
+  EXPECT_EQ(float_to_fp8_bits(DType::F8E5M2, INFINITY), 0x7b);
+  EXPECT_EQ(float_to_fp8_bits(DType::F8E5M2, std::nanf("")), 0x7e);
+  EXPECT_TRUE(std::isinf(fp8_bits_to_float(DType::F8E5M2, 0x7c)));
+  EXPECT_TRUE(std::isnan(fp8_bits_to_float(DType::F8E5M2, 0x7d)));
+}
+
+TEST(DType, EightBitTypesNamesSizesAndPromotion) {
+  for (DType t : {DType::F8E4M3, DType::F8E5M2, DType::I8}) {
+    EXPECT_EQ(dtype_bytes(t), 1);
+    EXPECT_TRUE(is_8_bit(t));
+    EXPECT_TRUE(is_float(t));  // a real value, computed in f32
+    EXPECT_EQ(parse_tensor_dtype(dtype_name(t)), t);
+    EXPECT_EQ(promote(t, t), DType::F32);  // 8-bit operands compute in f32
+    EXPECT_EQ(promote(t, DType::BF16), DType::F32);
+  }
+  EXPECT_STREQ(dtype_name(DType::F8E4M3), "fp8e4m3");
+  EXPECT_STREQ(dtype_name(DType::F8E5M2), "fp8e5m2");
+  EXPECT_STREQ(dtype_name(DType::I8), "int8");
+  EXPECT_FALSE(is_8_bit(DType::BF16));
+  EXPECT_FALSE(parse_tensor_dtype("fp8").has_value());
+  EXPECT_FALSE(parse_tensor_dtype("i32").has_value());
+}
+
+TEST(Tensor, RandomInputsStayInsideEachTypesRange) {
+  for (DType t : {DType::F8E4M3, DType::F8E5M2}) {
+    const TensorData x = random_tensor({4096}, t, 3);
+    for (double v : x.values) {
+      EXPECT_LE(std::fabs(v), 1.0);
+      EXPECT_EQ(round_to(t, v), v);
+    }
+  }
+  const TensorData w = random_tensor({20000}, DType::I8, 4);
+  double lowest = 0, highest = 0;
+  for (double v : w.values) {
+    EXPECT_EQ(v, std::nearbyint(v));
+    lowest = std::min(lowest, v);
+    highest = std::max(highest, v);
+  }
+  EXPECT_EQ(lowest, -127.0);  // the whole range but -128
+  EXPECT_EQ(highest, 127.0);
+}
+
 TEST(Tensor, CompareReportsNormwiseErrorAndWorstIndex) {
   TensorData expected{{2, 2}, DType::F64, {1.0, -4.0, 2.0, 0.5}};
   TensorData actual{{2, 2}, DType::F32, {1.0, -4.0, 2.2, 0.5}};
