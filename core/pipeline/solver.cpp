@@ -1061,13 +1061,8 @@ Solution solve(const Graph& graph, const Machine& machine, const SolveOptions& o
   // The bound first, with a share of the time: when it is feasible the check is quick; when it
   // is not (an SFU- or register-bound loop), proving that can take longer than the whole limit,
   // and a schedule at a larger interval must be in hand first. The last loop comes back to it.
-  // A loose interval first, briefly: a schedule there is quick to find and is the fallback
-  // when the intervals near the bound stay undecided under the limit.
-  const int64_t loose = std::min(cap, 2 * lb);
-  if (loose > lb) run(loose, std::max(0.5, std::min(2.0, left() / 6)));
   if (lb <= cap) run(lb, std::max(0.5, left() / 3));
-  for (int64_t step = 1; lb + step <= cap && left() > 0; step *= 2) {
-    if (found && (lb + step >= found->first || found->first < loose)) break;
+  for (int64_t step = 1; !found && lb + step <= cap && left() > 0; step *= 2) {
     run(lb + step, std::max(0.5, left() / 3));
   }
   if (!found && lb + 1 <= cap && left() > 0 && decided.rbegin()->first < cap) {

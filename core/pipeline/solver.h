@@ -20,8 +20,8 @@
 //   rule         sm_90a: TMA copies run on the producer, everything else on consumers (Twill's
 //                "variable-latency ops on a designated warp")
 //   pins         --stages N (every ring N deep), an op's role, an op's stage.
-// Search: II from the lower bound max(resource bound, recurrence bound): first twice the bound,
-// briefly (a fallback), then the bound itself with a third of the time, then galloping upwards (bound + 1, + 2, + 4, ...) until a schedule is in
+// Search: II from the lower bound max(resource bound, recurrence bound): the bound itself with a
+// third of the time, then galloping upwards (bound + 1, + 2, + 4, ...) until a schedule is in
 // hand, then every II from the bound up to it with all the time left (the first with a schedule
 // is the smallest); at each II the consumer count C = 1..max; then the length L (t_v +
 // latency_v <= L) is minimized by bisection, then the number of cross-role edges.
