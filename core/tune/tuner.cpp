@@ -209,6 +209,20 @@ TuneResult run_tune(const search::SearchInput& input, const cost::CostModel& mod
     on_progress(progress);
   };
 
+  // A candidate's record before its outcome: its key, spec, schedule, code and estimate.
+  auto candidate_record = [&](const Candidate& candidate, const std::string& code_hash) {
+    TuningRecord record;
+    record.key = base;
+    record.key.schedule = candidate.text;
+    record.spec_path = input.file->path();
+    record.spec_name = spec_name;
+    record.schedule_json = sched::schedule_to_json(candidate.schedule).dump();
+    record.code_hash = code_hash;
+    record.estimate_us = candidate.estimate_us;
+    record.source = options.source;
+    return record;
+  };
+
   // Duplicates whose code is measured by a candidate of this run that is not recorded yet wait
   // here for its record.
   std::vector<std::pair<Candidate, std::string>> waiting_duplicates;  // candidate, code hash
@@ -226,17 +240,9 @@ TuneResult run_tune(const search::SearchInput& input, const cost::CostModel& mod
         continue;
       }
       const Candidate& candidate = it->first;
-      TuningRecord record;
-      record.key = base;
-      record.key.schedule = candidate.text;
-      record.spec_path = input.file->path();
-      record.spec_name = spec_name;
-      record.schedule_json = sched::schedule_to_json(candidate.schedule).dump();
-      record.code_hash = it->second;
+      TuningRecord record = candidate_record(candidate, it->second);
       record.status = "duplicate";
       record.message = "the generated code of record " + std::to_string(*original);
-      record.estimate_us = candidate.estimate_us;
-      record.source = options.source;
       record.duplicate_of = original;
       std::string insert_error;
       if (db.insert(record, &insert_error) <= 0) {
@@ -310,13 +316,7 @@ TuneResult run_tune(const search::SearchInput& input, const cost::CostModel& mod
         record_duplicates();
         return;
       }
-      TuningRecord record;
-      record.key = base;
-      record.key.schedule = candidate.text;
-      record.spec_path = input.file->path();
-      record.spec_name = spec_name;
-      record.schedule_json = sched::schedule_to_json(candidate.schedule).dump();
-      record.code_hash = outcome.code_hash;
+      TuningRecord record = candidate_record(candidate, outcome.code_hash);
       record.status = outcome.status;
       record.message = outcome.message;
       record.validation = outcome.validation;
@@ -327,8 +327,6 @@ TuneResult run_tune(const search::SearchInput& input, const cost::CostModel& mod
       record.kernels = outcome.kernels;
       record.registers = outcome.registers;
       record.spill_bytes = outcome.spill_bytes;
-      record.estimate_us = candidate.estimate_us;
-      record.source = options.source;
       std::string insert_error;
       const int64_t id = db.insert(record, &insert_error);
       if (id <= 0) {

@@ -51,14 +51,7 @@ driver::Compilation compile_to_matile(const std::string& text,
                                     options);
 }
 
-std::string emitted(const driver::Compilation& compilation) {
-  EXPECT_TRUE(compilation.ok() && compilation.ma_module)
-      << compilation.schedule_error << compilation.internal_error;
-  if (!compilation.ma_module) return "";
-  const Result<EmittedModule> module = emit_cuda(*compilation.ma_module);
-  EXPECT_TRUE(module) << module.error().message;
-  return module ? module->source : "";
-}
+std::string emitted(const driver::Compilation& compilation) { return testing::emitted_cuda(compilation); }
 
 void expect_compiles_for_every_arch(const std::string& source, const std::string& name) {
   const Result<std::shared_ptr<const Nvrtc>>& nvrtc = Nvrtc::shared();

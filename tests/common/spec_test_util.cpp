@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/codegen/emit_cuda.h"
 #include "core/sched/decision.h"
 #include "tests/common/golden.h"
 
@@ -149,6 +150,15 @@ void expect_stage_matches_reference(const driver::Compilation& compilation, driv
   for (const driver::OutputCheck& check : result.outputs) {
     EXPECT_TRUE(check.passed) << what << check.name << " " << check.error.max_relative_error;
   }
+}
+
+std::string emitted_cuda(const driver::Compilation& compilation) {
+  EXPECT_TRUE(compilation.ok() && compilation.ma_module)
+      << compilation.schedule_error << compilation.internal_error;
+  if (!compilation.ma_module) return "";
+  const codegen::Result<codegen::EmittedModule> module = codegen::emit_cuda(*compilation.ma_module);
+  EXPECT_TRUE(module) << module.error().message;
+  return module ? module->source : "";
 }
 
 }  // namespace nautilus::testing

@@ -36,6 +36,10 @@ sched::Schedule parse_schedule(const std::vector<std::string>& decisions);
 void expect_stage_matches_reference(const driver::Compilation& compilation, driver::Stage stage,
                                     uint64_t seed, const std::string& what = "");
 
+// The CUDA source emitted for the compilation's MA module ("" with a test failure when the
+// compilation or the emitter failed).
+std::string emitted_cuda(const driver::Compilation& compilation);
+
 // Small sizes at which every asset spec evaluates in well under a second.
 std::vector<std::string> small_sizes(const std::string& asset);
 
