@@ -239,6 +239,17 @@ int run_schedule_command(const ParsedOptions& options, std::ostream& out, std::o
     *count.target = static_cast<int>(*value);
   }
   search_options.seed = static_cast<uint64_t>(seed);
+  // Checked before the search, which may take a while.
+  double time_limit = 20;
+  if (options.has("solver-time")) {
+    char* end = nullptr;
+    const std::string text = options.get("solver-time");
+    time_limit = std::strtod(text.c_str(), &end);
+    if (text.empty() || *end != '\0' || !(time_limit > 0) || time_limit > 3600) {
+      err << "nautilus: error: --solver-time expects seconds in (0, 3600], got '" << text << "'\n";
+      return kExitFailure;
+    }
+  }
   const std::optional<cost::DeviceModel> device = read_device_model(options, err);
   if (!device) return kExitFailure;
   std::string error;
@@ -313,16 +324,6 @@ int run_schedule_command(const ParsedOptions& options, std::ostream& out, std::o
   sched::Schedule chosen = result.schedule;
   std::optional<cost::CostEstimate> estimate = result.estimate;
   if (!options.has("no-pipeline-solver") && !result.measured_us) {
-    double time_limit = 20;
-    if (options.has("solver-time")) {
-      char* end = nullptr;
-      const std::string text = options.get("solver-time");
-      time_limit = std::strtod(text.c_str(), &end);
-      if (text.empty() || *end != '\0' || !(time_limit > 0) || time_limit > 3600) {
-        err << "nautilus: error: --solver-time expects seconds in (0, 3600], got '" << text << "'\n";
-        return kExitFailure;
-      }
-    }
     std::ostringstream solver_lines;
     const std::optional<CompletedSchedule> completed =
         complete_with_solver(input, search::lowering_arch(search_options, *model), result.schedule,
