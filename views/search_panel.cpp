@@ -1,5 +1,6 @@
 #include "views/search_panel.h"
 
+#include <QCheckBox>
 #include <QComboBox>
 #include <QFontDatabase>
 #include <QHBoxLayout>
@@ -21,6 +22,7 @@
 
 #include "core/cost/analytical_model.h"
 #include "core/cost/device_models.h"
+#include "core/pipeline/complete.h"
 #include "core/tune/tuner.h"
 #include "core/tune/tuning_db.h"
 #include "profiler/local_executor.h"
@@ -94,10 +96,15 @@ SearchPanel::SearchPanel(QWidget* parent) : QWidget(parent) {
   device_ = new QComboBox(this);
   device_->addItem(QStringLiteral("H100 (cost model)"), QStringLiteral("h100"));
   device_->addItem(QStringLiteral("A100 (cost model)"), QStringLiteral("a100"));
+  pipeline_solver_ = new QCheckBox(tr("pipeline solver"), this);
+  pipeline_solver_->setChecked(true);
+  pipeline_solver_->setToolTip(tr("Complete the chosen schedule's software pipelines with the Z3 "
+                                  "pipeline solver (ring depth, consumer warpgroups), as nautilus "
+                                  "schedule does"));
   progress_ = new QLabel(tr("Search for a schedule of the current spec."), this);
   progress_->setObjectName(QStringLiteral("search_progress"));
   progress_->setWordWrap(true);
-  for (QWidget* widget : std::initializer_list<QWidget*>{search_, cancel_, beam_, device_}) {
+  for (QWidget* widget : std::initializer_list<QWidget*>{search_, cancel_, beam_, device_, pipeline_solver_}) {
     bar->addWidget(widget);
   }
   bar->addWidget(progress_, 1);
@@ -398,8 +405,11 @@ bool SearchPanel::start() {
   const search::SearchOptions options = search_options();
   const std::string device_name = device_preset();
   std::stop_token token = stop_.get_token();
-  runner_->post([this, input, options, device_name, token, generation]() -> TaskRunner::Continuation {
+  const bool complete_pipelines = pipeline_solver_->isChecked();
+  runner_->post([this, input, options, device_name, token, generation,
+                 complete_pipelines]() -> TaskRunner::Continuation {
     search::SearchResult result;
+    std::string pipeline_summary;
     try {
       const std::optional<cost::DeviceModel> device = cost::device_model_for(device_name);
       if (!device) {
@@ -415,13 +425,26 @@ bool SearchPanel::start() {
               if (generation == generation_) show_tree(std::move(nodes));
             });
         result = search::run_search(input, *model, options, &forwarder, token);
+        if (result.ok && complete_pipelines && !token.stop_requested()) {
+          pipeline::CompletionOptions completion_options;
+          completion_options.solve.stop = token;
+          const pipeline::CompletedSchedule completed = pipeline::complete_schedule(
+              input.file, input.sizes, search::lowering_arch(options, *model), result.schedule, *model,
+              completion_options);
+          pipeline_summary = pipeline::describe_completion(completed.completion);
+          if (completed.completion.changed) {
+            result.schedule = completed.completion.schedule;
+            if (completed.estimate) result.estimate = completed.estimate;
+          }
+        }
       }
     } catch (const std::exception& error) {
       result.ok = false;
       result.error = std::string("internal error: ") + error.what();
     }
-    return [this, generation, result = std::move(result)]() mutable {
+    return [this, generation, result = std::move(result), pipeline_summary]() mutable {
       if (generation != generation_) return;
+      pipeline_summary_ = pipeline_summary;
       show_result(std::move(result));
     };
   });
@@ -516,6 +539,17 @@ void SearchPanel::show_result(search::SearchResult result) {
   } else if (!result_.ok) {
     text = tr("no schedule: %1 · ").arg(QString::fromStdString(result_.error)) + text;
   }
+  if (!pipeline_summary_.empty()) {
+    // "pipeline: kernel C (...)" lines, shortened to their decisions for the status line; the
+    // whole text is the tooltip.
+    QStringList decided;
+    for (const QString& line : QString::fromStdString(pipeline_summary_).split(QLatin1Char('\n'))) {
+      const qsizetype arrow = line.indexOf(QStringLiteral("-> "));
+      if (arrow >= 0) decided << line.mid(arrow + 3);
+    }
+    if (!decided.isEmpty()) text += tr(" · solver: %1").arg(decided.join(QStringLiteral("; ")));
+  }
+  progress_->setToolTip(QString::fromStdString(pipeline_summary_));
   progress_->setText(text);
   Q_EMIT finished(result_.ok);
   if (result_.ok) Q_EMIT schedule_found(result_.schedule);

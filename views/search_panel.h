@@ -42,6 +42,7 @@ class QComboBox;
 class QLabel;
 class QPlainTextEdit;
 class QPushButton;
+class QCheckBox;
 class QSpinBox;
 class QTreeView;
 
@@ -81,6 +82,11 @@ class SearchPanel : public QWidget {
   const std::string& runner_command() const { return runner_command_; }
   void set_driver_library(const std::string& library) { driver_library_ = library; }
   QSpinBox* candidates_box() const { return candidates_; }
+  // "pipeline solver": the chosen schedule is completed by the pipeline solver on the search's
+  // worker (core/pipeline/complete.h), as `nautilus schedule` does; on by default.
+  QCheckBox* pipeline_solver_box() const { return pipeline_solver_; }
+  // What the solver said of the last chosen schedule (one line per kernel; empty when off).
+  const std::string& pipeline_summary() const { return pipeline_summary_; }
   QLabel* database_label() const { return database_label_; }
   QLabel* measure_label() const { return measure_label_; }
   // The device preset of the cost model ("h100", "a100").
@@ -142,6 +148,8 @@ class SearchPanel : public QWidget {
   QPushButton* cancel_ = nullptr;
   QSpinBox* beam_ = nullptr;
   QComboBox* device_ = nullptr;
+  QCheckBox* pipeline_solver_ = nullptr;
+  std::string pipeline_summary_;
   QLabel* progress_ = nullptr;
   QLabel* constraints_ = nullptr;
   QTreeView* tree_ = nullptr;

@@ -91,40 +91,6 @@ class RunnerMeasurer {
   std::optional<std::string> no_gpu_;
 };
 
-// The pipeline solver's completion of a searched schedule (core/pipeline/complete.h): every
-// kernel with a pipelined loop gets the ring depth (and consumer warpgroups) the solver chose
-// under the schedule's pins. Prints one line per kernel; returns the completed schedule and its
-// estimate, or nullopt when nothing changed.
-struct CompletedSchedule {
-  sched::Schedule schedule;
-  std::optional<cost::CostEstimate> estimate;
-};
-
-std::optional<CompletedSchedule> complete_with_solver(const search::SearchInput& input,
-                                                      const std::string& arch,
-                                                      const sched::Schedule& schedule,
-                                                      const cost::CostModel& model,
-                                                      double time_limit, std::ostream& out) {
-  driver::CompileOptions compile_options;
-  compile_options.sizes = input.sizes;
-  compile_options.schedule = schedule;
-  compile_options.last_stage = driver::Stage::MATile;
-  compile_options.matile.arch = arch;
-  const driver::Compilation compiled = driver::compile(input.file, compile_options);
-  if (!compiled.ok() || !compiled.ma_module) return std::nullopt;
-  pipeline::CompletionOptions completion_options;
-  completion_options.solve.time_limit_seconds = time_limit;
-  const pipeline::Completion completion =
-      pipeline::complete_pipelines(input.file, compile_options, compiled, completion_options);
-  out << pipeline::describe_completion(completion);
-  if (!completion.changed) return std::nullopt;
-  CompletedSchedule completed{completion.schedule, std::nullopt};
-  compile_options.schedule = completion.schedule;
-  const driver::Compilation again = driver::compile(input.file, compile_options);
-  if (again.ok() && again.ma_module) completed.estimate = model.estimate(*again.ma_module);
-  return completed;
-}
-
 bool write_text(const std::string& path, const std::string& text, std::ostream& err) {
   std::ofstream file(path, std::ios::binary);
   file << text;
@@ -324,15 +290,16 @@ int run_schedule_command(const ParsedOptions& options, std::ostream& out, std::o
   sched::Schedule chosen = result.schedule;
   std::optional<cost::CostEstimate> estimate = result.estimate;
   if (!options.has("no-pipeline-solver") && !result.measured_us) {
-    std::ostringstream solver_lines;
-    const std::optional<CompletedSchedule> completed =
-        complete_with_solver(input, search::lowering_arch(search_options, *model), result.schedule,
-                             *model, time_limit, solver_lines);
-    if (completed) {
-      chosen = completed->schedule;
-      if (completed->estimate) estimate = completed->estimate;
+    pipeline::CompletionOptions completion_options;
+    completion_options.solve.time_limit_seconds = time_limit;
+    const pipeline::CompletedSchedule completed =
+        pipeline::complete_schedule(input.file, input.sizes, search::lowering_arch(search_options, *model),
+                                    result.schedule, *model, completion_options);
+    out << pipeline::describe_completion(completed.completion);
+    if (completed.completion.changed) {
+      chosen = completed.completion.schedule;
+      if (completed.estimate) estimate = completed.estimate;
     }
-    out << solver_lines.str();
   }
   out << "schedule " << input.file->path() << " (" << result.model << ")\n";
   for (const sched::Decision& decision : chosen.decisions) {

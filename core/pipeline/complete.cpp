@@ -253,6 +253,27 @@ Completion complete_pipelines(const SourceFilePtr& file, const driver::CompileOp
   return out;
 }
 
+CompletedSchedule complete_schedule(const SourceFilePtr& file, const std::vector<spec::SizeOverride>& sizes,
+                                    const std::string& arch, const sched::Schedule& schedule,
+                                    const cost::CostModel& model,
+                                    const CompletionOptions& completion_options) {
+  CompletedSchedule out;
+  out.completion.schedule = schedule;
+  driver::CompileOptions compile_options;
+  compile_options.sizes = sizes;
+  compile_options.schedule = schedule;
+  compile_options.last_stage = driver::Stage::MATile;
+  compile_options.matile.arch = arch;
+  const driver::Compilation compiled = driver::compile(file, compile_options);
+  if (!compiled.ok() || !compiled.ma_module) return out;
+  out.completion = complete_pipelines(file, compile_options, compiled, completion_options);
+  if (!out.completion.changed) return out;
+  compile_options.schedule = out.completion.schedule;
+  const driver::Compilation again = driver::compile(file, compile_options);
+  if (again.ok() && again.ma_module) out.estimate = model.estimate(*again.ma_module);
+  return out;
+}
+
 std::string describe_completion(const Completion& completion) {
   std::ostringstream out;
   for (const KernelPipeline& kernel : completion.kernels) {

@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cost/cost_model.h"
 #include "core/driver/pipeline.h"
 #include "core/pipeline/graph.h"
 #include "core/pipeline/solver.h"
@@ -60,6 +61,19 @@ struct Completion {
 Completion complete_pipelines(const SourceFilePtr& file, const driver::CompileOptions& options,
                               const driver::Compilation& compiled,
                               const CompletionOptions& completion_options = {});
+
+// A searched schedule completed, as `nautilus schedule` and the studio's search do: `schedule`
+// compiled through the MA stage for `arch` at `sizes`, complete_pipelines, and when that changed
+// the schedule, the model's estimate of the completed one. `completion.kernels` is empty when
+// the schedule did not compile (the search's own result is then kept).
+struct CompletedSchedule {
+  Completion completion;
+  std::optional<cost::CostEstimate> estimate;
+};
+CompletedSchedule complete_schedule(const SourceFilePtr& file, const std::vector<spec::SizeOverride>& sizes,
+                                    const std::string& arch, const sched::Schedule& schedule,
+                                    const cost::CostModel& model,
+                                    const CompletionOptions& completion_options = {});
 
 // The depth of one ring shared by all of an iteration's copies (the lowering keeps one slot per
 // iteration for every operand): enough buffers to cover from the iteration's first copy to the

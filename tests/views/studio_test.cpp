@@ -5,6 +5,7 @@
 #include <QAbstractItemModelTester>
 #include <QAction>
 #include <QApplication>
+#include <QCheckBox>
 #include <QDockWidget>
 #include <QElapsedTimer>
 #include <QFile>
@@ -522,6 +523,34 @@ TEST(ProfilerPanel, SaysNoGpuHereAndRunsReportIt) {
   EXPECT_TRUE(panel.status_label()->text().startsWith(QStringLiteral("no GPU: ")));
   ASSERT_EQ(panel.history()->rowCount(), 1);
   EXPECT_EQ(panel.history()->records()[0].schedule.find("tile"), 0u);
+}
+
+// The chosen schedule is completed by the pipeline solver on the search's worker, as `nautilus
+// schedule` does: the GEMM's warp-specialized kernel gets its pipeline decision and the status
+// line names it; unchecked, the search's schedule is handed over as it is.
+TEST(SearchPanel, ThePipelineSolverCompletesTheChosenSchedule) {
+  SearchPanel panel;
+  panel.set_spec("gemm.nt", read_asset("assets/specs/gemm.nt"), {{"M", 512}, {"N", 512}, {"K", 512}});
+  std::vector<sched::Schedule> found;
+  QObject::connect(&panel, &SearchPanel::schedule_found,
+                   [&found](const sched::Schedule& schedule) { found.push_back(schedule); });
+  const auto pipeline_decisions = [](const sched::Schedule& schedule) {
+    return std::count_if(schedule.decisions.begin(), schedule.decisions.end(),
+                         [](const sched::Decision& d) { return d.kind == "pipeline"; });
+  };
+  ASSERT_TRUE(panel.pipeline_solver_box()->isChecked());
+  ASSERT_TRUE(panel.start());
+  ASSERT_TRUE(wait_until([&] { return found.size() == 1; }, 120'000));
+  EXPECT_EQ(pipeline_decisions(found[0]), 1);
+  EXPECT_NE(panel.pipeline_summary().find("pipeline: kernel C"), std::string::npos) << panel.pipeline_summary();
+  EXPECT_TRUE(panel.progress_label()->text().contains(QStringLiteral("solver: pipeline(C_sum, stages=")))
+      << panel.progress_label()->text().toStdString();
+
+  panel.pipeline_solver_box()->setChecked(false);
+  ASSERT_TRUE(panel.start());
+  ASSERT_TRUE(wait_until([&] { return found.size() == 2; }, 120'000));
+  EXPECT_EQ(pipeline_decisions(found[1]), 0);
+  EXPECT_TRUE(panel.pipeline_summary().empty());
 }
 
 TEST(SearchPanel, SearchesShowsTheTreeAndReRunsWithPinsAndForbids) {
