@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/pipeline/complete.h"
 #include "core/pipeline/graph.h"
 #include "core/pipeline/machine.h"
 #include "core/pipeline/solver.h"
@@ -23,7 +24,8 @@ const CommandSpec& pipeline_command_spec(const std::vector<OptionSpec>& shared_o
         "smallest initiation interval, each op's start cycle, stage and (sm_90a) warpgroup role.\n"
         "Prints the graph, the schedule, whether it is optimal or the best found in the time\n"
         "limit, the solve time and, for infeasible limits, the conflicting constraints\n"
-        "(docs/pipeline.md). Exits 1 when no schedule exists.",
+        "(docs/pipeline.md), and the pipeline decision that realizes the answer in a\n"
+        "schedule (what `nautilus schedule` appends). Exits 1 when no schedule exists.",
         shared_options};
     command.options.push_back({"arch", "ARCH", "machine to schedule for: sm_80 (default) or sm_90a"});
     command.options.push_back({"max-regs", "N", "cap every compute role's registers per thread"});
@@ -133,15 +135,33 @@ int run_pipeline_command(const driver::Compilation& compilation, const ParsedOpt
       pipeline::solve(graph, *machine, solve_options, options.has("cache") ? &cache : nullptr);
   const bool scheduled = solution.status == pipeline::SolveStatus::Optimal ||
                          solution.status == pipeline::SolveStatus::BestFound;
+  // The schedule decision that realizes the answer (what `nautilus schedule` appends).
+  std::string why_not;
+  std::optional<sched::Decision> decision;
+  const std::vector<matile::KernelPtr>& kernels = compilation.ma_module->kernels;
+  const std::vector<int> held = pipeline::held_ring_slots(compilation);
+  for (size_t k = 0; k < kernels.size(); ++k) {
+    if (kernels[k]->name != graph.kernel) continue;
+    const std::string block = k < compilation.kernel_blocks.size() && !compilation.kernel_blocks[k].empty()
+                                  ? compilation.kernel_blocks[k].front()
+                                  : std::string();
+    decision = pipeline::realizing_decision(graph, solution, block, &why_not, k < held.size() ? held[k] : 0);
+  }
   if (options.has("json")) {
     nlohmann::ordered_json document;
     document["machine"] = machine->description;
     document["graph"] = pipeline::graph_json(graph);
     document["solution"] = pipeline::solution_json(graph, solution);
+    if (decision) document["decision"] = sched::print_decision(*decision);
     out << document.dump(2) << "\n";
   } else {
     out << "machine: " << machine->description << "\n"
         << pipeline::describe_graph(graph) << pipeline::describe_solution(graph, solution);
+    if (decision) {
+      out << "realized as: " << sched::print_decision(*decision) << "\n";
+    } else if (scheduled) {
+      out << "not realizable as a schedule decision: " << why_not << "\n";
+    }
   }
   if (!scheduled) {
     err << "nautilus: error: no pipeline schedule: " << solution.summary << "\n";

@@ -435,6 +435,13 @@ TEST(PipelineCli, PrintsTheGraphTheScheduleAndItsStatus) {
   EXPECT_NE(run.out.find("solution: optimal"), std::string::npos) << run.out;
   EXPECT_NE(run.out.find("producer"), std::string::npos);
   EXPECT_NE(run.out.find("solve time"), std::string::npos);
+  // The hand schedule's kernel is not warp-specialized: its sm_90a answer is no decision yet.
+  EXPECT_NE(run.out.find("not realizable as a schedule decision: kernel C is not warp-specialized"),
+            std::string::npos) << run.out;
+  const auto sm80 = testing::run_cli_in_process(
+      {"pipeline", source("assets/specs/gemm.nt"), "--schedule", source("assets/schedules/gemm.json")});
+  ASSERT_EQ(sm80.status, 0) << sm80.err;
+  EXPECT_NE(sm80.out.find("realized as: pipeline(C_sum, stages="), std::string::npos) << sm80.out;
 }
 
 TEST(PipelineCli, JsonAndExplanations) {
@@ -444,6 +451,7 @@ TEST(PipelineCli, JsonAndExplanations) {
   const nlohmann::json document = nlohmann::json::parse(json.out);
   EXPECT_EQ(document["solution"]["status"], "optimal");
   EXPECT_EQ(document["graph"]["nodes"].size(), 5u);
+  EXPECT_EQ(document["decision"].get<std::string>().rfind("pipeline(C_sum, stages=", 0), 0u) << json.out;
   const auto infeasible = testing::run_cli_in_process(
       {"pipeline", source("assets/specs/gemm.nt"), "--schedule", source("assets/schedules/gemm.json"),
        "--max-regs", "128"});
