@@ -146,6 +146,7 @@ int run_pipeline_command(const driver::Compilation& compilation, const ParsedOpt
                                   ? compilation.kernel_blocks[k].front()
                                   : std::string();
     decision = pipeline::realizing_decision(graph, solution, block, &why_not, k < held.size() ? held[k] : 0);
+    break;
   }
   if (options.has("json")) {
     nlohmann::ordered_json document;

@@ -181,13 +181,19 @@ Completion complete_pipelines(const SourceFilePtr& file, const driver::CompileOp
     schedule.decisions.insert(schedule.decisions.end(), extra.begin(), extra.end());
     return schedule;
   };
+  // The last schedule that compiled is always the completed one (a refused trial changes
+  // nothing kept), so its module is the realized module.
+  matile::ModulePtr last_compiled;
   const auto compiles = [&](const sched::Schedule& schedule, std::string* why) {
     driver::CompileOptions check = options;
     check.schedule = schedule;
     check.last_stage = driver::Stage::MATile;
     check.on_snapshot = nullptr;
     const driver::Compilation again = driver::compile(file, check);
-    if (again.ok()) return true;
+    if (again.ok()) {
+      last_compiled = again.ma_module;
+      return true;
+    }
     *why = !again.schedule_error.empty() ? again.schedule_error : again.internal_error;
     return false;
   };
@@ -250,6 +256,7 @@ Completion complete_pipelines(const SourceFilePtr& file, const driver::CompileOp
   out.schedule = build(added);
   out.changed = sched::print_decisions(out.schedule.decisions, "\n") !=
                 sched::print_decisions(options.schedule.decisions, "\n");
+  if (out.changed) out.realized_module = last_compiled;
   return out;
 }
 
@@ -267,10 +274,7 @@ CompletedSchedule complete_schedule(const SourceFilePtr& file, const std::vector
   const driver::Compilation compiled = driver::compile(file, compile_options);
   if (!compiled.ok() || !compiled.ma_module) return out;
   out.completion = complete_pipelines(file, compile_options, compiled, completion_options);
-  if (!out.completion.changed) return out;
-  compile_options.schedule = out.completion.schedule;
-  const driver::Compilation again = driver::compile(file, compile_options);
-  if (again.ok() && again.ma_module) out.estimate = model.estimate(*again.ma_module);
+  if (out.completion.realized_module) out.estimate = model.estimate(*out.completion.realized_module);
   return out;
 }
 

@@ -54,6 +54,8 @@ struct Completion {
   sched::Schedule schedule;  // the input schedule with every solved kernel's pipeline decision
   std::vector<KernelPipeline> kernels;  // one per kernel with a pipelined loop
   bool changed = false;      // some decision was added or replaced
+  // The MA tile IR of `schedule`, from the compile that checked it (set when changed).
+  matile::ModulePtr realized_module;
 };
 
 // `compiled` is `options` compiled through the MA stage (Compilation::ma_module set); `file`

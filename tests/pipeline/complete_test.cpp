@@ -80,6 +80,8 @@ TEST(CompletePipelines, HopperGemmGetsAProducerAndThreeOrMoreStages) {
             sched::print_decision(*kernel.decision));
   ASSERT_TRUE(done.realized.ma_module);
   EXPECT_EQ(ring_stages(*done.realized.ma_module->kernels.at(0)), stages);
+  ASSERT_TRUE(done.completion.realized_module) << "the checked compile's module is kept";
+  EXPECT_EQ(ring_stages(*done.completion.realized_module->kernels.at(0)), stages);
   EXPECT_NE(describe_completion(done.completion).find("-> pipeline(C_sum, stages="), std::string::npos);
   testing::expect_stage_matches_reference(done.realized, driver::Stage::MATile, 5, "completed GEMM");
 }
