@@ -131,6 +131,19 @@ bool has_work(const matile::Region& region) {
   return false;
 }
 
+// The main loop of a warp role: its first loop holding real work. A persistent kernel's role
+// walks its tiles in a tile loop (For `tile_loop`) around that main loop; each tile runs the same
+// main loop, and its ring positions continue from tile to tile, so the loop to pipeline is the
+// one inside.
+const Op* role_main_loop(const matile::Region& region) {
+  for (const matile::OpPtr& op : region.ops) {
+    if (!op || op->kind != OpKind::For || !op->body) continue;
+    if (op->tile_loop) return role_main_loop(*op->body);
+    if (has_work(*op->body)) return op.get();
+  }
+  return nullptr;
+}
+
 struct Body {
   const Op* loop = nullptr;
   std::string role;   // Hopper form: the role running it
@@ -754,11 +767,8 @@ GraphResult build_graph(const matile::Module& module, const Machine& machine,
       if (op->kind == OpKind::Roles) {
         for (const matile::WarpRole& role : op->roles) {
           if (!role.body) continue;
-          for (const matile::OpPtr& inner : role.body->ops) {
-            if (inner && inner->kind == OpKind::For && inner->body && has_work(*inner->body)) {
-              bodies.push_back({inner.get(), role.name, role.warpgroups});
-              break;
-            }
+          if (const Op* loop = role_main_loop(*role.body)) {
+            bodies.push_back({loop, role.name, role.warpgroups});
           }
         }
         hopper_form = !bodies.empty();

@@ -86,6 +86,26 @@ TEST(CompletePipelines, HopperGemmGetsAProducerAndThreeOrMoreStages) {
   testing::expect_stage_matches_reference(done.realized, driver::Stage::MATile, 5, "completed GEMM");
 }
 
+// A persistent kernel's roles walk their tiles in a tile loop around the main loop; the solver
+// pipelines the main loop inside it, and the realized ring keeps its positions across tiles
+// (more tiles than the CTAs launched at these sizes, so the ring wraps between tiles).
+TEST(CompletePipelines, PersistentKernelsArePipelinedInsideTheirTileLoop) {
+  std::vector<std::string> decisions = kHopperGemm;
+  decisions.push_back("persistent(C_sum)");
+  const Completed done = complete("gemm", decisions, {"M=200", "N=296", "K=328"}, "sm_90a");
+  ASSERT_EQ(done.completion.kernels.size(), 1u);
+  const KernelPipeline& kernel = done.completion.kernels[0];
+  ASSERT_TRUE(kernel.graph) << kernel.error;
+  EXPECT_EQ(kernel.graph->loop, "k_o") << "the main loop, not the tile loop";
+  ASSERT_TRUE(kernel.decision) << kernel.error;
+  const int64_t stages = kernel.decision->find("stages")->as_int();
+  EXPECT_GE(stages, 3);
+  const matile::Kernel& realized = *done.realized.ma_module->kernels.at(0);
+  EXPECT_TRUE(realized.persistent);
+  EXPECT_EQ(ring_stages(realized), stages);
+  testing::expect_stage_matches_reference(done.realized, driver::Stage::MATile, 8, "completed persistent GEMM");
+}
+
 TEST(CompletePipelines, AnSm80GemmKeepsOneRoleAndTheCpAsyncMultistageLoop) {
   const Completed done = complete("gemm", testing::hand_schedule("gemm"), {"M=72", "N=136", "K=200"}, "sm_80");
   ASSERT_EQ(done.completion.kernels.size(), 1u);
