@@ -140,6 +140,7 @@ std::string general_help() {
 // prints diagnostics. Returns nullopt-like (ok == false) with the exit status when it failed.
 struct Loaded {
   driver::Compilation compilation;
+  sched::Schedule schedule;  // the schedule compiled: --schedule's decisions, then the pins
   int exit_status = kExitOk;
   bool ok = false;
 };
@@ -204,6 +205,7 @@ Loaded load(const ParsedOptions& options, driver::Stage last_stage, const CliHoo
     loaded.exit_status = kExitFailure;
     return loaded;
   }
+  loaded.schedule = compile_options.schedule;
   loaded.compilation = driver::compile(file, compile_options);
   err << loaded.compilation.diagnostics->render_all();
   if (!loaded.compilation.internal_error.empty()) {
@@ -518,7 +520,7 @@ int run_pipeline(const ParsedOptions& options, std::ostream& out, std::ostream& 
                  const CliHooks& hooks) {
   Loaded loaded = load(options, driver::Stage::MATile, hooks, err);
   if (!loaded.ok) return loaded.exit_status;
-  return run_pipeline_command(loaded.compilation, options, out, err);
+  return run_pipeline_command(loaded.compilation, loaded.schedule, options, out, err);
 }
 
 using CommandRunner = std::function<int(const ParsedOptions&, std::ostream&, std::ostream&,

@@ -76,8 +76,8 @@ bool split_pin(const std::string& text, const std::string& option, std::string* 
 
 }  // namespace
 
-int run_pipeline_command(const driver::Compilation& compilation, const ParsedOptions& options,
-                         std::ostream& out, std::ostream& err) {
+int run_pipeline_command(const driver::Compilation& compilation, const sched::Schedule& schedule,
+                         const ParsedOptions& options, std::ostream& out, std::ostream& err) {
   const std::string arch = options.get("arch", "sm_80");
   const std::optional<pipeline::Machine> machine = pipeline::machine_for(arch);
   if (!machine || (arch != "sm_80" && arch != "sm_90a")) {
@@ -130,6 +130,20 @@ int run_pipeline_command(const driver::Compilation& compilation, const ParsedOpt
     return kExitFailure;
   }
   const pipeline::Graph& graph = *built.graph;
+  // A warp-specialized kernel keeps its consumer warpgroups unless --consumers pins others, as
+  // `nautilus schedule` does: its tile rows are 64 per consumer, and proving every other count
+  // worse costs most of the time limit.
+  if (!options.has("consumers")) {
+    for (const matile::KernelPtr& kernel : compilation.ma_module->kernels) {
+      if (kernel && kernel->name == graph.kernel && pipeline::consumer_warpgroups(*kernel) > 0) {
+        solve_options.consumers = pipeline::consumer_warpgroups(*kernel);
+        if (!options.has("json")) {
+          out << "consumers: " << *solve_options.consumers
+              << ", the kernel's own (--consumers N to pin others)\n";
+        }
+      }
+    }
+  }
   pipeline::SolveCache cache(options.get("cache"));
   const pipeline::Solution solution =
       pipeline::solve(graph, *machine, solve_options, options.has("cache") ? &cache : nullptr);
@@ -142,9 +156,8 @@ int run_pipeline_command(const driver::Compilation& compilation, const ParsedOpt
   const std::vector<int> held = pipeline::held_ring_slots(compilation);
   for (size_t k = 0; k < kernels.size(); ++k) {
     if (kernels[k]->name != graph.kernel) continue;
-    const std::string block = k < compilation.kernel_blocks.size() && !compilation.kernel_blocks[k].empty()
-                                  ? compilation.kernel_blocks[k].front()
-                                  : std::string();
+    const std::string block = pipeline::pipeline_block(
+        schedule, k < compilation.kernel_blocks.size() ? compilation.kernel_blocks[k] : std::vector<std::string>{});
     decision = pipeline::realizing_decision(graph, solution, block, &why_not, k < held.size() ? held[k] : 0);
     break;
   }

@@ -26,7 +26,8 @@ namespace nautilus::cli {
 const CommandSpec& pipeline_command_spec(const std::vector<OptionSpec>& shared_options);
 
 // Everything after the compile: builds the graph of `compilation`'s MA module and solves it.
-int run_pipeline_command(const driver::Compilation& compilation, const ParsedOptions& options,
-                         std::ostream& out, std::ostream& err);
+// `schedule` is the one compiled; the realizing decision names the block its decisions name.
+int run_pipeline_command(const driver::Compilation& compilation, const sched::Schedule& schedule,
+                         const ParsedOptions& options, std::ostream& out, std::ostream& err);
 
 }  // namespace nautilus::cli

@@ -37,6 +37,16 @@ void scan(const matile::Region& region, KernelForm* form) {
   }
 }
 
+}  // namespace
+
+int consumer_warpgroups(const matile::Kernel& kernel) {
+  KernelForm form;
+  if (kernel.body) scan(*kernel.body, &form);
+  return form.consumers;
+}
+
+namespace {
+
 std::string fixed(double value, int digits) {
   std::ostringstream out;
   out.setf(std::ios::fixed);
@@ -73,6 +83,18 @@ std::vector<int> held_ring_slots(const driver::Compilation& compiled) {
     out.push_back(kernel->launch && kernel->launch->consumers > 0 && kernel->launch->overlap ? 1 : 0);
   }
   return out;
+}
+
+std::string pipeline_block(const sched::Schedule& schedule, const std::vector<std::string>& blocks) {
+  std::string block;
+  for (const sched::Decision& d : schedule.decisions) {
+    if ((d.kind == "launch" || d.kind == "warp_spec" || d.kind == "pipeline") &&
+        std::find(blocks.begin(), blocks.end(), d.target) != blocks.end()) {
+      block = d.target;
+    }
+  }
+  if (block.empty() && !blocks.empty()) block = blocks.front();
+  return block;
 }
 
 std::optional<sched::Decision> realizing_decision(const Graph& graph, const Solution& solution,
@@ -117,14 +139,7 @@ Completion complete_pipelines(const SourceFilePtr& file, const driver::CompileOp
     result.kernel = kernel.name;
     const std::vector<std::string> blocks =
         k < compiled.kernel_blocks.size() ? compiled.kernel_blocks[k] : std::vector<std::string>{};
-    // The block a launch, warp_spec or pipeline decision already names; else the first.
-    for (const sched::Decision& d : options.schedule.decisions) {
-      if ((d.kind == "launch" || d.kind == "warp_spec" || d.kind == "pipeline") &&
-          std::find(blocks.begin(), blocks.end(), d.target) != blocks.end()) {
-        result.block = d.target;
-      }
-    }
-    if (result.block.empty() && !blocks.empty()) result.block = blocks.front();
+    result.block = pipeline_block(options.schedule, blocks);
     result.machine = form.roles ? "sm_90a" : "sm_80";
     const Machine machine = *machine_for(result.machine);
     GraphResult built = build_graph(module, machine, kernel.name);

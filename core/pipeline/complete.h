@@ -93,6 +93,16 @@ std::optional<sched::Decision> realizing_decision(const Graph& graph, const Solu
                                                   const std::string& block, std::string* why,
                                                   int held_slots = 0);
 
+// The block a kernel's pipeline decision names, of `blocks` (the kernel's, Compilation::
+// kernel_blocks): the one a launch, warp_spec or pipeline decision of `schedule` names, as the
+// decision then refines that one; else the kernel's first block.
+std::string pipeline_block(const sched::Schedule& schedule, const std::vector<std::string>& blocks);
+
+// The consumer warpgroups of a warp-specialized kernel (its Roles op's roles after the
+// producer), 0 for a kernel without roles. The solver keeps this count unless pinned: the
+// kernel's tile rows are 64 per consumer warpgroup.
+int consumer_warpgroups(const matile::Kernel& kernel);
+
 // Per kernel of `compiled` (its VR kernels, in order): the ring slots its form holds beyond
 // the graph's (1 with warp_spec overlap=1, else 0).
 std::vector<int> held_ring_slots(const driver::Compilation& compiled);

@@ -10,6 +10,7 @@
 #include <stop_token>
 #include <thread>
 #include <filesystem>
+#include <fstream>
 
 #include <nlohmann/json.hpp>
 
@@ -20,6 +21,7 @@
 #include "core/sched/decision.h"
 #include "tests/common/cli_run.h"
 #include "tests/common/hopper_kernels.h"
+#include "tests/common/temp_dir.h"
 
 namespace nautilus::pipeline {
 namespace {
@@ -442,6 +444,24 @@ TEST(PipelineCli, PrintsTheGraphTheScheduleAndItsStatus) {
       {"pipeline", source("assets/specs/gemm.nt"), "--schedule", source("assets/schedules/gemm.json")});
   ASSERT_EQ(sm80.status, 0) << sm80.err;
   EXPECT_NE(sm80.out.find("realized as: pipeline(C_sum, stages="), std::string::npos) << sm80.out;
+}
+
+// A warp-specialized attention kernel computes several blocks (Mx_init, ..., O_sum_acc): the
+// realizing decision names the one its warp_spec names, and the solver keeps the kernel's two
+// consumer warpgroups unless --consumers pins another count.
+TEST(PipelineCli, AWarpSpecializedKernelKeepsItsConsumersAndItsBlock) {
+  testing::TempDir directory("nautilus-pipeline-cli");
+  const std::string schedule = directory.file("attention.json");
+  std::ofstream(schedule) << R"json({"decisions": ["rolling_update(O_sum, n, tile=128)", "compute_at(S, Mx, n_o)",
+      "tile(O_sum_acc, m=128)", "reverse_compute_at(O, O_sum, m_o)",
+      "bind(O_sum_acc, b=grid.z, h=grid.y, m_o=grid.x)", "warp_spec(O_sum_acc, consumers=2, stages=3)"]})json";
+  const auto run = testing::run_cli_in_process(
+      {"pipeline", source("assets/specs/attention.nt"), "--schedule", schedule, "--arch", "sm_90a",
+       "-D", "B=1", "-D", "H=1", "-D", "M=136", "-D", "N=256", "-D", "D=128"});
+  ASSERT_EQ(run.status, 0) << run.out << run.err;
+  EXPECT_NE(run.out.find("consumers: 2, the kernel's own"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("realized as: pipeline(O_sum_acc, stages="), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find(", consumers=2)"), std::string::npos) << run.out;
 }
 
 TEST(PipelineCli, JsonAndExplanations) {
