@@ -313,7 +313,7 @@ class Interpreter : public Visitor {
     reset_agents();
     copies_.assign(static_cast<size_t>(threads()), ThreadCopies{});
     for (SharedState& s : shared_) {
-      const int64_t size = int64_t{s.alloc->stages} * s.alloc->stage_elements;
+      const int64_t size = s.alloc->alias_of >= 0 ? 0 : int64_t{s.alloc->stages} * s.alloc->stage_elements;
       s.data.assign(static_cast<size_t>(size), std::nan(""));
       s.state.assign(static_cast<size_t>(size), ElementState{});
       s.read_clock.assign(hb_ ? static_cast<size_t>(size) * agents_.size() : 0, 0);
@@ -756,10 +756,18 @@ class Interpreter : public Visitor {
   // -------------------------------------------------------------------------------------------
   // Shared memory
 
-  SharedState& alloc_state(int alloc) { return shared_[static_cast<size_t>(alloc)]; }
+  // The storage of `alloc`: an alias (SharedAlloc::alias_of) shares its base's elements and
+  // their states, so a write through one is a write of the other's bytes for the race checks.
+  // Element addresses are the same in both (the same element size, the same first byte).
+  SharedState& alloc_state(int alloc) {
+    const SharedAlloc& own = *shared_[static_cast<size_t>(alloc)].alloc;
+    return shared_[static_cast<size_t>(own.alias_of >= 0 ? own.alias_of : alloc)];
+  }
+  // The allocation itself: its shape, layout and stages.
+  const SharedState& layout_state(int alloc) const { return shared_[static_cast<size_t>(alloc)]; }
 
   int64_t stage_of(const SharedRef& ref) {
-    const SharedAlloc& alloc = *alloc_state(ref.alloc).alloc;
+    const SharedAlloc& alloc = *layout_state(ref.alloc).alloc;
     const int64_t stage = ref.stage ? uniform_index(ref.stage) : 0;
     if (stage < 0 || stage >= alloc.stages) {
       fail("stage " + std::to_string(stage) + " of " + alloc.name + " is out of range (" +
@@ -770,7 +778,7 @@ class Interpreter : public Visitor {
 
   // The element address (in the allocation's linear storage) of tile coordinate c of `ref`.
   int64_t address_of(const SharedRef& ref, int64_t stage, const std::vector<int64_t>& c) {
-    const SharedState& s = alloc_state(ref.alloc);
+    const SharedState& s = layout_state(ref.alloc);
     const std::vector<int64_t>& shape = s.alloc->shape;
     std::vector<int64_t> a(shape.size());
     for (size_t k = 0; k < shape.size(); ++k) {
@@ -1004,7 +1012,7 @@ class Interpreter : public Visitor {
     const Value& acc = op.operands[0];
     const Value& result = op.results[0];
     const int64_t M = acc->type.shape[0], N = acc->type.shape[1];
-    const SharedAlloc& a_alloc = *alloc_state(op.shared.alloc).alloc;
+    const SharedAlloc& a_alloc = *layout_state(op.shared.alloc).alloc;
     const int64_t K = op.shared.transposed ? a_alloc.shape[0] - op.shared.offsets[0]
                                            : a_alloc.shape[1] - op.shared.offsets[1];
     (void)M;
@@ -1138,7 +1146,7 @@ class Interpreter : public Visitor {
     if (op.predicate && uniform(op.predicate) == 0.0) return;
     BufferState& state = buffer_state(op.buffer);
     const int64_t stage = stage_of(op.shared);
-    const SharedAlloc& alloc = *alloc_state(op.shared.alloc).alloc;
+    const SharedAlloc& alloc = *layout_state(op.shared.alloc).alloc;
     const int bytes = dtype_bytes(alloc.dtype);
     const int64_t vec = op.vector_elements;
     const int64_t last = static_cast<int64_t>(op.tile_shape.size()) - 1;

@@ -280,12 +280,35 @@ int Builder::shared(std::string name, DType dtype, std::vector<int64_t> shape,
   alloc.stage_elements = layout.cosize();
   alloc.layout = std::move(layout);
   alloc.stages = stages;
-  const int64_t start = shared_.empty() ? 0 : shared_.back().byte_offset + shared_.back().byte_size;
-  alloc.byte_offset = round_up(start, 128);
+  alloc.byte_offset = round_up(shared_end(shared_), 128);
   alloc.byte_size = int64_t{stages} * alloc.stage_elements * dtype_bytes(dtype);
   alloc.purpose = std::move(purpose);
   shared_.push_back(std::move(alloc));
   return static_cast<int>(shared_.size()) - 1;
+}
+
+int Builder::shared_alias(int base, std::string name, DType dtype, std::vector<int64_t> shape,
+                          layout::ComposedLayout layout, std::string purpose) {
+  const SharedAlloc& reused = shared_.at(static_cast<size_t>(base));
+  SharedAlloc alloc;
+  alloc.name = std::move(name);
+  alloc.dtype = dtype;
+  alloc.shape = std::move(shape);
+  alloc.stage_elements = layout.cosize();
+  alloc.layout = std::move(layout);
+  alloc.stages = 1;
+  alloc.byte_offset = reused.byte_offset;
+  alloc.byte_size = alloc.stage_elements * dtype_bytes(dtype);
+  alloc.purpose = std::move(purpose);
+  alloc.alias_of = reused.alias_of >= 0 ? reused.alias_of : base;
+  shared_.push_back(std::move(alloc));
+  return static_cast<int>(shared_.size()) - 1;
+}
+
+int64_t shared_end(const std::vector<SharedAlloc>& allocs) {
+  int64_t end = 0;
+  for (const SharedAlloc& alloc : allocs) end = std::max(end, alloc.byte_offset + alloc.byte_size);
+  return end;
 }
 
 namespace {
@@ -686,8 +709,7 @@ KernelPtr Builder::finish_kernel(std::string name, std::vector<Buffer> params) {
   kernel.mbarriers = std::move(mbarriers_);
   kernel.tma_maps = std::move(tma_maps_);
   kernel.notes = std::move(notes_);
-  kernel.shared_bytes =
-      kernel.shared.empty() ? 0 : kernel.shared.back().byte_offset + kernel.shared.back().byte_size;
+  kernel.shared_bytes = shared_end(kernel.shared);
   kernel.body = make_region(std::move(regions_.front()));
   kernel.provenance = provenance_;
   grid_.clear();

@@ -264,7 +264,15 @@ struct SharedAlloc {
   int64_t byte_offset = 0;        // in dynamic shared memory, 128-byte aligned
   int64_t byte_size = 0;          // stages * stage_elements * dtype bytes
   std::string purpose;            // "operand A of dot %qk", "scratch of reduce %rowmax", ...
+  // The allocation whose bytes this one reuses (-1: bytes of its own). The lowering aliases a
+  // tile only onto one whose last read is ordered before this one's first write (e.g. the
+  // staged epilogue onto the query tile the main loop is done with); the MA interpreter gives
+  // both one storage, so its race checks see the reuse.
+  int alias_of = -1;
 };
+
+// The end of the last byte any of `allocs` takes (aliases end inside their base).
+int64_t shared_end(const std::vector<SharedAlloc>& allocs);
 
 // A window of a shared allocation: tile element c (of the op's tile, rank 2 when transposed)
 // is allocation element (offsets + c), or (offsets + (c1, c0)) when `transposed`, in stage
@@ -539,9 +547,13 @@ class Builder {
   // index for SharedRef::alloc.
   int shared(std::string name, DType dtype, std::vector<int64_t> shape,
              layout::ComposedLayout layout, int stages, std::string purpose);
+  // Adds an allocation on the bytes of allocation `base` (SharedAlloc::alias_of), of the same
+  // element size and at most its byte size; returns its index.
+  int shared_alias(int base, std::string name, DType dtype, std::vector<int64_t> shape,
+                   layout::ComposedLayout layout, std::string purpose);
   const std::vector<SharedAlloc>& shared_allocs() const { return shared_; }
-  // The end of the last shared allocation: the bytes the kernel takes so far.
-  int64_t shared_bytes() const { return shared_.empty() ? 0 : shared_.back().byte_offset + shared_.back().byte_size; }
+  // The end of the shared allocations: the bytes the kernel takes so far.
+  int64_t shared_bytes() const { return shared_end(shared_); }
   // A note of the kernel being built (Kernel::notes).
   void note(std::string text) { notes_.push_back(std::move(text)); }
 

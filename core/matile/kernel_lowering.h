@@ -283,6 +283,13 @@ class KernelLowering {
                       const std::vector<int>& tile_axes);
   std::string staged_store_refusal(const VOp& op, const Window& window, const Value& value,
                                    int64_t* vector);
+  // A tile copied once (attention's Q) whose bytes the staging tile of `op` may reuse when it
+  // does not fit beside the ring, or -1 with `why` saying why none may.
+  int reusable_once_tile(const VOp& op, int64_t staging_bytes, DType dtype, std::string* why) const;
+  // The staging tile: an allocation of its own, or on the bytes of `staging_reuse_`.
+  int staging_alloc(const std::string& name, DType dtype, const std::vector<int64_t>& shape,
+                    const layout::ComposedLayout& layout, const std::string& purpose);
+  int staging_reuse_ = -1;  // set by staged_store_refusal for the store being emitted
   void emit_reduce(const VOp& op);
 
   // Rule 8: on-chip buffers (lower_row_buffers.cpp).

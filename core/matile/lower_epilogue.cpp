@@ -93,12 +93,56 @@ std::string KernelLowering::staged_store_refusal(const VOp& op, const Window& wi
   *vector = n;
   const int64_t staging = M * N * bytes;
   const int64_t start = (b_.shared_bytes() + 127) / 128 * 128;
+  staging_reuse_ = -1;
   if (start + staging > kSharedBytesPerCta) {
-    return "its " + std::to_string(staging / 1024) + " KB staging tile does not fit beside the kernel's " +
-           std::to_string(b_.shared_bytes() / 1024) + " KB of shared memory (" +
-           std::to_string(kSharedBytesPerCta / 1024) + " KB per CTA)";
+    std::string why;
+    staging_reuse_ = reusable_once_tile(op, staging, type.dtype, &why);
+    if (staging_reuse_ < 0) {
+      return "its " + std::to_string(staging / 1024) + " KB staging tile does not fit beside the kernel's " +
+             std::to_string(b_.shared_bytes() / 1024) + " KB of shared memory (" +
+             std::to_string(kSharedBytesPerCta / 1024) + " KB per CTA), and " + why;
+    }
   }
   return "";
+}
+
+int KernelLowering::reusable_once_tile(const VOp& op, int64_t staging_bytes, DType dtype,
+                                       std::string* why) const {
+  if (ws_.persistent) {
+    *why = "a persistent CTA's producer refills the tiles copied once for its next tile";
+    return -1;
+  }
+  // The store must be the body's last op: nothing after it may still read a tile copied once.
+  const auto& ops = vk_.body->ops;
+  if (ops.empty() || ops.back().get() != &op) {
+    *why = "ops after the store may still read the tiles copied once";
+    return -1;
+  }
+  for (const TmaOperand& operand : ws_.operands) {
+    if (!operand.once || operand.alloc < 0) continue;
+    const SharedAlloc& tile = b_.shared_allocs()[static_cast<size_t>(operand.alloc)];
+    if (tile.alias_of < 0 && dtype_bytes(tile.dtype) == dtype_bytes(dtype) && tile.byte_size >= staging_bytes) {
+      return operand.alloc;
+    }
+  }
+  *why = "no tile copied once has its bytes and element size";
+  return -1;
+}
+
+// After the main loop the consumers are done with the tiles copied once (their last wgmma
+// retired before the accumulator was read), so the staging tile may take one's bytes; the
+// consumer warpgroups first meet at a named barrier, since one may still be reading the rows
+// of the tile that the other's rows of the staging tile overwrite.
+int KernelLowering::staging_alloc(const std::string& name, DType dtype, const std::vector<int64_t>& shape,
+                                  const layout::ComposedLayout& layout, const std::string& purpose) {
+  if (staging_reuse_ < 0) return b_.shared(name, dtype, shape, layout, 1, purpose);
+  const int base = staging_reuse_;
+  staging_reuse_ = -1;
+  const std::string reused = b_.shared_allocs()[static_cast<size_t>(base)].name;
+  const int alloc = b_.shared_alias(base, name, dtype, shape, layout,
+                                    purpose + "; on the bytes of " + reused + ", which the main loop is done with");
+  b_.barrier();  // a named barrier of the consumers: every warpgroup's reads of the tile are over
+  return alloc;
 }
 
 bool KernelLowering::emit_staged_store(const VOp& op, const Window& window, const Value& value) {
@@ -146,9 +190,10 @@ bool KernelLowering::emit_staged_store(const VOp& op, const Window& window, cons
       : vector * bytes == 16 ? "16-byte runs"
                              : std::to_string(vector * bytes) + "-byte runs (row pitch " + std::to_string(pitch) +
                                    " elements, column offset alignment)";
-  const int alloc = b_.shared(op.buffer->name + "_staged", type.dtype, type.shape, staged_layout, 1,
-                              "staged epilogue of " + what + ": stmatrix in, coalesced rows of " + runs +
-                                  " out; " + swizzle);
+  b_.set_provenance(op.provenance);
+  const int alloc = staging_alloc(op.buffer->name + "_staged", type.dtype, type.shape, staged_layout,
+                                  "staged epilogue of " + what + ": stmatrix in, coalesced rows of " + runs +
+                                      " out; " + swizzle);
   const SharedRef ref{alloc, nullptr, {0, 0}, false};
   b_.set_provenance(op.provenance);
   // A persistent CTA's consumers stage every tile in the same buffer: the previous tile's rows
@@ -214,9 +259,10 @@ void KernelLowering::emit_tma_store(const VOp& op, const Window& window, const V
   const TileType& type = value->type;
   const Buffer& buffer = op.buffer;
   const std::string what = "%" + value->name + " -> " + buffer->name;
-  const int alloc = b_.shared(buffer->name + "_staged", type.dtype, type.shape, staged_layout, 1,
-                              "staged epilogue of " + what + ": stmatrix in, a TMA store out (" +
-                                  std::to_string(swizzle_bytes) + "-byte swizzled panels)");
+  b_.set_provenance(op.provenance);
+  const int alloc = staging_alloc(buffer->name + "_staged", type.dtype, type.shape, staged_layout,
+                                  "staged epilogue of " + what + ": stmatrix in, a TMA store out (" +
+                                      std::to_string(swizzle_bytes) + "-byte swizzled panels)");
   std::vector<int64_t> box(buffer->shape.size(), 1);
   box[static_cast<size_t>(tile_axes[0])] = type.shape[0];
   box[static_cast<size_t>(tile_axes[1])] = type.shape[1];

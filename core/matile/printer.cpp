@@ -273,11 +273,15 @@ void print_region(const Kernel& kernel, const LayoutTable& table, const Region& 
   }
 }
 
-std::string shared_line(const SharedAlloc& alloc) {
+std::string shared_line(const Kernel& kernel, const SharedAlloc& alloc) {
+  const std::string alias =
+      alloc.alias_of >= 0 && alloc.alias_of < static_cast<int>(kernel.shared.size())
+          ? " aliases " + kernel.shared[static_cast<size_t>(alloc.alias_of)].name
+          : "";
   return "shared " + alloc.name + " : " + type_text(TileType{alloc.dtype, alloc.shape}) + " " +
          layout::to_string(alloc.layout) + " stages " + std::to_string(alloc.stages) +
          " bytes [" + std::to_string(alloc.byte_offset) + ", " +
-         std::to_string(alloc.byte_offset + alloc.byte_size) + ")" +
+         std::to_string(alloc.byte_offset + alloc.byte_size) + ")" + alias +
          (alloc.purpose.empty() ? "" : "  // " + alloc.purpose);
 }
 
@@ -354,7 +358,7 @@ std::string print_kernel(const Kernel& kernel) {
   for (size_t i = 0; i < table.layouts().size(); ++i) {
     out += "  #L" + std::to_string(i) + " = " + layout_text(table.layouts()[i]) + "\n";
   }
-  for (const SharedAlloc& alloc : kernel.shared) out += "  " + shared_line(alloc) + "\n";
+  for (const SharedAlloc& alloc : kernel.shared) out += "  " + shared_line(kernel, alloc) + "\n";
   for (const MBarrierAlloc& barrier : kernel.mbarriers) out += "  " + mbarrier_line(barrier) + "\n";
   for (const TmaMap& map : kernel.tma_maps) out += "  " + tma_map_line(map) + "\n";
   for (const std::string& note : kernel.notes) out += "  // " + note + "\n";
@@ -395,7 +399,7 @@ class DotWriter : public Visitor {
     *out_ += "    label=" + dot_quote("kernel " + kernel_.name) + ";\n";
     for (const SharedAlloc& alloc : kernel_.shared) {
       *out_ += "    " + dot_quote(shared_node(alloc.name)) + " [shape=box3d, label=" +
-               dot_quote(shared_line(alloc)) + "];\n";
+               dot_quote(shared_line(kernel_, alloc)) + "];\n";
     }
     for (const GridAxis& axis : kernel_.grid) {
       if (axis.var) declare_plain(axis.var, "    ");
@@ -720,6 +724,7 @@ nlohmann::ordered_json module_to_json(const Module& module) {
                         {"byte_offset", alloc.byte_offset},
                         {"byte_size", alloc.byte_size},
                         {"purpose", alloc.purpose}});
+      if (alloc.alias_of >= 0) shared.back()["alias_of"] = alloc.alias_of;
     }
     k["shared"] = shared;
     if (!kernel->mbarriers.empty()) {

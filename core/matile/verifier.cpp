@@ -73,7 +73,20 @@ class KernelVerifier : public Visitor {
     for (const SharedAlloc& alloc : kernel_.shared) {
       const std::string where = "shared " + alloc.name;
       if (alloc.byte_offset % 128 != 0) error(where, "not 128-byte aligned");
-      if (alloc.byte_offset < end) error(where, "overlaps the previous allocation");
+      if (alloc.alias_of >= 0) {
+        // An alias reuses its base's bytes: the same element size, inside the base.
+        const size_t base = static_cast<size_t>(alloc.alias_of);
+        if (&alloc - kernel_.shared.data() <= alloc.alias_of || kernel_.shared[base].alias_of >= 0) {
+          error(where, "aliases an allocation that is not an earlier one with bytes of its own");
+        } else if (kernel_.shared[base].byte_offset != alloc.byte_offset ||
+                   alloc.byte_size > kernel_.shared[base].byte_size ||
+                   dtype_bytes(kernel_.shared[base].dtype) != dtype_bytes(alloc.dtype)) {
+          error(where, "does not lie inside " + kernel_.shared[base].name +
+                           " with the same element size, the allocation it aliases");
+        }
+      } else if (alloc.byte_offset < end) {
+        error(where, "overlaps the previous allocation");
+      }
       if (alloc.stages < 1) error(where, "needs at least one stage");
       int64_t elements = 1;
       for (int64_t extent : alloc.shape) {
@@ -88,7 +101,7 @@ class KernelVerifier : public Visitor {
       if (alloc.byte_size != int64_t{alloc.stages} * alloc.stage_elements * dtype_bytes(alloc.dtype)) {
         error(where, "byte_size is not stages * stage_elements * element bytes");
       }
-      end = alloc.byte_offset + alloc.byte_size;
+      if (alloc.alias_of < 0) end = alloc.byte_offset + alloc.byte_size;
     }
     if (end > kernel_.shared_bytes) error("", "allocations end past shared_bytes");
   }

@@ -198,6 +198,7 @@ class GraphBuilder {
     }
     // Shared memory outside the rings: allocations no copy of the loop fills.
     for (size_t a = 0; a < kernel_.shared.size(); ++a) {
+      if (kernel_.shared[a].alias_of >= 0) continue;  // its bytes are its base's
       bool ring = false;
       for (int n : writers_[static_cast<int>(a)]) ring = ring || graph_.nodes[static_cast<size_t>(n)].is_copy();
       if (!ring) graph_.fixed_shared_bytes += kernel_.shared[a].byte_size;

@@ -150,6 +150,29 @@ TEST(Interpreter, StepBudgetAndVerification) {
       << refused.error;
 }
 
+// An allocation on another's bytes (SharedAlloc::alias_of) shares its elements and their race
+// states: a value stored through one is read through the other.
+TEST(Interpreter, AnAliasSharesItsBasesElements) {
+  const Buffer y = scalar::make_buffer("Y", {8, 16}, DType::F32, MemoryScope::Global, BufferRole::Output);
+  Builder b(1);
+  const layout::ComposedLayout rows = row_major_shared({8, 16}, {});
+  const int base = b.shared("Base", DType::F32, {8, 16}, rows, 1, "");
+  const int alias = b.shared_alias(base, "Alias", DType::F32, {8, 16}, rows, "");
+  EXPECT_EQ(b.shared_bytes(), 8 * 16 * 4);
+  const RegisterLayout l = blocked_layout({8, 16}, 32);
+  b.shared_store(SharedRef{base, nullptr, {0, 0}, false}, b.full(3.0, TileType{DType::F32, {8, 16}}, l, "x"));
+  b.barrier();
+  const Value read = b.shared_load(SharedRef{alias, nullptr, {0, 0}, false}, SharedRead::Scalar,
+                                   TileType{DType::F32, {8, 16}}, l, "read");
+  b.global_store(y, GlobalAccess{GlobalAccess::Form::Window, {nullptr, nullptr}, {0, 1}, {8, 16}, false}, {}, read);
+  const Module module{"alias", "sm_80", {y}, {}, {b.finish_kernel("alias", {y})}};
+  ASSERT_EQ(verify(module), std::vector<std::string>{});
+  EXPECT_NE(print_kernel(*module.kernels[0]).find("aliases Base"), std::string::npos);
+  const InterpretResult result = interpret(module, {});
+  ASSERT_TRUE(result.ok) << result.error;
+  EXPECT_EQ(result.outputs.at("Y").values, std::vector<double>(8 * 16, 3.0));
+}
+
 TEST(Interpreter, TripCountStopsALoopEarly) {
   // acc = sum of 1.0 over min(extent 5, trip count) iterations, for trip counts -1, 3 and 9.
   for (const auto& [trips, expected] : std::vector<std::pair<int, double>>{{-1, 0.0}, {3, 3.0}, {9, 5.0}}) {

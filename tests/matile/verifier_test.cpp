@@ -99,6 +99,15 @@ TEST(Verifier, SharedWindowsStayInside) {
   EXPECT_EQ(problem, "kernel k: st.shared: window reaches outside S");
 }
 
+TEST(Verifier, AnAliasLiesInsideItsBase) {
+  const std::string problem = first_problem(1, [](Builder& b, const Buffer& y) {
+    const int s = b.shared("S", DType::F32, {8, 16}, row_major_shared({8, 16}, {}), 1, "");
+    b.shared_alias(s, "Wide", DType::F32, {16, 16}, row_major_shared({16, 16}, {}), "");
+    b.global_store(y, kWindow, {}, b.full(0.0, TileType{DType::F32, {8, 16}}, blocked_layout({8, 16}, 32)));
+  });
+  EXPECT_EQ(problem, "kernel k: shared Wide: does not lie inside S with the same element size, the allocation it aliases");
+}
+
 TEST(Verifier, ValuesAreUsedInScope) {
   const std::string problem = first_problem(1, [](Builder& b, const Buffer& y) {
     Value inner;

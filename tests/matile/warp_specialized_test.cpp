@@ -15,6 +15,7 @@
 #include "core/driver/evaluate.h"
 #include "core/driver/pipeline.h"
 #include "core/matile/ir.h"
+#include "core/matile/printer.h"
 #include "core/sched/decision.h"
 #include "core/spec/sema.h"
 #include "tests/common/golden.h"
@@ -179,6 +180,34 @@ TEST(WarpSpecialized, ThreeConsumerWarpgroupsShareA192RowTile) {
     EXPECT_EQ(roles->roles[1].max_registers, 160);
     expect_stage_matches_reference(compilation, driver::Stage::MATile, overlap ? 12 : 11,
                                    overlap ? "three consumers, overlap" : "three consumers");
+  }
+}
+
+// At d 128 a three-stage ring of 128-key K and V tiles (192 KB) and the 32 KB query tile leave
+// no room for a separate staging tile: the staged epilogue takes the query tile's bytes once the
+// main loop is done with them (16-byte row stores instead of pairs from the fragments). The MA
+// interpreter gives both one storage, so its race checks cover the reuse.
+TEST(WarpSpecialized, TheStagedEpilogueReusesTheQueryTileWhenTheRingFillsSharedMemory) {
+  for (const bool overlap : {false, true}) {
+    const driver::Compilation compilation =
+        compile("assets/specs/attention.nt", attention_schedule(false, 128, 2, 3, overlap),
+                {"B=1", "H=2", "M=200", "N=384", "D=128"}, "sm_90a");
+    ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error;
+    const Kernel& kernel = *compilation.ma_module->kernels.at(0);
+    int query = -1;
+    const SharedAlloc* staged = nullptr;
+    for (size_t a = 0; a < kernel.shared.size(); ++a) {
+      if (kernel.shared[a].name == "Q_tile") query = static_cast<int>(a);
+      if (kernel.shared[a].name == "O_staged") staged = &kernel.shared[a];
+    }
+    ASSERT_GE(query, 0);
+    ASSERT_TRUE(staged) << print_kernel(kernel);
+    EXPECT_EQ(staged->alias_of, query);
+    EXPECT_EQ(staged->byte_offset, kernel.shared[static_cast<size_t>(query)].byte_offset);
+    EXPECT_LE(kernel.shared_bytes, 227 * 1024);
+    EXPECT_NE(print_kernel(kernel).find("aliases Q_tile"), std::string::npos);
+    expect_stage_matches_reference(compilation, driver::Stage::MATile, overlap ? 14 : 13,
+                                   overlap ? "staged on Q, overlap" : "staged on Q");
   }
 }
 
