@@ -161,7 +161,7 @@ const CommandSpec& schedule_command_spec(const std::vector<OptionSpec>& shared_o
                                "keep the search's pipeline stages instead of the pipeline "
                                "solver's (docs/pipeline.md)"});
     command.options.push_back({"solver-time", "SECONDS",
-                               "the pipeline solver's time limit per kernel (default 20)"});
+                               "the pipeline solver's time limit per kernel, CPU seconds (default 20)"});
     return command;
   }();
   return spec;

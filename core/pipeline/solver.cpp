@@ -3,9 +3,14 @@
 // independent checker and a sequential fallback (solver.h describes the model).
 #include "core/pipeline/solver.h"
 
+#include <pthread.h>
+#include <time.h>
 #include <z3++.h>
 
 #include <algorithm>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 #include <cstdio>
 #include <cstdlib>
 #include <chrono>
@@ -33,6 +38,62 @@ const char* status_name(SolveStatus status) {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+double cpu_seconds_of(clockid_t clock) {
+  timespec now{};
+  clock_gettime(clock, &now);
+  return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
+}
+
+// The time the solver spends (SolveOptions::time_limit_seconds): CPU seconds of the thread that
+// constructed it, capped by wall time at kWallClockFactor times the limit.
+class SolveClock {
+ public:
+  explicit SolveClock(double limit_seconds)
+      : limit_(limit_seconds), wall_start_(Clock::now()) {
+    pthread_getcpuclockid(pthread_self(), &clock_);
+    cpu_start_ = cpu_seconds_of(clock_);
+  }
+  double cpu() const { return cpu_seconds_of(clock_) - cpu_start_; }
+  double wall() const { return std::chrono::duration<double>(Clock::now() - wall_start_).count(); }
+  // What is left of `seconds` counted from `since` (an earlier cpu()), also within the cap.
+  double left(double seconds, double since = 0) const {
+    return std::min(seconds - (cpu() - since), limit_ * kWallClockFactor - wall());
+  }
+  clockid_t clock() const { return clock_; }
+
+ private:
+  double limit_;
+  Clock::time_point wall_start_;
+  clockid_t clock_{};
+  double cpu_start_ = 0;
+};
+
+// Interrupts `context` once the thread of `clock` has spent `seconds` of CPU time: Z3's own
+// timeout counts wall time.
+class CpuWatchdog {
+ public:
+  CpuWatchdog(z3::context& context, clockid_t clock, double seconds)
+      : thread_([this, &context, clock, deadline = cpu_seconds_of(clock) + seconds](std::stop_token stop) {
+          std::unique_lock lock(mutex_);
+          while (!stop.stop_requested()) {
+            if (cpu_seconds_of(clock) >= deadline) {
+              context.interrupt();
+              return;
+            }
+            wake_.wait_for(lock, stop, std::chrono::milliseconds(2), [] { return false; });
+          }
+        }) {}
+  ~CpuWatchdog() {
+    thread_.request_stop();
+    thread_.join();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable_any wake_;
+  std::jthread thread_;
+};
 
 std::string cycles_text(double cycles) {
   std::ostringstream out;
@@ -477,19 +538,23 @@ class Model {
       solver_.add(z3::implies(literal, sum <= *cross));
       assumptions.push_back(literal);
     }
-    const auto start = Clock::now();
+    // `seconds` of this thread's CPU time (SolveOptions::time_limit_seconds says why), and at
+    // most kWallClockFactor times that in wall time.
+    const SolveClock clock(seconds);
     for (;;) {
-      const double left = seconds - std::chrono::duration<double>(Clock::now() - start).count();
+      const double left = clock.left(seconds);
       if (left <= 0) return z3::unknown;
       z3::params params(ctx_);
-      params.set("timeout", static_cast<unsigned>(std::clamp(left, 0.001, 3600.0) * 1000.0));
+      params.set("timeout", static_cast<unsigned>(std::clamp(left * kWallClockFactor, 0.001, 3600.0) * 1000.0));
       solver_.set(params);
       if (stop_.stop_requested()) return z3::unknown;
       ++checks_;
       z3::check_result result = z3::unknown;
       try {
-        // A stop request from another thread interrupts the check (Z3 then answers unknown).
+        // A stop request from another thread interrupts the check (Z3 then answers unknown),
+        // and so does the watchdog when the check has spent its CPU time.
         const std::stop_callback interrupt(stop_, [this] { ctx_.interrupt(); });
+        const CpuWatchdog watchdog(ctx_, clock.clock(), left);
         result = solver_.check(assumptions);
       } catch (const z3::exception&) {
         return z3::unknown;
@@ -497,7 +562,7 @@ class Model {
       if (std::getenv("NAUTILUS_PIPELINE_TRACE")) {
         std::fprintf(stderr, "[pipeline] II %lld consumers %d: %s in %.3f s\n", static_cast<long long>(ii_),
                      consumers_, result == z3::sat ? "sat" : result == z3::unsat ? "unsat" : "unknown",
-                     std::chrono::duration<double>(Clock::now() - start).count());
+                     clock.wall());
       }
       if (result != z3::sat || !add_broken_rows(only)) return result;
     }
@@ -585,7 +650,7 @@ class Model {
 
   // The tracked groups in the last unsat core, shrunk by deletion while time allows.
   std::vector<std::string> explain(double seconds) {
-    const auto start = Clock::now();
+    const SolveClock clock(seconds);
     if (check(std::nullopt, std::nullopt, seconds) != z3::unsat) return {};
     std::vector<size_t> core;
     const z3::expr_vector unsat_core = solver_.unsat_core();
@@ -595,7 +660,7 @@ class Model {
       }
     }
     for (size_t i = 0; i < core.size();) {
-      const double left = seconds - std::chrono::duration<double>(Clock::now() - start).count();
+      const double left = clock.left(seconds);
       if (left <= 0.01) break;
       std::vector<size_t> without;
       for (size_t j = 0; j < core.size(); ++j) {
@@ -848,21 +913,25 @@ SlotTimes slot_times(const Node& node, int quantum) {
 
 Solution solve(const Graph& graph, const Machine& machine, const SolveOptions& options,
                SolveCache* cache) {
-  const auto start = Clock::now();
-  const auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
+  const SolveClock clock(options.time_limit_seconds);
+  const auto elapsed = [&] { return clock.wall(); };
   // A stop request leaves no time: every loop below ends at its next test.
-  const auto left = [&] { return options.stop.stop_requested() ? 0.0 : options.time_limit_seconds - elapsed(); };
+  const auto left = [&] {
+    return options.stop.stop_requested() ? 0.0 : clock.left(options.time_limit_seconds);
+  };
   std::string key;
   if (cache) {
     key = SolveCache::key(graph, machine, options);
     if (auto hit = cache->find(key)) {
       hit->seconds = elapsed();
+      hit->cpu_seconds = clock.cpu();
       return *hit;
     }
   }
   Solution best;
   const auto finish = [&](Solution s) {
     s.seconds = elapsed();
+    s.cpu_seconds = clock.cpu();
     if (options.stop.stop_requested() && s.status != SolveStatus::Optimal && s.status != SolveStatus::Infeasible) {
       s.notes.push_back("stopped on request after " + std::to_string(static_cast<int>(s.seconds * 1000)) +
                         " ms, before the time limit: what was found so far");
@@ -973,10 +1042,8 @@ Solution solve(const Graph& graph, const Machine& machine, const SolveOptions& o
     bool length_proven = true, cross_proven = true, complete = true;
   };
   const auto attempt = [&](int64_t ii, double budget) {
-    const auto begin = Clock::now();
-    const auto remaining = [&] {
-      return std::min(left(), budget - std::chrono::duration<double>(Clock::now() - begin).count());
-    };
+    const double begin = clock.cpu();
+    const auto remaining = [&] { return std::min(left(), clock.left(budget, begin)); };
     Attempt chosen;
     bool any_sat = false, any_unknown = false;
     // Each consumer count gets a fair share of the attempt's time for its first check; counts
@@ -1275,8 +1342,8 @@ std::string describe_solution(const Graph& graph, const Solution& s) {
     for (const std::string& reason : s.explanation) out << "    - " << reason << "\n";
   }
   for (const std::string& note : s.notes) out << "  note: " << note << "\n";
-  out << "  solve time " << std::fixed << std::setprecision(3) << s.seconds << " s, " << s.checks
-      << " Z3 check" << (s.checks == 1 ? "" : "s") << "\n";
+  out << "  solve time " << std::fixed << std::setprecision(3) << s.seconds << " s (" << std::setprecision(1)
+      << s.cpu_seconds << " s of CPU), " << s.checks << " Z3 check" << (s.checks == 1 ? "" : "s") << "\n";
   return out.str();
 }
 
@@ -1351,6 +1418,7 @@ nlohmann::ordered_json solution_json(const Graph&, const Solution& s) {
   json["explanation"] = s.explanation;
   json["notes"] = s.notes;
   json["seconds"] = s.seconds;
+  json["cpu_seconds"] = s.cpu_seconds;
   json["checks"] = s.checks;
   json["cached"] = s.cached;
   return json;
@@ -1388,6 +1456,7 @@ Solution solution_from_json(const nlohmann::json& json) {
   s.explanation = json.at("explanation").get<std::vector<std::string>>();
   s.notes = json.at("notes").get<std::vector<std::string>>();
   s.seconds = json.at("seconds").get<double>();
+  s.cpu_seconds = json.value("cpu_seconds", 0.0);
   s.checks = json.at("checks").get<int>();
   return s;
 }

@@ -57,6 +57,10 @@
 namespace nautilus::pipeline {
 
 struct SolveOptions {
+  // The budget in CPU seconds of the solving thread, not wall time: on a loaded machine (a
+  // build or a second search beside it) a wall-clock limit gives each Z3 check a fraction of
+  // its work, so the answer would depend on the load. A wall-clock cap of kWallClockFactor times
+  // the budget still bounds the wait.
   double time_limit_seconds = 20;
   std::optional<int> max_registers;  // caps every compute role's budget (--max-regs)
   std::optional<int> stages;         // every copied operand's ring depth (--stages)
@@ -108,10 +112,14 @@ struct Solution {
   std::string explanation_title;                    // "no schedule: ..." / "why not II = N"
   std::vector<std::string> explanation;             // the conflicting constraints, in words
   std::vector<std::string> notes;                   // timeouts, fallbacks
-  double seconds = 0;
+  double seconds = 0;      // wall time of the solve
+  double cpu_seconds = 0;  // the solving thread's CPU time (what the time limit counts)
   int checks = 0;
   bool cached = false;
 };
+
+// The wall-clock cap on a solve, as a multiple of SolveOptions::time_limit_seconds.
+constexpr double kWallClockFactor = 4.0;
 
 // An in-process cache of solutions by key() (graph, machine, options), optionally backed by a
 // directory of JSON files (one per key) so separate runs share it. Thread-safe.

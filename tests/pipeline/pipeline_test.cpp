@@ -6,6 +6,7 @@
 // check_solution, independently of Z3.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <stop_token>
 #include <thread>
@@ -369,6 +370,31 @@ TEST(PipelineSolver, ATimeoutReturnsTheBestScheduleFoundAndSaysSo) {
   EXPECT_NE(s.summary.find("best found"), std::string::npos);
   EXPECT_FALSE(s.notes.empty());
   EXPECT_NE(s.notes[0].find("time limit"), std::string::npos);
+}
+
+// The limit counts the solving thread's CPU time: a thread that keeps both cores busy beside the
+// solve does not shorten the work the solver does, and the wall time stays under the cap.
+// Attention on sm_90a with any number of consumers does not finish in one second.
+TEST(PipelineSolver, TheTimeLimitCountsTheSolversCpuTime) {
+  const Graph graph = graph_of(*lower_asset("attention"), "sm_90a");
+  SolveOptions options;
+  options.time_limit_seconds = 1.0;
+  std::atomic<bool> done{false};
+  std::vector<std::thread> load;
+  for (int i = 0; i < 2; ++i) {
+    load.emplace_back([&done] {
+      volatile double sink = 0;
+      while (!done.load()) sink = sink + 1.0;
+    });
+  }
+  const Solution s = solve(graph, *machine_for("sm_90a"), options);
+  done = true;
+  for (std::thread& t : load) t.join();
+  EXPECT_NE(s.status, SolveStatus::Optimal) << describe_solution(graph, s);
+  EXPECT_GT(s.cpu_seconds, 0.8) << "the solver had a second of CPU time: " << describe_solution(graph, s);
+  EXPECT_LT(s.cpu_seconds, 2.0) << describe_solution(graph, s);
+  EXPECT_LT(s.seconds, options.time_limit_seconds * kWallClockFactor + 1.0) << describe_solution(graph, s);
+  EXPECT_NE(describe_solution(graph, s).find("s of CPU)"), std::string::npos);
 }
 
 // A stop request from another thread (the studio's newer request) ends a long solve at once: the

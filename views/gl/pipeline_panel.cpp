@@ -687,8 +687,8 @@ void PipelinePanel::draw_solver() {
                 static_cast<long long>(s.ii_lower_bound), s.bound_reason.c_str(), static_cast<long long>(s.length),
                 s.stages, s.stages == 1 ? "" : "s", roles.c_str());
   }
-  ImGui::Text("solve time %.2f s, %d Z3 check%s%s", s.seconds, s.checks, s.checks == 1 ? "" : "s",
-              s.cached ? " (from the cache)" : "");
+  ImGui::Text("solve time %.2f s (%.1f s of CPU), %d Z3 check%s%s", s.seconds, s.cpu_seconds, s.checks,
+              s.checks == 1 ? "" : "s", s.cached ? " (from the cache)" : "");
   if (solving()) {
     ImGui::SameLine();
     ImGui::TextDisabled("re-solving...");
