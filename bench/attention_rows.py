@@ -6,7 +6,9 @@ Step 1, `prepare` (development machine, after a build): per row `nautilus schedu
 (its pipeline solver completing the schedule), then every variant is compiled for sm_90a:
   --append LABEL=D1;D2   the searched schedule with decisions D1, D2 appended
                          (e.g. --append 'persistent=persistent(O_sum_acc)');
-  --pin LABEL=D1;D2      a search of its own with D1, D2 pinned (`nautilus schedule --pin`).
+  --pin LABEL=D1;D2      a search of its own with D1, D2 pinned (`nautilus schedule --pin`);
+  --compile LABEL=O1;O2  the searched schedule compiled with `nautilus compile` options O1, O2
+                         (e.g. --compile 'fragments=--epilogue;fragments').
 Each variant is compiled once more at validation sizes that are not tile multiples (B 1, H 2,
 1000 rows at d 64, 1024 at d 128), beside the unscheduled package as the reference.
 Step 2, `pack DEST` (development machine): a copy for the GPU machine: the packages without PTX,
@@ -17,6 +19,7 @@ and the peers through torch SDPA's cuDNN and flash backends (CUDA events, L2 flu
 30), then writes attention_rows.md and .json after every row.
 
 Usage: python3 bench/attention_rows.py prepare [--only ROW...] [--append L=D]... [--pin L=D]...
+                                               [--compile L=O]...
        python3 bench/attention_rows.py pack DEST
        python3 bench/attention_rows.py measure [--reps N] [--only ROW...] [--no-peers]
 Writes bench/out-attention/ (git-ignored; $NAUTILUS_ATTENTION_BENCH names another folder).
@@ -103,7 +106,12 @@ def prepare(only, variants):
             print(name, entry["error"], flush=True)
             continue
         schedules = {"searched": json.load(open(searched))["decisions"]}
+        compile_options = {}
         for label, kind, decisions in variants:
+            if kind == "compile":
+                schedules[label] = schedules["searched"]
+                compile_options[label] = decisions
+                continue
             if kind == "append":
                 schedules[label] = schedules["searched"] + decisions
                 continue
@@ -127,9 +135,10 @@ def prepare(only, variants):
             schedule_path = os.path.join(OUT, "pk", f"{name}.{label}.json")
             json.dump({"decisions": decisions}, open(schedule_path, "w"), indent=2)
             package = os.path.join(OUT, "pk", f"{name}__{label}")
-            c = nautilus("compile", spec_path, "--arch", "sm_90a", "--schedule", schedule_path,
+            extra = compile_options.get(label, [])
+            c = nautilus("compile", spec_path, "--arch", "sm_90a", *extra, "--schedule", schedule_path,
                          *defines(sizes_of(b, h, s, d)), "-o", package)
-            v = nautilus("compile", spec_path, "--arch", "sm_90a", "--schedule", schedule_path,
+            v = nautilus("compile", spec_path, "--arch", "sm_90a", *extra, "--schedule", schedule_path,
                          *defines(validation_sizes(d)), "-o", package + "__validate")
             entry["variants"][label] = {
                 "decisions": decisions, "ok": c.returncode == 0 and v.returncode == 0,
@@ -289,6 +298,7 @@ def main():
     p.add_argument("--only", nargs="*")
     p.add_argument("--append", action="append", help="LABEL=D1;D2: the searched schedule with D1, D2 appended")
     p.add_argument("--pin", action="append", help="LABEL=D1;D2: a search with D1, D2 pinned")
+    p.add_argument("--compile", action="append", help="LABEL=O1;O2: the searched schedule compiled with options O1, O2")
     k = sub.add_parser("pack")
     k.add_argument("dest")
     m = sub.add_parser("measure")
@@ -297,7 +307,8 @@ def main():
     m.add_argument("--no-peers", action="store_true")
     args = parser.parse_args()
     if args.step == "prepare":
-        prepare(args.only, parse_variants(args.append, "append") + parse_variants(args.pin, "pin"))
+        prepare(args.only, parse_variants(args.append, "append") + parse_variants(args.pin, "pin") +
+                parse_variants(args.compile, "compile"))
     elif args.step == "pack":
         pack(os.path.abspath(args.dest))
     else:
