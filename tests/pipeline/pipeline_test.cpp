@@ -391,9 +391,13 @@ TEST(PipelineSolver, TheTimeLimitCountsTheSolversCpuTime) {
   done = true;
   for (std::thread& t : load) t.join();
   EXPECT_NE(s.status, SolveStatus::Optimal) << describe_solution(graph, s);
-  EXPECT_GT(s.cpu_seconds, 0.8) << "the solver had a second of CPU time: " << describe_solution(graph, s);
+  // It ran its second of CPU time, unless the machine is so loaded that the wall-clock cap
+  // ended it first.
+  const double cap = options.time_limit_seconds * kWallClockFactor;
+  EXPECT_TRUE(s.cpu_seconds > 0.8 || s.seconds >= cap - 0.1)
+      << "the solver had a second of CPU time: " << describe_solution(graph, s);
   EXPECT_LT(s.cpu_seconds, 2.0) << describe_solution(graph, s);
-  EXPECT_LT(s.seconds, options.time_limit_seconds * kWallClockFactor + 1.0) << describe_solution(graph, s);
+  EXPECT_LT(s.seconds, cap + 1.0) << describe_solution(graph, s);
   EXPECT_NE(describe_solution(graph, s).find("s of CPU)"), std::string::npos);
 }
 
