@@ -61,6 +61,7 @@ ApplyResult apply(const scalar::ProgramPtr& program, const Decision& decision) {
     if (parsed.consumers) {
       attrs.consumers = *parsed.consumers;
       if (attrs.consumers == 0) attrs.overlap = false;
+      if (attrs.consumers < 2) attrs.pingpong = false;
     }
     return attrs;
   });
