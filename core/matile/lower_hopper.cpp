@@ -679,9 +679,9 @@ void KernelLowering::emit_hopper_loop(const VOp& loop) {
 // wgmma, and once that group (with overlap=1, also the previous iteration's P·V) is issued it
 // arrives (bar.arrive) on the next warpgroup's barrier, g + 1 modulo the consumers. The last
 // warpgroup's seed arrival on warpgroup 0's barrier before the loop lets warpgroup 0 start; the
-// last warpgroup's final arrival is left over after the loop, and warpgroup 0 completes that
-// phase with an arrival of its own, so every barrier ends each main loop (each tile of a
-// persistent CTA) with no thread arrived.
+// last warpgroup's final arrival is left over after the loop, and warpgroup 0 consumes it with
+// one more bar.sync (it waits only until that warpgroup issued its last MMAs), so every barrier
+// ends each main loop (each tile of a persistent CTA) with no thread arrived.
 //
 //   bar.arrive [-, 1] by warpgroup, 256            the seed: warpgroup 1 arrives for warpgroup 0
 //   for k_o ... { mbarrier.wait full[%slot] ...
@@ -689,7 +689,7 @@ void KernelLowering::emit_hopper_loop(const VOp& loop) {
 //     wgmma.fence; %S = wgmma ...; wgmma.commit_group
 //     bar.arrive [2, 1] by warpgroup, 256          pass the turn
 //     wgmma.wait_group 0; softmax ... }
-//   bar.arrive [1, -] by warpgroup, 256            warpgroup 0 completes the leftover phase
+//   bar.sync [1, -] by warpgroup, 256              warpgroup 0 consumes the leftover arrival
 namespace {
 constexpr int kPingPongBarrierId = 1;  // clear of the role barriers (8 up) and the emitter's (15 down)
 constexpr int64_t kPingPongThreads = 2 * kWarpgroupThreads;  // the waiting and the arriving warpgroup
@@ -724,7 +724,7 @@ void KernelLowering::pingpong_drain() {
   ws_.turn_to_take = ws_.turn_to_pass = false;
   std::vector<int> ids(static_cast<size_t>(options_.consumers), 0);
   ids.front() = kPingPongBarrierId;
-  b_.warpgroup_barrier(ids, kPingPongThreads, /*arrive_only=*/true);
+  b_.warpgroup_barrier(ids, kPingPongThreads, /*arrive_only=*/false);
 }
 
 // overlap=1: which ops of the main loop run one iteration late. The late ops are those that

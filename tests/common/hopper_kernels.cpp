@@ -136,7 +136,7 @@ ModulePtr hopper_gemm(const HopperGemmShape& shape, HopperBug bug) {
         },
         {"acc"}, {"acc_i"});
     if (bug != HopperBug::AccumulatorBeforeWait) b.wgmma_wait_group(0);
-    if (pingpong && bug != HopperBug::PingPongMissingDrain) b.warpgroup_barrier({1, 0}, 256, true);
+    if (pingpong && bug != HopperBug::PingPongMissingDrain) b.warpgroup_barrier({1, 0}, 256, false);
     if (releases && !early) b.mbarrier_arrive(BarrierRef{empty, constant((KT - 1) % S, "last")});
     const Value c16 = b.cast(acc[0], DType::BF16, "c16");
     if (!tma_epilogue) {

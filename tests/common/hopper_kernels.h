@@ -18,7 +18,7 @@
 //   (pingpong, cooperative only: the two warpgroups take turns issuing each k step's wgmma:
 //     bar.arrive [-, 1] by warpgroup, 256 before the first (warpgroup 1 lets warpgroup 0 start);
 //     per k step bar.sync [1, 2] by warpgroup, 256; wgmma; commit; bar.arrive [2, 1] ...;
-//     after the loop bar.arrive [1, -] ..., which completes warpgroup 0's leftover phase.)
+//     after the loop bar.sync [1, -] ..., which consumes warpgroup 1's last arrival.)
 #pragma once
 
 #include <cstdint>
