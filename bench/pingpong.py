@@ -6,8 +6,11 @@ Step 1, `prepare` (development machine, after a build): for each row (d 64: H 32
 B = 16384 / S, S in 512 2048 8192 16384, plain and causal), `nautilus schedule` searches and the
 pipeline solver completes the schedule; then two variants of it are compiled for sm_90a:
   off  every pingpong removed (warp_spec and the solver's pipeline decision),
-  on   warp_spec(..., pingpong=1) added (refused, and recorded so, where the search chose one
-       consumer warpgroup: ping-pong needs two),
+  on   warp_spec(..., pingpong=1) added (recorded as not applicable where the search chose no
+       warp specialization or one consumer warpgroup: ping-pong needs two),
+and, so that every row has a comparison, the hand-written Hopper form of docs/schedules.md
+(128 x 128 tiles, warp_spec consumers=2 stages=3 overlap=1) without and with pingpong=1
+(hand_off, hand_on),
 each once more at validation sizes that are not tile multiples (B 1, H 2, S 1000 at d 64,
 1024 at d 128, where the overlapped form needs whole key tiles), beside the unscheduled package
 at those sizes.
@@ -74,10 +77,21 @@ def with_pingpong(decisions):
     return out if applied else None
 
 
+def hand_hopper(causal):
+    d = ["rolling_update(O_sum, n, tile=128)", "compute_at(S, Mx, n_o)"]
+    if causal:
+        d.append("compute_at(S_sum, S, n_o)")
+    d += ["tile(O_sum_acc, m=128)", "reverse_compute_at(O, O_sum, m_o)",
+          "bind(O_sum_acc, b=grid.z, h=grid.y, m_o=grid.x)"]
+    if causal:
+        d.append("skip_masked(S, n_o)")
+    return d + ["warp_spec(O_sum_acc, consumers=2, stages=3, overlap=1)"]
+
+
 def compile_package(spec_path, schedule, sizes, package):
     args = ["compile", spec_path, "--arch", "sm_90a", *defines(sizes), "-o", package]
     if schedule:
-        args[3:3] = ["--schedule", schedule]
+        args[4:4] = ["--schedule", schedule]
     done = nautilus(*args)
     return done.returncode == 0, None if done.returncode == 0 else (done.stderr or done.stdout)[-400:]
 
@@ -107,11 +121,13 @@ def prepare(only, solver_time):
             continue
         decisions = json.load(open(searched))["decisions"]
         entry["searched"] = decisions
-        forms = {"off": without_pingpong(decisions), "on": with_pingpong(decisions)}
+        hand = hand_hopper(spec == "causal_attention")
+        forms = {"off": without_pingpong(decisions), "on": with_pingpong(decisions),
+                 "hand_off": hand, "hand_on": with_pingpong(hand)}
         for label, ds in forms.items():
             variant = {"decisions": ds}
             if ds is None:
-                variant["error"] = "the searched warp_spec has one consumer warpgroup (or none): no ping-pong"
+                variant["error"] = "n/a: the searched schedule has no warp_spec of 2 or more consumers"
                 entry["variants"][label] = variant
                 continue
             schedule = os.path.join(pk, f"{name}.{label}.json")
@@ -151,8 +167,9 @@ def measure(reps, only):
                             capture_output=True, text=True).stdout.strip()
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     lines = [f"device {device}, {when}, reps {reps}, best of 2 runs, L2 flushed",
-             "| config | searched warp_spec | off: validation | on: validation | off µs | on µs | off / on |",
-             "|---|---|---|---|---|---|---|"]
+             "| config | searched warp_spec | validation off / on | off µs | on µs | off / on | "
+             "hand validation off / on | hand off µs | hand on µs | hand off / on |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     rows = []
     fmt = lambda x: f"{x:.1f}" if x else "–"
     for entry in manifest:
@@ -163,7 +180,7 @@ def measure(reps, only):
             continue
         warp_spec = next((d for d in entry["searched"] if d.startswith("warp_spec(")), "none")
         times, validations = {}, {}
-        for label in ("off", "on"):
+        for label in ("off", "on", "hand_off", "hand_on"):
             variant = entry["variants"].get(label, {})
             times[label], validations[label] = None, variant.get("error") or "not built"
             if not variant.get("ok"):
@@ -180,10 +197,13 @@ def measure(reps, only):
                                timeout=300)
                 validations[label] = (r.get("validation") or {}).get("status", r.get("error", "?"))
         ratio = times["off"] / times["on"] if times["off"] and times["on"] else None
-        lines.append(f"| {entry['name']} | {warp_spec} | {validations['off']} | {validations['on']} | "
-                     f"{fmt(times['off'])} | {fmt(times['on'])} | {ratio and f'{ratio:.3f}'} |")
+        hand = times["hand_off"] / times["hand_on"] if times["hand_off"] and times["hand_on"] else None
+        lines.append(f"| {entry['name']} | {warp_spec} | {validations['off']} / {validations['on']} | "
+                     f"{fmt(times['off'])} | {fmt(times['on'])} | {ratio and f'{ratio:.3f}'} | "
+                     f"{validations['hand_off']} / {validations['hand_on']} | {fmt(times['hand_off'])} | "
+                     f"{fmt(times['hand_on'])} | {hand and f'{hand:.3f}'} |")
         rows.append({"name": entry["name"], "warp_spec": warp_spec, "times": times, "validation": validations,
-                     "speedup": ratio})
+                     "speedup": ratio, "hand_speedup": hand})
         print(lines[-1], flush=True)
         out = os.environ.get("OUT", OUT)  # after every row: a job stopped by its limit keeps its rows
         open(os.path.join(out, "pingpong.md"), "w").write("\n".join(lines) + "\n")

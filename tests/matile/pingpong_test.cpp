@@ -247,6 +247,21 @@ TEST(PingPong, AttentionPlainAndCausalWithAndWithoutOverlapMatchTheReference) {
   }
 }
 
+// Persistent CTAs walk several tiles each: every tile's main loop seeds and closes its turns,
+// so the barriers start each tile idle (the interpreter launches 3 CTAs for 8 tiles).
+TEST(PingPong, PersistentCtasTakeTurnsTileAfterTile) {
+  for (const bool overlap : {false, true}) {
+    SCOPED_TRACE(overlap ? "overlap=1" : "overlap=0");
+    std::vector<std::string> decisions = attention_schedule(true, 3, overlap, true);
+    decisions.push_back("persistent(O_sum_acc)");
+    const driver::Compilation compilation =
+        compile("assets/specs/causal_attention.nt", decisions, {"B=1", "H=2", "M=520", "N=520", "D=64"});
+    ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error;
+    EXPECT_TRUE(compilation.ma_module->kernels.at(0)->persistent);
+    expect_stage_matches_reference(compilation, driver::Stage::MATile, 9, "persistent ping-pong");
+  }
+}
+
 // overlap=1 follows FlashAttention-3: in the steady loop the turn is taken before QKᵀ and passed
 // once the previous iteration's P·V is issued behind it, before the wait for the scores.
 TEST(PingPong, OverlappedAttentionPassesTheTurnAfterPV) {
