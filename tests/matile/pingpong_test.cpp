@@ -284,6 +284,25 @@ TEST(PingPong, OverlappedAttentionPassesTheTurnAfterPV) {
   EXPECT_EQ(steady_loops, 1);
 }
 
+// A pipeline decision after warp_spec turns the ping-pong on or off and keeps the rest of the
+// kernel's pipeline (what a measurement appends to a searched schedule).
+TEST(PingPong, APipelineDecisionTurnsItOnAndOff) {
+  const std::vector<std::string> sizes = {"B=1", "H=1", "M=256", "N=256", "D=64"};
+  std::vector<std::string> on = attention_schedule(false, 3, true, false);
+  on.push_back("pipeline(O_sum_acc, pingpong=1)");
+  const driver::Compilation with = compile("assets/specs/attention.nt", on, sizes);
+  ASSERT_TRUE(with.ma_module) << with.schedule_error;
+  EXPECT_FALSE(turn_barriers(*with.ma_module->kernels.at(0)).empty());
+  int ring = 0;
+  for (const SharedAlloc& alloc : with.ma_module->kernels.at(0)->shared) ring = std::max(ring, alloc.stages);
+  EXPECT_EQ(ring, 3);
+  std::vector<std::string> off = attention_schedule(false, 3, true, true);
+  off.push_back("pipeline(O_sum_acc, pingpong=0)");
+  const driver::Compilation without = compile("assets/specs/attention.nt", off, sizes);
+  ASSERT_TRUE(without.ma_module) << without.schedule_error;
+  EXPECT_TRUE(turn_barriers(*without.ma_module->kernels.at(0)).empty());
+}
+
 TEST(PingPong, TheDecisionSaysWhereItCannotApply) {
   const driver::Compilation one = compile(
       "assets/specs/gemm.nt", gemm_schedule("warp_spec(C_sum, consumers=1, stages=3, pingpong=1)"), {});
