@@ -262,6 +262,21 @@ TEST(PingPong, PersistentCtasTakeTurnsTileAfterTile) {
   }
 }
 
+// Three consumer warpgroups (a 192-row tile at d 64) pass the turn around: 0 -> 1 -> 2 -> 0.
+TEST(PingPong, ThreeConsumersPassTheTurnAround) {
+  std::vector<std::string> decisions = attention_schedule(false, 3, true, true);
+  decisions[2] = "tile(O_sum_acc, m=192)";
+  decisions.back() = "warp_spec(O_sum_acc, consumers=3, stages=3, overlap=1, pingpong=1)";
+  const driver::Compilation compilation =
+      compile("assets/specs/attention.nt", decisions, {"B=1", "H=2", "M=400", "N=296", "D=64"});
+  ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error;
+  const std::vector<std::string> barriers = turn_barriers(*compilation.ma_module->kernels.at(0));
+  EXPECT_NE(std::find(barriers.begin(), barriers.end(), "bar.sync [1, 2, 3] by warpgroup, 256"), barriers.end());
+  EXPECT_NE(std::find(barriers.begin(), barriers.end(), "bar.arrive [2, 3, 1] by warpgroup, 256"), barriers.end());
+  EXPECT_NE(std::find(barriers.begin(), barriers.end(), "bar.arrive [-, -, 1] by warpgroup, 256"), barriers.end());
+  expect_stage_matches_reference(compilation, driver::Stage::MATile, 12, "three consumers, ping-pong");
+}
+
 // overlap=1 follows FlashAttention-3: in the steady loop the turn is taken before QKᵀ and passed
 // once the previous iteration's P·V is issued behind it, before the wait for the scores.
 TEST(PingPong, OverlappedAttentionPassesTheTurnAfterPV) {
