@@ -130,7 +130,12 @@ void KernelEmitter::analyze_uses(const matile::Region& region) {
       if (value) last_use_[value.get()] = index;
     }
     for (const Value& value : op.results) def_region_[value.get()] = &region;
-    if (op.kind == OpKind::NamedBarrier) used_barrier_ids_.insert(op.barrier_id);
+    if (op.kind == OpKind::NamedBarrier) {
+      used_barrier_ids_.insert(op.barrier_id);
+      for (int id : op.warpgroup_ids) {
+        if (id != 0) used_barrier_ids_.insert(id);
+      }
+    }
     if (op.kind == OpKind::Wgmma) {
       wgmma_values_.insert(op.results[0].get());
       wgmma_accumulator_inputs_.insert(op.operands.back().get());
@@ -339,9 +344,36 @@ void KernelEmitter::visit_MBarrierWait(const Op& op) {
   line("mbarrier_wait(" + barrier_address(op.mbarrier) + ", " + name_of(op.operands.at(0)) + ");");
 }
 
+// A per-warpgroup barrier (the consumers' ping-pong) picks its id by the role's warpgroup,
+// tid / 128, which is uniform over each warp as bar.sync needs; a warpgroup whose entry is 0
+// skips it:
+//   bar.sync [1, 2] by warpgroup, 256   ->  named_barrier_sync(tid / 128 == 0 ? 1 : 2, 256);
+//   bar.arrive [-, 1] by warpgroup, 256 ->  if (tid / 128 == 1) named_barrier_arrive(1, 256);
 void KernelEmitter::visit_NamedBarrier(const Op& op) {
-  line(std::string(op.arrive_only ? "named_barrier_arrive(" : "named_barrier_sync(") +
-       std::to_string(op.barrier_id) + ", " + str(op.barrier_threads) + ");");
+  const std::string call = op.arrive_only ? "named_barrier_arrive(" : "named_barrier_sync(";
+  if (op.warpgroup_ids.empty()) {
+    line(call + std::to_string(op.barrier_id) + ", " + str(op.barrier_threads) + ");");
+    return;
+  }
+  if (static_cast<int64_t>(op.warpgroup_ids.size()) * matile::kWarpgroupThreads != role_threads_) {
+    invalid(matile::op_label(op) + ": one barrier id per warpgroup of the role");
+  }
+  std::string condition, id;
+  for (size_t g = op.warpgroup_ids.size(); g-- > 0;) {
+    const int barrier = op.warpgroup_ids[g];
+    if (barrier == 0) continue;
+    if (barrier < 1 || barrier > 15) invalid(matile::op_label(op) + ": named barrier ids are 1..15");
+    if (role_barrier_id_ != 0 && barrier == role_barrier_id_) {
+      unsupported(matile::op_label(op) + ": barrier " + std::to_string(barrier) +
+                  " is the role's own barrier for its elected arrives");
+    }
+    const std::string is_g = "tid / 128 == " + std::to_string(g);
+    condition = condition.empty() ? is_g : is_g + " || " + condition;
+    id = id.empty() ? std::to_string(barrier) : "(" + is_g + " ? " + std::to_string(barrier) + " : " + id + ")";
+  }
+  const bool everyone = std::none_of(op.warpgroup_ids.begin(), op.warpgroup_ids.end(), [](int b) { return b == 0; });
+  line(std::string(everyone ? "" : "if (" + condition + ") ") + call + id + ", " + str(op.barrier_threads) +
+       ");  // per warpgroup");
 }
 
 void KernelEmitter::visit_FenceProxyAsync(const Op&) { line("fence_proxy_async();"); }

@@ -102,6 +102,7 @@ struct BarrierSlot {
 
 struct NamedBarrierState {
   int64_t expected = 0, arrived = 0, generation = 0;
+  std::string last_arrivers;  // who arrived in the current phase, for messages
   Clock release, completed;
 };
 
@@ -124,9 +125,28 @@ struct Frame {
   int64_t iteration = 0, trips = 0;
 };
 
+// The registers of a thread of control: its values, its wgmma results still in flight (value
+// -> group) and, per value, who wrote it at which wgmma.fence count. The CTA and the roles that
+// run in lockstep share one; each warpgroup of a role whose warpgroups run apart has its own,
+// over the role's threads, of which it computes only its own.
+struct RegisterState {
+  std::unordered_map<const ValueNode*, Slots> values;
+  std::unordered_map<const ValueNode*, int64_t> in_flight;
+  std::unordered_map<const ValueNode*, std::pair<int, int64_t>> fence_stamps;
+  void clear() {
+    values.clear();
+    in_flight.clear();
+    fence_stamps.clear();
+  }
+};
+
 struct Agent {
-  std::string name;  // "role producer", "the CTA"
-  int64_t thread_base = 0, thread_count = 0;
+  std::string name;  // "role producer", "role consumers warpgroup 1", "the CTA"
+  // CTA thread of the register arrays' thread 0 and their threads (the role's); the threads of
+  // them this agent runs: all, or one warpgroup's.
+  int64_t thread_base = 0, thread_count = 0, lane_lo = 0, lane_hi = 0;
+  int warpgroup = -1;  // index in its role when the role's warpgroups run apart; -1: all of them
+  std::shared_ptr<RegisterState> registers;  // null: the CTA's
   std::vector<Frame> frames;
   bool done = false;
   int64_t named_generation = -1;  // waiting at a bar.sync of this generation
@@ -159,7 +179,8 @@ class Interpreter : public Visitor {
         globals_("module", module.name),
         schedule_rng_(options.schedule_seed),
         schedule_seed_(options.schedule_seed),
-        persistent_ctas_(std::max<int64_t>(options.persistent_ctas, 1)) {}
+        persistent_ctas_(std::max<int64_t>(options.persistent_ctas, 1)),
+        split_warpgroups_(options.split_warpgroups) {}
 
   InterpretResult run(const TensorMap& inputs) {
     InterpretResult result =
@@ -212,20 +233,37 @@ class Interpreter : public Visitor {
   // The threads of the running thread of control (the CTA's or a role's).
   int64_t threads() const { return thread_count_; }
   int warps() const { return static_cast<int>(thread_count_ / kWarpSize); }
+  // The threads the running thread of control executes, [lane_lo_, lane_hi_) of threads(): ops
+  // compute their slots and touch memory for these alone.
+  int64_t lane_count() const { return lane_hi_ - lane_lo_; }
+  int first_warp() const { return static_cast<int>(lane_lo_ / kWarpSize); }
+  int end_warp() const { return static_cast<int>(lane_hi_ / kWarpSize); }
+  bool runs_part() const { return lane_lo_ != 0 || lane_hi_ != thread_count_; }
+  std::unordered_map<const ValueNode*, Slots>& values() { return registers_->values; }
+  std::unordered_map<const ValueNode*, int64_t>& in_flight() { return registers_->in_flight; }
+  std::unordered_map<const ValueNode*, std::pair<int, int64_t>>& fence_stamps() {
+    return registers_->fence_stamps;
+  }
   Agent& agent() { return agents_[static_cast<size_t>(agent_)]; }
   int64_t epoch() const { return agents_[static_cast<size_t>(agent_)].epoch; }
 
   Slots& slots_of(const Value& value) {
-    auto found = values_.find(value.get());
-    if (found == values_.end()) fail("value %" + value->name + " has no contents");
+    auto found = values().find(value.get());
+    if (found == values().end()) {
+      // A warpgroup of its own reads the values defined before its role in the CTA's registers.
+      if (registers_ != &cta_registers_) found = cta_registers_.values.find(value.get());
+      if (found == cta_registers_.values.end()) fail("value %" + value->name + " has no contents");
+    }
     return found->second;
   }
   Slots& define(const Value& value) {
-    Slots& out = values_[value.get()];
+    Slots& out = values()[value.get()];
     out.assign(static_cast<size_t>(threads() * value->layout.slots()), 0.0);
     return out;
   }
-  double uniform(const Value& value) { return slots_of(value)[0]; }
+  double uniform(const Value& value) {
+    return slots_of(value)[static_cast<size_t>(lane_lo_ * value->layout.slots())];
+  }
   int64_t uniform_index(const Value& value) { return static_cast<int64_t>(uniform(value)); }
 
   const std::vector<int64_t>& elements_of(const Value& value) {
@@ -240,10 +278,8 @@ class Interpreter : public Visitor {
   void run_kernel(const Kernel& kernel) {
     kernel_ = &kernel;
     op_ = nullptr;
-    agent_ = 0;
-    thread_base_ = 0;
-    thread_count_ = kernel.threads();
     setup_agents(kernel);
+    enter(0);
     element_tables_.clear();
     shared_.clear();
     for (const SharedAlloc& alloc : kernel.shared) {
@@ -324,13 +360,13 @@ class Interpreter : public Visitor {
   using Visitor::visit;
   void visit(const Op& op) override {
     op_ = &op;
-    if (!in_flight_.empty()) check_no_in_flight_use(op);
+    if (!in_flight().empty()) check_no_in_flight_use(op);
     Visitor::visit(op);
     if (op.kind != OpKind::Wgmma) {
       for (const Value& r : op.results) {
         if (!r) continue;
-        in_flight_.erase(r.get());
-        fence_stamps_[r.get()] = {agent_, agent().wgmma_fences};
+        in_flight().erase(r.get());
+        fence_stamps()[r.get()] = {agent_, agent().wgmma_fences};
       }
     }
   }
@@ -402,12 +438,13 @@ class Interpreter : public Visitor {
   // Binds the grid variables to `point` for the running threads; the roles take turns op by op,
   // so a binding that is already there (the same point, as many threads) is kept.
   void bind_grid(const std::vector<int64_t>& point) {
-    if (point == bound_point_ && threads() == bound_threads_) return;
+    if (point == bound_point_ && threads() == bound_threads_ && registers_ == bound_registers_) return;
     for (size_t k = 0; k < kernel_->grid.size() && k < point.size(); ++k) {
       define(kernel_->grid[k].var).assign(static_cast<size_t>(threads()), static_cast<double>(point[k]));
     }
     bound_point_ = point;
     bound_threads_ = threads();
+    bound_registers_ = registers_;
   }
 
   void run_for(const Op& op) {
@@ -419,14 +456,14 @@ class Interpreter : public Visitor {
       count_steps(1);
       if (op.tile_loop) bind_grid(tile_point(i));
       define(op.loop_var).assign(static_cast<size_t>(threads()), static_cast<double>(i));
-      for (size_t k = 0; k < op.block_args.size(); ++k) values_[op.block_args[k].get()] = carried[k];
+      for (size_t k = 0; k < op.block_args.size(); ++k) values()[op.block_args[k].get()] = carried[k];
       carry_marks(i == 0 ? op.operands : op.body->ops.back()->operands, op.block_args);
       visit(*op.body);
       op_ = self;
       const Op& yield = *op.body->ops.back();
       for (size_t k = 0; k < yield.operands.size(); ++k) carried[k] = slots_of(yield.operands[k]);
     }
-    for (size_t k = 0; k < op.results.size(); ++k) values_[op.results[k].get()] = carried[k];
+    for (size_t k = 0; k < op.results.size(); ++k) values()[op.results[k].get()] = carried[k];
     carry_marks(trips == 0 ? op.operands : op.body->ops.back()->operands, op.results);
   }
 
@@ -465,18 +502,22 @@ class Interpreter : public Visitor {
       return operands;
     }();
     Slots out(static_cast<size_t>(threads() * result->layout.slots()));
-    count_steps(out.size());
+    // The running threads' slots (all of them, unless one warpgroup runs apart).
+    const size_t first = static_cast<size_t>(lane_lo_ * result->layout.slots());
+    const size_t end = static_cast<size_t>(lane_hi_ * result->layout.slots());
+    count_steps(end - first);
     switch (op.kind) {
       case OpKind::Iota: {
         const std::vector<int64_t>& elements = elements_of(result);
-        for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<double>(elements[i]);
+        for (size_t i = first; i < end; ++i) out[i] = static_cast<double>(elements[i]);
         break;
       }
       case OpKind::Full:
-        std::fill(out.begin(), out.end(), round_to(dtype, op.constant));
+        std::fill(out.begin() + static_cast<std::ptrdiff_t>(first), out.begin() + static_cast<std::ptrdiff_t>(end),
+                  round_to(dtype, op.constant));
         break;
       case OpKind::Unary:
-        for (size_t i = 0; i < out.size(); ++i) {
+        for (size_t i = first; i < end; ++i) {
           const double x = (*in[0])[i];
           if (dtype == DType::Index) {
             out[i] = op.unary_op == UnaryOp::Abs ? std::fabs(x) : 0.0 - x;
@@ -486,7 +527,7 @@ class Interpreter : public Visitor {
         }
         break;
       case OpKind::Binary:
-        for (size_t i = 0; i < out.size(); ++i) {
+        for (size_t i = first; i < end; ++i) {
           const double a = (*in[0])[i], b = (*in[1])[i];
           if (dtype == DType::Index) {
             out[i] = static_cast<double>(
@@ -497,23 +538,23 @@ class Interpreter : public Visitor {
         }
         break;
       case OpKind::Compare:
-        for (size_t i = 0; i < out.size(); ++i) {
+        for (size_t i = first; i < end; ++i) {
           out[i] = compare_values(op.compare_op, (*in[0])[i], (*in[1])[i]) ? 1.0 : 0.0;
         }
         break;
       case OpKind::Logical:
-        for (size_t i = 0; i < out.size(); ++i) {
+        for (size_t i = first; i < end; ++i) {
           const bool a = (*in[0])[i] != 0.0, b = (*in[1])[i] != 0.0;
           out[i] = (op.logical_op == LogicalOp::And ? (a && b) : (a || b)) ? 1.0 : 0.0;
         }
         break;
       case OpKind::Select:
-        for (size_t i = 0; i < out.size(); ++i) {
+        for (size_t i = first; i < end; ++i) {
           out[i] = (*in[0])[i] != 0.0 ? (*in[1])[i] : (*in[2])[i];
         }
         break;
       case OpKind::Cast:
-        for (size_t i = 0; i < out.size(); ++i) {
+        for (size_t i = first; i < end; ++i) {
           const double x = (*in[0])[i];
           if (dtype == DType::Index) {
             if (!(std::fabs(x) <= static_cast<double>(kMaxIndexMagnitude))) {
@@ -529,7 +570,7 @@ class Interpreter : public Visitor {
         break;
       default: break;
     }
-    values_[result.get()] = std::move(out);
+    values()[result.get()] = std::move(out);
   }
 
   // -------------------------------------------------------------------------------------------
@@ -561,28 +602,33 @@ class Interpreter : public Visitor {
     const int64_t source_slots = op.operands[0]->layout.slots();
     const int64_t result_slots = result->layout.slots();
     Slots out(static_cast<size_t>(threads() * result_slots));
-    count_steps(out.size());
-    for (int64_t t = 0; t < threads(); ++t) {
+    count_steps(static_cast<uint64_t>(lane_count() * result_slots));
+    for (int64_t t = lane_lo_; t < lane_hi_; ++t) {
       for (int64_t v = 0; v < result_slots; ++v) {
         const size_t at = static_cast<size_t>(t * result_slots + v);
         out[at] = source[static_cast<size_t>(t * source_slots + table[at])];
       }
     }
-    values_[result.get()] = std::move(out);
+    values()[result.get()] = std::move(out);
   }
 
-  // The dense tile (column-major) of a value, from any holder of each element.
+  // The dense tile (column-major) of a value, from any holder of each element among the running
+  // threads.
   std::vector<double> dense(const Value& value) {
     const Slots& slots = slots_of(value);
     const std::vector<int64_t>& elements = elements_of(value);
     std::vector<double> tile(static_cast<size_t>(value->type.element_count()), std::nan(""));
     std::vector<uint8_t> held(tile.size(), 0);
-    for (size_t i = 0; i < elements.size(); ++i) {
+    const int64_t per_thread = value->layout.slots();
+    for (size_t i = static_cast<size_t>(lane_lo_ * per_thread); i < static_cast<size_t>(lane_hi_ * per_thread); ++i) {
       tile[static_cast<size_t>(elements[i])] = slots[i];
       held[static_cast<size_t>(elements[i])] = 1;
     }
     for (size_t e = 0; e < held.size(); ++e) {
-      if (!held[e]) fail("no thread holds element " + std::to_string(e) + " of %" + value->name);
+      if (!held[e]) {
+        fail("no thread holds element " + std::to_string(e) + " of %" + value->name +
+             (runs_part() ? " in " + agent().name + " (a layout change across warpgroups that run apart)" : ""));
+      }
     }
     return tile;
   }
@@ -594,9 +640,12 @@ class Interpreter : public Visitor {
     const std::vector<int64_t>& elements = elements_of(result);
     Slots out(elements.size());
     count_steps(out.size() + tile.size());
-    for (size_t i = 0; i < elements.size(); ++i) out[i] = tile[static_cast<size_t>(elements[i])];
+    const int64_t per_thread = result->layout.slots();
+    for (size_t i = static_cast<size_t>(lane_lo_ * per_thread); i < static_cast<size_t>(lane_hi_ * per_thread); ++i) {
+      out[i] = tile[static_cast<size_t>(elements[i])];
+    }
     instructions_["bar.sync"] += 2;
-    values_[result.get()] = std::move(out);
+    values()[result.get()] = std::move(out);
   }
 
   // -------------------------------------------------------------------------------------------
@@ -621,7 +670,7 @@ class Interpreter : public Visitor {
     count_steps(in.size() + partial.size());
     // 1. Within each thread, in slot order (a repeated element once).
     const bool repeats = repeats_in_a_thread(source->layout);
-    for (int64_t t = 0; t < threads(); ++t) {
+    for (int64_t t = lane_lo_; t < lane_hi_; ++t) {
       std::unordered_map<int64_t, int64_t> slot_of_element;
       for (int64_t v = 0; v < result_slots; ++v) {
         slot_of_element.emplace(result_elements[static_cast<size_t>(t * result_slots + v)], v);
@@ -643,7 +692,7 @@ class Interpreter : public Visitor {
     // 2. The xor butterfly across lanes.
     for (int mask : op.xor_masks) {
       Slots next = partial;
-      for (int64_t t = 0; t < threads(); ++t) {
+      for (int64_t t = lane_lo_; t < lane_hi_; ++t) {
         const int64_t partner = t ^ mask;
         for (int64_t v = 0; v < result_slots; ++v) {
           const size_t here = static_cast<size_t>(t * result_slots + v);
@@ -656,14 +705,14 @@ class Interpreter : public Visitor {
         }
       }
       partial = std::move(next);
-      instructions_["shfl.bfly"] += static_cast<uint64_t>(warps() * result_slots);
+      instructions_["shfl.bfly"] += static_cast<uint64_t>((end_warp() - first_warp()) * result_slots);
     }
     // 3. Across warps through shared memory, in warp order.
     if (op.scratch >= 0) {
       Result<ReducePlan> plan = reduce_plan(source->layout, shape, op.axis);
       if (!plan) fail(plan.error().message);
       Slots next = partial;
-      for (int64_t t = 0; t < threads(); ++t) {
+      for (int64_t t = lane_lo_; t < lane_hi_; ++t) {
         int64_t base = t;
         std::vector<int64_t> partners{0};
         for (const auto& [position, extent] : plan->warp_leaves) {
@@ -679,6 +728,9 @@ class Interpreter : public Visitor {
           const size_t here = static_cast<size_t>(t * result_slots + v);
           double value = identity;
           for (int64_t p : partners) {
+            if (base + p < lane_lo_ || base + p >= lane_hi_) {
+              fail("a reduction across the warpgroups of a role whose warpgroups run apart");
+            }
             const size_t there = static_cast<size_t>((base + p) * result_slots + v);
             if (result_elements[here] != result_elements[there]) {
               fail("warp partners hold different elements in slot " + std::to_string(v));
@@ -691,7 +743,7 @@ class Interpreter : public Visitor {
       partial = std::move(next);
       instructions_["bar.sync"] += 2;
     }
-    values_[result.get()] = std::move(partial);
+    values()[result.get()] = std::move(partial);
   }
 
   // -------------------------------------------------------------------------------------------
@@ -711,7 +763,7 @@ class Interpreter : public Visitor {
     const Slots &av = slots_of(a), &bv = slots_of(b);
     Slots d = slots_of(c);
     count_steps(static_cast<uint64_t>(M * N * K));
-    for (int w = 0; w < warps(); ++w) {
+    for (int w = first_warp(); w < end_warp(); ++w) {
       for (int64_t ki = 0; ki < kt; ++ki) {
         for (int64_t mi = 0; mi < mt; ++mi) {
           for (int64_t ni = 0; ni < nt; ++ni) {
@@ -750,7 +802,7 @@ class Interpreter : public Visitor {
         }
       }
     }
-    values_[op.results[0].get()] = std::move(d);
+    values()[op.results[0].get()] = std::move(d);
   }
 
   // -------------------------------------------------------------------------------------------
@@ -934,7 +986,7 @@ class Interpreter : public Visitor {
     const int64_t stage = stage_of(op.shared);
     const int64_t slots = value->layout.slots();
     count_steps(in.size());
-    for (int64_t t = 0; t < threads(); ++t) {
+    for (int64_t t = lane_lo_; t < lane_hi_; ++t) {
       for (int64_t v = 0; v < slots; ++v) {
         const size_t at = static_cast<size_t>(t * slots + v);
         const int64_t address =
@@ -952,7 +1004,7 @@ class Interpreter : public Visitor {
       const int64_t slots = result->layout.slots();
       Slots out(elements.size());
       count_steps(out.size());
-      for (int64_t t = 0; t < threads(); ++t) {
+      for (int64_t t = lane_lo_; t < lane_hi_; ++t) {
         for (int64_t v = 0; v < slots; ++v) {
           const size_t at = static_cast<size_t>(t * slots + v);
           const int64_t address =
@@ -960,7 +1012,7 @@ class Interpreter : public Visitor {
           out[at] = shared_read(op.shared.alloc, address, t);
         }
       }
-      values_[result.get()] = std::move(out);
+      values()[result.get()] = std::move(out);
       return;
     }
     ldmatrix(op);
@@ -983,6 +1035,7 @@ class Interpreter : public Visitor {
     count_steps(out.size());
     for (const LdmatrixIssue& issue : ldmatrix_issues(layout, result->type.shape, trans,
                                                        warps())) {
+      if (issue.warp < first_warp() || issue.warp >= end_warp()) continue;
       int64_t address[kWarpSize];
       for (int lane = 0; lane < kWarpSize; ++lane) {
         const std::array<int64_t, 2>& start = issue.lane_start[static_cast<size_t>(lane)];
@@ -1005,7 +1058,7 @@ class Interpreter : public Visitor {
       }
       instructions_[trans ? "ldmatrix.x4.trans" : "ldmatrix.x4"] += 1;
     }
-    values_[result.get()] = std::move(out);
+    values()[result.get()] = std::move(out);
   }
 
   void fma_dot(const Op& op) {
@@ -1022,7 +1075,7 @@ class Interpreter : public Visitor {
     const int64_t slots = result->layout.slots();
     Slots out = slots_of(acc);
     count_steps(out.size() * static_cast<uint64_t>(K));
-    for (int64_t t = 0; t < threads(); ++t) {
+    for (int64_t t = lane_lo_; t < lane_hi_; ++t) {
       for (int64_t v = 0; v < slots; ++v) {
         const size_t at = static_cast<size_t>(t * slots + v);
         const std::vector<int64_t> c = coordinates_of(elements[at], result->type.shape);
@@ -1038,7 +1091,7 @@ class Interpreter : public Visitor {
       }
     }
     instructions_["fma"] += out.size() * static_cast<uint64_t>(K);
-    values_[result.get()] = std::move(out);
+    values()[result.get()] = std::move(out);
   }
 
   // -------------------------------------------------------------------------------------------
@@ -1080,11 +1133,13 @@ class Interpreter : public Visitor {
     return state.values[static_cast<size_t>(flat)];
   }
 
-  // The first slot holding each element (every holder holds the same value and indices).
+  // The first slot of the running threads holding each element (every holder holds the same
+  // value and indices); -1 for elements only other threads hold.
   std::vector<int64_t> first_holders(const Value& value) {
     const std::vector<int64_t>& elements = elements_of(value);
     std::vector<int64_t> first(static_cast<size_t>(value->type.element_count()), -1);
-    for (size_t i = 0; i < elements.size(); ++i) {
+    const int64_t per_thread = value->layout.slots();
+    for (size_t i = static_cast<size_t>(lane_lo_ * per_thread); i < static_cast<size_t>(lane_hi_ * per_thread); ++i) {
       int64_t& f = first[static_cast<size_t>(elements[i])];
       if (f < 0) f = static_cast<int64_t>(i);
     }
@@ -1116,13 +1171,16 @@ class Interpreter : public Visitor {
     std::vector<int64_t> indices(op.buffer->shape.size());
     count_steps(elements.size());
     for (size_t e = 0; e < first.size(); ++e) {
-      if (access_element(op, result, static_cast<int64_t>(e), first[e], &indices)) {
+      if (first[e] >= 0 && access_element(op, result, static_cast<int64_t>(e), first[e], &indices)) {
         tile[e] = global_read(state, flat_offset(state, indices), indices);
       }
     }
     Slots out(elements.size());
-    for (size_t i = 0; i < elements.size(); ++i) out[i] = tile[static_cast<size_t>(elements[i])];
-    values_[result.get()] = std::move(out);
+    const int64_t per_thread = result->layout.slots();
+    for (size_t i = static_cast<size_t>(lane_lo_ * per_thread); i < static_cast<size_t>(lane_hi_ * per_thread); ++i) {
+      out[i] = tile[static_cast<size_t>(elements[i])];
+    }
+    values()[result.get()] = std::move(out);
   }
 
   // Writes each element once, from the first slot holding it.
@@ -1134,7 +1192,7 @@ class Interpreter : public Visitor {
     count_steps(in.size());
     std::vector<int64_t> indices(op.buffer->shape.size());
     for (size_t e = 0; e < first.size(); ++e) {
-      if (!access_element(op, value, static_cast<int64_t>(e), first[e], &indices)) continue;
+      if (first[e] < 0 || !access_element(op, value, static_cast<int64_t>(e), first[e], &indices)) continue;
       const int64_t flat = flat_offset(state, indices);
       state.values[static_cast<size_t>(flat)] = in[static_cast<size_t>(first[e])];
       if (!state.written.empty()) state.written[static_cast<size_t>(flat)] = 1;
@@ -1143,6 +1201,7 @@ class Interpreter : public Visitor {
 
   // cp.async: per thread, its slots taken vector_elements at a time.
   void async_copy(const Op& op) {
+    if (runs_part()) fail("cp.async in a role whose warpgroups run apart");
     if (op.predicate && uniform(op.predicate) == 0.0) return;
     BufferState& state = buffer_state(op.buffer);
     const int64_t stage = stage_of(op.shared);
@@ -1220,7 +1279,21 @@ class Interpreter : public Visitor {
   // -------------------------------------------------------------------------------------------
   // HOPPER: threads of control, mbarriers, TMA, wgmma (interpreter.h: "Hopper roles")
 
-  // Threads of control: the CTA, then every role of every Roles op; mbarrier slots.
+  // Whether a role's warpgroups run as threads of control of their own: the role has several
+  // and per-warpgroup named barriers (ping-pong), which lockstep could not execute, or the
+  // caller asked for it (InterpretOptions::split_warpgroups).
+  bool runs_apart(const WarpRole& role) const {
+    if (role.warpgroups < 2 || !role.body) return false;
+    if (split_warpgroups_) return true;
+    bool per_warpgroup = false;
+    for_each_op(*role.body, [&](const Op& op) {
+      per_warpgroup = per_warpgroup || (op.kind == OpKind::NamedBarrier && !op.warpgroup_ids.empty());
+    });
+    return per_warpgroup;
+  }
+
+  // Threads of control: the CTA, then every role of every Roles op (a role whose warpgroups run
+  // apart: one per warpgroup); mbarrier slots.
   void setup_agents(const Kernel& kernel) {
     agents_.clear();
     role_agents_.clear();
@@ -1230,9 +1303,22 @@ class Interpreter : public Visitor {
         if (op.kind != OpKind::Roles) return;
         int64_t base = 0;
         for (const WarpRole& role : op.roles) {
-          role_agents_[&role] = static_cast<int>(agents_.size());
           const int64_t count = int64_t{role.warpgroups} * kWarpgroupThreads;
-          agents_.push_back(make_agent("role " + role.name, base, count));
+          std::vector<int>& ids = role_agents_[&role];
+          if (!runs_apart(role)) {
+            ids.push_back(static_cast<int>(agents_.size()));
+            agents_.push_back(make_agent("role " + role.name, base, count));
+          } else {
+            for (int g = 0; g < role.warpgroups; ++g) {
+              ids.push_back(static_cast<int>(agents_.size()));
+              Agent a = make_agent("role " + role.name + " warpgroup " + std::to_string(g), base, count);
+              a.lane_lo = int64_t{g} * kWarpgroupThreads;
+              a.lane_hi = a.lane_lo + kWarpgroupThreads;
+              a.warpgroup = g;
+              a.registers = std::make_shared<RegisterState>();
+              agents_.push_back(std::move(a));
+            }
+          }
           base += count;
         }
       });
@@ -1267,6 +1353,7 @@ class Interpreter : public Visitor {
     agent.name = std::move(name);
     agent.thread_base = base;
     agent.thread_count = count;
+    agent.lane_hi = count;
     return agent;
   }
 
@@ -1283,6 +1370,7 @@ class Interpreter : public Visitor {
       g.wgmma_fences = g.proxy_fences = g.epoch = 0;
       g.clock.assign(components, 0);
       g.clock[a] = 1;
+      if (g.registers) g.registers->clear();
     }
     for (BarrierSlot& slot : slots_) {
       std::string name = std::move(slot.name);
@@ -1294,8 +1382,8 @@ class Interpreter : public Visitor {
       slot.completed.assign(components, 0);
     }
     named_.clear();
-    in_flight_.clear();
-    fence_stamps_.clear();
+    cta_registers_.in_flight.clear();
+    cta_registers_.fence_stamps.clear();
   }
 
   std::string component_name(int32_t component) const {
@@ -1332,24 +1420,24 @@ class Interpreter : public Visitor {
     std::vector<std::pair<const ValueNode*, int64_t>> flight;
     std::vector<std::pair<const ValueNode*, std::pair<int, int64_t>>> stamps;
     for (size_t k = 0; k < from.size() && k < to.size(); ++k) {
-      auto f = in_flight_.find(from[k].get());
-      if (f != in_flight_.end()) flight.emplace_back(to[k].get(), f->second);
-      auto st = fence_stamps_.find(from[k].get());
-      if (st != fence_stamps_.end()) stamps.emplace_back(to[k].get(), st->second);
+      auto f = in_flight().find(from[k].get());
+      if (f != in_flight().end()) flight.emplace_back(to[k].get(), f->second);
+      auto st = fence_stamps().find(from[k].get());
+      if (st != fence_stamps().end()) stamps.emplace_back(to[k].get(), st->second);
     }
     for (size_t k = 0; k < from.size() && k < to.size(); ++k) {
-      in_flight_.erase(to[k].get());
-      fence_stamps_.erase(to[k].get());
+      in_flight().erase(to[k].get());
+      fence_stamps().erase(to[k].get());
     }
-    for (const auto& [node, group] : flight) in_flight_[node] = group;
-    for (const auto& [node, stamp] : stamps) fence_stamps_[node] = stamp;
+    for (const auto& [node, group] : flight) in_flight()[node] = group;
+    for (const auto& [node, stamp] : stamps) fence_stamps()[node] = stamp;
   }
 
   void check_no_in_flight_use(const Op& op) {
     if (op.kind == OpKind::Yield || op.kind == OpKind::For) return;
     const std::vector<Value> used = used_values(op);
     for (size_t i = 0; i < used.size(); ++i) {
-      if (!used[i] || !in_flight_.count(used[i].get())) continue;
+      if (!used[i] || !in_flight().count(used[i].get())) continue;
       const bool wgmma_accumulator = op.kind == OpKind::Wgmma && i + 1 == op.operands.size();
       if (wgmma_accumulator) continue;
       fail(InterpretErrorKind::AccumulatorBeforeWait,
@@ -1365,15 +1453,15 @@ class Interpreter : public Visitor {
     std::vector<int> running;
     Agent& cta = agents_[0];
     for (const WarpRole& role : op.roles) {
-      const int id = role_agents_.at(&role);
-      Agent& a = agents_[static_cast<size_t>(id)];
-      join_into(&a.clock, cta.clock);
-      a.frames.assign(1, Frame{role.body.get()});
-      a.done = false;
-      running.push_back(id);
+      for (const int id : role_agents_.at(&role)) {
+        Agent& a = agents_[static_cast<size_t>(id)];
+        join_into(&a.clock, cta.clock);
+        a.frames.assign(1, Frame{role.body.get()});
+        a.done = false;
+        running.push_back(id);
+      }
     }
     ++cta.clock[0];
-    const int64_t saved_count = thread_count_;
     while (true) {
       bool progressed = false, all_done = true;
       std::vector<int> order = running;
@@ -1389,8 +1477,17 @@ class Interpreter : public Visitor {
       if (all_done) break;
       if (!progressed) deadlock(running);
     }
-    enter(0, 0, saved_count);
+    enter(0);
     op_ = self;
+    // A named barrier left partly arrived (an arrival nobody consumed: a ping-pong seed too many)
+    // would leave the hardware barrier mid-phase for the next use of its id.
+    for (const auto& [id, state] : named_) {
+      if (state.arrived == 0) continue;
+      fail(InterpretErrorKind::ArrivalCountMismatch,
+           "the roles end with named barrier " + std::to_string(id) + " in a partial phase: " +
+               std::to_string(state.arrived) + " of " + std::to_string(state.expected) +
+               " threads arrived (" + state.last_arrivers + ")");
+    }
     for (int id : running) {
       Agent& a = agents_[static_cast<size_t>(id)];
       if (!a.wgmma.empty() || !a.bulk.empty()) {
@@ -1403,16 +1500,41 @@ class Interpreter : public Visitor {
     ++cta.epoch;  // the roles end together: the CTA continues after all of them
   }
 
-  void enter(int id, int64_t base, int64_t count) {
+  void enter(int id) {
+    Agent& a = agents_[static_cast<size_t>(id)];
     agent_ = id;
-    thread_base_ = base;
-    thread_count_ = count;
+    thread_base_ = a.thread_base;
+    thread_count_ = a.thread_count;
+    lane_lo_ = a.lane_lo;
+    lane_hi_ = a.lane_hi;
+    registers_ = a.registers ? a.registers.get() : &cta_registers_;
+  }
+
+  // The id of the named barrier `op` is for the running thread of control: a per-warpgroup id
+  // (0: this warpgroup skips the op), else the op's.
+  int named_barrier_id(const Op& op) {
+    if (op.warpgroup_ids.empty()) return op.barrier_id;
+    const int g = agent().warpgroup;
+    if (g < 0 || g >= static_cast<int>(op.warpgroup_ids.size())) {
+      fail("a per-warpgroup named barrier run by " + agent().name + ", which is not one warpgroup of its role");
+    }
+    return op.warpgroup_ids[static_cast<size_t>(g)];
+  }
+
+  // Ops one elected thread (the role's thread 0) executes: in a role whose warpgroups run apart,
+  // warpgroup 0 runs them and the others pass.
+  static bool elected(const Op& op) {
+    switch (op.kind) {
+      case OpKind::TmaLoad: case OpKind::TmaStore: case OpKind::BulkCommitGroup:
+      case OpKind::BulkWaitGroup: case OpKind::MBarrierInit: return true;
+      default: return false;
+    }
   }
 
   // Runs the next op of role `id`; false when it is blocked (nothing changed).
   bool step(int id) {
     Agent& a = agents_[static_cast<size_t>(id)];
-    enter(id, a.thread_base, a.thread_count);
+    enter(id);
     // The roles walk their tiles independently: the grid variables hold this role's tile.
     if (!a.tile_point.empty()) bind_grid(a.tile_point);
     Frame& f = a.frames.back();
@@ -1426,20 +1548,20 @@ class Interpreter : public Visitor {
     count_steps(1);
     switch (op.kind) {
       case OpKind::For: {
-        if (!in_flight_.empty()) check_no_in_flight_use(op);
+        if (!in_flight().empty()) check_no_in_flight_use(op);
         const int64_t trips = trips_of(op);
         if (op.tile_loop && trips > 0) {
           a.tile_point = tile_point(0);
           bind_grid(a.tile_point);
         }
         if (trips == 0) {
-          for (size_t k = 0; k < op.results.size(); ++k) values_[op.results[k].get()] = slots_of(op.operands[k]);
+          for (size_t k = 0; k < op.results.size(); ++k) values()[op.results[k].get()] = slots_of(op.operands[k]);
           carry_marks(op.operands, op.results);
           ++f.pc;
           return true;
         }
         define(op.loop_var).assign(static_cast<size_t>(threads()), 0.0);
-        for (size_t k = 0; k < op.block_args.size(); ++k) values_[op.block_args[k].get()] = slots_of(op.operands[k]);
+        for (size_t k = 0; k < op.block_args.size(); ++k) values()[op.block_args[k].get()] = slots_of(op.operands[k]);
         carry_marks(op.operands, op.block_args);
         a.frames.push_back(Frame{op.body.get(), 0, &op, 0, trips});
         return true;
@@ -1454,12 +1576,12 @@ class Interpreter : public Visitor {
             bind_grid(a.tile_point);
           }
           define(loop.loop_var).assign(static_cast<size_t>(threads()), static_cast<double>(f.iteration));
-          for (size_t k = 0; k < loop.block_args.size(); ++k) values_[loop.block_args[k].get()] = carried[k];
+          for (size_t k = 0; k < loop.block_args.size(); ++k) values()[loop.block_args[k].get()] = carried[k];
           carry_marks(op.operands, loop.block_args);
           f.pc = 0;
         } else {
           if (loop.tile_loop) a.tile_point.clear();
-          for (size_t k = 0; k < loop.results.size(); ++k) values_[loop.results[k].get()] = carried[k];
+          for (size_t k = 0; k < loop.results.size(); ++k) values()[loop.results[k].get()] = carried[k];
           carry_marks(op.operands, loop.results);
           a.frames.pop_back();
           ++a.frames.back().pc;
@@ -1470,27 +1592,61 @@ class Interpreter : public Visitor {
         if (!mbarrier_ready(op)) return false;
         break;
       case OpKind::NamedBarrier: {
-        const bool arrived_now = a.named_generation < 0;
-        if (arrived_now) named_arrive(op, a);
-        if (op.arrive_only) {
+        const int id = named_barrier_id(op);
+        if (id == 0) {  // not this warpgroup's
           ++f.pc;
           return true;
         }
-        if (named_[op.barrier_id].generation == a.named_generation) return arrived_now;
-        join_into(&a.clock, named_[op.barrier_id].completed);
-        a.named_generation = -1;
-        ++a.epoch;
-        instructions_["bar.sync"] += 1;
-        ++f.pc;
-        return true;
+        const NamedStep done = named_step(a, id, op.barrier_threads, op.arrive_only);
+        if (done.passed) ++f.pc;
+        return done.progressed;
       }
+      case OpKind::MBarrierArrive:
+        if (a.warpgroup >= 0 && elected_arrive(op)) {
+          // One elected thread arrives for the whole role, so the role's warpgroups meet first
+          // (the emitter's bar.sync on the role's barrier before it); then warpgroup 0 arrives.
+          const NamedStep done = named_step(a, role_meeting_barrier(a), threads(), false);
+          if (!done.passed) return done.progressed;
+          if (a.warpgroup == 0) visit(op);
+          ++a.frames.back().pc;
+          return true;
+        }
+        break;
       default:
+        if (a.warpgroup > 0 && elected(op)) {  // warpgroup 0's thread 0 issues it
+          ++f.pc;
+          return true;
+        }
         break;
     }
     visit(op);
     ++a.frames.back().pc;
     return true;
   }
+
+  struct NamedStep {
+    bool progressed = false;  // something changed (an arrival, or the wait passed)
+    bool passed = false;      // the op is done: an arrival, or a bar.sync whose phase completed
+  };
+  // One turn of agent `a` at named barrier `id` counting `expected` threads: it arrives (once),
+  // and a bar.sync then waits until the phase completes, acquiring what the arrivals released.
+  NamedStep named_step(Agent& a, int id, int64_t expected, bool arrive_only) {
+    const bool arrived_now = a.named_generation < 0;
+    if (arrived_now) named_arrive(a, id, expected, arrive_only);
+    if (arrive_only) return {true, true};
+    if (named_[id].generation == a.named_generation) return {arrived_now, false};
+    join_into(&a.clock, named_[id].completed);
+    a.named_generation = -1;
+    ++a.epoch;
+    instructions_["bar.sync"] += 1;
+    return {true, true};
+  }
+
+  // An mbarrier arrive of one elected thread for the role (not every thread for itself).
+  bool elected_arrive(const Op& op) const { return op.arrivals_per_op != threads() || op.tx_bytes > 0; }
+  // The barrier on which a role's warpgroups running apart meet before an elected arrive: one
+  // per role, outside the ids 1..15 of the IR's named barriers.
+  int role_meeting_barrier(const Agent& a) const { return -1 - static_cast<int>(a.thread_base / kWarpgroupThreads); }
 
   // Every running role is blocked: report each one's wait.
   [[noreturn]] void deadlock(const std::vector<int>& running) {
@@ -1510,7 +1666,7 @@ class Interpreter : public Visitor {
         first = &op;
         first_id = id;
       }
-      enter(id, a.thread_base, a.thread_count);
+      enter(id);
       message += "; " + a.name + " waits at `" + print_op(*kernel_, op) + "`";
       if (op.kind == OpKind::MBarrierWait) {
         const BarrierSlot& slot = slot_of(op.mbarrier);
@@ -1521,14 +1677,19 @@ class Interpreter : public Visitor {
           message += " (every arrival came, but expect_tx announced " + std::to_string(slot.tx) +
                      " bytes more than the TMA copies delivered)";
         }
+      } else if (op.kind == OpKind::MBarrierArrive && a.named_generation >= 0) {
+        const NamedBarrierState& state = named_[role_meeting_barrier(a)];
+        message += " (its role's warpgroups meet before the elected arrive): " +
+                   std::to_string(state.arrived) + " of " + std::to_string(state.expected) + " threads arrived";
       } else if (op.kind == OpKind::NamedBarrier) {
-        const NamedBarrierState& state = named_[op.barrier_id];
-        message += ": " + std::to_string(state.arrived) + " of " + std::to_string(state.expected) +
-                   " threads arrived";
+        const int barrier = named_barrier_id(op);
+        const NamedBarrierState& state = named_[barrier];
+        message += " (named barrier " + std::to_string(barrier) + "): " + std::to_string(state.arrived) +
+                   " of " + std::to_string(state.expected) + " threads arrived" +
+                   (state.last_arrivers.empty() ? std::string() : " (" + state.last_arrivers + ")");
       }
     }
-    const Agent& blamed = agents_[static_cast<size_t>(first_id)];
-    enter(first_id, blamed.thread_base, blamed.thread_count);
+    enter(first_id);
     op_ = first;
     fail(kind, message);
   }
@@ -1590,9 +1751,12 @@ class Interpreter : public Visitor {
   void mbarrier_arrive(const Op& op) {
     BarrierSlot& slot = slot_of(op.mbarrier);
     Agent& a = agent();
-    if (slot.pending < op.arrivals_per_op) {
+    // Every thread arriving for itself, in a warpgroup running apart: its threads arrive (an
+    // elected arrive comes here from warpgroup 0 only, once the role's warpgroups met).
+    const int64_t arrivals = runs_part() && !elected_arrive(op) ? lane_count() : op.arrivals_per_op;
+    if (slot.pending < arrivals) {
       fail(InterpretErrorKind::ArrivalCountMismatch,
-           "arrives " + std::to_string(op.arrivals_per_op) + " times on " + slot.name +
+           "arrives " + std::to_string(arrivals) + " times on " + slot.name +
                ", whose phase " + std::to_string(slot.phase) + " has only " +
                std::to_string(slot.pending) + " arrivals pending (over-arrival)");
     }
@@ -1600,7 +1764,7 @@ class Interpreter : public Visitor {
     slot.announced += op.tx_bytes;
     join_into(&slot.release, a.clock);
     ++a.clock[static_cast<size_t>(agent_)];
-    slot.pending -= op.arrivals_per_op;
+    slot.pending -= arrivals;
     instructions_[op.tx_bytes > 0 ? "mbarrier.arrive.expect_tx" : "mbarrier.arrive"] += 1;
     settle(slot);
   }
@@ -1626,35 +1790,38 @@ class Interpreter : public Visitor {
     instructions_["mbarrier.try_wait"] += 1;
   }
 
-  void named_arrive(const Op& op, Agent& a) {
-    NamedBarrierState& state = named_[op.barrier_id];
+  void named_arrive(Agent& a, int id, int64_t expected, bool arrive_only) {
+    NamedBarrierState& state = named_[id];
     if (state.release.empty()) {
       state.release.assign(a.clock.size(), 0);
       state.completed.assign(a.clock.size(), 0);
     }
-    if (state.arrived == 0) state.expected = op.barrier_threads;
-    if (state.expected != op.barrier_threads) {
+    if (state.arrived == 0) state.expected = expected;
+    if (state.expected != expected) {
       fail(InterpretErrorKind::ArrivalCountMismatch,
-           "arrives at named barrier " + std::to_string(op.barrier_id) + " counting " +
-               std::to_string(op.barrier_threads) + " threads while others arrived counting " +
+           "arrives at named barrier " + std::to_string(id) + " counting " +
+               std::to_string(expected) + " threads while others arrived counting " +
                std::to_string(state.expected));
     }
-    state.arrived += threads();
+    state.arrived += lane_count();
+    state.last_arrivers += (state.last_arrivers.empty() ? "" : ", ") + a.name +
+                           (arrive_only ? " arrived" : " waits");
     if (state.arrived > state.expected) {
       fail(InterpretErrorKind::ArrivalCountMismatch,
            std::to_string(state.arrived) + " threads arrive at named barrier " +
-               std::to_string(op.barrier_id) + ", which counts " + std::to_string(state.expected));
+               std::to_string(id) + ", which counts " + std::to_string(state.expected));
     }
     join_into(&state.release, a.clock);
     ++a.clock[static_cast<size_t>(agent_)];
-    if (!op.arrive_only) a.named_generation = state.generation;
+    if (!arrive_only) a.named_generation = state.generation;
     if (state.arrived == state.expected) {
       state.completed = state.release;
       std::fill(state.release.begin(), state.release.end(), 0);
       state.arrived = 0;
+      state.last_arrivers.clear();
       ++state.generation;
     }
-    if (op.arrive_only) instructions_["bar.arrive"] += 1;
+    if (arrive_only) instructions_["bar.arrive"] += 1;
   }
 
   // Outside roles the whole CTA executes the op: a bar.sync of every thread.
@@ -1761,8 +1928,8 @@ class Interpreter : public Visitor {
           read = std::max(read, a.clock[static_cast<size_t>(agent_)]);
         }
       }
-      for (auto it = in_flight_.begin(); it != in_flight_.end();) {
-        it = it->second == group.id ? in_flight_.erase(it) : std::next(it);
+      for (auto it = in_flight().begin(); it != in_flight().end();) {
+        it = it->second == group.id ? in_flight().erase(it) : std::next(it);
       }
       groups->committed.pop_front();
     }
@@ -1774,8 +1941,8 @@ class Interpreter : public Visitor {
   //   column 16q + 2(l%4) + i%2 + 8(i/4).
 
   void check_fenced(const Value& value) {
-    auto found = fence_stamps_.find(value.get());
-    if (found == fence_stamps_.end()) return;  // written by a wgmma
+    auto found = fence_stamps().find(value.get());
+    if (found == fence_stamps().end()) return;  // written by a wgmma
     const auto [writer, fences] = found->second;
     const int64_t now = agent().wgmma_fences;
     if (writer == agent_ ? fences < now : now > 0) return;
@@ -1788,7 +1955,9 @@ class Interpreter : public Visitor {
     const Value& c = op.operands.back();
     const Value& result = op.results[0];
     const int64_t M = c->type.shape[0], N = c->type.shape[1], K = op.extent;
-    const int64_t groups = threads() / kWarpgroupThreads;
+    // The executing warpgroups: all of the role's, or the one running apart (its 64 rows).
+    const int64_t groups = lane_count() / kWarpgroupThreads;
+    const int64_t first_row = 64 * (lane_lo_ / kWarpgroupThreads), end_row = 64 * (lane_hi_ / kWarpgroupThreads);
     check_fenced(c);
     if (rs) check_fenced(op.operands[0]);
     const int64_t sc = c->layout.slots();
@@ -1800,7 +1969,7 @@ class Interpreter : public Visitor {
     if (rs) {
       const Slots& av = slots_of(op.operands[0]);
       const int64_t sa = K / 2;
-      for (int64_t thread = 0; thread < threads(); ++thread) {
+      for (int64_t thread = lane_lo_; thread < lane_hi_; ++thread) {
         const int64_t g = thread / 128, w = (thread / 32) % 4, l = thread % 32;
         for (int64_t q = 0; q < K / 16; ++q) {
           for (int64_t i = 0; i < 8; ++i) {
@@ -1813,7 +1982,7 @@ class Interpreter : public Visitor {
       }
     } else {
       const int64_t stage = stage_of(op.shared);
-      for (int64_t m = 0; m < M; ++m) {
+      for (int64_t m = first_row; m < end_row && m < M; ++m) {
         for (int64_t k = 0; k < K; ++k) {
           A[static_cast<size_t>(m * K + k)] = static_cast<float>(
               shared_read(op.shared.alloc, address_of(op.shared, stage, {m, k}), 128 * (m / 64), &group));
@@ -1829,8 +1998,8 @@ class Interpreter : public Visitor {
     }
     const Slots& cv = slots_of(c);
     Slots d(cv.size());
-    count_steps(static_cast<uint64_t>(M * N * K));
-    for (int64_t thread = 0; thread < threads(); ++thread) {
+    count_steps(static_cast<uint64_t>((end_row - first_row) * N * K));
+    for (int64_t thread = lane_lo_; thread < lane_hi_; ++thread) {
       const int64_t g = thread / 128, w = (thread / 32) % 4, l = thread % 32;
       for (int64_t i = 0; i < sc; ++i) {
         const int64_t row = 64 * g + 16 * w + l / 4 + 8 * ((i / 2) % 2);
@@ -1843,9 +2012,9 @@ class Interpreter : public Visitor {
       }
     }
     instructions_["wgmma.m64n" + std::to_string(N) + "k16"] += static_cast<uint64_t>(groups * (K / 16));
-    values_[result.get()] = std::move(d);
-    in_flight_[result.get()] = group.id;
-    fence_stamps_.erase(result.get());
+    values()[result.get()] = std::move(d);
+    in_flight()[result.get()] = group.id;
+    fence_stamps().erase(result.get());
   }
 
   // stmatrix.x4: for issue q of warp w, matrix m covers rows 16w + 8(m%2) .. +7 and columns
@@ -1860,7 +2029,7 @@ class Interpreter : public Visitor {
     const SharedState& s = alloc_state(op.shared.alloc);
     const int bytes = dtype_bytes(s.alloc->dtype);
     count_steps(in.size());
-    for (int64_t warp = 0; warp < warps(); ++warp) {
+    for (int64_t warp = first_warp(); warp < end_warp(); ++warp) {
       const int64_t g = warp / 4, w = warp % 4;
       for (int64_t q = 0; q < N / 16; ++q) {
         int64_t address[kWarpSize];
@@ -1916,22 +2085,25 @@ class Interpreter : public Visitor {
   const Kernel* kernel_ = nullptr;
   const Op* op_ = nullptr;
   std::vector<int64_t> grid_point_;
-  std::unordered_map<const ValueNode*, Slots> values_;
+  RegisterState cta_registers_;
+  RegisterState* registers_ = &cta_registers_;  // the running thread of control's
   std::unordered_map<const ValueNode*, std::vector<int64_t>> element_tables_;
   std::unordered_map<const Op*, std::vector<int32_t>> gather_tables_;
   std::vector<SharedState> shared_;
   std::vector<ThreadCopies> copies_;
   // Threads of control (agent 0: the CTA) and Hopper state (the HOPPER section above).
   std::vector<Agent> agents_;
-  std::unordered_map<const WarpRole*, int> role_agents_;
+  std::unordered_map<const WarpRole*, std::vector<int>> role_agents_;  // one, or one per warpgroup
   int agent_ = 0;
-  int64_t thread_base_ = 0, thread_count_ = 0;
+  // The running thread of control: the CTA thread of its register arrays' thread 0, their
+  // thread count, and the threads [lane_lo_, lane_hi_) of them it executes (a warpgroup of a
+  // role whose warpgroups run apart; else all).
+  int64_t thread_base_ = 0, thread_count_ = 0, lane_lo_ = 0, lane_hi_ = 0;
+  const bool split_warpgroups_;
   bool hb_ = false;  // the kernel has roles: vector clocks are kept
   std::vector<BarrierSlot> slots_;
   std::vector<int> slot_base_;  // first slot of each mbarrier array
   std::unordered_map<int, NamedBarrierState> named_;
-  std::unordered_map<const ValueNode*, int64_t> in_flight_;  // wgmma results -> group
-  std::unordered_map<const ValueNode*, std::pair<int, int64_t>> fence_stamps_;
   int64_t next_group_ = 0;
   std::mt19937_64 schedule_rng_;
   const uint64_t schedule_seed_;
@@ -1942,6 +2114,7 @@ class Interpreter : public Visitor {
   // What bind_grid last bound the grid variables to.
   std::vector<int64_t> bound_point_;
   int64_t bound_threads_ = -1;
+  const RegisterState* bound_registers_ = nullptr;
   InterpretErrorKind error_kind_ = InterpretErrorKind::Other;
   std::string error_op_;
   std::map<std::string, uint64_t> instructions_;

@@ -43,6 +43,16 @@
 // interleaving the ordering allows, so the schedule changes which error shows first, not
 // whether one does (a deadlock may of course show as a race in another interleaving).
 //
+// Warpgroups apart. A role of several warpgroups runs as one thread of control (its warpgroups
+// in lockstep) unless it has named barriers with per-warpgroup ids (ping-pong: each warpgroup
+// waits on its own barrier and arrives on the other's) or `split_warpgroups` is set: then each
+// warpgroup is a thread of control of its own, with its own registers (over the role's threads,
+// of which it computes its own 128) and its own clock, so barriers between warpgroups are
+// executed and checked: a missing arrival is a deadlock naming the barrier and the warpgroups,
+// an arrival left over when the roles end an arrival-count error, and a shared-memory access of
+// one warpgroup that no barrier orders after another's a race. Ops of one elected thread (TMA
+// copies, bulk groups) run in warpgroup 0; a wgmma of one warpgroup computes its 64 rows.
+//
 // Arithmetic follows VR tile IR: float results rounded to their dtype per op; Mma and FmaDot
 // as f32 fused multiply-adds over k in increasing order; Reduce in its three fixed steps
 // (ir.h), so sums may differ from VR's index-order sums in the last bits.
@@ -87,6 +97,9 @@ struct InterpretOptions {
   // The CTAs a persistent kernel (Kernel::persistent) is launched with, at most its tiles: few,
   // so that every CTA walks several tiles and the state carried between them is exercised.
   int64_t persistent_ctas = 3;
+  // Run every warpgroup of a role of several as a thread of control of its own (roles with
+  // per-warpgroup named barriers always do): checks that the warpgroups need no lockstep.
+  bool split_warpgroups = false;
 };
 
 struct InterpretResult {

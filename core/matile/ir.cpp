@@ -1,5 +1,6 @@
 #include "core/matile/ir.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "core/matile/layouts.h"
@@ -639,6 +640,17 @@ void Builder::mbarrier_wait(BarrierRef bar, const Value& parity) {
 void Builder::named_barrier(int id, int64_t barrier_threads, bool arrive_only) {
   Op op = op_of(OpKind::NamedBarrier, {});
   op.barrier_id = id;
+  op.barrier_threads = barrier_threads;
+  op.arrive_only = arrive_only;
+  emit(std::move(op));
+}
+
+void Builder::warpgroup_barrier(std::vector<int> warpgroup_ids, int64_t barrier_threads, bool arrive_only) {
+  Op op = op_of(OpKind::NamedBarrier, {});
+  for (int id : warpgroup_ids) {
+    if (id != 0) op.barrier_id = op.barrier_id == 0 ? id : std::min(op.barrier_id, id);
+  }
+  op.warpgroup_ids = std::move(warpgroup_ids);
   op.barrier_threads = barrier_threads;
   op.arrive_only = arrive_only;
   emit(std::move(op));

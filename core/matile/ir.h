@@ -135,6 +135,11 @@
 //   NamedBarrier(id, threads)   bar.sync id, threads (bar.arrive when `arrive_only`): the
 //                               arriving roles' threads count towards `threads`; a bar.sync
 //                               returns when all have arrived. Ids 1..15 (0 is bar.sync).
+//                               With `warpgroup_ids` (one per warpgroup of the executing role)
+//                               warpgroup g uses id warpgroup_ids[g] instead, or skips the op
+//                               where that is 0: the consumers' ping-pong, where each warpgroup
+//                               waits on its own barrier and arrives on the other's. Such a
+//                               role's warpgroups run apart (no longer in lockstep).
 //   FenceProxyAsync             fence.proxy.async.shared::cta: the executing threads' earlier
 //                               generic shared writes (st.shared, stmatrix) become visible to
 //                               the async proxy (TMA store, wgmma operands).
@@ -451,6 +456,7 @@ struct Op {
   int barrier_id = 0;           // NamedBarrier
   int64_t barrier_threads = 0;  // NamedBarrier
   bool arrive_only = false;     // NamedBarrier: bar.arrive instead of bar.sync
+  std::vector<int> warpgroup_ids;  // NamedBarrier: per warpgroup of the role (0: skips); empty: barrier_id
   bool wait_read = false;       // BulkWaitGroup: .read (only the shared sources are released)
   Provenance provenance;
 };
@@ -624,6 +630,8 @@ class Builder {
   void mbarrier_arrive(BarrierRef bar, int64_t tx_bytes = 0, int64_t arrivals = 1);
   void mbarrier_wait(BarrierRef bar, const Value& parity);
   void named_barrier(int id, int64_t threads, bool arrive_only = false);
+  // A named barrier whose id depends on the executing warpgroup of the role (ir.h notes).
+  void warpgroup_barrier(std::vector<int> warpgroup_ids, int64_t threads, bool arrive_only);
   void fence_proxy_async();
   void tma_load(SharedRef dst, int map, std::vector<Value> coordinates, BarrierRef bar,
                 int64_t multicast_mask = 0);

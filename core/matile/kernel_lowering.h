@@ -243,6 +243,11 @@ class KernelLowering {
   struct TmaOperand;
   void emit_tma_copy(const TmaOperand& operand, const Value& stage, const Value& k, int barrier);
   void retire_wgmma_reads(const VOp& op);
+  // pingpong=1 (lower_hopper.cpp): the consumer warpgroups' turns on the tensor cores.
+  void pingpong_seed();
+  void pingpong_take_turn();
+  void pingpong_pass_turn();
+  void pingpong_drain();
   void release_previous_slot();
   void issue_late_part();
   RegisterLayout carried_layout(const VValue& x, const VOp& reader);
@@ -401,6 +406,10 @@ class KernelLowering {
     // The consumers issued TMA stores (rule 7's TMA form): the role waits for them before it
     // ends, and a persistent CTA's next tile before it stages again.
     bool bulk_stores = false;
+    // pingpong=1: while an iteration is emitted, whether its warpgroup still has to wait for
+    // its turn before the next wgmma (the iteration's first), and whether it still has to pass
+    // the turn on once that first group of MMAs is issued.
+    bool turn_to_take = false, turn_to_pass = false;
   };
   WarpSpecialization ws_;
 };

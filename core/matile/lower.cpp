@@ -198,6 +198,7 @@ layout::Result<ModulePtr> lower_to_matile(const vrtile::ModulePtr& module,
         kernel_options.stages = kernel->launch->stages;
         kernel_options.consumers = kernel->launch->consumers;
         kernel_options.overlap = kernel->launch->overlap;
+        kernel_options.pingpong = kernel->launch->pingpong;
       }
       // Warp specialization is Hopper's; elsewhere its consumer warpgroups become plain warps.
       if (kernel_options.consumers > 0 && kernel_options.arch != "sm_90a") {

@@ -92,6 +92,7 @@ struct LowerOptions {
   bool use_async_copy = true;  // false: dot operands are loaded into registers directly
   int consumers = 0;           // > 0: rule 6 with that many consumer warpgroups (sm_90a)
   bool overlap = false;        // rule 6: the consumers' last dot deferred by one iteration
+  bool pingpong = false;       // rule 6: the consumer warpgroups take turns issuing their MMAs
   bool stage_epilogue = true;  // false: rule 7 off, accumulators stored from their fragments
   // > 0: the shared memory a CTA may use for rule 8's on-chip rows instead of the target's
   // (so CPU tests reach the tail=global form with short rows).

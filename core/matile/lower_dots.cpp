@@ -306,6 +306,7 @@ void KernelLowering::emit_dot(const VOp& op) {
       a_registers = materialize(plan.a.source, *a_layout);
     }
     const SmemLoad& b = smem_loads_.at(plan.b.load);
+    pingpong_take_turn();  // pingpong=1: the iteration's first MMAs wait for the warpgroup's turn
     b_.wgmma_fence();
     env_[v.get()] = b_.wgmma(a_shared, a_registers,
                              SharedRef{b.alloc, b.stage, {0, 0}, plan.b.transposed}, K, acc,

@@ -145,6 +145,10 @@ void KernelLowering::plan_warp_specialization() {
          "warp-specialized form takes one main loop");
   }
   const VOp& loop = *loops.front();
+  if (options_.pingpong && consumers < 2) {
+    fail("warp_spec pingpong: the consumer warpgroups take turns on the tensor cores, so it needs "
+         "consumers >= 2; with " + std::to_string(consumers) + " there is no other warpgroup");
+  }
   if (options_.stages < 2) {
     fail("warp_spec: a ring of one stage deadlocks: the consumers keep an iteration's MMAs in "
          "flight while the producer fills the next stage; take stages >= 2");
@@ -583,12 +587,15 @@ void KernelLowering::retire_wgmma_reads(const VOp& op) {
   if (ws_.issue_late) {
     // overlap=1: the previous iteration's late MMAs (P·V) go out behind this iteration's first
     // group, and only that group is waited for; they run on while the iteration goes on, and
-    // the iteration's end waits for them and releases their slot.
+    // the iteration's end waits for them and releases their slot. With pingpong=1 the turn
+    // passes once both groups are issued (FlashAttention-3's order).
     ws_.in_flight.clear();
     issue_late_part();
+    pingpong_pass_turn();
     b_.wgmma_wait_group(1);
     return;
   }
+  pingpong_pass_turn();
   b_.wgmma_wait_group(0);
   ws_.in_flight.clear();
   release_previous_slot();
@@ -617,7 +624,12 @@ void KernelLowering::release_previous_slot() {
 // GEMM). Iteration 0 releases the last slot on behalf of iteration -1, which the producer
 // expects; so no iteration is peeled and a trip count works alike in both roles.
 void KernelLowering::emit_hopper_loop(const VOp& loop) {
-  if (options_.overlap) return emit_overlapped_loop(loop);
+  pingpong_seed();
+  if (options_.overlap) {
+    emit_overlapped_loop(loop);
+    pingpong_drain();
+    return;
+  }
   const LoopStart start = loop_start(loop);
   const Value trip_count = loop.trip_count ? scalar_value(loop.trip_count) : nullptr;
   const std::vector<Value> results = b_.for_loop(
@@ -637,9 +649,11 @@ void KernelLowering::emit_hopper_loop(const VOp& loop) {
         ws_.uncommitted = false;
         ws_.in_flight = {ws_.carried_in_flight.begin(), ws_.carried_in_flight.end()};
         ws_.previous_slot = slot_before(ring_k, {"k_prev", "retired"});
+        ws_.turn_to_take = options_.pingpong;
         emit_region(*loop.body);
         b_.set_provenance(loop.provenance);
         if (ws_.uncommitted) b_.wgmma_commit_group();
+        pingpong_pass_turn();  // a GEMM: the turn passes once the iteration's MMAs are issued
         if (!ws_.released) {
           // This iteration's MMAs may still run; the previous iteration's have retired.
           b_.wgmma_wait_group(1);
@@ -652,9 +666,65 @@ void KernelLowering::emit_hopper_loop(const VOp& loop) {
       },
       start.result_names, start.arg_names, 0, trip_count);
   b_.wgmma_wait_group(0);
+  pingpong_drain();
   // The last iteration's slot (the last slot, for the -1 of a loop that ran no iteration).
   finish_ring(ring_trips(loop));
   for (size_t i = 0; i < results.size(); ++i) env_[loop.results[i].get()] = results[i];
+}
+
+// pingpong=1: the consumer warpgroups take turns issuing their iterations' MMAs, so that the
+// softmax (or epilogue) of one runs while the tensor cores work on the other's (FlashAttention-3's
+// ping-pong; CUTLASS's ping-pong GEMM). Warpgroup g has named barrier kPingPongBarrierId + g,
+// which counts two warpgroups: in each iteration it waits there (bar.sync) before its first
+// wgmma, and once that group (with overlap=1, also the previous iteration's P·V) is issued it
+// arrives (bar.arrive) on the next warpgroup's barrier, g + 1 modulo the consumers. The last
+// warpgroup's seed arrival on warpgroup 0's barrier before the loop lets warpgroup 0 start; the
+// last warpgroup's final arrival is left over after the loop, and warpgroup 0 consumes it with
+// one more bar.sync (it waits only until that warpgroup issued its last MMAs), so every barrier
+// ends each main loop (each tile of a persistent CTA) with no thread arrived.
+//
+//   bar.arrive [-, 1] by warpgroup, 256            the seed: warpgroup 1 arrives for warpgroup 0
+//   for k_o ... { mbarrier.wait full[%slot] ...
+//     bar.sync [1, 2] by warpgroup, 256            wait for the turn
+//     wgmma.fence; %S = wgmma ...; wgmma.commit_group
+//     bar.arrive [2, 1] by warpgroup, 256          pass the turn
+//     wgmma.wait_group 0; softmax ... }
+//   bar.sync [1, -] by warpgroup, 256              warpgroup 0 consumes the leftover arrival
+namespace {
+constexpr int kPingPongBarrierId = 1;  // clear of the role barriers (8 up) and the emitter's (15 down)
+constexpr int64_t kPingPongThreads = 2 * kWarpgroupThreads;  // the waiting and the arriving warpgroup
+}  // namespace
+
+void KernelLowering::pingpong_seed() {
+  if (!options_.pingpong) return;
+  std::vector<int> ids(static_cast<size_t>(options_.consumers), 0);
+  ids.back() = kPingPongBarrierId;  // the last warpgroup arrives on warpgroup 0's barrier
+  b_.warpgroup_barrier(ids, kPingPongThreads, /*arrive_only=*/true);
+}
+
+void KernelLowering::pingpong_take_turn() {
+  if (!ws_.turn_to_take) return;
+  ws_.turn_to_take = false;
+  ws_.turn_to_pass = true;
+  std::vector<int> ids;
+  for (int g = 0; g < options_.consumers; ++g) ids.push_back(kPingPongBarrierId + g);
+  b_.warpgroup_barrier(ids, kPingPongThreads, /*arrive_only=*/false);
+}
+
+void KernelLowering::pingpong_pass_turn() {
+  if (!ws_.turn_to_pass) return;
+  ws_.turn_to_pass = false;
+  std::vector<int> ids;
+  for (int g = 0; g < options_.consumers; ++g) ids.push_back(kPingPongBarrierId + (g + 1) % options_.consumers);
+  b_.warpgroup_barrier(ids, kPingPongThreads, /*arrive_only=*/true);
+}
+
+void KernelLowering::pingpong_drain() {
+  if (!options_.pingpong) return;
+  ws_.turn_to_take = ws_.turn_to_pass = false;
+  std::vector<int> ids(static_cast<size_t>(options_.consumers), 0);
+  ids.front() = kPingPongBarrierId;
+  b_.warpgroup_barrier(ids, kPingPongThreads, /*arrive_only=*/false);
 }
 
 // overlap=1: which ops of the main loop run one iteration late. The late ops are those that
@@ -862,6 +932,7 @@ void KernelLowering::emit_overlapped_loop(const VOp& loop) {
     ws_.in_flight.clear();
     ws_.issue_late = late;
     ws_.previous_slot = slot_before(ring_k, {"k_prev", "retired"});
+    ws_.turn_to_take = options_.pingpong;
     for (const vrtile::OpPtr& op : loop.body->ops) {
       if (op->kind == VOpKind::Yield || ws_.late.count(op.get())) continue;
       b_.set_provenance(op->provenance);
@@ -871,6 +942,7 @@ void KernelLowering::emit_overlapped_loop(const VOp& loop) {
     if (ws_.uncommitted) b_.wgmma_commit_group();
     ws_.uncommitted = false;
     if (ws_.issue_late) issue_late_part();  // nothing read a wgmma result: at the end
+    pingpong_pass_turn();
     if (!ws_.released) {
       b_.wgmma_wait_group(0);
       release_previous_slot();

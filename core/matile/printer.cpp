@@ -195,9 +195,18 @@ std::string op_body_text(const Kernel& kernel, const Op& op) {
     }
     case OpKind::MBarrierWait:
       return "mbarrier.wait " + barrier_text(kernel, op.mbarrier) + " parity " + operands;
-    case OpKind::NamedBarrier:
-      return std::string(op.arrive_only ? "bar.arrive " : "bar.sync ") +
-             std::to_string(op.barrier_id) + ", " + std::to_string(op.barrier_threads);
+    case OpKind::NamedBarrier: {
+      std::string id = std::to_string(op.barrier_id);
+      if (!op.warpgroup_ids.empty()) {  // "[1, 2] by warpgroup": warpgroup g takes entry g
+        id = "[";
+        for (size_t g = 0; g < op.warpgroup_ids.size(); ++g) {
+          id += (g ? ", " : "") + (op.warpgroup_ids[g] == 0 ? std::string("-") : std::to_string(op.warpgroup_ids[g]));
+        }
+        id += "] by warpgroup";
+      }
+      return std::string(op.arrive_only ? "bar.arrive " : "bar.sync ") + id + ", " +
+             std::to_string(op.barrier_threads);
+    }
     case OpKind::FenceProxyAsync: return "fence.proxy.async";
     case OpKind::TmaLoad: {
       std::string text = "tma.load " + shared_ref_text(kernel, op.shared) + " <- " +
@@ -609,6 +618,7 @@ void hopper_json(const Kernel& kernel, const LayoutTable& table, const Op& op,
     (*j)["id"] = op.barrier_id;
     (*j)["threads"] = op.barrier_threads;
     (*j)["arrive_only"] = op.arrive_only;
+    if (!op.warpgroup_ids.empty()) (*j)["warpgroup_ids"] = op.warpgroup_ids;
   }
   if (op.kind == OpKind::BulkWaitGroup || op.kind == OpKind::WgmmaWaitGroup) {
     (*j)["pending"] = op.extent;

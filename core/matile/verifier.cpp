@@ -914,8 +914,26 @@ class KernelVerifier : public Visitor {
     expect(op.barrier_threads >= kWarpSize && op.barrier_threads % kWarpSize == 0 &&
                op.barrier_threads <= kernel_.threads(),
            where_, "a named barrier counts whole warps of the CTA");
-    expect(op.barrier_threads >= threads() || op.arrive_only, where_,
-           "bar.sync counts fewer threads than execute it");
+    if (op.warpgroup_ids.empty()) {
+      expect(op.barrier_threads >= threads() || op.arrive_only, where_,
+             "bar.sync counts fewer threads than execute it");
+      return;
+    }
+    // Per-warpgroup ids: one per warpgroup of the executing role, each 0 (skips) or 1..15.
+    const int64_t warpgroups = threads() / kWarpgroupThreads;
+    if (!expect(role_ != nullptr && role_->warpgroups > 1 &&
+                    static_cast<int64_t>(op.warpgroup_ids.size()) == warpgroups,
+                where_, "per-warpgroup barrier ids need one id per warpgroup of a role of several")) {
+      return;
+    }
+    bool any = false;
+    for (int id : op.warpgroup_ids) {
+      expect(id >= 0 && id <= 15, where_, "per-warpgroup barrier ids are 0 (skip) or 1..15");
+      any = any || id != 0;
+    }
+    expect(any, where_, "no warpgroup executes the per-warpgroup barrier");
+    expect(op.barrier_threads >= kWarpgroupThreads || op.arrive_only, where_,
+           "bar.sync counts fewer threads than a warpgroup");
   }
 
   void visit_TmaLoad(const Op& op) override {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <sstream>
 
 #include "core/sched/pipeline_decision.h"
@@ -76,6 +77,77 @@ int shared_ring_depth(const Graph& graph, const Solution& solution) {
   return std::max(solution.stages, depth);
 }
 
+namespace {
+
+// Whether [a, a + la) and [b, b + lb) overlap modulo `ii` (every length below `ii`).
+bool overlap_modulo(int64_t a, int64_t la, int64_t b, int64_t lb, int64_t ii) {
+  if (la <= 0 || lb <= 0) return false;
+  if (la >= ii || lb >= ii) return true;
+  a %= ii;
+  b %= ii;
+  for (int64_t shift : {-ii, int64_t{0}, ii}) {
+    if (a < b + shift + lb && b + shift < a + la) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool consumers_take_turns(const Graph& graph, const Solution& solution, std::string* why) {
+  std::string unused;
+  std::string& reason = why ? *why : unused;
+  if (solution.roles.size() < 3 || solution.ii_slots <= 0 || solution.ops.size() != graph.nodes.size()) {
+    reason = "fewer than two consumer roles";
+    return false;
+  }
+  struct Busy {
+    size_t node;
+    int role;
+    int64_t start, length;
+  };
+  std::vector<Busy> tensor, cuda_core;
+  std::set<int> mma_roles;
+  const auto tc = static_cast<size_t>(Unit::TensorCore);
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    const Node& node = graph.nodes[i];
+    const OpSlot& slot = solution.ops[i];
+    if (slot.role_index == 0) continue;  // the producer
+    const SlotTimes times = slot_times(node, solution.quantum);
+    if (node.kind == NodeKind::Wgmma && node.subtile >= 0 && times.busy[tc] > 0) {
+      tensor.push_back({i, slot.role_index, slot.start_slot, times.busy[tc]});
+      mma_roles.insert(slot.role_index);
+    } else if (node.kind == NodeKind::Elementwise) {
+      const int64_t busy = std::max(times.busy[static_cast<size_t>(Unit::ALU)], times.busy[static_cast<size_t>(Unit::SFU)]);
+      if (busy > 0) cuda_core.push_back({i, slot.role_index, slot.start_slot, busy});
+    }
+  }
+  if (mma_roles.size() < 2) {
+    reason = "the wgmma sub-tiles run on one consumer";
+    return false;
+  }
+  const int64_t ii = solution.ii_slots;
+  for (size_t x = 0; x < tensor.size(); ++x) {
+    for (size_t y = x + 1; y < tensor.size(); ++y) {
+      if (tensor[x].role != tensor[y].role &&
+          overlap_modulo(tensor[x].start, tensor[x].length, tensor[y].start, tensor[y].length, ii)) {
+        reason = graph.nodes[tensor[x].node].name + " and " + graph.nodes[tensor[y].node].name +
+                 " of different consumers hold the tensor cores at once";
+        return false;
+      }
+    }
+  }
+  for (const Busy& compute : cuda_core) {
+    for (const Busy& mma : tensor) {
+      if (compute.role == mma.role || !overlap_modulo(compute.start, compute.length, mma.start, mma.length, ii)) continue;
+      reason = graph.nodes[compute.node].name + " on " + solution.ops[compute.node].role + " runs under " +
+               graph.nodes[mma.node].name + " on " + solution.ops[mma.node].role;
+      return true;
+    }
+  }
+  reason = "no consumer's CUDA-core work runs under another's MMAs";
+  return false;
+}
+
 std::vector<int> held_ring_slots(const driver::Compilation& compiled) {
   std::vector<int> out;
   if (!compiled.vr_module) return out;
@@ -117,6 +189,7 @@ std::optional<sched::Decision> realizing_decision(const Graph& graph, const Solu
   sched::Decision decision{"pipeline", block,
                            {{"stages", int64_t{shared_ring_depth(graph, solution) + held_slots}}}};
   if (roles) decision.args.push_back({"consumers", static_cast<int64_t>(solution.roles.size()) - 1});
+  if (roles && consumers_take_turns(graph, solution)) decision.args.push_back({"pingpong", int64_t{1}});
   return decision;
 }
 
@@ -164,6 +237,11 @@ Completion complete_pipelines(const SourceFilePtr& file, const driver::CompileOp
     const int held = k < held_slots.size() ? held_slots[k] : 0;
     std::optional<sched::Decision> decision =
         realizing_decision(*result.graph, result.solution, result.block, &why, held);
+    std::string turns;
+    if (decision && consumers_take_turns(*result.graph, result.solution, &turns)) {
+      result.solution.notes.push_back("the consumers take turns on the tensor cores (" + turns +
+                                      "): realized with pingpong=1");
+    }
     if (decision && held > 0) {
       result.solution.notes.push_back(
           "the ring has " + std::to_string(held) + " slot" + (held == 1 ? "" : "s") +

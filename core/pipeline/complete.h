@@ -83,7 +83,8 @@ CompletedSchedule complete_schedule(const SourceFilePtr& file, const std::vector
 int shared_ring_depth(const Graph& graph, const Solution& solution);
 
 // The pipeline decision that realizes `solution` of `graph` on the kernel computing `block`:
-// stages = shared_ring_depth, and on a warp-specialized kernel its consumer warpgroups. nullopt
+// stages = shared_ring_depth, and on a warp-specialized kernel its consumer warpgroups (and
+// pingpong=1 when the consumers take turns on the tensor cores, consumers_take_turns). nullopt
 // with `why` for a graph the lowering does not have the form of (an sm_80 loop read as its
 // sm_90a equivalent: the kernel is not warp-specialized, so the roles would not exist).
 // `held_slots` are ring slots the lowering's form keeps beyond what the graph shows: warp_spec's
@@ -106,6 +107,14 @@ int consumer_warpgroups(const matile::Kernel& kernel);
 // Per kernel of `compiled` (its VR kernels, in order): the ring slots its form holds beyond
 // the graph's (1 with warp_spec overlap=1, else 0).
 std::vector<int> held_ring_slots(const driver::Compilation& compiled);
+
+// Whether `solution` has its consumer warpgroups take turns on the tensor cores: the wgmma
+// sub-tiles (graph.h: the 64-row halves, ".h0" / ".h1") run on at least two consumer roles, no
+// two consumers' tensor-core reservations overlap (modulo II), and some CUDA-core op (the
+// softmax) of one consumer runs while another's MMAs hold the tensor cores -- the structure
+// warp_spec's pingpong=1 realizes with named barriers (FlashAttention-3's ping-pong). `why`
+// says what it found either way.
+bool consumers_take_turns(const Graph& graph, const Solution& solution, std::string* why = nullptr);
 
 // One line per kernel: "kernel C (sm_90a roles): optimal, II 1152 cycles (tensor core), 3
 // stages, producer + 2 consumers, 0.04 s -> pipeline(C_sum, stages=3, consumers=2)".

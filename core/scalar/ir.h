@@ -275,6 +275,10 @@ struct LaunchAttrs {
   // With consumers: the consumers' loop software-pipelined by one iteration, its last dot
   // issued in the next iteration beside that iteration's first (warp_spec's overlap=1).
   bool overlap = false;
+  // With consumers >= 2: the consumer warpgroups take turns issuing their iteration's MMAs
+  // through named barriers, so one warpgroup's softmax runs while the other's MMAs occupy the
+  // tensor cores (warp_spec's pingpong=1; FlashAttention-3's ping-pong).
+  bool pingpong = false;
   // Tile order (the tile_order decision): CTAs launched in groups of `group` rows of grid.y,
   // each group walked column by column (core/support/launch_order.h); 1: plain row-major order.
   int group = 1;

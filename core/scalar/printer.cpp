@@ -563,6 +563,7 @@ std::string launch_text(const LaunchAttrs& launch) {
                      ", stages=" + std::to_string(launch.stages);
   if (launch.consumers) text += ", consumers=" + std::to_string(launch.consumers);
   if (launch.overlap) text += ", overlap";
+  if (launch.pingpong) text += ", pingpong";
   if (launch.group > 1) text += ", group=" + std::to_string(launch.group);
   for (const std::string& loop : launch.reversed) text += ", reverse=" + loop;
   if (launch.persistent) text += ", persistent";
@@ -573,6 +574,7 @@ nlohmann::ordered_json launch_json(const LaunchAttrs& launch) {
   nlohmann::ordered_json json = {{"warps", launch.warps}, {"stages", launch.stages}};
   if (launch.consumers) json["consumers"] = launch.consumers;
   if (launch.overlap) json["overlap"] = true;
+  if (launch.pingpong) json["pingpong"] = true;
   if (launch.group > 1) json["group"] = launch.group;
   if (!launch.reversed.empty()) json["reversed"] = launch.reversed;
   if (launch.persistent) json["persistent"] = true;

@@ -12,10 +12,11 @@ namespace nautilus::sched {
 
 namespace {
 
-constexpr std::string_view kSignature = "pipeline(BLOCK, stages=S, consumers=C)";
+constexpr std::string_view kSignature = "pipeline(BLOCK, stages=S, consumers=C, pingpong=0|1)";
 
 struct Parsed {
   std::optional<int> stages, consumers;
+  std::optional<bool> pingpong;
   std::string error;
 };
 
@@ -26,8 +27,9 @@ Parsed parse(const Decision& decision) {
     return out;
   }
   for (const DecisionArg& arg : decision.args) {
-    if (arg.key != "stages" && arg.key != "consumers") {
-      out.error = usage_reason(kSignature, "unknown keyword '" + arg.key + "'; expected stages or consumers");
+    if (arg.key != "stages" && arg.key != "consumers" && arg.key != "pingpong") {
+      out.error = usage_reason(kSignature,
+                               "unknown keyword '" + arg.key + "'; expected stages, consumers or pingpong");
       return out;
     }
     if (!arg.is_int()) {
@@ -35,7 +37,13 @@ Parsed parse(const Decision& decision) {
       return out;
     }
     const int64_t value = arg.as_int();
-    if (arg.key == "stages") {
+    if (arg.key == "pingpong") {
+      if (value != 0 && value != 1) {
+        out.error = "pipeline: pingpong is 0 or 1, got " + std::to_string(value);
+        return out;
+      }
+      out.pingpong = value == 1;
+    } else if (arg.key == "stages") {
       if (value < 1 || value > 8) {
         out.error = "pipeline: stages must be between 1 and 8, got " + std::to_string(value);
         return out;
@@ -49,6 +57,10 @@ Parsed parse(const Decision& decision) {
       out.consumers = static_cast<int>(value);
     }
   }
+  if (out.pingpong.value_or(false) && out.consumers && *out.consumers < 2) {
+    out.error = "pipeline: pingpong=1 alternates the consumer warpgroups' tensor-core phases, so it "
+                "needs consumers=2 or 3, got " + std::to_string(*out.consumers);
+  }
   return out;
 }
 
@@ -56,14 +68,25 @@ ApplyResult apply(const scalar::ProgramPtr& program, const Decision& decision) {
   if (decision.target.empty()) return ApplyResult::failure(usage_reason(kSignature, "names no block"));
   const Parsed parsed = parse(decision);
   if (!parsed.error.empty()) return ApplyResult::failure(parsed.error);
-  return update_launch_attrs(program, decision.target, "pipeline", [&](scalar::LaunchAttrs attrs) {
+  bool no_partner = false;  // pingpong=1 on a kernel with fewer than 2 consumer warpgroups
+  ApplyResult result = update_launch_attrs(program, decision.target, "pipeline", [&](scalar::LaunchAttrs attrs) {
     if (parsed.stages) attrs.stages = *parsed.stages;
     if (parsed.consumers) {
       attrs.consumers = *parsed.consumers;
       if (attrs.consumers == 0) attrs.overlap = false;
+      if (attrs.consumers < 2) attrs.pingpong = false;
+    }
+    if (parsed.pingpong) {
+      no_partner = *parsed.pingpong && attrs.consumers < 2;
+      attrs.pingpong = *parsed.pingpong && !no_partner;
     }
     return attrs;
   });
+  if (no_partner) {
+    return ApplyResult::failure("pipeline: pingpong=1 needs 2 or 3 consumer warpgroups (consumers=C here or "
+                                "in warp_spec); the kernel computing " + decision.target + " has fewer");
+  }
+  return result;
 }
 
 }  // namespace
@@ -95,7 +118,11 @@ DecisionKind pipeline_decision() {
       "complete decision, so a pin such as pipeline(C_sum, stages=4) is kept and the rest is "
       "solved. It refines the stages of launch and warp_spec, which it follows. Example: after "
       "warp_spec(C_sum, consumers=2, stages=4) the solver proves a GEMM tile of 128 x 256 x 64 "
-      "tensor-core bound with 3 buffers and writes pipeline(C_sum, stages=3, consumers=2).",
+      "tensor-core bound with 3 buffers and writes pipeline(C_sum, stages=3, consumers=2). "
+      "pingpong=1 (2 or 3 consumers) makes the consumer warpgroups take turns on the tensor "
+      "cores, as warp_spec's pingpong=1; the solver writes it when its answer gives the 64-row "
+      "halves of the tile to different consumers whose tensor-core phases alternate (attention: "
+      "one half's softmax under the other's MMAs).",
       apply,
   };
 }

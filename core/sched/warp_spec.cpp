@@ -11,17 +11,18 @@ namespace nautilus::sched {
 
 namespace {
 
-constexpr std::string_view kSignature = "warp_spec(BLOCK, consumers=N, stages=S, overlap=0|1)";
+constexpr std::string_view kSignature =
+    "warp_spec(BLOCK, consumers=N, stages=S, overlap=0|1, pingpong=0|1)";
 
 ApplyResult apply(const scalar::ProgramPtr& program, const Decision& decision) {
   const std::string shape = check_arg_shape(decision, kSignature, {0, 0, true});
   if (!shape.empty()) return ApplyResult::failure(shape);
   int consumers = -1, stages = 0;
-  bool overlap = false;
+  bool overlap = false, pingpong = false;
   for (const DecisionArg& arg : decision.args) {
-    if (arg.key != "consumers" && arg.key != "stages" && arg.key != "overlap") {
+    if (arg.key != "consumers" && arg.key != "stages" && arg.key != "overlap" && arg.key != "pingpong") {
       return ApplyResult::failure(usage_reason(
-          kSignature, "unknown keyword '" + arg.key + "'; expected consumers, stages or overlap"));
+          kSignature, "unknown keyword '" + arg.key + "'; expected consumers, stages, overlap or pingpong"));
     }
     if (!arg.is_int()) {
       return ApplyResult::failure(
@@ -38,6 +39,11 @@ ApplyResult apply(const scalar::ProgramPtr& program, const Decision& decision) {
         return ApplyResult::failure("warp_spec: overlap is 0 or 1, got " + std::to_string(arg.as_int()));
       }
       overlap = arg.as_int() == 1;
+    } else if (arg.key == "pingpong") {
+      if (arg.as_int() != 0 && arg.as_int() != 1) {
+        return ApplyResult::failure("warp_spec: pingpong is 0 or 1, got " + std::to_string(arg.as_int()));
+      }
+      pingpong = arg.as_int() == 1;
     } else {
       if (arg.as_int() < 1 || arg.as_int() > 8) {
         return ApplyResult::failure("warp_spec: stages must be between 1 and 8, got " +
@@ -49,10 +55,17 @@ ApplyResult apply(const scalar::ProgramPtr& program, const Decision& decision) {
   if (consumers < 0) {
     return ApplyResult::failure(usage_reason(kSignature, "consumers=N is required"));
   }
+  if (pingpong && consumers < 2) {
+    return ApplyResult::failure(
+        "warp_spec: pingpong=1 alternates the tensor-core phases of the consumer warpgroups, so it "
+        "needs consumers=2 or 3; with consumers=" + std::to_string(consumers) +
+        " there is no other warpgroup to take turns with");
+  }
   return update_launch_attrs(program, decision.target, "warp_spec",
                              [&](scalar::LaunchAttrs attrs) {
                                attrs.consumers = consumers;
                                attrs.overlap = consumers > 0 && overlap;
+                               attrs.pingpong = consumers > 1 && pingpong;
                                if (stages > 0) attrs.stages = stages;
                                return attrs;
                              });
@@ -76,7 +89,10 @@ DecisionKind warp_spec_decision() {
       "last dot of iteration j (P·V) is issued in iteration j+1 right after that iteration's "
       "first (QKᵀ), so the softmax of one tile runs while the tensor cores compute; the "
       "consumers then hold two stages of the ring, so it needs stages >= 3. On sm_80 the kernel "
-      "keeps mma.sync with 4N warps. Example: warp_spec(C_sum, consumers=2, stages=4) on a "
+      "keeps mma.sync with 4N warps. pingpong=1 (consumers 2 or 3) makes the consumer warpgroups take "
+      "turns issuing each iteration's MMAs through named barriers (each waits on its own, then "
+      "passes the turn to the next; warpgroup 0 starts), so one warpgroup's softmax or epilogue "
+      "runs while the other's MMAs occupy the tensor cores (FlashAttention-3's ping-pong). Example: warp_spec(C_sum, consumers=2, stages=4) on a "
       "128 x 256 tile is the GEMM mainloop of cuBLAS on the H100.",
       apply,
   };

@@ -3,7 +3,10 @@
 // ring of S shared buffers (S left out: the `launch` decision's stages), and N consumer
 // warpgroups (1 to 3) run everything else, with the loop's dots on wgmma reading those buffers.
 // Full and empty mbarriers hand each buffer from the producer to the consumers and back.
-// consumers=0 removes the specialization again.
+// consumers=0 removes the specialization again. pingpong=1 (2 or 3 consumers) makes the consumer
+// warpgroups take turns on the tensor cores: each waits on its own named barrier before issuing
+// an iteration's first MMAs and passes the turn to the next warpgroup after issuing them
+// (warpgroup 0 starts), so the softmax (or epilogue) of one runs while the other's MMAs compute.
 //
 // The decision writes `consumers` (and `stages`) into the nest's launch attributes (scalar::LaunchAttrs; the
 // warps of `launch` are then unused); the MA lowering (core/matile/lower_hopper.cpp) builds the

@@ -5,6 +5,9 @@
 #include <array>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
 
 #include <unistd.h>
 
@@ -52,6 +55,65 @@ TEST(CompileCommand, WritesAPackageTheReaderAccepts) {
   EXPECT_EQ(package->kernels[0].arguments.size(), 3u);
   EXPECT_NE(package->source.find("extern \"C\" __global__"), std::string::npos);
   EXPECT_NE(package->report.find(package->kernels[0].name), nullptr);
+  std::filesystem::remove_all(directory);
+}
+
+// The consumers' ping-pong (warp_spec pingpong=1) through NVRTC for sm_90a: GEMM, attention at
+// d 64 and d 128 with and without overlap, and causal attention; each package's source picks
+// the turn barriers by warpgroup.
+TEST(CompileCommand, CompilesPingPongKernelsForSm90a) {
+  if (!Nvrtc::shared().ok()) GTEST_SKIP() << "skipped: " << Nvrtc::shared().error().message;
+  const std::filesystem::path directory =
+      std::filesystem::temp_directory_path() / ("nautilus_pingpong_test_" + std::to_string(getpid()));
+  std::filesystem::remove_all(directory);
+  std::filesystem::create_directories(directory);
+  struct Case {
+    std::string name, spec, sizes;
+    std::vector<std::string> decisions;
+  };
+  const auto attention = [](bool causal, bool overlap) {
+    std::vector<std::string> d = {"rolling_update(O_sum, n, tile=64)", "tile(O_sum_acc, m=128)",
+                                  "compute_at(S, Mx, n_o)"};
+    if (causal) d.push_back("compute_at(S_sum, S, n_o)");
+    d.push_back("reverse_compute_at(O, O_sum, m_o)");
+    d.push_back("bind(O_sum_acc, b=grid.z, h=grid.y, m_o=grid.x)");
+    if (causal) d.push_back("skip_masked(S, n_o)");
+    d.push_back(std::string("warp_spec(O_sum_acc, consumers=2, stages=") + (overlap ? "3, overlap=1" : "2") +
+                ", pingpong=1)");
+    return d;
+  };
+  const std::string specs = std::string(NAUTILUS_SOURCE_DIR) + "/assets/specs/";
+  const std::vector<Case> cases = {
+      {"gemm", kGemm, "-D M=512 -D N=512 -D K=512",
+       {"tile(C_sum, m=128, n=128, k=64)", "reverse_compute_at(C, C_sum, n_o)",
+        "bind(C_sum, m_o=grid.y, n_o=grid.x)", "warp_spec(C_sum, consumers=2, stages=4, pingpong=1)"}},
+      {"attention_d64", specs + "attention.nt", "-D B=1 -D H=2 -D M=512 -D N=512 -D D=64", attention(false, false)},
+      {"attention_d64_overlap", specs + "attention.nt", "-D B=1 -D H=2 -D M=512 -D N=512 -D D=64",
+       attention(false, true)},
+      {"attention_d128_overlap", specs + "attention.nt", "-D B=1 -D H=2 -D M=512 -D N=512 -D D=128",
+       attention(false, true)},
+      {"causal_d128", specs + "causal_attention.nt", "-D B=1 -D H=2 -D M=512 -D N=512 -D D=128",
+       attention(true, false)},
+      {"causal_d64_overlap", specs + "causal_attention.nt", "-D B=1 -D H=2 -D M=512 -D N=512 -D D=64",
+       attention(true, true)},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::filesystem::path schedule = directory / (c.name + ".json");
+    {
+      std::ofstream out(schedule);
+      out << "{\"decisions\": [";
+      for (size_t i = 0; i < c.decisions.size(); ++i) out << (i ? ", " : "") << "\"" << c.decisions[i] << "\"";
+      out << "]}\n";
+    }
+    const std::filesystem::path package_dir = directory / c.name;
+    CliRun run = run_cli("compile " + c.spec + " --schedule " + schedule.string() + " " + c.sizes +
+                         " --arch sm_90a -o " + package_dir.string());
+    ASSERT_EQ(run.status, 0) << run.output;
+    Result<KernelPackage> package = read_package(package_dir.string());
+    ASSERT_TRUE(package.ok()) << package.error().message;
+    EXPECT_NE(package->source.find("named_barrier_sync((tid / 128 == 0 ? 1 : 2), 256);"), std::string::npos);
+  }
   std::filesystem::remove_all(directory);
 }
 

@@ -98,9 +98,20 @@ ModulePtr hopper_gemm(const HopperGemmShape& shape, HopperBug bug) {
     const auto a_stage = [&](const Value& s) { return SharedRef{as, s, {64 * g, 0}, false}; };
     const auto b_stage = [&](const Value& s) { return SharedRef{bs, s, {0, 0}, true}; };
     const Value first = constant(0, "first");
+    // Ping-pong: warpgroup g waits on barrier 1 + g for its turn and passes it to the other.
+    const bool pingpong = shape.pingpong && warpgroups == 2;
+    const auto take_turn = [&] {
+      if (pingpong) b.warpgroup_barrier({1, 2}, 256, false);
+    };
+    const auto pass_turn = [&] {
+      if (pingpong) b.warpgroup_barrier({2, 1}, 256, true);
+    };
+    if (pingpong && bug != HopperBug::PingPongMissingSeed) b.warpgroup_barrier({0, 1}, 256, true);
     b.mbarrier_wait(BarrierRef{full, first}, first);
+    take_turn();
     const Value acc_first = b.wgmma(a_stage(first), nullptr, b_stage(first), kTileK, acc0, "acc_k0");
     b.wgmma_commit_group();
+    pass_turn();
     const bool releases = !(bug == HopperBug::ConsumerNeverReleases && g == 1);
     const bool early = bug == HopperBug::ConsumerReleasesEarly;
     if (early) b.mbarrier_arrive(BarrierRef{empty, first});
@@ -111,8 +122,10 @@ ModulePtr hopper_gemm(const HopperGemmShape& shape, HopperBug bug) {
           const Value s = binary(BinaryOp::Mod, k, S, "s");
           const Value phase = binary(BinaryOp::Mod, binary(BinaryOp::FloorDiv, k, S), 2, "phase");
           b.mbarrier_wait(BarrierRef{full, s}, phase);
+          take_turn();
           const Value next = b.wgmma(a_stage(s), nullptr, b_stage(s), kTileK, carried[0], "acc_k");
           b.wgmma_commit_group();
+          pass_turn();
           if (early) b.mbarrier_arrive(BarrierRef{empty, s});
           b.wgmma_wait_group(1);
           // The previous stage's wgmma has retired: release it.
@@ -123,6 +136,7 @@ ModulePtr hopper_gemm(const HopperGemmShape& shape, HopperBug bug) {
         },
         {"acc"}, {"acc_i"});
     if (bug != HopperBug::AccumulatorBeforeWait) b.wgmma_wait_group(0);
+    if (pingpong && bug != HopperBug::PingPongMissingDrain) b.warpgroup_barrier({1, 0}, 256, false);
     if (releases && !early) b.mbarrier_arrive(BarrierRef{empty, constant((KT - 1) % S, "last")});
     const Value c16 = b.cast(acc[0], DType::BF16, "c16");
     if (!tma_epilogue) {
@@ -137,7 +151,11 @@ ModulePtr hopper_gemm(const HopperGemmShape& shape, HopperBug bug) {
     }
     b.stmatrix(SharedRef{cs, nullptr, {64 * g, 0}, false}, c16);
     if (bug != HopperBug::MissingProxyFence) b.fence_proxy_async();
-    b.named_barrier(1, 256);
+    if (bug == HopperBug::EpilogueBarrierPerWarpgroup && warpgroups == 2) {
+      b.warpgroup_barrier({4, 5}, kWarpgroupThreads, false);
+    } else {
+      b.named_barrier(shape.pingpong ? 3 : 1, 256);
+    }
     if (g == 0) {
       b.tma_store(tm_c, {m0, n0}, SharedRef{cs, nullptr, {0, 0}, false});
       b.bulk_commit_group();

@@ -15,6 +15,10 @@
 //     stmatrix Cs[64g, 0], cast(%acc); fence.proxy.async; bar.sync 1, 256
 //     consumer0: tma.store tmC[m0, n0] <- Cs; cp.async.bulk.commit_group; wait_group.read 0
 //   (cooperative: one role "consumers" of 2 warpgroups does the same on all 128 rows.)
+//   (pingpong, cooperative only: the two warpgroups take turns issuing each k step's wgmma:
+//     bar.arrive [-, 1] by warpgroup, 256 before the first (warpgroup 1 lets warpgroup 0 start);
+//     per k step bar.sync [1, 2] by warpgroup, 256; wgmma; commit; bar.arrive [2, 1] ...;
+//     after the loop bar.sync [1, -] ..., which consumes warpgroup 1's last arrival.)
 #pragma once
 
 #include <cstdint>
@@ -37,6 +41,10 @@ enum class HopperBug {
   MissingProxyFence,        // stmatrix then TMA store without fence.proxy.async
   MissingWgmmaFence,        // the first wgmma without wgmma.fence
   RegisterBudgetOver,       // consumers with 240 registers: 40 + 240 + 240 > 512
+  PingPongMissingSeed,      // pingpong without warpgroup 1's first arrival: both wait forever
+  PingPongMissingDrain,     // pingpong leaving warpgroup 1's last arrival on barrier 1
+  EpilogueBarrierPerWarpgroup,  // cooperative: the bar.sync before the C tile's TMA store counts
+                                // each warpgroup alone (ids [4, 5], 128 threads), not both
 };
 
 struct HopperGemmShape {
@@ -50,6 +58,8 @@ struct HopperGemmShape {
   // C from the registers with st.global (the TMA store's box is limited to the 128-byte swizzle
   // span), so its epilogue has no stmatrix, fence or tma.store.
   int64_t tile_n = 64;
+  // With `cooperative`: the consumer warpgroups take turns issuing their wgmmas (ping-pong).
+  bool pingpong = false;
 };
 
 ModulePtr hopper_gemm(const HopperGemmShape& shape, HopperBug bug = HopperBug::None);

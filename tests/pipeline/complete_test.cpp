@@ -13,6 +13,7 @@
 #include "core/pipeline/complete.h"
 #include "core/sched/decision.h"
 #include "core/sched/pipeline_decision.h"
+#include "tests/common/matile_ops.h"
 #include "tests/common/spec_test_util.h"
 
 namespace nautilus::pipeline {
@@ -162,6 +163,67 @@ TEST(CompletePipelines, OverlappedAttentionKeepsASlotForItsDeferredMmas) {
   ASSERT_TRUE(k2.decision) << k2.error;
   EXPECT_EQ(k2.decision->find("stages")->as_int(), shared_ring_depth(*k2.graph, k2.solution));
   for (const std::string& note : k2.solution.notes) EXPECT_EQ(note.find("overlap=1 keeps"), std::string::npos);
+  // When the answer has the consumers take turns on the tensor cores (the halves of the tile on
+  // different consumers, one's softmax under the other's MMAs), the decision realizes it with
+  // pingpong=1, and the realized kernel's consumers pass turns through named barriers.
+  const bool turns = consumers_take_turns(*k2.graph, k2.solution);
+  EXPECT_EQ(k2.decision->find("pingpong") != nullptr, turns) << describe_completion(without.completion);
+  int turn_barriers = 0;
+  nautilus::testing::count_ops(*without.realized.ma_module->kernels.at(0)->body, [&](const matile::Op& op) {
+    turn_barriers += op.kind == matile::OpKind::NamedBarrier && !op.warpgroup_ids.empty();
+    return false;
+  });
+  EXPECT_EQ(turn_barriers > 0, turns);
+  testing::expect_stage_matches_reference(without.realized, driver::Stage::MATile, 8, "completed plain attention");
+}
+
+// consumers_take_turns on hand-made answers: two wgmma halves and two softmax halves of an
+// attention iteration, placed on roles and slots (II 10 slots of 1 cycle).
+TEST(CompletePipelines, ConsumersTakeTurnsIsReadOffTheAnswer) {
+  Graph graph;
+  graph.form = "hopper roles";
+  const auto node = [&](const std::string& name, NodeKind kind, int subtile, Unit unit, double cycles) {
+    Node n;
+    n.name = name;
+    n.kind = kind;
+    n.subtile = subtile;
+    n.occupancy[static_cast<size_t>(unit)] = cycles;
+    graph.nodes.push_back(n);
+  };
+  node("wgmma:S.h0", NodeKind::Wgmma, 0, Unit::TensorCore, 3);
+  node("wgmma:S.h1", NodeKind::Wgmma, 1, Unit::TensorCore, 3);
+  node("ew:softmax.h0", NodeKind::Elementwise, 0, Unit::SFU, 4);
+  node("ew:softmax.h1", NodeKind::Elementwise, 1, Unit::SFU, 4);
+  const auto answer = [&](std::vector<std::pair<int, int64_t>> placed) {
+    Solution s;
+    s.status = SolveStatus::Optimal;
+    s.quantum = 1;
+    s.ii_slots = 10;
+    s.roles.resize(3);
+    for (size_t i = 0; i < placed.size(); ++i) {
+      OpSlot op;
+      op.name = graph.nodes[i].name;
+      op.role_index = placed[i].first;
+      op.role = "consumer" + std::to_string(placed[i].first - 1);
+      op.start_slot = placed[i].second;
+      s.ops.push_back(op);
+    }
+    return s;
+  };
+  std::string why;
+  // FlashAttention-3's ping-pong: h0 on consumer0, h1 on consumer1; h0's softmax under h1's MMAs.
+  EXPECT_TRUE(consumers_take_turns(graph, answer({{1, 0}, {2, 3}, {1, 3}, {2, 7}}), &why)) << why;
+  EXPECT_NE(why.find("ew:softmax.h0 on consumer0 runs under wgmma:S.h1 on consumer1"), std::string::npos) << why;
+  // Both halves on one consumer: nothing alternates.
+  EXPECT_FALSE(consumers_take_turns(graph, answer({{1, 0}, {1, 3}, {1, 3}, {1, 7}}), &why));
+  EXPECT_NE(why.find("one consumer"), std::string::npos) << why;
+  // The consumers' softmax runs while no other consumer's MMAs do.
+  EXPECT_FALSE(consumers_take_turns(graph, answer({{1, 0}, {2, 3}, {1, 6}, {2, 6}}), &why));
+  EXPECT_NE(why.find("no consumer's CUDA-core work"), std::string::npos) << why;
+  // A producer and one consumer only.
+  Solution two = answer({{1, 0}, {1, 3}, {1, 3}, {1, 7}});
+  two.roles.resize(2);
+  EXPECT_FALSE(consumers_take_turns(graph, two));
 }
 
 TEST(CompletePipelines, APinnedRingDepthIsKept) {
@@ -226,8 +288,16 @@ TEST(PipelineDecision, ChecksItsArgumentsAndReadsItsPins) {
   EXPECT_NE(bad.schedule_error.find("stages must be between 1 and 8"), std::string::npos) << bad.schedule_error;
   const driver::Compilation unknown = testing::compile_scheduled(
       "assets/specs/gemm.nt", {"pipeline(C_sum, depth=2)"}, {"M=64", "N=64", "K=64"}, {});
-  EXPECT_NE(unknown.schedule_error.find("expected stages or consumers"), std::string::npos)
+  EXPECT_NE(unknown.schedule_error.find("expected stages, consumers or pingpong"), std::string::npos)
       << unknown.schedule_error;
+  const driver::Compilation alone = testing::compile_scheduled(
+      "assets/specs/gemm.nt", {"pipeline(C_sum, consumers=1, pingpong=1)"}, {"M=64", "N=64", "K=64"}, {});
+  EXPECT_NE(alone.schedule_error.find("pingpong=1 alternates the consumer warpgroups"), std::string::npos)
+      << alone.schedule_error;
+  const driver::Compilation unspecialized = testing::compile_scheduled(
+      "assets/specs/gemm.nt", {"pipeline(C_sum, pingpong=1)"}, {"M=64", "N=64", "K=64"}, {});
+  EXPECT_NE(unspecialized.schedule_error.find("needs 2 or 3 consumer warpgroups"), std::string::npos)
+      << unspecialized.schedule_error;
   const sched::Schedule schedule = testing::parse_schedule(
       {"pipeline(C_sum, stages=3)", "pipeline(X, stages=5)", "pipeline(C_sum, consumers=1)"});
   const sched::PipelinePins pins = sched::pipeline_pins(schedule, {"C_sum", "C"});

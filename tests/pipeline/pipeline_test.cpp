@@ -491,7 +491,8 @@ TEST(PipelineCli, AWarpSpecializedKernelKeepsItsConsumersAndItsBlock) {
   ASSERT_EQ(run.status, 0) << run.out << run.err;
   EXPECT_NE(run.out.find("consumers: 2, the kernel's own"), std::string::npos) << run.out;
   EXPECT_NE(run.out.find("realized as: pipeline(O_sum_acc, stages="), std::string::npos) << run.out;
-  EXPECT_NE(run.out.find(", consumers=2)"), std::string::npos) << run.out;
+  // (followed by pingpong=1 when the answer has the two consumers take turns on the tensor cores)
+  EXPECT_NE(run.out.find(", consumers=2"), std::string::npos) << run.out;
 }
 
 TEST(PipelineCli, JsonAndExplanations) {
