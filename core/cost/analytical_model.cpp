@@ -77,6 +77,10 @@ constexpr double kNamedBarrierCycles = 30.0;
 constexpr double kProxyFenceCycles = 20.0;
 //   cp.async.bulk.tensor issue by one elected thread (descriptor, coordinates, mbarrier).
 constexpr double kTmaIssueCycles = 20.0;
+//   The dynamic tile scheduler's fetch (TileFetch): one global atomic add by the producer's
+//   elected thread, which waits for its answer at L2 (a round trip, as a global load's) before
+//   writing it into the tile ring; once per tile, issued before the tile's copies.
+constexpr double kTileFetchCycles = 600.0;
 //   wgmma.fence / commit_group / wait_group and cp.async.bulk.commit_group: issue only (the
 //   wait's real cost is the MMA it waits for, which the ring's period accounts).
 constexpr double kAsyncGroupCycles = 4.0;
@@ -1125,6 +1129,15 @@ class WorkWalk : public matile::Visitor {
         segment.has_wgmma = true;
         return;
       }
+      case OpKind::CtaIndex:
+        return;
+      case OpKind::TileFetch:
+        work.sync_cycles += kTileFetchCycles;
+        return;
+      case OpKind::TileRead:
+        work.shared_bytes += 4.0;  // one broadcast word
+        work.sync_cycles += kMBarrierArriveCycles;
+        return;
       case OpKind::StMatrix: {
         // stmatrix writes each element once (8x8 matrices, 16-byte rows: no replication).
         const Value value = op.operands.empty() ? nullptr : op.operands[0];
