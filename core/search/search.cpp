@@ -244,8 +244,10 @@ std::optional<Completion> with_persistent_ctas(const Completion& completion, con
 // scheduler: what the model sees of the completion with_persistent_ctas gives, since the
 // decision computes nothing differently and the model estimates a tile loop's body once per tile
 // (as one CTA per tile), counting the ring's fill once per CTA; the scheduler's fetch per tile
-// (one atomic the producer issues ahead of the tile's copies) is left out. nullptr when no kernel
-// changes.
+// (one atomic the producer issues ahead of the tile's copies) is left out. The tile ring's shared
+// memory is counted: its 16 bytes, plus up to 1008 bytes of padding when an allocation after it
+// (the TMA-staged epilogue's tile) must start at a 1024-byte swizzle atom, so a kernel near the
+// limit is not estimated in a form that does not fit. nullptr when no kernel changes.
 matile::ModulePtr with_persistent_kernels(const matile::Module& module) {
   auto out = std::make_shared<matile::Module>(module);
   bool changed = false;
@@ -257,6 +259,8 @@ matile::ModulePtr with_persistent_kernels(const matile::Module& module) {
     auto persistent = std::make_shared<matile::Kernel>(*kernel);
     persistent->persistent = true;
     persistent->dynamic_tiles = true;
+    constexpr int64_t kTileRingBytes = 1024 + 16;
+    persistent->shared_bytes += kTileRingBytes;
     kernel = persistent;
     changed = true;
   }
