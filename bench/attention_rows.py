@@ -7,6 +7,8 @@ Step 1, `prepare` (development machine, after a build): per row `nautilus schedu
   --append LABEL=D1;D2   the searched schedule with decisions D1, D2 appended
                          (e.g. --append 'persistent=persistent(O_sum_acc)');
   --pin LABEL=D1;D2      a search of its own with D1, D2 pinned (`nautilus schedule --pin`);
+  --forbid LABEL=D1;D2   a search of its own with D1, D2 forbidden (`nautilus schedule --forbid`,
+                         e.g. --forbid 'tiles=persistent(O_sum_acc)': one CTA per tile);
   --compile LABEL=O1;O2  the searched schedule compiled with `nautilus compile` options O1, O2
                          (e.g. --compile 'fragments=--epilogue;fragments').
 Each variant is compiled once more at validation sizes that are not tile multiples (B 1, H 2,
@@ -19,7 +21,7 @@ and the peers through torch SDPA's cuDNN and flash backends (CUDA events, L2 flu
 30), then writes attention_rows.md and .json after every row.
 
 Usage: python3 bench/attention_rows.py prepare [--only ROW...] [--append L=D]... [--pin L=D]...
-                                               [--compile L=O]...
+                                               [--forbid L=D]... [--compile L=O]...
        python3 bench/attention_rows.py pack DEST
        python3 bench/attention_rows.py measure [--reps N] [--only ROW...] [--no-peers]
 Writes bench/out-attention/ (git-ignored; $NAUTILUS_ATTENTION_BENCH names another folder).
@@ -118,7 +120,7 @@ def prepare(only, variants):
             pinned = os.path.join(OUT, "pk", f"{name}.{label}.json")
             pins = []
             for decision in decisions:
-                pins += ["--pin", decision]
+                pins += ["--forbid" if kind == "forbid" else "--pin", decision]
             p = nautilus("schedule", spec_path, *defines(sizes_of(b, h, s, d)), "--ignore-db", *pins, "-o", pinned)
             schedules[label] = json.load(open(pinned))["decisions"] if p.returncode == 0 else None
             if p.returncode != 0:
@@ -298,6 +300,7 @@ def main():
     p.add_argument("--only", nargs="*")
     p.add_argument("--append", action="append", help="LABEL=D1;D2: the searched schedule with D1, D2 appended")
     p.add_argument("--pin", action="append", help="LABEL=D1;D2: a search with D1, D2 pinned")
+    p.add_argument("--forbid", action="append", help="LABEL=D1;D2: a search with D1, D2 forbidden")
     p.add_argument("--compile", action="append", help="LABEL=O1;O2: the searched schedule compiled with options O1, O2")
     k = sub.add_parser("pack")
     k.add_argument("dest")
@@ -308,7 +311,7 @@ def main():
     args = parser.parse_args()
     if args.step == "prepare":
         prepare(args.only, parse_variants(args.append, "append") + parse_variants(args.pin, "pin") +
-                parse_variants(args.compile, "compile"))
+                parse_variants(args.forbid, "forbid") + parse_variants(args.compile, "compile"))
     elif args.step == "pack":
         pack(os.path.abspath(args.dest))
     else:

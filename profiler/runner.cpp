@@ -225,7 +225,7 @@ std::optional<std::string> check_reference_matches(const codegen::KernelPackage&
     return found;
   };
   for (const auto& buffer : package.buffers) {
-    if (buffer.role == "intermediate") continue;
+    if (buffer.role == "intermediate" || buffer.role == "workspace") continue;
     const codegen::KernelArgument* other = find(reference, buffer.name);
     if (other == nullptr || other->role != buffer.role) {
       return "the reference package has no " + buffer.role + " " + buffer.name;
@@ -350,9 +350,30 @@ bool prepare_on_device(GpuSession& session, const DeviceInfo& device, LoadedPack
   return true;
 }
 
-// Queues kernel k of `loaded`.
-std::optional<GpuError> launch_kernel(GpuSession& session, LoadedPackage& loaded, size_t k) {
+// Queues zero bytes over every workspace of kernel k (the dynamic tile scheduler's counter,
+// codegen/package.h): in stream order before each launch of the kernel, as a memset of its own,
+// so that a re-launched kernel starts from a fresh counter and CUPTI's kernel records do not
+// include the memset.
+std::optional<GpuError> zero_workspaces(GpuSession& session, LoadedPackage& loaded, size_t k) {
+  for (const codegen::KernelArgument& argument : loaded.package.kernels[k].arguments) {
+    if (argument.role != "workspace") continue;
+    int64_t count = 1;
+    for (int64_t extent : argument.shape) count *= extent;
+    if (auto failure = session.fill(loaded.buffers.at(argument.name), 0, *buffer_bytes(argument.dtype, count))) {
+      return failure;
+    }
+  }
+  return std::nullopt;
+}
+
+// Queues kernel k of `loaded`, its workspaces zeroed first unless the caller already queued
+// that (`zeroed`).
+std::optional<GpuError> launch_kernel(GpuSession& session, LoadedPackage& loaded, size_t k,
+                                      bool zeroed = false) {
   const codegen::KernelLaunch& kernel = loaded.package.kernels[k];
+  if (!zeroed) {
+    if (auto failure = zero_workspaces(session, loaded, k)) return failure;
+  }
   KernelParameters parameters;
   if (auto failure = kernel_parameters(session, loaded, k, &parameters, nullptr)) return failure;
   LaunchShape shape{loaded.grids[k], kernel.block, kernel.cluster, kernel.dynamic_shared_bytes};
@@ -426,10 +447,12 @@ class RepetitionRunner {
     const size_t count = loaded_.package.kernels.size();
     for (size_t k = 0; k < count; ++k) {
       *kernel = loaded_.package.kernels[k].name;
+      // The workspaces' memset goes before the kernel's event: the events time the kernel alone.
+      if (auto failure = zero_workspaces(session_, loaded_, k)) return failure;
       if (events != nullptr) {
         if (auto failure = session_.record((*events)[k])) return failure;
       }
-      if (auto failure = launch_kernel(session_, loaded_, k)) return failure;
+      if (auto failure = launch_kernel(session_, loaded_, k, /*zeroed=*/true)) return failure;
     }
     if (events != nullptr) {
       if (auto failure = session_.record((*events)[count])) return failure;

@@ -317,15 +317,22 @@ void KernelEmitter::band_coordinates(const std::string& launched, const std::str
 }
 
 // The tile loop of a persistent kernel (MA For `tile_loop`): CTA blockIdx.x walks the tiles
-// blockIdx.x, blockIdx.x + gridDim.x, ...; each iteration declares the grid variables of its
-// tile in the kernel's tile order.
-void KernelEmitter::tile_loop_header(const std::string& var) {
+// blockIdx.x, blockIdx.x + gridDim.x, ...; with the dynamic scheduler the tiles whose launch
+// index the loop carries (`dynamic_tile`, the yield sets the next). Each iteration declares the
+// grid variables of its tile in the kernel's tile order.
+void KernelEmitter::tile_loop_header(const std::string& var, const std::string& dynamic_tile) {
   const auto& grid = kernel_.grid;
   int64_t tiles = 1;
   for (const auto& axis : grid) tiles *= axis.extent;
-  const std::string tile = unique("tile");
-  line("for (int " + var + " = 0, " + tile + " = blockIdx.x; " + tile + " < " + str(tiles) + "; ++" +
-       var + ", " + tile + " += gridDim.x) {");
+  std::string tile = dynamic_tile;
+  if (dynamic_tile.empty()) {
+    tile = unique("tile");
+    line("for (int " + var + " = 0, " + tile + " = blockIdx.x; " + tile + " < " + str(tiles) + "; ++" +
+         var + ", " + tile + " += gridDim.x) {");
+  } else {
+    line("for (int " + var + " = 0; " + tile + " < " + str(tiles) + "; ++" + var +
+         ") {  // the next tile comes from the tile ring");
+  }
   ++indent_;
   std::vector<std::string> lines;
   if (kernel_.tile_group > 1 && grid.size() >= 2) {
@@ -677,7 +684,10 @@ void KernelEmitter::for_loop(const Op& op) {
   // An early-stop trip count (iterations past it are proven to change nothing) ends the loop
   // there instead of running masked iterations.
   if (op.tile_loop) {
-    tile_loop_header(var);
+    if (kernel_.dynamic_tiles && op.block_args.empty()) {
+      invalid(matile::op_label(op) + ": a dynamic tile loop carries its tile's launch index");
+    }
+    tile_loop_header(var, kernel_.dynamic_tiles ? name_of(op.block_args[0]) : std::string());
   } else {
     std::string bound = str(op.extent);
     if (op.trip_count) bound = "min(" + bound + ", " + name_of(op.trip_count) + ")";

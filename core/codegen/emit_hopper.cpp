@@ -441,6 +441,42 @@ void KernelEmitter::visit_TmaLoad(const Op& op) {
 
 void KernelEmitter::visit_TmaStore(const Op& op) { tma_copy(op, false); }
 
+// The dynamic tile scheduler (MA ir.h notes). The ring's slots are ints at the start of each
+// stage of the one-element allocation.
+std::string KernelEmitter::tile_ring_slot(const Op& op) {
+  const SharedAlloc& alloc = alloc_of(op.shared);
+  if (alloc.dtype != DType::Index || alloc.shape != std::vector<int64_t>{1}) {
+    invalid(matile::op_label(op) + ": the tile ring is not a one-element index allocation");
+  }
+  std::string index = "0";
+  if (op.shared.stage) index = name_of(op.shared.stage) + " * " + str(alloc.stage_elements);
+  return shared_name(alloc) + "[" + index + "]";
+}
+
+void KernelEmitter::visit_CtaIndex(const Op& op) {
+  const std::string name = unique(op.results[0]->name);
+  names_[op.results[0].get()] = name;
+  line("const int " + name + " = static_cast<int>(blockIdx.x);");
+}
+
+// The elected thread takes the next launch index from the workspace counter (zeroed before the
+// launch, so the k-th fetch of the whole grid gets launched + k) and writes it into the ring; its
+// following mbarrier arrive releases the write to the waiting threads.
+void KernelEmitter::visit_TileFetch(const Op& op) {
+  if (!op.buffer) invalid(matile::op_label(op) + ": no tile counter");
+  line(elected_thread_guard() + "{");
+  line("  " + tile_ring_slot(op) + " = static_cast<int>(atomicAdd(reinterpret_cast<unsigned*>(" +
+       buffer_name(op.buffer) + "), 1u) + gridDim.x);");
+  line("}");
+}
+
+void KernelEmitter::visit_TileRead(const Op& op) {
+  const std::string name = unique(op.results[0]->name);
+  names_[op.results[0].get()] = name;
+  // volatile: the elected thread of another warp wrote it; the mbarrier wait before ordered it.
+  line("const int " + name + " = *reinterpret_cast<volatile int*>(&" + tile_ring_slot(op) + ");");
+}
+
 // The bulk groups belong to the thread that issued the stores: it commits and waits.
 void KernelEmitter::visit_BulkCommitGroup(const Op&) { line(elected_thread_guard() + "bulk_commit_group();"); }
 

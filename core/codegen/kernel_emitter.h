@@ -156,7 +156,9 @@ class KernelEmitter : public matile::Visitor {
   std::string launch_coordinate(size_t axis, const std::string& in_order) const;
   void band_coordinates(const std::string& launched, const std::string& rest, bool rest_is_axis2,
                         std::vector<std::string>* out);
-  void tile_loop_header(const std::string& var);
+  // `tile`: the launch index variable of a dynamic tile loop (its first carried value); empty
+  // for the static walk.
+  void tile_loop_header(const std::string& var, const std::string& tile = "");
 
   // -------------------------------------------------------------------------------------------
   // Layout coordinates
@@ -238,6 +240,11 @@ class KernelEmitter : public matile::Visitor {
   void visit_WgmmaCommitGroup(const Op& op) override;
   void visit_WgmmaWaitGroup(const Op& op) override;
   void visit_StMatrix(const Op& op) override;
+  void visit_CtaIndex(const Op& op) override;
+  void visit_TileFetch(const Op& op) override;
+  void visit_TileRead(const Op& op) override;
+  // The int slot of the tile ring a TileFetch / TileRead names.
+  std::string tile_ring_slot(const Op& op);
   // Every kind above has its CUDA; an op reaching here is a kind without any.
   void visit_op(const Op& op) override {
     unsupported(std::string("no CUDA for MA op kind ") + matile::op_kind_name(op.kind));

@@ -1,4 +1,4 @@
-// Kernel packages on disk: launch.json (versions 1 and 2), the cubins, PTX and ptxas report.
+// Kernel packages on disk: launch.json (versions 1 to 3), the cubins, PTX and ptxas report.
 #include "core/codegen/package.h"
 
 #include <array>
@@ -176,9 +176,16 @@ Result<KernelArgument> argument_from_json(const nlohmann::ordered_json& json, co
   }
   argument.dtype = *parsed;
   argument.role = json.value("role", std::string());
-  if (argument.role != "input" && argument.role != "output" && argument.role != "intermediate") {
-    return invalid(directory,
-                   where + ".role '" + argument.role + "' is not input, output or intermediate");
+  if (argument.role != "input" && argument.role != "output" && argument.role != "intermediate" &&
+      argument.role != "workspace") {
+    return invalid(directory, where + ".role '" + argument.role +
+                                  "' is not input, output, intermediate or workspace");
+  }
+  if (argument.role == "workspace") {
+    if (version < 3) return invalid(directory, where + ".role workspace needs package version 3");
+    if (argument.dtype != DType::I8 || argument.shape.size() != 1) {
+      return invalid(directory, where + ": a workspace is bytes: dtype int8, shape [bytes]");
+    }
   }
   if (json.contains("tensor_map")) {
     if (version < 2) return invalid(directory, where + ".tensor_map needs package version 2");

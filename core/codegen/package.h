@@ -12,9 +12,9 @@
 //     ptxas.txt            the resource table and NVRTC's full log, for people
 //     ptxas.json           the same report as data (registers, spills, smem per kernel)
 //
-// launch.json (format "nautilus-kernel-package", version 2):
+// launch.json (format "nautilus-kernel-package", version 3):
 //   {
-//     "format": "nautilus-kernel-package", "version": 2,
+//     "format": "nautilus-kernel-package", "version": 3,
 //     "spec": "attention", "sizes": {"B": 1, "H": 2, "M": 128, ...},
 //     "arch": "sm_80",                        // the arch the package was compiled for
 //     "flops": 2.7e11, "bytes": 5.0e8,        // the operator's work, when known (optional)
@@ -32,7 +32,15 @@
 //   }
 // Buffers are row-major and contiguous; every kernel argument is the buffer of that name
 // (inputs, outputs, and intermediates the runner allocates once for all kernels), passed as a
-// device pointer -- or, with "tensor_map" (version 2), as a TMA tensor map over that buffer:
+// device pointer -- or, with "tensor_map" (version 2), as a TMA tensor map over that buffer.
+// A buffer of role "workspace" (version 3) is scratch a kernel keeps for itself across its CTAs
+// (the dynamic tile scheduler's counter): dtype "int8", shape [bytes]; whoever launches the
+// package zeroes it before EVERY launch of a kernel that takes it (the runner with a memset in
+// stream order, outside the kernel, so kernel timings do not include it):
+//
+//   {"name": "attention_O_tile_counter", "shape": [4], "dtype": "int8", "role": "workspace"}
+//
+// A tensor map argument:
 //
 //   {"name": "A", "shape": [100, 64], "dtype": "bf16", "role": "input",
 //    "tensor_map": {"dims": [64, 100], "strides": [128], "offset": 0,   // a view, innermost first
@@ -49,8 +57,8 @@
 // "nan_request_zero_fma") are optional; write_package writes every field. read_package refuses a
 // map TMA cannot encode, saying why (check_tensor_map below).
 //
-// Version 1 packages (no "cluster", no "tensor_map") are still read; write_package writes
-// version 2.
+// Version 1 packages (no "cluster", no "tensor_map") and version 2 packages (no "workspace")
+// are still read; write_package writes version 3.
 #pragma once
 
 #include <array>
@@ -71,7 +79,7 @@
 namespace nautilus::codegen {
 
 inline constexpr const char* kPackageFormat = "nautilus-kernel-package";
-inline constexpr int kPackageVersion = 2;  // read_package also reads version 1
+inline constexpr int kPackageVersion = 3;  // read_package also reads versions 1 and 2
 
 // How TMA lays a box out in shared memory: 16-byte chunks exchanged within 32/64/128-byte rows.
 // The wgmma descriptor of the same tile must name the same swizzle.
@@ -109,7 +117,7 @@ struct KernelArgument {
   std::string name;
   std::vector<int64_t> shape;
   DType dtype = DType::F32;
-  std::string role;  // "input", "output" or "intermediate"
+  std::string role;  // "input", "output", "intermediate" or "workspace"
   std::optional<TensorMap> tensor_map = std::nullopt;  // set: passed as a 128-byte tensor map
 
   // The buffer itself (name, shape, dtype, role), whatever the argument passes.
@@ -181,7 +189,7 @@ nlohmann::ordered_json launch_json(const KernelPackage& package);
 // replaced, other files are left alone).
 Result<bool> write_package(const KernelPackage& package, const std::string& directory);
 
-// Reads a package back (version 1 or 2): launch.json, the source, every cubin and PTX it names,
+// Reads a package back (version 1, 2 or 3): launch.json, the source, every cubin and PTX it names,
 // ptxas.json. Fails with a reason naming the file and the field when something is missing or
 // malformed, or when a tensor map or cluster cannot be launched as written.
 Result<KernelPackage> read_package(const std::string& directory);

@@ -77,6 +77,10 @@ constexpr double kNamedBarrierCycles = 30.0;
 constexpr double kProxyFenceCycles = 20.0;
 //   cp.async.bulk.tensor issue by one elected thread (descriptor, coordinates, mbarrier).
 constexpr double kTmaIssueCycles = 20.0;
+//   The dynamic tile scheduler's fetch (TileFetch): one global atomic add by the producer's
+//   elected thread, which waits for its answer at L2 (a round trip, as a global load's) before
+//   writing it into the tile ring; once per tile, issued before the tile's copies.
+constexpr double kTileFetchCycles = 600.0;
 //   wgmma.fence / commit_group / wait_group and cp.async.bulk.commit_group: issue only (the
 //   wait's real cost is the MMA it waits for, which the ring's period accounts).
 constexpr double kAsyncGroupCycles = 4.0;
@@ -1125,6 +1129,15 @@ class WorkWalk : public matile::Visitor {
         segment.has_wgmma = true;
         return;
       }
+      case OpKind::CtaIndex:
+        return;
+      case OpKind::TileFetch:
+        work.sync_cycles += kTileFetchCycles;
+        return;
+      case OpKind::TileRead:
+        work.shared_bytes += 4.0;  // one broadcast word
+        work.sync_cycles += kMBarrierArriveCycles;
+        return;
       case OpKind::StMatrix: {
         // stmatrix writes each element once (8x8 matrices, 16-byte rows: no replication).
         const Value value = op.operands.empty() ? nullptr : op.operands[0];
@@ -1490,6 +1503,55 @@ double imbalance(const std::vector<double>& trips, int64_t sms, int64_t per_sm) 
   return 1.0 + excess / static_cast<double>(std::max<int64_t>(per_sm, 1)) / balanced;
 }
 
+// Persistent CTAs with the static scheduler (persistent(..., scheduler=static)): the CTA launched
+// c-th of `launched` runs tiles c, c + launched, ... back to back, whatever their lengths (`trips`
+// per tile in launch order, plus kFixedTrips each as in imbalance()). Gives the walk's balance
+// factor against the same tiles spread evenly (the same form as imbalance(), whose list
+// schedule is what the dynamic scheduler and one CTA per tile both do), and its drift: the
+// launch indices the CTAs work on half-way through span `window` tiles instead of `launched`,
+// since CTAs whose tiles were short run ahead. Causal attention with 128 query tiles per head on
+// 132 CTAs drifts over many heads at once, and K and V of those heads no longer fit in L2
+// (measured on the H100: long causal rows 42% slower persistent than one CTA per tile,
+// bench/NOTES.md 2026-11-27).
+struct StaticTileWalk {
+  double imbalance = 1.0;
+  double window = 0.0;
+};
+StaticTileWalk static_tile_walk(const std::vector<double>& trips, int64_t launched, int64_t per_sm) {
+  StaticTileWalk walk;
+  walk.window = static_cast<double>(launched);
+  if (trips.empty() || launched < 1) return walk;
+  constexpr double kFixedTrips = 1.0;
+  const size_t ctas = static_cast<size_t>(std::min<int64_t>(launched, static_cast<int64_t>(trips.size())));
+  std::vector<double> ends(ctas, 0.0);
+  double total = 0.0;
+  for (size_t t = 0; t < trips.size(); ++t) {
+    ends[t % ctas] += trips[t] + kFixedTrips;
+    total += trips[t] + kFixedTrips;
+  }
+  const double makespan = *std::max_element(ends.begin(), ends.end());
+  const double balanced = total / static_cast<double>(ctas);
+  if (balanced <= 0.0) return walk;
+  walk.imbalance = 1.0 + std::max(0.0, makespan - balanced) / static_cast<double>(std::max<int64_t>(per_sm, 1)) / balanced;
+  // Half-way: each running CTA's tile (its launch index), the spread between the first and last.
+  const double half = makespan / 2.0;
+  int64_t lowest = std::numeric_limits<int64_t>::max(), highest = -1;
+  for (size_t c = 0; c < ctas; ++c) {
+    double start = 0.0;
+    for (size_t t = c; t < trips.size(); t += ctas) {
+      const double end = start + trips[t] + kFixedTrips;
+      if (start <= half && half < end) {
+        lowest = std::min(lowest, static_cast<int64_t>(t));
+        highest = std::max(highest, static_cast<int64_t>(t));
+        break;
+      }
+      start = end;
+    }
+  }
+  if (highest >= lowest) walk.window = std::max(walk.window, static_cast<double>(highest - lowest + 1));
+  return walk;
+}
+
 class AnalyticalModel : public CostModel {
  public:
   explicit AnalyticalModel(DeviceModel device) : device_(std::move(device)) {}
@@ -1710,6 +1772,15 @@ class AnalyticalModel : public CostModel {
     const double full_waves = std::floor(ctas / wave_size);
     const double tail = ctas - full_waves * wave_size;
     cost->waves = full_waves + tail / wave_size;
+    // Persistent CTAs walking their tiles statically drift apart on tiles of unequal length
+    // (static_tile_walk): the tiles in flight at once spread over `drift_window` launch indices.
+    // The dynamic scheduler starts tiles in launch order, as one CTA per tile does.
+    const bool static_walk = kernel.persistent && !kernel.dynamic_tiles && !walk.cta_trips().empty();
+    const StaticTileWalk walked =
+        static_walk ? static_tile_walk(walk.cta_trips(), static_cast<int64_t>(std::min(ctas, wave_size)),
+                                       static_cast<int64_t>(per_sm))
+                    : StaticTileWalk{};
+    const double drift_window = static_walk ? walked.window : wave_size;
 
     // Step 2: DRAM and L2 bytes. Reads are taken smallest footprint first: those that fit in
     // L2 together stay resident and come from DRAM once per kernel (the activations of a GEMM
@@ -1780,7 +1851,11 @@ class AnalyticalModel : public CostModel {
                                            static_cast<int64_t>(full_waves),
                                            static_cast<int64_t>(tail));
       } else {
-        if (full_waves > 0) {
+        if (full_waves > 0 && drift_window > wave_size) {
+          // The wave's tiles spread over the drift window: as many distinct keys as the window
+          // holds, up to one per CTA.
+          keys += full_waves * std::min(wave_size, distinct_keys(kernel, deps, 0, static_cast<int64_t>(drift_window)));
+        } else if (full_waves > 0) {
           keys += full_waves * distinct_keys(kernel, deps, 0, static_cast<int64_t>(wave_size));
         }
         if (tail > 0) {
@@ -1926,7 +2001,7 @@ class AnalyticalModel : public CostModel {
       partial = wave(k_tail, std::ceil(tail / k_tail));
     }
     double seconds = full_waves * full.seconds + partial.seconds;
-    seconds *= imbalance(walk.cta_trips(), static_cast<int64_t>(sms), per_sm);
+    seconds *= static_walk ? walked.imbalance : imbalance(walk.cta_trips(), static_cast<int64_t>(sms), per_sm);
     auto scaled = [&](double PipeTime::*member) {
       return (full_waves * (full.pipes.*member) + partial.pipes.*member) * 1e6;
     };

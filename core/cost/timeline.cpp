@@ -869,6 +869,14 @@ WarpCost warp_cost_on(const matile::Kernel& kernel, const matile::Op& op, const 
               std::max<int64_t>(op.extent / 16, 1)};
     case OpKind::StMatrix:
       return {OpClass::SharedLoad, shared, whole(wavefronts)};
+    // The dynamic tile scheduler: the CTA's index is free, the fetch is the elected thread's
+    // atomic round trip, the read one shared word.
+    case OpKind::CtaIndex:
+      return {OpClass::Control, 0, 0};
+    case OpKind::TileFetch:
+      return {OpClass::Global, whole(work.sync_cycles), 1};
+    case OpKind::TileRead:
+      return {OpClass::SharedLoad, shared + whole(work.sync_cycles), 1};
   }
   return {OpClass::Wait, 0, 0};
 }

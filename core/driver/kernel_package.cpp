@@ -12,6 +12,7 @@ std::string role_of(const scalar::Buffer& buffer) {
     case scalar::BufferRole::Input: return "input";
     case scalar::BufferRole::Output: return "output";
     case scalar::BufferRole::Intermediate: return "intermediate";
+    case scalar::BufferRole::Workspace: return "workspace";
   }
   return "intermediate";
 }

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <deque>
 #include <limits>
+#include <map>
 #include <random>
 #include <unordered_map>
 #include <unordered_set>
@@ -306,12 +307,17 @@ class Interpreter : public Visitor {
       // The CTAs walk the tiles themselves (their tile loops bind the grid variables).
       tile_extents_ = extents;
       launched_ = std::min(points, persistent_ctas_);
+      // The launcher zeroed the dynamic scheduler's counter; the CTAs run one after the other
+      // here, so each fetches from it in that order.
+      tile_counter_ = 0;
+      tiles_walked_.clear();
       for (cta_ = 0; cta_ < launched_; ++cta_) {
         bound_point_.clear();
         reset_shared();
         visit(*kernel.body);
         check_barriers_balanced();
       }
+      if (kernel.dynamic_tiles) check_every_tile_walked_once(points);
       grid_point_.clear();
       return;
     }
@@ -410,6 +416,12 @@ class Interpreter : public Visitor {
   void visit_WgmmaCommitGroup(const Op&) override { commit(&agent().wgmma); }
   void visit_WgmmaWaitGroup(const Op& op) override { retire(&agent().wgmma, op.extent); }
   void visit_StMatrix(const Op& op) override { stmatrix(op); }
+  void visit_CtaIndex(const Op& op) override {
+    if (!kernel_->persistent || launched_ <= 0) fail("cta_index in a kernel that is not persistent");
+    define(op.results[0]).assign(static_cast<size_t>(threads()), static_cast<double>(cta_));
+  }
+  void visit_TileFetch(const Op& op) override { tile_fetch(op); }
+  void visit_TileRead(const Op& op) override { tile_read(op); }
   // Every kind has its rule above; an op reaching here is a kind without one.
   void visit_op(const Op& op) override {
     fail(std::string("no interpreter rule for ") + op_kind_name(op.kind));
@@ -420,8 +432,9 @@ class Interpreter : public Visitor {
   int64_t trips_of(const Op& op) {
     if (op.tile_loop) {
       if (!kernel_->persistent || launched_ <= 0) fail("a tile loop in a kernel that is not persistent");
-      int64_t tiles = 1;
-      for (int64_t extent : tile_extents_) tiles *= extent;
+      const int64_t tiles = tile_count();
+      // A dynamic walk ends when its carried launch index passes the tiles (dynamic_tile_of).
+      if (kernel_->dynamic_tiles) return std::numeric_limits<int64_t>::max();
       return std::max<int64_t>(0, (tiles - cta_ + launched_ - 1) / launched_);
     }
     int64_t trips = op.extent;
@@ -429,11 +442,48 @@ class Interpreter : public Visitor {
     return trips;
   }
 
-  // The grid point of iteration `step` of a tile loop: launch index cta + step * launched in
-  // the kernel's tile order.
-  std::vector<int64_t> tile_point(int64_t step) {
-    return grid_point_in_launch_order(cta_ + step * launched_, tile_extents_, kernel_->tile_group,
-                                      kernel_->reversed_axes);
+  int64_t tile_count() const {
+    int64_t tiles = 1;
+    for (int64_t extent : tile_extents_) tiles *= extent;
+    return tiles;
+  }
+
+  // The grid point of iteration `step` of a static tile loop: launch index cta + step * launched
+  // in the kernel's tile order.
+  std::vector<int64_t> tile_point(int64_t step) { return launch_point(cta_ + step * launched_); }
+  std::vector<int64_t> launch_point(int64_t launch) {
+    return grid_point_in_launch_order(launch, tile_extents_, kernel_->tile_group, kernel_->reversed_axes);
+  }
+
+  // A dynamic tile loop's tile (ir.h notes): the launch index its first iter_arg carries (the
+  // init, or the last yield), or -1 once the walk is over. Every tile a role starts is counted,
+  // so that the end of the kernel can check that each role walked each tile exactly once.
+  int64_t dynamic_tile_of(const Slots& carried) {
+    if (carried.empty()) fail("a dynamic tile loop carries no launch index");
+    const double launch = carried[0];
+    const int64_t tiles = tile_count();
+    if (!(launch >= 0)) fail("a dynamic tile loop's launch index is " + std::to_string(launch));
+    if (launch >= static_cast<double>(tiles)) return -1;
+    const int64_t tile = static_cast<int64_t>(launch);
+    std::vector<int>& walked = tiles_walked_[agents_[static_cast<size_t>(agent_)].name];
+    walked.resize(static_cast<size_t>(tiles), 0);
+    if (++walked[static_cast<size_t>(tile)] > 1) {
+      fail("the dynamic tile scheduler hands tile " + std::to_string(tile) + " to " + agent().name +
+           " a second time");
+    }
+    return tile;
+  }
+
+  void check_every_tile_walked_once(int64_t tiles) {
+    op_ = nullptr;
+    if (tiles_walked_.empty()) fail("no role walked the tiles of a kernel with the dynamic tile scheduler");
+    for (const auto& [role, walked] : tiles_walked_) {
+      for (int64_t t = 0; t < tiles; ++t) {
+        if (t >= static_cast<int64_t>(walked.size()) || walked[static_cast<size_t>(t)] == 0) {
+          fail("the dynamic tile scheduler never hands tile " + std::to_string(t) + " to " + role);
+        }
+      }
+    }
   }
   // Binds the grid variables to `point` for the running threads; the roles take turns op by op,
   // so a binding that is already there (the same point, as many threads) is kept.
@@ -452,9 +502,16 @@ class Interpreter : public Visitor {
     for (const Value& init : op.operands) carried.push_back(slots_of(init));
     const Op* self = &op;
     const int64_t trips = trips_of(op);
+    const bool dynamic = op.tile_loop && kernel_->dynamic_tiles;
     for (int64_t i = 0; i < trips; ++i) {
       count_steps(1);
-      if (op.tile_loop) bind_grid(tile_point(i));
+      if (dynamic) {
+        const int64_t tile = dynamic_tile_of(carried.at(0));
+        if (tile < 0) break;
+        bind_grid(launch_point(tile));
+      } else if (op.tile_loop) {
+        bind_grid(tile_point(i));
+      }
       define(op.loop_var).assign(static_cast<size_t>(threads()), static_cast<double>(i));
       for (size_t k = 0; k < op.block_args.size(); ++k) values()[op.block_args[k].get()] = carried[k];
       carry_marks(i == 0 ? op.operands : op.body->ops.back()->operands, op.block_args);
@@ -1549,8 +1606,16 @@ class Interpreter : public Visitor {
     switch (op.kind) {
       case OpKind::For: {
         if (!in_flight().empty()) check_no_in_flight_use(op);
-        const int64_t trips = trips_of(op);
-        if (op.tile_loop && trips > 0) {
+        int64_t trips = trips_of(op);
+        if (op.tile_loop && kernel_->dynamic_tiles) {
+          const int64_t tile = dynamic_tile_of(slots_of(op.operands.at(0)));
+          if (tile < 0) {
+            trips = 0;
+          } else {
+            a.tile_point = launch_point(tile);
+            bind_grid(a.tile_point);
+          }
+        } else if (op.tile_loop && trips > 0) {
           a.tile_point = tile_point(0);
           bind_grid(a.tile_point);
         }
@@ -1570,8 +1635,13 @@ class Interpreter : public Visitor {
         const Op& loop = *f.loop;
         std::vector<Slots> carried;
         for (const Value& v : op.operands) carried.push_back(slots_of(v));
-        if (++f.iteration < f.trips) {
-          if (loop.tile_loop) {
+        int64_t next_tile = 0;
+        if (loop.tile_loop && kernel_->dynamic_tiles) next_tile = dynamic_tile_of(carried.at(0));
+        if (++f.iteration < f.trips && next_tile >= 0) {
+          if (loop.tile_loop && kernel_->dynamic_tiles) {
+            a.tile_point = launch_point(next_tile);
+            bind_grid(a.tile_point);
+          } else if (loop.tile_loop) {
             a.tile_point = tile_point(f.iteration);
             bind_grid(a.tile_point);
           }
@@ -1886,6 +1956,34 @@ class Interpreter : public Visitor {
     settle(slot);
   }
 
+  // ---- the dynamic tile scheduler (ir.h notes)
+
+  // The elected thread's atomic add on the counter; its value lands in the ring slot on the
+  // barrier, as a TMA load's data does: readable only after a wait on the phase it completes.
+  void tile_fetch(const Op& op) {
+    if (!kernel_->dynamic_tiles || launched_ <= 0) fail("tile_fetch in a kernel without the dynamic tile scheduler");
+    BarrierSlot& slot = slot_of(op.mbarrier);
+    const int64_t stage = stage_of(op.shared);
+    const int64_t address = address_of(op.shared, stage, {0});
+    const double value = static_cast<double>(tile_counter_++ + launched_);
+    ElementState& e = check_overwrite(op.shared.alloc, address, 0, "the tile fetch of " + agent().name);
+    e.status = Status::InFlight;
+    e.landing_slot = static_cast<int32_t>(&slot - slots_.data());
+    slot.landing.push_back({op.shared.alloc, address, value});
+    instructions_["atom.global.add"] += 1;
+    count_steps(1);
+  }
+
+  void tile_read(const Op& op) {
+    const int64_t stage = stage_of(op.shared);
+    const int64_t address = address_of(op.shared, stage, {0});
+    Slots& out = define(op.results[0]);
+    count_steps(out.size());
+    for (int64_t t = 0; t < threads(); ++t) {
+      out[static_cast<size_t>(t)] = shared_read(op.shared.alloc, address, t);
+    }
+  }
+
   AsyncGroup& open_group(AsyncGroups* groups) {
     if (groups->open.id < 0) groups->open.id = next_group_++;
     return groups->open;
@@ -2108,6 +2206,10 @@ class Interpreter : public Visitor {
   std::mt19937_64 schedule_rng_;
   const uint64_t schedule_seed_;
   const int64_t persistent_ctas_;
+  // The dynamic tile scheduler: the counter of the kernel being run (zero at its launch) and,
+  // per role, how often each tile was walked.
+  int64_t tile_counter_ = 0;
+  std::map<std::string, std::vector<int>> tiles_walked_;
   // A persistent kernel's CTA being run, the CTAs launched and the tile space (the grid).
   int64_t cta_ = 0, launched_ = 0;
   std::vector<int64_t> tile_extents_;

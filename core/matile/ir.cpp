@@ -81,6 +81,9 @@ const char* op_kind_name(OpKind kind) {
     case OpKind::WgmmaCommitGroup: return "wgmma_commit_group";
     case OpKind::WgmmaWaitGroup: return "wgmma_wait_group";
     case OpKind::StMatrix: return "stmatrix";
+    case OpKind::CtaIndex: return "cta_index";
+    case OpKind::TileFetch: return "tile_fetch";
+    case OpKind::TileRead: return "tile_read";
   }
   return "?";
 }
@@ -273,7 +276,7 @@ Value Builder::grid(const std::string& name, int64_t extent) {
 }
 
 int Builder::shared(std::string name, DType dtype, std::vector<int64_t> shape,
-                    layout::ComposedLayout layout, int stages, std::string purpose) {
+                    layout::ComposedLayout layout, int stages, std::string purpose, int64_t alignment) {
   SharedAlloc alloc;
   alloc.name = std::move(name);
   alloc.dtype = dtype;
@@ -281,7 +284,7 @@ int Builder::shared(std::string name, DType dtype, std::vector<int64_t> shape,
   alloc.stage_elements = layout.cosize();
   alloc.layout = std::move(layout);
   alloc.stages = stages;
-  alloc.byte_offset = round_up(shared_end(shared_), 128);
+  alloc.byte_offset = round_up(shared_end(shared_), std::max<int64_t>(128, alignment));
   alloc.byte_size = int64_t{stages} * alloc.stage_elements * dtype_bytes(dtype);
   alloc.purpose = std::move(purpose);
   shared_.push_back(std::move(alloc));
@@ -710,6 +713,29 @@ void Builder::stmatrix(SharedRef dst, const Value& value) {
   emit(std::move(op));
 }
 
+Value Builder::cta_index(const std::string& name) {
+  Op op = op_of(OpKind::CtaIndex, {});
+  op.results.push_back(make_value(fresh_name(name.empty() ? "cta" : name), TileType{DType::Index, {}},
+                                  uniform_layout({}, threads())));
+  return emit(std::move(op));
+}
+
+void Builder::tile_fetch(SharedRef dst, const Buffer& counter, BarrierRef bar) {
+  Op op = op_of(OpKind::TileFetch, {});
+  op.shared = std::move(dst);
+  op.buffer = counter;
+  op.mbarrier = std::move(bar);
+  emit(std::move(op));
+}
+
+Value Builder::tile_read(SharedRef src, const std::string& name) {
+  Op op = op_of(OpKind::TileRead, {});
+  op.shared = std::move(src);
+  op.results.push_back(make_value(fresh_name(name.empty() ? "tile" : name), TileType{DType::Index, {}},
+                                  uniform_layout({}, threads())));
+  return emit(std::move(op));
+}
+
 KernelPtr Builder::finish_kernel(std::string name, std::vector<Buffer> params) {
   Kernel kernel;
   kernel.name = std::move(name);
@@ -717,6 +743,7 @@ KernelPtr Builder::finish_kernel(std::string name, std::vector<Buffer> params) {
   kernel.grid = std::move(grid_);
   kernel.warps = warps_;
   kernel.persistent = persistent_;
+  kernel.dynamic_tiles = dynamic_tiles_;
   kernel.shared = std::move(shared_);
   kernel.mbarriers = std::move(mbarriers_);
   kernel.tma_maps = std::move(tma_maps_);
@@ -726,6 +753,7 @@ KernelPtr Builder::finish_kernel(std::string name, std::vector<Buffer> params) {
   kernel.provenance = provenance_;
   grid_.clear();
   persistent_ = false;
+  dynamic_tiles_ = false;
   shared_.clear();
   mbarriers_.clear();
   tma_maps_.clear();

@@ -102,6 +102,14 @@
 //                               c + var * launched has in the tile order (tile_group). Grid
 //                               variables are read only inside a tile loop; iter_args carry
 //                               state from tile to tile (a ring's position).
+//                               In a kernel with a dynamic tile scheduler (Kernel::dynamic_tiles)
+//                               the walk is not known ahead: the loop's FIRST iter_arg is the
+//                               launch index of the tile being computed (an index scalar, its
+//                               init CtaIndex for the CTA's first tile); the loop runs while it
+//                               is below `extent`, binds the grid variables to that launch
+//                               index's point in the tile order, and the body's yield gives the
+//                               next tile's launch index (read from the tile ring: TileRead).
+//                               var still counts the CTA's tiles 0, 1, ...
 //
 // Hopper's asynchronous machine (sm_90a only; hopper.h builds its layouts):
 //   Kernel objects. `mbarriers`: named arrays of mbarrier objects (a ring of `count` slots, each
@@ -175,6 +183,21 @@
 //   StMatrix(value) -> shared   stmatrix.sync.aligned.m8n8.x4.b16: a 16-bit tile in the wgmma
 //                               accumulator layout stored by 8x8 matrices (each lane gives one
 //                               row address: 8 contiguous, 16-byte aligned elements).
+//
+// The dynamic tile scheduler (Kernel::dynamic_tiles; persistent kernels, sm_90a):
+//   CtaIndex -> index scalar    the CTA's launch index (blockIdx.x): its first tile.
+//   TileFetch counter -> shared, bar   one elected thread atomically adds 1 to the 32-bit tile
+//                               counter (element 0 of `buffer`, a workspace buffer the launcher
+//                               zeroes before every launch) and writes old + launched (the CTAs
+//                               launched, gridDim.x) into the one-element Index allocation
+//                               `shared` (its stage: a slot of the tile ring). Like a TMA load
+//                               the value lands on `bar`: it is readable only by threads that
+//                               waited on the phase of `bar` the elected thread's next arrive
+//                               completes. The counter's values are taken in the order the
+//                               CTAs fetch, so tiles launched + 0, + 1, ... go to whichever CTA
+//                               asks first.
+//   TileRead shared -> index scalar    every thread of the region reads the tile ring's slot
+//                               (ld.shared.u32): the launch index the producer fetched.
 //
 // Shared-memory rules the interpreter enforces (a violation is an error, never silent):
 // reading an element whose async copy has not landed (missing WaitGroup), reading an element
@@ -397,7 +420,10 @@ struct WarpRole {
   X(Wgmma)                     \
   X(WgmmaCommitGroup)          \
   X(WgmmaWaitGroup)            \
-  X(StMatrix)
+  X(StMatrix)                  \
+  X(CtaIndex)                  \
+  X(TileFetch)                 \
+  X(TileRead)
 
 enum class OpKind {
 #define NAUTILUS_ENUM_ENTRY(name) name,
@@ -406,7 +432,7 @@ enum class OpKind {
 };
 const char* op_kind_name(OpKind kind);  // "iota", ..., "convert_layout", "mma", "async_copy", ...
 bool is_elementwise(OpKind kind);       // Iota, Full, Unary ... Cast
-bool is_hopper(OpKind kind);            // Roles ... StMatrix: sm_90a only
+bool is_hopper(OpKind kind);            // Roles ... TileRead: sm_90a only
 
 struct Op {
   OpKind kind = OpKind::Full;
@@ -416,9 +442,10 @@ struct Op {
                                 // GlobalLoad: gather indices..., [mask]; GlobalStore: [gather
                                 // indices...], value, [mask]; SharedStore: value; For: inits;
                                 // Yield: values
-  Buffer buffer;                // GlobalLoad / GlobalStore / AsyncCopy
+  Buffer buffer;                // GlobalLoad / GlobalStore / AsyncCopy; TileFetch: the counter
   GlobalAccess access;          // GlobalLoad / GlobalStore / AsyncCopy
-  SharedRef shared;             // AsyncCopy (dst) / SharedLoad / SharedStore / FmaDot (a)
+  SharedRef shared;             // AsyncCopy (dst) / SharedLoad / SharedStore / FmaDot (a) /
+                                // TileFetch (dst) / TileRead
   SharedRef shared_b;           // FmaDot (b)
   SharedRead shared_read = SharedRead::Scalar;  // SharedLoad
   layout::TVLayout copy_layout;  // AsyncCopy: thread -> vectors of the window
@@ -502,6 +529,10 @@ struct Kernel {
   // as many as the GPU holds at once; the grid is the kernel's tile space, walked by the tile
   // loops of its body (For `tile_loop`, ir.h notes) in the tile order above.
   bool persistent = false;
+  // Persistent kernels only: the CTAs take their tiles from a global counter (CtaIndex,
+  // TileFetch, TileRead; the tile loops carry the tile's launch index) instead of walking
+  // c, c + launched, ... statically.
+  bool dynamic_tiles = false;
   int warps = 4;
   std::vector<SharedAlloc> shared;
   std::vector<MBarrierAlloc> mbarriers;  // placed by the emitter (8 bytes each)
@@ -549,10 +580,10 @@ class Builder {
   const Provenance& provenance() const { return provenance_; }
 
   Value grid(const std::string& name, int64_t extent);
-  // Adds a shared allocation (byte offsets assigned in order, 128-byte aligned); returns its
-  // index for SharedRef::alloc.
+  // Adds a shared allocation (byte offsets assigned in order, aligned to `alignment`, a multiple
+  // of 128: a TMA box swizzled by S bytes needs 8 * S); returns its index for SharedRef::alloc.
   int shared(std::string name, DType dtype, std::vector<int64_t> shape,
-             layout::ComposedLayout layout, int stages, std::string purpose);
+             layout::ComposedLayout layout, int stages, std::string purpose, int64_t alignment = 128);
   // Adds an allocation on the bytes of allocation `base` (SharedAlloc::alias_of), of the same
   // element size and at most its byte size; returns its index.
   int shared_alias(int base, std::string name, DType dtype, std::vector<int64_t> shape,
@@ -611,8 +642,12 @@ class Builder {
   std::vector<Value> for_tiles(const std::string& var_name, std::vector<Value> inits,
                                const LoopBody& body, const std::vector<std::string>& result_names = {},
                                const std::vector<std::string>& arg_names = {});
-  // Marks the kernel being built persistent (Kernel::persistent).
-  void set_persistent() { persistent_ = true; }
+  // Marks the kernel being built persistent (Kernel::persistent), with the dynamic tile
+  // scheduler when `dynamic_tiles` (Kernel::dynamic_tiles).
+  void set_persistent(bool dynamic_tiles = false) {
+    persistent_ = true;
+    dynamic_tiles_ = dynamic_tiles;
+  }
 
   // Hopper (ir.h notes; hopper.h gives the layouts). Return the array / map index.
   int mbarrier(std::string name, int count, int64_t arrivals, std::string purpose);
@@ -645,6 +680,10 @@ class Builder {
   void wgmma_commit_group();
   void wgmma_wait_group(int64_t pending);
   void stmatrix(SharedRef dst, const Value& value);
+  // The dynamic tile scheduler (ir.h notes).
+  Value cta_index(const std::string& name = "");
+  void tile_fetch(SharedRef dst, const Buffer& counter, BarrierRef bar);
+  Value tile_read(SharedRef src, const std::string& name = "");
 
   // Appends an already built op (its names are reserved); returns its first result or null.
   Value append(OpPtr op);
@@ -658,6 +697,7 @@ class Builder {
   Provenance provenance_;
   std::vector<GridAxis> grid_;
   bool persistent_ = false;
+  bool dynamic_tiles_ = false;
   std::vector<SharedAlloc> shared_;
   std::vector<MBarrierAlloc> mbarriers_;
   std::vector<TmaMap> tma_maps_;

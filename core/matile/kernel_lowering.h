@@ -237,6 +237,11 @@ class KernelLowering {
   // to the next tile's first iteration and records the ring's advance instead).
   void finish_ring(const Value& advance);
   void emit_persistent_role(const std::function<void()>& body, bool consumers);
+  // The dynamic tile scheduler (Kernel::dynamic_tiles): at the start of the CTA's tile `step`
+  // the producer fetches the launch index of the CTA's next tile into the tile ring's slot
+  // step % 2; at the end of the tile every role reads it there and releases the slot.
+  void fetch_next_tile(const Value& step);
+  Value read_next_tile(const Value& step);
     std::pair<Value, Value> ring_position(const Value& k);
   Value slot_before(const Value& k, const std::pair<std::string, std::string>& names);
   Value loop_trips(const VOp& loop);
@@ -291,9 +296,11 @@ class KernelLowering {
   // A tile copied once (attention's Q) whose bytes the staging tile of `op` may reuse when it
   // does not fit beside the ring, or -1 with `why` saying why none may.
   int reusable_once_tile(const VOp& op, int64_t staging_bytes, DType dtype, std::string* why) const;
-  // The staging tile: an allocation of its own, or on the bytes of `staging_reuse_`.
+  // The staging tile: an allocation of its own (at a multiple of `alignment` bytes: a TMA
+  // store's swizzle atom), or on the bytes of `staging_reuse_`.
   int staging_alloc(const std::string& name, DType dtype, const std::vector<int64_t>& shape,
-                    const layout::ComposedLayout& layout, const std::string& purpose);
+                    const layout::ComposedLayout& layout, const std::string& purpose,
+                    int64_t alignment = 128);
   int staging_reuse_ = -1;  // set by staged_store_refusal for the store being emitted
   void emit_reduce(const VOp& op);
 
@@ -403,6 +410,14 @@ class KernelLowering {
     Value tile_step;
     Value ring_advance;
     int once_empty = -1;  // mbarrier: the consumers are done with the tiles copied once
+    // The dynamic tile scheduler (Kernel::dynamic_tiles): the workspace counter the producer
+    // fetches tiles from, and the two-slot ring that hands each fetched index to every role
+    // (tile_full: the producer's elected thread wrote it; tile_empty: every thread of both roles
+    // read it).
+    bool dynamic_tiles = false;
+    Buffer tile_counter;
+    int tile_ring = -1;
+    int tile_full = -1, tile_empty = -1;
     // The consumers issued TMA stores (rule 7's TMA form): the role waits for them before it
     // ends, and a persistent CTA's next tile before it stages again.
     bool bulk_stores = false;

@@ -43,7 +43,14 @@ KernelPtr KernelLowering::run() {
   if (vk_.launch && vk_.launch->persistent) {
     if (options_.consumers > 0) {
       ws_.persistent = true;
-      b_.set_persistent();
+      ws_.dynamic_tiles = vk_.launch->dynamic_tiles;
+      b_.set_persistent(ws_.dynamic_tiles);
+      if (ws_.dynamic_tiles) {
+        // The counter's 4 bytes: a workspace the launcher zeroes before every launch.
+        ws_.tile_counter = scalar::make_buffer(vk_.name + "_tile_counter", {4}, DType::I8,
+                                               scalar::MemoryScope::Global,
+                                               scalar::BufferRole::Workspace, vk_.provenance);
+      }
     } else {
       b_.note("persistent not applied: only a warp-specialized kernel (warp_spec on sm_90a) walks "
               "its tiles; this one keeps one CTA per tile");
@@ -62,6 +69,7 @@ KernelPtr KernelLowering::run() {
   for (const Buffer& param : vk_.params) {
     if (!row_buffers_.count(param.get())) params.push_back(param);
   }
+  if (ws_.tile_counter) params.push_back(ws_.tile_counter);
   return b_.finish_kernel(vk_.name, std::move(params));
 }
 
@@ -209,6 +217,11 @@ layout::Result<ModulePtr> lower_to_matile(const vrtile::ModulePtr& module,
       KernelPtr lowered = remove_dead_ops(KernelLowering(*kernel, kernel_options).run());
       if (kernel->launch && (kernel->launch->group > 1 || !kernel->launch->reversed.empty())) {
         lowered = with_tile_order(lowered, *kernel->launch);
+      }
+      // A kernel's workspace (the dynamic tile scheduler's counter) is a global buffer of the
+      // module that no other kernel touches.
+      for (const Buffer& param : lowered->params) {
+        if (param->role == scalar::BufferRole::Workspace) out->allocations.push_back(param);
       }
       out->kernels.push_back(std::move(lowered));
     }

@@ -134,8 +134,9 @@ int KernelLowering::reusable_once_tile(const VOp& op, int64_t staging_bytes, DTy
 // consumer warpgroups first meet at a named barrier, since one may still be reading the rows
 // of the tile that the other's rows of the staging tile overwrite.
 int KernelLowering::staging_alloc(const std::string& name, DType dtype, const std::vector<int64_t>& shape,
-                                  const layout::ComposedLayout& layout, const std::string& purpose) {
-  if (staging_reuse_ < 0) return b_.shared(name, dtype, shape, layout, 1, purpose);
+                                  const layout::ComposedLayout& layout, const std::string& purpose,
+                                  int64_t alignment) {
+  if (staging_reuse_ < 0) return b_.shared(name, dtype, shape, layout, 1, purpose, alignment);
   const int base = staging_reuse_;
   staging_reuse_ = -1;
   const std::string reused = b_.shared_allocs()[static_cast<size_t>(base)].name;
@@ -262,7 +263,8 @@ void KernelLowering::emit_tma_store(const VOp& op, const Window& window, const V
   b_.set_provenance(op.provenance);
   const int alloc = staging_alloc(buffer->name + "_staged", type.dtype, type.shape, staged_layout,
                                   "staged epilogue of " + what + ": stmatrix in, a TMA store out (" +
-                                      std::to_string(swizzle_bytes) + "-byte swizzled panels)");
+                                      std::to_string(swizzle_bytes) + "-byte swizzled panels)",
+                                  int64_t{8} * swizzle_bytes);  // the swizzle atom: 8 rows of S bytes
   std::vector<int64_t> box(buffer->shape.size(), 1);
   box[static_cast<size_t>(tile_axes[0])] = type.shape[0];
   box[static_cast<size_t>(tile_axes[1])] = type.shape[1];

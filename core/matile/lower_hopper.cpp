@@ -377,8 +377,17 @@ void KernelLowering::emit_warp_specialized() {
                                    "the consumers' main loop is done with the tiles copied once");
     }
   }
+  if (ws_.dynamic_tiles) {
+    ws_.tile_ring = b_.shared("tile_ring", DType::Index, {1}, row_major_shared({1}, layout::Swizzle{}), 2,
+                              "the launch index of each role's next tile, fetched by the producer");
+    ws_.tile_full = b_.mbarrier("tile_full", 2, 1, "the producer wrote the next tile's index");
+    ws_.tile_empty = b_.mbarrier("tile_empty", 2, consumer_threads + kWarpgroupThreads,
+                                 "every thread of both roles read the next tile's index");
+  }
   b_.mbarrier_init(ws_.full);
   b_.mbarrier_init(ws_.empty);
+  if (ws_.tile_full >= 0) b_.mbarrier_init(ws_.tile_full);
+  if (ws_.tile_empty >= 0) b_.mbarrier_init(ws_.tile_empty);
   if (ws_.once >= 0) b_.mbarrier_init(ws_.once);
   if (ws_.once_empty >= 0) b_.mbarrier_init(ws_.once_empty);
   b_.barrier();
@@ -420,25 +429,71 @@ void KernelLowering::emit_warp_specialized() {
 // it here, so the ring sees one release per iteration plus iteration -1's, as without tiles.
 void KernelLowering::emit_persistent_role(const std::function<void()>& body, bool consumers) {
   memo_.emplace_back();  // the role's own constants
-  const std::vector<Value> ring_end = b_.for_tiles(
-      "tile_step", {index_constant(0)},
+  // With the dynamic scheduler the loop also carries its tile's launch index (first), starting
+  // at the CTA's own index.
+  const bool dynamic = ws_.dynamic_tiles;
+  const size_t ring_arg = dynamic ? 1 : 0;
+  std::vector<Value> inits = {index_constant(0)};
+  std::vector<std::string> result_names = {"ring_end"}, arg_names = {"ring_base"};
+  if (dynamic) {
+    // The tile ring's constants, at the role's scope: the code after the loop uses them too.
+    index_constant(1);
+    index_constant(2);
+    inits.insert(inits.begin(), b_.cta_index("first_tile"));
+    result_names.insert(result_names.begin(), "tile_end");
+    arg_names.insert(arg_names.begin(), "tile");
+  }
+  const std::vector<Value> ends = b_.for_tiles(
+      "tile_step", inits,
       [&](const Value& step, const std::vector<Value>& carried) {
-        ws_.ring_base = carried[0];
+        ws_.ring_base = carried[ring_arg];
         ws_.tile_step = step;
         ws_.ring_advance = nullptr;
+        // The producer asks for the next tile before this one's copies, so the atomic's latency
+        // hides behind them and the consumers find the index waiting when they finish.
+        if (dynamic && !consumers) fetch_next_tile(step);
         body();
         if (!ws_.ring_advance) fail("warp_spec persistent: the role's tile ran no main loop");
-        const Value next = b_.binary(BinaryOp::Add, carried[0], ws_.ring_advance, "ring_next");
+        const Value next = b_.binary(BinaryOp::Add, carried[ring_arg], ws_.ring_advance, "ring_next");
         ws_.ring_base = nullptr;
         ws_.tile_step = nullptr;
-        return std::vector<Value>{next};
+        std::vector<Value> yielded = {next};
+        if (dynamic) yielded.insert(yielded.begin(), read_next_tile(step));
+        return yielded;
       },
-      {"ring_end"}, {"ring_base"});
+      result_names, arg_names);
+  const Value ring_end = ends[ring_arg];
   if (consumers) {
-    b_.mbarrier_arrive(BarrierRef{ws_.empty, slot_before(ring_end[0], {"ring_prev", "last"})}, 0, threads());
+    b_.mbarrier_arrive(BarrierRef{ws_.empty, slot_before(ring_end, {"ring_prev", "last"})}, 0, threads());
     if (ws_.bulk_stores) b_.bulk_wait_group(0, /*read=*/true);  // the last tile's store
   }
   memo_.pop_back();
+}
+
+// The tile ring's slot of tile step `step` (its next tile's index): step % 2, in round step / 2.
+void KernelLowering::fetch_next_tile(const Value& step) {
+  const Value two = index_constant(2);
+  const Value slot = b_.binary(BinaryOp::Mod, step, two, "tile_slot");
+  const Value round = b_.binary(BinaryOp::FloorDiv, step, two, "tile_round");
+  // The slot's previous round was read by every thread of both roles (a fresh barrier passes a
+  // wait on parity 1 at once, as for the operand ring).
+  const Value released = b_.binary(
+      BinaryOp::Mod, b_.binary(BinaryOp::Add, round, index_constant(1), "tile_round_1"), two, "tile_released");
+  b_.mbarrier_wait(BarrierRef{ws_.tile_empty, slot}, released);
+  b_.tile_fetch(SharedRef{ws_.tile_ring, slot, {0}}, ws_.tile_counter, BarrierRef{ws_.tile_full, slot});
+  b_.mbarrier_arrive(BarrierRef{ws_.tile_full, slot});
+}
+
+Value KernelLowering::read_next_tile(const Value& step) {
+  const Value two = index_constant(2);
+  const Value slot = b_.binary(BinaryOp::Mod, step, two, "tile_slot");
+  const Value phase = b_.binary(BinaryOp::Mod, b_.binary(BinaryOp::FloorDiv, step, two, "tile_round"), two,
+                                "tile_phase");
+  b_.mbarrier_wait(BarrierRef{ws_.tile_full, slot}, phase);
+  const Value next = b_.tile_read(SharedRef{ws_.tile_ring, slot, {0}}, "next_tile");
+  // Every thread releases its own read (no barrier among a role's threads first).
+  b_.mbarrier_arrive(BarrierRef{ws_.tile_empty, slot}, 0, threads());
+  return next;
 }
 
 Value KernelLowering::ring_iteration(const Value& k) {

@@ -235,6 +235,12 @@ std::string op_body_text(const Kernel& kernel, const Op& op) {
     case OpKind::WgmmaCommitGroup: return "wgmma.commit_group";
     case OpKind::WgmmaWaitGroup: return "wgmma.wait_group " + std::to_string(op.extent);
     case OpKind::StMatrix: return "stmatrix.x4 " + shared_ref_text(kernel, op.shared) + ", " + operands;
+    case OpKind::CtaIndex: return "cta_index";
+    case OpKind::TileFetch:
+      return "tile.fetch " + shared_ref_text(kernel, op.shared) + " <- atomic_add(" +
+             (op.buffer ? op.buffer->name : std::string(kNull)) + ", 1) + launched mbarrier " +
+             barrier_text(kernel, op.mbarrier);
+    case OpKind::TileRead: return "tile.read " + shared_ref_text(kernel, op.shared);
   }
   return "?";
 }
@@ -338,6 +344,7 @@ std::string op_label(const Op& op) {
     case OpKind::WgmmaCommitGroup:
     case OpKind::WgmmaWaitGroup:
     case OpKind::StMatrix:
+    case OpKind::TileFetch:
       return op_kind_name(op.kind);
     default:
       return std::string(op_kind_name(op.kind)) + " " +
@@ -361,7 +368,7 @@ std::string print_kernel(const Kernel& kernel) {
   }
   out += ")";
   if (kernel.tile_group > 1) out += " group(" + std::to_string(kernel.tile_group) + ")";
-  if (kernel.persistent) out += " persistent";
+  if (kernel.persistent) out += kernel.dynamic_tiles ? " persistent dynamic" : " persistent";
   out += " warps " + std::to_string(kernel.warps) + " shared_bytes " +
          std::to_string(kernel.shared_bytes) + " {\n";
   for (size_t i = 0; i < table.layouts().size(); ++i) {
@@ -499,10 +506,11 @@ class DotWriter : public Visitor {
       writes ? edge(id, s) : edge(s, id);
     };
     if (op.kind == OpKind::AsyncCopy || op.kind == OpKind::SharedStore ||
-        op.kind == OpKind::TmaLoad || op.kind == OpKind::StMatrix) {
+        op.kind == OpKind::TmaLoad || op.kind == OpKind::StMatrix || op.kind == OpKind::TileFetch) {
       shared_edge(op.shared, true);
     }
     if (op.kind == OpKind::SharedLoad || op.kind == OpKind::FmaDot || op.kind == OpKind::TmaStore ||
+        op.kind == OpKind::TileRead ||
         (op.kind == OpKind::Wgmma && op.operands.size() == 1)) {
       shared_edge(op.shared, false);
     }
@@ -597,7 +605,7 @@ void hopper_json(const Kernel& kernel, const LayoutTable& table, const Op& op,
                  nlohmann::ordered_json* j) {
   const bool reads_a_from_shared = op.kind == OpKind::Wgmma && op.operands.size() == 1;
   if (op.kind == OpKind::TmaLoad || op.kind == OpKind::TmaStore || op.kind == OpKind::StMatrix ||
-      reads_a_from_shared) {
+      op.kind == OpKind::TileFetch || op.kind == OpKind::TileRead || reads_a_from_shared) {
     (*j)["shared"] = shared_ref_text(kernel, op.shared);
   }
   if (op.kind == OpKind::Wgmma) {
@@ -610,6 +618,7 @@ void hopper_json(const Kernel& kernel, const LayoutTable& table, const Op& op,
   }
   if (op.mbarrier.barrier >= 0) (*j)["mbarrier"] = barrier_text(kernel, op.mbarrier);
   if (op.kind == OpKind::TmaLoad) (*j)["multicast_mask"] = op.multicast_mask;
+  if (op.kind == OpKind::TileFetch && op.buffer) (*j)["counter"] = op.buffer->name;
   if (op.kind == OpKind::MBarrierArrive) {
     (*j)["tx_bytes"] = op.tx_bytes;
     (*j)["arrivals"] = op.arrivals_per_op;
@@ -712,6 +721,7 @@ nlohmann::ordered_json module_to_json(const Module& module) {
     k["grid"] = grid;
     if (kernel->tile_group > 1) k["tile_group"] = kernel->tile_group;
     if (kernel->persistent) k["persistent"] = true;
+    if (kernel->dynamic_tiles) k["tile_scheduler"] = "dynamic";
     k["warps"] = kernel->warps;
     k["shared_bytes"] = kernel->shared_bytes;
     nlohmann::ordered_json layouts = nlohmann::ordered_json::array();

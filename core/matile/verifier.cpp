@@ -47,6 +47,9 @@ class KernelVerifier : public Visitor {
       define(axis.var, "grid");
     }
     if (kernel_.tile_group < 1) error("", "the tile order's group must be at least 1");
+    if (kernel_.dynamic_tiles && !kernel_.persistent) {
+      error("", "a dynamic tile scheduler walks a persistent kernel's tiles; this kernel is not persistent");
+    }
     if (kernel_.tile_group > 1 && kernel_.grid.size() < 2) {
       error("", "a grouped tile order needs two grid axes, the kernel has " +
                     std::to_string(kernel_.grid.size()));
@@ -408,6 +411,13 @@ class KernelVerifier : public Visitor {
       if (op.tile_loop) {
         expect(kernel_.persistent, where, "a tile loop walks a persistent kernel's tiles; this kernel is not persistent");
         expect(!op.trip_count && op.pipeline_stages == 0, where, "a tile loop has no trip count and no pipeline stages");
+        if (kernel_.dynamic_tiles) {
+          // The dynamic walk carries the tile's launch index as the first iter_arg (ir.h notes).
+          if (expect(!op.operands.empty(), where,
+                     "a dynamic tile loop carries its tile's launch index as its first iter_arg")) {
+            expect(is_index_scalar(op.operands[0]), where, "the tile's launch index is an index scalar");
+          }
+        }
       }
     }
     const size_t expected_results =
@@ -415,7 +425,8 @@ class KernelVerifier : public Visitor {
         : (op.kind == OpKind::GlobalStore || op.kind == OpKind::AsyncCopy ||
            op.kind == OpKind::CommitGroup || op.kind == OpKind::WaitGroup ||
            op.kind == OpKind::Barrier || op.kind == OpKind::SharedStore || op.kind == OpKind::Yield ||
-           (is_hopper(op.kind) && op.kind != OpKind::Wgmma))
+           (is_hopper(op.kind) && op.kind != OpKind::Wgmma && op.kind != OpKind::CtaIndex &&
+            op.kind != OpKind::TileRead))
             ? 0
             : 1;
     if (is_hopper(op.kind) && arch_ != "sm_90a") error(where, "needs sm_90a, the module is " + arch_);
@@ -996,6 +1007,44 @@ class KernelVerifier : public Visitor {
       expect(b->dtype == ab, where, "a and b must be bf16 or f16 of one dtype");
       check_window(op.shared_b, *b, {K, N}, where);
     }
+  }
+
+  // The dynamic tile scheduler (ir.h notes): only in a persistent kernel that has it.
+  bool check_dynamic_scheduler() {
+    return expect(kernel_.persistent && kernel_.dynamic_tiles, where_,
+                  "the dynamic tile scheduler's ops need a persistent kernel with dynamic tiles");
+  }
+
+  // The tile ring: a one-element Index allocation, one slot per stage.
+  void check_tile_ring(const SharedRef& ref) {
+    const SharedAlloc* alloc = alloc_of(ref, where_);
+    if (!alloc) return;
+    expect(alloc->dtype == DType::Index && alloc->shape == std::vector<int64_t>{1}, where_,
+           "the tile ring " + alloc->name + " holds one index element per slot");
+    for (int64_t offset : ref.offsets) expect(offset == 0, where_, "reads the ring slot's one element");
+  }
+
+  void visit_CtaIndex(const Op& op) override {
+    check_dynamic_scheduler();
+    expect(is_index_scalar(op.results[0]), where_, "the CTA index is an index scalar");
+  }
+
+  void visit_TileFetch(const Op& op) override {
+    check_dynamic_scheduler();
+    check_tile_ring(op.shared);
+    check_barrier_ref(op.mbarrier);
+    if (!expect(op.buffer != nullptr, where_, "needs the tile counter's buffer")) return;
+    expect(op.buffer->role == scalar::BufferRole::Workspace, where_,
+           "the tile counter " + op.buffer->name + " must be a workspace buffer (zeroed before every launch)");
+    expect(op.buffer->element_count() * dtype_bytes(op.buffer->dtype) >= 4, where_,
+           "the tile counter " + op.buffer->name + " needs 4 bytes");
+    expect(params_.count(op.buffer.get()) > 0, where_, op.buffer->name + " is not a param of the kernel");
+  }
+
+  void visit_TileRead(const Op& op) override {
+    check_dynamic_scheduler();
+    check_tile_ring(op.shared);
+    expect(is_index_scalar(op.results[0]), where_, "the tile read is an index scalar");
   }
 
   void visit_StMatrix(const Op& op) override {

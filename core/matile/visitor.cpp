@@ -64,6 +64,9 @@ void Visitor::visit_Wgmma(const Op& op) { visit_op(op); }
 void Visitor::visit_WgmmaCommitGroup(const Op& op) { visit_op(op); }
 void Visitor::visit_WgmmaWaitGroup(const Op& op) { visit_op(op); }
 void Visitor::visit_StMatrix(const Op& op) { visit_op(op); }
+void Visitor::visit_CtaIndex(const Op& op) { visit_op(op); }
+void Visitor::visit_TileFetch(const Op& op) { visit_op(op); }
+void Visitor::visit_TileRead(const Op& op) { visit_op(op); }
 
 void Visitor::visit_Roles(const Op& op) {
   visit_op(op);

@@ -16,6 +16,7 @@ const char* buffer_role_name(BufferRole role) {
     case BufferRole::Input: return "input";
     case BufferRole::Output: return "output";
     case BufferRole::Intermediate: return "intermediate";
+    case BufferRole::Workspace: return "workspace";
   }
   return "?";
 }

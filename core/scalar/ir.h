@@ -65,7 +65,9 @@ struct Provenance {
 enum class MemoryScope { Global, Shared, Register };
 const char* memory_scope_name(MemoryScope scope);
 
-enum class BufferRole { Input, Output, Intermediate };
+// Workspace: scratch a kernel keeps for itself between its CTAs (the dynamic tile scheduler's
+// counter), zeroed by the launcher before every launch; never an input or output of the operator.
+enum class BufferRole { Input, Output, Intermediate, Workspace };
 const char* buffer_role_name(BufferRole role);
 
 struct BufferNode {
@@ -288,6 +290,10 @@ struct LaunchAttrs {
   // Persistent CTAs (the persistent decision): as many CTAs as the GPU holds at once, each
   // walking several tiles in the tile order above; applied to warp-specialized kernels.
   bool persistent = false;
+  // How persistent CTAs find their tiles (persistent's scheduler=): dynamically, each further
+  // tile from a global counter in launch order (true, the default), or statically, CTA c taking
+  // tiles c, c + launched, ... (false). Meaningful only with `persistent`.
+  bool dynamic_tiles = true;
   bool operator==(const LaunchAttrs&) const = default;
 };
 

@@ -70,6 +70,7 @@ std::string dot_buffer_node(const BufferNode& buffer) {
     case BufferRole::Input: style = "style=filled, fillcolor=\"#dbeafe\""; break;
     case BufferRole::Output: style = "style=filled, fillcolor=\"#dcfce7\", penwidth=2"; break;
     case BufferRole::Intermediate: style = "style=dashed"; break;
+    case BufferRole::Workspace: style = "style=dotted"; break;
   }
   return "  " + dot_quote("buffer:" + buffer.name) + " [shape=box, " + style + ", label=" +
          dot_quote(buffer.name + "\n" + buffer_type(buffer) + " " +

@@ -566,7 +566,7 @@ std::string launch_text(const LaunchAttrs& launch) {
   if (launch.pingpong) text += ", pingpong";
   if (launch.group > 1) text += ", group=" + std::to_string(launch.group);
   for (const std::string& loop : launch.reversed) text += ", reverse=" + loop;
-  if (launch.persistent) text += ", persistent";
+  if (launch.persistent) text += launch.dynamic_tiles ? ", persistent(dynamic)" : ", persistent(static)";
   return text + ")";
 }
 
@@ -577,7 +577,10 @@ nlohmann::ordered_json launch_json(const LaunchAttrs& launch) {
   if (launch.pingpong) json["pingpong"] = true;
   if (launch.group > 1) json["group"] = launch.group;
   if (!launch.reversed.empty()) json["reversed"] = launch.reversed;
-  if (launch.persistent) json["persistent"] = true;
+  if (launch.persistent) {
+    json["persistent"] = true;
+    json["scheduler"] = launch.dynamic_tiles ? "dynamic" : "static";
+  }
   return json;
 }
 

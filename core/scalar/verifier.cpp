@@ -422,8 +422,9 @@ void check_global_buffers(const std::vector<Buffer>& params,
       continue;
     }
     check_buffer(*buffer);
-    if (buffer->role == BufferRole::Intermediate) {
-      error("param " + buffer->name + " has role intermediate; params are inputs and outputs");
+    if (buffer->role == BufferRole::Intermediate || buffer->role == BufferRole::Workspace) {
+      error("param " + buffer->name + " has role " + buffer_role_name(buffer->role) +
+            "; params are inputs and outputs");
     } else if (buffer->role == BufferRole::Input && seen_output) {
       error("input param " + buffer->name + " follows an output; inputs come first");
     }
@@ -436,7 +437,7 @@ void check_global_buffers(const std::vector<Buffer>& params,
       continue;
     }
     check_buffer(*buffer);
-    if (buffer->role != BufferRole::Intermediate) {
+    if (buffer->role != BufferRole::Intermediate && buffer->role != BufferRole::Workspace) {
       error("allocation " + buffer->name + " has role " + buffer_role_name(buffer->role) +
             "; allocations are intermediates");
     }

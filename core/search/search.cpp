@@ -210,11 +210,77 @@ std::vector<Completion> with_tile_orders(const Completion& completion, const int
   return out;
 }
 
-// `decisions` without their tile_order decisions, and the group those give (1 when none).
-std::vector<Decision> without_tile_order(const std::vector<Decision>& decisions, int* group) {
+// The completion with every warp-specialized nest's kernel run as persistent CTAs with the
+// dynamic tile scheduler (`persistent(BLOCK)` on each warp_spec target); none when there is no
+// warp_spec, a nest is persistent already (a pin) or the decision is forbidden.
+std::optional<Completion> with_persistent_ctas(const Completion& completion, const sched::Schedule& schedule,
+                                               const std::vector<Decision>& forbids) {
+  if (!completion.program) return std::nullopt;
+  std::vector<std::string> targets;
+  for (const std::vector<Decision>* list : {&schedule.decisions, &completion.decisions}) {
+    for (const Decision& d : *list) {
+      if (d.kind == "persistent") return std::nullopt;
+      if (d.kind == "warp_spec" && std::find(targets.begin(), targets.end(), d.target) == targets.end()) {
+        targets.push_back(d.target);
+      }
+    }
+  }
+  if (targets.empty()) return std::nullopt;
+  Completion variant = completion;
+  for (const std::string& target : targets) {
+    const Decision persistent{"persistent", target, {}};
+    if (is_forbidden(forbids, persistent)) return std::nullopt;
+    sched::ApplyResult applied = sched::apply_decision(variant.program, persistent);
+    if (!applied.ok()) continue;
+    variant.program = applied.program;
+    variant.decisions.push_back(persistent);
+    variant.pinned.push_back(false);
+  }
+  if (variant.decisions.size() == completion.decisions.size()) return std::nullopt;
+  return variant;
+}
+
+// `module` with its warp-specialized kernels (those with roles) persistent with the dynamic tile
+// scheduler: what the model sees of the completion with_persistent_ctas gives, since the
+// decision computes nothing differently and the model estimates a tile loop's body once per tile
+// (as one CTA per tile), counting the ring's fill once per CTA; the scheduler's fetch per tile
+// (one atomic the producer issues ahead of the tile's copies) is left out. The tile ring's shared
+// memory is counted: its 16 bytes, plus up to 1008 bytes of padding when an allocation after it
+// (the TMA-staged epilogue's tile) must start at a 1024-byte swizzle atom, so a kernel near the
+// limit is not estimated in a form that does not fit. nullptr when no kernel changes.
+matile::ModulePtr with_persistent_kernels(const matile::Module& module) {
+  auto out = std::make_shared<matile::Module>(module);
+  bool changed = false;
+  for (matile::KernelPtr& kernel : out->kernels) {
+    if (kernel->persistent || !kernel->body) continue;
+    const bool specialized = std::any_of(kernel->body->ops.begin(), kernel->body->ops.end(),
+                                         [](const matile::OpPtr& op) { return op->kind == matile::OpKind::Roles; });
+    if (!specialized) continue;
+    auto persistent = std::make_shared<matile::Kernel>(*kernel);
+    persistent->persistent = true;
+    persistent->dynamic_tiles = true;
+    constexpr int64_t kTileRingBytes = 1024 + 16;
+    persistent->shared_bytes += kTileRingBytes;
+    kernel = persistent;
+    changed = true;
+  }
+  return changed ? matile::ModulePtr(out) : nullptr;
+}
+
+// `decisions` without their tile_order decisions and the persistent decisions the search added
+// (`pinned` false; with_persistent_ctas), the group those give (1 when none) and whether there
+// was such a persistent decision.
+std::vector<Decision> without_tile_order(const std::vector<Decision>& decisions, const std::vector<bool>& pinned,
+                                         int* group, bool* persistent) {
   std::vector<Decision> out;
   *group = 1;
-  for (const Decision& d : decisions) {
+  *persistent = false;
+  for (size_t i = 0; i < decisions.size(); ++i) {
+    const Decision& d = decisions[i];
+    if (d.kind == "persistent" && !(i < pinned.size() && pinned[i])) {
+      *persistent = true;
+      continue;
+    }
     if (d.kind != "tile_order") {
       out.push_back(d);
       continue;
@@ -435,9 +501,11 @@ class Searcher {
     std::vector<std::string> to_compile;
     std::unordered_map<std::string, sched::Schedule> schedules;
     std::unordered_map<std::string, std::vector<Decision>> optional_warp_specs;
-    // Another raster order or tile order of a compiled variant: estimated on its module.
+    // Another raster order or tile order of a compiled variant, or its persistent form:
+    // estimated on its module.
     struct Derived {
       std::string key;
+      bool persistent = false;
       std::optional<Decision> bind;  // the other raster order, if any
       std::vector<int> groups;       // the tile order's group per kernel (empty: none)
     };
@@ -478,6 +546,17 @@ class Searcher {
           }
         }
       }
+      // Every warp-specialized variant also as persistent CTAs with the dynamic tile scheduler:
+      // estimated on the compiled module too (with_persistent_kernels), so it adds no compile.
+      {
+        const size_t variants = completions.size();
+        for (size_t i = 0; i < variants; ++i) {
+          if (std::optional<Completion> persistent =
+                  with_persistent_ctas(completions[i], node.schedule, options_.forbids)) {
+            completions.push_back(std::move(*persistent));
+          }
+        }
+      }
       for (Completion& completion : completions) {
         const sched::Schedule full = concat(node.schedule, completion.decisions);
         std::string key;
@@ -485,14 +564,16 @@ class Searcher {
         // its warp-specialized form) is estimated on that variant's compiled module with its
         // grid reordered or grouped, not compiled again.
         int group = 1;
-        const std::vector<Decision> ungrouped = without_tile_order(completion.decisions, &group);
+        bool persistent = false;
+        const std::vector<Decision> ungrouped =
+            without_tile_order(completion.decisions, completion.pinned, &group, &persistent);
         std::optional<Decision> raster;
         bool derived = false;
         std::string base;
         for (const Variant& compiled : entry.variants) {
           if (!compiled.compiled) continue;
           raster = only_bind_difference(compiled.decisions, ungrouped);
-          derived = raster || (group > 1 && compiled.decisions == ungrouped);
+          derived = raster || ((group > 1 || persistent) && compiled.decisions == ungrouped);
           if (derived) {
             base = compiled.key;
             break;
@@ -501,10 +582,10 @@ class Searcher {
         if (!derived) key = scalar::print_program(*completion.program);
         if (derived) {
           key = base + (raster ? "\n#raster " + sched::print_decision(*raster) : "") +
-                (group > 1 ? "\n#group " + std::to_string(group) : "");
+                (group > 1 ? "\n#group " + std::to_string(group) : "") + (persistent ? "\n#persistent" : "");
           if (!cache_.count(key)) {
             rasters[base].push_back(
-                {key, raster, group > 1 ? nest_tile_groups(*completion.program) : std::vector<int>{}});
+                {key, persistent, raster, group > 1 ? nest_tile_groups(*completion.program) : std::vector<int>{}});
           }
         } else if (!cache_.count(key) && !schedules.count(key)) {
           schedules.emplace(key, full);
@@ -549,6 +630,10 @@ class Searcher {
                 module = groups_can_matter(*module, model_.device().sm_count)
                              ? with_tile_groups(*module, derived.groups)
                              : nullptr;
+              }
+              if (module && derived.persistent) {
+                module = with_persistent_kernels(*module);
+                if (!module) other.reason = "persistent CTAs change no kernel: none is warp-specialized";
               }
             }
             if (!evaluation.ok) {

@@ -40,6 +40,11 @@
 //   fake_cluster_copy(src, dst)  dst = src when launched in clusters of 2 or more CTAs (through
 //                                cuLaunchKernelEx); without a cluster it faults, as a kernel
 //                                reading a peer CTA's shared memory does
+//   fake_tile_counter_copy(src, dst, counter)   a kernel with the dynamic tile scheduler: the
+//                                4-byte counter (a workspace) must read 0 at launch; then
+//                                dst = src and the counter grows by grid_x (its CTAs' fetches).
+//                                A counter left from an earlier launch faults, as such a kernel
+//                                would hand out tiles past its grid
 //
 // cuTensorMapEncodeTiled (reached through cuGetProcAddress_v2 at version 12000) checks the rules
 // of cuda.h (map 64-byte aligned, rank 1..5, 16-byte-aligned address, strides multiples of 16,
@@ -105,7 +110,7 @@ struct FakeEvent {
   std::chrono::steady_clock::time_point recorded{};
 };
 
-enum class FakeKernel { Copy, SwapHalves, Fault, Hang, TooManyResources, TmaCopy, ClusterCopy };
+enum class FakeKernel { Copy, SwapHalves, Fault, Hang, TooManyResources, TmaCopy, ClusterCopy, TileCounterCopy };
 struct FakeFunction {
   const char* name;
   FakeKernel kernel;
@@ -120,6 +125,7 @@ FakeFunction g_functions[] = {
     {"fake_too_many_resources", FakeKernel::TooManyResources},
     {"fake_tma_copy", FakeKernel::TmaCopy},
     {"fake_cluster_copy", FakeKernel::ClusterCopy},
+    {"fake_tile_counter_copy", FakeKernel::TileCounterCopy},
 };
 
 constexpr int kErrorInvalidClusterSize = 912;
@@ -470,6 +476,23 @@ int run_fake_kernel(FakeFunction* fake, unsigned grid_x, unsigned grid_y, unsign
         std::memmove(to, from + half, bytes - half);
         std::memmove(to + (bytes - half), from, half);
       }
+      return kSuccess;
+    }
+    case FakeKernel::TileCounterCopy: {
+      const std::uintptr_t counter = pointer_parameter(parameters, 2);
+      if (allocation_size(counter) < 4) return kErrorInvalidValue;
+      std::uint32_t fetched = 0;
+      std::memcpy(&fetched, reinterpret_cast<const void*>(counter), 4);
+      if (fetched != 0) {
+        g_device.sticky_error = kErrorIllegalAddress;  // tiles past the grid
+        return kSuccess;
+      }
+      std::uintptr_t source = pointer_parameter(parameters, 0);
+      std::uintptr_t destination = pointer_parameter(parameters, 1);
+      std::memmove(reinterpret_cast<void*>(destination), reinterpret_cast<const void*>(source),
+                   std::min(allocation_size(source), allocation_size(destination)));
+      fetched += grid_x;
+      std::memcpy(reinterpret_cast<void*>(counter), &fetched, 4);
       return kSuccess;
     }
     case FakeKernel::TmaCopy:

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -114,6 +115,36 @@ TEST(CompileCommand, CompilesPingPongKernelsForSm90a) {
     ASSERT_TRUE(package.ok()) << package.error().message;
     EXPECT_NE(package->source.find("named_barrier_sync((tid / 128 == 0 ? 1 : 2), 256);"), std::string::npos);
   }
+  std::filesystem::remove_all(directory);
+}
+
+// Persistent CTAs with the dynamic tile scheduler (the default of `persistent`): the package is
+// version 3 and declares the tile counter as a 4-byte workspace the kernel takes last.
+TEST(CompileCommand, ADynamicPersistentKernelDeclaresItsWorkspace) {
+  if (!Nvrtc::shared().ok()) GTEST_SKIP() << "skipped: " << Nvrtc::shared().error().message;
+  const std::filesystem::path directory =
+      std::filesystem::temp_directory_path() / ("nautilus_compile_dynamic_" + std::to_string(getpid()));
+  std::filesystem::remove_all(directory);
+  CliRun run = run_cli("compile " + kGemm + " --schedule " + kGemmSchedule +
+                       " --pin 'warp_spec(C_sum, consumers=2, stages=3)' --pin 'persistent(C_sum)'"
+                       " -D M=600 -D N=520 -D K=200 --arch sm_90a -o " + directory.string());
+  ASSERT_EQ(run.status, 0) << run.output;
+  Result<KernelPackage> package = read_package(directory.string());
+  ASSERT_TRUE(package.ok()) << package.error().message;
+  ASSERT_EQ(package->kernels.size(), 1u);
+  EXPECT_TRUE(package->kernels[0].persistent);
+  EXPECT_EQ(package->kernels[0].grid, (std::array<int64_t, 3>{25, 1, 1}));  // 5 x 5 tiles
+  const KernelArgument& counter = package->kernels[0].arguments[3];  // after A, B, C; maps follow
+  EXPECT_EQ(counter.role, "workspace");
+  EXPECT_EQ(counter.dtype, DType::I8);
+  EXPECT_EQ(counter.shape, (std::vector<int64_t>{4}));
+  bool listed = false;
+  for (const KernelArgument& buffer : package->buffers) listed |= buffer.same_buffer(counter);
+  EXPECT_TRUE(listed);
+  EXPECT_NE(package->source.find("atomicAdd("), std::string::npos);
+  std::ifstream launch(directory / "launch.json");
+  const std::string text((std::istreambuf_iterator<char>(launch)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("\"version\": 3"), std::string::npos) << text.substr(0, 200);
   std::filesystem::remove_all(directory);
 }
 

@@ -158,8 +158,24 @@ TEST_F(PackageTest, MalformedLaunchJsonNamesTheField) {
   EXPECT_NE(read_error().find("'sm_90' is not one of sm_80, sm_90a"), std::string::npos);
 
   ASSERT_TRUE(write_package(sample_package(), directory_.string()).ok());
-  rewrite_launch([](auto& json) { json["version"] = 3; });
-  EXPECT_NE(read_error().find("version"), std::string::npos);
+  rewrite_launch([](auto& json) { json["version"] = 4; });
+  EXPECT_NE(read_error().find("this reader knows versions 1 to 3"), std::string::npos);
+
+  // A workspace (version 3) is bytes; older versions have none.
+  ASSERT_TRUE(write_package(sample_package(), directory_.string()).ok());
+  rewrite_launch([](auto& json) { json["buffers"][0]["role"] = "scratch"; });
+  EXPECT_NE(read_error().find("is not input, output, intermediate or workspace"), std::string::npos);
+  ASSERT_TRUE(write_package(sample_package(), directory_.string()).ok());
+  rewrite_launch([](auto& json) {
+    json["buffers"].push_back({{"name", "counter"}, {"shape", {4}}, {"dtype", "f32"}, {"role", "workspace"}});
+  });
+  EXPECT_NE(read_error().find("a workspace is bytes: dtype int8, shape [bytes]"), std::string::npos);
+  ASSERT_TRUE(write_package(sample_package(), directory_.string()).ok());
+  rewrite_launch([](auto& json) {
+    json["version"] = 2;
+    json["buffers"].push_back({{"name", "counter"}, {"shape", {4}}, {"dtype", "int8"}, {"role", "workspace"}});
+  });
+  EXPECT_NE(read_error().find("role workspace needs package version 3"), std::string::npos);
 
   ASSERT_TRUE(write_package(sample_package(), directory_.string()).ok());
   std::ofstream(directory_ / "launch.json") << "{ not json";

@@ -141,7 +141,7 @@ class TensorMapPackageTest : public testing::Test {
 TEST_F(TensorMapPackageTest, WritesVersion2WithEveryField) {
   std::ifstream in(directory_ / "launch.json");
   nlohmann::ordered_json json = nlohmann::ordered_json::parse(in);
-  EXPECT_EQ(json["version"], 2);
+  EXPECT_EQ(json["version"], 3);
   const auto& kernel = json["kernels"][0];
   EXPECT_EQ(kernel["cluster"], nlohmann::ordered_json({2, 1, 1}));
   const auto& map = kernel["arguments"][0]["tensor_map"];

@@ -307,3 +307,41 @@ TEST(HopperCost, DescribeNamesWgmmaTmaAndTheRing) {
 
 }  // namespace
 }  // namespace nautilus::cost
+
+namespace nautilus::cost {
+namespace {
+
+// Persistent CTAs (docs/cost-model.md): the dynamic tile scheduler keeps the balance and L2 reuse
+// of one CTA per tile and pays the ring's fill once per CTA, so it is estimated no slower than
+// one CTA per tile and faster where there are many tiles per CTA; the static walk over causal
+// attention's unequal tiles (longest first) drifts: its CTAs spread over many heads, whose K and
+// V then come from DRAM once per wave, so it is estimated slower than the dynamic scheduler.
+TEST(PersistentCost, TheDynamicSchedulerKeepsTheLaunchOrderAndTheStaticWalkDrifts) {
+  const std::vector<std::string> sizes = {"B=1", "H=16", "M=16384", "N=16384", "D=128"};
+  const std::vector<std::string> schedule = {
+      "rolling_update(O_sum, n, tile=128)", "compute_at(S, Mx, n_o)", "compute_at(S_sum, S, n_o)",
+      "tile(O_sum_acc, m=128)", "reverse_compute_at(O, O_sum, m_o)",
+      "bind(O_sum_acc, b=grid.z, h=grid.y, m_o=grid.x)", "skip_masked(S, n_o)",
+      "tile_order(O_sum_acc, reverse=m_o)", "warp_spec(O_sum_acc, consumers=2, stages=3, overlap=1)"};
+  const auto estimate = [&](const std::string& persistent) {
+    std::vector<std::string> decisions = schedule;
+    if (!persistent.empty()) decisions.push_back(persistent);
+    const matile::ModulePtr module = testing::compile_ma("causal_attention", sizes, decisions, "sm_90a");
+    EXPECT_TRUE(module);
+    if (!module) return CostEstimate{};
+    return make_analytical_model(h100_sxm())->estimate(*module);
+  };
+  const CostEstimate tiles = estimate("");
+  const CostEstimate dynamic = estimate("persistent(O_sum_acc)");
+  const CostEstimate fixed = estimate("persistent(O_sum_acc, scheduler=static)");
+  ASSERT_TRUE(tiles.feasible && dynamic.feasible && fixed.feasible);
+  std::cout << "causal S16384 d128: one CTA per tile " << tiles.microseconds << " us, dynamic "
+            << dynamic.microseconds << " us, static " << fixed.microseconds << " us\n";
+  EXPECT_LT(dynamic.microseconds, tiles.microseconds);
+  EXPECT_LT(dynamic.microseconds, fixed.microseconds);
+  // The drift reads K and V from DRAM for more heads at once.
+  EXPECT_GT(fixed.kernels.at(0).global_bytes, 1.2 * dynamic.kernels.at(0).global_bytes);
+}
+
+}  // namespace
+}  // namespace nautilus::cost

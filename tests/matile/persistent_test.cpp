@@ -1,5 +1,6 @@
-// Persistent CTAs (the `persistent` decision, core/sched/persistent.h; Kernel::persistent and the
-// tile loop, ir.h): each role of a warp-specialized kernel walks the CTA's tiles, its ring
+// Persistent CTAs with the static scheduler (`persistent(BLOCK, scheduler=static)`,
+// core/sched/persistent.h; Kernel::persistent and the tile loop, ir.h; the dynamic scheduler has
+// dynamic_tiles_test.cpp): each role of a warp-specialized kernel walks the CTA's tiles, its ring
 // position continuing from tile to tile. The MA interpreter runs such kernels on a few CTAs, in
 // every interleaving of the roles, against the float64 reference; and it catches the two hazards
 // the form adds (a staging buffer or a tile copied once, overwritten while the previous tile
@@ -37,7 +38,7 @@ std::vector<std::string> gemm_schedule(bool persistent, int group = 1) {
   std::vector<std::string> d = {"tile(C_sum, m=128, n=128, k=64)", "reverse_compute_at(C, C_sum, n_o)",
                                 "bind(C_sum, m_o=grid.y, n_o=grid.x)", "warp_spec(C_sum, consumers=2, stages=3)"};
   if (group > 1) d.push_back("tile_order(C_sum, group=" + std::to_string(group) + ")");
-  if (persistent) d.push_back("persistent(C_sum)");
+  if (persistent) d.push_back("persistent(C_sum, scheduler=static)");
   return d;
 }
 
@@ -49,7 +50,7 @@ std::vector<std::string> attention_schedule(bool causal, bool overlap) {
   d.push_back("bind(O_sum_acc, b=grid.z, h=grid.y, m_o=grid.x)");
   if (causal) d.push_back("skip_masked(S, n_o)");
   d.push_back(std::string("warp_spec(O_sum_acc, consumers=2, stages=3") + (overlap ? ", overlap=1" : "") + ")");
-  d.push_back("persistent(O_sum_acc)");
+  d.push_back("persistent(O_sum_acc, scheduler=static)");
   return d;
 }
 

@@ -326,6 +326,34 @@ TEST(Runner, MultiKernelPackagesLaunchInOrder) {
   EXPECT_EQ(outcome.report["timing"]["kernels"].size(), 2u);
 }
 
+// A kernel with the dynamic tile scheduler takes its tiles from a counter in a workspace, which
+// must read zero at every launch: the runner zeroes it before each one (validation, warm-up and
+// every timed repetition). The same counter declared an intermediate is not zeroed (the runner
+// poisons intermediates), and the kernel faults on it.
+TEST(Runner, WorkspacesAreZeroedBeforeEveryLaunch) {
+  TempDir dir;
+  const std::string package = dir.file("pkg"), reference = dir.file("ref"), stale = dir.file("stale");
+  const std::string log = dir.file("launches.log");
+  ScopedEnv launch_log("NAUTILUS_FAKE_CUDA_LAUNCH_LOG", log.c_str());
+  auto buffers = copy_buffers();
+  buffers.push_back({"tile_counter", {4}, DType::I8, "workspace"});
+  write_test_package(package, buffers, {{"fake_tile_counter_copy", {"X", "Y", "tile_counter"}}});
+  write_test_package(reference, copy_buffers(), {{"fake_copy", {"X", "Y"}}});
+  RunnerOutcome outcome = run_runner(fake_options(package, reference));
+  ASSERT_EQ(outcome.report["status"], "ok") << outcome.report.dump(2);
+  EXPECT_EQ(outcome.report["validation"]["status"], "passed");
+  std::ifstream lines(log);
+  int counted = 0;
+  for (std::string line; std::getline(lines, line);) counted += line == "fake_tile_counter_copy";
+  EXPECT_GE(counted, 1 + 2 + 5);  // validation, warm-up, repetitions: each on a fresh counter
+
+  buffers.back().role = "intermediate";
+  write_test_package(stale, buffers, {{"fake_tile_counter_copy", {"X", "Y", "tile_counter"}}});
+  RunnerOutcome failed = run_runner(fake_options(stale, reference));
+  EXPECT_EQ(failed.report["status"], "launch_error") << failed.report.dump(2);
+  EXPECT_EQ(first_error(failed)["cuda_error_name"], "CUDA_ERROR_ILLEGAL_ADDRESS");
+}
+
 TEST(Runner, MissingPackageIsALoadError) {
   RunnerOutcome outcome = run_runner(fake_options("/nonexistent/package"));
   EXPECT_EQ(outcome.report["status"], "load_error");

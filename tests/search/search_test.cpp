@@ -78,7 +78,10 @@ FlashStructure flash_structure(const driver::Compilation& compilation) {
     return s;
   }
   s.kernels = compilation.ma_module->kernels.size();
-  s.global_intermediates = compilation.ma_module->allocations.size();
+  // A workspace (a persistent kernel's tile counter) holds no tensor.
+  s.global_intermediates = std::count_if(
+      compilation.ma_module->allocations.begin(), compilation.ma_module->allocations.end(),
+      [](const scalar::Buffer& buffer) { return buffer->role == scalar::BufferRole::Intermediate; });
   for (const vrtile::KernelPtr& kernel : compilation.vr_module->kernels) {
     visit_vr(kernel->body, [&](const vrtile::Op& op) {
       if (op.kind == vrtile::OpKind::For) s.max_carried = std::max(s.max_carried, op.results.size());
