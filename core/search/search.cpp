@@ -379,6 +379,29 @@ class Searcher {
     nodes_[id].reason = std::move(reason);
   }
 
+  // A persistent form the search added was estimated on the module compiled without it
+  // (with_persistent_kernels): the chosen schedule is compiled as it is, so that its estimate is
+  // the one `nautilus compile` and the studio see (the tile ring's exact shared memory and the
+  // scheduler's ops). Should that compile fail, the schedule keeps one CTA per tile.
+  void settle_derived_persistent(SearchResult* result) {
+    const auto search_added = [&](const Decision& d) {
+      return d.kind == "persistent" && std::find(options_.pins.begin(), options_.pins.end(), d) == options_.pins.end();
+    };
+    if (std::none_of(result->schedule.decisions.begin(), result->schedule.decisions.end(), search_added)) return;
+    Evaluation compiled = compile_and_estimate(result->schedule, /*retry=*/false);
+    if (!compiled.ok) {
+      sched::Schedule without;
+      for (const Decision& d : result->schedule.decisions) {
+        if (!search_added(d)) without.decisions.push_back(d);
+      }
+      compiled = compile_and_estimate(without, /*retry=*/false);
+      if (!compiled.ok) return;
+      result->schedule = without;
+    }
+    result->estimate = compiled.estimate;
+    nodes_[static_cast<size_t>(chosen_)].estimate = compiled.estimate;
+  }
+
   // ---- evaluation ------------------------------------------------------------------------
 
   // `optional_warp_specs` are warp_spec decisions a completion added (not the node's own): when
@@ -548,7 +571,7 @@ class Searcher {
       }
       // Every warp-specialized variant also as persistent CTAs with the dynamic tile scheduler:
       // estimated on the compiled module too (with_persistent_kernels), so it adds no compile.
-      {
+      if (options_.offer_persistent) {
         const size_t variants = completions.size();
         for (size_t i = 0; i < variants; ++i) {
           if (std::optional<Completion> persistent =
@@ -1633,6 +1656,7 @@ SearchResult Searcher::run() {
     result.schedule = concat(chosen.schedule, chosen.completion.decisions);
     result.estimate = chosen.estimate;
     result.measured_us = chosen.measured_us;
+    settle_derived_persistent(&result);
   }
   finish(result);
   return result;

@@ -94,6 +94,12 @@ struct SearchOptions {
   int measure = 0;
   // The MA lowering's target ("sm_80" / "sm_90a"); empty: from the cost model's device.
   std::string arch;
+  // Also estimate every warp-specialized completion as persistent CTAs with the dynamic tile
+  // scheduler. Off by default: measured on the H100 (bench/RESULTS.md, "Persistent CTAs with
+  // the dynamic tile scheduler"), the form the model preferred on all 16 ANCHORS attention rows
+  // was slower on 13 of them (up to 1.9x on d 64 full rows and d 128 causal rows), so the
+  // model does not rank it yet; `persistent(BLOCK)` stays a decision to pin.
+  bool offer_persistent = false;
 };
 
 struct SearchStats {
