@@ -275,8 +275,11 @@ Value Builder::grid(const std::string& name, int64_t extent) {
   return var;
 }
 
-int Builder::shared(std::string name, DType dtype, std::vector<int64_t> shape,
-                    layout::ComposedLayout layout, int stages, std::string purpose, int64_t alignment) {
+namespace {
+// An allocation of `stages` stages of `layout` over `shape`, placed at `byte_offset`.
+SharedAlloc shared_alloc(std::string name, DType dtype, std::vector<int64_t> shape,
+                         layout::ComposedLayout layout, int stages, std::string purpose,
+                         int64_t byte_offset) {
   SharedAlloc alloc;
   alloc.name = std::move(name);
   alloc.dtype = dtype;
@@ -284,26 +287,26 @@ int Builder::shared(std::string name, DType dtype, std::vector<int64_t> shape,
   alloc.stage_elements = layout.cosize();
   alloc.layout = std::move(layout);
   alloc.stages = stages;
-  alloc.byte_offset = round_up(shared_end(shared_), std::max<int64_t>(128, alignment));
+  alloc.byte_offset = byte_offset;
   alloc.byte_size = int64_t{stages} * alloc.stage_elements * dtype_bytes(dtype);
   alloc.purpose = std::move(purpose);
-  shared_.push_back(std::move(alloc));
+  return alloc;
+}
+}  // namespace
+
+int Builder::shared(std::string name, DType dtype, std::vector<int64_t> shape,
+                    layout::ComposedLayout layout, int stages, std::string purpose, int64_t alignment) {
+  shared_.push_back(shared_alloc(std::move(name), dtype, std::move(shape), std::move(layout), stages,
+                                 std::move(purpose),
+                                 round_up(shared_end(shared_), std::max<int64_t>(128, alignment))));
   return static_cast<int>(shared_.size()) - 1;
 }
 
 int Builder::shared_alias(int base, std::string name, DType dtype, std::vector<int64_t> shape,
                           layout::ComposedLayout layout, std::string purpose) {
   const SharedAlloc& reused = shared_.at(static_cast<size_t>(base));
-  SharedAlloc alloc;
-  alloc.name = std::move(name);
-  alloc.dtype = dtype;
-  alloc.shape = std::move(shape);
-  alloc.stage_elements = layout.cosize();
-  alloc.layout = std::move(layout);
-  alloc.stages = 1;
-  alloc.byte_offset = reused.byte_offset;
-  alloc.byte_size = alloc.stage_elements * dtype_bytes(dtype);
-  alloc.purpose = std::move(purpose);
+  SharedAlloc alloc = shared_alloc(std::move(name), dtype, std::move(shape), std::move(layout), 1,
+                                   std::move(purpose), reused.byte_offset);
   alloc.alias_of = reused.alias_of >= 0 ? reused.alias_of : base;
   shared_.push_back(std::move(alloc));
   return static_cast<int>(shared_.size()) - 1;
