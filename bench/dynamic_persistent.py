@@ -3,9 +3,10 @@
 (docs/schedules.md "persistent"), on every attention row of ANCHORS.md and GEMM 4096³ / 8192³.
 
 Step 1, `prepare` (any machine with the build; NVRTC compiles sm_90a): per configuration
-  - `nautilus schedule` twice: as it searches now (it offers `persistent(BLOCK)`, dynamic, where
-    the model ranks it ahead: "searched"), and with `--forbid 'persistent(BLOCK)'` ("base", the
-    search without persistent CTAs);
+  - `nautilus schedule` twice: as it searches now ("searched"; the search offers persistent CTAs
+    only with SearchOptions::offer_persistent, off since the H100 measurement in bench/RESULTS.md
+    "Persistent CTAs with the dynamic tile scheduler"), and with `--forbid 'persistent(BLOCK)'`
+    ("base", the search without persistent CTAs);
   - packages (`nautilus compile --arch sm_90a`) of: base; base + persistent(X, scheduler=static);
     base + persistent(X) (dynamic); searched (when it differs from both); and the unscheduled
     reference every package is validated against.
