@@ -35,6 +35,20 @@ driver::Compilation compile_file(SourceFilePtr file, const std::vector<std::stri
 
 }  // namespace
 
+std::vector<std::string> warp_spec_attention(const WarpSpecAttention& form) {
+  std::vector<std::string> d = {"rolling_update(O_sum, n, tile=" + std::to_string(form.key_tile) + ")",
+                                "compute_at(S, Mx, n_o)"};
+  if (form.causal) d.push_back("compute_at(S_sum, S, n_o)");
+  d.push_back("tile(O_sum_acc, m=" + std::to_string(64 * form.consumers) + ")");
+  d.push_back("reverse_compute_at(O, O_sum, m_o)");
+  d.push_back("bind(O_sum_acc, b=grid.z, h=grid.y, m_o=grid.x)");
+  if (form.causal) d.push_back("skip_masked(S, n_o)");
+  d.push_back("warp_spec(O_sum_acc, consumers=" + std::to_string(form.consumers) + ", stages=" +
+              std::to_string(form.stages) + (form.overlap ? ", overlap=1" : "") +
+              (form.pingpong ? ", pingpong=1" : "") + ")");
+  return d;
+}
+
 std::vector<std::string> hand_schedule(const std::string& asset) {
   std::string error;
   auto schedule =

@@ -46,6 +46,19 @@ std::vector<std::string> small_sizes(const std::string& asset);
 // The decisions of assets/schedules/<asset>.json, printed (as `--pin` arguments read).
 std::vector<std::string> hand_schedule(const std::string& asset);
 
+// The decisions that give assets/specs/{attention,causal_attention}.nt a warp-specialized kernel:
+// the rolling update over key tiles, 64-row query halves per consumer warpgroup, and
+// warp_spec with the given ring, overlap and ping-pong. Tests append what they study.
+struct WarpSpecAttention {
+  bool causal = false;
+  int key_tile = 64;
+  int consumers = 2;
+  int stages = 3;
+  bool overlap = false;
+  bool pingpong = false;
+};
+std::vector<std::string> warp_spec_attention(const WarpSpecAttention& form);
+
 // Every asset spec name (stems of assets/specs/*.nt), sorted.
 std::vector<std::string> asset_names();
 

@@ -49,13 +49,7 @@ std::vector<std::string> gemm_schedule(const std::string& persistent = "persiste
 
 // Causal rows take the reverse tile order (longest query tiles first), as the search does.
 std::vector<std::string> attention_schedule(bool causal, bool overlap) {
-  std::vector<std::string> d = {"rolling_update(O_sum, n, tile=64)", "compute_at(S, Mx, n_o)"};
-  if (causal) d.push_back("compute_at(S_sum, S, n_o)");
-  d.push_back("tile(O_sum_acc, m=128)");
-  d.push_back("reverse_compute_at(O, O_sum, m_o)");
-  d.push_back("bind(O_sum_acc, b=grid.z, h=grid.y, m_o=grid.x)");
-  if (causal) d.push_back("skip_masked(S, n_o)");
-  d.push_back(std::string("warp_spec(O_sum_acc, consumers=2, stages=3") + (overlap ? ", overlap=1" : "") + ")");
+  std::vector<std::string> d = nautilus::testing::warp_spec_attention({.causal = causal, .overlap = overlap});
   if (causal) d.push_back("tile_order(O_sum_acc, reverse=m_o)");
   d.push_back("persistent(O_sum_acc)");  // the default scheduler: dynamic
   return d;
@@ -140,7 +134,9 @@ TEST(DynamicTiles, AttentionPlainAndCausalLongestFirstMatchTheReference) {
     ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error;
     const Kernel& kernel = *compilation.ma_module->kernels.at(0);
     EXPECT_TRUE(kernel.dynamic_tiles);
-    if (c.causal) EXPECT_NE(kernel.reversed_axes, 0u);
+    if (c.causal) {
+      EXPECT_NE(kernel.reversed_axes, 0u);
+    }
     for (int64_t ctas : {2, 4}) {
       for (uint64_t seed : {0u, 5u}) expect_matches_reference(compilation, ctas, seed);
     }

@@ -43,13 +43,7 @@ std::vector<std::string> gemm_schedule(bool persistent, int group = 1) {
 }
 
 std::vector<std::string> attention_schedule(bool causal, bool overlap) {
-  std::vector<std::string> d = {"rolling_update(O_sum, n, tile=64)", "compute_at(S, Mx, n_o)"};
-  if (causal) d.push_back("compute_at(S_sum, S, n_o)");
-  d.push_back("tile(O_sum_acc, m=128)");
-  d.push_back("reverse_compute_at(O, O_sum, m_o)");
-  d.push_back("bind(O_sum_acc, b=grid.z, h=grid.y, m_o=grid.x)");
-  if (causal) d.push_back("skip_masked(S, n_o)");
-  d.push_back(std::string("warp_spec(O_sum_acc, consumers=2, stages=3") + (overlap ? ", overlap=1" : "") + ")");
+  std::vector<std::string> d = nautilus::testing::warp_spec_attention({.causal = causal, .overlap = overlap});
   d.push_back("persistent(O_sum_acc, scheduler=static)");
   return d;
 }

@@ -150,15 +150,8 @@ std::vector<std::string> gemm_schedule(const std::string& warp_spec) {
 }
 
 std::vector<std::string> attention_schedule(bool causal, int stages, bool overlap, bool pingpong) {
-  std::vector<std::string> d = {"rolling_update(O_sum, n, tile=64)", "compute_at(S, Mx, n_o)"};
-  if (causal) d.push_back("compute_at(S_sum, S, n_o)");
-  d.push_back("tile(O_sum_acc, m=128)");
-  d.push_back("reverse_compute_at(O, O_sum, m_o)");
-  d.push_back("bind(O_sum_acc, b=grid.z, h=grid.y, m_o=grid.x)");
-  if (causal) d.push_back("skip_masked(S, n_o)");
-  d.push_back("warp_spec(O_sum_acc, consumers=2, stages=" + std::to_string(stages) +
-              (overlap ? ", overlap=1" : "") + (pingpong ? ", pingpong=1" : "") + ")");
-  return d;
+  return nautilus::testing::warp_spec_attention(
+      {.causal = causal, .stages = stages, .overlap = overlap, .pingpong = pingpong});
 }
 
 const Op* roles_op(const Kernel& kernel) {

@@ -144,16 +144,8 @@ TEST(WarpSpecialized, TheDecisionChecksItsArguments) {
 // consumers wait for QKᵀ in the iteration, and P·V takes P from registers (the RS form).
 std::vector<std::string> attention_schedule(bool causal, int key_tile, int consumers, int stages,
                                             bool overlap = false) {
-  std::vector<std::string> d = {"rolling_update(O_sum, n, tile=" + std::to_string(key_tile) + ")",
-                                "compute_at(S, Mx, n_o)"};
-  if (causal) d.push_back("compute_at(S_sum, S, n_o)");
-  d.push_back("tile(O_sum_acc, m=" + std::to_string(64 * consumers) + ")");
-  d.push_back("reverse_compute_at(O, O_sum, m_o)");
-  d.push_back("bind(O_sum_acc, b=grid.z, h=grid.y, m_o=grid.x)");
-  if (causal) d.push_back("skip_masked(S, n_o)");
-  d.push_back("warp_spec(O_sum_acc, consumers=" + std::to_string(consumers) +
-              ", stages=" + std::to_string(stages) + (overlap ? ", overlap=1" : "") + ")");
-  return d;
+  return nautilus::testing::warp_spec_attention(
+      {.causal = causal, .key_tile = key_tile, .consumers = consumers, .stages = stages, .overlap = overlap});
 }
 
 const Op* roles_op(const Kernel& kernel) {
