@@ -12,7 +12,8 @@ Step 1, `prepare` (development machine, after a build): per row `nautilus schedu
   --compile LABEL=O1;O2  the searched schedule compiled with `nautilus compile` options O1, O2
                          (e.g. --compile 'fragments=--epilogue;fragments').
 Each variant is compiled once more at validation sizes that are not tile multiples (B 1, H 2,
-1000 rows at d 64, 1024 at d 128), beside the unscheduled package as the reference.
+1000 query rows over 1024 keys: a partial query tile at every tile height; a partial key tile is
+a kernel of its own, which the tests check), beside the unscheduled package as the reference.
 Step 2, `pack DEST` (development machine): a copy for the GPU machine: the packages without PTX,
 the stripped runner and the C++ runtime it was linked with.
 Step 3, `measure` (GPU machine, from DEST or OUT): validates every variant against the reference,
@@ -55,8 +56,7 @@ def sizes_of(b, h, s, d):
 
 
 def validation_sizes(d):
-    v = 1000 if d == 64 else 1024
-    return ["B=1", "H=2", f"M={v}", f"N={v}", f"D={d}"]
+    return ["B=1", "H=2", "M=1000", "N=1024", f"D={d}"]
 
 
 def defines(sizes):

@@ -219,7 +219,13 @@ void KernelLowering::plan_warp_specialization() {
   // which a package build refuses. Beside the tiles, addresses, indices and the softmax's row
   // values take about kConsumerScalarRegisters: measured with ptxas, a 128 x 176 attention tile
   // at d 128 (196 registers of tiles) spills under 232, a 128 x 128 one (160) does not.
-  constexpr int64_t kConsumerScalarRegisters = 40;
+  // Three consumers (160 registers each, FlashAttention-3's split for d 64) need no margin: the
+  // 192 x 128 tile at d 64 (128 registers of tiles, 32 more carried when overlapped) compiles
+  // without spills, while 192 x 160 overlapped (152 + 40) spills 84 bytes and 192 x 192 not
+  // overlapped (176) 8 bytes (ptxas of CUDA 13, 2026-11-27). With a partial last key tile the
+  // overlapped 192 x 128 tile is at the edge: 1000 keys spill 12 bytes, 1100 and 2000 none.
+  const bool tight_budget = consumers >= 3;
+  const int64_t kConsumerScalarRegisters = tight_budget ? 0 : 40;
   const int64_t consumer_threads = int64_t{consumers} * kWarpgroupThreads;
   int64_t tile_registers = 0;
   for (const vrtile::OpPtr& inner : loop.body->ops) {
@@ -262,9 +268,8 @@ void KernelLowering::plan_warp_specialization() {
     for (const VValue& v : ws_.deferred) {
       deferred_registers += (v->type.element_count() * dtype_bytes(v->type.dtype) + 3) / 4 / consumer_threads;
     }
-    constexpr int64_t kMaskedTailRegisters = 24;
     masked_tail = std::any_of(ahead.begin(), ahead.end(), [](const VOp* load) { return load->has_mask; });
-    if (masked_tail) others += kMaskedTailRegisters;
+    if (masked_tail) others += tight_budget ? 8 : 24;
   }
   const int64_t budget = consumer_registers(consumers);
   if (tile_registers + deferred_registers + others > budget) {

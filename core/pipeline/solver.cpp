@@ -76,8 +76,9 @@ class CpuWatchdog {
   CpuWatchdog(z3::context& context, clockid_t clock, double seconds)
       : thread_([this, &context, clock, deadline = cpu_seconds_of(clock) + seconds](std::stop_token stop) {
           std::unique_lock lock(mutex_);
-          while (!stop.stop_requested()) {
+          while (!stop.stop_requested() && armed_) {
             if (cpu_seconds_of(clock) >= deadline) {
+              fired_ = true;
               context.interrupt();
               return;
             }
@@ -89,9 +90,20 @@ class CpuWatchdog {
     thread_.join();
   }
 
+  // Called when the check has returned: no interrupt comes after it. An interrupt that came
+  // between the check's return and this call leaves the context cancelled, so the caller treats
+  // the check as unknown when this returns true (the budget was spent anyway).
+  bool disarm() {
+    std::lock_guard lock(mutex_);
+    armed_ = false;
+    return fired_;
+  }
+
  private:
   std::mutex mutex_;
   std::condition_variable_any wake_;
+  bool armed_ = true;
+  bool fired_ = false;
   std::jthread thread_;
 };
 
@@ -554,8 +566,9 @@ class Model {
         // A stop request from another thread interrupts the check (Z3 then answers unknown),
         // and so does the watchdog when the check has spent its CPU time.
         const std::stop_callback interrupt(stop_, [this] { ctx_.interrupt(); });
-        const CpuWatchdog watchdog(ctx_, clock.clock(), left);
+        CpuWatchdog watchdog(ctx_, clock.clock(), left);
         result = solver_.check(assumptions);
+        if (watchdog.disarm()) result = z3::unknown;
       } catch (const z3::exception&) {
         return z3::unknown;
       }

@@ -167,6 +167,9 @@ std::optional<TilePlan> tile_plan(const NestFacts& nest) {
       }
     } else if (loop.spatial && loop.reuse) {
       sizes = tile_sizes(loop.extent, 16, 256);
+      // 192 rows: three consumer warpgroups of 64 on Hopper, FlashAttention-3's d 64 tile,
+      // which leaves each consumer 160 registers for a 64 x 128 score tile.
+      if (loop.extent > 192) sizes.insert(std::upper_bound(sizes.begin(), sizes.end(), 192), 192);
       for (int64_t t : sizes) {
         if (t <= 64) axis.default_size = t;
       }
@@ -420,6 +423,31 @@ std::vector<Decision> reverse_order_candidates(const ProgramFacts& facts) {
   return out;
 }
 
+namespace {
+
+// The rows of the output tile one CTA of `nest` computes: the extent inside the CTA (loops that
+// neither iterate tiles nor are bound to the grid) of the principal block's first spatial
+// iteration variable that spans more than one element. The tilizer makes that axis the rows of
+// the block's dot, and a wgmma consumer warpgroup takes 64 of them. 0 when no axis spans more.
+int64_t cta_tile_rows(const NestFacts& nest) {
+  const BlockFacts& principal = nest.principal_block();
+  const scalar::Block& block = *principal.block;
+  for (size_t i = 0; i < block.iter_vars.size(); ++i) {
+    if (block.iter_vars[i].kind != scalar::IterKind::Spatial) continue;
+    int64_t extent = 1;
+    for (const scalar::VarNode* var : sched::referenced_vars(block.bindings[i])) {
+      for (const LoopFacts& loop : nest.loops) {
+        if (loop.loop->var.get() != var || loop.grid || loop.tile_outer) continue;
+        extent *= loop.extent;
+      }
+    }
+    if (extent > 1) return extent;
+  }
+  return 0;
+}
+
+}  // namespace
+
 std::vector<Decision> launch_candidates(const ProgramFacts& facts,
                                         const sched::Schedule& schedule, bool hopper) {
   const std::vector<sched::LaunchChoice> chosen = sched::launch_choices(schedule);
@@ -447,7 +475,10 @@ std::vector<Decision> launch_candidates(const ProgramFacts& facts,
     }
     const BlockFacts& principal = nest.principal_block();
     if (hopper && nest.tiled && principal.reduction && principal.reads.size() >= 2) {
-      for (int consumers : {1, 2}) {
+      // A consumer warpgroup takes 64 rows of the tile: a 192-row tile only takes three.
+      std::vector<int> consumer_counts = {1, 2};
+      if (cta_tile_rows(nest) == 192) consumer_counts = {3};
+      for (int consumers : consumer_counts) {
         for (int stages : {2, 3, 4}) {
           out.push_back(make("warp_spec", principal.block->name,
                              {keyword("consumers", consumers), keyword("stages", stages)}));
@@ -685,26 +716,6 @@ Completion complete_program(const scalar::ProgramPtr& program, const std::vector
 
 namespace {
 
-// The rows of the output tile one CTA of `nest` computes: the extent inside the CTA (loops that
-// neither iterate tiles nor are bound to the grid) of the principal block's first spatial
-// iteration variable that spans more than one element. The tilizer makes that axis the rows of
-// the block's dot, and a wgmma consumer warpgroup takes 64 of them. 0 when no axis spans more.
-int64_t cta_tile_rows(const NestFacts& nest) {
-  const BlockFacts& principal = nest.principal_block();
-  const scalar::Block& block = *principal.block;
-  for (size_t i = 0; i < block.iter_vars.size(); ++i) {
-    if (block.iter_vars[i].kind != scalar::IterKind::Spatial) continue;
-    int64_t extent = 1;
-    for (const scalar::VarNode* var : sched::referenced_vars(block.bindings[i])) {
-      for (const LoopFacts& loop : nest.loops) {
-        if (loop.loop->var.get() != var || loop.grid || loop.tile_outer) continue;
-        extent *= loop.extent;
-      }
-    }
-    if (extent > 1) return extent;
-  }
-  return 0;
-}
 
 }  // namespace
 
@@ -732,7 +743,7 @@ std::vector<Completion> warp_specialized_completions(const Completion& completio
       if (candidate.kind != "warp_spec") continue;
       const NestFacts* nest = facts.nest_of_block(candidate.target);
       const int64_t rows = nest ? cta_tile_rows(*nest) : 0;
-      if (rows != 64 && rows != 128) continue;
+      if (rows != 64 && rows != 128 && rows != 192) continue;
       if (overlap && std::count_if(nest->blocks.begin(), nest->blocks.end(),
                                    [](const BlockFacts& b) { return b.reduction; }) < 2) {
         continue;

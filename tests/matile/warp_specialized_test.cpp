@@ -175,6 +175,29 @@ TEST(WarpSpecialized, ThreeConsumerWarpgroupsShareA192RowTile) {
   }
 }
 
+// FlashAttention-3's d 64 tile: 192 query rows over 128 keys, three consumers of 160 registers,
+// overlapped and taking turns. Its tiles fit the budget when the keys fill whole tiles (the
+// partial query tile is fine); a partial last key tile keeps mask registers live beside them,
+// which ptxas spills at 1000 keys, so the overlapped form is refused there.
+TEST(WarpSpecialized, ThreeConsumersTake128KeyTilesAtD64UnlessTheLastKeyTileIsPartial) {
+  std::vector<std::string> schedule = nautilus::testing::warp_spec_attention(
+      {.key_tile = 128, .consumers = 3, .stages = 3, .overlap = true, .pingpong = true});
+  const driver::Compilation compilation =
+      compile("assets/specs/attention.nt", schedule, {"B=1", "H=2", "M=400", "N=384", "D=64"}, "sm_90a");
+  ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error;
+  const Op* roles = roles_op(*compilation.ma_module->kernels.at(0));
+  ASSERT_TRUE(roles);
+  EXPECT_EQ(roles->roles[1].warpgroups, 3);
+  EXPECT_EQ(roles->roles[1].max_registers, 160);
+  expect_stage_matches_reference(compilation, driver::Stage::MATile, 13, "192 x 128, three consumers");
+
+  const driver::Compilation ragged =
+      compile("assets/specs/attention.nt", schedule, {"B=1", "H=2", "M=400", "N=1000", "D=64"}, "sm_90a");
+  EXPECT_FALSE(ragged.ma_module);
+  EXPECT_NE(ragged.schedule_error.find("masks of a partial last tile"), std::string::npos)
+      << ragged.schedule_error;
+}
+
 // At d 128 a three-stage ring of 128-key K and V tiles (192 KB) and the 32 KB query tile leave
 // no room for a separate staging tile: the staged epilogue takes the query tile's bytes once the
 // main loop is done with them (16-byte row stores instead of pairs from the fragments). The MA

@@ -379,17 +379,18 @@ TEST(PipelineSolver, TheTimeLimitCountsTheSolversCpuTime) {
   const Graph graph = graph_of(*lower_asset("attention"), "sm_90a");
   SolveOptions options;
   options.time_limit_seconds = 1.0;
-  std::atomic<bool> done{false};
-  std::vector<std::thread> load;
+  // Two busy threads beside the solver; each stops when its jthread is destroyed, also when
+  // solve throws.
+  std::vector<std::jthread> load;
+  load.reserve(2);
   for (int i = 0; i < 2; ++i) {
-    load.emplace_back([&done] {
+    load.emplace_back([](std::stop_token stop) {
       volatile double sink = 0;
-      while (!done.load()) sink = sink + 1.0;
+      while (!stop.stop_requested()) sink = sink + 1.0;
     });
   }
   const Solution s = solve(graph, *machine_for("sm_90a"), options);
-  done = true;
-  for (std::thread& t : load) t.join();
+  load.clear();
   EXPECT_NE(s.status, SolveStatus::Optimal) << describe_solution(graph, s);
   // It ran its second of CPU time, unless the machine is so loaded that the wall-clock cap
   // ended it first.

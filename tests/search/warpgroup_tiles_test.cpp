@@ -1,0 +1,42 @@
+// Query tiles of three consumer warpgroups (core/search/candidates.cpp): besides the powers of
+// two, the search tiles a reused spatial axis by 192 rows, and a 192-row attention tile is
+// warp-specialized with three consumers of 64 rows each (FlashAttention-3's d 64 form), never one
+// or two, which its wgmma rows would refuse.
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "tests/search/search_test_util.h"
+
+namespace nautilus {
+namespace {
+
+TEST(WarpgroupTiles, A192RowAttentionTileIsEstimatedWithThreeConsumers) {
+  const search::SearchInput input =
+      testing::asset_input("attention", {"B=8", "H=32", "M=2048", "N=2048", "D=64"});
+  const search::SearchResult result = testing::run(input);
+  ASSERT_TRUE(result.ok) << result.error;
+
+  int three_consumers = 0;
+  for (const search::SearchNode& node : result.nodes) {
+    const std::string decision = node.decision ? sched::print_decision(*node.decision) : "";
+    if (decision.rfind("warp_spec(", 0) != 0) continue;
+    // No warp_spec decision asks a 192-row tile for fewer consumers than its rows need.
+    EXPECT_EQ(node.reason.find("192 rows"), std::string::npos) << decision << ": " << node.reason;
+    if (decision.find("consumers=3") != std::string::npos) ++three_consumers;
+  }
+  bool estimated_leaf = false;
+  for (const search::LeafSchedule& leaf : search::complete_leaves(result)) {
+    std::string text;
+    for (const sched::Decision& d : leaf.schedule.decisions) text += sched::print_decision(d) + "\n";
+    if (text.find("tile(O_sum_acc, m=192)") != std::string::npos &&
+        text.find("consumers=3") != std::string::npos) {
+      estimated_leaf = true;
+    }
+  }
+  EXPECT_GT(three_consumers, 0);
+  EXPECT_TRUE(estimated_leaf) << "no complete schedule with 192-row tiles and three consumers";
+}
+
+}  // namespace
+}  // namespace nautilus
