@@ -29,7 +29,7 @@ double Machine::cp_async_tile_latency(int64_t bytes) const {
 
 int Machine::consumer_registers(int consumers) const {
   if (consumers <= 0) return max_registers;
-  const int share = (warpgroup_register_sum - producer_registers) / consumers;
+  const int share = (warpgroup_register_sum - producer_registers_for(consumers)) / consumers;
   return std::min(240, share / 8 * 8);
 }
 

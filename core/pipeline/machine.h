@@ -86,6 +86,14 @@ struct Machine {
   // the producer: the rest of the file, split evenly, a multiple of 8, at most 240 (CUTLASS and
   // FA3 use 232 / 240 with 2 consumers / 1).
   int consumer_registers(int consumers) const;
+  // The producer's setmaxnreg beside `consumers` consumers: 32 beside three, so that each keeps
+  // 160 (FlashAttention-3's split, the one the MA lowering emits), else producer_registers.
+  int producer_registers_for(int consumers) const { return consumers >= 3 ? 32 : producer_registers; }
+  // Registers a role holds besides its tiles. ptxas fits FlashAttention-3's d 64 consumer (a
+  // 64 x 128 score tile, P and a 64 x 64 accumulator: 128 registers of tiles, 32 more carried
+  // when overlapped) in the 160 of three consumers without spilling (CUDA 13, 2026-11-27), so
+  // three consumers leave only a few registers of loop state beyond the tiles.
+  int base_registers_for(int consumers) const { return consumers >= 3 ? 8 : base_registers; }
 };
 
 // "sm_80" and "sm_90a" (also "h100", "a100", "sm_90"); nullopt for anything else.

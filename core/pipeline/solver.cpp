@@ -208,14 +208,14 @@ Budget role_budget(const Graph& graph, const Machine& machine, const SolveOption
                         ? "the " + std::to_string(machine.max_registers) + " registers a thread may use"
                         : "65536 registers over " + std::to_string(graph.threads) + " threads";
   } else if (role == 0) {
-    budget.limit = machine.producer_registers;
-    budget.source = "setmaxnreg " + std::to_string(machine.producer_registers) + " of the producer warpgroup";
+    budget.limit = machine.producer_registers_for(consumers);
+    budget.source = "setmaxnreg " + std::to_string(budget.limit) + " of the producer warpgroup";
     return budget;
   } else {
     budget.limit = machine.consumer_registers(consumers);
     budget.source = "setmaxnreg budget of " + std::to_string(consumers) + " consumer warpgroup" +
                     (consumers == 1 ? "" : "s") + " beside a " +
-                    std::to_string(machine.producer_registers) + "-register producer";
+                    std::to_string(machine.producer_registers_for(consumers)) + "-register producer";
   }
   if (options.max_registers && *options.max_registers < budget.limit) {
     budget.limit = *options.max_registers;
@@ -443,10 +443,11 @@ class Model {
     // unsat stays a proof and sat is always checked. Up front only its simplest consequence:
     // each value fits beside the base.
     roles_ = ws ? consumers + 1 : 1;
+    base_ = machine.base_registers_for(ws ? consumers : 0);
     for (int role = 0; role < roles_; ++role) {
       const Budget budget = role_budget(graph, machine, options, role, consumers);
       limits_.push_back(budget.limit);
-      z3::expr all = ctx_.int_val(machine.base_registers) <= budget.limit;
+      z3::expr all = ctx_.int_val(base_) <= budget.limit;
       std::ostringstream values;
       bool any = false;
       for (size_t v = 0; v < count; ++v) {
@@ -454,12 +455,12 @@ class Model {
         values << (any ? ", " : "") << graph.nodes[v].name << " " << n.registers[v];
         any = true;
         const z3::expr on = ws ? (r_[v] == role) : ctx_.bool_val(true);
-        all = all && z3::implies(on, ctx_.int_val(machine.base_registers + n.registers[v]) <= budget.limit);
+        all = all && z3::implies(on, ctx_.int_val(base_ + n.registers[v]) <= budget.limit);
       }
       std::ostringstream why;
       why << "role " << role_name(machine, role) << " has " << budget.limit
           << " registers per thread (" << budget.source << "); at every point of the iteration it holds "
-          << machine.base_registers << " for addresses and loop state";
+          << base_ << " for addresses and loop state";
       if (any) why << " plus the registers of the values live there (per thread: " << values.str() << ")";
       register_track_.push_back(tracked_.size());
       track(all, why.str());
@@ -591,7 +592,7 @@ class Model {
       starts.push_back(model.eval(t_[v], true).get_numeral_int64());
       roles.push_back(static_cast<int>(model.eval(r_[v], true).get_numeral_int64()));
     }
-    const auto rows = live_rows(graph_, n_, starts, roles, ii_, roles_, machine_.base_registers);
+    const auto rows = live_rows(graph_, n_, starts, roles, ii_, roles_, base_);
     bool added = false;
     for (int role = 0; role < roles_; ++role) {
       const size_t group = register_track_[static_cast<size_t>(role)];
@@ -641,7 +642,7 @@ class Model {
   // and one of its readers (of that iteration) has not yet; the role's registers there fit.
   void add_cut(const RegisterCut& cut) {
     const z3::expr& at = t_[static_cast<size_t>(cut.probe)];
-    z3::expr sum = ctx_.int_val(machine_.base_registers);
+    z3::expr sum = ctx_.int_val(base_);
     for (const auto& [node, j] : cut.instances) {
       const auto v = static_cast<size_t>(node);
       const int offset = static_cast<int>(j * ii_);
@@ -709,7 +710,7 @@ class Model {
     const int roles = ws ? consumers_ + 1 : 1;
     for (int role = 0; role < roles; ++role) {
       const Budget budget = role_budget(graph_, machine_, options, role, consumers_);
-      s->roles.push_back({role_name(machine_, role), budget.limit, budget.source, machine_.base_registers, {}});
+      s->roles.push_back({role_name(machine_, role), budget.limit, budget.source, base_, {}});
     }
     s->shared_bytes = graph_.fixed_shared_bytes;
     for (size_t v = 0; v < t_.size(); ++v) {
@@ -748,7 +749,7 @@ class Model {
       starts.push_back(op.start_slot);
       role_of.push_back(op.role_index);
     }
-    const std::vector<int64_t> live = max_live(graph_, n_, starts, role_of, ii_, roles, machine_.base_registers);
+    const std::vector<int64_t> live = max_live(graph_, n_, starts, role_of, ii_, roles, base_);
     for (int role = 0; role < roles; ++role) s->roles[static_cast<size_t>(role)].registers = static_cast<int>(live[static_cast<size_t>(role)]);
     s->length_slots = length;
     s->length = length * n_.q;
@@ -775,6 +776,7 @@ class Model {
   const Normalized& n_;
   int64_t ii_;
   int consumers_;
+  int base_ = 0;  // registers each role holds besides its values (Machine::base_registers_for)
   int64_t horizon_ = 0;
   z3::context ctx_;
   z3::solver solver_;
@@ -859,8 +861,8 @@ std::optional<Solution> sequential_schedule(const Graph& graph, const Machine& m
 std::string SolveCache::key(const Graph& graph, const Machine& machine, const SolveOptions& options) {
   std::ostringstream text;
   text << graph.canonical_text() << "machine " << machine.arch << " smem " << machine.shared_capacity
-       << " regs " << machine.max_registers << " " << machine.base_registers << " "
-       << machine.max_consumer_roles << " " << machine.producer_registers << " handoff "
+       << " regs " << machine.max_registers << " " << machine.base_registers << " " << machine.base_registers_for(3) << " "
+       << machine.max_consumer_roles << " " << machine.producer_registers << " " << machine.producer_registers_for(3) << " handoff "
        << machine.mbarrier_handoff << " barrier " << machine.named_barrier << "\noptions "
        << options.time_limit_seconds << " " << options.max_registers.value_or(-1) << " "
        << options.stages.value_or(-1) << " " << options.max_ii.value_or(-1) << " "
@@ -1138,10 +1140,12 @@ Solution solve(const Graph& graph, const Machine& machine, const SolveOptions& o
     if (a.state == Attempt::Sat && (!found || ii < found->first)) found.emplace(ii, a);
     return a.state;
   };
-  // The bound first, with a share of the time: when it is feasible the check is quick; when it
-  // is not (an SFU- or register-bound loop), proving that can take longer than the whole limit,
-  // and a schedule at a larger interval must be in hand first. The last loop comes back to it.
-  if (lb <= cap) run(lb, std::max(0.5, left() / 3));
+  // The bound first, with half of the time: when it is feasible the check is usually quick; when
+  // it is not (an SFU- or register-bound loop), proving that can take longer than the whole
+  // limit, and a schedule at a larger interval must be in hand first. The last loop comes back
+  // to it. Half, not a third: FlashAttention-3's d 64 loop on three consumers is feasible at the
+  // bound, but its register cuts take about 9 s of the 20 to settle (2026-11-27).
+  if (lb <= cap) run(lb, std::max(0.5, left() / 2));
   for (int64_t step = 1; !found && lb + step <= cap && left() > 0; step *= 2) {
     run(lb + step, std::max(0.5, left() / 3));
   }
@@ -1300,7 +1304,7 @@ std::string check_solution(const Graph& graph, const Machine& machine, const Sol
     starts.push_back(t(static_cast<int>(v)));
     role_of.push_back(r(static_cast<int>(v)));
   }
-  const std::vector<int64_t> registers = max_live(graph, n, starts, role_of, ii, roles, machine.base_registers);
+  const std::vector<int64_t> registers = max_live(graph, n, starts, role_of, ii, roles, machine.base_registers_for(ws ? roles - 1 : 0));
   const int consumers = ws ? roles - 1 : 0;
   for (int role = 0; role < roles; ++role) {
     const Budget budget = role_budget(graph, machine, options, role, consumers);
