@@ -10,7 +10,8 @@ Step 1, `prepare` (development machine, after a build): per row `nautilus schedu
   --forbid LABEL=D1;D2   a search of its own with D1, D2 forbidden (`nautilus schedule --forbid`,
                          e.g. --forbid 'tiles=persistent(O_sum_acc)': one CTA per tile);
   --compile LABEL=O1;O2  the searched schedule compiled with `nautilus compile` options O1, O2
-                         (e.g. --compile 'fragments=--epilogue;fragments').
+                         (e.g. --compile 'fragments=--epilogue;fragments');
+  --schedule LABEL=D1;D2 the decisions D1, D2 as written, no search (a hand schedule).
 Each variant is compiled once more at validation sizes that are not tile multiples (B 1, H 2,
 1000 query rows over 1024 keys: a partial query tile at every tile height; a partial key tile is
 a kernel of its own, which the tests check), beside the unscheduled package as the reference.
@@ -22,7 +23,7 @@ and the peers through torch SDPA's cuDNN and flash backends (CUDA events, L2 flu
 30), then writes attention_rows.md and .json after every row.
 
 Usage: python3 bench/attention_rows.py prepare [--only ROW...] [--append L=D]... [--pin L=D]...
-                                               [--forbid L=D]... [--compile L=O]...
+                                               [--forbid L=D]... [--compile L=O]... [--schedule L=D]...
        python3 bench/attention_rows.py pack DEST
        python3 bench/attention_rows.py measure [--reps N] [--only ROW...] [--no-peers]
 Writes bench/out-attention/ (git-ignored; $NAUTILUS_ATTENTION_BENCH names another folder).
@@ -116,6 +117,9 @@ def prepare(only, variants):
                 continue
             if kind == "append":
                 schedules[label] = schedules["searched"] + decisions
+                continue
+            if kind == "schedule":
+                schedules[label] = decisions
                 continue
             pinned = os.path.join(OUT, "pk", f"{name}.{label}.json")
             pins = []
@@ -302,6 +306,7 @@ def main():
     p.add_argument("--pin", action="append", help="LABEL=D1;D2: a search with D1, D2 pinned")
     p.add_argument("--forbid", action="append", help="LABEL=D1;D2: a search with D1, D2 forbidden")
     p.add_argument("--compile", action="append", help="LABEL=O1;O2: the searched schedule compiled with options O1, O2")
+    p.add_argument("--schedule", action="append", help="LABEL=D1;D2: the decisions as written, no search")
     k = sub.add_parser("pack")
     k.add_argument("dest")
     m = sub.add_parser("measure")
@@ -311,7 +316,8 @@ def main():
     args = parser.parse_args()
     if args.step == "prepare":
         prepare(args.only, parse_variants(args.append, "append") + parse_variants(args.pin, "pin") +
-                parse_variants(args.forbid, "forbid") + parse_variants(args.compile, "compile"))
+                parse_variants(args.forbid, "forbid") + parse_variants(args.compile, "compile") +
+                parse_variants(args.schedule, "schedule"))
     elif args.step == "pack":
         pack(os.path.abspath(args.dest))
     else:

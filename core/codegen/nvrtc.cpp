@@ -230,6 +230,7 @@ const std::vector<std::pair<std::string, std::string>>& wgmma_serialization_code
       {"C7511", "wgmma serialized"},
       {"C7515", "wgmma serialized"},
       {"C7517", "wgmma serialized"},
+      {"C7520", "wgmma serialized"},
   };
   return codes;
 }

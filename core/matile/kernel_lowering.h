@@ -250,6 +250,7 @@ class KernelLowering {
   void retire_wgmma_reads(const VOp& op);
   // pingpong=1 (lower_hopper.cpp): the consumer warpgroups' turns on the tensor cores.
   void pingpong_seed();
+  void pingpong_end_loop();
   void pingpong_take_turn();
   void pingpong_pass_turn();
   void pingpong_drain();
@@ -425,6 +426,9 @@ class KernelLowering {
     // its turn before the next wgmma (the iteration's first), and whether it still has to pass
     // the turn on once that first group of MMAs is issued.
     bool turn_to_take = false, turn_to_pass = false;
+    // Whether each main loop seeds the turns and closes them itself (false in a persistent
+    // kernel's tile loop, whose consumers do both once, around the tile loop).
+    bool pingpong_per_tile = true;
   };
   WarpSpecialization ws_;
 };

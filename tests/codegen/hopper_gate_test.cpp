@@ -1,5 +1,5 @@
 // The Hopper gate of Nvrtc::compile (nvrtc.h): ptxas' wgmma serialization warnings (C7508,
-// C7511, C7515, C7517) and spills in Hopper kernels make an sm_90a compile fail with
+// C7511, C7515, C7517, C7520) and spills in Hopper kernels make an sm_90a compile fail with
 // CodegenError::Kind::Rejected, naming the kernel and the warning. The parser is checked on logs
 // as NVRTC 13.0 prints them; real compiles of small kernels that trigger C7508, C7517 and
 // spills check that NVRTC really prints those lines (skipped without NVRTC).
@@ -53,17 +53,22 @@ TEST(HopperGate, SerializationLinesNameTheirFunction) {
       "'gemm_b'\n"
       "ptxas info    : (C7517) warpgroup.wait is injected in around line 52 by compiler to allow "
       "use of registers defined by GMMA in function 'gemm_c'\n"
-      "ptxas info    : (C7999) some other note in function 'gemm_d'\n";
+      "ptxas info    : (C7999) some other note in function 'gemm_d'\n"
+      "ptxas info    : (C7520) Potential Performance Loss: wgmma.mma_async instructions are "
+      "serialized due to program dependence on compiler-inserted WG.AR in divergent path in the "
+      "function 'attention_e'\n";
   const std::vector<PtxasRejection> rejections = hopper_rejections(parse_ptxas_report(log), log, "");
-  ASSERT_EQ(rejections.size(), 3u);
+  ASSERT_EQ(rejections.size(), 4u);
   EXPECT_EQ(rejections[0].kernel, "gemm_a");
   EXPECT_EQ(rejections[0].code, "C7515");
   EXPECT_EQ(rejections[1].kernel, "gemm_b");
   EXPECT_EQ(rejections[1].code, "C7511");
   EXPECT_EQ(rejections[2].kernel, "gemm_c");
   EXPECT_EQ(rejections[2].code, "C7517");
+  EXPECT_EQ(rejections[3].kernel, "attention_e");
+  EXPECT_EQ(rejections[3].code, "C7520");
   // The C75xx performance lines are kept with the report's warnings.
-  EXPECT_EQ(parse_ptxas_report(log).warnings.size(), 3u);
+  EXPECT_EQ(parse_ptxas_report(log).warnings.size(), 4u);
 }
 
 TEST(HopperGate, SpillsRejectHopperKernelsOnly) {
