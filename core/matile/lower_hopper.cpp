@@ -194,6 +194,19 @@ void KernelLowering::plan_warp_specialization() {
       fail(dot + " has " + std::to_string(N) + " columns; wgmma takes 8 to 256, in steps of 8");
     }
     if (K % 16 != 0) fail(dot + " has a k extent of " + std::to_string(K) + ", not a multiple of 16");
+    // ptxas compiles the kernel under the registers of its launch (64K over every warpgroup's
+    // threads: 128 beside three consumers), whatever setmaxnreg grants later, and one wgmma
+    // holds its whole f32 accumulator fragment (N / 2 registers per thread) plus about 26 for
+    // its operands: m64n256 beside three consumers fails ("insufficient registers (128) ...
+    // register target of 154", CUDA 13), m64n192 compiles.
+    const int64_t launch_registers = 65536 / ((consumers + 1) * kWarpgroupThreads);
+    constexpr int64_t kWgmmaOperandRegisters = 26;
+    if (N / 2 + kWgmmaOperandRegisters > launch_registers) {
+      fail(dot + " has " + std::to_string(N) + " columns; one wgmma's accumulator (" +
+           std::to_string(N / 2) + " registers) and operands exceed the " +
+           std::to_string(launch_registers) + " registers ptxas compiles a kernel of " +
+           std::to_string(consumers + 1) + " warpgroups under; take fewer columns or consumers");
+    }
     for (const VOp* load : {plan.a.load, plan.b.load}) {
       if (!load) continue;  // A in registers
       const bool ring = std::find(ahead.begin(), ahead.end(), load) != ahead.end();

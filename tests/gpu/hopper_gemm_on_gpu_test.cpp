@@ -83,6 +83,10 @@ TEST_P(HopperGemmOnGpu, EmittedKernelMatchesTheInterpreter) {
   ASSERT_TRUE(emitted.ok()) << emitted.error().message;
   codegen::NvrtcOptions options;
   options.arch = codegen::GpuArch::Sm90a;
+  // This checks the hand-built protocol's results, not its speed: at 712 of k (12 k steps) ptxas
+  // serializes the fixture's wgmma (C7520, which the Hopper gate refuses) in both forms; at 328
+  // it does not (tests/codegen/emit_hopper_test.cpp compiles that one through the gate).
+  options.hopper_gate = false;
   auto compiled = (*codegen::Nvrtc::shared())->compile(emitted->source, "hopper_gemm.cu", options);
   ASSERT_TRUE(compiled.ok()) << compiled.error().message << "\n" << compiled.error().log;
   ASSERT_EQ(emitted->kernels.size(), 1u);

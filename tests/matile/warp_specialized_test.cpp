@@ -133,6 +133,17 @@ TEST(WarpSpecialized, RaggedSizesAreZeroFilledByTheTensorMaps) {
   expect_stage_matches_reference(compilation, driver::Stage::MATile, 9);
 }
 
+// ptxas compiles a kernel of four warpgroups under 128 registers per thread, whatever
+// setmaxnreg grants its consumers later: one m64n256 wgmma (128 accumulator registers and its
+// operands) does not fit there ("insufficient registers (128)"), an m64n192 one does.
+TEST(WarpSpecialized, ThreeConsumersTakeAtMost192Columns) {
+  const std::string wide = refusal(gemm_schedule(192, 256, 3, 3), {"M=384", "N=512", "K=256"});
+  EXPECT_NE(wide.find("registers ptxas compiles a kernel of 4 warpgroups under"), std::string::npos) << wide;
+  const driver::Compilation fits = compile("assets/specs/gemm.nt", gemm_schedule(192, 192, 3, 3),
+                                           {"M=384", "N=384", "K=256"}, "sm_90a");
+  EXPECT_TRUE(fits.ma_module) << fits.schedule_error;
+}
+
 TEST(WarpSpecialized, TheDecisionChecksItsArguments) {
   EXPECT_NE(refusal({"tile(C_sum, m=128, n=128, k=64)", "warp_spec(C_sum, consumers=4)"}, {}).find(
                 "consumers must be 0 to 3"),
