@@ -230,7 +230,7 @@ void KernelLowering::plan_warp_specialization() {
   // The consumers hold every dot result of the loop and every register A operand at once (the
   // scores, P and the output accumulator of attention): more than their setmaxnreg budget spills,
   // which a package build refuses. Beside the tiles, addresses, indices and the softmax's row
-  // values take about kConsumerScalarRegisters: measured with ptxas, a 128 x 176 attention tile
+  // values take about scalar_registers: measured with ptxas, a 128 x 176 attention tile
   // at d 128 (196 registers of tiles) spills under 232, a 128 x 128 one (160) does not.
   // Three consumers (160 registers each, FlashAttention-3's split for d 64) need no margin: the
   // 192 x 128 tile at d 64 (128 registers of tiles, 32 more carried when overlapped) compiles
@@ -238,7 +238,7 @@ void KernelLowering::plan_warp_specialization() {
   // overlapped (176) 8 bytes (ptxas of CUDA 13, 2026-11-27). With a partial last key tile the
   // overlapped 192 x 128 tile is at the edge: 1000 keys spill 12 bytes, 1100 and 2000 none.
   const bool tight_budget = consumers >= 3;
-  const int64_t kConsumerScalarRegisters = tight_budget ? 0 : 40;
+  const int64_t scalar_registers = tight_budget ? 0 : 40;
   const int64_t consumer_threads = int64_t{consumers} * kWarpgroupThreads;
   int64_t tile_registers = 0;
   for (const vrtile::OpPtr& inner : loop.body->ops) {
@@ -274,7 +274,7 @@ void KernelLowering::plan_warp_specialization() {
   // live beside them: measured with ptxas, a 128 x 128 attention tile at d 128 overlapped (192
   // registers of tiles) fits 232 when the keys fill whole tiles and spills 42 registers' worth
   // when they do not; at d 64 and d 80 (160 and 168) both fit.
-  int64_t deferred_registers = 0, others = kConsumerScalarRegisters;
+  int64_t deferred_registers = 0, others = scalar_registers;
   bool masked_tail = false;
   if (options_.overlap) {
     plan_overlap(loop);

@@ -150,6 +150,12 @@ struct Completion {
 Completion complete_program(const scalar::ProgramPtr& program,
                             const std::vector<sched::Decision>& forbids,
                             const std::vector<sched::Decision>& pending_pins);
+// Whether a completion has a kernel whose CTA tile has 192 rows but no warp_spec: the 192-row
+// tile is the form of three consumer warpgroups (64 rows each); as an mma.sync kernel it puts
+// 48 rows on each of 4 warps, which spilled (document-masked attention at d 64: 255 registers,
+// 168 bytes spilled).
+bool has_192_row_tile_without_warp_spec(const Completion& completion);
+
 // On sm_90a, `completion` with its dot kernels warp-specialized (the warp_spec candidates of
 // launch_candidates, 4 stages, for each nest whose schedule has no launch decision yet): a node
 // whose tiles pay off only on wgmma (a 128 x 256 GEMM tile) is estimated with that form before

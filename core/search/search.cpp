@@ -556,6 +556,16 @@ class Searcher {
           }
         }
       }
+      // A 192-row tile is estimated only in its warp-specialized form (three consumers).
+      completions.erase(std::remove_if(completions.begin(), completions.end(),
+                                       has_192_row_tile_without_warp_spec),
+                        completions.end());
+      if (completions.empty()) {
+        evaluated_.insert(id);
+        drop(id, "the tiles cannot be placed: a 192-row tile takes three consumer warpgroups of "
+                 "wgmma (sm_90a), and its warp-specialized form does not apply here");
+        continue;
+      }
       // Every variant also in the grouped tile orders (2-D grids of tiles only): which operand
       // tiles a wave shares in L2 depends on it as on the raster order, and like a raster order
       // it is estimated on the compiled module, so it adds no compile.

@@ -3,10 +3,13 @@
 // by 192 rows, and a 192-row tile is warp-specialized with three consumers of 64 rows each
 // (FlashAttention-3's d 64 form), never one or two, which its wgmma rows would refuse. A plain
 // GEMM is not tiled by 192 (measured slower on the H100).
+#include <memory>
 #include <string>
 
 #include <gtest/gtest.h>
 
+#include "core/cost/analytical_model.h"
+#include "core/cost/device_models.h"
 #include "tests/search/search_test_util.h"
 
 namespace nautilus {
@@ -37,6 +40,26 @@ TEST(WarpgroupTiles, A192RowAttentionTileIsEstimatedWithThreeConsumers) {
   }
   EXPECT_GT(three_consumers, 0);
   EXPECT_TRUE(estimated_leaf) << "no complete schedule with 192-row tiles and three consumers";
+}
+
+// Without wgmma (the A100's model, sm_80) a 192-row tile would be an mma.sync kernel of 48 rows
+// per warp, which spilled: such nodes are dropped with the reason, and no leaf has one.
+TEST(WarpgroupTiles, WithoutThreeConsumersA192RowTileIsDropped) {
+  const std::unique_ptr<cost::CostModel> a100 = cost::make_analytical_model(cost::a100_sxm());
+  const search::SearchInput input =
+      testing::asset_input("attention", {"B=2", "H=8", "M=2048", "N=2048", "D=64"});
+  const search::SearchResult result = testing::run(input, {}, *a100);
+  ASSERT_TRUE(result.ok) << result.error;
+  int dropped = 0;
+  for (const search::SearchNode& node : result.nodes) {
+    if (node.reason.find("a 192-row tile takes three consumer warpgroups") != std::string::npos) ++dropped;
+  }
+  EXPECT_GT(dropped, 0);
+  for (const search::LeafSchedule& leaf : search::complete_leaves(result)) {
+    for (const sched::Decision& d : leaf.schedule.decisions) {
+      EXPECT_EQ(sched::print_decision(d).find("m=192"), std::string::npos);
+    }
+  }
 }
 
 TEST(WarpgroupTiles, AGemmIsNotTiledBy192) {
