@@ -151,17 +151,28 @@ class Simulator {
     int first_warp = 0;
     const int64_t start = latest_clock();
     for (const matile::WarpRole& role : roles.roles) {
-      RoleRun run;
-      run.name = role.name;
-      run.first_warp = first_warp;
-      run.warps = 4 * role.warpgroups;
-      first_warp += run.warps;
-      run.clock = start;
-      for (int w = run.first_warp; w < run.first_warp + run.warps; ++w) {
-        warp_roles_[w] = {role.name, (w - run.first_warp) / 4};
+      // A role whose warpgroups take turns at per-warpgroup named barriers (ping-pong) runs
+      // each warpgroup on its own, so that one waits for its turn while another issues; other
+      // roles run their warpgroups together.
+      const bool apart = role.warpgroups > 1 && role.body && takes_turns(*role.body);
+      const int parts = apart ? role.warpgroups : 1;
+      const int role_first_warp = first_warp;
+      for (int part = 0; part < parts; ++part) {
+        RoleRun run;
+        run.name = role.name;
+        run.first_warp = first_warp;
+        run.warps = 4 * role.warpgroups / parts;
+        run.role_warps = 4 * role.warpgroups;
+        run.warpgroup = apart ? part : -1;
+        first_warp += run.warps;
+        run.clock = start;
+        run.scalars = scalars_;  // what the kernel computed before the roles
+        for (int w = run.first_warp; w < run.first_warp + run.warps; ++w) {
+          warp_roles_[w] = {role.name, (w - role_first_warp) / 4};
+        }
+        if (role.body) plan_role(*role.body, iterations, ahead, run);
+        runs.push_back(std::move(run));
       }
-      if (role.body) plan_role(*role.body, iterations, ahead, run);
-      runs.push_back(std::move(run));
     }
     // The iterations drawn are those of the first role that computes (its loop loads nothing by
     // TMA): a producer runs ahead of the consumers, so its iterations would not line up with the
@@ -215,6 +226,14 @@ class Simulator {
   struct RoleRun {
     std::string name;
     int first_warp = 0, warps = 0;
+    // The role's warps (more than `warps` when its warpgroups run apart) and, when they do,
+    // which warpgroup this run is (-1: the whole role). An op's work is the role's, each run
+    // doing its warps' share of it.
+    int role_warps = 0;
+    int warpgroup = -1;
+    // The scalars the run computed: each run has its own, since warpgroups running apart
+    // evaluate the same index ops for different iterations at the same time.
+    std::unordered_map<const matile::ValueNode*, int64_t> scalars;
     std::vector<RoleStep> steps;
     size_t next = 0;
     int64_t clock = 0;
@@ -265,6 +284,25 @@ class Simulator {
       pending.handoff.iteration = iteration;
       handoffs_.push_back(std::move(pending));
     }
+  }
+
+  // A run's part of an op's `arrivals`: all of them for a whole role; for a warpgroup running
+  // apart its share of the role's threads (every thread arrives), or all of them on warpgroup 0
+  // when they do not divide (an elected thread).
+  static int64_t arrivals_of_run(const RoleRun& run, int64_t arrivals) {
+    if (run.warpgroup < 0) return arrivals;
+    const int64_t parts = std::max(run.role_warps / std::max(run.warps, 1), 1);
+    if (arrivals % parts == 0) return arrivals / parts;
+    return run.warpgroup == 0 ? arrivals : 0;
+  }
+
+  // Whether a role's body has named barriers with per-warpgroup ids (ping-pong turns).
+  static bool takes_turns(const matile::Region& region) {
+    for (const matile::OpPtr& op : region.ops) {
+      if (op->kind == OpKind::NamedBarrier && !op->warpgroup_ids.empty()) return true;
+      if (op->body && takes_turns(*op->body)) return true;
+    }
+    return false;
   }
 
   void close_span(RoleRun& run) const {
@@ -358,6 +396,13 @@ class Simulator {
   // Executes the role's next step; false (nothing done) when it is an mbarrier wait whose phase
   // has not completed yet.
   bool role_step(RoleRun& run) {
+    std::swap(scalars_, run.scalars);
+    const bool moved = take_role_step(run);
+    std::swap(scalars_, run.scalars);
+    return moved;
+  }
+
+  bool take_role_step(RoleRun& run) {
     const RoleStep& step = run.steps[run.next];
     const Op& op = *step.op;
     if (step.iteration >= 0 && run.loop && run.loop->loop_var) {
@@ -399,7 +444,7 @@ class Simulator {
                      slot_text(op.mbarrier),
                  1, step);
         SlotState& slot = slot_state(op.mbarrier);
-        slot.pending -= std::max<int64_t>(op.arrivals_per_op, 1);
+        slot.pending -= arrivals_of_run(run, std::max<int64_t>(op.arrivals_per_op, 1));
         slot.tx += op.tx_bytes;
         contribute(slot, end, Source{run.first_warp, -1});
         maybe_complete(slot, arrivals_of(op.mbarrier));
@@ -439,7 +484,7 @@ class Simulator {
       }
       case OpKind::Wgmma: {
         const int64_t end = t + costs_.wgmma_issue;
-        const double flops = op_work(kernel_, op).tensor_flops;
+        const double flops = op_work(kernel_, op).tensor_flops * run.warps / std::max(run.role_warps, 1);
         const int64_t k_atoms = std::max<int64_t>(op.extent / 16, 1);
         const std::string text = "wgmma" + (op.results.empty() ? std::string() : " %" + op.results[0]->name);
         role_bar(run, t, end, OpClass::Mma, text, k_atoms, step);
@@ -461,8 +506,15 @@ class Simulator {
       }
       case OpKind::NamedBarrier: {
         // Each role arrives once per visit (its threads count); bar.sync then waits for the
-        // generation it arrived at to complete.
-        NamedState& barrier = named_[op.barrier_id];
+        // generation it arrived at to complete. With per-warpgroup ids (ping-pong), a warpgroup
+        // running apart uses its own id, and id 0 means it skips the op.
+        int barrier_id = op.barrier_id;
+        if (!op.warpgroup_ids.empty()) {
+          const size_t index = static_cast<size_t>(std::max(run.warpgroup, 0));
+          barrier_id = index < op.warpgroup_ids.size() ? op.warpgroup_ids[index] : 0;
+          if (barrier_id == 0) break;
+        }
+        NamedState& barrier = named_[barrier_id];
         if (!run.arrived) {
           run.arrived = true;
           run.generation = barrier.completed.size();
@@ -479,7 +531,7 @@ class Simulator {
           }
         }
         const std::string text = std::string(op.arrive_only ? "bar.arrive " : "bar.sync ") +
-                                 std::to_string(op.barrier_id) + ", " + std::to_string(op.barrier_threads);
+                                 std::to_string(barrier_id) + ", " + std::to_string(op.barrier_threads);
         if (op.arrive_only) {
           role_bar(run, t, t + sync, OpClass::Control, text, 1, step);
           run.clock = t + sync;
@@ -488,7 +540,7 @@ class Simulator {
           const int64_t ready = barrier.completed[run.generation];
           const int64_t end = std::max(t, ready) + sync;
           role_bar(run, t, end, OpClass::Wait, text, 1, step);
-          handoff(run, barrier.sources[run.generation], true, "bar " + std::to_string(op.barrier_id), ready,
+          handoff(run, barrier.sources[run.generation], true, "bar " + std::to_string(barrier_id), ready,
                   end, step.iteration);
           run.clock = end;
         }
@@ -515,7 +567,7 @@ class Simulator {
         break;
       }
       default: {
-        const WarpCost c = warp_cost_on(kernel_, op, costs_, run.warps);
+        const WarpCost c = warp_cost_on(kernel_, op, costs_, run.role_warps);
         role_bar(run, t, t + c.cycles, c.op_class, label(op), c.instructions, step);
         run.clock = t + c.cycles;
         evaluate_scalar(op);

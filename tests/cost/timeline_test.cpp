@@ -450,5 +450,41 @@ TEST(PipelineTimelineModel, NamedBarriersOrderTheConsumersTurns) {
   for (size_t k = 1; k < work_phases.size(); ++k) EXPECT_NE(work_phases[k]->row, work_phases[k - 1]->row) << k;
 }
 
+// The compiler's ping-pong attention (two consumer warpgroups of one role taking turns at
+// per-warpgroup named barriers): the timeline runs the role's warpgroups apart, so their
+// QKᵀ wgmmas take turns on the tensor cores instead of starting together, and each keeps its
+// own ring positions (the producer keeps refilling the stages they release).
+TEST(PipelineTimelineModel, PingPongWarpgroupsOfOneRoleTakeTurns) {
+  std::vector<std::string> decisions = nautilus::testing::warp_spec_attention(
+      {.key_tile = 128, .consumers = 2, .stages = 4, .overlap = true, .pingpong = true});
+  const matile::ModulePtr module =
+      testing::compile_ma("attention", {"B=1", "H=2", "M=2048", "N=2048", "D=64"}, decisions, "sm_90a");
+  ASSERT_TRUE(module);
+  TimelineOptions options;
+  options.iterations = 4;
+  const PipelineTimeline timeline = timeline_from_kernel(*module->kernels.at(0), options);
+  ASSERT_EQ(timeline.error, "");
+  // Rows 4 and 8: the first warps of the consumers' two warpgroups (row 0 is the producer's).
+  std::map<int, std::vector<int64_t>> wgmma_starts;
+  int loads = 0;
+  for (const TimelineBar& bar : timeline.bars) {
+    if (bar.iteration >= 0 && bar.label.rfind("wgmma", 0) == 0 && (bar.row == 4 || bar.row == 8)) {
+      wgmma_starts[bar.row].push_back(bar.start);
+    }
+    if (bar.row == 0 && bar.label.rfind("tma.load", 0) == 0) ++loads;
+  }
+  ASSERT_FALSE(wgmma_starts[4].empty());
+  ASSERT_EQ(wgmma_starts[4].size(), wgmma_starts[8].size());
+  for (size_t i = 0; i < wgmma_starts[4].size(); ++i) {
+    EXPECT_NE(wgmma_starts[4][i], wgmma_starts[8][i]) << i;
+  }
+  bool turn_handed_over = false;
+  for (const TimelineHandoff& handoff : timeline.handoffs) {
+    turn_handed_over |= handoff.named_barrier && handoff.from_row != handoff.to_row;
+  }
+  EXPECT_TRUE(turn_handed_over);
+  EXPECT_GT(loads, 2 * 4) << "the producer refills the ring beyond its first four stages";
+}
+
 }  // namespace
 }  // namespace nautilus::cost
