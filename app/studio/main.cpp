@@ -321,6 +321,10 @@ int main(int argc, char** argv) {
       if (panel == QStringLiteral("teaching")) return !window.teaching_panel()->estimating();
       if (panel == QStringLiteral("history")) return !window.history_panel()->busy();
       // The ImGui panels draw once they have the MA module (null: the placeholder is shown).
+      // A schedule that does not lower gives none: the panels then show the placeholder, and
+      // the window the error, at once.
+      const bool lowered = window.compilation() && window.compilation()->ma_module;
+      if (!lowered) return true;
       if (window.layout_panel() != nullptr && !window.layout_panel()->module()) return false;
       if (window.pipeline_panel() != nullptr && !window.pipeline_panel()->module()) return false;
       return true;
