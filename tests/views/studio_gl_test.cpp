@@ -13,6 +13,8 @@
 #include <QRegularExpression>
 #include <QLabel>
 #include <QPlainTextEdit>
+#include <QElapsedTimer>
+#include <QFile>
 #include <QProcess>
 #include <QSet>
 #include <QSpinBox>
@@ -221,6 +223,36 @@ TEST(StudioGlDocks, ScreenshotOfAGlPanelUnderXvfb) {
     // an empty GL surface has a handful of colours.
     EXPECT_GT(distinct_colours(image), 60) << panel.toStdString();
   }
+}
+
+// A schedule that does not lower leaves the GL panels without an MA module: the screenshot is
+// taken at once with their placeholder, not after the 120 s limit.
+TEST(StudioGlDocks, AScheduleThatDoesNotLowerIsShotAtOnce) {
+  if (!have_xvfb()) GTEST_SKIP() << "xvfb-run is not installed (apt-get install xvfb)";
+  QTemporaryDir directory;
+  // Three consumer warpgroups at d 128 with overlap: more registers than their 160.
+  const QString schedule = directory.filePath(QStringLiteral("refused.json"));
+  {
+    QFile file(schedule);
+    ASSERT_TRUE(file.open(QIODevice::WriteOnly));
+    file.write(R"json({"decisions": ["rolling_update(O_sum, n, tile=128)", "compute_at(S, Mx, n_o)",
+      "tile(O_sum_acc, m=192)", "reverse_compute_at(O, O_sum, m_o)",
+      "bind(O_sum_acc, b=grid.z, h=grid.y, m_o=grid.x)",
+      "warp_spec(O_sum_acc, consumers=3, stages=3, overlap=1)"]})json");
+  }
+  const QString png = directory.filePath(QStringLiteral("pipeline.png"));
+  QElapsedTimer clock;
+  clock.start();
+  const ProcessResult result = run_process(
+      QStringLiteral("xvfb-run"),
+      under_xvfb(QStringLiteral(NAUTILUS_STUDIO_PATH),
+                 {QStringLiteral("--screenshot"), png, QStringLiteral("--panel"), QStringLiteral("pipeline"),
+                  QStringLiteral("--arch"), QStringLiteral("sm_90a"), QStringLiteral("--schedule"), schedule,
+                  QStringLiteral("--size"), QStringLiteral("600x300"), attention_path()}),
+      studio_environment(directory), 60'000);
+  ASSERT_EQ(result.exit_code, 0) << result.output.toStdString();
+  EXPECT_LT(clock.elapsed(), 30'000);
+  EXPECT_FALSE(QImage(png).isNull()) << png.toStdString();
 }
 
 class StudioWindowUnderX : public ::testing::Test {
