@@ -2,8 +2,14 @@
 #pragma once
 
 #include <functional>
+#include <memory>
+#include <string>
 
+#include <gtest/gtest.h>
+
+#include "core/matile/interpreter.h"
 #include "core/matile/ir.h"
+#include "core/matile/visitor.h"
 
 namespace nautilus::testing {
 
@@ -38,6 +44,44 @@ inline const matile::Op* first_op(const matile::Region& region,
 
 inline int count_kind(const matile::Kernel& kernel, matile::OpKind kind) {
   return count_ops(*kernel.body, [&](const matile::Op& op) { return op.kind == kind; });
+}
+
+// The kernel body's warp-roles op; nullptr when the kernel is not warp-specialized.
+inline const matile::Op* roles_op(const matile::Kernel& kernel) {
+  for (const matile::OpPtr& op : kernel.body->ops) {
+    if (op->kind == matile::OpKind::Roles) return op.get();
+  }
+  return nullptr;
+}
+
+// `module` with the first op of warp role `role_name` (in its first kernel) that `drop` picks
+// left out: a broken protocol for the interpreter's race and deadlock checks.
+inline matile::ModulePtr without_op(const matile::ModulePtr& module, const std::string& role_name,
+                                    const std::function<bool(const matile::Op&)>& drop) {
+  const matile::KernelPtr& kernel = module->kernels.at(0);
+  const matile::Op* roles = roles_op(*kernel);
+  const matile::Region* role_body = nullptr;
+  if (roles) {
+    for (const matile::WarpRole& role : roles->roles) {
+      if (role.name == role_name) role_body = role.body.get();
+    }
+  }
+  const matile::Op* target = role_body ? first_op(*role_body, drop) : nullptr;
+  EXPECT_TRUE(target) << "no op to drop in role " << role_name;
+  matile::Rebuilder rebuilder(*kernel);
+  matile::KernelPtr broken = rebuilder.run(
+      kernel, [&](const matile::Op& original, const matile::OpPtr& renamed, matile::Rebuilder& out) {
+        if (&original != target) out.emit(renamed);
+      });
+  auto out = std::make_shared<matile::Module>(*module);
+  out->kernels[0] = broken;
+  return out;
+}
+
+// An interpreter failure in one line: its kind, message and op.
+inline std::string describe_failure(const matile::InterpretResult& result) {
+  return std::string(matile::interpret_error_kind_name(result.error_kind)) + ": " + result.error +
+         "\n  op: " + result.error_op;
 }
 
 }  // namespace nautilus::testing

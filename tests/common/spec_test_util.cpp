@@ -83,6 +83,15 @@ driver::Compilation compile_scheduled(const std::string& path, const std::vector
   return compile_scheduled(file, decisions, sizes, std::move(options));
 }
 
+driver::Compilation compile_for_arch(const std::string& path, const std::vector<std::string>& decisions,
+                                     const std::vector<std::string>& sizes, const std::string& arch,
+                                     driver::Stage last) {
+  driver::CompileOptions options;
+  options.last_stage = last;
+  options.matile.arch = arch;
+  return compile_scheduled(path, decisions, sizes, std::move(options));
+}
+
 driver::Compilation compile_scheduled(const SourceFilePtr& file, const std::vector<std::string>& decisions,
                                       const std::vector<std::string>& sizes,
                                       driver::CompileOptions options) {

@@ -25,6 +25,12 @@ driver::Compilation compile_scheduled(const SourceFilePtr& file, const std::vect
                                       const std::vector<std::string>& sizes,
                                       driver::CompileOptions options);
 
+// compile_scheduled of a spec file down to `last` (MA tile IR by default), lowered for `arch`
+// (sm_90a: TMA, wgmma and warp roles where the schedule asks for them).
+driver::Compilation compile_for_arch(const std::string& path, const std::vector<std::string>& decisions,
+                                     const std::vector<std::string>& sizes, const std::string& arch = "sm_90a",
+                                     driver::Stage last = driver::Stage::MATile);
+
 // Compiles spec text given inline.
 driver::Compilation compile_text(const std::string& text, const std::vector<std::string>& sizes = {});
 

@@ -26,20 +26,14 @@
 namespace nautilus::matile {
 namespace {
 
+using nautilus::testing::compile_for_arch;
+using nautilus::testing::roles_op;
+using nautilus::testing::without_op;
 using nautilus::testing::count_kind;
 using nautilus::testing::count_ops;
 
 int ops_of(const Region& region, OpKind kind) {
   return count_ops(region, [&](const Op& op) { return op.kind == kind; });
-}
-
-driver::Compilation compile(const std::string& spec, const std::vector<std::string>& decisions,
-                            const std::vector<std::string>& sizes,
-                            driver::Stage last = driver::Stage::MATile) {
-  driver::CompileOptions options;
-  options.last_stage = last;
-  options.matile.arch = "sm_90a";
-  return nautilus::testing::compile_scheduled(spec, decisions, sizes, options);
 }
 
 std::vector<std::string> gemm_schedule(const std::string& persistent = "persistent(C_sum, scheduler=dynamic)") {
@@ -77,17 +71,10 @@ void expect_matches_reference(const driver::Compilation& compilation, int64_t ct
   }
 }
 
-const Op* roles_of(const Kernel& kernel) {
-  for (const OpPtr& op : kernel.body->ops) {
-    if (op->kind == OpKind::Roles) return op.get();
-  }
-  return nullptr;
-}
-
 TEST(DynamicTiles, GemmTakesItsTilesFromTheCounterAndMatchesTheReference) {
   // 2 x 3 tiles of 128 x 128 (M, N not multiples), 5 k steps around a ring of 3.
   const driver::Compilation compilation =
-      compile("assets/specs/gemm.nt", gemm_schedule(), {"M=200", "N=296", "K=320"});
+      compile_for_arch("assets/specs/gemm.nt", gemm_schedule(), {"M=200", "N=296", "K=320"});
   ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error;
   const Kernel& kernel = *compilation.ma_module->kernels.at(0);
   EXPECT_TRUE(kernel.persistent);
@@ -100,7 +87,7 @@ TEST(DynamicTiles, GemmTakesItsTilesFromTheCounterAndMatchesTheReference) {
   for (const Buffer& buffer : compilation.ma_module->allocations) in_module |= buffer == counter;
   EXPECT_TRUE(in_module);
   // The producer fetches once per tile; every role reads the ring once per tile.
-  const Op* roles = roles_of(kernel);
+  const Op* roles = roles_op(kernel);
   ASSERT_TRUE(roles);
   for (const WarpRole& role : roles->roles) {
     EXPECT_EQ(ops_of(*role.body, OpKind::TileFetch), role.name == "producer" ? 1 : 0) << role.name;
@@ -130,7 +117,7 @@ TEST(DynamicTiles, AttentionPlainAndCausalLongestFirstMatchTheReference) {
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.spec + (c.overlap ? " overlap" : ""));
-    const driver::Compilation compilation = compile(c.spec, attention_schedule(c.causal, c.overlap), c.sizes);
+    const driver::Compilation compilation = compile_for_arch(c.spec, attention_schedule(c.causal, c.overlap), c.sizes);
     ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error;
     const Kernel& kernel = *compilation.ma_module->kernels.at(0);
     EXPECT_TRUE(kernel.dynamic_tiles);
@@ -141,26 +128,6 @@ TEST(DynamicTiles, AttentionPlainAndCausalLongestFirstMatchTheReference) {
       for (uint64_t seed : {0u, 5u}) expect_matches_reference(compilation, ctas, seed);
     }
   }
-}
-
-// `module` without the first op of `role` that `drop` picks.
-ModulePtr without_op(const ModulePtr& module, const std::string& role_name,
-                     const std::function<bool(const Op&)>& drop) {
-  const KernelPtr& kernel = module->kernels.at(0);
-  const Op* roles = roles_of(*kernel);
-  const Region* role_body = nullptr;
-  for (const WarpRole& role : roles->roles) {
-    if (role.name == role_name) role_body = role.body.get();
-  }
-  const Op* target = nautilus::testing::first_op(*role_body, drop);
-  EXPECT_TRUE(target) << "no op to drop in role " << role_name;
-  Rebuilder rebuilder(*kernel);
-  KernelPtr broken = rebuilder.run(kernel, [&](const Op& original, const OpPtr& renamed, Rebuilder& out) {
-    if (&original != target) out.emit(renamed);
-  });
-  auto out = std::make_shared<Module>(*module);
-  out->kernels[0] = broken;
-  return out;
 }
 
 InterpretResult run_broken(const driver::Compilation& compilation, const ModulePtr& broken, uint64_t seed) {
@@ -182,7 +149,7 @@ int barrier_index(const Kernel& kernel, const std::string& name) {
 
 TEST(DynamicTiles, AReadBeforeTheFetchLandedIsCaught) {
   const driver::Compilation compilation =
-      compile("assets/specs/gemm.nt", gemm_schedule(), {"M=512", "N=256", "K=128"});
+      compile_for_arch("assets/specs/gemm.nt", gemm_schedule(), {"M=512", "N=256", "K=128"});
   ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error;
   const int full = barrier_index(*compilation.ma_module->kernels.at(0), "tile_full");
   ASSERT_GE(full, 0);
@@ -199,7 +166,7 @@ TEST(DynamicTiles, ARingSlotRefilledBeforeEveryRoleReadItIsCaught) {
   // 8 tiles on 2 CTAs: the producer, free of the operand ring for a while, would refill slot 0
   // with the third tile's fetch while the consumers still have the first tile's index to read.
   const driver::Compilation compilation =
-      compile("assets/specs/gemm.nt", gemm_schedule(), {"M=512", "N=256", "K=64"});
+      compile_for_arch("assets/specs/gemm.nt", gemm_schedule(), {"M=512", "N=256", "K=64"});
   ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error;
   const int empty = barrier_index(*compilation.ma_module->kernels.at(0), "tile_empty");
   ASSERT_GE(empty, 0);
@@ -220,7 +187,7 @@ TEST(DynamicTiles, ARingSlotRefilledBeforeEveryRoleReadItIsCaught) {
 
 TEST(DynamicTiles, TheStaticSchedulerStaysAvailable) {
   const driver::Compilation compilation =
-      compile("assets/specs/gemm.nt", gemm_schedule("persistent(C_sum, scheduler=static)"),
+      compile_for_arch("assets/specs/gemm.nt", gemm_schedule("persistent(C_sum, scheduler=static)"),
               {"M=200", "N=296", "K=320"});
   ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error;
   const Kernel& kernel = *compilation.ma_module->kernels.at(0);
@@ -245,8 +212,8 @@ TEST(DynamicTiles, SchedulerArgumentErrorsSayWhatIsExpected) {
   };
   for (const Case& c : cases) {
     const driver::Compilation compilation =
-        compile("assets/specs/gemm.nt", gemm_schedule(c.decision), {"M=256", "N=256", "K=64"},
-                driver::Stage::Scalar);
+        compile_for_arch("assets/specs/gemm.nt", gemm_schedule(c.decision), {"M=256", "N=256", "K=64"},
+                "sm_90a", driver::Stage::Scalar);
     EXPECT_NE(compilation.schedule_error.find(c.expected), std::string::npos)
         << c.decision << ": " << compilation.schedule_error;
     EXPECT_NE(compilation.schedule_error.find("persistent(BLOCK, scheduler=dynamic|static)"), std::string::npos)
@@ -256,8 +223,8 @@ TEST(DynamicTiles, SchedulerArgumentErrorsSayWhatIsExpected) {
 
 TEST(DynamicTiles, TheEmittedKernelFetchesTilesAndCompilesForSm90a) {
   const driver::Compilation compilation =
-      compile("assets/specs/causal_attention.nt", attention_schedule(true, true),
-              {"B=1", "H=2", "M=300", "N=300", "D=64"}, driver::Stage::Cuda);
+      compile_for_arch("assets/specs/causal_attention.nt", attention_schedule(true, true),
+              {"B=1", "H=2", "M=300", "N=300", "D=64"}, "sm_90a", driver::Stage::Cuda);
   ASSERT_TRUE(compilation.cuda) << compilation.schedule_error << compilation.internal_error;
   const codegen::EmittedKernel& launch = compilation.cuda->kernels.at(0);
   EXPECT_TRUE(launch.persistent);

@@ -16,25 +16,22 @@
 #include "core/matile/verifier.h"
 #include "core/support/rng.h"
 #include "tests/common/hopper_kernels.h"
+#include "tests/common/matile_ops.h"
 
 namespace nautilus::matile {
 namespace {
 
+using nautilus::testing::describe_failure;
 using testing::HopperBug;
 using testing::HopperGemmShape;
 using testing::hopper_gemm;
 using testing::hopper_gemm_inputs;
 
-std::string describe(const InterpretResult& result) {
-  return std::string(interpret_error_kind_name(result.error_kind)) + ": " + result.error +
-         "\n  op: " + result.error_op;
-}
-
 // C must equal the f32 sum in increasing k rounded to bf16 (the wgmma semantics) exactly, and
 // the float64 product within bf16's rounding.
 void expect_gemm_output(const HopperGemmShape& shape, const TensorMap& inputs,
                         const InterpretResult& result) {
-  ASSERT_TRUE(result.ok) << describe(result);
+  ASSERT_TRUE(result.ok) << describe_failure(result);
   const TensorData& a = inputs.at("A");
   const TensorData& b = inputs.at("B");
   const TensorData& c = result.outputs.at("C");
@@ -117,9 +114,9 @@ void expect_caught(const BrokenCase& broken, uint64_t seed) {
   options.schedule_seed = seed;
   const InterpretResult result = interpret(*module, hopper_gemm_inputs(shape, 5), options);
   ASSERT_FALSE(result.ok) << "seed " << seed;
-  EXPECT_EQ(result.error_kind, broken.kind) << "seed " << seed << ": " << describe(result);
+  EXPECT_EQ(result.error_kind, broken.kind) << "seed " << seed << ": " << describe_failure(result);
   EXPECT_NE(result.error.find(broken.message), std::string::npos)
-      << "seed " << seed << ": " << describe(result);
+      << "seed " << seed << ": " << describe_failure(result);
 }
 
 class BrokenPipeline : public ::testing::TestWithParam<BrokenCase> {};
@@ -293,7 +290,7 @@ TEST(Hopper, WgmmaWithRegisterA) {
       EXPECT_EQ(result.error_kind, InterpretErrorKind::WgmmaFenceMissing) << result.error;
       continue;
     }
-    ASSERT_TRUE(result.ok) << describe(result);
+    ASSERT_TRUE(result.ok) << describe_failure(result);
     const std::vector<double>& got = result.outputs.at("C").values;
     for (int64_t i = 0; i < 64; ++i) {
       for (int64_t j = 0; j < 16; ++j) {

@@ -22,17 +22,11 @@
 namespace nautilus::matile {
 namespace {
 
+using nautilus::testing::compile_for_arch;
+using nautilus::testing::roles_op;
+using nautilus::testing::without_op;
 using nautilus::testing::count_kind;
 using nautilus::testing::count_ops;
-
-driver::Compilation compile(const std::string& spec, const std::vector<std::string>& decisions,
-                            const std::vector<std::string>& sizes,
-                            driver::Stage last = driver::Stage::MATile) {
-  driver::CompileOptions options;
-  options.last_stage = last;
-  options.matile.arch = "sm_90a";
-  return nautilus::testing::compile_scheduled(spec, decisions, sizes, options);
-}
 
 std::vector<std::string> gemm_schedule(bool persistent, int group = 1) {
   std::vector<std::string> d = {"tile(C_sum, m=128, n=128, k=64)", "reverse_compute_at(C, C_sum, n_o)",
@@ -69,13 +63,6 @@ void expect_matches_reference(const driver::Compilation& compilation, int64_t ct
   }
 }
 
-const Op* roles_of(const Kernel& kernel) {
-  for (const OpPtr& op : kernel.body->ops) {
-    if (op->kind == OpKind::Roles) return op.get();
-  }
-  return nullptr;
-}
-
 int tile_loops(const Region& region) {
   return count_ops(region, [](const Op& op) { return op.kind == OpKind::For && op.tile_loop; });
 }
@@ -84,12 +71,12 @@ TEST(Persistent, EachRoleWalksTheTilesAndTheRingContinuesAcrossThem) {
   // 2 x 3 tiles of 128 x 128, 5 k steps each around a ring of 3: the ring's position at a
   // tile's start is not a multiple of its stages, so a ring restarted per tile would deadlock.
   const driver::Compilation compilation =
-      compile("assets/specs/gemm.nt", gemm_schedule(true), {"M=200", "N=296", "K=320"});
+      compile_for_arch("assets/specs/gemm.nt", gemm_schedule(true), {"M=200", "N=296", "K=320"});
   ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error;
   const Kernel& kernel = *compilation.ma_module->kernels.at(0);
   EXPECT_TRUE(kernel.persistent);
   ASSERT_EQ(kernel.grid.size(), 2u);  // the tile space keeps its axes
-  const Op* roles = roles_of(kernel);
+  const Op* roles = roles_op(kernel);
   ASSERT_TRUE(roles);
   for (const WarpRole& role : roles->roles) EXPECT_EQ(tile_loops(*role.body), 1) << role.name;
   const std::string text = print_module(*compilation.ma_module);
@@ -102,7 +89,7 @@ TEST(Persistent, EachRoleWalksTheTilesAndTheRingContinuesAcrossThem) {
 
 TEST(Persistent, AGroupedTileOrderIsWalkedByTheTileLoops) {
   const driver::Compilation compilation =
-      compile("assets/specs/gemm.nt", gemm_schedule(true, 2), {"M=600", "N=304", "K=136"});
+      compile_for_arch("assets/specs/gemm.nt", gemm_schedule(true, 2), {"M=600", "N=304", "K=136"});
   ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error;
   EXPECT_EQ(compilation.ma_module->kernels.at(0)->tile_group, 2);
   for (int64_t ctas : {3, 5}) expect_matches_reference(compilation, ctas, 1);
@@ -124,7 +111,7 @@ TEST(Persistent, AttentionWithItsQueryTileCopiedOncePerTileMatchesTheReference) 
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.spec + (c.overlap ? " overlap" : ""));
-    const driver::Compilation compilation = compile(c.spec, attention_schedule(c.causal, c.overlap), c.sizes);
+    const driver::Compilation compilation = compile_for_arch(c.spec, attention_schedule(c.causal, c.overlap), c.sizes);
     ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error;
     const Kernel& kernel = *compilation.ma_module->kernels.at(0);
     bool once_empty = false;
@@ -132,26 +119,6 @@ TEST(Persistent, AttentionWithItsQueryTileCopiedOncePerTileMatchesTheReference) 
     EXPECT_TRUE(once_empty);
     for (uint64_t seed : {0u, 5u}) expect_matches_reference(compilation, 2, seed);
   }
-}
-
-// `kernel` without the first op of `role` that `drop` picks.
-ModulePtr without_op(const ModulePtr& module, const std::string& role_name,
-                     const std::function<bool(const Op&)>& drop) {
-  const KernelPtr& kernel = module->kernels.at(0);
-  const Op* roles = roles_of(*kernel);
-  const Region* role_body = nullptr;
-  for (const WarpRole& role : roles->roles) {
-    if (role.name == role_name) role_body = role.body.get();
-  }
-  const Op* target = nautilus::testing::first_op(*role_body, drop);
-  EXPECT_TRUE(target) << "no op to drop in role " << role_name;
-  Rebuilder rebuilder(*kernel);
-  KernelPtr broken = rebuilder.run(kernel, [&](const Op& original, const OpPtr& renamed, Rebuilder& out) {
-    if (&original != target) out.emit(renamed);
-  });
-  auto out = std::make_shared<Module>(*module);
-  out->kernels[0] = broken;
-  return out;
 }
 
 InterpretResult run_broken(const driver::Compilation& compilation, const ModulePtr& broken) {
@@ -183,7 +150,7 @@ TEST(Persistent, AStagingBufferReusedWithoutABarrierIsCaught) {
 
 TEST(Persistent, AStagingBufferRewrittenWhileItsTmaStoreReadsIsCaught) {
   const driver::Compilation compilation =
-      compile("assets/specs/gemm.nt", gemm_schedule(true), {"M=256", "N=256", "K=128"});
+      compile_for_arch("assets/specs/gemm.nt", gemm_schedule(true), {"M=256", "N=256", "K=128"});
   ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error;
   // The wait for the previous tile's TMA store to have read the staging tile, before stmatrix.
   const ModulePtr broken = without_op(compilation.ma_module, "consumers",
@@ -195,7 +162,7 @@ TEST(Persistent, AStagingBufferRewrittenWhileItsTmaStoreReadsIsCaught) {
 }
 
 TEST(Persistent, AQueryTileRecopiedBeforeTheConsumersAreDoneIsCaught) {
-  const driver::Compilation compilation = compile(
+  const driver::Compilation compilation = compile_for_arch(
       "assets/specs/attention.nt", attention_schedule(false, false), {"B=1", "H=2", "M=256", "N=128", "D=64"});
   ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error;
   const Kernel& kernel = *compilation.ma_module->kernels.at(0);
@@ -215,7 +182,7 @@ TEST(Persistent, AQueryTileRecopiedBeforeTheConsumersAreDoneIsCaught) {
 }
 
 TEST(Persistent, KernelsWithoutWarpSpecializationKeepOneCtaPerTileAndSaySo) {
-  const driver::Compilation compilation = compile(
+  const driver::Compilation compilation = compile_for_arch(
       "assets/specs/gemm.nt",
       {"tile(C_sum, m=64, n=64, k=32)", "reverse_compute_at(C, C_sum, n_o)",
        "bind(C_sum, m_o=grid.y, n_o=grid.x)", "persistent(C_sum)"},
@@ -230,15 +197,15 @@ TEST(Persistent, KernelsWithoutWarpSpecializationKeepOneCtaPerTileAndSaySo) {
 
 TEST(Persistent, TheDecisionNeedsATileOnTheGrid) {
   const driver::Compilation compilation =
-      compile("assets/specs/gemm.nt", {"tile(C_sum, m=64, n=64, k=32)", "persistent(C_sum)"},
-              {"M=128", "N=128", "K=64"}, driver::Stage::Scalar);
+      compile_for_arch("assets/specs/gemm.nt", {"tile(C_sum, m=64, n=64, k=32)", "persistent(C_sum)"},
+              {"M=128", "N=128", "K=64"}, "sm_90a", driver::Stage::Scalar);
   EXPECT_NE(compilation.schedule_error.find("binds no loop to the grid"), std::string::npos)
       << compilation.schedule_error;
 }
 
 TEST(Persistent, TheEmittedKernelLoopsOverItsTilesAndAsksForAClampedGrid) {
   const driver::Compilation compilation =
-      compile("assets/specs/gemm.nt", gemm_schedule(true, 2), {"M=600", "N=304", "K=136"}, driver::Stage::Cuda);
+      compile_for_arch("assets/specs/gemm.nt", gemm_schedule(true, 2), {"M=600", "N=304", "K=136"}, "sm_90a", driver::Stage::Cuda);
   ASSERT_TRUE(compilation.cuda) << compilation.schedule_error << compilation.internal_error;
   const codegen::EmittedKernel& launch = compilation.cuda->kernels.at(0);
   EXPECT_TRUE(launch.persistent);

@@ -25,17 +25,15 @@
 namespace nautilus::matile {
 namespace {
 
+using nautilus::testing::compile_for_arch;
+using nautilus::testing::roles_op;
+using nautilus::testing::describe_failure;
 using nautilus::testing::count_ops;
 using nautilus::testing::expect_stage_matches_reference;
 using testing::HopperBug;
 using testing::HopperGemmShape;
 using testing::hopper_gemm;
 using testing::hopper_gemm_inputs;
-
-std::string describe(const InterpretResult& result) {
-  return std::string(interpret_error_kind_name(result.error_kind)) + ": " + result.error +
-         "\n  op: " + result.error_op;
-}
 
 HopperGemmShape pingpong_shape() {
   HopperGemmShape shape{72, 40, 200, 2};
@@ -57,12 +55,12 @@ TEST(PingPong, HandBuiltGemmMatchesInEveryInterleaving) {
   HopperGemmShape lockstep = shape;
   lockstep.pingpong = false;
   const InterpretResult reference = interpret(*hopper_gemm(lockstep), inputs);
-  ASSERT_TRUE(reference.ok) << describe(reference);
+  ASSERT_TRUE(reference.ok) << describe_failure(reference);
   for (uint64_t seed : {0u, 1u, 2u, 3u, 4u}) {
     InterpretOptions options;
     options.schedule_seed = seed;
     const InterpretResult result = interpret(*module, inputs, options);
-    ASSERT_TRUE(result.ok) << "seed " << seed << ": " << describe(result);
+    ASSERT_TRUE(result.ok) << "seed " << seed << ": " << describe_failure(result);
     EXPECT_EQ(result.outputs.at("C").values, reference.outputs.at("C").values) << "seed " << seed;
     // 4 k steps: per warpgroup 4 turns passed (bar.arrive), plus the seed; one CTA per
     // 128 x 64 tile: 1 x 1 tiles.
@@ -93,9 +91,9 @@ TEST(PingPong, BrokenBarrierSequencesAreCaught) {
       options.schedule_seed = seed;
       const InterpretResult result = interpret(*hopper_gemm(shape, broken.bug), hopper_gemm_inputs(shape, 5), options);
       ASSERT_FALSE(result.ok) << "seed " << seed;
-      EXPECT_EQ(result.error_kind, broken.kind) << "seed " << seed << ": " << describe(result);
+      EXPECT_EQ(result.error_kind, broken.kind) << "seed " << seed << ": " << describe_failure(result);
       for (const std::string& piece : broken.message) {
-        EXPECT_NE(result.error.find(piece), std::string::npos) << piece << " in " << describe(result);
+        EXPECT_NE(result.error.find(piece), std::string::npos) << piece << " in " << describe_failure(result);
       }
     }
   }
@@ -109,8 +107,8 @@ TEST(PingPong, ARaceBetweenWarpgroupsRunningApartIsCaught) {
   const InterpretResult result =
       interpret(*hopper_gemm(shape, HopperBug::EpilogueBarrierPerWarpgroup), hopper_gemm_inputs(shape, 5));
   ASSERT_FALSE(result.ok);
-  EXPECT_EQ(result.error_kind, InterpretErrorKind::UnsynchronizedRead) << describe(result);
-  EXPECT_NE(result.error.find("written by role consumers warpgroup 1"), std::string::npos) << describe(result);
+  EXPECT_EQ(result.error_kind, InterpretErrorKind::UnsynchronizedRead) << describe_failure(result);
+  EXPECT_NE(result.error.find("written by role consumers warpgroup 1"), std::string::npos) << describe_failure(result);
 }
 
 // Kernels without per-warpgroup barriers keep their lockstep roles; with split_warpgroups their
@@ -122,27 +120,19 @@ TEST(PingPong, WarpgroupsRunApartOnRequestGiveTheSameResult) {
   const ModulePtr module = hopper_gemm(shape);
   const TensorMap inputs = hopper_gemm_inputs(shape, 4);
   const InterpretResult lockstep = interpret(*module, inputs);
-  ASSERT_TRUE(lockstep.ok) << describe(lockstep);
+  ASSERT_TRUE(lockstep.ok) << describe_failure(lockstep);
   for (uint64_t seed : {0u, 3u}) {
     InterpretOptions options;
     options.split_warpgroups = true;
     options.schedule_seed = seed;
     const InterpretResult apart = interpret(*module, inputs, options);
-    ASSERT_TRUE(apart.ok) << describe(apart);
+    ASSERT_TRUE(apart.ok) << describe_failure(apart);
     EXPECT_EQ(apart.outputs.at("C").values, lockstep.outputs.at("C").values);
     EXPECT_EQ(apart.instructions.at("wgmma.m64n64k16"), lockstep.instructions.at("wgmma.m64n64k16"));
   }
 }
 
 // ---- the lowering's ping-pong from the math
-
-driver::Compilation compile(const std::string& spec, const std::vector<std::string>& decisions,
-                            const std::vector<std::string>& sizes) {
-  driver::CompileOptions options;
-  options.last_stage = driver::Stage::MATile;
-  options.matile.arch = "sm_90a";
-  return nautilus::testing::compile_scheduled(spec, decisions, sizes, options);
-}
 
 std::vector<std::string> gemm_schedule(const std::string& warp_spec) {
   return {"tile(C_sum, m=128, n=128, k=64)", "reverse_compute_at(C, C_sum, n_o)",
@@ -152,13 +142,6 @@ std::vector<std::string> gemm_schedule(const std::string& warp_spec) {
 std::vector<std::string> attention_schedule(bool causal, int stages, bool overlap, bool pingpong) {
   return nautilus::testing::warp_spec_attention(
       {.causal = causal, .stages = stages, .overlap = overlap, .pingpong = pingpong});
-}
-
-const Op* roles_op(const Kernel& kernel) {
-  for (const OpPtr& op : kernel.body->ops) {
-    if (op->kind == OpKind::Roles) return op.get();
-  }
-  return nullptr;
 }
 
 // The consumers' per-warpgroup barriers, printed ("bar.sync [1, 2] by warpgroup, 256", ...).
@@ -185,7 +168,7 @@ void expect_same_in_random_interleavings(const driver::Compilation& compilation,
     InterpretOptions options;
     options.schedule_seed = schedule;
     const InterpretResult result = interpret(*compilation.ma_module, evaluated.inputs, options);
-    ASSERT_TRUE(result.ok) << describe(result);
+    ASSERT_TRUE(result.ok) << describe_failure(result);
     for (const auto& [name, data] : evaluated.actual) {
       EXPECT_EQ(result.outputs.at(name).values, data.values) << name << " interleaving " << schedule;
     }
@@ -194,7 +177,7 @@ void expect_same_in_random_interleavings(const driver::Compilation& compilation,
 
 TEST(PingPong, GemmTakesTurnsAndMatchesTheReference) {
   const driver::Compilation compilation =
-      compile("assets/specs/gemm.nt", gemm_schedule("warp_spec(C_sum, consumers=2, stages=3, pingpong=1)"),
+      compile_for_arch("assets/specs/gemm.nt", gemm_schedule("warp_spec(C_sum, consumers=2, stages=3, pingpong=1)"),
               {"M=200", "N=136", "K=328"});
   ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error;
   const Kernel& kernel = *compilation.ma_module->kernels.at(0);
@@ -225,7 +208,7 @@ TEST(PingPong, AttentionPlainAndCausalWithAndWithoutOverlapMatchTheReference) {
     const std::string what = c.spec + (c.overlap ? " overlap=1 " : " ") + c.sizes[2];
     SCOPED_TRACE(what);
     const driver::Compilation compilation =
-        compile(c.spec, attention_schedule(c.causal, c.stages, c.overlap, true), c.sizes);
+        compile_for_arch(c.spec, attention_schedule(c.causal, c.stages, c.overlap, true), c.sizes);
     ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error;
     const std::vector<std::string> barriers = turn_barriers(*compilation.ma_module->kernels.at(0));
     // Each main loop (the causal one split into its unmasked and masked halves, the overlapped
@@ -250,7 +233,7 @@ TEST(PingPong, PersistentCtasTakeTurnsTileAfterTile) {
     std::vector<std::string> decisions = attention_schedule(true, 3, overlap, true);
     decisions.push_back("persistent(O_sum_acc)");
     const driver::Compilation compilation =
-        compile("assets/specs/causal_attention.nt", decisions, {"B=1", "H=2", "M=520", "N=520", "D=64"});
+        compile_for_arch("assets/specs/causal_attention.nt", decisions, {"B=1", "H=2", "M=520", "N=520", "D=64"});
     ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error;
     const Kernel& kernel = *compilation.ma_module->kernels.at(0);
     EXPECT_TRUE(kernel.persistent);
@@ -285,7 +268,7 @@ TEST(PingPong, ThreeConsumersPassTheTurnAround) {
   decisions[2] = "tile(O_sum_acc, m=192)";
   decisions.back() = "warp_spec(O_sum_acc, consumers=3, stages=3, overlap=1, pingpong=1)";
   const driver::Compilation compilation =
-      compile("assets/specs/attention.nt", decisions, {"B=1", "H=2", "M=400", "N=296", "D=64"});
+      compile_for_arch("assets/specs/attention.nt", decisions, {"B=1", "H=2", "M=400", "N=296", "D=64"});
   ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error;
   const std::vector<std::string> barriers = turn_barriers(*compilation.ma_module->kernels.at(0));
   EXPECT_NE(std::find(barriers.begin(), barriers.end(), "bar.sync [1, 2, 3] by warpgroup, 256"), barriers.end());
@@ -297,7 +280,7 @@ TEST(PingPong, ThreeConsumersPassTheTurnAround) {
 // overlap=1 follows FlashAttention-3: in the steady loop the turn is taken before QKᵀ and passed
 // once the previous iteration's P·V is issued behind it, before the wait for the scores.
 TEST(PingPong, OverlappedAttentionPassesTheTurnAfterPV) {
-  const driver::Compilation compilation = compile("assets/specs/attention.nt", attention_schedule(false, 3, true, true),
+  const driver::Compilation compilation = compile_for_arch("assets/specs/attention.nt", attention_schedule(false, 3, true, true),
                                                   {"B=1", "H=1", "M=128", "N=256", "D=64"});
   ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error;
   const Kernel& kernel = *compilation.ma_module->kernels.at(0);
@@ -322,7 +305,7 @@ TEST(PingPong, APipelineDecisionTurnsItOnAndOff) {
   const std::vector<std::string> sizes = {"B=1", "H=1", "M=256", "N=256", "D=64"};
   std::vector<std::string> on = attention_schedule(false, 3, true, false);
   on.push_back("pipeline(O_sum_acc, pingpong=1)");
-  const driver::Compilation with = compile("assets/specs/attention.nt", on, sizes);
+  const driver::Compilation with = compile_for_arch("assets/specs/attention.nt", on, sizes);
   ASSERT_TRUE(with.ma_module) << with.schedule_error;
   EXPECT_FALSE(turn_barriers(*with.ma_module->kernels.at(0)).empty());
   int ring = 0;
@@ -330,21 +313,21 @@ TEST(PingPong, APipelineDecisionTurnsItOnAndOff) {
   EXPECT_EQ(ring, 3);
   std::vector<std::string> off = attention_schedule(false, 3, true, true);
   off.push_back("pipeline(O_sum_acc, pingpong=0)");
-  const driver::Compilation without = compile("assets/specs/attention.nt", off, sizes);
+  const driver::Compilation without = compile_for_arch("assets/specs/attention.nt", off, sizes);
   ASSERT_TRUE(without.ma_module) << without.schedule_error;
   EXPECT_TRUE(turn_barriers(*without.ma_module->kernels.at(0)).empty());
 }
 
 TEST(PingPong, TheDecisionSaysWhereItCannotApply) {
-  const driver::Compilation one = compile(
+  const driver::Compilation one = compile_for_arch(
       "assets/specs/gemm.nt", gemm_schedule("warp_spec(C_sum, consumers=1, stages=3, pingpong=1)"), {});
   EXPECT_FALSE(one.ma_module);
   EXPECT_NE(one.schedule_error.find("no other warpgroup to take turns with"), std::string::npos) << one.schedule_error;
-  const driver::Compilation two = compile(
+  const driver::Compilation two = compile_for_arch(
       "assets/specs/gemm.nt", gemm_schedule("warp_spec(C_sum, consumers=2, pingpong=2)"), {});
   EXPECT_FALSE(two.ma_module);
   EXPECT_NE(two.schedule_error.find("pingpong is 0 or 1"), std::string::npos) << two.schedule_error;
-  const driver::Compilation word = compile(
+  const driver::Compilation word = compile_for_arch(
       "assets/specs/gemm.nt", gemm_schedule("warp_spec(C_sum, consumers=2, ping=1)"), {});
   EXPECT_NE(word.schedule_error.find("expected consumers, stages, overlap or pingpong"), std::string::npos)
       << word.schedule_error;
@@ -354,7 +337,7 @@ TEST(PingPong, TheDecisionSaysWhereItCannotApply) {
 // elected arrives keeps clear of the ping-pong ids.
 TEST(PingPong, TheEmitterPicksEachWarpgroupsBarrier) {
   const driver::Compilation compilation =
-      compile("assets/specs/gemm.nt", gemm_schedule("warp_spec(C_sum, consumers=2, stages=3, pingpong=1)"),
+      compile_for_arch("assets/specs/gemm.nt", gemm_schedule("warp_spec(C_sum, consumers=2, stages=3, pingpong=1)"),
               {"M=256", "N=256", "K=256"});
   ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error;
   const auto emitted = codegen::emit_cuda(*compilation.ma_module, {});

@@ -25,15 +25,9 @@
 namespace nautilus::matile {
 namespace {
 
+using nautilus::testing::compile_for_arch;
+using nautilus::testing::roles_op;
 using nautilus::testing::expect_stage_matches_reference;
-
-driver::Compilation compile(const std::string& spec, const std::vector<std::string>& decisions,
-                            const std::vector<std::string>& sizes, const std::string& arch) {
-  driver::CompileOptions options;
-  options.last_stage = driver::Stage::MATile;
-  options.matile.arch = arch;
-  return nautilus::testing::compile_scheduled(spec, decisions, sizes, options);
-}
 
 std::vector<std::string> gemm_schedule(int tile_m, int tile_n, int stages, int consumers) {
   return {"tile(C_sum, m=" + std::to_string(tile_m) + ", n=" + std::to_string(tile_n) + ", k=64)",
@@ -49,7 +43,7 @@ using nautilus::testing::count_ops;
 TEST(WarpSpecialized, AGemmGetsATmaProducerAndWgmmaConsumersThatMatchTheReference) {
   // Two consumer warpgroups of 64 rows each over a 128 x 256 tile; 5 k steps around a ring of
   // 4 stages (the ring wraps, so the empty barriers' second phase is exercised).
-  const driver::Compilation compilation = compile(
+  const driver::Compilation compilation = compile_for_arch(
       "assets/specs/gemm.nt", gemm_schedule(128, 256, 4, 2), {"M=256", "N=512", "K=320"}, "sm_90a");
   ASSERT_TRUE(compilation.ma_module) << compilation.diagnostics->render_all();
   const Kernel& kernel = *compilation.ma_module->kernels.at(0);
@@ -81,7 +75,7 @@ TEST(WarpSpecialized, AGemmGetsATmaProducerAndWgmmaConsumersThatMatchTheReferenc
 TEST(WarpSpecialized, OneConsumerWarpgroupAndAShortRingAlsoMatchTheReference) {
   for (int stages : {2, 3}) {
     SCOPED_TRACE("stages " + std::to_string(stages));
-    const driver::Compilation compilation = compile(
+    const driver::Compilation compilation = compile_for_arch(
         "assets/specs/gemm.nt", gemm_schedule(64, 128, stages, 1), {"M=192", "N=256", "K=192"}, "sm_90a");
     ASSERT_TRUE(compilation.ma_module) << compilation.diagnostics->render_all();
     EXPECT_EQ(compilation.ma_module->kernels.at(0)->warps, 8);
@@ -90,7 +84,7 @@ TEST(WarpSpecialized, OneConsumerWarpgroupAndAShortRingAlsoMatchTheReference) {
 }
 
 TEST(WarpSpecialized, OnSm80TheConsumerWarpgroupsBecomePlainWarpsOnMmaSync) {
-  const driver::Compilation compilation = compile(
+  const driver::Compilation compilation = compile_for_arch(
       "assets/specs/gemm.nt", gemm_schedule(128, 128, 3, 2), {"M=256", "N=256", "K=192"}, "sm_80");
   ASSERT_TRUE(compilation.ma_module) << compilation.diagnostics->render_all();
   const Kernel& kernel = *compilation.ma_module->kernels.at(0);
@@ -101,7 +95,7 @@ TEST(WarpSpecialized, OnSm80TheConsumerWarpgroupsBecomePlainWarpsOnMmaSync) {
 }
 
 std::string refusal(const std::vector<std::string>& decisions, const std::vector<std::string>& sizes) {
-  const driver::Compilation compilation = compile("assets/specs/gemm.nt", decisions, sizes, "sm_90a");
+  const driver::Compilation compilation = compile_for_arch("assets/specs/gemm.nt", decisions, sizes, "sm_90a");
   EXPECT_FALSE(compilation.ma_module);
   return compilation.schedule_error + compilation.diagnostics->render_all();
 }
@@ -126,7 +120,7 @@ TEST(WarpSpecialized, KernelsThatCannotTakeTheFormAreRefusedWithTheReason) {
 TEST(WarpSpecialized, RaggedSizesAreZeroFilledByTheTensorMaps) {
   // Neither M, N nor K is a multiple of its tile: TMA fills past the buffers' ends with zeros,
   // and the k tail needs no select of its own (the operands stay plain loaded tiles).
-  const driver::Compilation compilation = compile(
+  const driver::Compilation compilation = compile_for_arch(
       "assets/specs/gemm.nt", gemm_schedule(128, 128, 3, 2), {"M=200", "N=136", "K=328"}, "sm_90a");
   ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error;
   EXPECT_EQ(count_kind(*compilation.ma_module->kernels.at(0), OpKind::Roles), 1);
@@ -139,7 +133,7 @@ TEST(WarpSpecialized, RaggedSizesAreZeroFilledByTheTensorMaps) {
 TEST(WarpSpecialized, ThreeConsumersTakeAtMost192Columns) {
   const std::string wide = refusal(gemm_schedule(192, 256, 3, 3), {"M=384", "N=512", "K=256"});
   EXPECT_NE(wide.find("registers ptxas compiles a kernel of 4 warpgroups under"), std::string::npos) << wide;
-  const driver::Compilation fits = compile("assets/specs/gemm.nt", gemm_schedule(192, 192, 3, 3),
+  const driver::Compilation fits = compile_for_arch("assets/specs/gemm.nt", gemm_schedule(192, 192, 3, 3),
                                            {"M=384", "N=384", "K=256"}, "sm_90a");
   EXPECT_TRUE(fits.ma_module) << fits.schedule_error;
 }
@@ -159,20 +153,13 @@ std::vector<std::string> attention_schedule(bool causal, int key_tile, int consu
       {.causal = causal, .key_tile = key_tile, .consumers = consumers, .stages = stages, .overlap = overlap});
 }
 
-const Op* roles_op(const Kernel& kernel) {
-  for (const OpPtr& op : kernel.body->ops) {
-    if (op->kind == OpKind::Roles) return op.get();
-  }
-  return nullptr;
-}
-
 // Three consumer warpgroups (a 192-row query tile, FlashAttention-3's d 64 form): the producer
 // gives up registers (setmaxnreg 32) so that each consumer keeps 160, and every warpgroup owns
 // its 64 rows; run against the float64 reference with ragged queries and keys.
 TEST(WarpSpecialized, ThreeConsumerWarpgroupsShareA192RowTile) {
   for (const bool overlap : {false, true}) {
     const driver::Compilation compilation =
-        compile("assets/specs/attention.nt", attention_schedule(false, 64, 3, 3, overlap),
+        compile_for_arch("assets/specs/attention.nt", attention_schedule(false, 64, 3, 3, overlap),
                 {"B=1", "H=2", "M=400", "N=296", "D=64"}, "sm_90a");
     ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error;
     const Op* roles = roles_op(*compilation.ma_module->kernels.at(0));
@@ -194,7 +181,7 @@ TEST(WarpSpecialized, ThreeConsumersTake128KeyTilesAtD64UnlessTheLastKeyTileIsPa
   std::vector<std::string> schedule = nautilus::testing::warp_spec_attention(
       {.key_tile = 128, .consumers = 3, .stages = 3, .overlap = true, .pingpong = true});
   const driver::Compilation compilation =
-      compile("assets/specs/attention.nt", schedule, {"B=1", "H=2", "M=400", "N=384", "D=64"}, "sm_90a");
+      compile_for_arch("assets/specs/attention.nt", schedule, {"B=1", "H=2", "M=400", "N=384", "D=64"}, "sm_90a");
   ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error;
   const Op* roles = roles_op(*compilation.ma_module->kernels.at(0));
   ASSERT_TRUE(roles);
@@ -203,7 +190,7 @@ TEST(WarpSpecialized, ThreeConsumersTake128KeyTilesAtD64UnlessTheLastKeyTileIsPa
   expect_stage_matches_reference(compilation, driver::Stage::MATile, 13, "192 x 128, three consumers");
 
   const driver::Compilation ragged =
-      compile("assets/specs/attention.nt", schedule, {"B=1", "H=2", "M=400", "N=1000", "D=64"}, "sm_90a");
+      compile_for_arch("assets/specs/attention.nt", schedule, {"B=1", "H=2", "M=400", "N=1000", "D=64"}, "sm_90a");
   EXPECT_FALSE(ragged.ma_module);
   EXPECT_NE(ragged.schedule_error.find("masks of a partial last tile"), std::string::npos)
       << ragged.schedule_error;
@@ -216,7 +203,7 @@ TEST(WarpSpecialized, ThreeConsumersTake128KeyTilesAtD64UnlessTheLastKeyTileIsPa
 TEST(WarpSpecialized, TheStagedEpilogueReusesTheQueryTileWhenTheRingFillsSharedMemory) {
   for (const bool overlap : {false, true}) {
     const driver::Compilation compilation =
-        compile("assets/specs/attention.nt", attention_schedule(false, 128, 2, 3, overlap),
+        compile_for_arch("assets/specs/attention.nt", attention_schedule(false, 128, 2, 3, overlap),
                 {"B=1", "H=2", "M=200", "N=384", "D=128"}, "sm_90a");
     ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error;
     const Kernel& kernel = *compilation.ma_module->kernels.at(0);
@@ -240,7 +227,7 @@ TEST(WarpSpecialized, TheStagedEpilogueReusesTheQueryTileWhenTheRingFillsSharedM
 TEST(WarpSpecialized, AttentionWaitsForItsScoresAndTakesPFromRegisters) {
   // Keys not a multiple of the 64-key tile; the 4-D buffers' tiles are boxes [1, 1, rows, D].
   const driver::Compilation compilation =
-      compile("assets/specs/attention.nt", attention_schedule(false, 64, 2, 2),
+      compile_for_arch("assets/specs/attention.nt", attention_schedule(false, 64, 2, 2),
               {"B=1", "H=2", "M=256", "N=300", "D=64"}, "sm_90a");
   ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error;
   const Kernel& kernel = *compilation.ma_module->kernels.at(0);
@@ -283,7 +270,7 @@ struct AttentionCase {
 void expect_attention_cases_match(const std::vector<AttentionCase>& cases, bool overlap) {
   for (const AttentionCase& c : cases) {
     SCOPED_TRACE(c.spec + " " + c.sizes.back());
-    const driver::Compilation compilation = compile(
+    const driver::Compilation compilation = compile_for_arch(
         c.spec, attention_schedule(c.causal, c.key_tile, c.consumers, c.stages, overlap), c.sizes, "sm_90a");
     ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error;
     EXPECT_TRUE(roles_op(*compilation.ma_module->kernels.at(0)));
@@ -310,11 +297,11 @@ TEST(WarpSpecialized, AttentionTilesWhoseRegistersWouldSpillAreRefused) {
   // with the softmax's values exceed the consumers' 232 registers; 128 keys fit.
   const std::vector<std::string> sizes = {"B=1", "H=1", "M=256", "N=512", "D=64"};
   const driver::Compilation wide =
-      compile("assets/specs/attention.nt", attention_schedule(false, 256, 2, 2), sizes, "sm_90a");
+      compile_for_arch("assets/specs/attention.nt", attention_schedule(false, 256, 2, 2), sizes, "sm_90a");
   EXPECT_FALSE(wide.ma_module);
   EXPECT_NE(wide.schedule_error.find("would spill"), std::string::npos) << wide.schedule_error;
   const driver::Compilation fits =
-      compile("assets/specs/attention.nt", attention_schedule(false, 128, 2, 2), sizes, "sm_90a");
+      compile_for_arch("assets/specs/attention.nt", attention_schedule(false, 128, 2, 2), sizes, "sm_90a");
   EXPECT_TRUE(fits.ma_module) << fits.schedule_error;
 }
 
@@ -323,7 +310,7 @@ TEST(WarpSpecialized, AttentionTilesWhoseRegistersWouldSpillAreRefused) {
 // loop and the last P·V after it, both skipped when a query tile has no key tile to run.
 TEST(WarpSpecialized, OverlappedAttentionIssuesPVBehindTheNextScores) {
   const driver::Compilation compilation =
-      compile("assets/specs/attention.nt", attention_schedule(false, 64, 2, 3, true),
+      compile_for_arch("assets/specs/attention.nt", attention_schedule(false, 64, 2, 3, true),
               {"B=1", "H=2", "M=256", "N=300", "D=64"}, "sm_90a");
   ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error;
   const Kernel& kernel = *compilation.ma_module->kernels.at(0);
@@ -406,12 +393,12 @@ output O[b, h, m, d] : bf16 = sum(n) P[b, h, m, n] * V[b, h, n, d] / L[b, h, m]
 TEST(WarpSpecialized, OverlapSaysWhyItDoesNotApply) {
   const std::vector<std::string> sizes = {"B=1", "H=1", "M=128", "N=256", "D=64"};
   const driver::Compilation two_stages =
-      compile("assets/specs/attention.nt", attention_schedule(false, 64, 2, 2, true), sizes, "sm_90a");
+      compile_for_arch("assets/specs/attention.nt", attention_schedule(false, 64, 2, 2, true), sizes, "sm_90a");
   EXPECT_FALSE(two_stages.ma_module);
   EXPECT_NE(two_stages.schedule_error.find("take stages >= 3"), std::string::npos) << two_stages.schedule_error;
   std::vector<std::string> gemm = gemm_schedule(128, 128, 4, 2);
   gemm.back() = "warp_spec(C_sum, consumers=2, stages=4, overlap=1)";
-  const driver::Compilation plain = compile("assets/specs/gemm.nt", gemm, {"M=256", "N=256", "K=256"}, "sm_90a");
+  const driver::Compilation plain = compile_for_arch("assets/specs/gemm.nt", gemm, {"M=256", "N=256", "K=256"}, "sm_90a");
   EXPECT_FALSE(plain.ma_module);
   EXPECT_NE(plain.schedule_error.find("reads no dot result inside the iteration"), std::string::npos)
       << plain.schedule_error;
