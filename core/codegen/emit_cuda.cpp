@@ -33,6 +33,9 @@ std::string KernelEmitter::emit(EmittedKernel* launch) {
   }
   role_threads_ = kernel_.threads();
   if (kernel_.body) analyze_uses(*kernel_.body);
+  for (const matile::ValueNode* tile : zero_tiles_) {
+    if (wgmma_accumulator_inputs_.count(tile) && !read_otherwise_.count(tile)) wgmma_zero_accumulators_.insert(tile);
+  }
   std::vector<std::string> grid_lines = grid_mapping(launch);
   indent_ = 1;
   visit(*kernel_.body);

@@ -79,6 +79,12 @@ void KernelEmitter::elementwise(const Op& op) {
   } else {
     declare(result);
   }
+  if (wgmma_zero_accumulators_.count(result.get())) {
+    // Zeroing the registers would cost a move per slot each time (ptxas keeps them when the
+    // zero sits in a register: 64 moves per QK^T in a persistent attention kernel's loop).
+    line("// not written: the wgmmas that read it start with scale-d 0");
+    return;
+  }
   if (op.kind == OpKind::Cast && paired_narrowing(op)) return;
   for_slots(result->layout.slots(), [&](const std::string& s) {
     const std::string target = at(result, s);

@@ -13,8 +13,10 @@
 //   tma.load As[%s] <- tmA[%m0, %k0]        ->  if (tid == 0) tma_load_2d(As_addr + s * 16384u + 0u,
 //     mbarrier full[%s]                             &tmA, full_addr + s * 8u, k0 + 0, m0 + 0);
 //   (a map over K[b, h, n, d] with tile axes {2, 3}: tma_load_4d(..., d0 + 0, n0 + 0, h, b))
-//   %acc_k = wgmma As[%s][0, 0], Bs[%s]^T,   ->  wgmma_m64n64k16_ss_00(acc0, a_desc + 0ull, b_desc + 0ull);
+//   %acc_k = wgmma As[%s][0, 0], Bs[%s]^T,   ->  wgmma_m64n64k16_ss_00(acc0, a_desc + 0ull, b_desc + 0ull, 1);
 //     %acc_i k 64                                ... one per k16 step (descriptor + block step >> 4)
+//   (when %acc_i is `full 0.0` read only by wgmmas, it is left unwritten and the first k16
+//    step passes accumulate 0: scale-d 0)
 //   wgmma.wait_group 1                      ->  wgmma_wait_group<1>(); fence_register(acc0[0]); ...
 //
 // Threads. A Roles op branches on the CTA's warpgroup index; inside a role `tid` is redeclared
@@ -139,6 +141,15 @@ void KernelEmitter::analyze_uses(const matile::Region& region) {
     if (op.kind == OpKind::Wgmma) {
       wgmma_values_.insert(op.results[0].get());
       wgmma_accumulator_inputs_.insert(op.operands.back().get());
+    }
+    if (op.kind == OpKind::Full && op.constant == 0.0 && op.results[0]->type.dtype == DType::F32 &&
+        op.results[0]->layout.slots() > 1) {
+      zero_tiles_.insert(op.results[0].get());
+    }
+    for (const Value& value : matile::used_values(op)) {
+      const bool as_accumulator = op.kind == OpKind::Wgmma && value == op.operands.back() &&
+                                  std::count(op.operands.begin(), op.operands.end(), value) == 1;
+      if (value && !as_accumulator) read_otherwise_.insert(value.get());
     }
     if (op.body) {
       for (const Value& arg : op.block_args) def_region_[arg.get()] = op.body.get();
@@ -644,34 +655,38 @@ void KernelEmitter::visit_Wgmma(const Op& op) {
     }
     const std::string instruction = "wgmma.mma_async.sync.aligned.m64n" + str(N) + "k16.f32." + type + "." + type;
     h << "// " << instruction << (rs ? " (A from registers)" : " (A and B from shared memory)")
-      << ": d += A * B, scale-d 1.\n";
+      << ": d = A * B + (accumulate ? d : 0) (scale-d).\n";
     if (rs) {
       h << "__device__ __forceinline__ void " << helper
-        << "(float* d, unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned long long b) {\n"
+        << "(float* d, unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned long long b, int accumulate) {\n"
         << "  asm volatile(\n      \"{\\n .reg .pred p;\\n setp.ne.b32 p, %" << regs + 5 << ", 0;\\n \"\n"
         << "      \"" << instruction << " {" << list << "}, {%" << regs << ", %" << regs + 1 << ", %"
         << regs + 2 << ", %" << regs + 3 << "}, %" << regs + 4 << ", p, 1, 1, " << (b.mn_major ? 1 : 0)
         << ";\\n}\\n\"\n      : " << outputs
-        << "\n      : \"r\"(a0), \"r\"(a1), \"r\"(a2), \"r\"(a3), \"l\"(b), \"r\"(1));\n}\n";
+        << "\n      : \"r\"(a0), \"r\"(a1), \"r\"(a2), \"r\"(a3), \"l\"(b), \"r\"(accumulate));\n}\n";
     } else {
       h << "__device__ __forceinline__ void " << helper
-        << "(float* d, unsigned long long a, unsigned long long b) {\n"
+        << "(float* d, unsigned long long a, unsigned long long b, int accumulate) {\n"
         << "  asm volatile(\n      \"{\\n .reg .pred p;\\n setp.ne.b32 p, %" << regs + 2 << ", 0;\\n \"\n"
         << "      \"" << instruction << " {" << list << "}, %" << regs << ", %" << regs + 1 << ", p, 1, 1, "
         << (a.mn_major ? 1 : 0) << ", " << (b.mn_major ? 1 : 0) << ";\\n}\\n\"\n      : " << outputs
-        << "\n      : \"l\"(a), \"l\"(b), \"r\"(1));\n}\n";
+        << "\n      : \"l\"(a), \"l\"(b), \"r\"(accumulate));\n}\n";
     }
     helpers_[helper] = h.str();
   }
   // The result updates the accumulator in place when the accumulator dies here; otherwise it
   // starts as a copy (made before any wgmma writes it).
+  // A zero accumulator is never written: the first k step ignores it (scale-d 0).
+  const bool from_zero = wgmma_zero_accumulators_.count(c.get()) > 0;
   std::string d;
   if (dies_at(c, op)) {
     d = name_of(c);
     names_[result.get()] = d;
   } else {
     d = declare(result);
-    for_slots(result->layout.slots(), [&](const std::string& s) { line(at(result, s) + " = " + at(c, s) + ";"); });
+    if (!from_zero) {
+      for_slots(result->layout.slots(), [&](const std::string& s) { line(at(result, s) + " = " + at(c, s) + ";"); });
+    }
   }
   accumulators_.push_back({d, result->layout.slots(), committed_groups_});
   if (!rs) line("// A: " + a.description);
@@ -687,6 +702,7 @@ void KernelEmitter::visit_Wgmma(const Op& op) {
   }
   for (int64_t kb = 0; kb < k_steps; ++kb) {
     const std::string bd = b_desc + " + " + hex(b.descriptors[static_cast<size_t>(kb)]);
+    const std::string accumulate = from_zero && kb == 0 ? ", 0" : ", 1";
     if (rs) {
       const std::string& an = name_of(op.operands[0]);
       std::string args;
@@ -694,9 +710,10 @@ void KernelEmitter::visit_Wgmma(const Op& op) {
         const int64_t v = 8 * kb + 2 * r;
         args += "pack2(" + an + "[" + str(v) + "], " + an + "[" + str(v + 1) + "]), ";
       }
-      line(helper + "(" + d + ", " + args + bd + ");");
+      line(helper + "(" + d + ", " + args + bd + accumulate + ");");
     } else if (warpgroups == 1) {
-      line(helper + "(" + d + ", " + a_desc + " + " + hex(a.descriptors[static_cast<size_t>(kb)]) + ", " + bd + ");");
+      line(helper + "(" + d + ", " + a_desc + " + " + hex(a.descriptors[static_cast<size_t>(kb)]) + ", " + bd +
+           accumulate + ");");
     } else {
       // Each warpgroup reads its own 64 rows of A: the descriptor of its block.
       std::string pick;
@@ -704,7 +721,7 @@ void KernelEmitter::visit_Wgmma(const Op& op) {
         const std::string value = hex(a.descriptors[static_cast<size_t>(g * k_steps + kb)]);
         pick = pick.empty() ? value : "(tid / 128 == " + std::to_string(g) + " ? " + value + " : " + pick + ")";
       }
-      line(helper + "(" + d + ", " + a_desc + " + " + pick + ", " + bd + ");");
+      line(helper + "(" + d + ", " + a_desc + " + " + pick + ", " + bd + accumulate + ");");
     }
   }
   --indent_;

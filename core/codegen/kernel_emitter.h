@@ -396,6 +396,11 @@ class KernelEmitter : public matile::Visitor {
   std::map<const matile::ValueNode*, const matile::Region*> def_region_;
   std::set<const matile::ValueNode*> wgmma_values_;
   std::set<const matile::ValueNode*> wgmma_accumulator_inputs_;  // the c of some Wgmma
+  // Zero tiles (`full 0.0`) read only as wgmma accumulators: left unwritten, the wgmmas that
+  // read them start with scale-d 0 (the accumulator's old value ignored).
+  std::set<const matile::ValueNode*> wgmma_zero_accumulators_;
+  std::set<const matile::ValueNode*> zero_tiles_;      // f32 tiles of `full 0.0`
+  std::set<const matile::ValueNode*> read_otherwise_;  // values read other than as a wgmma's c
   // Accumulators that wgmmas may be writing, with the wgmma group (counted in program text) of
   // their last write: fenced at the wgmma.wait_group that retires it.
   struct Accumulator {

@@ -72,6 +72,13 @@ TEST_P(EmitHopper, HandBuiltGemmPrintsEveryHopperInstruction) {
   EXPECT_NE(cu.find("wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16"), std::string::npos);
   const int consumers = shape.cooperative ? 1 : 2;
   EXPECT_EQ(count(cu, "wgmma_m64n64k16_bf16_ss_00(acc0"), consumers * 2 * 4);
+  // The accumulator starts as `full 0.0` read only by the wgmmas: it is never zeroed, and the
+  // first k16 step of the first stage ignores it (scale-d 0); every other step accumulates.
+  EXPECT_EQ(count(cu, "acc0[s] = 0.0f;"), 0);
+  EXPECT_EQ(count(cu, "// not written: the wgmmas that read it start with scale-d 0"), consumers);
+  EXPECT_EQ(count(cu, "ull, 0);"), consumers);
+  EXPECT_EQ(count(cu, "ull, 1);"), consumers * (2 * 4 - 1));
+  EXPECT_NE(cu.find("\"r\"(accumulate)"), std::string::npos);
   EXPECT_EQ(count(cu, "wgmma_fence();"), consumers);
   EXPECT_EQ(count(cu, "wgmma_commit_group();"), consumers * 2);
   EXPECT_EQ(count(cu, "wgmma_wait_group<1>();"), consumers);

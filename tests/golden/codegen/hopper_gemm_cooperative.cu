@@ -96,10 +96,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) hopper_gemm_gemm_ws(
       const unsigned lane_offset = (swizzle((16 * (tid / 32) + tid % 8 + 8 * ((tid / 8) % 2)) * 64 + 8 * ((tid / 16) % 2), 3, 3, 3)) * 2u;
       // %acc0 = full 0.0 : f32[128, 64] #L2
       float acc0[32];
-      #pragma unroll
-      for (int s = 0; s < 32; ++s) {
-        acc0[s] = 0.0f;
-      }
+      // not written: the wgmmas that read it start with scale-d 0
       // wgmma.fence
       #pragma unroll
       for (int s = 0; s < 32; ++s) fence_register(acc0[s]);
@@ -114,10 +111,10 @@ extern "C" __global__ void __launch_bounds__(384, 1) hopper_gemm_gemm_ws(
       {
         const unsigned long long b_desc = static_cast<unsigned long long>((smem_base + static_cast<unsigned>(first) * 8192u) >> 4);
         const unsigned long long a_desc = static_cast<unsigned long long>((smem_base + static_cast<unsigned>(first) * 16384u) >> 4);
-        wgmma_m64n64k16_bf16_ss_00(acc0, a_desc + (tid / 128 == 0 ? 0x4000004000010000ull : 0x4000004000010200ull), b_desc + 0x4000004000010c00ull);
-        wgmma_m64n64k16_bf16_ss_00(acc0, a_desc + (tid / 128 == 0 ? 0x4000004000010002ull : 0x4000004000010202ull), b_desc + 0x4000004000010c02ull);
-        wgmma_m64n64k16_bf16_ss_00(acc0, a_desc + (tid / 128 == 0 ? 0x4000004000010004ull : 0x4000004000010204ull), b_desc + 0x4000004000010c04ull);
-        wgmma_m64n64k16_bf16_ss_00(acc0, a_desc + (tid / 128 == 0 ? 0x4000004000010006ull : 0x4000004000010206ull), b_desc + 0x4000004000010c06ull);
+        wgmma_m64n64k16_bf16_ss_00(acc0, a_desc + (tid / 128 == 0 ? 0x4000004000010000ull : 0x4000004000010200ull), b_desc + 0x4000004000010c00ull, 0);
+        wgmma_m64n64k16_bf16_ss_00(acc0, a_desc + (tid / 128 == 0 ? 0x4000004000010002ull : 0x4000004000010202ull), b_desc + 0x4000004000010c02ull, 1);
+        wgmma_m64n64k16_bf16_ss_00(acc0, a_desc + (tid / 128 == 0 ? 0x4000004000010004ull : 0x4000004000010204ull), b_desc + 0x4000004000010c04ull, 1);
+        wgmma_m64n64k16_bf16_ss_00(acc0, a_desc + (tid / 128 == 0 ? 0x4000004000010006ull : 0x4000004000010206ull), b_desc + 0x4000004000010c06ull, 1);
       }
       // wgmma.commit_group
       wgmma_commit_group();
@@ -147,10 +144,10 @@ extern "C" __global__ void __launch_bounds__(384, 1) hopper_gemm_gemm_ws(
         {
           const unsigned long long b_desc_1 = static_cast<unsigned long long>((smem_base + static_cast<unsigned>(s_1_1) * 8192u) >> 4);
           const unsigned long long a_desc_1 = static_cast<unsigned long long>((smem_base + static_cast<unsigned>(s_1_1) * 16384u) >> 4);
-          wgmma_m64n64k16_bf16_ss_00(acc0, a_desc_1 + (tid / 128 == 0 ? 0x4000004000010000ull : 0x4000004000010200ull), b_desc_1 + 0x4000004000010c00ull);
-          wgmma_m64n64k16_bf16_ss_00(acc0, a_desc_1 + (tid / 128 == 0 ? 0x4000004000010002ull : 0x4000004000010202ull), b_desc_1 + 0x4000004000010c02ull);
-          wgmma_m64n64k16_bf16_ss_00(acc0, a_desc_1 + (tid / 128 == 0 ? 0x4000004000010004ull : 0x4000004000010204ull), b_desc_1 + 0x4000004000010c04ull);
-          wgmma_m64n64k16_bf16_ss_00(acc0, a_desc_1 + (tid / 128 == 0 ? 0x4000004000010006ull : 0x4000004000010206ull), b_desc_1 + 0x4000004000010c06ull);
+          wgmma_m64n64k16_bf16_ss_00(acc0, a_desc_1 + (tid / 128 == 0 ? 0x4000004000010000ull : 0x4000004000010200ull), b_desc_1 + 0x4000004000010c00ull, 1);
+          wgmma_m64n64k16_bf16_ss_00(acc0, a_desc_1 + (tid / 128 == 0 ? 0x4000004000010002ull : 0x4000004000010202ull), b_desc_1 + 0x4000004000010c02ull, 1);
+          wgmma_m64n64k16_bf16_ss_00(acc0, a_desc_1 + (tid / 128 == 0 ? 0x4000004000010004ull : 0x4000004000010204ull), b_desc_1 + 0x4000004000010c04ull, 1);
+          wgmma_m64n64k16_bf16_ss_00(acc0, a_desc_1 + (tid / 128 == 0 ? 0x4000004000010006ull : 0x4000004000010206ull), b_desc_1 + 0x4000004000010c06ull, 1);
         }
         // wgmma.commit_group
         wgmma_commit_group();
