@@ -1,5 +1,6 @@
 #include "core/rewrite/rescale_cancellation.h"
 
+#include <algorithm>
 #include <optional>
 #include <utility>
 
@@ -119,11 +120,16 @@ bool simplify(std::vector<Factor>* factors, const KernelIndex& index) {
       j = i;  // look again from the start: the merged factor may chain further
     }
   }
+  const auto numerators = [&] {
+    return std::count_if(factors->begin(), factors->end(), [](const Factor& f) { return !f.divides; });
+  };
   for (size_t i = 0; i < factors->size();) {
     const Factor& f = (*factors)[i];
     const bool one = (f.is_exp && f.plus == f.minus) ||
                      (!f.is_exp && constant_of(f.value, index) == std::optional<double>(1.0));
-    if (one) {
+    // A constant 1 that is the only numerator (1 / l) would only come back as a new 1.
+    const bool lone_numerator = !f.is_exp && !f.divides && numerators() == 1;
+    if (one && !lone_numerator) {
       factors->erase(factors->begin() + static_cast<std::ptrdiff_t>(i));
       changed = true;
     } else {

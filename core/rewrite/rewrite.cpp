@@ -37,6 +37,10 @@ const std::vector<VRPassInfo>& vr_rewrite_passes() {
       {"narrow-stored-intermediates",
        "store an f32 intermediate that every reader rounds to 16 bits in that type (exact)",
        narrow_stored_intermediates},
+      {"reciprocal-divisors",
+       "divide by a broadcast lower-rank value as one reciprocal per element of that value and a "
+       "multiply",
+       reciprocal_divisors},
       {"cleanup", "CSE, loop-invariant hoisting and dead code elimination to a fixed point",
        clean_up},
   };

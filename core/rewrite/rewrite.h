@@ -18,6 +18,7 @@
 #include "core/rewrite/exp_to_exp2.h"
 #include "core/rewrite/loop_invariant_hoisting.h"
 #include "core/rewrite/operand_narrowing.h"
+#include "core/rewrite/reciprocal_divisors.h"
 #include "core/rewrite/stored_narrowing.h"
 #include "core/rewrite/rescale_cancellation.h"
 #include "core/rewrite/scale_folding.h"

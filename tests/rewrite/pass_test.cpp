@@ -296,6 +296,37 @@ TEST(ConstantFolding, FoldsConstantsAndDividesByReciprocals) {
   EXPECT_EQ(divisions, 1);
 }
 
+TEST(ReciprocalDivisors, DividesOncePerRowAndColumnAndKeepsOtherDivisions) {
+  const Buffer X = input("X", {R, C}), Ls = input("L", {R}), Cs = input("S", {C}),
+               Y = output("Y", {R, C}), Z = output("Z", {R, C}), W = output("W", {R, C});
+  Builder b;
+  b.grid("g", 1);
+  const Value x = load_all(b, X);
+  const Value l = b.load(Ls, {b.iota(R, "l_i")}, nullptr, 0.0, "l");
+  const Value s = b.load(Cs, {b.iota(C, "s_i")}, nullptr, 0.0, "s");
+  // x / broadcast of a row value and of a column value: one reciprocal per row (column).
+  store_all(b, Y, b.binary(BinaryOp::Div, x, b.broadcast(l, {R, C}, {0}, "l_t"), "y"));
+  store_all(b, Z, b.binary(BinaryOp::Div, x, b.broadcast(s, {R, C}, {1}, "s_t"), "z"));
+  // A division by a full tile saves nothing and stays.
+  store_all(b, W, b.binary(BinaryOp::Div, b.full(2.0, f32({R, C}), "two"), x, "w"));
+  const ModulePtr after = expect_pass("reciprocal_divisors", reciprocal_divisors,
+                                      module_of({X, Ls, Cs, Y, Z, W}, b.finish_kernel("k", {X, Ls, Cs, Y, Z, W})));
+  int tile_divisions = 0, small_divisions = 0;
+  for (const OpPtr& op : after->kernels[0]->body->ops) {
+    if (op->kind != OpKind::Binary || op->binary_op != BinaryOp::Div) continue;
+    (op->results[0]->type.shape.size() == 2 ? tile_divisions : small_divisions) += 1;
+  }
+  EXPECT_EQ(tile_divisions, 1);   // w only
+  EXPECT_EQ(small_divisions, 2);  // 1 / l and 1 / s
+  // A constant divisor is fold-constants' (x / sqrt(8) there).
+  Builder c;
+  c.grid("g", 1);
+  const Value cx = load_all(c, X);
+  store_all(c, Y, c.binary(BinaryOp::Div, cx, c.broadcast(c.full(3.0, f32({R}), "three"), {R, C}, {0}, "t"), "y"));
+  const ModulePtr constant = module_of({X, Y}, c.finish_kernel("k", {X, Y}));
+  EXPECT_EQ(reciprocal_divisors(constant), constant);
+}
+
 TEST(RescaleCancellation, MergesChainedExponentialsAndDropsOnes) {
   const Buffer X = input("X", {R, C}), A = input("A", {R}), Bm = input("B", {R}),
                Cm = input("C", {R}), Y = output("Y", {R, C}), Z = output("Z", {R});
