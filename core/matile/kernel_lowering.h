@@ -411,6 +411,7 @@ class KernelLowering {
     Value tile_step;
     Value ring_advance;
     int once_empty = -1;  // mbarrier: the consumers are done with the tiles copied once
+    bool once_released = false;  // this tile's consumers arrived on once_empty already
     // The dynamic tile scheduler (Kernel::dynamic_tiles): the workspace counter the producer
     // fetches tiles from, and the two-slot ring that hands each fetched index to every role
     // (tile_full: the producer's elected thread wrote it; tile_empty: every thread of both roles

@@ -536,7 +536,10 @@ Value KernelLowering::ring_trips(const VOp& loop) {
 void KernelLowering::finish_ring(const Value& advance) {
   if (ws_.persistent) {
     ws_.ring_advance = advance;
-    if (ws_.once_empty >= 0) b_.mbarrier_arrive(BarrierRef{ws_.once_empty, nullptr}, 0, threads());
+    if (ws_.once_empty >= 0 && !ws_.once_released) {
+      b_.mbarrier_arrive(BarrierRef{ws_.once_empty, nullptr}, 0, threads());
+    }
+    ws_.once_released = false;
     return;
   }
   b_.mbarrier_arrive(BarrierRef{ws_.empty, slot_before(advance, {"trips_prev", "last"})}, 0, threads());
@@ -1115,6 +1118,13 @@ void KernelLowering::emit_overlapped_loop(const VOp& loop) {
     memo_.pop_back();
     return out;
   };
+  // Every early part (each QK^T, the last reader of the tiles copied once) has retired: a
+  // persistent CTA's producer may load the next tile's query tile under this tile's last P.V
+  // and epilogue, not only under the epilogue.
+  if (ws_.persistent && ws_.once_empty >= 0) {
+    b_.mbarrier_arrive(BarrierRef{ws_.once_empty, nullptr}, 0, threads());
+    ws_.once_released = true;
+  }
   const std::vector<Value> late_results =
       trip_count ? b_.for_loop(loop.loop_var->name + "_last", 1, late_last,
                                [&](const Value&, const std::vector<Value>& carried) { return last_late_part(carried); },

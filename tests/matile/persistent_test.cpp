@@ -121,6 +121,57 @@ TEST(Persistent, AttentionWithItsQueryTileCopiedOncePerTileMatchesTheReference) 
   }
 }
 
+// Program order (an op before its body and roles' ops).
+void flatten(const Region& region, std::vector<const Op*>* out) {
+  for (const OpPtr& op : region.ops) {
+    out->push_back(op.get());
+    if (op->body) flatten(*op->body, out);
+    for (const WarpRole& role : op->roles) {
+      if (role.body) flatten(*role.body, out);
+    }
+  }
+}
+
+TEST(Persistent, TheConsumersReleaseTheQueryTileBeforeTheLastKeyTilesPV) {
+  // Overlapped: each iteration's QK^T retires inside the loop, so once the loop is over only
+  // the last key tile's P.V and the epilogue remain, and neither reads Q: the producer may copy
+  // the next tile's Q under them.
+  const driver::Compilation compilation = compile_for_arch(
+      "assets/specs/causal_attention.nt", attention_schedule(true, true), {"B=1", "H=2", "M=300", "N=300", "D=64"});
+  ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error;
+  const Kernel& kernel = *compilation.ma_module->kernels.at(0);
+  int once_empty = -1;
+  for (size_t i = 0; i < kernel.mbarriers.size(); ++i) {
+    if (kernel.mbarriers[i].name == "once_empty") once_empty = static_cast<int>(i);
+  }
+  ASSERT_GE(once_empty, 0);
+  const Op* roles = roles_op(kernel);
+  ASSERT_NE(roles, nullptr);
+  const WarpRole* consumers = nullptr;
+  for (const WarpRole& role : roles->roles) {
+    if (role.name == "consumers") consumers = &role;
+  }
+  ASSERT_NE(consumers, nullptr);
+  std::vector<const Op*> order;
+  flatten(*consumers->body, &order);
+  int release = -1, last_pv = -1, releases = 0;
+  for (size_t i = 0; i < order.size(); ++i) {
+    const Op& op = *order[i];
+    if (op.kind == OpKind::MBarrierArrive && op.mbarrier.barrier == once_empty) {
+      ++releases;
+      if (release < 0) release = static_cast<int>(i);
+    }
+    if (op.kind == OpKind::For && op.loop_var && op.loop_var->name.size() > 5 &&
+        op.loop_var->name.substr(op.loop_var->name.size() - 5) == "_last") {
+      last_pv = static_cast<int>(i);
+    }
+  }
+  EXPECT_EQ(releases, 1);
+  ASSERT_GE(last_pv, 0) << print_kernel(kernel);
+  EXPECT_LT(release, last_pv) << print_kernel(kernel);
+  for (uint64_t seed : {1u, 7u}) expect_matches_reference(compilation, 2, seed);
+}
+
 InterpretResult run_broken(const driver::Compilation& compilation, const ModulePtr& broken) {
   driver::EvalOptions eval;
   eval.stage = driver::Stage::MATile;
