@@ -4,6 +4,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -42,6 +43,17 @@ inline const matile::Op* first_op(const matile::Region& region,
   return nullptr;
 }
 
+// Every op of the region in program order (an op before the ops of its body and roles).
+inline void program_order(const matile::Region& region, std::vector<const matile::Op*>* out) {
+  for (const matile::OpPtr& op : region.ops) {
+    out->push_back(op.get());
+    if (op->body) program_order(*op->body, out);
+    for (const matile::WarpRole& role : op->roles) {
+      if (role.body) program_order(*role.body, out);
+    }
+  }
+}
+
 inline int count_kind(const matile::Kernel& kernel, matile::OpKind kind) {
   return count_ops(*kernel.body, [&](const matile::Op& op) { return op.kind == kind; });
 }
@@ -50,6 +62,16 @@ inline int count_kind(const matile::Kernel& kernel, matile::OpKind kind) {
 inline const matile::Op* roles_op(const matile::Kernel& kernel) {
   for (const matile::OpPtr& op : kernel.body->ops) {
     if (op->kind == matile::OpKind::Roles) return op.get();
+  }
+  return nullptr;
+}
+
+// The warp role named `name` of the kernel's roles op; nullptr when there is none.
+inline const matile::WarpRole* role_named(const matile::Kernel& kernel, const std::string& name) {
+  const matile::Op* roles = roles_op(kernel);
+  if (!roles) return nullptr;
+  for (const matile::WarpRole& role : roles->roles) {
+    if (role.name == name) return &role;
   }
   return nullptr;
 }

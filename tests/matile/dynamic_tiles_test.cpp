@@ -27,6 +27,8 @@ namespace nautilus::matile {
 namespace {
 
 using nautilus::testing::compile_for_arch;
+using nautilus::testing::program_order;
+using nautilus::testing::role_named;
 using nautilus::testing::roles_op;
 using nautilus::testing::without_op;
 using nautilus::testing::count_kind;
@@ -128,6 +130,27 @@ TEST(DynamicTiles, AttentionPlainAndCausalLongestFirstMatchTheReference) {
       for (uint64_t seed : {0u, 5u}) expect_matches_reference(compilation, ctas, seed);
     }
   }
+}
+
+TEST(DynamicTiles, TheProducerClaimsTheNextTileAfterIssuingThisOnesCopies) {
+  // Claimed at the tile's start, the next tile would be held a whole tile ahead: on causal rows
+  // a CTA busy with a long tile would keep a tile another CTA could have started.
+  const driver::Compilation compilation = compile_for_arch(
+      "assets/specs/causal_attention.nt", attention_schedule(true, true), {"B=1", "H=2", "M=300", "N=300", "D=64"});
+  ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error;
+  const Kernel& kernel = *compilation.ma_module->kernels.at(0);
+  const WarpRole* producer = role_named(kernel, "producer");
+  ASSERT_NE(producer, nullptr);
+  std::vector<const Op*> order;
+  program_order(*producer->body, &order);
+  int fetch = -1, last_copy = -1;
+  for (size_t i = 0; i < order.size(); ++i) {
+    if (order[i]->kind == OpKind::TileFetch && fetch < 0) fetch = static_cast<int>(i);
+    if (order[i]->kind == OpKind::TmaLoad) last_copy = static_cast<int>(i);
+  }
+  ASSERT_GE(fetch, 0) << print_kernel(kernel);
+  ASSERT_GE(last_copy, 0);
+  EXPECT_GT(fetch, last_copy) << print_kernel(kernel);
 }
 
 InterpretResult run_broken(const driver::Compilation& compilation, const ModulePtr& broken, uint64_t seed) {

@@ -23,6 +23,8 @@ namespace nautilus::matile {
 namespace {
 
 using nautilus::testing::compile_for_arch;
+using nautilus::testing::program_order;
+using nautilus::testing::role_named;
 using nautilus::testing::roles_op;
 using nautilus::testing::without_op;
 using nautilus::testing::count_kind;
@@ -121,17 +123,6 @@ TEST(Persistent, AttentionWithItsQueryTileCopiedOncePerTileMatchesTheReference) 
   }
 }
 
-// Program order (an op before its body and roles' ops).
-void flatten(const Region& region, std::vector<const Op*>* out) {
-  for (const OpPtr& op : region.ops) {
-    out->push_back(op.get());
-    if (op->body) flatten(*op->body, out);
-    for (const WarpRole& role : op->roles) {
-      if (role.body) flatten(*role.body, out);
-    }
-  }
-}
-
 TEST(Persistent, TheConsumersReleaseTheQueryTileBeforeTheLastKeyTilesPV) {
   // Overlapped: each iteration's QK^T retires inside the loop, so once the loop is over only
   // the last key tile's P.V and the epilogue remain, and neither reads Q: the producer may copy
@@ -145,15 +136,10 @@ TEST(Persistent, TheConsumersReleaseTheQueryTileBeforeTheLastKeyTilesPV) {
     if (kernel.mbarriers[i].name == "once_empty") once_empty = static_cast<int>(i);
   }
   ASSERT_GE(once_empty, 0);
-  const Op* roles = roles_op(kernel);
-  ASSERT_NE(roles, nullptr);
-  const WarpRole* consumers = nullptr;
-  for (const WarpRole& role : roles->roles) {
-    if (role.name == "consumers") consumers = &role;
-  }
+  const WarpRole* consumers = role_named(kernel, "consumers");
   ASSERT_NE(consumers, nullptr);
   std::vector<const Op*> order;
-  flatten(*consumers->body, &order);
+  program_order(*consumers->body, &order);
   int release = -1, last_pv = -1, releases = 0;
   for (size_t i = 0; i < order.size(); ++i) {
     const Op& op = *order[i];
