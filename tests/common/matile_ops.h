@@ -54,6 +54,14 @@ inline void program_order(const matile::Region& region, std::vector<const matile
   }
 }
 
+// The index of the kernel's mbarrier allocation named `name`; -1 when there is none.
+inline int barrier_index(const matile::Kernel& kernel, const std::string& name) {
+  for (size_t i = 0; i < kernel.mbarriers.size(); ++i) {
+    if (kernel.mbarriers[i].name == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
 inline int count_kind(const matile::Kernel& kernel, matile::OpKind kind) {
   return count_ops(*kernel.body, [&](const matile::Op& op) { return op.kind == kind; });
 }

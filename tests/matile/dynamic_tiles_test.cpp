@@ -26,6 +26,7 @@
 namespace nautilus::matile {
 namespace {
 
+using nautilus::testing::barrier_index;
 using nautilus::testing::compile_for_arch;
 using nautilus::testing::program_order;
 using nautilus::testing::role_named;
@@ -161,13 +162,6 @@ InterpretResult run_broken(const driver::Compilation& compilation, const ModuleP
   options.persistent_ctas = 2;
   options.schedule_seed = seed;
   return interpret(*broken, reference.inputs, options);
-}
-
-int barrier_index(const Kernel& kernel, const std::string& name) {
-  for (size_t i = 0; i < kernel.mbarriers.size(); ++i) {
-    if (kernel.mbarriers[i].name == name) return static_cast<int>(i);
-  }
-  return -1;
 }
 
 TEST(DynamicTiles, AReadBeforeTheFetchLandedIsCaught) {

@@ -22,6 +22,7 @@
 namespace nautilus::matile {
 namespace {
 
+using nautilus::testing::barrier_index;
 using nautilus::testing::compile_for_arch;
 using nautilus::testing::program_order;
 using nautilus::testing::role_named;
@@ -131,10 +132,7 @@ TEST(Persistent, TheConsumersReleaseTheQueryTileBeforeTheLastKeyTilesPV) {
       "assets/specs/causal_attention.nt", attention_schedule(true, true), {"B=1", "H=2", "M=300", "N=300", "D=64"});
   ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error;
   const Kernel& kernel = *compilation.ma_module->kernels.at(0);
-  int once_empty = -1;
-  for (size_t i = 0; i < kernel.mbarriers.size(); ++i) {
-    if (kernel.mbarriers[i].name == "once_empty") once_empty = static_cast<int>(i);
-  }
+  const int once_empty = barrier_index(kernel, "once_empty");
   ASSERT_GE(once_empty, 0);
   const WarpRole* consumers = role_named(kernel, "consumers");
   ASSERT_NE(consumers, nullptr);
@@ -203,10 +201,7 @@ TEST(Persistent, AQueryTileRecopiedBeforeTheConsumersAreDoneIsCaught) {
       "assets/specs/attention.nt", attention_schedule(false, false), {"B=1", "H=2", "M=256", "N=128", "D=64"});
   ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error;
   const Kernel& kernel = *compilation.ma_module->kernels.at(0);
-  int once_empty = -1;
-  for (size_t i = 0; i < kernel.mbarriers.size(); ++i) {
-    if (kernel.mbarriers[i].name == "once_empty") once_empty = static_cast<int>(i);
-  }
+  const int once_empty = barrier_index(kernel, "once_empty");
   ASSERT_GE(once_empty, 0);
   const ModulePtr broken = without_op(compilation.ma_module, "producer", [&](const Op& op) {
     return op.kind == OpKind::MBarrierWait && op.mbarrier.barrier == once_empty;
