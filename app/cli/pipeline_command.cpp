@@ -37,7 +37,7 @@ const CommandSpec& pipeline_command_spec(const std::vector<OptionSpec>& shared_o
                                "main); repeatable",
                                true});
     command.options.push_back({"pin-stage", "OP=N", "issue OP in stage N; repeatable", true});
-    command.options.push_back({"time-limit", "SECONDS", "solver time limit in CPU seconds (default 20; wall time at most 4x)"});
+    command.options.push_back({"time-limit", "SECONDS", "solver time limit in CPU seconds (default 25; wall time at most 4x)"});
     command.options.push_back({"kernel", "NAME", "the kernel whose loop to solve (default: the first with one)"});
     command.options.push_back({"cache", "DIR", "reuse and store proven solutions in DIR (one JSON file per graph)"});
     command.options.push_back({"json", "", "print the graph and the solution as JSON"});

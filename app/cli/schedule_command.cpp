@@ -161,7 +161,7 @@ const CommandSpec& schedule_command_spec(const std::vector<OptionSpec>& shared_o
                                "keep the search's pipeline stages instead of the pipeline "
                                "solver's (docs/pipeline.md)"});
     command.options.push_back({"solver-time", "SECONDS",
-                               "the pipeline solver's time limit per kernel, CPU seconds (default 20)"});
+                               "the pipeline solver's time limit per kernel, CPU seconds (default 25)"});
     return command;
   }();
   return spec;
@@ -206,7 +206,7 @@ int run_schedule_command(const ParsedOptions& options, std::ostream& out, std::o
   }
   search_options.seed = static_cast<uint64_t>(seed);
   // Checked before the search, which may take a while.
-  double time_limit = 20;
+  double time_limit = 25;
   if (options.has("solver-time")) {
     char* end = nullptr;
     const std::string text = options.get("solver-time");

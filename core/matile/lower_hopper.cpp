@@ -284,6 +284,12 @@ void KernelLowering::plan_warp_specialization() {
     masked_tail = std::any_of(ahead.begin(), ahead.end(), [](const VOp* load) { return load->has_mask; });
     if (masked_tail) others += tight_budget ? 8 : 24;
   }
+  // A persistent kernel whose main loop stops early per tile (causal attention's skip_masked)
+  // keeps the trip count, the split loops' bounds and the ring position live beside the tiles:
+  // measured with ptxas, B2 H32 S8192 d 64 causal on three consumers spills 196 bytes persistent
+  // and none with one CTA per tile; the full rows' persistent kernels fit (2026-11-27).
+  const bool persistent = vk_.launch && vk_.launch->persistent;
+  if (tight_budget && persistent && loop.trip_count) others += 8;
   const int64_t budget = consumer_registers(consumers);
   if (tile_registers + deferred_registers + others > budget) {
     fail(std::string(options_.overlap ? "warp_spec overlap" : "warp_spec") +
@@ -293,6 +299,7 @@ void KernelLowering::plan_warp_specialization() {
                                  std::to_string(deferred_registers) + " more"
                            : std::string()) +
          ", which with its other values" + (masked_tail ? " (and the masks of a partial last tile)" : "") +
+         (tight_budget && persistent && loop.trip_count ? " (and a persistent tile loop's early stop)" : "") +
          " exceeds the consumers' budget of " + std::to_string(budget) + " and would spill; take smaller tiles" +
          (options_.overlap ? " or overlap=0" : ""));
   }

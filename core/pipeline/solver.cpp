@@ -1140,12 +1140,13 @@ Solution solve(const Graph& graph, const Machine& machine, const SolveOptions& o
     if (a.state == Attempt::Sat && (!found || ii < found->first)) found.emplace(ii, a);
     return a.state;
   };
-  // The bound first, with half of the time: when it is feasible the check is usually quick; when
-  // it is not (an SFU- or register-bound loop), proving that can take longer than the whole
-  // limit, and a schedule at a larger interval must be in hand first. The last loop comes back
-  // to it. Half, not a third: FlashAttention-3's d 64 loop on three consumers is feasible at the
-  // bound, but its register cuts take about 9 s of the 20 to settle (2026-11-27).
-  if (lb <= cap) run(lb, std::max(0.5, left() / 2));
+  // The bound first, with two thirds of the time: when it is feasible the check is usually
+  // quick; when it is not (an SFU- or register-bound loop), proving that can take longer than
+  // the whole limit, and a schedule at a larger interval must be in hand first. The last loop
+  // comes back to it. Two thirds, not a half: FlashAttention-3's d 64 loop on three consumers is
+  // feasible at the bound, but its register cuts take 9 to 11 s of the 20 to settle, so with
+  // half the time it was found in one solve of two (2026-11-27).
+  if (lb <= cap) run(lb, std::max(0.5, left() * 2 / 3));
   for (int64_t step = 1; !found && lb + step <= cap && left() > 0; step *= 2) {
     run(lb + step, std::max(0.5, left() / 3));
   }

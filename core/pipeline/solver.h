@@ -61,7 +61,7 @@ struct SolveOptions {
   // build or a second search beside it) a wall-clock limit gives each Z3 check a fraction of
   // its work, so the answer would depend on the load. A wall-clock cap of kWallClockFactor times
   // the budget still bounds the wait.
-  double time_limit_seconds = 20;
+  double time_limit_seconds = 25;
   std::optional<int> max_registers;  // caps every compute role's budget (--max-regs)
   std::optional<int> stages;         // every copied operand's ring depth (--stages)
   std::optional<int64_t> max_ii;     // cycles: give up beyond this interval (--max-ii)

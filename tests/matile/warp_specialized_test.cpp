@@ -196,6 +196,23 @@ TEST(WarpSpecialized, ThreeConsumersTake128KeyTilesAtD64UnlessTheLastKeyTileIsPa
       << ragged.schedule_error;
 }
 
+// Causal, the same tile: one CTA per tile fits the three consumers' budget, but a persistent tile
+// loop that stops each tile's main loop early keeps more live beside the tiles (ptxas spilled
+// 196 bytes at B2 H32 S8192), so persistent CTAs are refused there and say why.
+TEST(WarpSpecialized, ThreeConsumersOnCausalRowsStayOneCtaPerTile) {
+  std::vector<std::string> schedule = nautilus::testing::warp_spec_attention(
+      {.causal = true, .key_tile = 128, .consumers = 3, .stages = 3, .overlap = true, .pingpong = true});
+  const std::vector<std::string> sizes = {"B=1", "H=2", "M=384", "N=384", "D=64"};
+  const driver::Compilation per_tile = compile_for_arch("assets/specs/causal_attention.nt", schedule, sizes, "sm_90a");
+  ASSERT_TRUE(per_tile.ma_module) << per_tile.schedule_error;
+  expect_stage_matches_reference(per_tile, driver::Stage::MATile, 15, "causal 192 x 128, three consumers");
+  schedule.push_back("persistent(O_sum_acc)");
+  const driver::Compilation persistent = compile_for_arch("assets/specs/causal_attention.nt", schedule, sizes, "sm_90a");
+  EXPECT_FALSE(persistent.ma_module);
+  EXPECT_NE(persistent.schedule_error.find("a persistent tile loop's early stop"), std::string::npos)
+      << persistent.schedule_error;
+}
+
 // At d 128 a three-stage ring of 128-key K and V tiles (192 KB) and the 32 KB query tile leave
 // no room for a separate staging tile: the staged epilogue takes the query tile's bytes once the
 // main loop is done with them (16-byte row stores instead of pairs from the fragments). The MA

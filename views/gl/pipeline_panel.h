@@ -162,7 +162,7 @@ class PipelinePanel : public ImGuiPanel {
   std::map<std::string, std::string> role_pins_;
   std::map<std::string, int> stage_pins_;
   int consumers_ = 0;
-  double time_limit_ = 20.0;
+  double time_limit_ = pipeline::SolveOptions{}.time_limit_seconds;
   std::optional<pipeline::Graph> solver_graph_;
   std::optional<pipeline::Solution> solution_;
   std::string solver_error_;
