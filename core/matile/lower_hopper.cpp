@@ -1129,10 +1129,17 @@ void KernelLowering::emit_overlapped_loop(const VOp& loop) {
     memo_.pop_back();
     return out;
   };
-  // Every early part (each QK^T, the last reader of the tiles copied once) has retired: a
-  // persistent CTA's producer may load the next tile's query tile under this tile's last P.V
-  // and epilogue, not only under the epilogue.
-  if (ws_.persistent && ws_.once_empty >= 0) {
+  // Every early part has retired. When no late op reads a tile copied once (attention: QK^T,
+  // an early op, is the query tile's last reader), a persistent CTA's producer may load the
+  // next tile's under this tile's last P.V and epilogue, not only under the epilogue.
+  const bool late_reads_once = std::any_of(ws_.late.begin(), ws_.late.end(), [&](const VOp* op) {
+    if (op->kind != VOpKind::Dot) return false;
+    const DotPlan& plan = dot_plans_.at(op);
+    return std::any_of(ws_.operands.begin(), ws_.operands.end(), [&](const TmaOperand& operand) {
+      return operand.once && (operand.load == plan.a.load || operand.load == plan.b.load);
+    });
+  });
+  if (ws_.persistent && ws_.once_empty >= 0 && !late_reads_once) {
     b_.mbarrier_arrive(BarrierRef{ws_.once_empty, nullptr}, 0, threads());
     ws_.once_released = true;
   }
