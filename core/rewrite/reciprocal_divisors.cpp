@@ -8,12 +8,6 @@
 namespace nautilus::rewrite {
 namespace {
 
-int64_t elements(const TileType& type) {
-  int64_t n = 1;
-  for (int64_t extent : type.shape) n *= extent;
-  return n;
-}
-
 KernelPtr rewrite_kernel(const KernelPtr& kernel) {
   const KernelIndex index(*kernel);
   Rebuilder rebuilder(*kernel);
@@ -25,7 +19,7 @@ KernelPtr rewrite_kernel(const KernelPtr& kernel) {
     // Only a divisor with fewer elements than the quotient saves divisions; a constant one is
     // folded by fold-constants.
     if (!divisor || divisor->source->type.dtype != DType::F32 ||
-        elements(divisor->source->type) >= elements(original.results[0]->type) ||
+        divisor->source->type.element_count() >= original.results[0]->type.element_count() ||
         constant_of(divisor->source, index)) {
       out.emit(renamed);
       return;

@@ -28,7 +28,6 @@ using nautilus::testing::program_order;
 using nautilus::testing::role_named;
 using nautilus::testing::roles_op;
 using nautilus::testing::without_op;
-using nautilus::testing::count_kind;
 using nautilus::testing::count_ops;
 
 std::vector<std::string> gemm_schedule(bool persistent, int group = 1) {
@@ -117,9 +116,7 @@ TEST(Persistent, AttentionWithItsQueryTileCopiedOncePerTileMatchesTheReference) 
     const driver::Compilation compilation = compile_for_arch(c.spec, attention_schedule(c.causal, c.overlap), c.sizes);
     ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error;
     const Kernel& kernel = *compilation.ma_module->kernels.at(0);
-    bool once_empty = false;
-    for (const MBarrierAlloc& bar : kernel.mbarriers) once_empty |= bar.name == "once_empty";
-    EXPECT_TRUE(once_empty);
+    EXPECT_GE(barrier_index(kernel, "once_empty"), 0);
     for (uint64_t seed : {0u, 5u}) expect_matches_reference(compilation, 2, seed);
   }
 }
