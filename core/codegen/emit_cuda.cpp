@@ -211,19 +211,39 @@ std::vector<std::string> KernelEmitter::grid_mapping(EmittedKernel* launch) {
     return lines;
   }
   // More than three axes (or large y/z extents): one linear x index, row-major over the axes.
+  // gridDim.x stops at 2^31 - 1: a grid of more CTAs (the unscheduled reference's one CTA per
+  // element of a 2 x 16 x 8192 x 8192 score tensor) takes its leading axes from blockIdx.y.
   int64_t total = 1;
   for (const auto& axis : grid) total *= axis.extent;
-  launch->grid = {total, 1, 1};
+  constexpr int64_t kMaxGridX = (int64_t{1} << 31) - 1;
+  size_t first_x_axis = 0;  // axes [first_x_axis, end) are linear in blockIdx.x
+  int64_t x_total = total;
+  while (x_total > kMaxGridX && first_x_axis + 1 < grid.size()) {
+    x_total /= grid[first_x_axis].extent;
+    ++first_x_axis;
+  }
+  const int64_t y_total = total / x_total;
+  if (x_total > kMaxGridX || y_total > 65535) {
+    throw EmitFailure{CodegenError::Kind::Unsupported,
+                      "kernel " + kernel_.name + ": a grid of " + str(total) +
+                          " CTAs exceeds what a launch can address (2^31 - 1 along x times "
+                          "65535 along y); tile it"};
+  }
+  launch->grid = {x_total, y_total, 1};
   int64_t inner = 1;
   std::vector<std::string> reversed;
   for (size_t i = grid.size(); i-- > 0;) {
+    if (i + 1 == first_x_axis) inner = 1;  // the axes before first_x_axis count blockIdx.y
+    const bool along_x = i >= first_x_axis;
     const std::string name = unique(grid[i].var->name);
     names_[grid[i].var.get()] = name;
     ranges_[grid[i].var.get()] = {0, grid[i].extent - 1};
     grid_extents_[grid[i].var.get()] = grid[i].extent;
     reversed.push_back(
         "const int " + name + " = " +
-        launch_coordinate(i, term_text("static_cast<int>(blockIdx.x)", inner, grid[i].extent, 1, total)) +
+        launch_coordinate(i, term_text(along_x ? "static_cast<int>(blockIdx.x)"
+                                               : "static_cast<int>(blockIdx.y)",
+                                       inner, grid[i].extent, 1, along_x ? x_total : y_total)) +
         ";  // 0.." + str(grid[i].extent - 1));
     inner *= grid[i].extent;
   }

@@ -39,6 +39,11 @@ namespace detail = scalar::detail;
 //   3. For every grid point: shared memory is reset (every element "never written"), the body
 //      runs op by op for all threads; values live in a map from value node to slot array.
 //   4. Outputs must be completely written; they and the intermediates are returned.
+//   5. The CTAs of one launch run one after the other here but in no fixed order on a GPU, so
+//      every global element remembers the launch and CTA that last wrote it: a CTA that reads
+//      an element another CTA of the same launch wrote, or overwrites it with another value,
+//      fails (cross_cta_race). A kernel that keeps per-CTA data in one global buffer for all
+//      CTAs would pass a sequential run and fail on the GPU.
 
 constexpr int64_t kMaxIndexMagnitude = int64_t{1} << 53;
 
@@ -276,7 +281,46 @@ class Interpreter : public Visitor {
   // -------------------------------------------------------------------------------------------
   // Kernels and regions
 
+  // Step 5 of "How the interpreter works": the launch and CTA of each global element's last
+  // write (launch -1: not written by a kernel).
+  struct GlobalWriter {
+    int64_t launch = -1;
+    int64_t cta = -1;
+  };
+  std::vector<GlobalWriter>& writers_of(const BufferState& state) {
+    std::vector<GlobalWriter>& writers = global_writers_[&state];
+    writers.resize(state.values.size());
+    return writers;
+  }
+  std::string cta_name(int64_t cta) const { return "CTA " + std::to_string(cta); }
+  void check_cross_cta_read(const BufferState& state, int64_t flat, const std::vector<int64_t>& indices) {
+    const auto found = global_writers_.find(&state);
+    if (found == global_writers_.end()) return;
+    const GlobalWriter& writer = found->second[static_cast<size_t>(flat)];
+    if (writer.launch == launch_ && writer.cta != current_cta_) {
+      fail(InterpretErrorKind::CrossCtaRace,
+           cta_name(current_cta_) + " reads " + state.node->name + bracketed(indices) + ", which " +
+               cta_name(writer.cta) + " of the same launch wrote: CTAs run in no fixed order");
+    }
+  }
+  void record_global_write(BufferState& state, int64_t flat, double value,
+                           const std::vector<int64_t>& indices) {
+    GlobalWriter& writer = writers_of(state)[static_cast<size_t>(flat)];
+    const double old = state.values[static_cast<size_t>(flat)];
+    const bool same = old == value || (std::isnan(old) && std::isnan(value));
+    if (writer.launch == launch_ && writer.cta != current_cta_ && !same) {
+      fail(InterpretErrorKind::CrossCtaRace,
+           cta_name(current_cta_) + " writes " + state.node->name + bracketed(indices) + " = " +
+               std::to_string(value) + " where " + cta_name(writer.cta) +
+               " of the same launch wrote " + std::to_string(old) +
+               ": CTAs run in no fixed order, so the result depends on which runs last");
+    }
+    writer = {launch_, current_cta_};
+    state.values[static_cast<size_t>(flat)] = value;
+  }
+
   void run_kernel(const Kernel& kernel) {
+    ++launch_;
     kernel_ = &kernel;
     op_ = nullptr;
     setup_agents(kernel);
@@ -312,6 +356,7 @@ class Interpreter : public Visitor {
       tile_counter_ = 0;
       tiles_walked_.clear();
       for (cta_ = 0; cta_ < launched_; ++cta_) {
+        current_cta_ = cta_;
         bound_point_.clear();
         reset_shared();
         visit(*kernel.body);
@@ -323,6 +368,7 @@ class Interpreter : public Visitor {
     }
     std::vector<bool> visited(grouped ? static_cast<size_t>(points) : 0, false);
     for (int64_t point = 0; point < points; ++point) {
+      current_cta_ = point;
       if (grouped) {
         grid_point_ =
             grid_point_in_launch_order(point, extents, kernel.tile_group, kernel.reversed_axes);
@@ -1187,6 +1233,7 @@ class Interpreter : public Visitor {
     if (!state.written.empty() && !state.written[static_cast<size_t>(flat)]) {
       fail("read of " + state.node->name + bracketed(indices) + ", never written");
     }
+    check_cross_cta_read(state, flat, indices);
     return state.values[static_cast<size_t>(flat)];
   }
 
@@ -1251,7 +1298,7 @@ class Interpreter : public Visitor {
     for (size_t e = 0; e < first.size(); ++e) {
       if (first[e] < 0 || !access_element(op, value, static_cast<int64_t>(e), first[e], &indices)) continue;
       const int64_t flat = flat_offset(state, indices);
-      state.values[static_cast<size_t>(flat)] = in[static_cast<size_t>(first[e])];
+      record_global_write(state, flat, in[static_cast<size_t>(first[e])], indices);
       if (!state.written.empty()) state.written[static_cast<size_t>(flat)] = 1;
     }
   }
@@ -1999,7 +2046,7 @@ class Interpreter : public Visitor {
       if (!inside) return;
       const double value = shared_read(op.shared.alloc, address_of(op.shared, stage, c), 0, &group);
       const int64_t flat = flat_offset(state, indices);
-      state.values[static_cast<size_t>(flat)] = value;
+      record_global_write(state, flat, value, indices);
       if (!state.written.empty()) state.written[static_cast<size_t>(flat)] = 1;
     });
     instructions_["tma.store"] += 1;
@@ -2206,6 +2253,9 @@ class Interpreter : public Visitor {
   std::mt19937_64 schedule_rng_;
   const uint64_t schedule_seed_;
   const int64_t persistent_ctas_;
+  int64_t launch_ = 0;       // kernels run so far: the current launch's number
+  int64_t current_cta_ = 0;  // the CTA running now (its grid point's index, or a persistent CTA)
+  std::unordered_map<const BufferState*, std::vector<GlobalWriter>> global_writers_;
   // The dynamic tile scheduler: the counter of the kernel being run (zero at its launch) and,
   // per role, how often each tile was walked.
   int64_t tile_counter_ = 0;
@@ -2238,6 +2288,7 @@ const char* interpret_error_kind_name(InterpretErrorKind kind) {
     case InterpretErrorKind::ProxyFenceMissing: return "proxy_fence_missing";
     case InterpretErrorKind::AsyncInFlightAtExit: return "async_in_flight_at_exit";
     case InterpretErrorKind::Deadlock: return "deadlock";
+    case InterpretErrorKind::CrossCtaRace: return "cross_cta_race";
     case InterpretErrorKind::Other: return "other";
   }
   return "?";

@@ -84,6 +84,8 @@ enum class InterpretErrorKind {
   ProxyFenceMissing,      // TMA store / wgmma reading st.shared data without fence.proxy.async
   AsyncInFlightAtExit,    // a role ends with wgmma or bulk groups still in flight
   Deadlock,               // every thread of control waits, or a wait that nothing can complete
+  CrossCtaRace,           // a CTA reads global data another CTA of the launch wrote, or
+                          // overwrites it with another value (CTAs run in no fixed order)
   Other,                  // everything else (bounds, alignment, step budget ...)
 };
 const char* interpret_error_kind_name(InterpretErrorKind kind);  // "unlanded_read", ...

@@ -115,6 +115,9 @@ struct RowBuffer {
   int64_t stages = 0;
   bool dirty = false;        // copies issued since the last wait and barrier
   bool zero_padded = true;   // every copy is a zero-filling cp.async of whole stages
+  // One stage that every access covers whole, its tile the widest access (a tile clamped to a
+  // short row beside one that is not): every access is at stage 0, whatever its offset's form.
+  bool single_stage = false;
   // tail=global: the leading `resident` stages live on chip (== stages when the row fits);
   // a stage past them is read from `source` (the copy's global load, its window `source_window`
   // with buffer element e at source_window.offsets[source_axis] + e).
@@ -224,6 +227,9 @@ class KernelLowering {
   // -------------------------------------------------------------------------------------------
   // Warp specialization on sm_90a (lower_hopper.cpp)
   void refuse_tiles_past_registers();
+  // lower_cta_overlap.cpp: fails when CTAs of the launch would write the same elements of a
+  // global buffer that the kernel also reads.
+  void refuse_stores_shared_between_ctas();
   void plan_warp_specialization();
   void emit_warp_specialized();
   void emit_producer();
@@ -307,6 +313,9 @@ class KernelLowering {
 
   // Rule 8: on-chip buffers (lower_row_buffers.cpp).
   void plan_row_buffers();
+  // Fails, with the reason plan_row_buffers() recorded, for a shared-scope buffer that no rule
+  // placed on chip: the kernel would access it as global memory, one copy shared by every CTA.
+  [[noreturn]] void refuse_shared_buffer_in_global(const scalar::BufferNode& buffer) const;
   void plan_row_buffer_copies();
   Value row_stage(const VOp& op, const RowBuffer& row, Window* window);
   void sync_row_buffers_before(const VOp& op);
@@ -341,6 +350,8 @@ class KernelLowering {
   std::unordered_map<const VNode*, bool> needed_;
   std::unordered_map<const VOp*, Value> hoisted_;  // A fragments read once after their copy
   std::unordered_map<const scalar::BufferNode*, RowBuffer> row_buffers_;
+  // Why a shared-scope buffer is not a row buffer (plan_row_buffers), for the refusal.
+  std::unordered_map<const scalar::BufferNode*, std::string> row_buffer_refusals_;
   std::unordered_set<const VOp*> row_async_copies_;  // row-buffer stores copied by cp.async
   // tail=global: loops over a row's stages emitted in two parts, the iterations before the
   // split reading stages on chip, those after reading the tail from global memory; and the loop

@@ -27,6 +27,7 @@ KernelLowering::KernelLowering(const vrtile::Kernel& kernel, const LowerOptions&
 KernelPtr KernelLowering::run() {
   analyze_region(*vk_.body, nullptr);
   refuse_tiles_past_registers();
+  refuse_stores_shared_between_ctas();
   plan_row_buffers();
   plan_row_buffer_copies();
   // Layouts are planned for the threads that will hold the values: a warp-specialized kernel's
@@ -67,7 +68,9 @@ KernelPtr KernelLowering::run() {
   // Buffers held on chip (rule 8) are no longer global parameters.
   std::vector<Buffer> params;
   for (const Buffer& param : vk_.params) {
-    if (!row_buffers_.count(param.get())) params.push_back(param);
+    if (row_buffers_.count(param.get())) continue;
+    if (param->scope == scalar::MemoryScope::Shared) refuse_shared_buffer_in_global(*param);
+    params.push_back(param);
   }
   if (ws_.tile_counter) params.push_back(ws_.tile_counter);
   return b_.finish_kernel(vk_.name, std::move(params));

@@ -21,7 +21,10 @@
 //                                                    %x = ld.shared X_shared[%c_o.1][0]
 //
 // A shared-scope buffer that does not take this form (several dimensions, windows of other
-// widths, a copy refilled inside a loop that also reads it) keeps the generic path.
+// widths, a copy refilled inside a loop that also reads it) is refused with that reason when
+// the kernel would otherwise access it as memory (refuse_shared_buffer_in_global): global
+// memory holds one copy for all CTAs, so CTAs working on different rows would overwrite each
+// other's.
 //
 // A buffer marked tail=global (`cache_read(..., readers=all, tail=global)`) may be longer than
 // the CTA's shared memory. Then only its leading `resident` stages are allocated (those that fit
@@ -112,7 +115,12 @@ std::optional<Affine> stage_of(const Affine& offset, int64_t tile) {
 
 void KernelLowering::plan_row_buffers() {
   for (const scalar::Buffer& param : vk_.params) {
-    if (param->scope != scalar::MemoryScope::Shared || param->shape.size() != 1) continue;
+    if (param->scope != scalar::MemoryScope::Shared) continue;
+    if (param->shape.size() != 1) {
+      row_buffer_refusals_[param.get()] =
+          "it has " + std::to_string(param->shape.size()) + " dimensions (an on-chip row has one)";
+      continue;
+    }
     std::vector<Access> accesses;
     std::vector<const VOp*> loops;
     collect_accesses(*vk_.body, param.get(), &loops, &accesses);
@@ -120,29 +128,71 @@ void KernelLowering::plan_row_buffers() {
     const VOp* first = accesses.front().op;
     const VValue& first_tile =
         first->kind == VOpKind::Load ? first->results[0] : vrtile::stored_value(*first);
-    if (first_tile->type.rank() != 1) continue;
-    const int64_t tile = first_tile->type.shape[0];
-    bool fits = true;
+    if (first_tile->type.rank() != 1) {
+      row_buffer_refusals_[param.get()] = "it is accessed in tiles of several dimensions";
+      continue;
+    }
+    // Accesses of one width; or, for a row no longer than one tile, accesses that each cover
+    // the whole row (a tile clamped to the row's length beside one that is not): then the
+    // widest is the tile of the one stage.
+    int64_t tile = first_tile->type.shape[0];
+    bool one_stage = true;
     for (const Access& access : accesses) {
       const VOp& op = *access.op;
       const VValue& t = op.kind == VOpKind::Load ? op.results[0] : vrtile::stored_value(op);
-      std::optional<Window> window;
-      if (t->type.rank() == 1 && t->type.shape[0] == tile) window = match_window(op, t->type.shape);
-      if (!window || window->tile_axes[0] != 0 || !stage_of(window->offsets[0], tile)) {
-        fits = false;
+      if (t->type.rank() != 1 || t->type.shape[0] < param->shape[0]) {
+        one_stage = false;
+        break;
+      }
+      tile = std::max(tile, t->type.shape[0]);
+    }
+    // The copies fill the whole stage (their layouts are the tile's).
+    for (const Access& access : accesses) {
+      if (one_stage && access.op->kind == VOpKind::Store &&
+          vrtile::stored_value(*access.op)->type.shape[0] != tile) {
+        one_stage = false;
+      }
+    }
+    if (!one_stage) tile = first_tile->type.shape[0];
+    std::string refusal;
+    for (const Access& access : accesses) {
+      const VOp& op = *access.op;
+      const VValue& t = op.kind == VOpKind::Load ? op.results[0] : vrtile::stored_value(op);
+      const char* what = op.kind == VOpKind::Load ? "read" : "written";
+      if (t->type.rank() != 1 || (t->type.shape[0] != tile && !one_stage)) {
+        refusal = "it is " + std::string(what) + " in tiles of " + vrtile::type_text(t->type) +
+                  " and elsewhere in tiles of " + std::to_string(tile) +
+                  " elements (an on-chip row has one tile width: tile its copy and its readers "
+                  "alike)";
+        break;
+      }
+      std::optional<Window> window = match_window(op, t->type.shape);
+      if (!window || window->tile_axes[0] != 0 ||
+          (!one_stage && !stage_of(window->offsets[0], tile))) {
+        refusal = "a tile of it is " + std::string(what) + " at an offset that is not a whole "
+                  "number of " + std::to_string(tile) + "-element tiles";
         break;
       }
       if (op.kind == VOpKind::Store) {
         // The copy's mask may only clip at the buffer's end (the padding of the last stage).
-        if (window->bounds[0] < param->shape[0]) fits = false;
-        // A refill inside a loop that also reads the buffer would need a barrier per
-        // iteration before it; such copies keep the generic path.
-        for (const VOp* loop : access.loops) {
-          if (reads_buffer(*loop->body, param.get())) fits = false;
+        if (window->bounds[0] < param->shape[0]) {
+          refusal = "its copy is masked before the buffer's end";
         }
+        // A refill inside a loop that also reads the buffer would need a barrier per
+        // iteration before it.
+        for (const VOp* loop : access.loops) {
+          if (reads_buffer(*loop->body, param.get())) {
+            refusal = "it is refilled inside loop " + loop->loop_var->name +
+                      ", which also reads it";
+          }
+        }
+        if (!refusal.empty()) break;
       }
     }
-    if (!fits) continue;
+    if (!refusal.empty()) {
+      row_buffer_refusals_[param.get()] = refusal;
+      continue;
+    }
     const int64_t stages = (param->shape[0] + tile - 1) / tile;
     const int64_t stage_bytes = tile * dtype_bytes(param->dtype);
     const int64_t bytes = stages * stage_bytes;
@@ -164,6 +214,7 @@ void KernelLowering::plan_row_buffers() {
     }
     RowBuffer row;
     row.tile = tile;
+    row.single_stage = one_stage;
     row.stages = stages;
     row.resident = resident;
     const std::string purpose =
@@ -181,10 +232,20 @@ void KernelLowering::plan_row_buffers() {
   }
 }
 
+void KernelLowering::refuse_shared_buffer_in_global(const scalar::BufferNode& buffer) const {
+  const auto reason = row_buffer_refusals_.find(&buffer);
+  fail("the on-chip buffer " + buffer.name + " (" + memory_scope_name(buffer.scope) +
+       ") cannot be placed in shared memory: " +
+       (reason != row_buffer_refusals_.end() ? reason->second
+                                             : std::string("no rule places its accesses")) +
+       "; global memory would hold one copy for all CTAs");
+}
+
 // The stage an access of a row buffer reads or writes (null: stage 0).
 Value KernelLowering::row_stage(const VOp& op, const RowBuffer& row, Window* window) {
   const VValue& t = op.kind == VOpKind::Load ? op.results[0] : vrtile::stored_value(op);
   *window = *match_window(op, t->type.shape);
+  if (row.single_stage) return emit_offset(Affine{}, nullptr, nullptr);
   return emit_offset(*stage_of(window->offsets[0], row.tile), nullptr, nullptr);
 }
 

@@ -134,6 +134,23 @@ TEST(EmitCuda, AttentionUsesTheConstructsOfTheMaIr) {
   }
 }
 
+TEST(EmitCuda, AGridPastTwoToTheThirtyOneCtasTakesItsLeadingAxesFromBlockIdxY) {
+  // The unscheduled causal attention at B 2, H 16, S 8192 runs one CTA per score element:
+  // 2^31 CTAs, one more than gridDim.x can hold.
+  driver::CompileOptions options;
+  options.last_stage = driver::Stage::MATile;
+  const driver::Compilation compilation = nautilus::testing::compile_scheduled(
+      "assets/specs/causal_attention.nt", {}, {"B=2", "H=16", "M=8192", "N=8192", "D=128"}, options);
+  ASSERT_TRUE(compilation.ok() && compilation.ma_module) << compilation.schedule_error;
+  Result<EmittedModule> emitted = emit_cuda(*compilation.ma_module);
+  ASSERT_TRUE(emitted.ok()) << emitted.error().message;
+  const EmittedKernel& scores = emitted->kernels[0];
+  EXPECT_EQ(scores.grid, (std::array<int64_t, 3>{int64_t{1} << 30, 2, 1}));
+  EXPECT_NE(emitted->source.find("const int b = static_cast<int>(blockIdx.y);  // 0..1"), std::string::npos);
+  EXPECT_NE(emitted->source.find("const int h = (static_cast<int>(blockIdx.x) / 67108864);  // 0..15"),
+            std::string::npos);
+}
+
 TEST(EmitCuda, LaunchConfigurationFollowsTheKernel) {
   Lowered lowered = lower_case(cases()[0]);
   NAUTILUS_REQUIRE_LOWERED(lowered);

@@ -256,5 +256,30 @@ TEST(LoweringReasons, ATileNoKernelCanHoldIsRefused) {
   EXPECT_TRUE(tiled.ma_module) << tiled.schedule_error;
 }
 
+
+TEST(LoweringReasons, CtasWritingTheSameElementsOfABufferTheyReadAreRefused) {
+  // Z computed at Y's grid-bound loop p_o keeps its full [M, N] buffer: both CTAs along p_o
+  // initialize and accumulate the same row of Z while the other reads it.
+  const auto file = std::make_shared<SourceFile>(
+      "chain.nt",
+      "let M = 8, N = 3, K = 5, P = 17\n"
+      "input A[M, K] : f16\n"
+      "input Bm[K, N] : f16\n"
+      "input C2[N, P] : f16\n"
+      "Z[m, n] = sum(k) A[m, k] * Bm[k, n]\n"
+      "output Y[m, p] : f16 = sum(n) Z[m, n] * C2[n, p]\n");
+  driver::CompileOptions options;
+  options.last_stage = driver::Stage::MATile;
+  const driver::Compilation compilation = nautilus::testing::compile_scheduled(
+      file, {"tile(Y_sum, p=16)", "bind(Y, m=grid.y, p=grid.x)", "reverse_compute_at(Y, Y_sum, p_o)",
+             "compute_at(Z, Y_sum, p_o)"},
+      {}, options);
+  EXPECT_FALSE(compilation.ok());
+  EXPECT_NE(compilation.schedule_error.find("the CTAs along grid axis p_o (2 of them) write the same elements "
+                                            "of Z, which the kernel also reads"),
+            std::string::npos)
+      << compilation.schedule_error;
+}
+
 }  // namespace
 }  // namespace nautilus::matile

@@ -199,5 +199,43 @@ TEST(Interpreter, TripCountStopsALoopEarly) {
   }
 }
 
+
+// Two CTAs keep their row in one global scratch buffer S[4] (no CTA index in its window): run
+// one after the other the result is right, on a GPU it is not. The interpreter reports the
+// second CTA's overwrite; with S indexed by the CTA (S[2, 4]) the same kernel passes.
+TEST(Interpreter, CtasSharingAGlobalScratchBufferAreARace) {
+  for (const bool per_cta : {false, true}) {
+    const Buffer x = scalar::make_buffer("X", {2, 4}, DType::F32, MemoryScope::Global, BufferRole::Input);
+    const Buffer scratch = scalar::make_buffer("S", per_cta ? std::vector<int64_t>{2, 4} : std::vector<int64_t>{4},
+                                               DType::F32, MemoryScope::Global, BufferRole::Intermediate);
+    const Buffer y = scalar::make_buffer("Y", {2, 4}, DType::F32, MemoryScope::Global, BufferRole::Output);
+    Builder b(1);
+    const Value r = b.grid("r", 2);
+    const RegisterLayout l = blocked_layout({4}, 32);
+    const GlobalAccess row{GlobalAccess::Form::Window, {r, nullptr}, {-1, 0}, {2, 4}, false};
+    const GlobalAccess shared_row = per_cta ? row : GlobalAccess{GlobalAccess::Form::Window, {nullptr}, {0}, {4}, false};
+    const Value v = b.global_load(x, row, {}, 0.0, TileType{DType::F32, {4}}, l, "v");
+    b.global_store(scratch, shared_row, {}, v);
+    const Value back = b.global_load(scratch, shared_row, {}, 0.0, TileType{DType::F32, {4}}, l, "back");
+    b.global_store(y, row, {}, back);
+    const Module module{"scratch", "sm_80", {x, y}, {scratch}, {b.finish_kernel("scratch", {x, scratch, y})}};
+    ASSERT_EQ(verify(module), std::vector<std::string>{});
+    TensorMap inputs;
+    inputs["X"] = TensorData{{2, 4}, DType::F32, {1, 2, 3, 4, 5, 6, 7, 8}};
+    const InterpretResult result = interpret(module, inputs);
+    if (per_cta) {
+      ASSERT_TRUE(result.ok) << result.error;
+      EXPECT_EQ(result.outputs.at("Y").values, (std::vector<double>{1, 2, 3, 4, 5, 6, 7, 8}));
+    } else {
+      EXPECT_FALSE(result.ok);
+      EXPECT_EQ(result.error_kind, InterpretErrorKind::CrossCtaRace) << result.error;
+      EXPECT_NE(result.error.find("CTA 1 writes S[0] = 5.000000 where CTA 0 of the same launch wrote "
+                                  "1.000000"),
+                std::string::npos)
+          << result.error;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace nautilus::matile

@@ -84,6 +84,21 @@ TEST(RowBuffer, EveryStageMatchesTheReferenceAtRaggedRowLengths) {
   }
 }
 
+TEST(RowBuffer, ACopyAndReadersOfOtherWidthsAreRefusedNotKeptInGlobalMemory) {
+  // Without tile(X_shared, ...) the copy writes the whole 4096-element row at once while the
+  // readers read 2048 at a time. Such a buffer used to stay in global memory, one copy for all
+  // CTAs, which raced on the GPU.
+  std::vector<std::string> decisions = kRowOnChip;
+  decisions.pop_back();
+  const driver::Compilation compilation = compile_log_softmax({"R=3", "C=4096"}, driver::Stage::MATile, decisions);
+  EXPECT_FALSE(compilation.ok());
+  EXPECT_NE(compilation.schedule_error.find("the on-chip buffer X_shared (shared) cannot be placed in shared "
+                                            "memory: it is read in tiles of bf16[2048] and elsewhere in "
+                                            "tiles of 4096 elements"),
+            std::string::npos)
+      << compilation.schedule_error;
+}
+
 TEST(RowBuffer, ARowPastTheSharedMemoryIsRefused) {
   // softmax_temperature's 128256-wide rows: 256 KB of bf16, more than a CTA's 227 KB.
   const driver::Compilation compilation = compile_log_softmax({"R=2", "C=128256"});
