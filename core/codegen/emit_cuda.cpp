@@ -782,11 +782,45 @@ std::optional<SwizzleSplit> split_swizzled_offset(const std::function<int64_t(in
   return std::nullopt;
 }
 
+// The most bytes one register tile may hold per thread: eight times a thread's 255 registers.
+// A tile past it spills whatever else the kernel does, and NVRTC takes minutes over the
+// unrolled spill code (an fp8 GEMM whose whole 4096-long k extent was one tile: 8 KB of B per
+// thread, 221 KB spilled, 4.4 minutes to compile). Refused before NVRTC sees it, so a tuner's
+// build ends at once with the reason. (The lowering itself accepts such tiles: the search
+// estimates untiled states on the way to tiled ones.)
+constexpr int64_t kMostRegisterTileBytesPerThread = 8 * 255 * 4;
+
+std::optional<std::string> register_tile_past_the_register_file(const matile::Kernel& kernel) {
+  std::optional<std::string> problem;
+  matile::for_each_op(*kernel.body, [&](const matile::Op& op) {
+    for (const matile::Value& v : op.results) {
+      // Index and predicate tiles are rematerialized where they are used, not held.
+      if (problem || !v || v->layout.threads() == 0 || v->type.dtype == DType::Index ||
+          v->type.dtype == DType::Bool) {
+        continue;
+      }
+      const int64_t bytes = v->layout.slots() * dtype_bytes(v->type.dtype);
+      if (bytes > kMostRegisterTileBytesPerThread) {
+        problem = "kernel " + kernel.name + ": the register tile %" + v->name + " (" +
+                  vrtile::type_text(v->type) + ") holds " + std::to_string(bytes) +
+                  " bytes per thread, more than eight times a thread's 255 registers: it would "
+                  "spill; tile its loops smaller";
+      }
+    }
+  });
+  return problem;
+}
+
 Result<EmittedModule> emit_cuda(const matile::Module& module, const EmitOptions& options) {
   const std::vector<std::string> problems = matile::verify(module);
   if (!problems.empty()) {
     return codegen_error(CodegenError::Kind::InvalidInput,
                          "MA tile module " + module.name + " does not verify: " + problems.front());
+  }
+  for (const matile::KernelPtr& kernel : module.kernels) {
+    if (std::optional<std::string> problem = register_tile_past_the_register_file(*kernel)) {
+      return codegen_error(CodegenError::Kind::Rejected, *problem);
+    }
   }
   EmittedModule emitted;
   std::ostringstream source;
