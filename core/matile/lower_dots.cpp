@@ -93,6 +93,35 @@ std::optional<OperandPlan> KernelLowering::peel_eight_bit(const VValue& operand)
   return plan;
 }
 
+// Whether every store that `v` reaches in the kernel (through element-wise ops, reductions,
+// loop-carried values and further dots) writes a 16- or 8-bit buffer.
+bool KernelLowering::stored_only_narrow(const VValue& v, int depth) {
+  if (depth > 64) return false;
+  for (const VOp* user : users_[v.get()]) {
+    switch (user->kind) {
+      case VOpKind::Store:
+        if (dtype_bytes(user->buffer->dtype) > 2) return false;
+        break;
+      case VOpKind::Yield: {
+        auto loop = loop_of_yield_.find(user);
+        if (loop == loop_of_yield_.end()) return false;
+        for (size_t i = 0; i < user->operands.size(); ++i) {
+          if (user->operands[i] != v) continue;
+          if (i >= loop->second->results.size() || !stored_only_narrow(loop->second->results[i], depth + 1)) {
+            return false;
+          }
+        }
+        break;
+      }
+      default:
+        for (const VValue& r : user->results) {
+          if (!stored_only_narrow(r, depth + 1)) return false;
+        }
+    }
+  }
+  return true;
+}
+
 // Rule 6 on 8-bit floats: a dot whose operands are both exact widenings of loaded fp8 tiles runs
 // wgmma's 8-bit form (m64nNk32, e4m3 and e5m2 in any pairing) on the bytes themselves: the
 // producer copies each fp8 tile by TMA as it is and the widening cast is never emitted (the
@@ -101,7 +130,8 @@ std::optional<OperandPlan> KernelLowering::peel_eight_bit(const VValue& operand)
 // they are K-major in global memory: A's tile [m, k] of a buffer contiguous along k, B's tile
 // [n, k] likewise (B stored [N, K], torch._scaled_mm's layout). Any other dot keeps its 16-bit
 // operands, widened in registers; the refusal, noted here, says why when rule 6 then finds no
-// loaded tile for wgmma.
+// loaded tile for wgmma. The 8-bit form also accumulates with fewer bits than f32 (see the
+// refusal below), so it is used only where the product is stored in 16 bits or fewer.
 //
 //   before (VR):                               after (MA, sm_90a, consumers=2):
 //     %A = load A[...] : fp8e4m3[128, 128]       tensor_map tm_A : A box [128, 128] swizzle 128
@@ -139,6 +169,12 @@ void KernelLowering::plan_eight_bit_wgmma(const VOp& op, DotPlan* plan) {
   const int64_t K = op.operands[0]->type.shape[1];
   if (K % 32 != 0) {
     refuse("a k extent of " + std::to_string(K) + ", not a multiple of 32 (one 8-bit wgmma reads k 32)");
+    return;
+  }
+  if (!stored_only_narrow(op.results[0])) {
+    refuse("the product reaches a store of 32 bits or more; wgmma's 8-bit form adds its products "
+           "into the accumulator with fewer bits than f32 (about 14, DeepSeek-V3 report, sec. 3.3.2), "
+           "within a 16-bit output's tolerance but not an f32 one's, so the operands stay widened");
     return;
   }
   plan->a = *a;
