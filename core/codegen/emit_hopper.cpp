@@ -17,6 +17,10 @@
 //     %acc_i k 64                                ... one per k16 step (descriptor + block step >> 4)
 //   (when %acc_i is `full 0.0` read only by wgmmas, it is left unwritten and the first k16
 //    step passes accumulate 0: scale-d 0)
+//   the same on fp8 rings (e4m3/e5m2 allocations, both K-major)
+//                                           ->  wgmma_m64n256k32_e4m3_ss(acc0, a_desc + ..., b_desc + ..., 1);
+//                                                ... one per k32 step: 32 bytes of k, as for 16-bit
+//                                                types, and no transpose operands (8-bit forms have none)
 //   wgmma.wait_group 1                      ->  wgmma_wait_group<1>(); fence_register(acc0[0]); ...
 //
 // Threads. A Roles op branches on the CTA's warpgroup index; inside a role `tid` is redeclared

@@ -11,7 +11,9 @@
 // retires the previous iteration's MMAs and so releases their slot. Every operand tile lands in
 // the canonical wgmma layout of its major-ness (a row-major A: K-major; a row-major B:
 // MN-major), which is also the layout TMA fills box by box (layout/tma.h); a tile of a buffer of
-// rank 3 to 5 (one head of K[b, h, n, d]) is a box of extent 1 on the other axes.
+// rank 3 to 5 (one head of K[b, h, n, d]) is a box of extent 1 on the other axes. fp8 tiles
+// (plan_eight_bit_wgmma, lower_dots.cpp) are copied as bytes and must both be K-major: an fp8
+// ring tile [128, 128] is Sw<3,4,3> o (128,128):(128,1), read by m64nNk32 wgmmas.
 //
 //   before (VR, launch consumers=2, stages=4):  after (MA, sm_90a):
 //     %acc0 = broadcast 0.0 : f32[128, 128]       mbarrier full[4] arrivals 1, empty[4] arrivals 256
