@@ -27,6 +27,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -133,6 +134,10 @@ struct SmemLoad {
   Value stage;  // the current stage inside a pipelined loop; null for stage 0
 };
 
+// The names of the module's global buffers whose contents reach an output of 32 bits or more:
+// those outputs, and every buffer a kernel loads that stores into one of them (to a fixed point).
+std::set<std::string> wide_output_buffers(const vrtile::Module& module);
+
 // Ops computed from their operands in registers alone (constants, index tiles, broadcasts,
 // permutes, element-wise ops, casts): a tile made only of these can be re-emitted in any
 // layout (remat), and a held copy's wait may move past them.
@@ -140,7 +145,10 @@ bool computes_in_registers(VOpKind kind);
 
 class KernelLowering {
  public:
-  KernelLowering(const vrtile::Kernel& kernel, const LowerOptions& options);
+  // `wide_output_buffers`: the global buffers whose contents reach an output of 32 bits or more
+  // (wide_output_buffers() of the module): a product stored there keeps f32 accuracy.
+  KernelLowering(const vrtile::Kernel& kernel, const LowerOptions& options,
+                 std::set<std::string> wide_output_buffers = {});
 
   KernelPtr run();
 
@@ -337,6 +345,7 @@ class KernelLowering {
   std::unordered_map<const VOp*, DotPlan> dot_plans_;
   // Dots on fp8 tiles that cannot take wgmma's 8-bit form, and why (rule 6's refusal says it).
   std::unordered_map<const VOp*, std::string> eight_bit_refusals_;
+  std::set<std::string> wide_output_buffers_;
   std::map<const VOp*, Window> smem_windows_;
   std::unordered_set<const VOp*> register_loads_;
   std::unordered_set<const VOp*> staged_register_loads_;  // register copies read from shared

@@ -94,13 +94,14 @@ std::optional<OperandPlan> KernelLowering::peel_eight_bit(const VValue& operand)
 }
 
 // Whether every store that `v` reaches in the kernel (through element-wise ops, reductions,
-// loop-carried values and further dots) writes a 16- or 8-bit buffer.
+// loop-carried values and further dots) writes a 16- or 8-bit buffer, or a wider intermediate
+// whose contents reach only outputs of 16 bits or fewer (an unfused epilogue's f32 C_sum).
 bool KernelLowering::stored_only_narrow(const VValue& v, int depth) {
   if (depth > 64) return false;
   for (const VOp* user : users_[v.get()]) {
     switch (user->kind) {
       case VOpKind::Store:
-        if (dtype_bytes(user->buffer->dtype) > 2) return false;
+        if (dtype_bytes(user->buffer->dtype) > 2 && wide_output_buffers_.count(user->buffer->name)) return false;
         break;
       case VOpKind::Yield: {
         auto loop = loop_of_yield_.find(user);
@@ -148,8 +149,12 @@ void KernelLowering::plan_eight_bit_wgmma(const VOp& op, DotPlan* plan) {
   const std::string dot = "dot %" + op.results[0]->name;
   const auto refuse = [&](const std::string& why) { eight_bit_refusals_[&op] = dot + ": " + why; };
   if (!a || !b) {
+    // The other operand's own dtype: a 16-bit tile, or what its widening cast reads (int8).
     const VValue& other = (a ? plan->b : plan->a).source;
-    refuse(std::string("an fp8 operand times a ") + dtype_name(other->type.dtype) +
+    const VOp* widened = def(other);
+    const DType other_dtype = widened && widened->kind == VOpKind::Cast ? widened->operands[0]->type.dtype
+                                                                        : other->type.dtype;
+    refuse(std::string("an fp8 operand times a ") + dtype_name(other_dtype) +
            " one; wgmma's 8-bit form takes two 8-bit float operands (e4m3 or e5m2) from shared "
            "memory, so the fp8 tile stays widened to 16 bits in registers");
     return;
@@ -172,7 +177,7 @@ void KernelLowering::plan_eight_bit_wgmma(const VOp& op, DotPlan* plan) {
     return;
   }
   if (!stored_only_narrow(op.results[0])) {
-    refuse("the product reaches a store of 32 bits or more; wgmma's 8-bit form adds its products "
+    refuse("the product reaches an output of 32 bits or more; wgmma's 8-bit form adds its products "
            "into the accumulator with fewer bits than f32 (about 14, DeepSeek-V3 report, sec. 3.3.2), "
            "within a 16-bit output's tolerance but not an f32 one's, so the operands stay widened");
     return;
