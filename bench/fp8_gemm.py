@@ -107,10 +107,12 @@ def prepare(only):
                          *defines(VALIDATION["M"], VALIDATION["N"], VALIDATION["K"]), "-o", package + "__validate")
             ok = c.returncode == 0 and v.returncode == 0
             instructions = ""
-            if c.returncode == 0:
-                source = open(os.path.join(package, "kernel.cu")).read()
+            ptx = os.path.join(package, "kernel.sm_90a.ptx")
+            if c.returncode == 0 and os.path.exists(ptx):
+                # The MMA instructions the kernel really issues (the PTX holds only those used).
                 found = sorted(set(re.findall(r"(wgmma\.mma_async\.sync\.aligned\.m64n\d+k\d+\.f32\.\w+\.\w+"
-                                              r"|mma\.sync\.aligned\.m16n8k16\S*)", source)))
+                                              r"|mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.\w+\.\w+\.f32)",
+                                              open(ptx).read())))
                 instructions = ", ".join(found)
             entry["variants"][label] = {
                 "decisions": decisions, "ok": ok, "instructions": instructions,

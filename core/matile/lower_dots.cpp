@@ -132,7 +132,7 @@ bool KernelLowering::stored_only_narrow(const VValue& v, int depth) {
 // [n, k] likewise (B stored [N, K], torch._scaled_mm's layout). Any other dot keeps its 16-bit
 // operands, widened in registers; the refusal, noted here, says why when rule 6 then finds no
 // loaded tile for wgmma. The 8-bit form also accumulates with fewer bits than f32 (see the
-// refusal below), so it is used only where the product is stored in 16 bits or fewer.
+// refusal below), so it is used only where the product reaches outputs of 16 bits or fewer.
 //
 //   before (VR):                               after (MA, sm_90a, consumers=2):
 //     %A = load A[...] : fp8e4m3[128, 128]       tensor_map tm_A : A box [128, 128] swizzle 128
