@@ -119,6 +119,23 @@ TEST(Fp8Wgmma, OneConsumerSw64TilesAndPersistentCtasMatchTheReference) {
   }
 }
 
+TEST(Fp8Wgmma, AnF32IntermediateThatOnlyBf16OutputsReadTakesTheEightBitForm) {
+  // Without reverse_compute_at the scaled, rounded output is a kernel of its own reading C_sum,
+  // an f32 intermediate: its product still reaches only the bf16 output, so the GEMM kernel runs
+  // the 8-bit form (the search's unfused states must see it too).
+  std::vector<std::string> unfused = nt_schedule(128, 128, 128, 2, 3);
+  unfused.erase(unfused.begin() + 1);
+  const driver::Compilation compilation =
+      compile_for_arch("assets/specs/fp8_gemm_nt.nt", unfused, {"M=200", "N=136", "K=272"}, "sm_90a");
+  ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error << compilation.internal_error;
+  ASSERT_EQ(compilation.ma_module->kernels.size(), 2u);
+  const Kernel& gemm = *compilation.ma_module->kernels.at(0);
+  const Op* wgmma = the_wgmma(gemm);
+  ASSERT_TRUE(wgmma);
+  EXPECT_EQ(instruction_name(*wgmma, &gemm), "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3");
+  expect_stage_matches_reference(compilation, driver::Stage::MATile, 12, "unfused ");
+}
+
 TEST(Fp8Wgmma, E5m2AndE4m3InEitherPairingPickTheirInstruction) {
   for (const auto& [a, b, ptx] : {std::tuple{"fp8e5m2", "fp8e4m3", "e5m2.e4m3"},
                                   std::tuple{"fp8e4m3", "fp8e5m2", "e4m3.e5m2"},
@@ -158,10 +175,16 @@ TEST(Fp8Wgmma, CombinationsTheEightBitFormCannotTakeAreRefusedWithTheReason) {
   const std::string short_k = refusal(compile_for_arch("assets/specs/fp8_gemm_nt.nt", nt_schedule(128, 128, 16, 2, 3),
                                                        sizes, "sm_90a"));
   EXPECT_NE(short_k.find("not a multiple of 32 (one 8-bit wgmma reads k 32)"), std::string::npos) << short_k;
-  // An f32 output: the 8-bit form's accumulation is narrower than f32.
+  // An f32 output, fused or through the f32 intermediate C_sum: the 8-bit form's accumulation is
+  // narrower than f32.
   const std::string wide_out =
       refusal(compile_text(gemm_text("fp8e4m3", "fp8e4m3", true, "f32"), nt_schedule(128, 128, 128, 2, 3), sizes));
-  EXPECT_NE(wide_out.find("fewer bits than f32"), std::string::npos) << wide_out;
+  EXPECT_NE(wide_out.find("reaches an output of 32 bits or more"), std::string::npos) << wide_out;
+  std::vector<std::string> unfused = nt_schedule(128, 128, 128, 2, 3);
+  unfused.erase(unfused.begin() + 1);
+  const std::string wide_unfused =
+      refusal(compile_text(gemm_text("fp8e4m3", "fp8e4m3", true, "f32"), unfused, sizes));
+  EXPECT_NE(wide_unfused.find("reaches an output of 32 bits or more"), std::string::npos) << wide_unfused;
   // The same schedules without warp_spec keep the widening mma.sync path on sm_90a.
   std::vector<std::string> plain = nt_schedule(128, 128, 128, 2, 3);
   plain.pop_back();
