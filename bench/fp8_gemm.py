@@ -22,7 +22,9 @@ fp8_gemm.md and fp8_gemm.json into $OUT (or the bench folder when $OUT is not se
 Usage: python3 bench/fp8_gemm.py prepare [--only ROW...]
        python3 bench/fp8_gemm.py pack DEST
        python3 DEST/fp8_gemm.py measure [--reps N] [--only ROW...] [--no-peers]
-Writes bench/out-fp8/ (git-ignored; $NAUTILUS_FP8_BENCH names another folder).
+Writes bench/out-fp8/ (git-ignored; $NAUTILUS_FP8_BENCH names another folder). A DEST inside the
+repository such as bench/out-fp8-pack (git-ignored too, about 4 MB) travels to a GPU machine as
+one folder; measure needs only what is in it (and torch for the peer).
 """
 import argparse
 import datetime
