@@ -17,6 +17,10 @@
 //     %acc_i k 64                                ... one per k16 step (descriptor + block step >> 4)
 //   (when %acc_i is `full 0.0` read only by wgmmas, it is left unwritten and the first k16
 //    step passes accumulate 0: scale-d 0)
+//   the same on fp8 rings (e4m3/e5m2 allocations, both K-major)
+//                                           ->  wgmma_m64n256k32_e4m3_ss(acc0, a_desc + ..., b_desc + ..., 1);
+//                                                ... one per k32 step: 32 bytes of k, as for 16-bit
+//                                                types, and no transpose operands (8-bit forms have none)
 //   wgmma.wait_group 1                      ->  wgmma_wait_group<1>(); fence_register(acc0[0]); ...
 //
 // Threads. A Roles op branches on the CTA's warpgroup index; inside a role `tid` is redeclared
@@ -624,12 +628,29 @@ void KernelEmitter::visit_Wgmma(const Op& op) {
             std::to_string(warpgroups) + " warpgroups");
   }
   const SharedAlloc& b_alloc = alloc_of(op.shared_b);
-  if (b_alloc.dtype != DType::BF16 && b_alloc.dtype != DType::F16) {
-    unsupported(matile::op_label(op) + ": wgmma operands must be bf16 or f16");
+  // 16-bit operands of one dtype, k16 per instruction, either major-ness; or 8-bit floats (e4m3,
+  // e5m2 in any pairing) from shared memory, k32 per instruction, K-major only: that form of the
+  // instruction has no transpose operands.
+  const bool eight_bit = is_eight_bit_float(b_alloc.dtype);
+  if (b_alloc.dtype != DType::BF16 && b_alloc.dtype != DType::F16 && !eight_bit) {
+    unsupported(matile::op_label(op) + ": wgmma operands must be bf16, f16 or fp8 (e4m3, e5m2)");
   }
-  const char* type = b_alloc.dtype == DType::BF16 ? "bf16" : "f16";
-  const int64_t k_steps = op.extent / 16;
-  if (op.extent % 16 != 0 || k_steps < 1) invalid(matile::op_label(op) + ": K must be a multiple of 16");
+  if (eight_bit && rs) unsupported(matile::op_label(op) + ": 8-bit wgmma reads A from shared memory, not registers");
+  const auto ptx_type = [](DType dtype) -> std::string {
+    switch (dtype) {
+      case DType::BF16: return "bf16";
+      case DType::F16: return "f16";
+      case DType::F8E4M3: return "e4m3";
+      default: return "e5m2";
+    }
+  };
+  const std::string b_type = ptx_type(b_alloc.dtype);
+  std::string a_type = b_type;
+  const int64_t k_extent = layout::wgmma_k_extent(static_cast<int>(dtype_bytes(b_alloc.dtype)));
+  const int64_t k_steps = op.extent / k_extent;
+  if (op.extent % k_extent != 0 || k_steps < 1) {
+    invalid(matile::op_label(op) + ": K must be a multiple of " + str(k_extent));
+  }
   const WgmmaOperand b = wgmma_operand(op, op.shared_b, false, N, op.extent, warpgroups);
   WgmmaOperand a;
   if (rs) {
@@ -639,13 +660,24 @@ void KernelEmitter::visit_Wgmma(const Op& op) {
       invalid(matile::op_label(op) + ": register A is not in the wgmma A fragment layout");
     }
   } else {
-    if (alloc_of(op.shared).dtype != b_alloc.dtype) invalid(matile::op_label(op) + ": A and B dtypes differ");
+    const DType a_dtype = alloc_of(op.shared).dtype;
+    if (eight_bit ? !is_eight_bit_float(a_dtype) : a_dtype != b_alloc.dtype) {
+      invalid(matile::op_label(op) + ": A and B dtypes differ");
+    }
+    a_type = ptx_type(a_dtype);
     a = wgmma_operand(op, op.shared, true, 64, op.extent, warpgroups);
   }
-  // The wrapper of this instruction shape: d += A * B for one k16 step.
+  if (eight_bit && (a.mn_major || b.mn_major)) {
+    unsupported(matile::op_label(op) + ": operand " + (a.mn_major ? "A" : "B") +
+                " is MN-major; wgmma reads 8-bit operands only K-major");
+  }
+  // The wrapper of this instruction shape: d += A * B for one k step (32 bytes of k).
   const int64_t regs = N / 2;
-  const std::string helper = "wgmma_m64n" + str(N) + "k16_" + type + (rs ? "_rs_" : "_ss_") +
-                             (rs ? "" : (a.mn_major ? "1" : "0")) + (b.mn_major ? "1" : "0");
+  const std::string type = a_type == b_type ? a_type : a_type + "_" + b_type;
+  // wgmma_m64n128k16_bf16_ss_01 (the transposes of A and B), wgmma_m64n128k32_e4m3_e5m2_ss.
+  const std::string helper =
+      "wgmma_m64n" + str(N) + "k" + str(k_extent) + "_" + type + (rs ? "_rs" : "_ss") +
+      (eight_bit ? "" : "_" + (rs ? "" : std::string(a.mn_major ? "1" : "0")) + (b.mn_major ? "1" : "0"));
   if (!helpers_.count(helper)) {
     std::ostringstream h;
     std::string outputs, list;
@@ -653,7 +685,12 @@ void KernelEmitter::visit_Wgmma(const Op& op) {
       list += (i ? ", %" : "%") + str(i);
       outputs += std::string(i ? ", " : "") + (i % 8 == 0 && i ? "\n        " : "") + "\"+f\"(d[" + str(i) + "])";
     }
-    const std::string instruction = "wgmma.mma_async.sync.aligned.m64n" + str(N) + "k16.f32." + type + "." + type;
+    const std::string instruction = "wgmma.mma_async.sync.aligned.m64n" + str(N) + "k" + str(k_extent) +
+                                    ".f32." + a_type + "." + b_type;
+    // The immediate operands after scale-d: scale-a and scale-b (1: no negation), then, for
+    // 16-bit types only, the transposes of A and B.
+    const std::string transposes =
+        eight_bit ? std::string() : ", " + std::string(a.mn_major ? "1" : "0") + ", " + (b.mn_major ? "1" : "0");
     h << "// " << instruction << (rs ? " (A from registers)" : " (A and B from shared memory)")
       << ": d = A * B + (accumulate ? d : 0) (scale-d).\n";
     if (rs) {
@@ -668,8 +705,8 @@ void KernelEmitter::visit_Wgmma(const Op& op) {
       h << "__device__ __forceinline__ void " << helper
         << "(float* d, unsigned long long a, unsigned long long b, int accumulate) {\n"
         << "  asm volatile(\n      \"{\\n .reg .pred p;\\n setp.ne.b32 p, %" << regs + 2 << ", 0;\\n \"\n"
-        << "      \"" << instruction << " {" << list << "}, %" << regs << ", %" << regs + 1 << ", p, 1, 1, "
-        << (a.mn_major ? 1 : 0) << ", " << (b.mn_major ? 1 : 0) << ";\\n}\\n\"\n      : " << outputs
+        << "      \"" << instruction << " {" << list << "}, %" << regs << ", %" << regs + 1 << ", p, 1, 1"
+        << transposes << ";\\n}\\n\"\n      : " << outputs
         << "\n      : \"l\"(a), \"l\"(b), \"r\"(accumulate));\n}\n";
     }
     helpers_[helper] = h.str();

@@ -113,12 +113,15 @@ struct Work {
   // mma.sync's); the fixed latencies of the synchronizing ops (cycles, see kMBarrierWaitCycles);
   // bulk wait_groups that wait for a TMA store's flight.
   double wgmma_flops = 0.0;
+  // Of wgmma_flops, those of the 8-bit form (fp8 operands, m64nNk32): twice the 16-bit rate.
+  double wgmma_8bit_flops = 0.0;
   double sync_cycles = 0.0;
   double store_waits = 0.0;
 
   void add(const Work& other, double times) {
     tensor_flops += other.tensor_flops * times;
     wgmma_flops += other.wgmma_flops * times;
+    wgmma_8bit_flops += other.wgmma_8bit_flops * times;
     sync_cycles += other.sync_cycles * times;
     store_waits += other.store_waits * times;
     alu_ops += other.alu_ops * times;
@@ -539,6 +542,7 @@ class WorkWalk : public matile::Visitor {
     OpWork result{work.tensor_flops, work.alu_ops, work.special_ops, work.shared_bytes,
                   work.barriers, 0.0};
     result.wgmma_flops = work.wgmma_flops;
+    result.wgmma_8bit_flops = work.wgmma_8bit_flops;
     result.sync_cycles = work.sync_cycles;
     for (const Access& access : accesses_) result.global_bytes += access.bytes;
     return result;
@@ -1108,7 +1112,8 @@ class WorkWalk : public matile::Visitor {
         return;
       }
       case OpKind::Wgmma: {
-        // wgmma.mma_async m64nNk16 over M / 64 warpgroups: 2*M*N*K at the wgmma rate. Its
+        // wgmma.mma_async m64nNk16 over M / 64 warpgroups: 2*M*N*K at the wgmma rate (twice
+        // that for the 8-bit form, m64nNk32 on fp8 operands: kEightBitWgmmaSpeedup). Its
         // shared operands are read by the tensor cores from shared memory, per warpgroup
         // instruction: each warpgroup its 64 rows of A (SS form; RS takes A from registers)
         // and the whole of B, so two warpgroups side by side along M read B twice.
@@ -1120,6 +1125,7 @@ class WorkWalk : public matile::Visitor {
         const double flops = 2.0 * m * n * k;
         work.tensor_flops += flops;
         work.wgmma_flops += flops;
+        if (shared_dtype_bytes(op.shared_b) == 1) work.wgmma_8bit_flops += flops;
         work.mma_ops += 1;
         segment.open_group_flops += flops;
         const double warpgroups = std::max(1.0, std::ceil(m / 64.0));
@@ -1903,7 +1909,8 @@ class AnalyticalModel : public CostModel {
     auto compute_pipes = [&](const Work& work, double k) {
       PipeTime t;
       t.tensor = k * (work.tensor_flops - work.wgmma_flops) / rate.tensor +
-                 k * work.wgmma_flops / rate.wgmma;
+                 k * (work.wgmma_flops - work.wgmma_8bit_flops) / rate.wgmma +
+                 k * work.wgmma_8bit_flops / (rate.wgmma * kEightBitWgmmaSpeedup);
       t.alu = k * work.alu_ops / rate.alu;
       t.special = k * work.special_ops / rate.special;
       t.shared = k * work.shared_bytes / rate.shared;

@@ -83,7 +83,9 @@
 //     + launch overhead.
 //  Hopper (sm_90a, ir.h notes "Hopper"): warp-specialized kernels of TMA and wgmma.
 //     Work. Wgmma: 2*M*N*K tensor FLOPs at the wgmma rate (`wgmma_tensor_tflops_16bit`, 989 on
-//       the H100, against mma.sync's 660), plus its shared operand reads per warpgroup
+//       the H100, against mma.sync's 660; the 8-bit form on fp8 operands at
+//       kEightBitWgmmaSpeedup = 2 times that, the data sheet's 1979 dense FP8 on the H100 SXM
+//       against 989 dense bf16), plus its shared operand reads per warpgroup
 //       instruction (SS: the warpgroup's 64 rows of A; both forms: the whole of B, so warpgroups
 //       side by side read B once each). TmaLoad: the box's bytes as a global read (the reuse
 //       rule of step 2, coordinates for offsets) and a shared write, asynchronous; no CUDA-core
@@ -146,8 +148,14 @@ struct OpWork {
   double barriers = 0.0;      // CTA-wide barriers
   double global_bytes = 0.0;  // global reads and writes (a TMA box's bytes)
   double wgmma_flops = 0.0;   // of tensor_flops, issued by wgmma (the wgmma rate)
+  double wgmma_8bit_flops = 0.0;  // of wgmma_flops, on fp8 operands (kEightBitWgmmaSpeedup x the rate)
   double sync_cycles = 0.0;   // fixed latency of an mbarrier / fence / named barrier / issue op
 };
 OpWork op_work(const matile::Kernel& kernel, const matile::Op& op);
+
+// How much faster wgmma's 8-bit form (m64nNk32 on e4m3/e5m2) runs than its 16-bit form, FLOP for
+// FLOP: the H100 SXM data sheet gives 1979 dense FP8 TFLOP/s against 989 dense bf16, and the
+// instruction does twice the k per issue at the same latency.
+inline constexpr double kEightBitWgmmaSpeedup = 2.0;
 
 }  // namespace nautilus::cost

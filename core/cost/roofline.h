@@ -2,7 +2,9 @@
 // from the work the spec states and the bytes it must move, before anything is scheduled.
 //
 //   compute  = spec::estimate_flops / the device's highest 16-bit tensor rate (wgmma where the
-//              device has it): every FLOP counted as if it ran on tensor cores
+//              device has it): every FLOP counted as if it ran on tensor cores; when every
+//              input of rank 2 or more is an 8-bit float (an fp8 GEMM), at wgmma's 8-bit rate,
+//              kEightBitWgmmaSpeedup times that (analytical_model.h)
 //   memory   = spec::estimate_compulsory_bytes / the DRAM peak: every input read once, every
 //              output written once
 //   bound    = max(compute, memory) + one kernel launch

@@ -21,6 +21,15 @@ using matile::Op;
 using matile::OpKind;
 using matile::Value;
 
+// A wgmma's FLOPs in units of its 16-bit form, which wgmma_flops_per_cycle counts: the 8-bit form
+// (fp8 operands) runs kEightBitWgmmaSpeedup times as many per cycle.
+double wgmma_rate_flops(const OpWork& work) {
+  return work.tensor_flops - work.wgmma_8bit_flops + work.wgmma_8bit_flops / kEightBitWgmmaSpeedup;
+}
+
+// The k one wgmma instruction reads: 16, or 32 for the 8-bit form.
+int64_t wgmma_k_step(const OpWork& work) { return work.wgmma_8bit_flops > 0 ? 32 : 16; }
+
 bool is_uniform_scalar(const Value& value) {
   return value && value->type.shape.empty();
 }
@@ -484,8 +493,9 @@ class Simulator {
       }
       case OpKind::Wgmma: {
         const int64_t end = t + costs_.wgmma_issue;
-        const double flops = op_work(kernel_, op).tensor_flops * run.warps / std::max(run.role_warps, 1);
-        const int64_t k_atoms = std::max<int64_t>(op.extent / 16, 1);
+        const OpWork work = op_work(kernel_, op);
+        const double flops = wgmma_rate_flops(work) * run.warps / std::max(run.role_warps, 1);
+        const int64_t k_atoms = std::max<int64_t>(op.extent / wgmma_k_step(work), 1);
         const std::string text = "wgmma" + (op.results.empty() ? std::string() : " %" + op.results[0]->name);
         role_bar(run, t, end, OpClass::Mma, text, k_atoms, step);
         const int64_t begin = std::max(end, tensor_free_);
@@ -917,8 +927,8 @@ WarpCost warp_cost_on(const matile::Kernel& kernel, const matile::Op& op, const 
       return {OpClass::AsyncCopy, whole(work.sync_cycles), 1};
     case OpKind::Wgmma:
       return {OpClass::Mma,
-              whole(work.tensor_flops / static_cast<double>(std::max<int64_t>(1, costs.wgmma_flops_per_cycle))),
-              std::max<int64_t>(op.extent / 16, 1)};
+              whole(wgmma_rate_flops(work) / static_cast<double>(std::max<int64_t>(1, costs.wgmma_flops_per_cycle))),
+              std::max<int64_t>(op.extent / wgmma_k_step(work), 1)};
     case OpKind::StMatrix:
       return {OpClass::SharedLoad, shared, whole(wavefronts)};
     // The dynamic tile scheduler: the CTA's index is free, the fetch is the elected thread's

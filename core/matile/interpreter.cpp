@@ -2156,7 +2156,10 @@ class Interpreter : public Visitor {
         d[static_cast<size_t>(thread * sc + i)] = sum;
       }
     }
-    instructions_["wgmma.m64n" + std::to_string(N) + "k16"] += static_cast<uint64_t>(groups * (K / 16));
+    // One instruction reads 32 bytes of k: k16 for 16-bit operands, k32 for 8-bit floats.
+    const int64_t k_step = 32 / dtype_bytes(alloc_state(op.shared_b.alloc).alloc->dtype);
+    instructions_["wgmma.m64n" + std::to_string(N) + "k" + std::to_string(k_step)] +=
+        static_cast<uint64_t>(groups * (K / k_step));
     values()[result.get()] = std::move(d);
     in_flight()[result.get()] = group.id;
     fence_stamps().erase(result.get());

@@ -156,7 +156,7 @@ Value stored_value(const Op& op) {
   return at < op.operands.size() ? op.operands[at] : nullptr;
 }
 
-std::string instruction_name(const Op& op) {
+std::string instruction_name(const Op& op, const Kernel* kernel) {
   auto operand_dtype = [&](size_t i) {
     return i < op.operands.size() && op.operands[i] ? op.operands[i]->type.dtype : DType::F32;
   };
@@ -204,9 +204,21 @@ std::string instruction_name(const Op& op) {
       const Value& c = op.operands.empty() ? nullptr : op.operands.back();
       const int64_t n = c && c->type.rank() == 2 ? c->type.shape[1] : 0;
       const bool rs = op.operands.size() == 2;
-      const DType ab = rs ? operand_dtype(0) : DType::BF16;
-      return "wgmma.mma_async.sync.aligned.m64n" + std::to_string(n) + "k16.f32." +
-             dtype_name(ab) + "." + dtype_name(ab) + (rs ? " (A in registers)" : "");
+      const auto alloc_dtype = [&](const SharedRef& ref) {
+        const bool known = kernel && ref.alloc >= 0 && static_cast<size_t>(ref.alloc) < kernel->shared.size();
+        return known ? kernel->shared[static_cast<size_t>(ref.alloc)].dtype : DType::BF16;
+      };
+      const DType a = rs ? operand_dtype(0) : alloc_dtype(op.shared);
+      const DType b = rs ? a : alloc_dtype(op.shared_b);
+      // The PTX type names: e4m3 / e5m2 for the 8-bit floats, which read k 32 per instruction.
+      const auto ptx = [](DType dtype) -> std::string {
+        if (dtype == DType::F8E4M3) return "e4m3";
+        if (dtype == DType::F8E5M2) return "e5m2";
+        return dtype_name(dtype);
+      };
+      const std::string k = is_eight_bit_float(b) ? "k32" : "k16";
+      return "wgmma.mma_async.sync.aligned.m64n" + std::to_string(n) + k + ".f32." + ptx(a) + "." + ptx(b) +
+             (rs ? " (A in registers)" : "");
     }
     case OpKind::WgmmaCommitGroup: return "wgmma.commit_group.sync.aligned";
     case OpKind::WgmmaWaitGroup: return "wgmma.wait_group.sync.aligned " + std::to_string(op.extent);

@@ -166,13 +166,17 @@
 //                               when `wait_read`: the sources may be reused; both retire groups).
 //   WgmmaFence                  wgmma.fence: required before a Wgmma whose accumulator or
 //                               register A was written by ordinary code since the last fence.
-//   Wgmma([a,] c) shared A, B -> d    wgmma.mma_async m64nNk16 f32 accumulate over the executing
+//   Wgmma([a,] c) shared A, B -> d    wgmma.mma_async m64nNk16 (16-bit A and B of one dtype) or
+//                               m64nNk32 (8-bit floats: A and B fp8e4m3 or fp8e5m2, in any
+//                               pairing, both from shared memory and both K-major, the form
+//                               having no transpose) f32 accumulate over the executing
 //                               warpgroups: d,c: f32[M, N], M = 64 * warpgroups (warpgroup g
 //                               owns rows 64g..64g+63), N in 8..256 step 8, in the accumulator
 //                               layout (hopper.h); A: [M, K] from the shared window `shared`
 //                               (SS) or from registers (RS, operand a, wgmma A fragment
 //                               layout); B: [K, N] from `shared_b` (transposed windows read
-//                               K-major allocations); K = `extent`, a multiple of 16. d = c +
+//                               K-major allocations); K = `extent`, a multiple of 16 (32 for
+//                               8-bit operands). d = c +
 //                               sum_k a*b as f32 fused multiply-adds in increasing k (as Mma).
 //                               The emitter derives the descriptors from the allocations'
 //                               layouts. d is available only after a WgmmaWaitGroup retires its
@@ -501,8 +505,11 @@ Value stored_value(const Op& op);  // GlobalStore / SharedStore
 // The PTX / CUDA instruction an op stands for, for printing and the emitter's comments:
 // "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", "cp.async.cg.shared.global [16]",
 // "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16", "fma.rn.f32", "shfl.sync.bfly" ...; empty
-// for ops that are plain arithmetic.
-std::string instruction_name(const Op& op);
+// for ops that are plain arithmetic. With the kernel, a Wgmma whose operands are in shared
+// memory names their dtypes (and its k32 form for 8-bit floats) from the allocations; without it,
+// bf16 is assumed there.
+struct Kernel;
+std::string instruction_name(const Op& op, const Kernel* kernel = nullptr);
 
 struct Region {
   std::vector<OpPtr> ops;

@@ -27,6 +27,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -100,6 +101,10 @@ struct OperandPlan {
 struct DotPlan {
   bool mma = false;
   bool wgmma = false;  // rule 6: a warpgroup MMA reading both operands from the TMA ring
+  // Rule 6 on 8-bit floats: A and B are fp8 tiles (e4m3 or e5m2) that the dot reads widened to
+  // 16 bits (operand_narrowing); wgmma's k32 form reads their bytes as they are from shared
+  // memory, both K-major (plan_eight_bit_wgmma).
+  bool eight_bit = false;
   int warps_m = 0, warps_n = 0;
   // Read the next k step's fragments from shared memory before this step's MMAs, so ldmatrix
   // latency hides behind tensor-core work (costs one more step of fragment registers).
@@ -132,6 +137,10 @@ struct SmemLoad {
   Value stage;  // the current stage inside a pipelined loop; null for stage 0
 };
 
+// The names of the module's global buffers whose contents reach an output of 32 bits or more:
+// those outputs, and every buffer a kernel loads that stores into one of them (to a fixed point).
+std::set<std::string> wide_output_buffers(const vrtile::Module& module);
+
 // Ops computed from their operands in registers alone (constants, index tiles, broadcasts,
 // permutes, element-wise ops, casts): a tile made only of these can be re-emitted in any
 // layout (remat), and a held copy's wait may move past them.
@@ -139,7 +148,10 @@ bool computes_in_registers(VOpKind kind);
 
 class KernelLowering {
  public:
-  KernelLowering(const vrtile::Kernel& kernel, const LowerOptions& options);
+  // `wide_output_buffers`: the global buffers whose contents reach an output of 32 bits or more
+  // (wide_output_buffers() of the module): a product stored there keeps f32 accuracy.
+  KernelLowering(const vrtile::Kernel& kernel, const LowerOptions& options,
+                 std::set<std::string> wide_output_buffers = {});
 
   KernelPtr run();
 
@@ -167,6 +179,9 @@ class KernelLowering {
   // -------------------------------------------------------------------------------------------
   // Dot plans and their emission (lower_dots.cpp)
   OperandPlan peel(const VValue& operand, DType* narrow);
+  std::optional<OperandPlan> peel_eight_bit(const VValue& operand);
+  void plan_eight_bit_wgmma(const VOp& op, DotPlan* plan);
+  bool stored_only_narrow(const VValue& v, int depth = 0);
   bool peel_reaches_shared(const VValue& operand);
   bool only_accumulated_and_stored(const VValue& v, int depth = 0);
   const VOp* prologue_root(const VValue& source);
@@ -337,6 +352,9 @@ class KernelLowering {
   std::vector<VValue> order_;
   std::unordered_map<const VNode*, bool> remat_;
   std::unordered_map<const VOp*, DotPlan> dot_plans_;
+  // Dots on fp8 tiles that cannot take wgmma's 8-bit form, and why (rule 6's refusal says it).
+  std::unordered_map<const VOp*, std::string> eight_bit_refusals_;
+  std::set<std::string> wide_output_buffers_;
   std::map<const VOp*, Window> smem_windows_;
   std::unordered_set<const VOp*> register_loads_;
   std::unordered_set<const VOp*> staged_register_loads_;  // register copies read from shared

@@ -4,6 +4,8 @@
 #include "core/matile/lower.h"
 
 #include <algorithm>
+#include <functional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -16,11 +18,14 @@
 namespace nautilus::matile {
 namespace lowering {
 
-KernelLowering::KernelLowering(const vrtile::Kernel& kernel, const LowerOptions& options)
+KernelLowering::KernelLowering(const vrtile::Kernel& kernel, const LowerOptions& options,
+                               std::set<std::string> wide_output_buffers)
     : vk_(kernel),
       options_(options),
       // Warp-specialized: the consumers' warps plus the producer warpgroup's.
-      b_(options.consumers > 0 ? 4 * (options.consumers + 1) : options.warps) {}
+      b_(options.consumers > 0 ? 4 * (options.consumers + 1) : options.warps) {
+  wide_output_buffers_ = std::move(wide_output_buffers);
+}
 
 // The rules in phases: analysis of the VR kernel, dot plans (rules 1 and 2), register layouts
 // (rule 4), then emission in program order (rules 2, 3 and 5 and the rest).
@@ -93,6 +98,35 @@ void KernelLowering::refuse_tiles_past_registers() {
            ": no kernel holds it in registers or shared memory; tile its loops");
     }
   }
+}
+
+std::set<std::string> wide_output_buffers(const vrtile::Module& module) {
+  std::set<std::string> wide;
+  for (const vrtile::Buffer& buffer : module.params) {
+    if (buffer->role == scalar::BufferRole::Output && dtype_bytes(buffer->dtype) > 2) wide.insert(buffer->name);
+  }
+  // Per kernel, the buffers it loads and those it stores.
+  std::vector<std::pair<std::set<std::string>, std::set<std::string>>> accesses;
+  for (const vrtile::KernelPtr& kernel : module.kernels) {
+    std::set<std::string> loads, stores;
+    std::function<void(const vrtile::Region&)> walk = [&](const vrtile::Region& region) {
+      for (const vrtile::OpPtr& op : region.ops) {
+        if (op->kind == vrtile::OpKind::Load && op->buffer) loads.insert(op->buffer->name);
+        if (op->kind == vrtile::OpKind::Store && op->buffer) stores.insert(op->buffer->name);
+        if (op->body) walk(*op->body);
+      }
+    };
+    walk(*kernel->body);
+    accesses.emplace_back(std::move(loads), std::move(stores));
+  }
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const auto& [loads, stores] : accesses) {
+      if (std::none_of(stores.begin(), stores.end(), [&](const std::string& b) { return wide.count(b) > 0; })) continue;
+      for (const std::string& b : loads) changed |= wide.insert(b).second;
+    }
+  }
+  return wide;
 }
 
 namespace {
@@ -200,6 +234,7 @@ layout::Result<ModulePtr> lower_to_matile(const vrtile::ModulePtr& module,
   out->arch = options.arch;
   out->params = module->params;
   out->allocations = module->allocations;
+  const std::set<std::string> wide_buffers = lowering::wide_output_buffers(*module);
   try {
     for (const vrtile::KernelPtr& kernel : module->kernels) {
       // A kernel's own launch attributes (the schedule's `launch`) override the defaults.
@@ -217,7 +252,7 @@ layout::Result<ModulePtr> lower_to_matile(const vrtile::ModulePtr& module,
         kernel_options.consumers = 0;
       }
       if (kernel_options.consumers > 0) kernel_options.warps = 4 * kernel_options.consumers;
-      KernelPtr lowered = remove_dead_ops(KernelLowering(*kernel, kernel_options).run());
+      KernelPtr lowered = remove_dead_ops(KernelLowering(*kernel, kernel_options, wide_buffers).run());
       if (kernel->launch && (kernel->launch->group > 1 || !kernel->launch->reversed.empty())) {
         lowered = with_tile_order(lowered, *kernel->launch);
       }

@@ -42,7 +42,10 @@
 //      loop -- the top-level For whose dots read loaded tiles -- gets a TMA producer warpgroup
 //      that fills a ring of `stages` shared buffers, and N consumer warpgroups that run the rest
 //      of the kernel with those dots on wgmma (64 rows per consumer warpgroup), handing each
-//      buffer back through full/empty mbarriers. A kernel that cannot take that form is refused
+//      buffer back through full/empty mbarriers. A dot of two fp8 tiles that are K-major in
+//      global memory (A [M, K], B [N, K]) and whose product reaches only outputs of 16 bits or
+//      fewer runs wgmma's 8-bit form (m64nNk32) on the copied bytes, without the widening to
+//      bf16 (lower_dots.cpp, plan_eight_bit_wgmma). A kernel that cannot take that form is refused
 //      with the reason; on sm_80 the kernel keeps rules 1-5 with 4N warps.
 //   7. Staged epilogue (lower_epilogue.cpp): in a warp-specialized kernel, a 16-bit tile in the
 //      wgmma accumulator layout stored through a window goes stmatrix -> a swizzled shared tile

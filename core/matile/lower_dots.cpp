@@ -58,6 +58,135 @@ OperandPlan KernelLowering::peel(const VValue& operand, DType* narrow) {
   return plan;
 }
 
+// The 8-bit float tile a dot operand widens exactly (operand_narrowing's `cast(x : fp8 -> bf16)`,
+// or a cast to f32 where the narrowing did not run), seen through a transposition before or after
+// the cast: the load, whether the load's tile is the operand's transpose, and as the source the
+// 8-bit tile (the load's own for a transposition after the cast). nullopt for anything else.
+std::optional<OperandPlan> KernelLowering::peel_eight_bit(const VValue& operand) {
+  const auto transposed_from = [&](const VValue& x) -> VValue {
+    const VOp* op = def(x);
+    if (op && op->kind == VOpKind::Permute && op->dims == std::vector<int>{1, 0}) return op->operands[0];
+    return nullptr;
+  };
+  OperandPlan plan;
+  VValue v = operand;
+  if (VValue inner = transposed_from(v)) {
+    v = inner;
+    plan.transposed = true;
+  }
+  const VOp* cast = def(v);
+  if (!cast || cast->kind != VOpKind::Cast) return std::nullopt;
+  const DType wide = v->type.dtype;
+  if (wide != DType::BF16 && wide != DType::F16 && wide != DType::F32) return std::nullopt;
+  plan.source = cast->operands[0];
+  if (!is_eight_bit_float(plan.source->type.dtype)) return std::nullopt;
+  VValue loaded = plan.source;
+  if (!plan.transposed) {
+    if (VValue inner = transposed_from(loaded)) {
+      loaded = inner;
+      plan.transposed = true;
+    }
+  }
+  const VOp* load = def(loaded);
+  if (!load || load->kind != VOpKind::Load) return std::nullopt;
+  plan.load = load;
+  return plan;
+}
+
+// Whether every store that `v` reaches in the kernel (through element-wise ops, reductions,
+// loop-carried values and further dots) writes a 16- or 8-bit buffer, or a wider intermediate
+// whose contents reach only outputs of 16 bits or fewer (an unfused epilogue's f32 C_sum).
+bool KernelLowering::stored_only_narrow(const VValue& v, int depth) {
+  if (depth > 64) return false;
+  for (const VOp* user : users_[v.get()]) {
+    switch (user->kind) {
+      case VOpKind::Store:
+        if (dtype_bytes(user->buffer->dtype) > 2 && wide_output_buffers_.count(user->buffer->name)) return false;
+        break;
+      case VOpKind::Yield: {
+        auto loop = loop_of_yield_.find(user);
+        if (loop == loop_of_yield_.end()) return false;
+        for (size_t i = 0; i < user->operands.size(); ++i) {
+          if (user->operands[i] != v) continue;
+          if (i >= loop->second->results.size() || !stored_only_narrow(loop->second->results[i], depth + 1)) {
+            return false;
+          }
+        }
+        break;
+      }
+      default:
+        for (const VValue& r : user->results) {
+          if (!stored_only_narrow(r, depth + 1)) return false;
+        }
+    }
+  }
+  return true;
+}
+
+// Rule 6 on 8-bit floats: a dot whose operands are both exact widenings of loaded fp8 tiles runs
+// wgmma's 8-bit form (m64nNk32, e4m3 and e5m2 in any pairing) on the bytes themselves: the
+// producer copies each fp8 tile by TMA as it is and the widening cast is never emitted (the
+// products are the same: every fp8 value is exact in bf16 and f32). That form has no transpose
+// bit, so both operands must be K-major in shared memory, which the TMA copy makes them only when
+// they are K-major in global memory: A's tile [m, k] of a buffer contiguous along k, B's tile
+// [n, k] likewise (B stored [N, K], torch._scaled_mm's layout). Any other dot keeps its 16-bit
+// operands, widened in registers; the refusal, noted here, says why when rule 6 then finds no
+// loaded tile for wgmma. The 8-bit form also accumulates with fewer bits than f32 (see the
+// refusal below), so it is used only where the product reaches outputs of 16 bits or fewer.
+//
+//   before (VR):                               after (MA, sm_90a, consumers=2):
+//     %A = load A[...] : fp8e4m3[128, 128]       tensor_map tm_A : A box [128, 128] swizzle 128
+//     %B = load B[...] : fp8e4m3[128, 128]       tensor_map tm_B : B box [128, 128] swizzle 128
+//     %Bt = permute %B, order [1, 0]             ... producer: tma.load A_ring[%s], B_ring[%s]
+//     %A_bf16 = cast %A : bf16[128, 128]         ... consumers:
+//     %Bt_bf16 = cast %Bt : bf16[128, 128]       %acc1 = wgmma A_ring[%s][0, 0], B_ring[%s]^T,
+//     %acc1 = dot %A_bf16, %Bt_bf16, %acc           %acc, k 128   (4 x m64n128k32.e4m3.e4m3)
+void KernelLowering::plan_eight_bit_wgmma(const VOp& op, DotPlan* plan) {
+  if (op.operands.size() < 2) return;
+  const std::optional<OperandPlan> a = peel_eight_bit(op.operands[0]);
+  const std::optional<OperandPlan> b = peel_eight_bit(op.operands[1]);
+  if (!a && !b) return;
+  const std::string dot = "dot %" + op.results[0]->name;
+  const auto refuse = [&](const std::string& why) { eight_bit_refusals_[&op] = dot + ": " + why; };
+  if (!a || !b) {
+    // The other operand's own dtype: a 16-bit tile, or what its widening cast reads (int8).
+    const VValue& other = (a ? plan->b : plan->a).source;
+    const VOp* widened = def(other);
+    const DType other_dtype = widened && widened->kind == VOpKind::Cast ? widened->operands[0]->type.dtype
+                                                                        : other->type.dtype;
+    refuse(std::string("an fp8 operand times a ") + dtype_name(other_dtype) +
+           " one; wgmma's 8-bit form takes two 8-bit float operands (e4m3 or e5m2) from shared "
+           "memory, so the fp8 tile stays widened to 16 bits in registers");
+    return;
+  }
+  if (a->transposed) {
+    refuse("A reads the fp8 tile %" + a->load->results[0]->name + " of " + a->load->buffer->name +
+           " M-major (contiguous along m); wgmma reads 8-bit operands only K-major (there is no "
+           "transpose for 8-bit types): store A as [M, K]");
+    return;
+  }
+  if (!b->transposed) {
+    refuse("B reads the fp8 tile %" + b->load->results[0]->name + " of " + b->load->buffer->name +
+           " N-major (stored [K, N], contiguous along n); wgmma reads 8-bit operands only K-major "
+           "(there is no transpose for 8-bit types): store B as [N, K], torch._scaled_mm's layout");
+    return;
+  }
+  const int64_t K = op.operands[0]->type.shape[1];
+  if (K % 32 != 0) {
+    refuse("a k extent of " + std::to_string(K) + ", not a multiple of 32 (one 8-bit wgmma reads k 32)");
+    return;
+  }
+  if (!stored_only_narrow(op.results[0])) {
+    refuse("the product reaches an output of 32 bits or more; wgmma's 8-bit form adds its products "
+           "into the accumulator with fewer bits than f32 (about 14, DeepSeek-V3 report, sec. 3.3.2), "
+           "within a 16-bit output's tolerance but not an f32 one's, so the operands stay widened");
+    return;
+  }
+  plan->a = *a;
+  plan->b = *b;
+  plan->eight_bit = true;
+}
+
 // Whether a dot operand is (up to exact casts and a transposition) a load from memory, i.e. a
 // candidate for the shared-memory operand path.
 bool KernelLowering::peel_reaches_shared(const VValue& operand) {
@@ -166,6 +295,7 @@ void KernelLowering::plan_dots() {
     DType da = DType::F32, db = DType::F32;
     plan.a = peel(op->operands[0], &da);
     plan.b = peel(op->operands[1], &db);
+    if (options_.consumers > 0) plan_eight_bit_wgmma(*op, &plan);
     const int64_t M = op->operands[0]->type.shape[0], K = op->operands[0]->type.shape[1];
     const int64_t N = op->operands[1]->type.shape[1];
     int wm = options_.warps;
@@ -197,7 +327,7 @@ void KernelLowering::plan_dots() {
       // Only the accumulator is live beside the fragments: room for a second set.
       plan.prefetch_fragments = true;
     }
-    plan.mma = options_.use_mma && da == db && (da == DType::BF16 || da == DType::F16) &&
+    plan.mma = options_.use_mma && (plan.eight_bit || (da == db && (da == DType::BF16 || da == DType::F16))) &&
                mma_rows_fit(M, wm) && N % (16 * wn) == 0 && K % 16 == 0;
     plan.warps_m = wm;
     plan.warps_n = wn;
@@ -231,6 +361,7 @@ void KernelLowering::plan_dots() {
     } else {
       plan.a = OperandPlan{op->operands[0], nullptr, false};
       plan.b = OperandPlan{op->operands[1], nullptr, false};
+      plan.eight_bit = false;
     }
     dot_plans_[op] = plan;
   }

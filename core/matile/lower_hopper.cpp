@@ -11,7 +11,9 @@
 // retires the previous iteration's MMAs and so releases their slot. Every operand tile lands in
 // the canonical wgmma layout of its major-ness (a row-major A: K-major; a row-major B:
 // MN-major), which is also the layout TMA fills box by box (layout/tma.h); a tile of a buffer of
-// rank 3 to 5 (one head of K[b, h, n, d]) is a box of extent 1 on the other axes.
+// rank 3 to 5 (one head of K[b, h, n, d]) is a box of extent 1 on the other axes. fp8 tiles
+// (plan_eight_bit_wgmma, lower_dots.cpp) are copied as bytes and must both be K-major: an fp8
+// ring tile [128, 128] is Sw<3,4,3> o (128,128):(128,1), read by m64nNk32 wgmmas.
 //
 //   before (VR, launch consumers=2, stages=4):  after (MA, sm_90a):
 //     %acc0 = broadcast 0.0 : f32[128, 128]       mbarrier full[4] arrivals 1, empty[4] arrivals 256
@@ -120,6 +122,11 @@ void KernelLowering::plan_warp_specialization() {
       }
       // Why B, the operand the ring must carry, is no loaded tile.
       if (!why_not.empty()) continue;
+      const auto eight_bit = eight_bit_refusals_.find(inner.get());
+      if (eight_bit != eight_bit_refusals_.end()) {
+        why_not = "; " + eight_bit->second;
+        continue;
+      }
       DType narrow = DType::F32;
       const VOp* load = peel(inner->operands[1], &narrow).load;
       if (!load) {
@@ -183,8 +190,10 @@ void KernelLowering::plan_warp_specialization() {
     const std::string dot = "warp_spec: dot %" + v->name;
     const int64_t M = v->type.shape[0], N = v->type.shape[1];
     const int64_t K = inner->operands[0]->type.shape[1];
-    if (!plan.mma || !plan.b.load || !sixteen_bit(plan.b.source->type.dtype)) {
-      fail(dot + " does not read its B operand as a 16-bit loaded tile, which wgmma needs");
+    if (!plan.mma || !plan.b.load || !(plan.eight_bit || sixteen_bit(plan.b.source->type.dtype))) {
+      const auto eight_bit = eight_bit_refusals_.find(inner.get());
+      fail(dot + " does not read its B operand as a 16-bit loaded tile or as a K-major fp8 one, which "
+           "wgmma needs" + (eight_bit == eight_bit_refusals_.end() ? "" : "; " + eight_bit->second));
     }
     if (M != rows) {
       fail(dot + " has " + std::to_string(M) + " rows; " + std::to_string(consumers) +
@@ -193,7 +202,10 @@ void KernelLowering::plan_warp_specialization() {
     if (N % 8 != 0 || N > 256) {
       fail(dot + " has " + std::to_string(N) + " columns; wgmma takes 8 to 256, in steps of 8");
     }
-    if (K % 16 != 0) fail(dot + " has a k extent of " + std::to_string(K) + ", not a multiple of 16");
+    const int64_t k_step = plan.eight_bit ? 32 : 16;  // one wgmma reads 32 bytes of k
+    if (K % k_step != 0) {
+      fail(dot + " has a k extent of " + std::to_string(K) + ", not a multiple of " + std::to_string(k_step));
+    }
     // ptxas compiles the kernel under the registers of its launch (64K over every warpgroup's
     // threads: 128 beside three consumers), whatever setmaxnreg grants later, and one wgmma
     // holds its whole f32 accumulator fragment (N / 2 registers per thread) plus about 26 for

@@ -228,7 +228,10 @@ std::string op_body_text(const Kernel& kernel, const Op& op) {
       const int64_t n = c && c->type.rank() == 2 ? c->type.shape[1] : 0;
       const std::string a = op.operands.size() == 2 ? value_ref(op.operands[0])
                                                     : shared_ref_text(kernel, op.shared);
-      return "wgmma.m64n" + std::to_string(n) + "k16 " + a + ", " +
+      // The instruction shape: k16, or k32 for 8-bit float operands (the allocations' dtype).
+      const bool eight_bit = op.shared_b.alloc >= 0 && static_cast<size_t>(op.shared_b.alloc) < kernel.shared.size() &&
+                             is_eight_bit_float(kernel.shared[static_cast<size_t>(op.shared_b.alloc)].dtype);
+      return "wgmma.m64n" + std::to_string(n) + (eight_bit ? "k32 " : "k16 ") + a + ", " +
              shared_ref_text(kernel, op.shared_b) + ", " + value_ref(c) + " k " +
              std::to_string(op.extent);
     }
@@ -657,7 +660,7 @@ nlohmann::ordered_json region_json(const Kernel& kernel, const LayoutTable& tabl
     nlohmann::ordered_json j;
     j["kind"] = op_kind_name(op->kind);
     j["text"] = op_line(kernel, table, *op);
-    j["instruction"] = instruction_name(*op);
+    j["instruction"] = instruction_name(*op, &kernel);
     nlohmann::ordered_json results = nlohmann::ordered_json::array();
     for (const Value& result : op->results) results.push_back(value_json(result, table));
     j["results"] = results;

@@ -982,7 +982,6 @@ class KernelVerifier : public Visitor {
       return;
     }
     const int64_t M = c->type.shape[0], N = c->type.shape[1], K = op.extent;
-    expect(K >= 16 && K % 16 == 0, where, "k must be a multiple of 16");
     Result<RegisterLayout> acc = wgmma_accumulator_layout(M, N, warpgroups);
     if (!acc) {
       error(where, acc.error().message);
@@ -1002,11 +1001,18 @@ class KernelVerifier : public Visitor {
       ab = a->dtype;
       check_window(op.shared, *a, {M, K}, where);
     }
-    expect(ab == DType::BF16 || ab == DType::F16, where, "a and b must be bf16 or f16 of one dtype");
+    // 16-bit operands of one dtype (k16 steps), or 8-bit floats in shared memory (k32 steps,
+    // e4m3 and e5m2 in any pairing; no register A: the RS form's fragment is 16-bit).
+    const bool eight_bit = !rs && is_eight_bit_float(ab);
+    expect(ab == DType::BF16 || ab == DType::F16 || eight_bit, where,
+           "a and b must be bf16 or f16 of one dtype, or fp8 (e4m3, e5m2) from shared memory");
     if (const SharedAlloc* b = alloc_of(op.shared_b, where)) {
-      expect(b->dtype == ab, where, "a and b must be bf16 or f16 of one dtype");
+      expect(eight_bit ? is_eight_bit_float(b->dtype) : b->dtype == ab, where,
+             "a and b must be bf16 or f16 of one dtype, or fp8 (e4m3, e5m2) from shared memory");
       check_window(op.shared_b, *b, {K, N}, where);
     }
+    const int64_t k_step = eight_bit ? 32 : 16;
+    expect(K >= k_step && K % k_step == 0, where, "k must be a multiple of " + std::to_string(k_step));
   }
 
   // The dynamic tile scheduler (ir.h notes): only in a persistent kernel that has it.

@@ -366,7 +366,13 @@ class GraphBuilder {
         const int64_t N = c->type.shape.size() == 2 ? c->type.shape[1] : 0;
         if (wgmma) {
           const int64_t K = op.extent;
-          unit(node, Unit::TensorCore) += machine_.wgmma_cycles(N, (M / 64) * (K / 16));
+          // One instruction per 32 bytes of k: m64nNk16 for 16-bit operands, m64nNk32 for fp8,
+          // each the same tensor-core time (the 8-bit form does twice the FLOPs per cycle).
+          const int64_t b_bytes = op.shared_b.alloc >= 0 && op.shared_b.alloc < static_cast<int>(kernel_.shared.size())
+                                      ? dtype_bytes(kernel_.shared[static_cast<size_t>(op.shared_b.alloc)].dtype)
+                                      : 2;
+          const int64_t k_step = b_bytes == 1 ? 32 : 16;
+          unit(node, Unit::TensorCore) += machine_.wgmma_cycles(N, (M / 64) * (K / k_step));
           node.fixed = machine_.wgmma_latency - machine_.wgmma_interval_n128 * static_cast<double>(N) / 128.0;
           node.mma_shape = {M, N, node.mma_shape[2] + K};
           readers_[op.shared_b.alloc].insert(n);

@@ -78,7 +78,8 @@ struct Machine {
   double cp_async_tile_latency(int64_t bytes) const;
   // Tensor-core cycles of `count` mma.sync m16n8k16 over the CTA (4 SMSPs share them).
   double mma_cycles(int64_t count) const { return static_cast<double>(count) * mma_interval / 4.0; }
-  // Tensor-core cycles of `count` wgmma m64nNk16 with this N.
+  // Tensor-core cycles of `count` wgmma m64nNk16 with this N (or m64nNk32 on fp8 operands, which
+  // take the same time).
   double wgmma_cycles(int64_t n, int64_t count) const {
     return static_cast<double>(count) * wgmma_interval_n128 * static_cast<double>(n) / 128.0;
   }

@@ -40,6 +40,8 @@ bool is_8_bit(DType dtype) {
   return dtype == DType::F8E4M3 || dtype == DType::F8E5M2 || dtype == DType::I8;
 }
 
+bool is_eight_bit_float(DType dtype) { return dtype == DType::F8E4M3 || dtype == DType::F8E5M2; }
+
 double max_finite(DType dtype) {
   switch (dtype) {
     case DType::F16: return 65504.0;

@@ -34,8 +34,10 @@ const char* tensor_dtype_list();
 // are read, scaled and summed as reals). False for Index and Bool.
 bool is_float(DType dtype);
 // The 8-bit storage types (fp8e4m3, fp8e5m2, int8): loaded and converted to f32 in registers,
-// never an operand of an mma instruction today.
+// except the fp8 operands of Hopper's 8-bit wgmma (docs/low-precision.md).
 bool is_8_bit(DType dtype);
+// The 8-bit floats (fp8e4m3, fp8e5m2): the operand types of wgmma's k32 form on sm_90a.
+bool is_eight_bit_float(DType dtype);
 // The largest finite value of a float dtype (fp8e4m3: 448, fp8e5m2: 57344, int8: 127).
 double max_finite(DType dtype);
 int dtype_bytes(DType dtype);

@@ -5,12 +5,15 @@
 // architecture (skipped when NVRTC is not installed; the text checks still run).
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/codegen/emit_cuda.h"
 #include "core/codegen/nvrtc.h"
 #include "core/driver/pipeline.h"
+#include "tests/common/golden.h"
 #include "tests/common/spec_test_util.h"
 
 namespace nautilus::codegen {
@@ -142,7 +145,8 @@ TEST(EightBit, EveryTypeAsInputIntermediateAndOutput) {
 }
 
 // The fp8 GEMM asset with its hand schedule: both fp8 operands widened to bf16 in registers and
-// multiplied by mma.sync (FP8 MMA instructions are a later step).
+// multiplied by mma.sync (sm_80; and sm_90a without warp_spec, or with B stored [K, N], which
+// wgmma's 8-bit form cannot read).
 TEST(EightBit, Fp8GemmAssetUsesMmaSyncOnWidenedOperands) {
   driver::CompileOptions options;
   options.last_stage = driver::Stage::MATile;
@@ -156,6 +160,42 @@ TEST(EightBit, Fp8GemmAssetUsesMmaSyncOnWidenedOperands) {
   EXPECT_NE(kernels.find("const __nv_fp8_storage_t* __restrict__ A"), std::string::npos);
   EXPECT_NE(kernels.find("__float2bfloat16_rn(nautilus_device::fp8e4m3_to_float("),
             std::string::npos);
+}
+
+// The K-major fp8 GEMM (torch._scaled_mm's layout) with its warp-specialized hand schedule on
+// sm_90a: wgmma's 8-bit form on the TMA-copied bytes, e4m3 x e4m3 and e5m2 x e4m3, compiled by
+// NVRTC (whose Hopper gate refuses serialized wgmmas and spills) into PTX that holds the k32
+// instruction and the bulk tensor copies.
+TEST(EightBit, Fp8GemmNtCompilesToEightBitWgmmaForSm90a) {
+  for (const auto& [a, ptx] : {std::pair{"fp8e4m3", "m64n256k32.f32.e4m3.e4m3"},
+                               std::pair{"fp8e5m2", "m64n256k32.f32.e5m2.e4m3"}}) {
+    SCOPED_TRACE(ptx);
+    std::string text = testing::read_text(testing::source_path("assets/specs/fp8_gemm_nt.nt"));
+    text.replace(text.find("A[M, K] : fp8e4m3"), 17, std::string("A[M, K] : ") + a);
+    driver::CompileOptions options;
+    options.last_stage = driver::Stage::MATile;
+    options.matile.arch = "sm_90a";
+    const driver::Compilation compilation =
+        testing::compile_scheduled(std::make_shared<SourceFile>("fp8_gemm_nt.nt", text),
+                                   testing::hand_schedule("fp8_gemm_nt"), {"M=200", "N=264", "K=400"}, options);
+    ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error << compilation.internal_error;
+    const std::string source = emitted(compilation);
+    const std::string kernels = kernels_of(source);
+    const std::string instruction = std::string("wgmma.mma_async.sync.aligned.") + ptx;
+    EXPECT_NE(source.find(instruction + " {%0,"), std::string::npos);
+    // Four k32 steps of the 128-wide k tile, no transpose operands, no widening.
+    EXPECT_NE(source.find(", p, 1, 1;"), std::string::npos);
+    EXPECT_EQ(kernels.find("fp8e4m3_to_float("), std::string::npos);
+    const Result<std::shared_ptr<const Nvrtc>>& nvrtc = Nvrtc::shared();
+    if (!nvrtc) GTEST_SKIP() << "skipped: " << nvrtc.error().message;
+    NvrtcOptions nvrtc_options;
+    nvrtc_options.arch = GpuArch::Sm90a;
+    const Result<CompiledProgram> compiled = (*nvrtc)->compile(source, "fp8_gemm_nt.cu", nvrtc_options);
+    ASSERT_TRUE(compiled) << compiled.error().message;
+    EXPECT_NE(compiled->ptx.find(instruction), std::string::npos);
+    EXPECT_NE(compiled->ptx.find("cp.async.bulk.tensor.2d"), std::string::npos);
+    EXPECT_FALSE(compiled->report.any_spills());
+  }
 }
 
 }  // namespace

@@ -137,6 +137,7 @@ std::vector<std::string> small_sizes(const std::string& asset) {
       {"layernorm", {"T=6", "H=40"}},
       {"gated_mlp", {"T=5", "H=16", "F=24"}},
       {"fp8_gemm", {"M=13", "N=11", "K=37"}},
+      {"fp8_gemm_nt", {"M=13", "N=11", "K=37"}},
       {"int8_weight_gemm", {"M=13", "N=11", "K=37", "G=16", "KG=3"}},
   };
   auto it = sizes.find(asset);

@@ -3,6 +3,7 @@
 // warpgroup loading a ring of stages, two consumer warpgroups issuing wgmma) is estimated near
 // the math's roofline on the H100, faster than the mma.sync lowering of the same GEMM, slower
 // with a shallower ring, and with the work TMA and wgmma do; describe() names the new terms.
+// wgmma's 8-bit form (the fp8 GEMM) runs at twice the 16-bit rate.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -205,6 +206,44 @@ TEST(HopperCost, WgmmaAndMmaSyncRunAtTheirOwnRates) {
   faster.wgmma_tensor_tflops_16bit *= 2;
   EXPECT_DOUBLE_EQ(estimate_on(h100, *mma_sync).kernels.at(0).pipes.tensor,
                    estimate_on(faster, *mma_sync).kernels.at(0).pipes.tensor);
+}
+
+// wgmma's 8-bit form (fp8 operands, m64nNk32) runs at twice the 16-bit wgmma rate: the fp8 GEMM
+// and the bf16 GEMM under the same warp-specialized schedule do the same tensor FLOPs, all on
+// wgmma, and the fp8 kernel's tensor pipe takes half the time.
+TEST(HopperCost, EightBitWgmmaRunsAtTwiceTheSixteenBitRate) {
+  const std::vector<std::string> schedule = {
+      "tile(C_sum, m=128, n=256, k=64)", "reverse_compute_at(C, C_sum, n_o)",
+      "bind(C_sum, m_o=grid.y, n_o=grid.x)", "warp_spec(C_sum, consumers=2, stages=3)"};
+  const std::vector<std::string> sizes = {"M=4096", "N=4096", "K=4096"};
+  const matile::ModulePtr fp8 = testing::compile_ma("fp8_gemm_nt", sizes, schedule, "sm_90a");
+  const matile::ModulePtr bf16 = testing::compile_ma("gemm", sizes, schedule, "sm_90a");
+  ASSERT_TRUE(fp8 && bf16);
+  const KernelCost eight = estimate_on(h100_sxm(), *fp8).kernels.at(0);
+  const KernelCost sixteen = estimate_on(h100_sxm(), *bf16).kernels.at(0);
+  EXPECT_DOUBLE_EQ(eight.wgmma_flops, 2.0 * 4096.0 * 4096.0 * 4096.0);
+  EXPECT_DOUBLE_EQ(eight.wgmma_flops, sixteen.wgmma_flops);
+  EXPECT_NEAR(sixteen.pipes.tensor / eight.pipes.tensor, kEightBitWgmmaSpeedup, 1e-9);
+  EXPECT_LT(eight.microseconds, sixteen.microseconds);
+  // op_work splits the 8-bit FLOPs out of the wgmma FLOPs.
+  const matile::Kernel& kernel = *fp8->kernels.at(0);
+  int wgmmas = 0;
+  matile::for_each_op(*kernel.body, [&](const matile::Op& op) {
+    if (op.kind != matile::OpKind::Wgmma) return;
+    ++wgmmas;
+    const OpWork work = op_work(kernel, op);
+    EXPECT_GT(work.wgmma_flops, 0.0);
+    EXPECT_DOUBLE_EQ(work.wgmma_8bit_flops, work.wgmma_flops);
+  });
+  EXPECT_EQ(wgmmas, 1);
+  // The roofline of an all-fp8 GEMM is at the 8-bit rate too.
+  const driver::Compilation fp8_spec = nautilus::testing::compile_asset("fp8_gemm_nt", sizes);
+  ASSERT_TRUE(fp8_spec.spec);
+  const RooflineBound fp8_roof = math_roofline(*fp8_spec.spec, h100_sxm());
+  const RooflineBound bf16_roof = gemm_roofline(4096, 4096, 4096, h100_sxm());
+  // (per FLOP: the fp8 spec also counts its two scale multiplies per output element)
+  EXPECT_NEAR((bf16_roof.compute_us / bf16_roof.flops) / (fp8_roof.compute_us / fp8_roof.flops),
+              kEightBitWgmmaSpeedup, 1e-9);
 }
 
 // TMA moves the boxes with no per-thread issue or register staging: every byte the CTAs

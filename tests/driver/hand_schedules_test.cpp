@@ -31,6 +31,7 @@ const std::map<std::string, std::vector<std::string>>& multi_tile_sizes() {
       {"layernorm", {"T=5", "H=1030"}},
       {"gated_mlp", {"T=130", "H=9", "F=130"}},
       {"fp8_gemm", {"M=130", "N=129", "K=40"}},
+      {"fp8_gemm_nt", {"M=130", "N=129", "K=144"}},
       {"int8_weight_gemm", {"M=130", "N=129", "K=300", "G=128", "KG=3"}},
   };
   return sizes;

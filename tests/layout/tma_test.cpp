@@ -185,6 +185,21 @@ TEST(TmaBoxes, WhatTheEngineCannotDoIsRejectedWithTheReason) {
 }
 
 // docs/layout.md, "Worked example: the operands of a 128x128x64 bf16 tile".
+TEST(TmaBoxes, AnFp8Sw128TileOf128ColumnsIsOneBox) {
+  // The fp8 GEMM's K-major A tile: 128 elements of k are the swizzle's 128 bytes, one box.
+  const ComposedLayout tile =
+      wgmma_shared_layout(OperandMajor::K, SwizzleMode::B128, 1, 128, 128).value();
+  const TmaTilePlan plan = plan_tma_tile(tile, 1, {{8192, 8192}, {8192, 1}}).value();
+  EXPECT_EQ(to_string(plan),
+            "inner mode 1; global dims {8192, 8192}; global strides {8192 B}; box {128, 128}; "
+            "swizzle SW128 (CUtensorMapSwizzle 3); 1 boxes of 16384 B\n"
+            "  box 0 at (0,0) -> shared byte 0\n");
+  EXPECT_EQ(plan.tile_bytes, 16384);
+  // A k extent of 1040 bytes keeps TMA's 16-byte stride rule; 1000 does not.
+  EXPECT_TRUE(plan_tma_tile(tile, 1, {{1000, 1040}, {1040, 1}}).ok());
+  expect_rejected(plan_tma_tile(tile, 1, {{1000, 1000}, {1000, 1}}), "1000 bytes");
+}
+
 TEST(TmaBoxes, WorkedExampleOfTheDocs) {
   const ComposedLayout a =
       wgmma_shared_layout(OperandMajor::K, SwizzleMode::B128, 2, 128, 64).value();

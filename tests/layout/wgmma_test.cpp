@@ -397,6 +397,40 @@ TEST(WgmmaShared, LayoutsWgmmaCannotReadAreRejectedWithTheReason) {
   expect_rejected(wgmma_descriptor(far, 2, OperandMajor::K, 0, 64), "LBO of 262144 bytes");
 }
 
+// The fp8 operand tiles of the warp-specialized GEMM (lower_hopper.cpp's ring_layout): 1-byte
+// elements, K-major, 128 bytes = 128 elements of k per swizzled row; one wgmma m64nNk32 reads 32
+// of them, so the four k32 slices of a 128-wide tile start 32 bytes apart inside the atom, and
+// the descriptor's strides are the bf16 tile's in bytes (SBO: 8 rows of 128 bytes).
+TEST(WgmmaShared, EightBitKMajorTilesOfTheFp8GemmRing) {
+  EXPECT_EQ(wgmma_k_extent(1), 32);
+  const ComposedLayout a = wgmma_shared_layout(OperandMajor::K, SwizzleMode::B128, 1, 128, 128).value();
+  EXPECT_EQ(to_string(a), "Sw<3,4,3> o (128,128):(128,1)");
+  EXPECT_EQ(to_string(wgmma_descriptor(a, 1, OperandMajor::K, 0, 64).value()),
+            "start 0x0 LBO 16 SBO 1024 base 0 SW128");
+  // Mode 0: the second warpgroup's 64 rows, 8 KiB further; mode 1: the k32 slices, 32 bytes apart.
+  EXPECT_EQ(to_string(wgmma_block_offsets(a, 1, OperandMajor::K, 64).value()), "(2,4):(8192,32)");
+  EXPECT_EQ(wgmma_descriptor(a, 1, OperandMajor::K, 0xc000, 64, 1, 3).value().start_address,
+            0xc000 + 8192 + 96);
+  // B of N = 256 over k 256: two swizzle atoms along k, the second after all 256 rows of the first.
+  const ComposedLayout b = wgmma_shared_layout(OperandMajor::K, SwizzleMode::B128, 1, 256, 256).value();
+  EXPECT_EQ(to_string(b), "Sw<3,4,3> o (256,(128,2)):(128,(1,32768))");
+  EXPECT_EQ(to_string(wgmma_block_offsets(b, 1, OperandMajor::K, 256).value()), "(1,(4,2)):(0,(32,32768))");
+  // Every element of these tiles, and of the SW64 / SW32 tiles a k of 64 or 32 takes, is read
+  // through the descriptors where the layout puts it.
+  int64_t checked = 0;
+  checked += expect_descriptors_read_the_layout(a, 1, OperandMajor::K, 64, 0x4000);
+  checked += expect_descriptors_read_the_layout(b, 1, OperandMajor::K, 256, 0x4000);
+  for (const auto& [mode, k] : {std::pair{SwizzleMode::B64, int64_t{64}}, std::pair{SwizzleMode::B32, int64_t{32}}}) {
+    const ComposedLayout tile = wgmma_shared_layout(OperandMajor::K, mode, 1, 128, k).value();
+    checked += expect_descriptors_read_the_layout(tile, 1, OperandMajor::K, 64, 0x4000);
+    checked += expect_descriptors_read_the_layout(tile, 1, OperandMajor::K, 128, 0x4000);
+  }
+  EXPECT_EQ(checked, 128 * 128 + 256 * 256 + 2 * (128 * 64 + 128 * 32));
+  // 8-bit operands have no MN-major form: wgmma's 8-bit instructions have no transpose.
+  EXPECT_FALSE(wgmma_shared_layout(OperandMajor::MN, SwizzleMode::B128, 1, 128, 128).ok());
+  expect_rejected(wgmma_descriptor(a, 1, OperandMajor::MN, 0, 64), "16-bit only");
+}
+
 TEST(WgmmaShared, DescriptorBitsRoundTrip) {
   for (SwizzleMode mode : kModes) {
     const WgmmaDescriptor d{0x3FFF0, 0x12340, 0x00560, 0, mode};

@@ -136,6 +136,43 @@ TEST(PipelineGraph, Sm80LoopReadForSm90aBecomesTmaAndWgmmaSubTiles) {
   EXPECT_TRUE(buffer->through_shared);
 }
 
+// wgmma's 8-bit form (fp8 operands) reads k 32 per instruction in the time the 16-bit form reads
+// k 16: under the same warp-specialized schedule (k tile 64) the fp8 GEMM's wgmmas keep the tensor
+// cores busy half as long as the bf16 GEMM's.
+TEST(PipelineGraph, EightBitWgmmaTakesHalfTheTensorCoreCyclesOfSixteenBit) {
+  const auto tensor_cycles = [](const std::string& asset) {
+    std::string error;
+    SourceFilePtr file = SourceFile::read(source("assets/specs/" + asset + ".nt"), &error);
+    EXPECT_TRUE(file) << error;
+    driver::CompileOptions options;
+    options.last_stage = driver::Stage::MATile;
+    options.matile.arch = "sm_90a";
+    for (const char* decision :
+         {"tile(C_sum, m=128, n=256, k=64)", "reverse_compute_at(C, C_sum, n_o)",
+          "bind(C_sum, m_o=grid.y, n_o=grid.x)", "warp_spec(C_sum, consumers=2, stages=3)"}) {
+      sched::DecisionParseError parse_error;
+      std::optional<sched::Decision> parsed = sched::parse_decision(decision, &parse_error);
+      EXPECT_TRUE(parsed) << decision;
+      if (parsed) options.schedule.decisions.push_back(*parsed);
+    }
+    for (const char* size : {"M=1024", "N=1024", "K=1024"}) {
+      options.sizes.push_back(*spec::parse_size_override(size, &error));
+    }
+    const driver::Compilation compilation = driver::compile(file, options);
+    EXPECT_TRUE(compilation.ma_module) << compilation.schedule_error << compilation.internal_error;
+    if (!compilation.ma_module) return 0.0;
+    const Graph graph = graph_of(*compilation.ma_module, "sm_90a");
+    double cycles = 0.0;
+    for (const Node& node : graph.nodes) {
+      if (node.kind == NodeKind::Wgmma) cycles += node.occupancy[static_cast<size_t>(Unit::TensorCore)];
+    }
+    return cycles;
+  };
+  const double bf16 = tensor_cycles("gemm"), fp8 = tensor_cycles("fp8_gemm_nt");
+  EXPECT_GT(fp8, 0.0);
+  EXPECT_DOUBLE_EQ(bf16, 2.0 * fp8);
+}
+
 TEST(PipelineGraph, HandWrittenHopperGemmKeepsItsRoles) {
   const matile::ModulePtr module = matile::testing::hopper_gemm({});
   const Graph graph = graph_of(*module, "sm_90a");

@@ -1,0 +1,300 @@
+#!/usr/bin/env python3
+"""FP8 GEMM on Hopper: our e4m3 x e4m3 kernels (wgmma's 8-bit form on K-major operands) against
+torch._scaled_mm in the same job.
+
+Rows: C[M, N] bf16 = (A[M, K] B[N, K]^T) * SA * SB with A and B fp8e4m3, per-tensor f32 scales
+(assets/specs/fp8_gemm_nt.nt, torch._scaled_mm's operand layout), at 8192^3 and 4096^3; and, for
+the record, assets/specs/fp8_gemm.nt (B[K, N], N-major: the widened mma.sync path) at 4096^3.
+
+Step 1, `prepare` (development machine, after a build): per row `nautilus schedule --arch sm_90a`
+searches, then every variant is compiled for sm_90a (`searched`; `hand`: the asset's hand schedule
+from assets/schedules) at the row's sizes and once more at validation sizes that are not tile
+multiples (M 1000, N 744, K 1040: every row stride a multiple of 16 bytes, as TMA needs), beside
+the unscheduled package at those sizes as the reference.
+Step 2, `pack DEST` (development machine): a copy for the GPU machine: manifest, packages without
+PTX, this script, the stripped runner and the C++ runtime it was linked with.
+Step 3, `measure` (GPU machine, from DEST): validates every variant against the reference, times
+each package with nautilus-runner (CUPTI medians, L2 flushed; two runs, the better kept) and
+torch._scaled_mm(A, B.t(), scale_a, scale_b, out_dtype=torch.bfloat16) on inputs of the same
+shapes and dtypes (CUDA events, L2 flushed, median of 30), then prints a table and writes
+fp8_gemm.md and fp8_gemm.json into $OUT (or the bench folder when $OUT is not set) after every row.
+
+Usage: python3 bench/fp8_gemm.py prepare [--only ROW...]
+       python3 bench/fp8_gemm.py pack DEST
+       python3 DEST/fp8_gemm.py measure [--reps N] [--only ROW...] [--no-peers]
+Writes bench/out-fp8/ (git-ignored; $NAUTILUS_FP8_BENCH names another folder). A DEST inside the
+repository such as bench/out-fp8-pack (git-ignored too, about 4 MB) travels to a GPU machine as
+one folder; measure needs only what is in it (and torch for the peer).
+"""
+import argparse
+import datetime
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+# In the repository the script sits in bench/; in a packed copy, at the copy's root.
+ROOT = os.path.dirname(HERE) if os.path.basename(HERE) == "bench" else None
+BENCH = os.environ.get("NAUTILUS_FP8_BENCH",
+                       os.path.join(ROOT, "bench", "out-fp8") if ROOT else HERE)
+
+# name, spec, M, N, K, variants (labels; `hand` is assets/schedules/SPEC.json)
+ROWS = [
+    ("nt_8192", "fp8_gemm_nt", 8192, 8192, 8192, ("searched", "hand")),
+    ("nt_4096", "fp8_gemm_nt", 4096, 4096, 4096, ("searched", "hand")),
+    ("nn_4096_widened", "fp8_gemm", 4096, 4096, 4096, ("hand",)),
+]
+VALIDATION = {"M": 1000, "N": 744, "K": 1040}
+
+
+def defines(m, n, k):
+    return ["-D", f"M={m}", "-D", f"N={n}", "-D", f"K={k}"]
+
+
+def nautilus(*args, timeout=900):
+    # A copy taken when prepare starts: a rebuild during the run does not change the compiler.
+    return subprocess.run([os.path.join(BENCH, "bin", "nautilus"), *args], capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def prepare(only):
+    if ROOT is None:
+        sys.exit("prepare runs from the repository (bench/fp8_gemm.py)")
+    os.makedirs(os.path.join(BENCH, "pk"), exist_ok=True)
+    os.makedirs(os.path.join(BENCH, "bin"), exist_ok=True)
+    for name in ("nautilus", "nautilus-runner"):
+        shutil.copy2(os.path.join(ROOT, "build", "app", name), os.path.join(BENCH, "bin", name))
+    path = os.path.join(BENCH, "manifest.json")
+    kept = [e for e in json.load(open(path)) if only and e["name"] not in only] if os.path.exists(path) else []
+    manifest = list(kept)
+    references = {}
+    for name, spec, m, n, k, labels in ROWS:
+        if only and name not in only:
+            continue
+        spec_path = os.path.join(ROOT, "assets", "specs", spec + ".nt")
+        entry = {"name": name, "spec": spec, "M": m, "N": n, "K": k, "variants": {}}
+        schedules = {}
+        if "searched" in labels:
+            searched = os.path.join(BENCH, "pk", name + ".searched.json")
+            start = time.time()
+            done = nautilus("schedule", spec_path, *defines(m, n, k), "--ignore-db",
+                            "-o", searched)
+            entry["search_seconds"] = round(time.time() - start, 2)
+            entry["search_output"] = done.stdout[-3000:] + done.stderr[-1000:]
+            if done.returncode == 0:
+                schedules["searched"] = json.load(open(searched))["decisions"]
+            else:
+                entry["variants"]["searched"] = {"ok": False, "error": "schedule failed: " + done.stderr[-300:]}
+        if "hand" in labels:
+            hand = os.path.join(ROOT, "assets", "schedules", spec + ".json")
+            schedules["hand"] = json.load(open(hand))["decisions"]
+        if spec not in references:
+            ref = os.path.join(BENCH, "pk", "ref_" + spec)
+            r = nautilus("compile", spec_path, "--arch", "sm_90a", *defines(VALIDATION["M"], VALIDATION["N"], VALIDATION["K"]), "-o", ref)
+            references[spec] = os.path.basename(ref) if r.returncode == 0 else None
+            if r.returncode != 0:
+                print(name, "reference failed:", (r.stderr or r.stdout)[-300:], flush=True)
+        entry["reference_package"] = references[spec]
+        for label, decisions in schedules.items():
+            schedule_path = os.path.join(BENCH, "pk", f"{name}.{label}.json")
+            json.dump({"decisions": decisions}, open(schedule_path, "w"), indent=2)
+            package = os.path.join(BENCH, "pk", f"{name}__{label}")
+            c = nautilus("compile", spec_path, "--arch", "sm_90a", "--schedule", schedule_path,
+                         *defines(m, n, k), "-o", package)
+            v = nautilus("compile", spec_path, "--arch", "sm_90a", "--schedule", schedule_path,
+                         *defines(VALIDATION["M"], VALIDATION["N"], VALIDATION["K"]), "-o", package + "__validate")
+            ok = c.returncode == 0 and v.returncode == 0
+            instructions = ""
+            ptx = os.path.join(package, "kernel.sm_90a.ptx")
+            if c.returncode == 0 and os.path.exists(ptx):
+                # The MMA instructions the kernel really issues (the PTX holds only those used).
+                found = sorted(set(re.findall(r"(wgmma\.mma_async\.sync\.aligned\.m64n\d+k\d+\.f32\.\w+\.\w+"
+                                              r"|mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.\w+\.\w+\.f32)",
+                                              open(ptx).read())))
+                instructions = ", ".join(found)
+            entry["variants"][label] = {
+                "decisions": decisions, "ok": ok, "instructions": instructions,
+                "package": os.path.basename(package), "validation_package": os.path.basename(package) + "__validate",
+                "error": None if ok else ((c.stderr or c.stdout) + (v.stderr or v.stdout))[-400:]}
+        manifest.append(entry)
+        json.dump(manifest, open(path, "w"), indent=1)  # after each row: an interrupted run keeps its work
+        print(name, {k: (v["ok"], v.get("instructions")) for k, v in entry["variants"].items()},
+              f"search {entry.get('search_seconds', '-')} s", flush=True)
+
+
+def pack(dest):
+    """The GPU machine's copy: manifest, packages without PTX (the runner loads the cubin), the
+    stripped runner, and the libstdc++ / libgcc_s it was linked with (the GPU host's may be older)."""
+    if os.path.exists(dest):
+        shutil.rmtree(dest)
+    os.makedirs(os.path.join(dest, "bin"))
+    shutil.copy2(os.path.join(BENCH, "manifest.json"), dest)
+    shutil.copy2(os.path.abspath(__file__), dest)
+    runner = os.path.join(BENCH, "bin", "nautilus-runner")
+    subprocess.run(["strip", "-o", os.path.join(dest, "bin", "nautilus-runner"), runner], check=True)
+    for line in subprocess.run(["ldd", runner], capture_output=True, text=True).stdout.splitlines():
+        m = re.search(r"(libstdc\+\+\.so\.6|libgcc_s\.so\.1) => (\S+)", line)
+        if m:
+            shutil.copy2(m.group(2), os.path.join(dest, "bin", m.group(1)))
+    for package in os.listdir(os.path.join(BENCH, "pk")):
+        source = os.path.join(BENCH, "pk", package)
+        if not os.path.isdir(source):
+            continue
+        target = os.path.join(dest, "pk", package)
+        os.makedirs(target)
+        for f in os.listdir(source):
+            if f.endswith(".cubin") or f in ("kernel.cu", "ptxas.json"):
+                shutil.copy2(os.path.join(source, f), target)
+        launch = json.load(open(os.path.join(source, "launch.json")))
+        launch.pop("ptx", None)
+        json.dump(launch, open(os.path.join(target, "launch.json"), "w"))
+    print("packed", dest, subprocess.run(["du", "-sh", dest], capture_output=True, text=True).stdout.split()[0])
+
+
+def run_runner(args, timeout=600):
+    runner = os.path.join(BENCH, "bin", "nautilus-runner")
+    env = dict(os.environ)
+    env["LD_LIBRARY_PATH"] = os.path.join(BENCH, "bin") + ":" + env.get("LD_LIBRARY_PATH", "")
+    try:
+        done = subprocess.run([runner, *args], capture_output=True, text=True, timeout=timeout, env=env)
+        return json.loads(done.stdout)
+    except (subprocess.TimeoutExpired, json.JSONDecodeError) as error:
+        return {"error": str(error)[-300:]}
+
+
+def scaled_mm_time(m, n, k, reps=30):
+    """torch._scaled_mm on A[M, K] and B[N, K] in float8_e4m3fn (B passed transposed: the K-major
+    "column-major" operand it requires), f32 scales, bf16 output: median microseconds."""
+    import torch
+    a = (torch.randn(m, k, device="cuda") * 0.5).to(torch.float8_e4m3fn)
+    b = (torch.randn(n, k, device="cuda") * 0.5).to(torch.float8_e4m3fn)
+    scale_a = torch.tensor(1.25, device="cuda")
+    scale_b = torch.tensor(0.75, device="cuda")
+    flush = torch.empty(256 * 1024 * 1024 // 4, device="cuda")
+    call = lambda: torch._scaled_mm(a, b.t(), scale_a=scale_a, scale_b=scale_b, out_dtype=torch.bfloat16)
+    for _ in range(3):
+        call()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        flush.zero_()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        call()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end) * 1000)
+    return sorted(times)[len(times) // 2]
+
+
+def measure(reps, only, peers):
+    manifest = json.load(open(os.path.join(BENCH, "manifest.json")))
+    device = ""
+    try:
+        device = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                                capture_output=True, text=True).stdout.strip()
+    except OSError:
+        pass
+    started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    labels = []
+    for entry in manifest:
+        for label in entry.get("variants", {}):
+            if label not in labels:
+                labels.append(label)
+    results = []
+    for entry in manifest:
+        if only and entry["name"] not in only:
+            continue
+        row = {"name": entry["name"], "spec": entry["spec"], "M": entry["M"], "N": entry["N"], "K": entry["K"],
+               "us": {}, "validation": {}, "instructions": {}}
+        for label, variant in entry.get("variants", {}).items():
+            row["instructions"][label] = variant.get("instructions")
+            if not variant.get("ok"):
+                row["us"][label] = None
+                row["validation"][label] = "not compiled"
+                continue
+            if entry.get("reference_package"):
+                r = run_runner([os.path.join(BENCH, "pk", variant["validation_package"]), "--reference",
+                                os.path.join(BENCH, "pk", entry["reference_package"]), "--reps", "3", "--warmup", "1"])
+                val = r.get("validation") or {}
+                row["validation"][label] = (f"{val.get('status')} {val.get('max_relative_error')}" if val
+                                            else str(r.get("errors") or r.get("error"))[:200])
+            best = None
+            for _ in range(2):
+                r = run_runner([os.path.join(BENCH, "pk", variant["package"]), "--reps", str(reps), "--warmup", "5"])
+                t = ((r.get("timing") or {}).get("total") or {}).get("median_us")
+                if t and (best is None or t < best):
+                    best = t
+                if not t and "timing_error" not in row:
+                    row["timing_error"] = str(r.get("errors") or r.get("error"))[:300]
+            row["us"][label] = best
+        if peers:
+            try:
+                row["scaled_mm"] = scaled_mm_time(entry["M"], entry["N"], entry["K"])
+            except Exception as error:  # no torch, or a torch without float8 support
+                row["scaled_mm"] = None
+                row["scaled_mm_error"] = str(error)[:200]
+        results.append(row)
+        print(row["name"], {k: (round(v, 1) if v else v) for k, v in row["us"].items()},
+              "scaled_mm", row.get("scaled_mm") and round(row["scaled_mm"], 1), row["validation"], flush=True)
+        write(results, labels, device, started, reps)
+    print()
+    print(open(os.path.join(os.environ.get("OUT") or BENCH, "fp8_gemm.md")).read())
+
+
+def write(results, labels, device, started, reps):
+    tflops = lambda r, us: 2.0 * r["M"] * r["N"] * r["K"] / (us * 1e-6) / 1e12 if us else None
+    fmt = lambda v, n=1: f"{v:.{n}f}" if v else "-"
+    lines = [f"Device {device or '?'}, {started}; nautilus-runner best of two CUPTI medians of {reps}, "
+             "L2 flushed; torch._scaled_mm (A[M, K] @ B[N, K].t(), e4m3, f32 scales, bf16 out): median of 30 "
+             "CUDA-event timings, L2 flushed.", ""]
+    lines.append("| row | spec | " + " | ".join(f"{l} µs (TFLOP/s)" for l in labels) +
+                 " | _scaled_mm µs (TFLOP/s) | " + " | ".join(f"_scaled_mm / {l}" for l in labels) +
+                 " | validation | instructions |")
+    lines.append("|---" * (2 * len(labels) + 5) + "|")
+    for r in results:
+        ours = [f"{fmt(r['us'].get(l))} ({fmt(tflops(r, r['us'].get(l)), 0)})" for l in labels]
+        peer = r.get("scaled_mm")
+        ratios = [fmt(peer / r["us"][l], 3) if peer and r["us"].get(l) else "-" for l in labels]
+        lines.append(f"| {r['name']} | {r['spec']} {r['M']}x{r['N']}x{r['K']} | " + " | ".join(ours) +
+                     f" | {fmt(peer)} ({fmt(tflops(r, peer), 0)}) | " + " | ".join(ratios) + " | " +
+                     "; ".join(f"{l}: {v}" for l, v in r["validation"].items()) + " | " +
+                     "; ".join(f"{l}: {v}" for l, v in r["instructions"].items() if v) + " |")
+    lines.append("")
+    for r in results:
+        for key in ("timing_error", "scaled_mm_error"):
+            if r.get(key):
+                lines.append(f"- {r['name']} {key}: {r[key]}")
+    text = "\n".join(lines) + "\n"
+    for folder in {BENCH, os.environ.get("OUT") or BENCH}:
+        os.makedirs(folder, exist_ok=True)
+        open(os.path.join(folder, "fp8_gemm.md"), "w").write(text)
+        json.dump(results, open(os.path.join(folder, "fp8_gemm.json"), "w"), indent=1)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="step", required=True)
+    p = sub.add_parser("prepare")
+    p.add_argument("--only", nargs="*")
+    k = sub.add_parser("pack")
+    k.add_argument("dest")
+    m = sub.add_parser("measure")
+    m.add_argument("--reps", type=int, default=20)
+    m.add_argument("--only", nargs="*")
+    m.add_argument("--no-peers", action="store_true")
+    args = parser.parse_args()
+    if args.step == "prepare":
+        prepare(args.only)
+    elif args.step == "pack":
+        pack(os.path.abspath(args.dest))
+    else:
+        measure(args.reps, args.only, not args.no_peers)
+
+
+if __name__ == "__main__":
+    main()
