@@ -287,16 +287,18 @@ class Interpreter : public Visitor {
     int64_t launch = -1;
     int64_t cta = -1;
   };
+  // The writers of a global buffer's elements, by the buffer's index in globals_ (no hashing
+  // per element: every global access of every thread comes here).
   std::vector<GlobalWriter>& writers_of(const BufferState& state) {
-    std::vector<GlobalWriter>& writers = global_writers_[&state];
-    writers.resize(state.values.size());
+    const size_t buffer = static_cast<size_t>(&state - globals_.buffers.data());
+    if (global_writers_.size() <= buffer) global_writers_.resize(globals_.buffers.size());
+    std::vector<GlobalWriter>& writers = global_writers_[buffer];
+    if (writers.size() != state.values.size()) writers.resize(state.values.size());
     return writers;
   }
   std::string cta_name(int64_t cta) const { return "CTA " + std::to_string(cta); }
   void check_cross_cta_read(const BufferState& state, int64_t flat, const std::vector<int64_t>& indices) {
-    const auto found = global_writers_.find(&state);
-    if (found == global_writers_.end()) return;
-    const GlobalWriter& writer = found->second[static_cast<size_t>(flat)];
+    const GlobalWriter& writer = writers_of(state)[static_cast<size_t>(flat)];
     if (writer.launch == launch_ && writer.cta != current_cta_) {
       fail(InterpretErrorKind::CrossCtaRace,
            cta_name(current_cta_) + " reads " + state.node->name + bracketed(indices) + ", which " +
@@ -2258,7 +2260,7 @@ class Interpreter : public Visitor {
   const int64_t persistent_ctas_;
   int64_t launch_ = 0;       // kernels run so far: the current launch's number
   int64_t current_cta_ = 0;  // the CTA running now (its grid point's index, or a persistent CTA)
-  std::unordered_map<const BufferState*, std::vector<GlobalWriter>> global_writers_;
+  std::vector<std::vector<GlobalWriter>> global_writers_;  // per buffer of globals_
   // The dynamic tile scheduler: the counter of the kernel being run (zero at its launch) and,
   // per role, how often each tile was walked.
   int64_t tile_counter_ = 0;

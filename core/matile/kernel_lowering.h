@@ -182,6 +182,8 @@ class KernelLowering {
   std::optional<OperandPlan> peel_eight_bit(const VValue& operand);
   void plan_eight_bit_wgmma(const VOp& op, DotPlan* plan);
   bool stored_only_narrow(const VValue& v, int depth = 0);
+  bool loop_results_all(const VOp& yield, const VValue& v,
+                        const std::function<bool(const VValue&)>& check) const;
   bool peel_reaches_shared(const VValue& operand);
   bool only_accumulated_and_stored(const VValue& v, int depth = 0);
   const VOp* prologue_root(const VValue& source);

@@ -93,6 +93,19 @@ std::optional<OperandPlan> KernelLowering::peel_eight_bit(const VValue& operand)
   return plan;
 }
 
+// Whether `check` holds for every result of the loop that `yield` ends which carries `v` out of
+// an iteration (false when the yield ends no known loop).
+bool KernelLowering::loop_results_all(const VOp& yield, const VValue& v,
+                                      const std::function<bool(const VValue&)>& check) const {
+  auto loop = loop_of_yield_.find(&yield);
+  if (loop == loop_of_yield_.end()) return false;
+  for (size_t i = 0; i < yield.operands.size(); ++i) {
+    if (yield.operands[i] != v) continue;
+    if (i >= loop->second->results.size() || !check(loop->second->results[i])) return false;
+  }
+  return true;
+}
+
 // Whether every store that `v` reaches in the kernel (through element-wise ops, reductions,
 // loop-carried values and further dots) writes a 16- or 8-bit buffer, or a wider intermediate
 // whose contents reach only outputs of 16 bits or fewer (an unfused epilogue's f32 C_sum).
@@ -103,17 +116,11 @@ bool KernelLowering::stored_only_narrow(const VValue& v, int depth) {
       case VOpKind::Store:
         if (dtype_bytes(user->buffer->dtype) > 2 && wide_output_buffers_.count(user->buffer->name)) return false;
         break;
-      case VOpKind::Yield: {
-        auto loop = loop_of_yield_.find(user);
-        if (loop == loop_of_yield_.end()) return false;
-        for (size_t i = 0; i < user->operands.size(); ++i) {
-          if (user->operands[i] != v) continue;
-          if (i >= loop->second->results.size() || !stored_only_narrow(loop->second->results[i], depth + 1)) {
-            return false;
-          }
+      case VOpKind::Yield:
+        if (!loop_results_all(*user, v, [&](const VValue& r) { return stored_only_narrow(r, depth + 1); })) {
+          return false;
         }
         break;
-      }
       default:
         for (const VValue& r : user->results) {
           if (!stored_only_narrow(r, depth + 1)) return false;
@@ -221,18 +228,13 @@ bool KernelLowering::only_accumulated_and_stored(const VValue& v, int depth) {
         }
         if (!only_accumulated_and_stored(user->results[0], depth + 1)) return false;
         break;
-      case VOpKind::Yield: {
-        auto loop = loop_of_yield_.find(user);
-        if (loop == loop_of_yield_.end()) return false;
-        for (size_t i = 0; i < user->operands.size(); ++i) {
-          if (user->operands[i] != v) continue;
-          if (i >= loop->second->results.size() ||
-              !only_accumulated_and_stored(loop->second->results[i], depth + 1)) {
-            return false;
-          }
+      case VOpKind::Yield:
+        if (!loop_results_all(*user, v, [&](const VValue& r) {
+              return only_accumulated_and_stored(r, depth + 1);
+            })) {
+          return false;
         }
         break;
-      }
       default: return false;
     }
   }

@@ -111,6 +111,11 @@ std::optional<Affine> stage_of(const Affine& offset, int64_t tile) {
   return stage;
 }
 
+// The tile an access of a row buffer reads (a Load's result) or writes (a Store's value).
+VValue accessed_tile(const VOp& op) {
+  return op.kind == VOpKind::Load ? op.results[0] : vrtile::stored_value(op);
+}
+
 }  // namespace
 
 void KernelLowering::plan_row_buffers() {
@@ -126,8 +131,7 @@ void KernelLowering::plan_row_buffers() {
     collect_accesses(*vk_.body, param.get(), &loops, &accesses);
     if (accesses.empty()) continue;
     const VOp* first = accesses.front().op;
-    const VValue& first_tile =
-        first->kind == VOpKind::Load ? first->results[0] : vrtile::stored_value(*first);
+    const VValue first_tile = accessed_tile(*first);
     if (first_tile->type.rank() != 1) {
       row_buffer_refusals_[param.get()] = "it is accessed in tiles of several dimensions";
       continue;
@@ -135,29 +139,28 @@ void KernelLowering::plan_row_buffers() {
     // Accesses of one width; or, for a row no longer than one tile, accesses that each cover
     // the whole row (a tile clamped to the row's length beside one that is not): then the
     // widest is the tile of the one stage.
+    // The copies fill the whole stage (their layouts are the tile's), so they set its width.
     int64_t tile = first_tile->type.shape[0];
+    int64_t widest = 0, copy_width = 0;
     bool one_stage = true;
     for (const Access& access : accesses) {
-      const VOp& op = *access.op;
-      const VValue& t = op.kind == VOpKind::Load ? op.results[0] : vrtile::stored_value(op);
+      const VValue t = accessed_tile(*access.op);
       if (t->type.rank() != 1 || t->type.shape[0] < param->shape[0]) {
         one_stage = false;
         break;
       }
-      tile = std::max(tile, t->type.shape[0]);
-    }
-    // The copies fill the whole stage (their layouts are the tile's).
-    for (const Access& access : accesses) {
-      if (one_stage && access.op->kind == VOpKind::Store &&
-          vrtile::stored_value(*access.op)->type.shape[0] != tile) {
-        one_stage = false;
+      widest = std::max(widest, t->type.shape[0]);
+      if (access.op->kind == VOpKind::Store) {
+        if (copy_width != 0 && copy_width != t->type.shape[0]) one_stage = false;
+        copy_width = t->type.shape[0];
       }
     }
-    if (!one_stage) tile = first_tile->type.shape[0];
+    one_stage = one_stage && (copy_width == 0 || copy_width == widest);
+    if (one_stage) tile = widest;
     std::string refusal;
     for (const Access& access : accesses) {
       const VOp& op = *access.op;
-      const VValue& t = op.kind == VOpKind::Load ? op.results[0] : vrtile::stored_value(op);
+      const VValue t = accessed_tile(op);
       const char* what = op.kind == VOpKind::Load ? "read" : "written";
       if (t->type.rank() != 1 || (t->type.shape[0] != tile && !one_stage)) {
         refusal = "it is " + std::string(what) + " in tiles of " + vrtile::type_text(t->type) +
@@ -243,7 +246,7 @@ void KernelLowering::refuse_shared_buffer_in_global(const scalar::BufferNode& bu
 
 // The stage an access of a row buffer reads or writes (null: stage 0).
 Value KernelLowering::row_stage(const VOp& op, const RowBuffer& row, Window* window) {
-  const VValue& t = op.kind == VOpKind::Load ? op.results[0] : vrtile::stored_value(op);
+  const VValue t = accessed_tile(op);
   *window = *match_window(op, t->type.shape);
   if (row.single_stage) return emit_offset(Affine{}, nullptr, nullptr);
   return emit_offset(*stage_of(window->offsets[0], row.tile), nullptr, nullptr);
@@ -392,7 +395,7 @@ void KernelLowering::plan_row_buffer_tails() {
     collect_accesses(*vk_.body, buffer, &loops, &accesses);
     for (const Access& access : accesses) {
       const VOp& op = *access.op;
-      const VValue& t = op.kind == VOpKind::Load ? op.results[0] : vrtile::stored_value(op);
+      const VValue t = accessed_tile(op);
       const std::optional<Window> window = match_window(op, t->type.shape);
       if (op.kind == VOpKind::Store) {
         if (!row_async_copies_.count(&op)) {
@@ -460,7 +463,7 @@ void KernelLowering::plan_row_buffer_tails() {
 // Whether this access of a partly resident row touches a tail stage (in global memory).
 bool KernelLowering::reads_row_tail(const VOp& op, const RowBuffer& row) {
   if (row.resident == row.stages) return false;
-  const VValue& t = op.kind == VOpKind::Load ? op.results[0] : vrtile::stored_value(op);
+  const VValue t = accessed_tile(op);
   const Affine stage = access_stage(row.tile, match_window(op, t->type.shape));
   bool any_atom = false;
   for (const auto& [atom, coef] : stage.atoms) {
