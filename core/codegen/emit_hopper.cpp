@@ -636,15 +636,7 @@ void KernelEmitter::visit_Wgmma(const Op& op) {
     unsupported(matile::op_label(op) + ": wgmma operands must be bf16, f16 or fp8 (e4m3, e5m2)");
   }
   if (eight_bit && rs) unsupported(matile::op_label(op) + ": 8-bit wgmma reads A from shared memory, not registers");
-  const auto ptx_type = [](DType dtype) -> std::string {
-    switch (dtype) {
-      case DType::BF16: return "bf16";
-      case DType::F16: return "f16";
-      case DType::F8E4M3: return "e4m3";
-      default: return "e5m2";
-    }
-  };
-  const std::string b_type = ptx_type(b_alloc.dtype);
+  const std::string b_type = matile::wgmma_operand_type(b_alloc.dtype);
   std::string a_type = b_type;
   const int64_t k_extent = layout::wgmma_k_extent(static_cast<int>(dtype_bytes(b_alloc.dtype)));
   const int64_t k_steps = op.extent / k_extent;
@@ -664,7 +656,7 @@ void KernelEmitter::visit_Wgmma(const Op& op) {
     if (eight_bit ? !is_eight_bit_float(a_dtype) : a_dtype != b_alloc.dtype) {
       invalid(matile::op_label(op) + ": A and B dtypes differ");
     }
-    a_type = ptx_type(a_dtype);
+    a_type = matile::wgmma_operand_type(a_dtype);
     a = wgmma_operand(op, op.shared, true, 64, op.extent, warpgroups);
   }
   if (eight_bit && (a.mn_major || b.mn_major)) {

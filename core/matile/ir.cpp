@@ -156,6 +156,12 @@ Value stored_value(const Op& op) {
   return at < op.operands.size() ? op.operands[at] : nullptr;
 }
 
+std::string wgmma_operand_type(DType dtype) {
+  if (dtype == DType::F8E4M3) return "e4m3";
+  if (dtype == DType::F8E5M2) return "e5m2";
+  return dtype_name(dtype);
+}
+
 std::string instruction_name(const Op& op, const Kernel* kernel) {
   auto operand_dtype = [&](size_t i) {
     return i < op.operands.size() && op.operands[i] ? op.operands[i]->type.dtype : DType::F32;
@@ -210,14 +216,10 @@ std::string instruction_name(const Op& op, const Kernel* kernel) {
       };
       const DType a = rs ? operand_dtype(0) : alloc_dtype(op.shared);
       const DType b = rs ? a : alloc_dtype(op.shared_b);
-      // The PTX type names: e4m3 / e5m2 for the 8-bit floats, which read k 32 per instruction.
-      const auto ptx = [](DType dtype) -> std::string {
-        if (dtype == DType::F8E4M3) return "e4m3";
-        if (dtype == DType::F8E5M2) return "e5m2";
-        return dtype_name(dtype);
-      };
+      // 8-bit floats read k 32 per instruction.
       const std::string k = is_eight_bit_float(b) ? "k32" : "k16";
-      return "wgmma.mma_async.sync.aligned.m64n" + std::to_string(n) + k + ".f32." + ptx(a) + "." + ptx(b) +
+      return "wgmma.mma_async.sync.aligned.m64n" + std::to_string(n) + k + ".f32." +
+             wgmma_operand_type(a) + "." + wgmma_operand_type(b) +
              (rs ? " (A in registers)" : "");
     }
     case OpKind::WgmmaCommitGroup: return "wgmma.commit_group.sync.aligned";

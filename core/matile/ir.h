@@ -510,6 +510,8 @@ Value stored_value(const Op& op);  // GlobalStore / SharedStore
 // bf16 is assumed there.
 struct Kernel;
 std::string instruction_name(const Op& op, const Kernel* kernel = nullptr);
+// The PTX type of a wgmma operand: "bf16", "f16", "e4m3" or "e5m2" (other dtypes: their name).
+std::string wgmma_operand_type(DType dtype);
 
 struct Region {
   std::vector<OpPtr> ops;
