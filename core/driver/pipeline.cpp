@@ -1,5 +1,6 @@
 #include "core/driver/pipeline.h"
 
+#include "core/matile/global_barriers.h"
 #include "core/matile/split_masked.h"
 #include "core/rewrite/rewrite.h"
 #include "core/scalar/lower_spec.h"
@@ -27,6 +28,10 @@ const std::vector<PassInfo>& pass_registry() {
        "n <= m) is split in two: the iterations where the comparison holds on the whole tile "
        "run without the mask, the rest (the diagonal tiles) with it, so the main loop carries "
        "no mask arithmetic or its registers."},
+      {"order-global-accesses", Stage::MATile,
+       "A kernel that writes a global buffer and then reads it back or writes it again gets a "
+       "barrier between a thread's write and the other threads' accesses of that buffer "
+       "(threads of a CTA see each other's global writes only across a barrier)."},
       {"emit-cuda", Stage::Cuda,
        "Prints the MA tile IR as CUDA C++: one extern \"C\" kernel per MA kernel, register "
        "tiles as per-thread arrays, cp.async / ldmatrix / mma.sync as inline PTX, comments "
@@ -132,7 +137,8 @@ Compilation compile(SourceFilePtr file, const CompileOptions& options) {
   result.vr_module = build_vrtile(options, program, logger, result);
   if (options.last_stage == Stage::VRTile || !result.vr_module) return finish();
 
-  // Stage matile: placement of every tile, then loops split at their mask's diagonal.
+  // Stage matile: placement of every tile, then loops split at their mask's diagonal, then
+  // barriers between threads' accesses of a global buffer a kernel writes and reads back.
   const matile::ModulePtr placed =
       logger.run(registered_step("place"), matile::ModulePtr(), [&]() -> matile::ModulePtr {
         // Each kernel carries its own warps and stages (the schedule's launch attributes).
@@ -145,8 +151,11 @@ Compilation compile(SourceFilePtr file, const CompileOptions& options) {
         return *kernels;
       });
   if (!placed) return finish();
-  result.ma_module = logger.run(registered_step("split-masked"), placed,
-                                [&] { return matile::split_masked_loops(placed); });
+  const matile::ModulePtr split = logger.run(registered_step("split-masked"), placed,
+                                             [&] { return matile::split_masked_loops(placed); });
+  if (!split) return finish();
+  result.ma_module = logger.run(registered_step("order-global-accesses"), split,
+                                [&] { return matile::order_global_accesses(split); });
   if (options.last_stage == Stage::MATile || !result.ma_module) return finish();
 
   // Stage cuda: the emitter. A construct it cannot print is a limit of the schedule's kernel

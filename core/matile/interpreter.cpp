@@ -283,9 +283,20 @@ class Interpreter : public Visitor {
 
   // Step 5 of "How the interpreter works": the launch and CTA of each global element's last
   // write (launch -1: not written by a kernel).
+  // Within the CTA, the thread (and its thread of control and barrier epoch) of the last write
+  // and of the reads since: threads of one CTA see each other's global writes only across a
+  // barrier, as for shared memory.
   struct GlobalWriter {
     int64_t launch = -1;
     int64_t cta = -1;
+    int32_t thread = -1;
+    int32_t agent = -1;
+    int64_t epoch = -1;
+    int64_t read_launch = -1;
+    int64_t read_cta = -1;
+    int32_t reader = -1;  // -2: several threads
+    int32_t reader_agent = -1;
+    int64_t read_epoch = -1;
   };
   // The writers of a global buffer's elements, by the buffer's index in globals_ (no hashing
   // per element: every global access of every thread comes here).
@@ -305,7 +316,43 @@ class Interpreter : public Visitor {
                cta_name(writer.cta) + " of the same launch wrote: CTAs run in no fixed order");
     }
   }
-  void record_global_write(BufferState& state, int64_t flat, double value,
+  std::vector<int64_t> indices_of_flat(const BufferState& state, int64_t flat) const {
+    std::vector<int64_t> indices(state.strides.size());
+    for (size_t j = 0; j < indices.size(); ++j) {
+      indices[j] = state.strides[j] > 0 ? flat / state.strides[j] : 0;
+      flat -= indices[j] * state.strides[j];
+    }
+    return indices;
+  }
+  // Whether the log's last write is this CTA's, by this thread of control since its last barrier.
+  bool written_this_epoch(const GlobalWriter& log) const {
+    return log.launch == launch_ && log.cta == current_cta_ && log.agent == agent_ &&
+           log.epoch == epoch();
+  }
+  // Thread `thread` of the CTA reads the element: another thread's write since the last barrier
+  // is a race (the GPU gives no order between them without one).
+  void record_global_read(const BufferState& state, int64_t flat, int64_t thread) {
+    GlobalWriter& log = writers_of(state)[static_cast<size_t>(flat)];
+    if (written_this_epoch(log) && log.thread != thread) {
+      fail(InterpretErrorKind::UnsynchronizedRead,
+           "thread " + std::to_string(thread) + " reads " + state.node->name +
+               bracketed(indices_of_flat(state, flat)) +
+               ", which thread " + std::to_string(log.thread) +
+               " of the CTA wrote with no barrier between: the read may see the old value");
+    }
+    const bool same_epoch = log.read_launch == launch_ && log.read_cta == current_cta_ &&
+                            log.reader_agent == agent_ && log.read_epoch == epoch();
+    if (same_epoch) {
+      if (log.reader != thread) log.reader = -2;
+      return;
+    }
+    log.read_launch = launch_;
+    log.read_cta = current_cta_;
+    log.reader = static_cast<int32_t>(thread);
+    log.reader_agent = agent_;
+    log.read_epoch = epoch();
+  }
+  void record_global_write(BufferState& state, int64_t flat, double value, int64_t thread,
                            const std::vector<int64_t>& indices) {
     GlobalWriter& writer = writers_of(state)[static_cast<size_t>(flat)];
     const double old = state.values[static_cast<size_t>(flat)];
@@ -317,7 +364,27 @@ class Interpreter : public Visitor {
                " of the same launch wrote " + std::to_string(old) +
                ": CTAs run in no fixed order, so the result depends on which runs last");
     }
-    writer = {launch_, current_cta_};
+    const bool read_this_epoch = writer.read_launch == launch_ && writer.read_cta == current_cta_ &&
+                                 writer.reader_agent == agent_ && writer.read_epoch == epoch();
+    if (read_this_epoch && writer.reader != thread && !same) {
+      fail(InterpretErrorKind::StageOverwrite,
+           "thread " + std::to_string(thread) + " overwrites " + state.node->name +
+               bracketed(indices) + ", which " +
+               (writer.reader == -2 ? std::string("other threads")
+                                    : "thread " + std::to_string(writer.reader)) +
+               " of the CTA read with no barrier between: the read may see the new value");
+    }
+    if (written_this_epoch(writer) && writer.thread != thread && !same) {
+      fail(InterpretErrorKind::StageOverwrite,
+           "thread " + std::to_string(thread) + " overwrites " + state.node->name +
+               bracketed(indices) + ", which thread " + std::to_string(writer.thread) +
+               " of the CTA wrote with no barrier between: either write may land last");
+    }
+    writer.launch = launch_;
+    writer.cta = current_cta_;
+    writer.thread = static_cast<int32_t>(thread);
+    writer.agent = agent_;
+    writer.epoch = epoch();
     state.values[static_cast<size_t>(flat)] = value;
   }
 
@@ -1274,17 +1341,24 @@ class Interpreter : public Visitor {
     const std::vector<int64_t> first = first_holders(result);
     const double other = round_to(op.buffer->dtype, op.constant);
     std::vector<double> tile(first.size(), other);
+    std::vector<int64_t> flats(first.size(), -1);  // -1: not accessed (masked or out of bounds)
     std::vector<int64_t> indices(op.buffer->shape.size());
     count_steps(elements.size());
     for (size_t e = 0; e < first.size(); ++e) {
       if (first[e] >= 0 && access_element(op, result, static_cast<int64_t>(e), first[e], &indices)) {
-        tile[e] = global_read(state, flat_offset(state, indices), indices);
+        flats[e] = flat_offset(state, indices);
+        tile[e] = global_read(state, flats[e], indices);
       }
     }
     Slots out(elements.size());
     const int64_t per_thread = result->layout.slots();
     for (size_t i = static_cast<size_t>(lane_lo_ * per_thread); i < static_cast<size_t>(lane_hi_ * per_thread); ++i) {
-      out[i] = tile[static_cast<size_t>(elements[i])];
+      const size_t e = static_cast<size_t>(elements[i]);
+      out[i] = tile[e];
+      // Every thread holding the element reads it.
+      if (flats[e] >= 0) {
+        record_global_read(state, flats[e], thread_base_ + static_cast<int64_t>(i) / per_thread);
+      }
     }
     values()[result.get()] = std::move(out);
   }
@@ -1297,10 +1371,13 @@ class Interpreter : public Visitor {
     const Slots& in = slots_of(value);
     count_steps(in.size());
     std::vector<int64_t> indices(op.buffer->shape.size());
+    const int64_t per_thread = value->layout.slots();
     for (size_t e = 0; e < first.size(); ++e) {
       if (first[e] < 0 || !access_element(op, value, static_cast<int64_t>(e), first[e], &indices)) continue;
       const int64_t flat = flat_offset(state, indices);
-      record_global_write(state, flat, in[static_cast<size_t>(first[e])], indices);
+      // The emitted store is predicated on the first thread holding the element.
+      record_global_write(state, flat, in[static_cast<size_t>(first[e])],
+                          thread_base_ + first[e] / per_thread, indices);
       if (!state.written.empty()) state.written[static_cast<size_t>(flat)] = 1;
     }
   }
@@ -1354,6 +1431,7 @@ class Interpreter : public Visitor {
               fail("cp.async source vector in " + op.buffer->name + " is not contiguous");
             }
             value = global_read(state, flat, indices);
+            record_global_read(state, flat, thread_base_ + t);
             ++valid_count;
           } else {
             prefix = false;
@@ -1993,7 +2071,12 @@ class Interpreter : public Visitor {
     const std::string who = "the TMA load of " + agent().name;
     for_each_box_element(op, [&](const std::vector<int64_t>& c, const std::vector<int64_t>& indices,
                                  bool inside) {
-      const double value = inside ? global_read(state, flat_offset(state, indices), indices) : 0.0;
+      double value = 0.0;
+      if (inside) {
+        const int64_t flat = flat_offset(state, indices);
+        value = global_read(state, flat, indices);
+        record_global_read(state, flat, thread_base_);  // the elected thread issues the copy
+      }
       const int64_t address = address_of(op.shared, stage, c);
       ElementState& e = check_overwrite(op.shared.alloc, address, 0, who);
       e.status = Status::InFlight;
@@ -2048,7 +2131,7 @@ class Interpreter : public Visitor {
       if (!inside) return;
       const double value = shared_read(op.shared.alloc, address_of(op.shared, stage, c), 0, &group);
       const int64_t flat = flat_offset(state, indices);
-      record_global_write(state, flat, value, indices);
+      record_global_write(state, flat, value, thread_base_, indices);  // the elected thread's
       if (!state.written.empty()) state.written[static_cast<size_t>(flat)] = 1;
     });
     instructions_["tma.store"] += 1;

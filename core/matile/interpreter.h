@@ -20,8 +20,9 @@
 //              issuing thread's WaitGroup retires its group; until then its elements are "in
 //              flight" and reading them is an error.
 // Errors (reported, never a crash): reading shared memory that was never written or whose copy
-// has not landed; reading another thread's write without a Barrier between; overwriting an
-// element another thread read since the last Barrier; a misaligned cp.async or ldmatrix
+// has not landed; reading another thread's write without a Barrier between, or overwriting an
+// element another thread read or wrote since the last Barrier (in shared memory, and in global
+// memory between the threads of one CTA); a misaligned cp.async or ldmatrix
 // address; a cp.async vector whose valid elements are not a prefix; global accesses out of
 // bounds or reading unwritten intermediates; register-only movement asking a thread for an
 // element it does not hold; index overflow or division by zero; running past the step budget.
@@ -76,7 +77,10 @@ enum class InterpretErrorKind {
   Malformed,              // the module does not verify
   UnlandedRead,           // shared data read before its copy landed (cp.async wait, TMA phase)
   UnsynchronizedRead,     // another thread's / role's write read without a barrier between
-  StageOverwrite,         // a write to shared memory another thread, role or async op still reads
+                          // (shared memory, or global memory within a CTA)
+  StageOverwrite,         // a write to shared memory another thread, role or async op still
+                          // reads; in global memory, another thread's read or write in the CTA
+                          // since the last barrier
   TxCountMismatch,        // an mbarrier phase whose TMA bytes differ from its expect_tx bytes
   ArrivalCountMismatch,   // over-arrival, or a phase left partly arrived when the kernel ends
   AccumulatorBeforeWait,  // a wgmma result used before the wgmma.wait_group retiring it

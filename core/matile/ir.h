@@ -375,6 +375,11 @@ struct TmaMap {
 struct Region;
 using RegionPtr = std::shared_ptr<const Region>;
 
+// The named barrier a role synchronizes its own threads on is kFirstRoleBarrierId + the role's
+// index in its Roles op: clear of the low ids hand-built kernels pick and of the high ones the
+// emitter takes for a role's elected arrives.
+inline constexpr int kFirstRoleBarrierId = 8;
+
 // One role of a Roles op: `warpgroups` warpgroups (after the previous roles') with a register
 // budget of `max_registers` per thread (setmaxnreg) running `body`.
 struct WarpRole {
@@ -713,7 +718,6 @@ class Builder {
   std::vector<std::string> notes_;
   std::vector<int64_t> role_threads_;
   std::vector<size_t> role_index_;  // of the roles being built, for their barrier() ids
-  static constexpr int kFirstRoleBarrierId = 8;
   std::vector<std::vector<OpPtr>> regions_;
   std::set<std::string> used_names_;
   int next_number_ = 0;

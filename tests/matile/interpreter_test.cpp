@@ -216,6 +216,7 @@ TEST(Interpreter, CtasSharingAGlobalScratchBufferAreARace) {
     const GlobalAccess shared_row = per_cta ? row : GlobalAccess{GlobalAccess::Form::Window, {nullptr}, {0}, {4}, false};
     const Value v = b.global_load(x, row, {}, 0.0, TileType{DType::F32, {4}}, l, "v");
     b.global_store(scratch, shared_row, {}, v);
+    b.barrier();  // the threads holding copies of an element read what its first holder stored
     const Value back = b.global_load(scratch, shared_row, {}, 0.0, TileType{DType::F32, {4}}, l, "back");
     b.global_store(y, row, {}, back);
     const Module module{"scratch", "sm_80", {x, y}, {scratch}, {b.finish_kernel("scratch", {x, scratch, y})}};
