@@ -7,6 +7,7 @@
 #include <map>
 #include <random>
 #include <unordered_map>
+#include <functional>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -139,10 +140,13 @@ struct RegisterState {
   std::unordered_map<const ValueNode*, Slots> values;
   std::unordered_map<const ValueNode*, int64_t> in_flight;
   std::unordered_map<const ValueNode*, std::pair<int, int64_t>> fence_stamps;
+  // Register A operands of wgmmas still in flight (RS form), by the group that reads them.
+  std::unordered_map<const ValueNode*, int64_t> operands_in_flight;
   void clear() {
     values.clear();
     in_flight.clear();
     fence_stamps.clear();
+    operands_in_flight.clear();
   }
 };
 
@@ -632,11 +636,46 @@ class Interpreter : public Visitor {
       carry_marks(i == 0 ? op.operands : op.body->ops.back()->operands, op.block_args);
       visit(*op.body);
       op_ = self;
+      check_operands_retired(op);
       const Op& yield = *op.body->ops.back();
       for (size_t k = 0; k < yield.operands.size(); ++k) carried[k] = slots_of(yield.operands[k]);
     }
     for (size_t k = 0; k < op.results.size(); ++k) values()[op.results[k].get()] = carried[k];
     carry_marks(trips == 0 ? op.operands : op.body->ops.back()->operands, op.results);
+  }
+
+  // A loop's body runs in the same registers every iteration (the emitted CUDA declares its
+  // values in the body): a wgmma still in flight at the end of an iteration must not read a
+  // register operand the body defines, or the next iteration overwrites it under the
+  // tensor cores. (Accumulators are fenced and carried; A fragments are not.)
+  void check_operands_retired(const Op& loop) {
+    const auto& operands = registers_->operands_in_flight;
+    if (operands.empty()) return;
+    const std::unordered_set<const ValueNode*>& defined = defined_in(loop);
+    for (const auto& [value, group] : operands) {
+      if (!defined.count(value)) continue;
+      fail(InterpretErrorKind::OperandInFlight,
+           "a wgmma still in flight at the end of the iteration reads its A operand from registers "
+           "the next iteration overwrites; wait for it (wgmma.wait_group) before the iteration ends");
+    }
+  }
+  const std::unordered_set<const ValueNode*>& defined_in(const Op& loop) {
+    auto found = defined_in_body_.find(&loop);
+    if (found != defined_in_body_.end()) return found->second;
+    std::unordered_set<const ValueNode*>& defined = defined_in_body_[&loop];
+    const std::function<void(const Region&)> collect = [&](const Region& region) {
+      for (const OpPtr& op : region.ops) {
+        for (const Value& v : op->results) defined.insert(v.get());
+        for (const Value& v : op->block_args) defined.insert(v.get());
+        if (op->body) collect(*op->body);
+        for (const WarpRole& role : op->roles) {
+          if (role.body) collect(*role.body);
+        }
+      }
+    };
+    collect(*loop.body);
+    for (const Value& v : loop.block_args) defined.insert(v.get());
+    return defined;
   }
 
   // -------------------------------------------------------------------------------------------
@@ -1760,6 +1799,7 @@ class Interpreter : public Visitor {
       }
       case OpKind::Yield: {
         const Op& loop = *f.loop;
+        check_operands_retired(loop);
         std::vector<Slots> carried;
         for (const Value& v : op.operands) carried.push_back(slots_of(v));
         int64_t next_tile = 0;
@@ -2161,6 +2201,10 @@ class Interpreter : public Visitor {
       for (auto it = in_flight().begin(); it != in_flight().end();) {
         it = it->second == group.id ? in_flight().erase(it) : std::next(it);
       }
+      auto& operands = registers_->operands_in_flight;
+      for (auto it = operands.begin(); it != operands.end();) {
+        it = it->second == group.id ? operands.erase(it) : std::next(it);
+      }
       groups->committed.pop_front();
     }
   }
@@ -2248,6 +2292,7 @@ class Interpreter : public Visitor {
     values()[result.get()] = std::move(d);
     in_flight()[result.get()] = group.id;
     fence_stamps().erase(result.get());
+    if (rs) registers_->operands_in_flight[op.operands[0].get()] = group.id;
   }
 
   // stmatrix.x4: for issue q of warp w, matrix m covers rows 16w + 8(m%2) .. +7 and columns
@@ -2343,7 +2388,8 @@ class Interpreter : public Visitor {
   const int64_t persistent_ctas_;
   int64_t launch_ = 0;       // kernels run so far: the current launch's number
   int64_t current_cta_ = 0;  // the CTA running now (its grid point's index, or a persistent CTA)
-  std::vector<std::vector<GlobalWriter>> global_writers_;  // per buffer of globals_
+  std::vector<std::vector<GlobalWriter>> global_writers_;
+  std::unordered_map<const Op*, std::unordered_set<const ValueNode*>> defined_in_body_;  // per buffer of globals_
   // The dynamic tile scheduler: the counter of the kernel being run (zero at its launch) and,
   // per role, how often each tile was walked.
   int64_t tile_counter_ = 0;
@@ -2377,6 +2423,7 @@ const char* interpret_error_kind_name(InterpretErrorKind kind) {
     case InterpretErrorKind::AsyncInFlightAtExit: return "async_in_flight_at_exit";
     case InterpretErrorKind::Deadlock: return "deadlock";
     case InterpretErrorKind::CrossCtaRace: return "cross_cta_race";
+    case InterpretErrorKind::OperandInFlight: return "operand_in_flight";
     case InterpretErrorKind::Other: return "other";
   }
   return "?";

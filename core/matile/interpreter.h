@@ -90,6 +90,8 @@ enum class InterpretErrorKind {
   Deadlock,               // every thread of control waits, or a wait that nothing can complete
   CrossCtaRace,           // a CTA reads global data another CTA of the launch wrote, or
                           // overwrites it with another value (CTAs run in no fixed order)
+  OperandInFlight,        // a loop iteration ends with a wgmma in flight that reads an A
+                          // fragment from registers the next iteration overwrites
   Other,                  // everything else (bounds, alignment, step budget ...)
 };
 const char* interpret_error_kind_name(InterpretErrorKind kind);  // "unlanded_read", ...

@@ -420,6 +420,10 @@ class KernelLowering {
     std::unordered_set<const VNode*> in_flight;
     bool uncommitted = false;
     bool released = false;
+    // A wgmma reading its A fragment from registers (the RS form) was issued since the last
+    // wgmma.wait_group 0: it may not stay in flight past the iteration's end, where the next
+    // iteration writes the same registers.
+    bool register_operand_in_flight = false;
     Value previous_slot;
     // overlap=1 (plan_overlap): the loop's ops that run one iteration late (attention's rescale
     // of O and P·V: every op that depends on `late_args`, the block arguments of the dots'

@@ -446,6 +446,7 @@ void KernelLowering::emit_dot(const VOp& op) {
                              v->name);
     ws_.in_flight.insert(v.get());
     ws_.uncommitted = true;
+    if (a_registers) ws_.register_operand_in_flight = true;
     return;
   }
   const int wm = plan.warps_m, wn = plan.warps_n;

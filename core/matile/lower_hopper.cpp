@@ -705,6 +705,7 @@ void KernelLowering::retire_wgmma_reads(const VOp& op) {
   pingpong_pass_turn();
   b_.wgmma_wait_group(0);
   ws_.in_flight.clear();
+  ws_.register_operand_in_flight = false;
   release_previous_slot();
 }
 
@@ -753,6 +754,7 @@ void KernelLowering::emit_hopper_loop(const VOp& loop) {
         }
         ws_.in_iteration = true;
         ws_.released = false;
+        ws_.register_operand_in_flight = false;
         ws_.uncommitted = false;
         ws_.in_flight = {ws_.carried_in_flight.begin(), ws_.carried_in_flight.end()};
         ws_.previous_slot = slot_before(ring_k, {"k_prev", "retired"});
@@ -761,11 +763,19 @@ void KernelLowering::emit_hopper_loop(const VOp& loop) {
         b_.set_provenance(loop.provenance);
         if (ws_.uncommitted) b_.wgmma_commit_group();
         pingpong_pass_turn();  // a GEMM: the turn passes once the iteration's MMAs are issued
+        // This iteration's MMAs may still run past its end (the previous iteration's have
+        // retired), unless one reads an A fragment from registers: the emitted body declares
+        // its values afresh each iteration, and ptxas reuses those registers for the next A
+        // fragment while the tensor cores still read them (a gated MLP whose A is silu(G) * U
+        // read wrong values on the H100).
+        const int keep_in_flight = ws_.register_operand_in_flight ? 0 : 1;
         if (!ws_.released) {
-          // This iteration's MMAs may still run; the previous iteration's have retired.
-          b_.wgmma_wait_group(1);
+          b_.wgmma_wait_group(keep_in_flight);
           release_previous_slot();
+        } else if (keep_in_flight == 0) {
+          b_.wgmma_wait_group(0);
         }
+        ws_.register_operand_in_flight = false;
         ws_.in_iteration = false;
         std::vector<Value> yielded = yielded_values(loop, carried);
         memo_.pop_back();
