@@ -52,6 +52,7 @@ ASSETS = [
     ("gemm", "gemm", ["M=4096", "N=4096", "K=4096"]),
     ("batched_gemm", "batched_gemm", []),
     ("fp8_gemm", "fp8_gemm", []),
+    ("fp8_gemm_nt", "fp8_gemm_nt", []),
     ("int8_weight_gemm", "int8_weight_gemm", []),
     ("layernorm", "layernorm", []),
     ("rmsnorm", "rmsnorm", []),
@@ -132,7 +133,11 @@ def run_queue(assets, gpus, make_command, log_suffix, end=None):
                     rc = process.wait(None if end is None else max(end - time.time(), 1))
                 except subprocess.TimeoutExpired:
                     process.send_signal(signal.SIGINT)
-                    rc = process.wait()
+                    try:
+                        rc = process.wait(60)
+                    except subprocess.TimeoutExpired:  # a clean stop that does not come
+                        process.kill()
+                        rc = process.wait()
                 out.write(f"exit {rc} after {time.time() - started:.1f} s on GPU {gpu}\n")
             print(f"{name}: exit {rc}, {time.time() - started:.1f} s on GPU {gpu}", flush=True)
 
