@@ -91,12 +91,13 @@ const CommandSpec& kCompile = compile_command_spec({kSizeOption, kScheduleOption
 const CommandSpec kRun = [] {
   CommandSpec command{
       "run",
-      "nautilus run FILE|DIR [--schedule FILE] [--pin D]... [-D NAME=VALUE]... [--reps N]",
-      "Runs a spec (or a kernel package directory) on the GPU: compiles it for sm_80 and sm_90a,\n"
-      "compiles the unscheduled program of the same spec as the reference, runs both through\n"
-      "nautilus-runner in a child process, and prints the validation and the median time of\n"
-      "every kernel. Without a GPU it says so and exits 1.",
-      {kSizeOption, kScheduleOption, kPinOption}};
+      "nautilus run FILE|DIR [--schedule FILE] [--pin D]... [--arch ARCH] [-D NAME=VALUE]... [--reps N]",
+      "Runs a spec (or a kernel package directory) on the GPU: lowers it for --arch (sm_80 by\n"
+      "default: compiled for sm_80 and sm_90a; sm_90a: TMA, wgmma and warp roles, compiled for\n"
+      "sm_90a), compiles the unscheduled program of the same spec as the reference, runs both\n"
+      "through nautilus-runner in a child process, and prints the validation and the median time\n"
+      "of every kernel. Without a GPU it says so and exits 1.",
+      {kSizeOption, kScheduleOption, kPinOption, kArchOption}};
   for (const OptionSpec& option : run_command_options()) command.options.push_back(option);
   return command;
 }();
