@@ -59,6 +59,32 @@ TEST(Run, UsageErrors) {
                              "/nonexistent/nautilus-runner"});
   EXPECT_EQ(runner.status, 1);
   EXPECT_NE(runner.err.find("nautilus: error: spawn_failed"), std::string::npos) << runner.err;
+  const CliRun arch = run({"run", source_path("assets/specs/gemm.nt"), "--arch", "sm_70"});
+  EXPECT_EQ(arch.status, 1);
+  EXPECT_NE(arch.err.find("unknown --arch 'sm_70'; expected sm_80, sm_90a"), std::string::npos)
+      << arch.err;
+}
+
+// --arch sm_90a lowers the schedule for Hopper (TMA, wgmma, warp roles where it asks for them):
+// the package is compiled for sm_90a alone and its warp-specialized kernel runs on wgmma.
+TEST(Run, ArchSm90aRunsTheHopperLowering) {
+  if (!codegen::Nvrtc::shared()) GTEST_SKIP() << "NVRTC is not installed";
+  if (machine_has_gpu()) GTEST_SKIP() << "this machine has a GPU (tests/gpu runs there)";
+  const std::string dir = (std::filesystem::temp_directory_path() / "nautilus-run-sm90a-test").string();
+  std::filesystem::remove_all(dir);
+  const CliRun result =
+      run({"run", source_path("assets/specs/gemm.nt"), "--schedule",
+           source_path("assets/schedules/gemm.json"), "--pin",
+           "warp_spec(C_sum, consumers=2, stages=3)", "--arch", "sm_90a", "-D", "M=256", "-D",
+           "N=256", "-D", "K=256", "--runner", NAUTILUS_RUNNER, "--output", dir});
+  EXPECT_EQ(result.status, 1);
+  EXPECT_NE(result.err.find("nautilus: error: no_gpu: no GPU"), std::string::npos) << result.err;
+  const codegen::Result<codegen::KernelPackage> package = codegen::read_package(dir + "/package");
+  ASSERT_TRUE(package) << package.error().message;
+  ASSERT_EQ(package->cubins.size(), 1u);
+  EXPECT_EQ(package->cubins.begin()->first, codegen::GpuArch::Sm90a);
+  EXPECT_NE(package->source.find("wgmma"), std::string::npos);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
