@@ -363,6 +363,7 @@ class KernelLowering {
   std::unordered_map<const VNode*, RegisterLayout> layouts_;
   std::unordered_map<const VNode*, Value> env_;
   std::vector<std::map<std::pair<const VNode*, std::string>, Value>> memo_;
+  int loop_nesting_ = 0;  // the VR loops emit_for is inside, this one included
   std::unordered_map<const VOp*, int> smem_alloc_;
   std::unordered_map<const VOp*, SmemLoad> smem_loads_;
   std::unordered_map<const VOp*, Value> pipelined_stage_;

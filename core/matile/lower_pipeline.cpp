@@ -50,6 +50,11 @@ std::vector<const VOp*> KernelLowering::pipelinable(const VOp& loop) {
 }
 
 void KernelLowering::emit_for(const VOp& op) {
+  struct Nesting {
+    int& depth;
+    explicit Nesting(int& d) : depth(++d) {}
+    ~Nesting() { --depth; }
+  } nesting(loop_nesting_);
   if (&op == ws_.loop) {
     if (!held_copies_.empty()) publish_held_copies(0);
     return emit_hopper_loop(op);
@@ -67,6 +72,9 @@ void KernelLowering::emit_for(const VOp& op) {
   int prologue_groups = 0;
   if (!loads.empty() && stages >= 2) {
     prologue_groups = stages - 1;
+    // Inside another loop the ring's buffers were read by the previous iteration of that loop:
+    // every thread must be done with them before the prologue overwrites them.
+    if (loop_nesting_ > 1) b_.barrier();
     for (int s = 0; s + 1 < stages; ++s) {
       if (s < op.extent) {
         for (const VOp* load : loads) {

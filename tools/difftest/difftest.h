@@ -30,6 +30,10 @@ struct TripleOptions {
   std::string category;             // empty: any
   double search_probability = 0.06;  // share of triples that use the search's own schedule
   bool strict_f32 = false;           // GeneratorOptions::strict_f32
+  // Share of triples lowered for sm_90a (TMA, wgmma, warp roles where the schedule asks for
+  // them with warp_spec, which their walks then propose); the rest for sm_80. The choice comes
+  // from a stream of its own, so it does not change the spec or schedule of a triple.
+  double hopper_probability = 0.25;
 };
 
 struct StageOutcome {
@@ -43,6 +47,8 @@ struct TripleResult {
   uint64_t index = 0;
   std::string category;
   std::string schedule_kind;  // "walk", "search", "lowered"
+  std::string arch = "sm_80";  // the MA lowering's target: "sm_80" or "sm_90a"
+  bool warp_roles = false;     // the MA module has warp roles (a warp-specialized kernel)
   std::string spec_text;
   sched::Schedule schedule;
   uint64_t eval_seed = 0;

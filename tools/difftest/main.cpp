@@ -37,8 +37,8 @@ namespace {
 
 const char* kUsage = R"(usage: nautilus-difftest [--count N] [--seed S] [--jobs J] [--out DIR]
                          [--time-limit SECONDS] [--start I] [--category C]
-                         [--triple-timeout SECONDS] [--search-share P] [--only I] [--quiet]
-                         [--strict-f32]
+                         [--triple-timeout SECONDS] [--search-share P] [--hopper-share P]
+                         [--only I] [--quiet] [--strict-f32]
 
 Differential testing: random valid specs x random schedules from the search's candidate space x
 the scalar, vrtile and matile interpreters, each compared with the float64 reference.
@@ -54,6 +54,8 @@ the scalar, vrtile and matile interpreters, each compared with the float64 refer
                        gemm, norm, nested)
   --triple-timeout S   a triple running longer is a failure (kind timeout; default 120)
   --search-share P     share of triples scheduled by the search itself (default 0.06)
+  --hopper-share P     share of triples lowered for sm_90a, their schedules drawn with the
+                       search's sm_90a moves (warp_spec, persistent, tile_order; default 0.25)
   --only I             run triple I in this process and print everything about it
   --quiet              print failures only as one line each (the reproducers are in DIR)
   --strict-f32         keep f32 outputs of contractions of 16-bit inputs (by default they get a
@@ -91,6 +93,7 @@ std::optional<Options> parse(int argc, char** argv) {
     else if (arg == "--category") o.triple.category = value();
     else if (arg == "--triple-timeout") o.triple_timeout = std::stoi(value());
     else if (arg == "--search-share") o.triple.search_probability = std::stod(value());
+    else if (arg == "--hopper-share") o.triple.hopper_probability = std::stod(value());
     else if (arg == "--only") o.only = std::stoull(value());
     else if (arg == "--quiet") o.quiet = true;
     else if (arg == "--strict-f32") o.triple.strict_f32 = true;
@@ -264,7 +267,7 @@ void print_row(const std::string& name, const Counts& c) {
 
 int summarize(const Options& o, const std::vector<TripleResult>& results, double seconds) {
   Counts all;
-  std::map<std::string, Counts> by_category, by_schedule;
+  std::map<std::string, Counts> by_category, by_schedule, by_arch;
   std::map<std::string, std::map<std::string, int>> by_stage;  // stage -> status -> count
   std::map<std::string, int> failures_by_kind;
   double slowest = 0;
@@ -273,6 +276,8 @@ int summarize(const Options& o, const std::vector<TripleResult>& results, double
     all.add(r);
     by_category[r.category].add(r);
     by_schedule[r.schedule_kind.empty() ? "-" : r.schedule_kind].add(r);
+    by_arch[r.arch].add(r);
+    if (r.warp_roles) by_arch[r.arch + " roles"].add(r);
     for (const auto& s : r.stages) ++by_stage[s.stage][s.status];
     if (r.status == "failed") {
       ++failures_by_kind[r.failure_kind];
@@ -313,6 +318,8 @@ int summarize(const Options& o, const std::vector<TripleResult>& results, double
   for (const auto& [name, c] : by_category) print_row(name, c);
   std::printf("  per schedule:   triples  passed refused  failed\n");
   for (const auto& [name, c] : by_schedule) print_row(name, c);
+  std::printf("  per target:     triples  passed refused  failed   (roles: warp-specialized)\n");
+  for (const auto& [name, c] : by_arch) print_row(name, c);
   if (!failures_by_kind.empty()) {
     std::printf("  failures by kind:");
     for (const auto& [kind, n] : failures_by_kind) std::printf(" %s %d", kind.c_str(), n);
@@ -330,6 +337,12 @@ int summarize(const Options& o, const std::vector<TripleResult>& results, double
                         {"failed", c.failed}};
   }
   summary["categories"] = categories;
+  nlohmann::json targets = nlohmann::json::object();
+  for (const auto& [name, c] : by_arch) {
+    targets[name] = {{"run", c.total}, {"passed", c.passed}, {"refused", c.refused},
+                     {"failed", c.failed}};
+  }
+  summary["targets"] = targets;
   nlohmann::json stages = nlohmann::json::object();
   for (const auto& [stage, statuses] : by_stage) stages[stage] = statuses;
   summary["stages"] = stages;
@@ -339,9 +352,10 @@ int summarize(const Options& o, const std::vector<TripleResult>& results, double
 
 int run_only(const Options& o) {
   const TripleResult r = nautilus::difftest::run_triple(o.seed, *o.only, o.triple);
-  std::printf("triple %llu of seed %llu: %s (%s, schedule %s, eval seed %llu, %.2f s)\n",
+  std::printf("triple %llu of seed %llu: %s (%s, schedule %s, %s%s, eval seed %llu, %.2f s)\n",
               static_cast<unsigned long long>(r.index), static_cast<unsigned long long>(r.seed),
-              r.status.c_str(), r.category.c_str(), r.schedule_kind.c_str(),
+              r.status.c_str(), r.category.c_str(), r.schedule_kind.c_str(), r.arch.c_str(),
+              r.warp_roles ? " with warp roles" : "",
               static_cast<unsigned long long>(r.eval_seed), r.seconds);
   std::printf("--- spec.nt\n%s", r.spec_text.c_str());
   std::printf("--- schedule\n");

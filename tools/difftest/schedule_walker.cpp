@@ -118,10 +118,10 @@ class Walk {
     }
   }
 
-  void launch() {
+  void launch(bool hopper) {
     const search::ProgramFacts facts = search::analyze_program(*program_);
     sched::Schedule so_far{decisions_};
-    std::vector<Decision> candidates = search::launch_candidates(facts, so_far, false);
+    std::vector<Decision> candidates = search::launch_candidates(facts, so_far, hopper);
     for (const Decision& decision : candidates) {
       if (rng_.chance(0.25)) apply(decision);
     }
@@ -148,7 +148,7 @@ const cost::CostModel& h100_model() {
 
 }  // namespace
 
-sched::Schedule random_walk(const scalar::ProgramPtr& lowered, Rng& rng) {
+sched::Schedule random_walk(const scalar::ProgramPtr& lowered, Rng& rng, bool hopper) {
   Walk walk(lowered, rng);
   walk.reduction_fusion();
   walk.fusion(3);
@@ -156,14 +156,17 @@ sched::Schedule random_walk(const scalar::ProgramPtr& lowered, Rng& rng) {
   walk.fusion(2);
   walk.binding();
   walk.masking();
-  walk.launch();
+  walk.launch(hopper);
   return walk.finish();
 }
 
 WalkedSchedule random_schedule(const SourceFilePtr& file, const scalar::ProgramPtr& lowered,
-                               Rng& rng, double search_probability) {
+                               Rng& rng, double search_probability, bool hopper) {
   WalkedSchedule out;
   const double draw = static_cast<double>(rng.next() >> 11) * 0x1.0p-53;
+  // The search's own sm_90a picks are what users get on Hopper; walks rarely meet warp_spec's
+  // conditions, so the sm_90a triples take the search more often.
+  if (hopper) search_probability = std::max(search_probability, 0.5);
   if (draw < search_probability) {
     search::SearchInput input;
     input.file = file;
@@ -171,6 +174,7 @@ WalkedSchedule random_schedule(const SourceFilePtr& file, const scalar::ProgramP
     options.beam = static_cast<int>(rng.range(1, 2));
     options.seed = rng.next() % 1000;
     options.threads = 1;
+    options.arch = hopper ? "sm_90a" : "sm_80";
     search::SearchResult result = search::run_search(input, h100_model(), options);
     if (result.ok) {
       out.kind = "search";
@@ -183,7 +187,7 @@ WalkedSchedule random_schedule(const SourceFilePtr& file, const scalar::ProgramP
     return out;
   }
   out.kind = "walk";
-  out.schedule = random_walk(lowered, rng);
+  out.schedule = random_walk(lowered, rng, hopper);
   return out;
 }
 

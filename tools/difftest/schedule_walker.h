@@ -30,11 +30,13 @@ struct WalkedSchedule {
   std::string note;          // e.g. why the search found nothing (then the walk is used)
 };
 
-// `lowered` is the program as lowered from `file` (the search needs the source).
+// `lowered` is the program as lowered from `file` (the search needs the source). With `hopper`
+// the launch phase proposes what the search proposes for sm_90a (warp_spec, persistent CTAs,
+// tile orders) and the search lowers for sm_90a.
 WalkedSchedule random_schedule(const SourceFilePtr& file, const scalar::ProgramPtr& lowered,
-                               Rng& rng, double search_probability);
+                               Rng& rng, double search_probability, bool hopper = false);
 
 // A random walk through the candidate space (see above), completed.
-sched::Schedule random_walk(const scalar::ProgramPtr& lowered, Rng& rng);
+sched::Schedule random_walk(const scalar::ProgramPtr& lowered, Rng& rng, bool hopper = false);
 
 }  // namespace nautilus::difftest

@@ -67,11 +67,15 @@ class Builder {
   }
   // 1..24 with non-powers of two, powers of two and sizes just above them (partial tiles).
   int64_t random_extent(int64_t lo = 1, int64_t hi = 24) {
+    if (options_.tensor_core_sizes && hi >= 24) return rng_.pick(std::vector<int64_t>{64, 72, 128, 136});
     static const std::vector<int64_t> favourites = {1, 2, 3, 4, 5, 7, 8, 9, 12, 13, 16, 17, 20, 24};
     int64_t value = rng_.chance(0.5) ? rng_.pick(favourites) : rng_.range(lo, hi);
     return std::clamp(value, lo, hi);
   }
-  std::string dtype() { return rng_.pick({"f32", "f32", "f16", "bf16"}); }
+  std::string dtype() {
+    if (options_.tensor_core_sizes) return rng_.pick({"f16", "bf16"});
+    return rng_.pick({"f32", "f32", "f16", "bf16"});
+  }
   void input(const std::string& name, const std::vector<std::string>& dims, const std::string& dt) {
     input_dtypes_.push_back(dt);
     lines_.push_back("input " + name + "[" + join(dims, ", ") + "] : " + dt);
@@ -796,13 +800,18 @@ GeneratedSpec generate_spec(Rng& rng, const std::string& category,
         "attention",   "attention", "gemm",      "gemm",    "norm",    "nested"};
     which = rng.pick(weighted);
   }
-  if (which == "elementwise") return elementwise(rng, options);
-  if (which == "reduction") return reduction(rng, options);
-  if (which == "softmax") return softmax(rng, options);
-  if (which == "attention") return attention(rng, options);
-  if (which == "gemm") return gemm(rng, options);
-  if (which == "norm") return norm(rng, options);
-  return nested(rng, options);
+  // Tensor-core sizes only where a contraction can reach wgmma: the other shapes keep their
+  // small sizes (their interpreters would take minutes at 128 x 136 x 192).
+  GeneratorOptions adjusted = options;
+  adjusted.tensor_core_sizes =
+      options.tensor_core_sizes && (which == "attention" || which == "gemm" || which == "norm");
+  if (which == "elementwise") return elementwise(rng, adjusted);
+  if (which == "reduction") return reduction(rng, adjusted);
+  if (which == "softmax") return softmax(rng, adjusted);
+  if (which == "attention") return attention(rng, adjusted);
+  if (which == "gemm") return gemm(rng, adjusted);
+  if (which == "norm") return norm(rng, adjusted);
+  return nested(rng, adjusted);
 }
 
 }  // namespace nautilus::difftest

@@ -41,6 +41,13 @@ struct GeneratorOptions {
   // dtype: the default VR pipeline rounds a computed f32 dot operand to 16 bits (FlashAttention's
   // P in bf16, rewrite/operand_narrowing.h), a documented approximation outside f32 tolerance.
   bool strict_f32 = false;
+  // Sizes and types the Hopper tensor-core path takes (the sm_90a triples), for the attention,
+  // gemm and norm categories: every extent drawn from the full range (rows, columns,
+  // contractions, head dims) is one of 64, 72, 128 or 136 (16-byte rows of 16-bit types, whole
+  // and partial 64-wide tiles), and inputs are 16-bit floats, so that warp_spec can give a TMA
+  // producer and wgmma consumers. Batch and head counts and the small parameters of masks stay
+  // as they are.
+  bool tensor_core_sizes = false;
 };
 
 const std::vector<std::string>& spec_categories();
