@@ -2,6 +2,7 @@
 // triple replays to the same result) and the regression tests of the compiler bugs it found
 // (docs/difftest.md). A bug not fixed yet is a DISABLED_ test with the reproducer, so that
 // enabling it is the check that the fix works.
+#include <algorithm>
 #include <memory>
 #include <string>
 
@@ -32,6 +33,58 @@ TEST(DiffTestGenerator, EverySpecIsValid) {
       ASSERT_TRUE(compilation.ok()) << spec.text << compilation.diagnostics->render_all()
                                     << compilation.internal_error;
     }
+  }
+}
+
+// The sm_90a triples' specs: valid too, attention, gemm and norm at tensor-core sizes with
+// 16-bit inputs, the other categories as small as ever.
+TEST(DiffTestGenerator, TensorCoreSizesAreValidAndOnlyWhereADotCanUseThem) {
+  difftest::GeneratorOptions tensor_core;
+  tensor_core.tensor_core_sizes = true;
+  for (const std::string& category : difftest::spec_categories()) {
+    const bool big = category == "attention" || category == "gemm" || category == "norm";
+    for (uint64_t index = 0; index < 40; ++index) {
+      Rng rng = Rng::for_triple(9, index);
+      const difftest::GeneratedSpec spec = difftest::generate_spec(rng, category, tensor_core);
+      driver::CompileOptions options;
+      options.last_stage = driver::Stage::Scalar;
+      const driver::Compilation compilation =
+          driver::compile(std::make_shared<SourceFile>("generated.nt", spec.text), options);
+      ASSERT_TRUE(compilation.ok()) << spec.text << compilation.diagnostics->render_all()
+                                    << compilation.internal_error;
+      int64_t largest = 0;
+      for (const auto& [name, value] : compilation.spec->sizes) largest = std::max(largest, value);
+      if (big) {
+        EXPECT_GE(largest, 64) << spec.text;
+        // The first input is a contraction operand: 16-bit (biases and slopes may stay f32).
+        const size_t input = spec.text.find("input ");
+        ASSERT_NE(input, std::string::npos) << spec.text;
+        const std::string line = spec.text.substr(input, spec.text.find('\n', input) - input);
+        EXPECT_TRUE(line.ends_with(": f16") || line.ends_with(": bf16")) << spec.text;
+      } else {
+        EXPECT_LE(largest, 24) << spec.text;
+      }
+    }
+  }
+}
+
+// The target of a triple comes from its own stream: the spec and schedule of an sm_80 triple do
+// not depend on the share of sm_90a triples.
+TEST(DiffTest, TheTargetDoesNotChangeTheOtherTriples) {
+  difftest::TripleOptions none, all;
+  none.hopper_probability = 0.0;
+  all.hopper_probability = 1.0;
+  for (uint64_t index : {0u, 1u, 2u, 3u}) {
+    const difftest::TripleResult sm80 = difftest::run_triple(13, index, none);
+    const difftest::TripleResult sm90 = difftest::run_triple(13, index, all);
+    EXPECT_EQ(sm80.arch, "sm_80");
+    EXPECT_EQ(sm90.arch, "sm_90a");
+    difftest::TripleOptions mixed;
+    const difftest::TripleResult either = difftest::run_triple(13, index, mixed);
+    const difftest::TripleResult& same = either.arch == "sm_80" ? sm80 : sm90;
+    EXPECT_EQ(either.spec_text, same.spec_text);
+    EXPECT_EQ(sched::print_decisions(either.schedule.decisions, "; "),
+              sched::print_decisions(same.schedule.decisions, "; "));
   }
 }
 
