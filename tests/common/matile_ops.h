@@ -11,6 +11,7 @@
 #include "core/matile/interpreter.h"
 #include "core/matile/ir.h"
 #include "core/matile/visitor.h"
+#include "core/support/tensor.h"
 
 namespace nautilus::testing {
 
@@ -106,6 +107,17 @@ inline matile::ModulePtr without_op(const matile::ModulePtr& module, const std::
   auto out = std::make_shared<matile::Module>(*module);
   out->kernels[0] = broken;
   return out;
+}
+
+// Seeded random values for every input of `module` (input k gets seed + k).
+inline TensorMap module_inputs(const matile::Module& module, uint64_t seed) {
+  TensorMap inputs;
+  for (const scalar::Buffer& buffer : module.params) {
+    if (buffer->role == scalar::BufferRole::Input) {
+      inputs[buffer->name] = random_tensor(buffer->shape, buffer->dtype, seed++);
+    }
+  }
+  return inputs;
 }
 
 // An interpreter failure in one line: its kind, message and op.

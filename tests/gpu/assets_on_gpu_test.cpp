@@ -27,17 +27,21 @@ CliRun run(const std::vector<std::string>& args) { return testing::run_cli_in_pr
 
 class AssetOnGpu : public ::testing::TestWithParam<std::string> {};
 
+// `nautilus run` of the asset with its hand schedule, lowered for `arch`, validated.
+void expect_asset_validates(const std::string& asset, const std::string& arch) {
+  const CliRun result = run({"run", source_path("assets/specs/" + asset + ".nt"), "--schedule",
+                             source_path("assets/schedules/" + asset + ".json"), "--arch", arch,
+                             "--reps", "3", "--warmup", "1", "--runner", NAUTILUS_RUNNER});
+  EXPECT_EQ(result.status, 0) << result.out << result.err;
+  EXPECT_NE(result.out.find("validation: passed"), std::string::npos) << result.out << result.err;
+  std::cout << result.out;
+}
+
 TEST_P(AssetOnGpu, ValidatesAgainstTheUnscheduledLoweringAtItsOwnSizes) {
   if (!codegen::Nvrtc::shared()) GTEST_SKIP() << "NVRTC is not installed";
   const CliRun devices = run({"devices"});
   if (devices.status != 0) GTEST_SKIP() << "no GPU: " << devices.err;  // what `devices` says
-  const std::string& asset = GetParam();
-  const CliRun result = run({"run", source_path("assets/specs/" + asset + ".nt"), "--schedule",
-                             source_path("assets/schedules/" + asset + ".json"), "--reps", "3",
-                             "--warmup", "1", "--runner", NAUTILUS_RUNNER});
-  EXPECT_EQ(result.status, 0) << result.out << result.err;
-  EXPECT_NE(result.out.find("validation: passed"), std::string::npos) << result.out << result.err;
-  std::cout << result.out;
+  expect_asset_validates(GetParam(), "sm_80");
 }
 
 TEST_P(AssetOnGpu, ValidatesLoweredForHopper) {
@@ -47,13 +51,7 @@ TEST_P(AssetOnGpu, ValidatesLoweredForHopper) {
   if (devices.out.find("sm_90") == std::string::npos && devices.out.find("9.0") == std::string::npos) {
     GTEST_SKIP() << "not a Hopper GPU: " << devices.out;
   }
-  const std::string& asset = GetParam();
-  const CliRun result = run({"run", source_path("assets/specs/" + asset + ".nt"), "--schedule",
-                             source_path("assets/schedules/" + asset + ".json"), "--arch", "sm_90a",
-                             "--reps", "3", "--warmup", "1", "--runner", NAUTILUS_RUNNER});
-  EXPECT_EQ(result.status, 0) << result.out << result.err;
-  EXPECT_NE(result.out.find("validation: passed"), std::string::npos) << result.out << result.err;
-  std::cout << result.out;
+  expect_asset_validates(GetParam(), "sm_90a");
 }
 
 // The search's gated MLP pick at the tuner's sizes, shrunk: a persistent down projection whose

@@ -12,10 +12,13 @@
 #include "core/matile/global_barriers.h"
 #include "core/matile/interpreter.h"
 #include "core/support/tensor.h"
+#include "tests/common/matile_ops.h"
 #include "tests/common/spec_test_util.h"
 
 namespace nautilus::matile {
 namespace {
+
+using nautilus::testing::count_ops;
 
 using nautilus::testing::compile_for_arch;
 using nautilus::testing::expect_stage_matches_reference;
@@ -27,26 +30,6 @@ ModulePtr module_before_ordering(const driver::Compilation& compilation) {
     if (snapshot.pass == "split-masked") return snapshot.ma_module;
   }
   return nullptr;
-}
-
-int count_ops(const Region& region, const std::function<bool(const Op&)>& wanted) {
-  int count = 0;
-  for (const OpPtr& op : region.ops) {
-    if (wanted(*op)) ++count;
-    if (op->body) count += count_ops(*op->body, wanted);
-    for (const WarpRole& role : op->roles) count += count_ops(*role.body, wanted);
-  }
-  return count;
-}
-
-TensorMap random_inputs(const Module& module, uint64_t seed) {
-  TensorMap inputs;
-  for (const scalar::Buffer& buffer : module.params) {
-    if (buffer->role == scalar::BufferRole::Input) {
-      inputs[buffer->name] = random_tensor(buffer->shape, buffer->dtype, seed++);
-    }
-  }
-  return inputs;
 }
 
 // The tuner's RMSNorm candidate: the partial sums of a split reduction, split again, combined
@@ -73,7 +56,7 @@ TEST(GlobalBarriers, APartialSumReadBackByOtherThreadsGetsABarrierAndTheRaceIsRe
   ASSERT_NE(before, compilation.ma_module);
 
   // Without the barrier the interpreter names the race (on the GPU: NaN, the runner's poison).
-  const TensorMap inputs = random_inputs(*before, 7);
+  const TensorMap inputs = nautilus::testing::module_inputs(*before, 7);
   const InterpretResult racy = interpret(*before, inputs);
   ASSERT_FALSE(racy.ok);
   EXPECT_EQ(racy.error_kind, InterpretErrorKind::UnsynchronizedRead) << racy.error;
@@ -144,7 +127,7 @@ TEST(GlobalBarriers, InsideARoleTheBarrierIsTheRolesNamedBarrier) {
     return op.kind == OpKind::NamedBarrier && op.barrier_id >= kFirstRoleBarrierId &&
            op.barrier_threads == 256 && !op.arrive_only;
   };
-  const InterpretResult racy = interpret(*before, random_inputs(*before, 3));
+  const InterpretResult racy = interpret(*before, nautilus::testing::module_inputs(*before, 3));
   ASSERT_FALSE(racy.ok);
   EXPECT_EQ(racy.error_kind, InterpretErrorKind::UnsynchronizedRead) << racy.error;
   EXPECT_GT(count_ops(*compilation.ma_module->kernels[0]->body, role_barrier),

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "core/matile/interpreter.h"
-#include "core/support/tensor.h"
+#include "tests/common/matile_ops.h"
 #include "tests/common/spec_test_util.h"
 
 namespace nautilus::matile {
@@ -33,17 +33,6 @@ const std::vector<std::string> kGatedMlp = {
 };
 
 bool is_rs_wgmma(const Op& op) { return op.kind == OpKind::Wgmma && op.operands.size() == 2; }
-
-bool contains(const Region& region, const std::function<bool(const Op&)>& wanted) {
-  for (const OpPtr& op : region.ops) {
-    if (wanted(*op)) return true;
-    if (op->body && contains(*op->body, wanted)) return true;
-    for (const WarpRole& role : op->roles) {
-      if (role.body && contains(*role.body, wanted)) return true;
-    }
-  }
-  return false;
-}
 
 // The last wgmma.wait_group of every loop body that issues an RS wgmma, rewritten to keep
 // `pending` groups in flight; returns how many it rewrote.
@@ -77,7 +66,8 @@ TEST(RegisterOperand, AnRsWgmmaRetiresBeforeItsIterationEnds) {
   const Module& module = *compilation.ma_module;
   ASSERT_EQ(module.kernels.size(), 3u);
   const Kernel& down = *module.kernels.back();
-  ASSERT_TRUE(contains(*down.body, is_rs_wgmma)) << "the down projection's A is not in registers";
+  ASSERT_NE(nautilus::testing::first_op(*down.body, is_rs_wgmma), nullptr)
+      << "the down projection's A is not in registers";
   for (uint64_t seed : {1, 2}) expect_stage_matches_reference(compilation, driver::Stage::MATile, seed);
 
   // The same kernel keeping one group in flight across the iteration's end, as a GEMM whose A
@@ -88,14 +78,7 @@ TEST(RegisterOperand, AnRsWgmmaRetiresBeforeItsIterationEnds) {
   kernel->body = rewrite_waits(kernel->body, 1, &rewritten);
   ASSERT_EQ(rewritten, 1);
   racy->kernels.back() = kernel;
-  TensorMap inputs;
-  uint64_t seed = 3;
-  for (const scalar::Buffer& buffer : racy->params) {
-    if (buffer->role == scalar::BufferRole::Input) {
-      inputs[buffer->name] = random_tensor(buffer->shape, buffer->dtype, seed++);
-    }
-  }
-  const InterpretResult result = interpret(*racy, inputs);
+  const InterpretResult result = interpret(*racy, nautilus::testing::module_inputs(*racy, 3));
   ASSERT_FALSE(result.ok);
   EXPECT_EQ(result.error_kind, InterpretErrorKind::OperandInFlight) << result.error;
   EXPECT_NE(result.error.find("reads its A operand from registers the next iteration overwrites"),

@@ -14,10 +14,13 @@
 #include "core/spec/sema.h"
 #include "core/support/tensor.h"
 #include "tests/common/golden.h"
+#include "tests/common/matile_ops.h"
 #include "tests/common/spec_test_util.h"
 
 namespace nautilus::matile {
 namespace {
+
+using nautilus::testing::count_ops;
 
 using nautilus::testing::hand_schedule;
 using nautilus::testing::expect_stage_matches_reference;
@@ -57,15 +60,6 @@ std::vector<const Op*> top_level_loops(const Kernel& kernel) {
   return loops;
 }
 
-int count_ops(const Region& region, const std::function<bool(const Op&)>& wanted) {
-  int count = 0;
-  for (const OpPtr& op : region.ops) {
-    if (wanted(*op)) ++count;
-    if (op->body) count += count_ops(*op->body, wanted);
-  }
-  return count;
-}
-
 // The mask's select and comparison work on index tiles; the finite stand-in of the running max
 // (`Mx == -inf ? 0 : Mx`, rolling_update) compares floats and is not a mask.
 bool is_tile_compare(const Op& op) {
@@ -76,19 +70,9 @@ bool is_select(const Op& op) {
   return op.kind == OpKind::Select && op.results[0]->type.rank() > 1;
 }
 
-TensorMap random_inputs(const Module& module, uint64_t seed) {
-  TensorMap inputs;
-  for (const scalar::Buffer& buffer : module.params) {
-    if (buffer->role == scalar::BufferRole::Input) {
-      inputs[buffer->name] = random_tensor(buffer->shape, buffer->dtype, seed++);
-    }
-  }
-  return inputs;
-}
-
 // Both modules run on the same inputs and produce the same bits.
 void expect_same_outputs(const Module& before, const Module& after, uint64_t seed) {
-  const TensorMap inputs = random_inputs(before, seed);
+  const TensorMap inputs = nautilus::testing::module_inputs(before, seed);
   const InterpretResult a = interpret(before, inputs);
   const InterpretResult b = interpret(after, inputs);
   ASSERT_TRUE(a.ok) << a.error;

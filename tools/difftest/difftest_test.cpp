@@ -20,16 +20,19 @@ namespace {
 
 using difftest::Rng;
 
+driver::Compilation lower_to_scalar(const std::string& text) {
+  driver::CompileOptions options;
+  options.last_stage = driver::Stage::Scalar;
+  return driver::compile(std::make_shared<SourceFile>("generated.nt", text), options);
+}
+
 // Every category's specs parse, check and lower: a rejected spec is a generator bug.
 TEST(DiffTestGenerator, EverySpecIsValid) {
   for (const std::string& category : difftest::spec_categories()) {
     for (uint64_t index = 0; index < 150; ++index) {
       Rng rng = Rng::for_triple(7, index);
       const difftest::GeneratedSpec spec = difftest::generate_spec(rng, category);
-      driver::CompileOptions options;
-      options.last_stage = driver::Stage::Scalar;
-      const driver::Compilation compilation =
-          driver::compile(std::make_shared<SourceFile>("generated.nt", spec.text), options);
+      const driver::Compilation compilation = lower_to_scalar(spec.text);
       ASSERT_TRUE(compilation.ok()) << spec.text << compilation.diagnostics->render_all()
                                     << compilation.internal_error;
     }
@@ -46,10 +49,7 @@ TEST(DiffTestGenerator, TensorCoreSizesAreValidAndOnlyWhereADotCanUseThem) {
     for (uint64_t index = 0; index < 40; ++index) {
       Rng rng = Rng::for_triple(9, index);
       const difftest::GeneratedSpec spec = difftest::generate_spec(rng, category, tensor_core);
-      driver::CompileOptions options;
-      options.last_stage = driver::Stage::Scalar;
-      const driver::Compilation compilation =
-          driver::compile(std::make_shared<SourceFile>("generated.nt", spec.text), options);
+      const driver::Compilation compilation = lower_to_scalar(spec.text);
       ASSERT_TRUE(compilation.ok()) << spec.text << compilation.diagnostics->render_all()
                                     << compilation.internal_error;
       int64_t largest = 0;
