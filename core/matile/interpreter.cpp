@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
+#include <functional>
 #include <limits>
 #include <map>
 #include <random>
 #include <unordered_map>
-#include <functional>
 #include <unordered_set>
 #include <utility>
 #include <vector>

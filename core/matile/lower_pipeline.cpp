@@ -4,7 +4,9 @@
 // commit group each; iteration i waits until its group landed (wait_group S-2), synchronizes,
 // issues iteration i+S-1 into the buffer iteration i-1 used (predicated off past the end) and
 // computes on buffer i % S. With one stage every iteration copies, waits and synchronizes
-// before computing. Loop-carried values keep the layouts rule 4 gave them:
+// before computing. A pipelined loop inside another loop of the CTA synchronizes before its
+// prologue: the outer loop's previous iteration read the same buffers. Loop-carried values keep
+// the layouts rule 4 gave them:
 //
 //   before (VR):                            after (MA, 2 stages):
 //     %acc = for k_o in 0..64                 cp.async A_smem[%c0][0, 0] <- A[%3 + i0, i1] ...
