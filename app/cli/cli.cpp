@@ -61,9 +61,13 @@ const OptionSpec kEpilogueOption{
     "comparisons)"};
 
 const CommandSpec kLower{
-    "lower", "nautilus lower FILE [--stage STAGE] [--format text|dot|json] [--schedule FILE] [--pin D]... [--arch ARCH] [--estimate DEVICE]",
+    "lower", "nautilus lower FILE [--stage STAGE] [--format text|dot|json] [--schedule FILE] [--pin D]... [--arch ARCH] [--explain-layouts] [--estimate DEVICE]",
     "Lowers a spec and prints the IR of one stage or of all (--stage all, the default).",
     {kSizeOption, kScheduleOption, kPinOption, kArchOption, kEpilogueOption,
+     {"explain-layouts", "",
+      "note in each MA kernel, for every register tile, its layout, the rule that fixed it "
+      "(propagated from an operand, wanted by a consumer, or the blocked default) and the users "
+      "that wanted another layout"},
      {"stage", "STAGE", "spec, scalar, vrtile, matile, cuda or all (default all)"},
      {"format", "FORMAT", "text (default), dot or json"},
      {"print-after-all", "", "print the IR after every pass of the pipeline, with timings"},
@@ -187,6 +191,7 @@ Loaded load(const ParsedOptions& options, driver::Stage last_stage, const CliHoo
     }
     compile_options.matile.arch = arch;
   }
+  if (options.has("explain-layouts")) compile_options.matile.explain_layouts = true;
   if (options.has("epilogue")) {
     const std::string mode = options.get("epilogue");
     if (mode != "staged" && mode != "tma" && mode != "rows" && mode != "realigned" && mode != "fragments") {

@@ -200,6 +200,7 @@ class KernelLowering {
   bool propagate();
   bool demand();
   void assign_layouts();
+  void explain_layouts();
   RegisterLayout layout_for(const VValue& v);
   RegisterLayout projected(const RegisterLayout& to, const std::vector<int64_t>& shape,
                            const std::vector<int>& dims, const std::vector<int64_t>& source_shape);
@@ -361,6 +362,7 @@ class KernelLowering {
   std::unordered_set<const VOp*> register_loads_;
   std::unordered_set<const VOp*> staged_register_loads_;  // register copies read from shared
   std::unordered_map<const VNode*, RegisterLayout> layouts_;
+  std::unordered_map<const VNode*, std::string> layout_reasons_;  // why each layout (explain_layouts)
   std::unordered_map<const VNode*, Value> env_;
   std::vector<std::map<std::pair<const VNode*, std::string>, Value>> memo_;
   int loop_nesting_ = 0;  // the VR loops emit_for is inside, this one included

@@ -41,6 +41,7 @@ KernelPtr KernelLowering::run() {
   plan_dots();
   if (options_.consumers > 0) plan_warp_specialization();
   assign_layouts();
+  if (options_.explain_layouts) explain_layouts();
   layout_threads_ = 0;
   find_overwritten_stores();
   for (const vrtile::GridAxis& axis : vk_.grid) {

@@ -113,6 +113,9 @@ struct LowerOptions {
   // Always: wherever it applies; Never: the consumers store the staged rows themselves.
   enum class TmaStore { Persistent, Always, Never };
   TmaStore tma_store = TmaStore::Persistent;
+  // Each kernel notes, for every register tile, its layout, the rule that fixed it and the
+  // users that wanted another (`nautilus lower --explain-layouts`).
+  bool explain_layouts = false;
 };
 
 layout::Result<ModulePtr> lower_to_matile(const vrtile::ModulePtr& module,

@@ -13,6 +13,7 @@
 //     %pb = cast %p : bf16[64, 64]          %pb      mma_c, read as the next dot's A fragment
 #include <algorithm>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "core/matile/kernel_lowering.h"
@@ -119,9 +120,10 @@ std::optional<RegisterLayout> KernelLowering::anchor(const VValue& v) {
 // Phase 1: layouts that follow from operands. Returns whether anything changed.
 bool KernelLowering::propagate() {
   bool changed = false;
-  auto set = [&](const VValue& v, const RegisterLayout& l) {
+  auto set = [&](const VValue& v, const RegisterLayout& l, std::string reason) {
     if (layouts_.count(v.get())) return;
     layouts_[v.get()] = l;
+    layout_reasons_[v.get()] = std::move(reason);
     changed = true;
   };
   for (const VValue& v : order_) {
@@ -134,17 +136,17 @@ bool KernelLowering::propagate() {
       const VValue& init = loop->operands[i];
       const VValue& yielded = loop->body->ops.back()->operands[i];
       if (lives_in_registers(init) && anchor(init) && !(init->type.rank() == 0 && !anchor(yielded))) {
-        set(v, *anchor(init));
+        set(v, *anchor(init), "carried by loop " + loop->loop_var->name + ": its initial value %" + init->name + "'s");
       } else if (lives_in_registers(yielded) && anchor(yielded)) {
-        set(v, *anchor(yielded));
+        set(v, *anchor(yielded), "carried by loop " + loop->loop_var->name + ": the yielded %" + yielded->name + "'s");
       } else if (v->type.rank() == 0) {
-        set(v, uniform_layout({}, threads()));
+        set(v, uniform_layout({}, threads()), "a scalar carried by loop " + loop->loop_var->name);
       }
       continue;
     }
     const VOp* op = def(v);
     if (!op) {
-      set(v, uniform_layout({}, threads()));
+      set(v, uniform_layout({}, threads()), "a scalar (a grid or loop index)");
       continue;
     }
     switch (op->kind) {
@@ -154,18 +156,23 @@ bool KernelLowering::propagate() {
           Result<RegisterLayout> c = mma_c_layout(v->type.shape[0], v->type.shape[1],
                                                   plan.warps_m, plan.warps_n);
           if (!c) fail(c.error().message);
-          set(v, *c);
+          set(v, *c, std::string("the accumulator fragment of ") + (plan.wgmma ? "wgmma" : "mma.sync") +
+                          ", warps " + std::to_string(plan.warps_m) + " x " + std::to_string(plan.warps_n));
         } else {
-          set(v, blocked_layout(v->type.shape, threads()));
+          set(v, blocked_layout(v->type.shape, threads()), "blocked: a dot on the CUDA cores (FMA)");
         }
         break;
       }
       case VOpKind::Reduce: {
         const VValue& x = op->operands[0];
+        const std::string axis = std::to_string(op->axis);
         if (!lives_in_registers(x)) {
-          set(v, reduce_result_layout(blocked_layout(x->type.shape, threads()), x, op->axis));
+          set(v, reduce_result_layout(blocked_layout(x->type.shape, threads()), x, op->axis),
+              "the slice along axis " + axis + " of a blocked layout (the reduced %" + x->name +
+                  " is not in registers)");
         } else if (anchor(x)) {
-          set(v, reduce_result_layout(*anchor(x), x, op->axis));
+          set(v, reduce_result_layout(*anchor(x), x, op->axis),
+              "the slice along axis " + axis + " of the reduced %" + x->name + "'s layout");
         }
         break;
       }
@@ -173,7 +180,9 @@ bool KernelLowering::propagate() {
         const VValue& x = op->operands[0];
         if (lives_in_registers(x) && anchor(x)) {
           Result<RegisterLayout> p = permute_layout(*anchor(x), x->type.shape, op->dims);
-          set(v, p ? *p : blocked_layout(v->type.shape, threads()));
+          set(v, p ? *p : blocked_layout(v->type.shape, threads()),
+              p ? "the permuted layout of %" + x->name
+                : "blocked: %" + x->name + "'s layout has no permuted form");
         }
         break;
       }
@@ -186,12 +195,12 @@ bool KernelLowering::propagate() {
       case VOpKind::Full:
       case VOpKind::Iota:
         if (v->type.rank() == 0) {
-          set(v, uniform_layout({}, threads()));
+          set(v, uniform_layout({}, threads()), "a scalar");
           break;
         }
         for (const VValue& x : op->operands) {
           if (lives_in_registers(x) && anchor(x)) {
-            set(v, *anchor(x));
+            set(v, *anchor(x), "element-wise: its first placed operand %" + x->name + "'s");
             break;
           }
         }
@@ -209,9 +218,11 @@ bool KernelLowering::demand() {
     if (!lives_in_registers(v) || layouts_.count(v.get())) continue;
     for (const VOp* user : users_[v.get()]) {
       std::optional<RegisterLayout> wanted;
+      std::string reason;
       if (vrtile::is_elementwise(user->kind) && !user->results.empty() &&
           user->results[0]->type.shape == v->type.shape) {
         wanted = anchor(user->results[0]);
+        if (wanted) reason = "wanted by its element-wise user %" + user->results[0]->name;
       } else if (user->kind == VOpKind::Dot) {
         const DotPlan& plan = dot_plans_.at(user);
         if (plan.mma && (plan.a.source == v || plan.b.source == v)) {
@@ -220,8 +231,11 @@ bool KernelLowering::demand() {
               is_a ? mma_a_layout(v->type.shape[0], v->type.shape[1], plan.warps_m, plan.warps_n)
                    : mma_b_layout(v->type.shape[0], v->type.shape[1], plan.warps_m, plan.warps_n);
           if (l) wanted = *l;
+          reason = "wanted by dot %" + user->results[0]->name + " as its " + (is_a ? "A" : "B") +
+                   " fragment";
         } else if (user->operands.size() == 3 && user->operands[2] == v) {
           wanted = anchor(user->results[0]);
+          reason = "wanted by dot %" + user->results[0]->name + " as its accumulator";
         }
       } else if (user->kind == VOpKind::Broadcast && anchor(user->results[0])) {
         // The layout the broadcast reads without moving data: a per-column vector (LayerNorm's
@@ -230,6 +244,7 @@ bool KernelLowering::demand() {
                                                 user->results[0]->type.shape, user->dims,
                                                 v->type.shape);
         if (source.kind != LayoutKind::Uniform) wanted = source;
+        reason = "wanted by broadcast %" + user->results[0]->name + ": read without moving data";
       } else if (user->kind == VOpKind::Yield || user->kind == VOpKind::For) {
         // Initial and yielded values follow the loop's carried layout (set in propagate).
       } else if (user->kind == VOpKind::Store || user->kind == VOpKind::Load) {
@@ -237,6 +252,7 @@ bool KernelLowering::demand() {
       }
       if (wanted) {
         layouts_[v.get()] = *wanted;
+        layout_reasons_[v.get()] = reason;
         changed = true;
         break;
       }
@@ -254,11 +270,80 @@ void KernelLowering::assign_layouts() {
     for (const VValue& v : order_) {
       if (lives_in_registers(v) && !layouts_.count(v.get())) {
         layouts_[v.get()] = default_layout(v);
+        layout_reasons_[v.get()] =
+            "blocked, the default: no operand or consumer fixed it (runs as wide as the kernel's "
+            "widest global access)";
         all = false;
         break;
       }
     }
     if (all) return;
+  }
+}
+
+namespace {
+
+// Whether every thread holds the same elements in both layouts (in any slot order): a user
+// wanting the other layout then reads the registers in place.
+bool same_elements_per_thread(const RegisterLayout& a, const RegisterLayout& b) {
+  const std::vector<int64_t> ea = slot_elements(a), eb = slot_elements(b);
+  const int64_t sa = a.slots(), sb = b.slots();
+  if (sa != sb || sa == 0 || ea.size() != eb.size()) return false;
+  for (size_t t = 0; t * static_cast<size_t>(sa) < ea.size(); ++t) {
+    std::vector<int64_t> x(ea.begin() + static_cast<std::ptrdiff_t>(t * sa),
+                           ea.begin() + static_cast<std::ptrdiff_t>((t + 1) * sa));
+    std::vector<int64_t> y(eb.begin() + static_cast<std::ptrdiff_t>(t * sb),
+                           eb.begin() + static_cast<std::ptrdiff_t>((t + 1) * sb));
+    std::sort(x.begin(), x.end());
+    std::sort(y.begin(), y.end());
+    if (x != y) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+// LowerOptions::explain_layouts: one note per register tile, in program order, saying which
+// rule fixed its layout, and which users wanted another one: read in place when each thread
+// holds the same elements in both, else through a convert_layout.
+void KernelLowering::explain_layouts() {
+  for (const VValue& v : order_) {
+    auto found = layouts_.find(v.get());
+    if (found == layouts_.end() || v->type.rank() == 0) continue;
+    const RegisterLayout& chosen = found->second;
+    std::string text = "layout of %" + v->name + ": " + layout_text(chosen) + "; " +
+                       layout_reasons_[v.get()];
+    std::vector<std::string> others;
+    auto users = users_.find(v.get());
+    if (users != users_.end()) {
+      for (const VOp* user : users->second) {
+        if (user->results.empty()) continue;
+        std::optional<RegisterLayout> wanted;
+        if (vrtile::is_elementwise(user->kind) && user->results[0]->type.shape == v->type.shape) {
+          wanted = anchor(user->results[0]);
+        } else if (user->kind == VOpKind::Dot && dot_plans_.count(user)) {
+          const DotPlan& plan = dot_plans_.at(user);
+          if (plan.mma && !plan.wgmma && (plan.a.source == v || plan.b.source == v)) {
+            Result<RegisterLayout> l =
+                plan.a.source == v
+                    ? mma_a_layout(v->type.shape[0], v->type.shape[1], plan.warps_m, plan.warps_n)
+                    : mma_b_layout(v->type.shape[0], v->type.shape[1], plan.warps_m, plan.warps_n);
+            if (l) wanted = *l;
+          }
+        }
+        if (wanted && layout_text(*wanted) != layout_text(chosen)) {
+          others.push_back("%" + user->results[0]->name + " wanted " + layout_text(*wanted) +
+                           (same_elements_per_thread(chosen, *wanted)
+                                ? " (the same elements per thread: read in place)"
+                                : " (a convert_layout)"));
+        }
+      }
+    }
+    if (!others.empty()) {
+      text += "; other layouts wanted: ";
+      for (size_t i = 0; i < others.size(); ++i) text += (i ? ", " : "") + others[i];
+    }
+    b_.note(text);
   }
 }
 

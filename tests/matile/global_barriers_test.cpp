@@ -141,8 +141,8 @@ TEST(GlobalBarriers, InsideARoleTheBarrierIsTheRolesNamedBarrier) {
 // Kernels that read back nothing they write keep their module: the hand schedules of the
 // assets get no barrier from this pass.
 TEST(GlobalBarriers, KernelsThatReadBackNothingAreLeftAsTheyWere) {
-  for (const std::string& asset : {"gemm", "attention", "layernorm", "softmax", "gated_mlp"}) {
-    for (const std::string& arch : {"sm_80", "sm_90a"}) {
+  for (const std::string asset : {"gemm", "attention", "layernorm", "softmax", "gated_mlp"}) {
+    for (const std::string arch : {"sm_80", "sm_90a"}) {
       const driver::Compilation compilation =
           compile_for_arch("assets/specs/" + asset + ".nt", hand_schedule(asset),
                            nautilus::testing::small_sizes(asset), arch);
