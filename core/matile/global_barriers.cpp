@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/matile/hopper.h"
+
 namespace nautilus::matile {
 namespace {
 
@@ -177,7 +179,7 @@ class GlobalOrder {
         for (size_t r = 0; r < roles.size(); ++r) {
           if (!roles[r].body) continue;
           Pending inside = *pending;
-          const Sync role_sync{static_cast<int>(r), int64_t{roles[r].warpgroups} * 128};
+          const Sync role_sync{static_cast<int>(r), int64_t{roles[r].warpgroups} * kWarpgroupThreads};
           RegionPtr body = walk(roles[r].body, role_sync, &inside, insert, inserted);
           after.merge(inside);
           if (body != roles[r].body) {

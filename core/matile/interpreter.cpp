@@ -333,6 +333,11 @@ class Interpreter : public Visitor {
     return log.launch == launch_ && log.cta == current_cta_ && log.agent == agent_ &&
            log.epoch == epoch();
   }
+  // Whether the log's readers are this CTA's, of this thread of control since its last barrier.
+  bool read_this_epoch(const GlobalWriter& log) const {
+    return log.read_launch == launch_ && log.read_cta == current_cta_ &&
+           log.reader_agent == agent_ && log.read_epoch == epoch();
+  }
   // Thread `thread` of the CTA reads the element: another thread's write since the last barrier
   // is a race (the GPU gives no order between them without one).
   void record_global_read(const BufferState& state, int64_t flat, int64_t thread) {
@@ -344,9 +349,7 @@ class Interpreter : public Visitor {
                ", which thread " + std::to_string(log.thread) +
                " of the CTA wrote with no barrier between: the read may see the old value");
     }
-    const bool same_epoch = log.read_launch == launch_ && log.read_cta == current_cta_ &&
-                            log.reader_agent == agent_ && log.read_epoch == epoch();
-    if (same_epoch) {
+    if (read_this_epoch(log)) {
       if (log.reader != thread) log.reader = -2;
       return;
     }
@@ -368,9 +371,7 @@ class Interpreter : public Visitor {
                " of the same launch wrote " + std::to_string(old) +
                ": CTAs run in no fixed order, so the result depends on which runs last");
     }
-    const bool read_this_epoch = writer.read_launch == launch_ && writer.read_cta == current_cta_ &&
-                                 writer.reader_agent == agent_ && writer.read_epoch == epoch();
-    if (read_this_epoch && writer.reader != thread && !same) {
+    if (read_this_epoch(writer) && writer.reader != thread && !same) {
       fail(InterpretErrorKind::StageOverwrite,
            "thread " + std::to_string(thread) + " overwrites " + state.node->name +
                bracketed(indices) + ", which " +

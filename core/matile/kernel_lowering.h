@@ -201,6 +201,7 @@ class KernelLowering {
   bool demand();
   void assign_layouts();
   void explain_layouts();
+  std::optional<RegisterLayout> mma_fragment(const DotPlan& plan, const VValue& v) const;
   RegisterLayout layout_for(const VValue& v);
   RegisterLayout projected(const RegisterLayout& to, const std::vector<int64_t>& shape,
                            const std::vector<int>& dims, const std::vector<int64_t>& source_shape);

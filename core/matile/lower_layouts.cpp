@@ -211,6 +211,16 @@ bool KernelLowering::propagate() {
   return changed;
 }
 
+// The mma.sync fragment layout in which `plan`'s dot reads its operand `v` (A or B).
+std::optional<RegisterLayout> KernelLowering::mma_fragment(const DotPlan& plan, const VValue& v) const {
+  const int64_t rows = v->type.shape[0], columns = v->type.shape[1];
+  Result<RegisterLayout> l = plan.a.source == v
+                                 ? mma_a_layout(rows, columns, plan.warps_m, plan.warps_n)
+                                 : mma_b_layout(rows, columns, plan.warps_m, plan.warps_n);
+  if (!l) return std::nullopt;
+  return *l;
+}
+
 // Phase 2: a value without a layout takes the one its first placed consumer needs.
 bool KernelLowering::demand() {
   bool changed = false;
@@ -226,13 +236,9 @@ bool KernelLowering::demand() {
       } else if (user->kind == VOpKind::Dot) {
         const DotPlan& plan = dot_plans_.at(user);
         if (plan.mma && (plan.a.source == v || plan.b.source == v)) {
-          const bool is_a = plan.a.source == v;
-          Result<RegisterLayout> l =
-              is_a ? mma_a_layout(v->type.shape[0], v->type.shape[1], plan.warps_m, plan.warps_n)
-                   : mma_b_layout(v->type.shape[0], v->type.shape[1], plan.warps_m, plan.warps_n);
-          if (l) wanted = *l;
-          reason = "wanted by dot %" + user->results[0]->name + " as its " + (is_a ? "A" : "B") +
-                   " fragment";
+          wanted = mma_fragment(plan, v);
+          reason = "wanted by dot %" + user->results[0]->name + " as its " +
+                   (plan.a.source == v ? "A" : "B") + " fragment";
         } else if (user->operands.size() == 3 && user->operands[2] == v) {
           wanted = anchor(user->results[0]);
           reason = "wanted by dot %" + user->results[0]->name + " as its accumulator";
@@ -324,11 +330,7 @@ void KernelLowering::explain_layouts() {
         } else if (user->kind == VOpKind::Dot && dot_plans_.count(user)) {
           const DotPlan& plan = dot_plans_.at(user);
           if (plan.mma && !plan.wgmma && (plan.a.source == v || plan.b.source == v)) {
-            Result<RegisterLayout> l =
-                plan.a.source == v
-                    ? mma_a_layout(v->type.shape[0], v->type.shape[1], plan.warps_m, plan.warps_n)
-                    : mma_b_layout(v->type.shape[0], v->type.shape[1], plan.warps_m, plan.warps_n);
-            if (l) wanted = *l;
+            wanted = mma_fragment(plan, v);
           }
         }
         if (wanted && layout_text(*wanted) != layout_text(chosen)) {
