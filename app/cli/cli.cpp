@@ -60,10 +60,16 @@ const OptionSpec kEpilogueOption{
     "element; experimental, off by default) or fragments (straight from the wgmma layout, for "
     "comparisons)"};
 
+const OptionSpec kLayoutsOption{
+    "layouts", "MODE",
+    "register layouts: synthesized (default: the rules' layouts improved wherever the cost "
+    "model prices the kernel lower, docs/matile.md \"Layout synthesis\") or rules (the "
+    "first-wins rules alone, for comparisons)"};
+
 const CommandSpec kLower{
     "lower", "nautilus lower FILE [--stage STAGE] [--format text|dot|json] [--schedule FILE] [--pin D]... [--arch ARCH] [--explain-layouts] [--estimate DEVICE]",
     "Lowers a spec and prints the IR of one stage or of all (--stage all, the default).",
-    {kSizeOption, kScheduleOption, kPinOption, kArchOption, kEpilogueOption,
+    {kSizeOption, kScheduleOption, kPinOption, kArchOption, kEpilogueOption, kLayoutsOption,
      {"explain-layouts", "",
       "note in each MA kernel, for every register tile, its layout, the rule that fixed it "
       "(propagated from an operand, wanted by a consumer, or the blocked default) and the users "
@@ -84,13 +90,13 @@ const CommandSpec kEval{
     "Runs the stage's interpreter on seeded random inputs, prints the maximum relative error\n"
     "max|out - ref| / max|ref| of every output and exits 1 when one exceeds its dtype's\n"
     "tolerance (f32 1e-4, f16 5e-3, bf16 2e-2, fp8e4m3 0.125, fp8e5m2 0.25, int8 2e-2).",
-    {kSizeOption, kScheduleOption, kPinOption, kArchOption, kEpilogueOption,
+    {kSizeOption, kScheduleOption, kPinOption, kArchOption, kEpilogueOption, kLayoutsOption,
      {"stage", "STAGE", "the stage to evaluate (default scalar)"},
      {"seed", "N", "seed of the random inputs (default 0)"},
      {"save", "DIR", "write inputs, reference and outputs as .npy files plus manifest.json"},
      {"max-ops", "N", "refuse sizes needing more scalar operations (default 2e9)"}}};
 
-const CommandSpec& kCompile = compile_command_spec({kSizeOption, kScheduleOption, kPinOption, kEpilogueOption});
+const CommandSpec& kCompile = compile_command_spec({kSizeOption, kScheduleOption, kPinOption, kEpilogueOption, kLayoutsOption});
 
 const CommandSpec kRun = [] {
   CommandSpec command{
@@ -192,6 +198,15 @@ Loaded load(const ParsedOptions& options, driver::Stage last_stage, const CliHoo
     compile_options.matile.arch = arch;
   }
   if (options.has("explain-layouts")) compile_options.matile.explain_layouts = true;
+  if (options.has("layouts")) {
+    const std::string mode = options.get("layouts");
+    if (mode != "synthesized" && mode != "rules") {
+      err << "nautilus: error: unknown --layouts '" << mode << "'; expected synthesized, rules\n";
+      loaded.exit_status = kExitFailure;
+      return loaded;
+    }
+    compile_options.matile.synthesize_layouts = mode == "synthesized";
+  }
   if (options.has("epilogue")) {
     const std::string mode = options.get("epilogue");
     if (mode != "staged" && mode != "tma" && mode != "rows" && mode != "realigned" && mode != "fragments") {

@@ -555,6 +555,10 @@ struct Kernel {
   // Decisions of the lowering that leave no op of their own, or the reason a rule did not
   // apply (a store not staged through shared memory); printed as comments after the objects.
   std::vector<std::string> notes;
+  // The cost model's price of the kernel's register layouts (conversions, reduces, global
+  // accesses; thread instructions weighted by trip counts) as the first-wins rules give them,
+  // and as the layout synthesis kept them (never more).
+  double layout_cost_rules = 0, layout_cost = 0;
   RegionPtr body;
   Provenance provenance;
 

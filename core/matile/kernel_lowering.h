@@ -9,6 +9,8 @@
 //   lower_dots.cpp         rules 1 and 2: each dot's instruction, warp grid and operand paths
 //                          (shared memory, staged prologue tiles, registers), and its emission
 //   lower_layouts.cpp      rule 4: the register layout of every value kept in registers
+//   lower_layout_synthesis.cpp  rule 4's synthesis: the rules run under pins, the cheapest
+//                          assignment found by branching on conversions is kept
 //   lower_materialize.cpp  rule 4 at emission: a value in the layout a consumer needs
 //                          (rematerialized, taken as placed, or converted)
 //   lower_shared.cpp       rule 2: shared allocations and their swizzle, cp.async copies,
@@ -205,6 +207,30 @@ class KernelLowering {
   RegisterLayout layout_for(const VValue& v);
   RegisterLayout projected(const RegisterLayout& to, const std::vector<int64_t>& shape,
                            const std::vector<int>& dims, const std::vector<int64_t>& source_shape);
+
+  // -------------------------------------------------------------------------------------------
+  // Layout synthesis (lower_layout_synthesis.cpp): the rules above run under pins, and the
+  // cheapest assignment found by branching on conflicts is kept.
+  struct LayoutConflict {
+    const VNode* value = nullptr;  // placed in a layout its consumer does not read in place
+    RegisterLayout wanted;         // the layout the consumer needs
+    const VNode* consumer = nullptr;  // the value whose layout made it want that (or null)
+    double price = 0;
+  };
+  struct LayoutPricing;
+  void synthesize_layouts();
+  bool run_layout_rules(const std::map<const VNode*, RegisterLayout>& pins);
+  double layout_cost(std::vector<LayoutConflict>* conflicts);
+  double convert_price(const RegisterLayout& from, const RegisterLayout& to, const TileType& type);
+  void price_region(LayoutPricing& pricing, const vrtile::Region& region, const VOp* loop, double weight);
+  void price_use(LayoutPricing& pricing, const VValue& x, const RegisterLayout& to, const VOp* loop,
+                 double weight, const VNode* consumer, int depth);
+  void price_emission(LayoutPricing& pricing, const VOp& op, const VValue& v, const RegisterLayout& to,
+                      const VOp* loop, double weight, const VNode* consumer, int depth);
+  bool pinnable(const VNode* node);
+  const VNode* emitted_as(const VNode* node) const;
+  std::vector<std::pair<const VNode*, RegisterLayout>> pin_group(const VNode* node, const RegisterLayout& layout);
+  double layout_cost_rules_ = 0, layout_cost_ = 0;
 
   // -------------------------------------------------------------------------------------------
   // Values in the layout a consumer needs (lower_materialize.cpp)

@@ -40,7 +40,7 @@ KernelPtr KernelLowering::run() {
   if (options_.consumers > 0) layout_threads_ = int64_t{options_.warps} * kWarpSize;
   plan_dots();
   if (options_.consumers > 0) plan_warp_specialization();
-  assign_layouts();
+  synthesize_layouts();
   if (options_.explain_layouts) explain_layouts();
   layout_threads_ = 0;
   find_overwritten_stores();
@@ -79,7 +79,11 @@ KernelPtr KernelLowering::run() {
     params.push_back(param);
   }
   if (ws_.tile_counter) params.push_back(ws_.tile_counter);
-  return b_.finish_kernel(vk_.name, std::move(params));
+  KernelPtr kernel = b_.finish_kernel(vk_.name, std::move(params));
+  auto priced = std::make_shared<Kernel>(*kernel);
+  priced->layout_cost_rules = layout_cost_rules_;
+  priced->layout_cost = layout_cost_;
+  return priced;
 }
 
 // A tile with more elements per thread than kMostElementsPerThread (256 KB of 32-bit values per

@@ -116,6 +116,10 @@ struct LowerOptions {
   // Each kernel notes, for every register tile, its layout, the rule that fixed it and the
   // users that wanted another (`nautilus lower --explain-layouts`).
   bool explain_layouts = false;
+  // Register layouts synthesized: the rules' assignment improved by pinning values to the
+  // layouts their consumers want wherever the cost model prices the kernel lower
+  // (lower_layout_synthesis.cpp). false: the first-wins rules alone, for comparisons.
+  bool synthesize_layouts = true;
 };
 
 layout::Result<ModulePtr> lower_to_matile(const vrtile::ModulePtr& module,
