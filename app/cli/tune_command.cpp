@@ -1,6 +1,7 @@
 #include "app/cli/tune_command.h"
 
 #include <csignal>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -289,6 +290,9 @@ const CommandSpec& tune_command_spec(const std::vector<OptionSpec>& shared_optio
                                "and device against the budget (continue an interrupted run)"});
     command.options.push_back(db_option());
     command.options.push_back(no_calibration_option());
+    command.options.push_back({"skip-slower", "R", "do not measure candidates the cost model "
+                               "estimates at more than R times the search's pick (default 20; "
+                               "0 measures every candidate)"});
     command.options.push_back({"beam", "N", "the search's beam (default 3)"});
     command.options.push_back({"device", "NAME", "the cost model's GPU: " +
                                                      cost::known_device_models() +
@@ -366,6 +370,16 @@ int run_tune_command(const ParsedOptions& options, std::ostream& out, std::ostre
     tune_options.budget = 1 << 30;
   }
   tune_options.resume = options.has("resume");
+  if (options.has("skip-slower")) {
+    char* end = nullptr;
+    const std::string text = options.get("skip-slower");
+    const double ratio = std::strtod(text.c_str(), &end);
+    if (text.empty() || end != text.c_str() + text.size() || !(ratio == 0 || ratio >= 1)) {
+      err << "nautilus: error: --skip-slower expects 0 or a ratio of at least 1, got '" << text << "'\n";
+      return kExitFailure;
+    }
+    tune_options.skip_estimate_ratio = ratio;
+  }
   const std::optional<cost::DeviceModel> device = read_device_model(options, err);
   if (!device) return kExitFailure;
   search::SearchInput input;
@@ -446,7 +460,12 @@ int run_tune_command(const ParsedOptions& options, std::ostream& out, std::ostre
       << result.key.device_name << ": " << result.measured << " measured ("
       << result.failed << " failed validation or did not run), " << result.skipped
       << " already in the database, " << result.duplicates
-      << " duplicates skipped (the same generated code as a measured candidate)\n";
+      << " duplicates skipped (the same generated code as a measured candidate)";
+  if (result.hopeless > 0) {
+    out << ", " << result.hopeless << " not measured (estimated at more than "
+        << tune_options.skip_estimate_ratio << "x the search's pick)";
+  }
+  out << "\n";
   out << "time: " << std::fixed << std::setprecision(1) << result.seconds << " s, the search "
       << "included (" << result.measured * 60.0 / std::max(result.seconds, 1e-9)
       << " candidates per minute "

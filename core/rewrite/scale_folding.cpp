@@ -106,6 +106,12 @@ class ScaledSet {
         if (operand == 0) break;
         linear(op);
         return;
+      case OpKind::Compare:
+        // A sink that keeps its result: a positive scale preserves order and equality, so a
+        // compare of scaled values (or of a scaled value and a constant, divided too) is the
+        // same boolean. The guard of a fully masked row, `Mx == -inf`, is one.
+        linear_ops_.push_back(&op);
+        return;
       case OpKind::For:
         linear_ops_.push_back(&op);
         add_carried(op, operand);
@@ -149,6 +155,9 @@ class ScaledSet {
           break;
         case OpKind::Select:
           ok_ = ok_ && !contains(in[0]) && scaled_or_constant(in[1]) && scaled_or_constant(in[2]);
+          break;
+        case OpKind::Compare:
+          ok_ = ok_ && scaled_or_constant(in[0]) && scaled_or_constant(in[1]);
           break;
         case OpKind::Dot:
           ok_ = ok_ && contains(in[0]) != contains(in[1]) &&
@@ -241,6 +250,10 @@ KernelPtr fold_roots(const KernelPtr& kernel, const std::vector<Root>& roots,
       case OpKind::Select:
         scale_constant_operand(&copy, 1, original.operands[1], out);
         scale_constant_operand(&copy, 2, original.operands[2], out);
+        break;
+      case OpKind::Compare:
+        scale_constant_operand(&copy, 0, original.operands[0], out);
+        scale_constant_operand(&copy, 1, original.operands[1], out);
         break;
       case OpKind::Dot:
         if (original.operands.size() == 3) {

@@ -7,8 +7,10 @@
 // those ops (and the loop-carried values they feed, such as a running max) can hold its value
 // divided by c instead, and only the ops that are not linear in c — the exponentials — apply the
 // scale: exp(w) becomes exp(w' · c). Constants met on the way (a -inf mask, a -inf initial max)
-// are divided by c. The pass applies only when every value reached ends in an exponential or a
-// loop-carried value, so the per-element multiply on the big tile disappears and the one left
+// are divided by c. A compare of such values (or of one and a constant, divided too) is a sink
+// that keeps its boolean: a positive scale preserves order and equality, so masked attention's
+// guard of a fully masked row, `Mx == -inf ? 0 : Mx`, lets the scale through. The pass applies
+// only when every value reached ends in an exponential, a compare or a loop-carried value, so the per-element multiply on the big tile disappears and the one left
 // at the exponent merges with log2(e) in the exp → exp2 pass. Only `exp` is a sink: an `exp2`
 // argument is already in its final scaled form (usually that pass's own output). Roots that
 // scale by the same constant are folded together when one alone does not close (two loops

@@ -101,6 +101,15 @@ TuneResult run_tune(const search::SearchInput& input, const cost::CostModel& mod
   }
   std::vector<Candidate> queue = ranked_leaves(searched);
   const std::string analytical_pick = schedule_key(searched.schedule);
+  std::optional<double> pick_estimate_us;
+  for (const Candidate& leaf : queue) {
+    if (leaf.text == analytical_pick || !pick_estimate_us) pick_estimate_us = leaf.estimate_us;
+    if (leaf.text == analytical_pick) break;
+  }
+  auto hopeless = [&](const Candidate& candidate) {
+    return options.skip_estimate_ratio > 0 && pick_estimate_us && candidate.estimate_us &&
+           *candidate.estimate_us > options.skip_estimate_ratio * *pick_estimate_us;
+  };
 
   RecordFilter this_config;
   this_config.spec_hash = base.spec_hash;
@@ -287,6 +296,10 @@ TuneResult run_tune(const search::SearchInput& input, const cost::CostModel& mod
       key.schedule = candidate.text;
       if (db.contains(key)) {
         ++result.skipped;
+        continue;
+      }
+      if (hopeless(candidate)) {
+        ++result.hopeless;
         continue;
       }
       batch.push_back(candidate);

@@ -263,6 +263,27 @@ TEST(ScaleFolding, LeavesNegativeScalesAndStoredScaledValues) {
   EXPECT_EQ(fold_scales(stored), stored);  // the scaled tile itself is needed
 }
 
+TEST(ScaleFolding, FoldsThroughTheGuardOfAFullyMaskedRow) {
+  // Masked attention's guard: a row whose scores are all -inf takes 0 as its max, so that
+  // exp(-inf - 0) is 0 and not NaN. `m == -inf` is the same boolean for m / c (c > 0), so the
+  // compare does not stop the scale from reaching the exponent.
+  const Buffer X = input("X", {R, C}), Y = output("Y", {R, C});
+  Builder b;
+  b.grid("g", 1);
+  const Value x = load_all(b, X);
+  const Value s = b.binary(BinaryOp::Mul, x, b.broadcast(b.full(0.125, f32({}), "c"), {R, C}, {}, "c_t"), "s");
+  const Value m = b.reduce(ReduceOp::Max, s, 1, "m");
+  const Value empty = b.compare(CompareOp::EQ, m, b.full(-INFINITY, f32({R}), "minus_inf"), "empty");
+  const Value safe = b.select(empty, b.full(0.0, f32({R}), "zero"), m, "safe");
+  const Value shifted = b.binary(BinaryOp::Sub, s, b.broadcast(safe, {R, C}, {0}, "safe_t"), "shifted");
+  store_all(b, Y, b.unary(UnaryOp::Exp, shifted, "e"));
+  const ModulePtr after = expect_pass("scale_folding_guard", fold_scales, module_of({X, Y}, b.finish_kernel("k", {X, Y})));
+  for (const OpPtr& op : after->kernels[0]->body->ops) {
+    EXPECT_FALSE(op->kind == OpKind::Binary && op->binary_op == BinaryOp::Mul && op->operands[0]->name == "X_tile")
+        << "the score tile is no longer scaled: " << print_op(*op);
+  }
+}
+
 TEST(ExpToExp2, FoldsLog2eIntoTheScaleAndDistributesOverTheRowShift) {
   const Buffer X = input("X", {R, C}), Y = output("Y", {R, C}), Z = output("Z", {R});
   Builder b;

@@ -279,5 +279,40 @@ TEST_F(TunerTest, DuplicatesDoNotSpendTheBudget) {
   EXPECT_EQ(more.measured, 1);
 }
 
+TEST_F(TunerTest, CandidatesEstimatedFarSlowerThanThePickAreNotMeasured) {
+  // With no limit every leaf and mutation is measured; with the limit at the pick's own
+  // estimate, only candidates the model rates no slower than the pick are.
+  const search::SearchResult searched = search::run_search(input_, *model_, {});
+  ASSERT_TRUE(searched.ok);
+  ScriptedExecutor everything;
+  TuneOptions options;
+  options.budget = 12;
+  options.skip_estimate_ratio = 0;
+  const TuneResult all = tune(everything, options);
+  ASSERT_TRUE(all.ok) << all.error;
+  EXPECT_EQ(all.hopeless, 0);
+  double pick_estimate = 0;
+  for (const TuningRecord& record : db_->list({})) {
+    if (record.key.schedule == sched::print_decisions(searched.schedule.decisions, "; ")) {
+      pick_estimate = record.estimate_us.value_or(0);
+    }
+  }
+  ASSERT_GT(pick_estimate, 0) << "the pick is measured first";
+  int slower = 0;
+  for (const TuningRecord& record : db_->list({})) slower += record.estimate_us.value_or(0) > pick_estimate;
+  ASSERT_GT(slower, 0) << "the space has candidates the model rates slower than the pick";
+
+  TearDown();
+  SetUp();
+  ScriptedExecutor limited;
+  options.skip_estimate_ratio = 1.0;
+  const TuneResult kept = tune(limited, options);
+  ASSERT_TRUE(kept.ok) << kept.error;
+  EXPECT_GT(kept.hopeless, 0);
+  for (const TuningRecord& record : db_->list({})) {
+    EXPECT_LE(record.estimate_us.value_or(0), pick_estimate * (1 + 1e-9)) << record.key.schedule;
+  }
+}
+
 }  // namespace
 }  // namespace nautilus::tune
