@@ -7,6 +7,9 @@ and the search's pick (`nautilus schedule`), each compiled for sm_90a with `--la
 synthesized` and `--layouts rules`, plus the unscheduled package as the reference; the count of
 shared-memory conversions of each is read from the MA tile IR. Kernels whose code is the same
 both ways are left out of the timing.
+The packages keep their cubin, not their PTX, and bin/ holds the stripped runner, so the folder
+travels to the GPU machine as it is (its libstdc++ may be older: set LD_LIBRARY_PATH to a folder
+with the one the runner was linked with, as bench/attention_rows.py pack copies).
 Step 2, `measure` (GPU machine, from the repository root): validates every package against the
 reference and times it with nautilus-runner (CUPTI medians, L2 flushed; two runs, the better
 kept), then prints the table and writes it to $OUT/layouts.md when OUT is set.
@@ -29,13 +32,26 @@ ASSETS = ["softmax", "logsumexp", "layernorm", "rmsnorm"]
 
 
 def nautilus(*args):
-    return subprocess.run([os.path.join(OUT, "bin", "nautilus"), *args], capture_output=True, text=True)
+    return subprocess.run([os.path.join(ROOT, "build", "app", "nautilus"), *args], capture_output=True, text=True)
+
+
+def slim(package):
+    """The GPU machine loads the cubin: the PTX stays here (the folder travels to the GPU)."""
+    launch_path = os.path.join(package, "launch.json")
+    if not os.path.exists(launch_path):
+        return
+    launch = json.load(open(launch_path))
+    launch.pop("ptx", None)
+    json.dump(launch, open(launch_path, "w"))
+    for f in os.listdir(package):
+        if f.endswith(".ptx"):
+            os.remove(os.path.join(package, f))
 
 
 def prepare():
     os.makedirs(os.path.join(OUT, "bin"), exist_ok=True)
-    for name in ("nautilus", "nautilus-runner"):
-        shutil.copy2(os.path.join(ROOT, "build", "app", name), os.path.join(OUT, "bin", name))
+    subprocess.run(["strip", "-o", os.path.join(OUT, "bin", "nautilus-runner"),
+                    os.path.join(ROOT, "build", "app", "nautilus-runner")], check=True)
     manifest = []
     for asset in ASSETS:
         spec = os.path.join(ROOT, "assets", "specs", asset + ".nt")
@@ -47,6 +63,7 @@ def prepare():
             continue
         reference = os.path.join(OUT, "pk", asset + ".reference")
         nautilus("compile", spec, "--arch", "sm_90a", "-o", reference)
+        slim(reference)
         for label, schedule in (("hand", hand), ("searched", picked)):
             entry = {"asset": asset, "schedule": label, "reference": os.path.relpath(reference, OUT)}
             texts = {}
@@ -57,6 +74,7 @@ def prepare():
                 lowered = nautilus("lower", spec, "--stage", "matile", "--arch", "sm_90a", "--schedule",
                                    schedule, "--layouts", layouts)
                 texts[layouts] = lowered.stdout
+                slim(package)
                 entry[layouts] = {
                     "package": os.path.relpath(package, OUT),
                     "ok": compiled.returncode == 0,
