@@ -19,6 +19,8 @@ PipelineResult run_pipeline(const PipelineInputs& inputs, std::stop_token stop,
     options.schedule = inputs.schedule;
     options.last_stage = inputs.last_stage;
     options.matile.arch = inputs.arch;
+    // The Layouts panel says why each register tile has its layout.
+    options.matile.record_layout_reasons = true;
     options.stop = std::move(stop);
     options.on_snapshot = std::move(on_snapshot);
     result.compilation =

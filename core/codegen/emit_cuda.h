@@ -98,6 +98,12 @@ Result<layout::TmaTilePlan> plan_tma_map(const matile::TmaMap& map);
 
 Result<EmittedModule> emit_cuda(const matile::Module& module, const EmitOptions& options = {});
 
+// Why emit_cuda refuses `kernel` before NVRTC sees it: a register tile holding more than eight
+// times a thread's 255 registers (it would spill whatever else the kernel does, and NVRTC takes
+// minutes over the spill code); nullopt when none does. The search drops complete schedules
+// with such a tile (an untiled state on the way to a tiled one may have one).
+std::optional<std::string> register_tile_past_the_register_file(const matile::Kernel& kernel);
+
 // How the emitter keeps swizzled shared addresses cheap inside loops: for an access whose
 // (unswizzled) element offset is a per-thread `base` plus constants (one per allocation axis),
 // the swizzled offset is (swizzle(base) ^ xor_part) + add_part in every thread, so swizzle(base)

@@ -226,6 +226,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -559,6 +560,11 @@ struct Kernel {
   // accesses; thread instructions weighted by trip counts) as the first-wins rules give them,
   // and as the layout synthesis kept them (never more).
   double layout_cost_rules = 0, layout_cost = 0;
+  // With LowerOptions::record_layout_reasons (the studio's Layouts panel): per register tile
+  // (by value name) the rule or synthesis pin that fixed its layout and the users that wanted
+  // another; and one line on what the layout synthesis did (empty when it changed nothing).
+  std::map<std::string, std::string> layout_reasons;
+  std::string layout_synthesis;
   RegionPtr body;
   Provenance provenance;
 

@@ -231,6 +231,8 @@ class KernelLowering {
   const VNode* emitted_as(const VNode* node) const;
   std::vector<std::pair<const VNode*, RegisterLayout>> pin_group(const VNode* node, const RegisterLayout& layout);
   double layout_cost_rules_ = 0, layout_cost_ = 0;
+  std::string synthesis_summary_;  // Kernel::layout_synthesis
+  std::map<std::string, std::string> recorded_reasons_;  // Kernel::layout_reasons
 
   // -------------------------------------------------------------------------------------------
   // Values in the layout a consumer needs (lower_materialize.cpp)

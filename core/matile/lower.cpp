@@ -41,7 +41,7 @@ KernelPtr KernelLowering::run() {
   plan_dots();
   if (options_.consumers > 0) plan_warp_specialization();
   synthesize_layouts();
-  if (options_.explain_layouts) explain_layouts();
+  if (options_.explain_layouts || options_.record_layout_reasons) explain_layouts();
   layout_threads_ = 0;
   find_overwritten_stores();
   for (const vrtile::GridAxis& axis : vk_.grid) {
@@ -83,6 +83,8 @@ KernelPtr KernelLowering::run() {
   auto priced = std::make_shared<Kernel>(*kernel);
   priced->layout_cost_rules = layout_cost_rules_;
   priced->layout_cost = layout_cost_;
+  priced->layout_reasons = std::move(recorded_reasons_);
+  priced->layout_synthesis = synthesis_summary_;
   return priced;
 }
 

@@ -116,6 +116,9 @@ struct LowerOptions {
   // Each kernel notes, for every register tile, its layout, the rule that fixed it and the
   // users that wanted another (`nautilus lower --explain-layouts`).
   bool explain_layouts = false;
+  // Each kernel keeps the same explanations as data (Kernel::layout_reasons, layout_synthesis)
+  // without the notes: the studio's Layouts panel shows them beside the selected tile.
+  bool record_layout_reasons = false;
   // Register layouts synthesized: the rules' assignment improved by pinning values to the
   // layouts their consumers want wherever the cost model prices the kernel lower
   // (lower_layout_synthesis.cpp). false: the first-wins rules alone, for comparisons.

@@ -414,6 +414,7 @@ void KernelLowering::synthesize_layouts() {
                        " alternatives priced); pinned ";
     for (size_t i = 0; i < accepted.size(); ++i) text += (i ? "; " : "") + accepted[i];
     b_.note(text);
+    synthesis_summary_ = text;
   }
   if (options_.explain_layouts) {
     if (pins.empty()) {

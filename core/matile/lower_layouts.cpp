@@ -311,14 +311,15 @@ bool same_elements_per_thread(const RegisterLayout& a, const RegisterLayout& b) 
 
 // LowerOptions::explain_layouts: one note per register tile, in program order, saying which
 // rule fixed its layout, and which users wanted another one: read in place when each thread
-// holds the same elements in both, else through a convert_layout.
+// holds the same elements in both, else through a convert_layout. With
+// LowerOptions::record_layout_reasons the same text (without the layout) goes to
+// recorded_reasons_ instead, for Kernel::layout_reasons.
 void KernelLowering::explain_layouts() {
   for (const VValue& v : order_) {
     auto found = layouts_.find(v.get());
     if (found == layouts_.end() || v->type.rank() == 0) continue;
     const RegisterLayout& chosen = found->second;
-    std::string text = "layout of %" + v->name + ": " + layout_text(chosen) + "; " +
-                       layout_reasons_[v.get()];
+    std::string reason = layout_reasons_[v.get()];
     std::vector<std::string> others;
     auto users = users_.find(v.get());
     if (users != users_.end()) {
@@ -342,10 +343,11 @@ void KernelLowering::explain_layouts() {
       }
     }
     if (!others.empty()) {
-      text += "; other layouts wanted: ";
-      for (size_t i = 0; i < others.size(); ++i) text += (i ? ", " : "") + others[i];
+      reason += "; other layouts wanted: ";
+      for (size_t i = 0; i < others.size(); ++i) reason += (i ? ", " : "") + others[i];
     }
-    b_.note(text);
+    if (options_.record_layout_reasons) recorded_reasons_[v->name] = reason;
+    if (options_.explain_layouts) b_.note("layout of %" + v->name + ": " + layout_text(chosen) + "; " + reason);
   }
 }
 

@@ -13,6 +13,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "core/codegen/emit_cuda.h"
 #include "core/driver/pipeline.h"
 #include "core/matile/ir.h"
 #include "core/scalar/printer.h"
@@ -67,6 +68,9 @@ struct Evaluation {
   std::vector<Decision> dropped;
   // The estimated module, kept only until the raster orders of the same program are estimated.
   matile::ModulePtr module;
+  // Why the module cannot be emitted as CUDA although it lowers and the model estimates it (a
+  // register tile past the register file); a complete schedule with it is dropped.
+  std::string unbuildable;
 };
 
 // `module` with the grid of the kernel whose grid axes are the loops `bind` names reordered as
@@ -454,6 +458,12 @@ class Searcher {
     }
     evaluation.ok = true;
     evaluation.module = compilation.ma_module;
+    for (const matile::KernelPtr& kernel : compilation.ma_module->kernels) {
+      if (std::optional<std::string> problem = codegen::register_tile_past_the_register_file(*kernel)) {
+        evaluation.unbuildable = *problem;
+        break;
+      }
+    }
     return evaluation;
   }
 
@@ -676,6 +686,7 @@ class Searcher {
               other.ok = other.estimate.feasible;
               other.added = evaluation.added;
               other.dropped = evaluation.dropped;
+              other.unbuildable = evaluation.unbuildable;
               if (!other.ok) other.reason = "infeasible: " + other.estimate.infeasible_reason;
             }
             other.module = nullptr;
@@ -716,6 +727,7 @@ class Searcher {
       const Evaluation& evaluation = *chosen;
       if (evaluation.ok) {
         nodes_[p.node].estimate = evaluation.estimate;
+        if (!evaluation.unbuildable.empty()) unbuildable_[p.node] = evaluation.unbuildable;
         note_best(p.node);
       } else {
         if (evaluation.internal) failed_[p.node] = true;
@@ -1549,6 +1561,7 @@ class Searcher {
 
   std::vector<SearchNode> nodes_;
   std::vector<bool> dropped_, complete_, failed_;
+  std::unordered_map<int, std::string> unbuildable_;  // node -> Evaluation::unbuildable
   // Per node: fusion decisions that made an ancestor's estimate worse (or did not compile);
   // they are not tried again below it.
   std::vector<std::shared_ptr<const std::set<std::string>>> tabu_;
@@ -1624,6 +1637,17 @@ SearchResult Searcher::run() {
     // A complete node must carry every pin.
     std::vector<Entry> candidates;
     for (const Entry& entry : next) {
+      // Once every nest is tiled, the tiles are final: a state whose kernel holds a register
+      // tile past the register file can only lead to schedules the emitter refuses (an fp8
+      // GEMM with its k extent untiled, which the model rated above every k tile). It leaves
+      // the beam here, before it takes the place of the tiled states beside it.
+      if (entry.phase > Phase::Tiling) {
+        if (auto found = unbuildable_.find(entry.node); found != unbuildable_.end()) {
+          nodes_[entry.node].estimate.reset();
+          drop(entry.node, "cannot emit CUDA: " + found->second);
+          continue;
+        }
+      }
       if (entry.phase == Phase::Done && !complete_[entry.node]) {
         if (nodes_[entry.node].pins_applied < options_.pins.size()) {
           drop(entry.node, pin_text(nodes_[entry.node].pins_applied) + " was never applied");

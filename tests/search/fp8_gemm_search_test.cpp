@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/codegen/emit_cuda.h"
 #include "core/matile/ir.h"
 #include "tests/common/matile_ops.h"
 #include "tests/search/search_test_util.h"
@@ -75,6 +76,26 @@ TEST(Fp8GemmSearch, TheNMajorAssetKeepsMmaSyncOnWidenedOperands) {
   const matile::Kernel& kernel = *compilation.ma_module->kernels.at(0);
   EXPECT_EQ(testing::count_kind(kernel, matile::OpKind::Wgmma), 0) << text_of(result.schedule);
   EXPECT_GT(testing::count_kind(kernel, matile::OpKind::Mma), 0) << text_of(result.schedule);
+}
+
+TEST(Fp8GemmSearch, TheNMajorAssetAtItsOwnSizesGetsASchedulesTheEmitterTakes) {
+  // At 4096³ the model rated the untiled-k states (an fp8 B tile of 4096 x 64 in registers, 8 KB
+  // per thread) above every k tile; the emitter refuses them, so `nautilus schedule` handed out a
+  // schedule that did not compile. Once tiled, such a state leaves the beam.
+  const search::SearchInput input = testing::asset_input("fp8_gemm", {});
+  const search::SearchResult result = testing::run(input);
+  ASSERT_TRUE(result.ok) << result.error;
+  const driver::Compilation compilation = testing::compile(input, result.schedule);
+  ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error << compilation.internal_error;
+  for (const matile::KernelPtr& kernel : compilation.ma_module->kernels) {
+    const std::optional<std::string> problem = codegen::register_tile_past_the_register_file(*kernel);
+    EXPECT_FALSE(problem) << *problem << "\n" << text_of(result.schedule);
+  }
+  bool k_tiled = false;
+  for (const sched::Decision& d : result.schedule.decisions) {
+    if (d.kind == "tile" && d.target == "C_sum") k_tiled |= sched::print_decision(d).find("k=") != std::string::npos;
+  }
+  EXPECT_TRUE(k_tiled) << text_of(result.schedule);
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include <set>
 
 #include "tests/common/event_loop.h"
+#include "tests/common/spec_test_util.h"
 #include "tests/views_gl/gl_test_util.h"
 #include "views/gl/layout_panel.h"
 #include "views/gl/pipeline_panel.h"
@@ -121,6 +122,34 @@ TEST(LayoutPanelGL, DrawsTheAccumulatorAsAThreadValueGrid) {
   for (int64_t thread : {0, 1, 4}) {
     EXPECT_GT(pixels_of(image, qt_rgb(gl::thread_colour(thread, gl::ColourBy::Thread))), 200) << thread;
   }
+}
+
+TEST(LayoutPanelGL, SaysWhyTheSelectedTileHasItsLayout) {
+  REQUIRE_GL();
+  // LayerNorm's statistics kernel, lowered as the studio lowers it (record_layout_reasons): the
+  // carried sum's layout is the synthesis' pin, not the rules' blocked default, and the panel
+  // says so under the tile's layout; an accumulator-free element-wise tile names its rule.
+  driver::CompileOptions options;
+  options.last_stage = driver::Stage::MATile;
+  options.matile.record_layout_reasons = true;
+  const driver::Compilation compiled = nautilus::testing::compile_scheduled(
+      "assets/specs/layernorm.nt", nautilus::testing::hand_schedule("layernorm"), {"T=8", "H=2048"}, options);
+  ASSERT_TRUE(compiled.ok()) << compiled.schedule_error << compiled.internal_error;
+  LayoutPanel panel;
+  panel.set_module(compiled.ma_module);
+  int stats = -1;
+  for (size_t k = 0; k < compiled.ma_module->kernels.size(); ++k) {
+    if (compiled.ma_module->kernels[k]->name == "Var_sum") stats = static_cast<int>(k);
+  }
+  ASSERT_GE(stats, 0);
+  ASSERT_TRUE(panel.select_kernel(stats));
+  ASSERT_TRUE(panel.select_tile("Mu_sum_i")) << panel.error();
+  EXPECT_NE(panel.tile_text().find("why: synthesis: "), std::string::npos) << panel.tile_text();
+  EXPECT_NE(panel.tile_text().find("instead of the rules' blocked"), std::string::npos) << panel.tile_text();
+  EXPECT_NE(panel.tile_text().find("layout synthesis: register layouts cost"), std::string::npos) << panel.tile_text();
+  ASSERT_TRUE(panel.select_tile("24")) << panel.error();
+  EXPECT_NE(panel.tile_text().find("why: element-wise: its first placed operand %X's"), std::string::npos)
+      << panel.tile_text();
 }
 
 TEST(LayoutPanelGL, SwizzledBanksHaveNoConflictOutlinesAndUnswizzledOnesDo) {

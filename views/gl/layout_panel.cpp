@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <iomanip>
+#include <sstream>
 #include <string>
 
 #include <imgui.h>
@@ -239,6 +241,18 @@ void LayoutPanel::rebuild_grid() {
       } else if (!choice.use.empty()) {
         tile_text_ += " (mma.sync's A fragment per warp, 4 warps per warpgroup along M)";
       }
+    }
+    // Why this layout: the rule or the synthesis pin that fixed it (Kernel::layout_reasons,
+    // recorded when the module was lowered with record_layout_reasons).
+    auto reason = k->layout_reasons.find(choice.value->name);
+    if (reason != k->layout_reasons.end()) tile_text_ += "\nwhy: " + reason->second;
+    if (!k->layout_synthesis.empty()) {
+      tile_text_ += "\n" + k->layout_synthesis;
+    } else if (k->layout_cost_rules > 0) {
+      std::ostringstream cost;
+      cost << std::fixed << std::setprecision(0) << k->layout_cost_rules;
+      tile_text_ += "\nlayout synthesis: the rules' layouts kept (cost " + cost.str() +
+                    " thread instructions; no pin priced lower)";
     }
     auto grid = gl::layout_grid(choice.value->layout, choice.value->type.shape);
     if (grid) {

@@ -68,6 +68,9 @@ class LayoutPanel : public ImGuiPanel {
   const std::optional<gl::LayoutGrid>& layout_grid() const { return layout_grid_; }
   const std::optional<gl::BankGrid>& bank_grid() const { return bank_grid_; }
   const std::string& error() const { return error_; }
+  // The lines above the grid: the selected tile's layout, its role and use, and why it has
+  // that layout (the rule or synthesis pin, when the module recorded them).
+  const std::string& tile_text() const { return tile_text_; }
 
  protected:
   void draw() override;
