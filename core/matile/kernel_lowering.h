@@ -240,6 +240,14 @@ class KernelLowering {
   Value convert(const Value& value, const RegisterLayout& to, const std::string& name);
   Value materialize(const VValue& v, const RegisterLayout& to);
   Value emit_compute(const VOp& op, const VValue& v, const RegisterLayout& to);
+  // How a reduce runs: the layout it reads its operand in (the operand's own, or blocked when
+  // the operand is rematerialized or its layout has no slice or plan along the axis), the
+  // result's slice of it and the shuffle plan; nullopt with `error` when not even blocked has.
+  struct ReduceForm {
+    RegisterLayout source, slice;
+    ReducePlan plan;
+  };
+  std::optional<ReduceForm> reduce_form(const VOp& op, std::string* error);
   bool register_only_move(RegisterMove move, const Value& source, const VValue& v,
                           const std::vector<int>& dims, const RegisterLayout& to);
   Value scalar_value(const VValue& v);

@@ -347,9 +347,8 @@ void KernelLowering::emit_store(const VOp& op) {
   b_.global_store(op.buffer, access, gather, value);
 }
 
-void KernelLowering::emit_reduce(const VOp& op) {
+std::optional<KernelLowering::ReduceForm> KernelLowering::reduce_form(const VOp& op, std::string* error) {
   const VValue& x = op.operands[0];
-  const VValue& v = op.results[0];
   RegisterLayout source = remat(x) ? blocked_layout(x->type.shape, threads()) : layout_for(x);
   Result<RegisterLayout> slice = slice_layout(source, x->type.shape, op.axis);
   Result<ReducePlan> plan = reduce_plan(source, x->type.shape, op.axis);
@@ -357,15 +356,27 @@ void KernelLowering::emit_reduce(const VOp& op) {
     source = blocked_layout(x->type.shape, threads());
     slice = slice_layout(source, x->type.shape, op.axis);
     plan = reduce_plan(source, x->type.shape, op.axis);
-    if (!slice || !plan) fail("reduce %" + v->name + ": " + (!slice ? slice.error() : plan.error()).message);
+    if (!slice || !plan) {
+      *error = (!slice ? slice.error() : plan.error()).message;
+      return std::nullopt;
+    }
   }
-  const Value operand = materialize(x, source);
+  return ReduceForm{source, *slice, *plan};
+}
+
+void KernelLowering::emit_reduce(const VOp& op) {
+  const VValue& x = op.operands[0];
+  const VValue& v = op.results[0];
+  std::string error;
+  const std::optional<ReduceForm> form = reduce_form(op, &error);
+  if (!form) fail("reduce %" + v->name + ": " + error);
+  const Value operand = materialize(x, form->source);
   int scratch_alloc = -1;
-  if (plan->cross_warp) {
+  if (form->plan.cross_warp) {
     scratch_alloc = scratch(v->name + "_red", DType::F32, {b_.warps(), v->type.element_count()},
                             "scratch of the cross-warp reduce %" + v->name);
   }
-  Value result = b_.reduce(op.reduce_op, operand, op.axis, *slice, plan->xor_masks, scratch_alloc,
+  Value result = b_.reduce(op.reduce_op, operand, op.axis, form->slice, form->plan.xor_masks, scratch_alloc,
                            v->name);
   const RegisterLayout wanted = layout_for(v);
   env_[v.get()] = result->layout == wanted ? result : convert(result, wanted, v->name);

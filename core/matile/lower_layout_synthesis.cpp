@@ -202,26 +202,20 @@ void KernelLowering::price_region(LayoutPricing& pricing, const vrtile::Region& 
       case VOpKind::Reduce: {
         const VValue& x = op.operands[0];
         if (!result || !layouts_.count(result.get())) break;
-        RegisterLayout source = remat(x) ? blocked_layout(x->type.shape, threads()) : layout_for(x);
-        Result<RegisterLayout> slice = slice_layout(source, x->type.shape, op.axis);
-        Result<ReducePlan> plan = reduce_plan(source, x->type.shape, op.axis);
-        if (!slice || !plan) {
-          source = blocked_layout(x->type.shape, threads());
-          slice = slice_layout(source, x->type.shape, op.axis);
-          plan = reduce_plan(source, x->type.shape, op.axis);
-          if (!slice || !plan) break;
-        }
-        price_use(pricing, x, source, loop, weight, result.get(), 0);
+        std::string unused;
+        const std::optional<ReduceForm> form = reduce_form(op, &unused);
+        if (!form) break;
+        price_use(pricing, x, form->source, loop, weight, result.get(), 0);
         // In-thread combining, one shuffle per mask and result slot, the cross-warp exchange.
-        double reduce = static_cast<double>(source.slots()) +
-                        static_cast<double>(plan->xor_masks.size() * slice->slots());
-        if (plan->cross_warp) reduce += 2.0 * static_cast<double>(slice->slots()) + kBarrierCost;
+        double reduce = static_cast<double>(form->source.slots()) +
+                        static_cast<double>(form->plan.xor_masks.size() * form->slice.slots());
+        if (form->plan.cross_warp) reduce += 2.0 * static_cast<double>(form->slice.slots()) + kBarrierCost;
         pricing.total += weight * reduce;
         const RegisterLayout& wanted = layouts_.at(result.get());
-        const double price = weight * convert_price(*slice, wanted, result->type);
+        const double price = weight * convert_price(form->slice, wanted, result->type);
         pricing.total += price;
         // The reduce produces its slice; a result placed otherwise is converted after it.
-        if (pricing.conflicts && price > 0) pricing.conflicts->push_back({result.get(), *slice, nullptr, price});
+        if (pricing.conflicts && price > 0) pricing.conflicts->push_back({result.get(), form->slice, nullptr, price});
         break;
       }
       case VOpKind::Dot: {
