@@ -13,7 +13,8 @@ does leaves the rest to a later `run`, which resumes: every tune runs with `--re
 what an earlier call measured counts against the budget and is not measured again.
 Step 3, `resume-check` (GPU machine): each asset's tune once more with `--resume`; each must
 measure nothing. Step `report`: the table (measured, failures, duplicates, time, candidates per
-minute, best, the search's own pick and the gain) from the logs, printed and written to
+minute, best, the search's own pick and the gain) from the logs, with the database's own count
+of measured records and best (a run killed at its deadline leaves no summary line), printed and written to
 bench/out-tune/tune_assets.md (and $OUT when set).
 
 Usage: python3 bench/tune_assets.py pack
@@ -210,10 +211,29 @@ def combine(runs):
     return row
 
 
+def database_counts(name, sizes):
+    """(measured records, best validated median) of the tuning database for `name` at `sizes`
+    (every size when None): the count a killed run's log cannot give."""
+    if not os.path.exists(DB):
+        return None
+    import sqlite3
+    connection = sqlite3.connect(DB)
+    try:
+        query = ("select count(*), min(case when validation = 'passed' then median_us end) from measurements "
+                 "where spec_name = ? and source = 'tune' and status != 'duplicate'")
+        arguments = [name]
+        if sizes:
+            query += " and sizes = ?"
+            arguments.append(sizes)
+        return connection.execute(query, arguments).fetchone()
+    finally:
+        connection.close()
+
+
 def report(args):
     lines = ["| asset | sizes | measured | failed | duplicates | time s | candidates / min "
-             "| best µs | the search's pick µs | pick / best | resume: measured, s |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| best µs | the search's pick µs | pick / best | resume: measured, s | database: measured, best µs |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, _spec, _sizes in selected(getattr(args, "only", None)):
         runs = [parse_log(os.path.join(LOGS, f)) for f in sorted(os.listdir(LOGS))
                 if re.fullmatch(re.escape(name) + r"\.run\d+\.log", f)] if os.path.isdir(LOGS) else []
@@ -221,8 +241,10 @@ def report(args):
         if not runs:
             continue
         row = combine(runs)
+        counts = database_counts(name, row.get("sizes"))
+        stored = (f"{counts[0]}, " + (f"{counts[1]:.1f}" if counts[1] is not None else "–")) if counts else "–"
         if "sizes" not in row:
-            lines.append(f"| {name} | – | no result (exit {row['exit']}) | | | | | | | | |")
+            lines.append(f"| {name} | – | no result (exit {row['exit']}) | | | | | | | | | {stored} |")
             continue
         rate = row["measured"] * 60 / row["seconds"] if row.get("seconds") else 0
         gain = (f"{row['pick_us'] / row['best_us']:.3f}" if "pick_us" in row and "best_us" in row
@@ -231,7 +253,7 @@ def report(args):
         resumed = (f"{again.get('measured', '–')}, {again.get('seconds', 0):.1f}" if again else "–")
         lines.append(f"| {name} | {row['sizes']} | {row['measured']}{end} | {row['failed']} | {row['duplicates']} | {row.get('seconds', 0):.1f} | "
                      f"{rate:.1f} | {row.get('best_us', '–')} | {row.get('pick_us', '–')} | {gain} | "
-                     f"{resumed} |")
+                     f"{resumed} | {stored} |")
     text = "\n".join(lines) + "\n"
     print(text)
     with open(os.path.join(OUT, "tune_assets.md"), "w") as f:
