@@ -4,18 +4,9 @@
 #include <sstream>
 
 #include "core/cost/cost_model.h"
+#include "core/support/fixed_point.h"
 
 namespace nautilus::cost {
-namespace {
-
-std::string fixed(double value, int digits) {
-  std::ostringstream out;
-  out << std::fixed << std::setprecision(digits) << value;
-  return out.str();
-}
-
-}  // namespace
-
 std::string describe(const CostEstimate& estimate) {
   std::ostringstream out;
   const std::string module = estimate.module.empty() ? "module" : estimate.module;
@@ -24,7 +15,7 @@ std::string describe(const CostEstimate& estimate) {
   if (!estimate.feasible) {
     out << "infeasible: " << estimate.infeasible_reason;
   } else {
-    out << fixed(estimate.microseconds, 1) << " us";
+    out << fixed_point(estimate.microseconds, 1) << " us";
   }
   out << ", " << count << (count == 1 ? " kernel" : " kernels");
   if (!estimate.model.empty()) out << " (" << estimate.model << " estimate)";
@@ -35,37 +26,37 @@ std::string describe(const CostEstimate& estimate) {
       out << "does not fit";
     } else {
       const double seconds = kernel.microseconds * 1e-6;
-      out << fixed(kernel.microseconds, 1) << " us " << kernel.bound << "-bound";
+      out << fixed_point(kernel.microseconds, 1) << " us " << kernel.bound << "-bound";
       if (seconds > 0) {
         // wgmma and mma.sync run at different rates: name the path (both when a kernel mixes).
         const double mma_sync_flops = kernel.tensor_flops - kernel.wgmma_flops;
         if (kernel.wgmma_flops > 0) {
-          out << ", " << fixed(kernel.wgmma_flops / seconds / 1e12, 1)
+          out << ", " << fixed_point(kernel.wgmma_flops / seconds / 1e12, 1)
               << " TFLOP/s tensor cores (wgmma)";
         }
         if (mma_sync_flops > 0) {
-          out << ", " << fixed(mma_sync_flops / seconds / 1e12, 1) << " TFLOP/s tensor"
+          out << ", " << fixed_point(mma_sync_flops / seconds / 1e12, 1) << " TFLOP/s tensor"
               << (kernel.wgmma_flops > 0 ? " (mma.sync)" : "");
         }
         if (kernel.cuda_core_flops > 0) {
-          out << ", " << fixed(kernel.cuda_core_flops / seconds / 1e12, 2) << " TFLOP/s cuda-core";
+          out << ", " << fixed_point(kernel.cuda_core_flops / seconds / 1e12, 2) << " TFLOP/s cuda-core";
         }
-        out << ", " << fixed(kernel.global_bytes / seconds / 1e9, 0) << " GB/s DRAM";
+        out << ", " << fixed_point(kernel.global_bytes / seconds / 1e9, 0) << " GB/s DRAM";
         if (kernel.tma_bytes > 0) {
-          out << ", " << fixed(kernel.tma_bytes / seconds / 1e9, 0) << " GB/s by TMA";
+          out << ", " << fixed_point(kernel.tma_bytes / seconds / 1e9, 0) << " GB/s by TMA";
         }
       }
     }
     out << "; " << kernel.ctas << " CTAs, " << kernel.ctas_per_sm << " CTA/SM x " << kernel.warps
         << " warps, ~" << kernel.registers_per_thread << " regs, "
-        << fixed(kernel.shared_bytes_per_cta / 1024.0, 1) << " KB smem";
-    if (kernel.ctas_per_sm > 0) out << ", " << fixed(kernel.waves, 2) << " waves";
+        << fixed_point(kernel.shared_bytes_per_cta / 1024.0, 1) << " KB smem";
+    if (kernel.ctas_per_sm > 0) out << ", " << fixed_point(kernel.waves, 2) << " waves";
     if (!kernel.roles.empty()) {
       // Warp specialization: the roles' split and register budgets, and the ring they share.
       out << "; warp-specialized: " << kernel.roles;
       if (kernel.ring_stages > 0) {
-        out << "; " << kernel.ring_stages << "-stage ring, " << fixed(kernel.ring_period_us, 3)
-            << " us per stage + " << fixed(kernel.ring_fill_us, 2) << " us fill";
+        out << "; " << kernel.ring_stages << "-stage ring, " << fixed_point(kernel.ring_period_us, 3)
+            << " us per stage + " << fixed_point(kernel.ring_fill_us, 2) << " us fill";
       }
     }
     out << "\n";

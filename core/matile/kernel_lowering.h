@@ -240,6 +240,10 @@ class KernelLowering {
   Value convert(const Value& value, const RegisterLayout& to, const std::string& name);
   Value materialize(const VValue& v, const RegisterLayout& to);
   Value emit_compute(const VOp& op, const VValue& v, const RegisterLayout& to);
+  // The layout a broadcast or permute `op` reads its (tile) source in when it emits its result
+  // `v` in `to`: the broadcast's projection of `to`, or `to` permuted back (uniform when that
+  // has no permuted form).
+  RegisterLayout moved_source_layout(const VOp& op, const VValue& v, const RegisterLayout& to);
   // How a reduce runs: the layout it reads its operand in (the operand's own, or blocked when
   // the operand is rematerialized or its layout has no slice or plan along the axis), the
   // result's slice of it and the shuffle plan; nullopt with `error` when not even blocked has.

@@ -30,12 +30,12 @@
 #include <map>
 #include <set>
 #include <tuple>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "core/matile/hopper.h"
 #include "core/matile/kernel_lowering.h"
+#include "core/support/fixed_point.h"
 
 namespace nautilus::matile::lowering {
 
@@ -54,15 +54,8 @@ constexpr int kEvaluationBudget = 40;          // rule runs per kernel beyond th
 constexpr double kUnknownTrips = 4.0;          // a loop whose trip count is not static
 constexpr double kMaxWeight = 1e9;
 
-std::string key_of(const RegisterLayout& l) { return layout_text(l); }
-
-std::string fixed(double value) {
-  std::ostringstream out;
-  out.setf(std::ios::fixed);
-  out.precision(value >= 100 ? 0 : 1);
-  out << value;
-  return out.str();
-}
+// A price in the notes: whole instructions, a decimal below 100.
+std::string price_text(double value) { return fixed_point(value, value >= 100 ? 0 : 1); }
 
 // Instructions one thread issues to access a tile in `l` along its last axis (a row-major
 // buffer): runs of consecutive last-axis elements of up to 16 bytes, in slot order.
@@ -94,7 +87,7 @@ double access_instructions(const RegisterLayout& l, const std::vector<int64_t>& 
 // in a loop body (materialize keeps one per layout and body) and the conflicts found.
 struct KernelLowering::LayoutPricing {
   std::vector<LayoutConflict>* conflicts = nullptr;
-  std::map<std::tuple<const VNode*, std::string, const VOp*>, bool> paid;
+  std::set<std::tuple<const VNode*, std::string, const VOp*>> paid;
   double total = 0;
 };
 
@@ -122,9 +115,8 @@ const VNode* KernelLowering::emitted_as(const VNode* node) const {
 void KernelLowering::price_use(LayoutPricing& pricing, const VValue& x, const RegisterLayout& to,
                                const VOp* loop, double weight, const VNode* consumer, int depth) {
   if (x->type.rank() == 0 || depth > 32) return;
-  const auto key = std::make_tuple(x.get(), key_of(to), loop);
-  if (pricing.paid.count(key)) return;
-  pricing.paid[key] = true;
+  const auto key = std::make_tuple(x.get(), layout_text(to), loop);
+  if (!pricing.paid.insert(key).second) return;
   if (remat(x)) {
     if (const VOp* op = def(x)) price_emission(pricing, *op, x, to, loop, weight, consumer, depth);
     return;
@@ -144,22 +136,11 @@ void KernelLowering::price_emission(LayoutPricing& pricing, const VOp& op, const
                                     const RegisterLayout& to, const VOp* loop, double weight,
                                     const VNode* consumer, int depth) {
   switch (op.kind) {
-    case VOpKind::Broadcast: {
-      const VValue& source = op.operands[0];
-      if (source->type.rank() == 0) return;
-      price_use(pricing, source, projected(to, v->type.shape, op.dims, source->type.shape), loop, weight,
-                consumer, depth + 1);
+    case VOpKind::Broadcast:
+    case VOpKind::Permute:
+      if (op.operands[0]->type.rank() == 0) return;  // a scalar is used where it was placed
+      price_use(pricing, op.operands[0], moved_source_layout(op, v, to), loop, weight, consumer, depth + 1);
       return;
-    }
-    case VOpKind::Permute: {
-      const VValue& source = op.operands[0];
-      std::vector<int> inverse(op.dims.size());
-      for (size_t i = 0; i < op.dims.size(); ++i) inverse[static_cast<size_t>(op.dims[i])] = static_cast<int>(i);
-      Result<RegisterLayout> want = permute_layout(to, v->type.shape, inverse);
-      price_use(pricing, source, want ? *want : uniform_layout(source->type.shape, threads()), loop, weight,
-                consumer, depth + 1);
-      return;
-    }
     case VOpKind::Full:
     case VOpKind::Iota: pricing.total += weight * 0.5 * static_cast<double>(to.slots()); return;
     default:
@@ -367,7 +348,7 @@ void KernelLowering::synthesize_layouts() {
     for (const auto& [node, layout] : branches) {
       if (evaluations >= kEvaluationBudget) break;
       if (!pinnable(node)) continue;
-      const std::string key = node->name + " " + key_of(layout);
+      const std::string key = node->name + " " + layout_text(layout);
       if (!tried.insert(key).second) continue;
       auto current = layouts_.find(emitted_as(node));
       if (current != layouts_.end() && current->second == layout) continue;
@@ -378,15 +359,15 @@ void KernelLowering::synthesize_layouts() {
       const bool ok = run_layout_rules(trial);
       const double cost = ok ? layout_cost(&trial_conflicts) : std::numeric_limits<double>::infinity();
       if (cost < best - 1e-6) {
-        accepted.push_back(name_of(node) + " in " + key_of(layout) + ": " + fixed(best) + " -> " + fixed(cost));
+        accepted.push_back(name_of(node) + " in " + layout_text(layout) + ": " + price_text(best) + " -> " + price_text(cost));
         best = cost;
         pins = std::move(trial);
         conflicts = std::move(trial_conflicts);
         improved = true;
         break;
       }
-      rejected.push_back(name_of(node) + " in " + key_of(layout) + ": " +
-                         (ok ? fixed(cost) + " (+" + fixed(cost - best) + ")" : std::string("refused by the rules")));
+      rejected.push_back(name_of(node) + " in " + layout_text(layout) + ": " +
+                         (ok ? price_text(cost) + " (+" + price_text(cost - best) + ")" : std::string("refused by the rules")));
     }
     if (!improved) break;
   }
@@ -400,11 +381,11 @@ void KernelLowering::synthesize_layouts() {
     const std::string& reason = layout_reasons_[v.get()];
     layout_reasons_[v.get()] =
         "synthesis: " + (reason == "synthesis" ? std::string("pinned") : reason) + ", instead of the rules' " +
-        key_of(before->second) + " (" + rules_reasons.at(v.get()) + ")";
+        layout_text(before->second) + " (" + rules_reasons.at(v.get()) + ")";
   }
   if (!pins.empty()) {
-    std::string text = "layout synthesis: register layouts cost " + fixed(rules_cost) + " by the rules, " +
-                       fixed(layout_cost_) + " synthesized (" + std::to_string(evaluations) +
+    std::string text = "layout synthesis: register layouts cost " + price_text(rules_cost) + " by the rules, " +
+                       price_text(layout_cost_) + " synthesized (" + std::to_string(evaluations) +
                        " alternatives priced); pinned ";
     for (size_t i = 0; i < accepted.size(); ++i) text += (i ? "; " : "") + accepted[i];
     b_.note(text);
@@ -412,7 +393,7 @@ void KernelLowering::synthesize_layouts() {
   }
   if (options_.explain_layouts) {
     if (pins.empty()) {
-      b_.note("layout synthesis: the rules' layouts cost " + fixed(rules_cost) +
+      b_.note("layout synthesis: the rules' layouts cost " + price_text(rules_cost) +
               " thread instructions; no alternative of " + std::to_string(evaluations) + " was cheaper");
     }
     for (const std::string& r : rejected) b_.note("layout synthesis: considered " + r);

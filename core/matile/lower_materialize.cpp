@@ -66,6 +66,15 @@ Value KernelLowering::materialize(const VValue& v, const RegisterLayout& to) {
   return result;
 }
 
+RegisterLayout KernelLowering::moved_source_layout(const VOp& op, const VValue& v, const RegisterLayout& to) {
+  const VValue& x = op.operands[0];
+  if (op.kind == VOpKind::Broadcast) return projected(to, v->type.shape, op.dims, x->type.shape);
+  std::vector<int> inverse(op.dims.size());
+  for (size_t i = 0; i < op.dims.size(); ++i) inverse[static_cast<size_t>(op.dims[i])] = static_cast<int>(i);
+  Result<RegisterLayout> want = permute_layout(to, v->type.shape, inverse);
+  return want ? *want : uniform_layout(x->type.shape, threads());
+}
+
 // Emits a data-movement or element-wise op of VR value v in layout `to`.
 Value KernelLowering::emit_compute(const VOp& op, const VValue& v, const RegisterLayout& to) {
   const std::string& name = v->name;
@@ -74,9 +83,7 @@ Value KernelLowering::emit_compute(const VOp& op, const VValue& v, const Registe
     case VOpKind::Full: return b_.full(op.constant, v->type, to, name);
     case VOpKind::Broadcast: {
       const VValue& x = op.operands[0];
-      RegisterLayout want = x->type.rank() == 0 ? layout_for(x)
-                            : projected(to, v->type.shape, op.dims, x->type.shape);
-      Value source = x->type.rank() == 0 ? scalar_value(x) : materialize(x, want);
+      Value source = x->type.rank() == 0 ? scalar_value(x) : materialize(x, moved_source_layout(op, v, to));
       if (!register_only_move(RegisterMove::Broadcast, source, v, op.dims, to)) {
         source = convert(source, uniform_layout(x->type.shape, threads()), x->name);
       }
@@ -84,11 +91,7 @@ Value KernelLowering::emit_compute(const VOp& op, const VValue& v, const Registe
     }
     case VOpKind::Permute: {
       const VValue& x = op.operands[0];
-      std::vector<int> inverse(op.dims.size());
-      for (size_t i = 0; i < op.dims.size(); ++i) inverse[static_cast<size_t>(op.dims[i])] = static_cast<int>(i);
-      Result<RegisterLayout> want = permute_layout(to, v->type.shape, inverse);
-      RegisterLayout source_layout = want ? *want : uniform_layout(x->type.shape, threads());
-      Value source = materialize(x, source_layout);
+      Value source = materialize(x, moved_source_layout(op, v, to));
       Result<RegisterLayout> natural = permute_layout(source->layout, x->type.shape, op.dims);
       if (natural && *natural == to) return b_.permute(source, op.dims, to, name);
       if (!register_only_move(RegisterMove::Permute, source, v, op.dims, to)) {

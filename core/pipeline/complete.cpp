@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/sched/pipeline_decision.h"
+#include "core/support/fixed_point.h"
 
 namespace nautilus::pipeline {
 
@@ -45,18 +46,6 @@ int consumer_warpgroups(const matile::Kernel& kernel) {
   if (kernel.body) scan(*kernel.body, &form);
   return form.consumers;
 }
-
-namespace {
-
-std::string fixed(double value, int digits) {
-  std::ostringstream out;
-  out.setf(std::ios::fixed);
-  out.precision(digits);
-  out << value;
-  return out.str();
-}
-
-}  // namespace
 
 int shared_ring_depth(const Graph& graph, const Solution& solution) {
   if (solution.ii_slots <= 0 || solution.ops.size() != graph.nodes.size()) return solution.stages;
@@ -384,7 +373,7 @@ std::string describe_completion(const Completion& completion) {
       out << ", " << (roles > 1 ? "producer + " + std::to_string(roles - 1) + " consumer" +
                                       (roles > 2 ? "s" : "")
                                 : std::string("one role"));
-      out << ", " << fixed(s.seconds, 2) << " s" << (s.cached ? " (cached)" : "");
+      out << ", " << fixed_point(s.seconds, 2) << " s" << (s.cached ? " (cached)" : "");
     }
     if (kernel.decision) {
       out << " -> " << sched::print_decision(*kernel.decision);

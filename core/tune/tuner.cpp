@@ -101,11 +101,11 @@ TuneResult run_tune(const search::SearchInput& input, const cost::CostModel& mod
   }
   std::vector<Candidate> queue = ranked_leaves(searched);
   const std::string analytical_pick = schedule_key(searched.schedule);
-  std::optional<double> pick_estimate_us;
-  for (const Candidate& leaf : queue) {
-    if (leaf.text == analytical_pick || !pick_estimate_us) pick_estimate_us = leaf.estimate_us;
-    if (leaf.text == analytical_pick) break;
-  }
+  // The pick's estimate (the best leaf's when the pick is not among the leaves).
+  auto pick = std::find_if(queue.begin(), queue.end(),
+                           [&](const Candidate& leaf) { return leaf.text == analytical_pick; });
+  if (pick == queue.end()) pick = queue.begin();
+  const std::optional<double> pick_estimate_us = pick != queue.end() ? pick->estimate_us : std::nullopt;
   auto hopeless = [&](const Candidate& candidate) {
     return options.skip_estimate_ratio > 0 && pick_estimate_us && candidate.estimate_us &&
            *candidate.estimate_us > options.skip_estimate_ratio * *pick_estimate_us;

@@ -3,14 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <iomanip>
-#include <sstream>
 #include <string>
 
 #include <imgui.h>
 
 #include "core/layout/printer.h"
 #include "core/matile/layouts.h"
+#include "core/support/fixed_point.h"
 
 namespace nautilus::views {
 namespace {
@@ -249,9 +248,7 @@ void LayoutPanel::rebuild_grid() {
     if (!k->layout_synthesis.empty()) {
       tile_text_ += "\n" + k->layout_synthesis;
     } else if (k->layout_cost_rules > 0) {
-      std::ostringstream cost;
-      cost << std::fixed << std::setprecision(0) << k->layout_cost_rules;
-      tile_text_ += "\nlayout synthesis: the rules' layouts kept (cost " + cost.str() +
+      tile_text_ += "\nlayout synthesis: the rules' layouts kept (cost " + fixed_point(k->layout_cost_rules, 0) +
                     " thread instructions; no pin priced lower)";
     }
     auto grid = gl::layout_grid(choice.value->layout, choice.value->type.shape);
