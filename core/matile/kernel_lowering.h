@@ -301,6 +301,14 @@ class KernelLowering {
   // After the consumers' main loop: releases the last iteration's slot (persistent: leaves it
   // to the next tile's first iteration and records the ring's advance instead).
   void finish_ring(const Value& advance);
+  // A persistent kernel's tiles copied once (the query tile) are free once the tile's last
+  // iteration has retired its reads of them: plan_once_release finds those reads, and
+  // release_once_tiles_in_last_iteration arrives on once_empty in that iteration only, after
+  // the wait that retired them, so that the producer loads the next tile's under this tile's
+  // last softmax, P·V and epilogue.
+  void plan_once_release(const VOp& loop);
+  void release_once_tiles_in_last_iteration();
+  void finish_once_release(const VOp& loop);
   void emit_persistent_role(const std::function<void()>& body, bool consumers);
   // The dynamic tile scheduler (Kernel::dynamic_tiles): at the start of the CTA's tile `step`
   // the producer fetches the launch index of the CTA's next tile into the tile ring's slot
@@ -491,6 +499,14 @@ class KernelLowering {
     Value ring_advance;
     int once_empty = -1;  // mbarrier: the consumers are done with the tiles copied once
     bool once_released = false;  // this tile's consumers arrived on once_empty already
+    // The results of the main loop's wgmma dots that read a tile copied once (attention's
+    // QK^T), when every such dot is of the loop's top level and not late: the first wait that
+    // retires them all in an iteration is where the last iteration releases the tiles
+    // (release_once_tiles_in_last_iteration). Empty: the tiles are released after the loop.
+    std::unordered_set<const VNode*> once_readers;
+    // Iteration bodies (and overlap=1's peeled first iteration) emitted so far for the current
+    // main loop, and how many of them released the tiles copied once in their last iteration.
+    int once_release_bodies = 0, once_release_emitted = 0;
     // The dynamic tile scheduler (Kernel::dynamic_tiles): the workspace counter the producer
     // fetches tiles from, and the two-slot ring that hands each fetched index to every role
     // (tile_full: the producer's elected thread wrote it; tile_empty: every thread of both roles

@@ -689,6 +689,10 @@ void KernelLowering::retire_wgmma_reads(const VOp& op) {
     if (ws_.in_flight.count(op.operands[i].get())) reads = true;
   }
   if (!reads) return;
+  const bool retires_once_readers =
+      !ws_.once_readers.empty() &&
+      std::all_of(ws_.once_readers.begin(), ws_.once_readers.end(),
+                  [&](const VNode* result) { return ws_.in_flight.count(result) > 0; });
   if (ws_.uncommitted) b_.wgmma_commit_group();
   ws_.uncommitted = false;
   if (ws_.issue_late) {
@@ -700,6 +704,7 @@ void KernelLowering::retire_wgmma_reads(const VOp& op) {
     issue_late_part();
     pingpong_pass_turn();
     b_.wgmma_wait_group(1);
+    if (retires_once_readers) release_once_tiles_in_last_iteration();
     return;
   }
   pingpong_pass_turn();
@@ -707,6 +712,84 @@ void KernelLowering::retire_wgmma_reads(const VOp& op) {
   ws_.in_flight.clear();
   ws_.register_operand_in_flight = false;
   release_previous_slot();
+  if (retires_once_readers) release_once_tiles_in_last_iteration();
+}
+
+void KernelLowering::plan_once_release(const VOp& loop) {
+  ws_.once_readers.clear();
+  ws_.once_release_bodies = ws_.once_release_emitted = 0;
+  if (!ws_.persistent || ws_.once_empty < 0 || !loop.body) return;
+  const auto reads_once = [&](const VOp& op) {
+    if (op.kind != VOpKind::Dot) return false;
+    const auto plan = dot_plans_.find(&op);
+    if (plan == dot_plans_.end()) return true;  // an unplanned dot: assume it reads them
+    return std::any_of(ws_.operands.begin(), ws_.operands.end(), [&](const TmaOperand& operand) {
+      return operand.once && (operand.load == plan->second.a.load || operand.load == plan->second.b.load);
+    });
+  };
+  bool nested_reader = false;
+  const std::function<void(const vrtile::Region&)> scan_nested = [&](const vrtile::Region& region) {
+    for (const vrtile::OpPtr& op : region.ops) {
+      if (reads_once(*op)) nested_reader = true;
+      if (op->body) scan_nested(*op->body);
+    }
+  };
+  std::unordered_set<const VNode*> readers;
+  for (const vrtile::OpPtr& op : loop.body->ops) {
+    if (op->body) scan_nested(*op->body);
+    if (!reads_once(*op)) continue;
+    const auto plan = dot_plans_.find(op.get());
+    if (plan == dot_plans_.end() || !plan->second.wgmma || ws_.late.count(op.get()) || op->results.empty()) {
+      return;  // read late, or not by a wgmma that an iteration's wait retires
+    }
+    readers.insert(op->results[0].get());
+  }
+  if (!nested_reader) ws_.once_readers = std::move(readers);
+}
+
+// Emitted after the wait that retired the iteration's reads of the tiles copied once: arrives
+// on once_empty when k is the loop's last iteration, or iteration 0 of a loop of no trips
+// (which overlap=1 runs all the same). Every other iteration skips it: a loop of at most one
+// trip stands for the branch.
+void KernelLowering::release_once_tiles_in_last_iteration() {
+  const VOp& loop = *ws_.loop;
+  const Value k = env_.at(loop.loop_var.get());
+  const Value trips = loop_trips(loop);
+  // k + 2 - trips: 1 in the last iteration, at most 0 before it, 2 in a loop of no trips.
+  const Value from_end = b_.binary(BinaryOp::Sub, b_.binary(BinaryOp::Add, k, index_constant(2), "k_2"),
+                                   trips, "from_end");
+  const Value release = b_.binary(BinaryOp::Min, b_.binary(BinaryOp::Max, from_end, index_constant(0), "last_1"),
+                                  index_constant(1), "releases_once");
+  b_.for_loop(
+      "once_release", 1, {},
+      [&](const Value&, const std::vector<Value>&) {
+        b_.mbarrier_arrive(BarrierRef{ws_.once_empty, nullptr}, 0, threads());
+        return std::vector<Value>{};
+      },
+      {}, {}, 0, release);
+  ++ws_.once_release_emitted;
+}
+
+// After a main loop whose iterations release the tiles copied once: every body did (or none
+// did, and the release stays after the loop), and a loop that ran no iteration releases them
+// here (overlap=1's first iteration runs whatever the trip count, and released them there).
+void KernelLowering::finish_once_release(const VOp& loop) {
+  if (ws_.once_release_emitted == 0) return;
+  if (ws_.once_release_emitted != ws_.once_release_bodies) {
+    fail("internal: the tiles copied once are released in " + std::to_string(ws_.once_release_emitted) +
+         " of the main loop's " + std::to_string(ws_.once_release_bodies) + " iteration bodies");
+  }
+  ws_.once_released = true;
+  if (options_.overlap || !loop.trip_count) return;
+  const Value none = b_.binary(BinaryOp::Max, b_.binary(BinaryOp::Sub, index_constant(1), loop_trips(loop), "no_trips"),
+                               index_constant(0), "releases_once_after");
+  b_.for_loop(
+      "once_release_after", 1, {},
+      [&](const Value&, const std::vector<Value>&) {
+        b_.mbarrier_arrive(BarrierRef{ws_.once_empty, nullptr}, 0, threads());
+        return std::vector<Value>{};
+      },
+      {}, {}, 0, none);
 }
 
 // overlap=1: emits the previous iteration's late part that the iteration holds back, as its
@@ -733,6 +816,7 @@ void KernelLowering::release_previous_slot() {
 // expects; so no iteration is peeled and a trip count works alike in both roles.
 void KernelLowering::emit_hopper_loop(const VOp& loop) {
   if (ws_.pingpong_per_tile) pingpong_seed();
+  plan_once_release(loop);
   if (options_.overlap) {
     emit_overlapped_loop(loop);
     pingpong_end_loop();
@@ -759,6 +843,7 @@ void KernelLowering::emit_hopper_loop(const VOp& loop) {
         ws_.in_flight = {ws_.carried_in_flight.begin(), ws_.carried_in_flight.end()};
         ws_.previous_slot = slot_before(ring_k, {"k_prev", "retired"});
         ws_.turn_to_take = options_.pingpong;
+        ++ws_.once_release_bodies;
         emit_region(*loop.body);
         b_.set_provenance(loop.provenance);
         if (ws_.uncommitted) b_.wgmma_commit_group();
@@ -784,6 +869,7 @@ void KernelLowering::emit_hopper_loop(const VOp& loop) {
       start.result_names, start.arg_names, 0, trip_count);
   b_.wgmma_wait_group(0);
   pingpong_end_loop();
+  finish_once_release(loop);
   // The last iteration's slot (the last slot, for the -1 of a loop that ran no iteration).
   finish_ring(ring_trips(loop));
   for (size_t i = 0; i < results.size(); ++i) env_[loop.results[i].get()] = results[i];
@@ -1057,6 +1143,7 @@ void KernelLowering::emit_overlapped_loop(const VOp& loop) {
     ws_.issue_late = late;
     ws_.previous_slot = slot_before(ring_k, {"k_prev", "retired"});
     ws_.turn_to_take = options_.pingpong;
+    ++ws_.once_release_bodies;
     for (const vrtile::OpPtr& op : loop.body->ops) {
       if (op->kind == VOpKind::Yield || ws_.late.count(op.get())) continue;
       b_.set_provenance(op->provenance);
@@ -1161,7 +1248,8 @@ void KernelLowering::emit_overlapped_loop(const VOp& loop) {
       return operand.once && (operand.load == plan.a.load || operand.load == plan.b.load);
     });
   });
-  if (ws_.persistent && ws_.once_empty >= 0 && !late_reads_once) {
+  finish_once_release(loop);
+  if (ws_.persistent && ws_.once_empty >= 0 && !late_reads_once && !ws_.once_released) {
     b_.mbarrier_arrive(BarrierRef{ws_.once_empty, nullptr}, 0, threads());
     ws_.once_released = true;
   }

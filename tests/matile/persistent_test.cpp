@@ -121,36 +121,52 @@ TEST(Persistent, AttentionWithItsQueryTileCopiedOncePerTileMatchesTheReference) 
   }
 }
 
-TEST(Persistent, TheConsumersReleaseTheQueryTileBeforeTheLastKeyTilesPV) {
-  // Overlapped: each iteration's QK^T retires inside the loop, so once the loop is over only
-  // the last key tile's P.V and the epilogue remain, and neither reads Q: the producer may copy
-  // the next tile's Q under them.
-  const driver::Compilation compilation = compile_for_arch(
-      "assets/specs/causal_attention.nt", attention_schedule(true, true), {"B=1", "H=2", "M=300", "N=300", "D=64"});
-  ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error;
-  const Kernel& kernel = *compilation.ma_module->kernels.at(0);
-  const int once_empty = barrier_index(kernel, "once_empty");
-  ASSERT_GE(once_empty, 0);
-  const WarpRole* consumers = role_named(kernel, "consumers");
-  ASSERT_NE(consumers, nullptr);
-  std::vector<const Op*> order;
-  program_order(*consumers->body, &order);
-  int release = -1, last_pv = -1, releases = 0;
-  for (size_t i = 0; i < order.size(); ++i) {
-    const Op& op = *order[i];
-    if (op.kind == OpKind::MBarrierArrive && op.mbarrier.barrier == once_empty) {
-      ++releases;
-      if (release < 0) release = static_cast<int>(i);
+bool is_once_release(const Op& op) {
+  return op.kind == OpKind::For && op.loop_var && op.loop_var->name.rfind("once_release", 0) == 0;
+}
+
+TEST(Persistent, TheConsumersReleaseTheQueryTileInTheLastIterationAfterItsQKt) {
+  // Each iteration's QK^T is the query tile's only reader and retires inside the iteration, so
+  // the last iteration releases the tile right after that wait: the producer copies the next
+  // tile's Q under the last softmax, the last key tile's P.V and the epilogue. Every copy of the
+  // iteration body (overlap=1's first iteration, the unmasked and the masked loop) holds the
+  // release in a loop of at most one trip, taken in the last iteration only.
+  for (const bool overlap : {true, false}) {
+    SCOPED_TRACE(overlap ? "overlap" : "no overlap");
+    const driver::Compilation compilation = compile_for_arch(
+        "assets/specs/causal_attention.nt", attention_schedule(true, overlap), {"B=1", "H=2", "M=300", "N=300", "D=64"});
+    ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error;
+    const Kernel& kernel = *compilation.ma_module->kernels.at(0);
+    const int once_empty = barrier_index(kernel, "once_empty");
+    ASSERT_GE(once_empty, 0);
+    const WarpRole* consumers = role_named(kernel, "consumers");
+    ASSERT_NE(consumers, nullptr);
+    std::vector<const Op*> order;
+    program_order(*consumers->body, &order);
+    int first_release = -1, last_pv = -1, releases = 0, release_loops = 0;
+    for (size_t i = 0; i < order.size(); ++i) {
+      const Op& op = *order[i];
+      if (op.kind == OpKind::MBarrierArrive && op.mbarrier.barrier == once_empty) {
+        ++releases;
+        if (first_release < 0) first_release = static_cast<int>(i);
+      }
+      if (is_once_release(op)) {
+        ++release_loops;
+        EXPECT_TRUE(op.trip_count) << "a release taken in every iteration";
+      }
+      if (op.kind == OpKind::For && op.loop_var && op.loop_var->name.size() > 5 &&
+          op.loop_var->name.substr(op.loop_var->name.size() - 5) == "_last") {
+        last_pv = static_cast<int>(i);
+      }
     }
-    if (op.kind == OpKind::For && op.loop_var && op.loop_var->name.size() > 5 &&
-        op.loop_var->name.substr(op.loop_var->name.size() - 5) == "_last") {
-      last_pv = static_cast<int>(i);
+    EXPECT_GE(releases, 2) << print_kernel(kernel);
+    EXPECT_EQ(releases, release_loops) << print_kernel(kernel);
+    if (overlap) {
+      ASSERT_GE(last_pv, 0) << print_kernel(kernel);
+      EXPECT_LT(first_release, last_pv) << print_kernel(kernel);
     }
+    for (uint64_t seed : {1u, 7u}) expect_matches_reference(compilation, 2, seed);
   }
-  EXPECT_EQ(releases, 1);
-  ASSERT_GE(last_pv, 0) << print_kernel(kernel);
-  EXPECT_LT(release, last_pv) << print_kernel(kernel);
-  for (uint64_t seed : {1u, 7u}) expect_matches_reference(compilation, 2, seed);
 }
 
 InterpretResult run_broken(const driver::Compilation& compilation, const ModulePtr& broken) {
@@ -207,6 +223,34 @@ TEST(Persistent, AQueryTileRecopiedBeforeTheConsumersAreDoneIsCaught) {
   ASSERT_FALSE(result.ok);
   EXPECT_TRUE(result.error_kind == InterpretErrorKind::StageOverwrite ||
               result.error_kind == InterpretErrorKind::TxCountMismatch)
+      << result.error;
+}
+
+TEST(Persistent, AQueryTileReleasedInEveryIterationIsCaught) {
+  // The release of the query tile taken in every iteration instead of the last: the producer
+  // copies the next tile's Q while this tile's later QK^T still read it.
+  const driver::Compilation compilation = compile_for_arch(
+      "assets/specs/attention.nt", attention_schedule(false, true), {"B=1", "H=2", "M=256", "N=384", "D=64"});
+  ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error;
+  const KernelPtr& kernel = compilation.ma_module->kernels.at(0);
+  int loosened = 0;
+  Rebuilder rebuilder(*kernel);
+  const KernelPtr broken_kernel =
+      rebuilder.run(kernel, [&](const Op& original, const OpPtr& renamed, Rebuilder& out) {
+        if (!is_once_release(original)) return out.emit(renamed);
+        auto every_iteration = std::make_shared<Op>(*renamed);
+        every_iteration->trip_count = nullptr;
+        ++loosened;
+        out.emit(every_iteration);
+      });
+  ASSERT_GT(loosened, 0) << print_kernel(*kernel);
+  auto broken = std::make_shared<Module>(*compilation.ma_module);
+  broken->kernels[0] = broken_kernel;
+  const InterpretResult result = run_broken(compilation, broken);
+  ASSERT_FALSE(result.ok);
+  EXPECT_TRUE(result.error_kind == InterpretErrorKind::StageOverwrite ||
+              result.error_kind == InterpretErrorKind::UnlandedRead ||
+              result.error_kind == InterpretErrorKind::ArrivalCountMismatch)
       << result.error;
 }
 
