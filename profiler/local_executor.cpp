@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "core/codegen/nvrtc.h"
+#include "core/support/build_identity.h"
 #include "core/tune/text_hash.h"
 #include "profiler/device_info.h"
 
@@ -151,7 +152,7 @@ std::optional<tune::MachineIdentity> LocalExecutor::identity(std::string* why_no
 
 std::string compiler_version() {
   const auto& nvrtc = codegen::Nvrtc::shared();
-  return std::string("nautilus ") + NAUTILUS_VERSION + ", NVRTC " +
+  return "nautilus " + compiler_build_identity() + ", NVRTC " +
          (nvrtc ? (*nvrtc)->version() : std::string("missing"));
 }
 

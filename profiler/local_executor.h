@@ -89,8 +89,9 @@ std::string package_code_hash(const std::string& package_dir);
 // status, validation, times, registers and spills.
 tune::CandidateOutcome candidate_outcome(const Measurement& measured);
 
-// The compiler a measurement is keyed by (MachineIdentity::compiler_version): "nautilus 0.1.0,
-// NVRTC 13.0" ("NVRTC missing" without the library).
+// The compiler a measurement is keyed by (MachineIdentity::compiler_version): "nautilus 0.1.0
+// (compiler 3f2a9c0d1e4b), NVRTC 13.0", the hash of core/'s sources at build time
+// (core/support/build_identity.h); "NVRTC missing" without the library.
 std::string compiler_version();
 
 // Fills the outcome's times, validation, registers and spills from a runner report.

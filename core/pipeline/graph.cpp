@@ -91,6 +91,15 @@ bool is_sync(OpKind kind) {
   }
 }
 
+// A loop whose body only synchronizes (a conditional arrive: the release of the tiles copied
+// once in the last iteration, a loop of at most one trip) occupies no unit the model counts.
+bool only_synchronizes(const Op& loop) {
+  if (loop.kind != OpKind::For || !loop.body) return false;
+  return std::all_of(loop.body->ops.begin(), loop.body->ops.end(), [](const matile::OpPtr& op) {
+    return op && (is_sync(op->kind) || op->kind == OpKind::Yield);
+  });
+}
+
 bool is_sfu(scalar::UnaryOp op) {
   switch (op) {
     case scalar::UnaryOp::Exp: case scalar::UnaryOp::Exp2: case scalar::UnaryOp::Log:
@@ -277,7 +286,7 @@ class GraphBuilder {
     const auto unit = [](Node& node, Unit u) -> double& {
       return node.occupancy[static_cast<size_t>(u)];
     };
-    if (is_sync(op.kind)) return;
+    if (is_sync(op.kind) || only_synchronizes(op)) return;
     switch (op.kind) {
       case OpKind::Yield:
         yields_[static_cast<size_t>(body_)] = &op;

@@ -117,10 +117,20 @@ TuneResult run_tune(const search::SearchInput& input, const cost::CostModel& mod
   this_config.device_name = base.device_name;
   int budget_left = options.budget;
   if (options.resume) {
+    // The budget is this compiler's: after a change to the compiler (another source hash in
+    // the version) the candidates are walked again, those whose generated code is unchanged
+    // become duplicates of their earlier records without a measurement, and the rest are
+    // measured.
     RecordFilter earlier = this_config;
+    std::map<int64_t, std::string> compiler_of;  // record id -> its compiler
+    const std::vector<TuningRecord> records = db.list(earlier);
+    for (const TuningRecord& record : records) compiler_of[record.id] = record.key.compiler_version;
     int already = 0;
-    for (const TuningRecord& record : db.list(earlier)) {
-      already += record.source == options.source && !record.is_duplicate();
+    for (const TuningRecord& record : records) {
+      if (record.source != options.source || record.key.compiler_version != base.compiler_version) continue;
+      const bool carried = record.is_duplicate() && compiler_of.count(*record.duplicate_of) &&
+                           compiler_of.at(*record.duplicate_of) != base.compiler_version;
+      already += !record.is_duplicate() || carried;
     }
     budget_left = std::max(0, options.budget - already);
   }
@@ -136,9 +146,13 @@ TuneResult run_tune(const search::SearchInput& input, const cost::CostModel& mod
   std::mutex code_mutex;
   std::map<std::string, int64_t> code_records;  // code hash -> the record that measured it
   std::set<std::string> code_in_flight;          // claimed by a candidate not recorded yet
+  // Records of another compiler: a candidate of this one whose code one of them measured is
+  // that measurement carried over, and counts against the budget as one.
+  std::set<int64_t> other_compiler_records;
   for (const TuningRecord& record : db.list(this_config)) {
     if (!record.code_hash.empty() && !record.is_duplicate()) {
       code_records.emplace(record.code_hash, record.id);
+      if (record.key.compiler_version != base.compiler_version) other_compiler_records.insert(record.id);
     }
   }
   executor.skip_code_when([&](const std::string& code_hash) {
@@ -259,6 +273,10 @@ TuneResult run_tune(const search::SearchInput& input, const cost::CostModel& mod
         return;
       }
       ++result.duplicates;
+      if (other_compiler_records.count(*original)) {
+        ++result.carried_over;
+        --budget_left;
+      }
       report_progress(candidate, "duplicate of record " + std::to_string(*original),
                       std::nullopt, original);
       it = waiting_duplicates.erase(it);

@@ -19,12 +19,17 @@
 //      the database for this spec, sizes and device, or by a candidate of this run. Such a
 //      candidate is not run; it is recorded as a duplicate of that record (status "duplicate",
 //      TuningRecord::duplicate_of), so no later run takes its schedule again, and it does not
-//      count against the budget. When the mutations run out and duplicates took candidates,
+//      count against the budget, unless the record it duplicates is another compiler's: keys
+//      hold the compiler's version with a hash of its sources (core/support/build_identity.h),
+//      so after a change to the compiler every schedule is a new candidate, and one whose code
+//      did not change is that earlier measurement carried over, which counts as measured.
+//      When the mutations run out and duplicates took candidates,
 //      the mutations are asked again for twice as many leaves per decision, so that a budget of
 //      N measures N distinct kernels where the space has them.
 //
-// The run ends when `budget` candidates were measured (with `resume`, counting the records the
-// database already holds for this spec, sizes and device, duplicates not counted), when
+// The run ends when `budget` candidates were measured (with `resume`, counting this compiler's
+// records the database already holds for this spec, sizes and device, duplicates not counted
+// unless carried over), when
 // `time_limit_seconds` passed,
 // when the candidates are exhausted, or when `should_stop` says so (checked between batches and,
 // through Executor::stop_starting_when, between the candidates of a batch: the candidates in
@@ -85,6 +90,7 @@ struct TuneResult {
   int measured = 0;
   int skipped = 0;        // candidates the database already had
   int duplicates = 0;     // candidates not run: the same code as a measured one (recorded)
+  int carried_over = 0;   // of those, the code measured under another compiler (counted as measured)
   int hopeless = 0;       // candidates not run: estimated past skip_estimate_ratio x the pick
   int failed = 0;         // measured but not validated and timed
   bool stopped = false;   // should_stop ended the run

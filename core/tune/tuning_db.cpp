@@ -462,12 +462,13 @@ int64_t TuningDatabase::insert(TuningRecord record, std::string* error) {
 bool TuningDatabase::contains(const MeasurementKey& key) {
   Statement query(db_,
                   "SELECT 1 FROM measurements WHERE spec_hash = ? AND sizes = ? AND schedule = ? "
-                  "AND device_name = ? AND sm_count = ? LIMIT 1");
+                  "AND device_name = ? AND sm_count = ? AND compiler_version = ? LIMIT 1");
   query.bind(1, key.spec_hash);
   query.bind(2, key.sizes);
   query.bind(3, key.schedule);
   query.bind(4, key.device_name);
   query.bind(5, int64_t{key.sm_count});
+  query.bind(6, key.compiler_version);
   return query.step() == SQLITE_ROW;
 }
 

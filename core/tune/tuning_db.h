@@ -160,7 +160,8 @@ class TuningDatabase {
   // Writes one record in its own transaction; returns its id, or 0 with `error`.
   int64_t insert(TuningRecord record, std::string* error);
   // Whether a record with this key exists (whatever its outcome: a failed candidate is not
-  // measured again either).
+  // measured again either). The compiler is part of the key: another compiler's records are
+  // found by their generated code instead (the tuner's duplicates).
   bool contains(const MeasurementKey& key);
   std::optional<TuningRecord> get(int64_t id);
   // Newest first.

@@ -177,6 +177,31 @@ TEST(CompletePipelines, OverlappedAttentionKeepsASlotForItsDeferredMmas) {
   testing::expect_stage_matches_reference(without.realized, driver::Stage::MATile, 8, "completed plain attention");
 }
 
+TEST(CompletePipelines, PersistentAttentionIsSolvedLikeOneCtaPerTile) {
+  // A persistent CTA releases its query tile in the tile's last iteration, through a loop of at
+  // most one trip around the arrive inside the main loop: that loop only synchronizes, so the
+  // solver reads the same iteration as without persistent CTAs and completes the schedule.
+  const std::vector<std::string> decisions = {
+      "rolling_update(O_sum, n, tile=128)", "compute_at(S, Mx, n_o)", "tile(O_sum_acc, m=128)",
+      "reverse_compute_at(O, O_sum, m_o)", "bind(O_sum_acc, b=grid.z, h=grid.y, m_o=grid.x)",
+      "warp_spec(O_sum_acc, consumers=2, stages=3, overlap=1)"};
+  std::vector<std::string> persistent = decisions;
+  persistent.push_back("persistent(O_sum_acc)");
+  const std::vector<std::string> sizes = {"B=1", "H=2", "M=256", "N=384", "D=64"};
+  const Completed one_per_tile = complete("attention", decisions, sizes, "sm_90a");
+  const Completed walked = complete("attention", persistent, sizes, "sm_90a");
+  ASSERT_EQ(one_per_tile.completion.kernels.size(), 1u);
+  ASSERT_EQ(walked.completion.kernels.size(), 1u);
+  const KernelPipeline& a = one_per_tile.completion.kernels[0];
+  const KernelPipeline& b = walked.completion.kernels[0];
+  ASSERT_TRUE(a.graph) << a.error;
+  ASSERT_TRUE(b.graph) << b.error;
+  EXPECT_EQ(a.graph->nodes.size(), b.graph->nodes.size());
+  ASSERT_TRUE(b.decision) << b.error;
+  EXPECT_TRUE(walked.realized.ma_module->kernels.at(0)->persistent);
+  testing::expect_stage_matches_reference(walked.realized, driver::Stage::MATile, 3, "completed persistent attention");
+}
+
 // consumers_take_turns on hand-made answers: two wgmma halves and two softmax halves of an
 // attention iteration, placed on roles and slots (II 10 slots of 1 cycle).
 TEST(CompletePipelines, ConsumersTakeTurnsIsReadOffTheAnswer) {

@@ -29,10 +29,14 @@ class ScriptedExecutor : public Executor {
   // record they duplicate exists).
   int distinct_codes = 0;
   std::vector<std::string> measured_codes;
+  // The compiler the identity names, and text that changes every generated code (a compiler
+  // whose changes reach the kernels).
+  std::string compiler = "test";
+  std::string code_salt;
 
-  static std::string code_of(const std::string& schedule, int distinct_codes) {
-    return "code-" + std::to_string(std::stoull(hash_text(schedule).substr(0, 8), nullptr, 16) %
-                                    static_cast<uint64_t>(distinct_codes));
+  static std::string code_of(const std::string& schedule, int distinct_codes, const std::string& salt = "") {
+    return "code-" + salt + std::to_string(std::stoull(hash_text(schedule).substr(0, 8), nullptr, 16) %
+                                           static_cast<uint64_t>(distinct_codes));
   }
 
   int parallelism() const override { return batch_size; }
@@ -43,7 +47,7 @@ class ScriptedExecutor : public Executor {
   }
 
   std::optional<MachineIdentity> identity(std::string*) override {
-    return MachineIdentity{"Scripted GPU", 132, 1980000, 2619000, 13000, "test"};
+    return MachineIdentity{"Scripted GPU", 132, 1980000, 2619000, 13000, compiler};
   }
   void measure(const std::vector<sched::Schedule>& batch,
                const std::function<void(size_t, const CandidateOutcome&)>& on_result) override {
@@ -72,7 +76,7 @@ class ScriptedExecutor : public Executor {
     std::vector<std::pair<size_t, CandidateOutcome>> timed;
     for (size_t i = 0; i < batch.size(); ++i) {
       const std::string text = sched::print_decisions(batch[i].decisions, "; ");
-      const std::string code = code_of(text, distinct_codes);
+      const std::string code = code_of(text, distinct_codes, code_salt);
       if (code_already_measured(code)) {
         on_result(i, duplicate_outcome(code));
         continue;
@@ -277,6 +281,47 @@ TEST_F(TunerTest, DuplicatesDoNotSpendTheBudget) {
   const TuneResult more = tune(resumed, options);
   ASSERT_TRUE(more.ok) << more.error;
   EXPECT_EQ(more.measured, 1);
+}
+
+TEST_F(TunerTest, AChangedCompilerMeasuresOnlyTheKernelsItChanged) {
+  // Another compiler (another source hash in its version) walks the candidates again: the
+  // schedules whose generated code did not change are the earlier measurements carried over,
+  // which --resume counts against the budget; code that changed is measured.
+  ScriptedExecutor first;
+  first.distinct_codes = 1 << 20;  // every schedule its own kernel
+  first.compiler = "nautilus 0.1.0 (compiler aaaaaaaaaaaa), NVRTC 13.0";
+  TuneOptions options;
+  options.budget = 6;
+  const TuneResult measured = tune(first, options);
+  ASSERT_TRUE(measured.ok) << measured.error;
+  ASSERT_EQ(measured.measured, 6);
+
+  ScriptedExecutor same_code = first;
+  same_code.measured.clear();
+  same_code.compiler = "nautilus 0.1.0 (compiler bbbbbbbbbbbb), NVRTC 13.0";
+  options.resume = true;
+  const TuneResult carried = tune(same_code, options);
+  ASSERT_TRUE(carried.ok) << carried.error;
+  EXPECT_EQ(carried.measured, 0);
+  EXPECT_TRUE(same_code.measured.empty());
+  EXPECT_EQ(carried.carried_over, 6);
+  EXPECT_EQ(carried.skipped, 0) << "the earlier compiler's keys are not this compiler's";
+
+  // Resumed again under the second compiler: nothing left, and nothing walked again.
+  ScriptedExecutor again = same_code;
+  const TuneResult resumed = tune(again, options);
+  ASSERT_TRUE(resumed.ok) << resumed.error;
+  EXPECT_EQ(resumed.measured, 0);
+  EXPECT_EQ(resumed.duplicates, 0);
+
+  ScriptedExecutor changed = first;
+  changed.measured.clear();
+  changed.compiler = "nautilus 0.1.0 (compiler cccccccccccc), NVRTC 13.0";
+  changed.code_salt = "new-";
+  const TuneResult remeasured = tune(changed, options);
+  ASSERT_TRUE(remeasured.ok) << remeasured.error;
+  EXPECT_EQ(remeasured.measured, 6);
+  EXPECT_EQ(remeasured.carried_over, 0);
 }
 
 TEST_F(TunerTest, CandidatesEstimatedFarSlowerThanThePickAreNotMeasured) {
