@@ -736,6 +736,7 @@ class WorkWalk : public matile::Visitor {
   }
 
   void visit_For(const Op& op) override {
+    if (matile::only_synchronizes(op)) return;  // an arrive taken in one iteration: no work
     if (op.tile_loop) {
       // A persistent kernel's tile loop: the estimate is per tile, as for one CTA per tile (the
       // grid variables keep their meaning); the state it carries (a ring position) is uniform.

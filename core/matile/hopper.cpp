@@ -1,5 +1,7 @@
 #include "core/matile/hopper.h"
 
+#include <algorithm>
+
 #include "core/matile/layouts.h"
 
 namespace nautilus::matile {
@@ -64,6 +66,26 @@ int64_t tma_box_bytes(const TmaMap& map) {
   int64_t elements = 1;
   for (int64_t extent : map.box) elements *= extent;
   return elements * (map.buffer ? dtype_bytes(map.buffer->dtype) : 0);
+}
+
+bool is_synchronization(OpKind kind) {
+  switch (kind) {
+    case OpKind::CommitGroup: case OpKind::WaitGroup: case OpKind::Barrier:
+    case OpKind::MBarrierInit: case OpKind::MBarrierArrive: case OpKind::MBarrierWait:
+    case OpKind::NamedBarrier: case OpKind::FenceProxyAsync: case OpKind::BulkCommitGroup:
+    case OpKind::BulkWaitGroup: case OpKind::WgmmaFence: case OpKind::WgmmaCommitGroup:
+    case OpKind::WgmmaWaitGroup:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool only_synchronizes(const Op& loop) {
+  if (loop.kind != OpKind::For || !loop.body || loop.tile_loop) return false;
+  return std::all_of(loop.body->ops.begin(), loop.body->ops.end(), [](const OpPtr& op) {
+    return op && (is_synchronization(op->kind) || op->kind == OpKind::Yield);
+  });
 }
 
 std::optional<std::string> roles_error(const Op& roles, int kernel_warps) {

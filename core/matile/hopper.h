@@ -50,4 +50,11 @@ int64_t tma_box_bytes(const TmaMap& map);
 // Why a Roles op's split is illegal (register budgets, warp count), or nothing.
 std::optional<std::string> roles_error(const Op& roles, int kernel_warps);
 
+// Ops that only order threads and asynchronous work (barriers, waits, fences, commits).
+bool is_synchronization(OpKind kind);
+// A loop whose body only synchronizes: the conditional arrive the MA lowering writes as a loop
+// of at most one trip (a persistent kernel's release of its query tile in the last iteration).
+// Cost models and the pipeline solver see no loop in it.
+bool only_synchronizes(const Op& loop);
+
 }  // namespace nautilus::matile

@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/matile/hopper.h"
 #include "core/matile/printer.h"
 #include "core/support/dtype.h"
 
@@ -77,28 +78,6 @@ std::string Graph::canonical_text() const {
 }
 
 namespace {
-
-bool is_sync(OpKind kind) {
-  switch (kind) {
-    case OpKind::CommitGroup: case OpKind::WaitGroup: case OpKind::Barrier:
-    case OpKind::MBarrierInit: case OpKind::MBarrierArrive: case OpKind::MBarrierWait:
-    case OpKind::NamedBarrier: case OpKind::FenceProxyAsync: case OpKind::BulkCommitGroup:
-    case OpKind::BulkWaitGroup: case OpKind::WgmmaFence: case OpKind::WgmmaCommitGroup:
-    case OpKind::WgmmaWaitGroup:
-      return true;
-    default:
-      return false;
-  }
-}
-
-// A loop whose body only synchronizes (a conditional arrive: the release of the tiles copied
-// once in the last iteration, a loop of at most one trip) occupies no unit the model counts.
-bool only_synchronizes(const Op& loop) {
-  if (loop.kind != OpKind::For || !loop.body) return false;
-  return std::all_of(loop.body->ops.begin(), loop.body->ops.end(), [](const matile::OpPtr& op) {
-    return op && (is_sync(op->kind) || op->kind == OpKind::Yield);
-  });
-}
 
 bool is_sfu(scalar::UnaryOp op) {
   switch (op) {
@@ -213,12 +192,12 @@ class GraphBuilder {
       if (!ring) graph_.fixed_shared_bytes += kernel_.shared[a].byte_size;
     }
     if (machine_.warp_specialized() && !hopper_form_) retarget();
-    // Variable-latency copies get the machine's margin over their measured (L2-hit) latency.
+    // Variable-latency copies get the machine's margin over their measured unloaded latency.
     for (Node& node : graph_.nodes) {
       if (!node.variable_latency) continue;
       double busy = 0;
       for (double cycles : node.occupancy) busy += cycles;
-      const double margin = machine_.copy_latency_margin;
+      const double margin = machine_.copy_latency_margin();
       node.fixed = node.fixed * margin + busy * (margin - 1);
     }
     if (machine_.warp_specialized()) split_subtiles();
@@ -286,7 +265,7 @@ class GraphBuilder {
     const auto unit = [](Node& node, Unit u) -> double& {
       return node.occupancy[static_cast<size_t>(u)];
     };
-    if (is_sync(op.kind) || only_synchronizes(op)) return;
+    if (matile::is_synchronization(op.kind) || matile::only_synchronizes(op)) return;
     switch (op.kind) {
       case OpKind::Yield:
         yields_[static_cast<size_t>(body_)] = &op;

@@ -53,14 +53,24 @@ struct Machine {
   double alu_per_clock = 128;           // FP32 lanes per SM (4 SMSPs x 32)
   double shared_bytes_per_clock = 128;  // shared memory bandwidth per SM
   double shuffle_latency = 34.6;        // not measured: taken equal to a shared load
-  // Asynchronous copies are scheduled with this multiple of their measured latency. The
-  // measurements hit L2; a miss to DRAM and other SMs' traffic lengthen a copy by an amount no
-  // measurement here gives, and a ring too shallow for it stalls the tensor core. An assumption,
-  // not a measurement (Twill leaves ring depth to an autotuner for the same reason).
-  double copy_latency_margin = 2.0;
+  // --- copies under load (bench/microbench/latency-h100-2026-11-28.txt, k_tma_loaded): every
+  // SM runs a 4-slot TMA ring of 32 KB stages (two 128 x 64 bf16 boxes), each slot held 3000
+  // cycles by its consumer; the latency is issue to landing.
+  double tma_latency_loaded_l2 = 755.5;     // measured: every SM reads the same 8 MB (L2 hits), 2.5 TB/s
+  double tma_latency_loaded_dram = 1871.0;  // measured: each SM streams its own rows, 2.5 TB/s from DRAM
+  double loaded_stage_bytes = 32768;
+  // Asynchronous copies are scheduled at this multiple of their unloaded latency: the measured
+  // loaded DRAM latency of a stage over the unloaded one (tma_latency), 2.7. A ring's first
+  // touch of a tile comes from DRAM, and the CTAs that share it (the query tiles of one head,
+  // the GEMM tiles of one row panel) run side by side and wait for it together, so the ring is
+  // sized for DRAM; L2 hits under load take only 1.1 times the unloaded latency. Closer to
+  // DRAM's bandwidth the latency grows further (4 to 10 times, the same file), which no ring
+  // that fits in shared memory covers.
+  double copy_latency_margin() const { return tma_latency_loaded_dram / tma_latency(static_cast<int64_t>(loaded_stage_bytes)); }
 
   // --- budgets.
   int64_t shared_capacity = 0;   // dynamic shared memory one CTA may use
+  int max_ring_depth = 8;        // buffers per ring: the range of the `pipeline` decision's stages
   int max_registers = 255;       // per thread
   int base_registers = 24;       // addresses, indices, loop state: an estimate per role
   // sm_90a warp specialization (0 on sm_80: one role, no setmaxnreg).

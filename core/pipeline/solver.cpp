@@ -417,6 +417,10 @@ class Model {
       any_ring = true;
     }
     if (any_ring) {
+      z3::expr bounded = ctx_.bool_val(true);
+      for (size_t c : copies) bounded = bounded && nb_[c] <= machine.max_ring_depth;
+      track(bounded, "a ring holds at most " + std::to_string(machine.max_ring_depth) +
+                         " buffers (the pipeline decision's stages)");
       std::ostringstream why;
       why << "shared memory holds " << machine.shared_capacity << " bytes per CTA; each ring takes its depth times a stage ("
           << rings.str() << ")";
@@ -863,7 +867,8 @@ std::string SolveCache::key(const Graph& graph, const Machine& machine, const So
   text << graph.canonical_text() << "machine " << machine.arch << " smem " << machine.shared_capacity
        << " regs " << machine.max_registers << " " << machine.base_registers << " " << machine.base_registers_for(3) << " "
        << machine.max_consumer_roles << " " << machine.producer_registers << " " << machine.producer_registers_for(3) << " handoff "
-       << machine.mbarrier_handoff << " barrier " << machine.named_barrier << "\noptions "
+       << machine.mbarrier_handoff << " barrier " << machine.named_barrier << " rings "
+       << machine.max_ring_depth << "\noptions "
        << options.time_limit_seconds << " " << options.max_registers.value_or(-1) << " "
        << options.stages.value_or(-1) << " " << options.max_ii.value_or(-1) << " "
        << options.consumers.value_or(-1) << " "
@@ -1158,6 +1163,15 @@ Solution solve(const Graph& graph, const Machine& machine, const SolveOptions& o
     if (decided.count(ii) && decided[ii] != Attempt::Unknown) continue;
     if (run(ii, left()) == Attempt::Sat) break;
   }
+  // The smallest interval with a schedule left a consumer count unexplored in its share of the
+  // time: that interval again with all the time left (each count's register cuts carry over).
+  if (found && !found->second.complete && left() > 0.05) {
+    Attempt again = attempt(found->first, left());
+    if (again.state == Attempt::Sat &&
+        (again.complete || again.solution.length_slots <= found->second.solution.length_slots)) {
+      found->second = std::move(again);
+    }
+  }
   const auto all_unsat_below = [&](int64_t limit) {
     for (int64_t ii = lb; ii < limit; ++ii) {
       auto d = decided.find(ii);
@@ -1286,6 +1300,7 @@ std::string check_solution(const Graph& graph, const Machine& machine, const Sol
     auto depth = s.ring_depth.find(graph.nodes[v].name);
     if (depth == s.ring_depth.end()) return "no ring depth for " + graph.nodes[v].name;
     if (options.stages && depth->second != *options.stages) return "ring depth differs from --stages";
+    if (depth->second > machine.max_ring_depth) return "the ring of " + graph.nodes[v].name + " is too deep";
     smem += depth->second * graph.nodes[v].buffer_bytes;
     for (const Edge& edge : graph.edges) {
       if (!edge.through_shared || edge.from != static_cast<int>(v)) continue;

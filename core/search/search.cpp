@@ -1684,13 +1684,23 @@ SearchResult Searcher::run() {
       result.error = "no complete schedule compiles" + (reason.empty() ? "" : ": " + reason);
     }
   } else {
-    const SearchNode& chosen = nodes_[chosen_];
-    result.ok = true;
-    result.chosen = chosen_;
-    result.schedule = concat(chosen.schedule, chosen.completion.decisions);
-    result.estimate = chosen.estimate;
-    result.measured_us = chosen.measured_us;
-    settle_derived_persistent(&result);
+    // The persistent CTAs a completion derived are estimated as such only once chosen; when
+    // that moves the choice out of the near tie with the best leaf, the choice is made again
+    // (each node is settled at most once, so this ends).
+    std::set<int> settled;
+    while (true) {
+      const SearchNode& chosen = nodes_[chosen_];
+      result.ok = true;
+      result.chosen = chosen_;
+      result.schedule = concat(chosen.schedule, chosen.completion.decisions);
+      result.estimate = chosen.estimate;
+      result.measured_us = chosen.measured_us;
+      if (!settled.insert(chosen_).second || options_.measure > 0) break;
+      settle_derived_persistent(&result);
+      const int again = choose_by_estimate();
+      if (again < 0 || again == chosen_) break;
+      chosen_ = again;
+    }
   }
   finish(result);
   return result;

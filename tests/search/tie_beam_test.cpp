@@ -49,7 +49,13 @@ TEST(TieBeam, TiedTileSizesBothReachTheLaunchPhase) {
   EXPECT_TRUE(leaf_of[1]);
   const double best_leaf = leaves.front().estimate_us;
   ASSERT_TRUE(result.estimate);
-  EXPECT_LE(result.estimate->microseconds, best_leaf * 1.01);
+  std::string leaf_list;
+  for (const search::LeafSchedule& leaf : leaves) {
+    leaf_list += std::to_string(leaf.estimate_us) + ":";
+    for (const sched::Decision& d : leaf.schedule.decisions) leaf_list += " " + sched::print_decision(d);
+    leaf_list += "\n";
+  }
+  EXPECT_LE(result.estimate->microseconds, best_leaf * 1.01) << leaf_list;
   std::string chosen;
   for (const sched::Decision& d : result.schedule.decisions) chosen += sched::print_decision(d) + "\n";
   EXPECT_NE(chosen.find("tile(O_sum_acc, m=128)"), std::string::npos) << chosen;
