@@ -9,6 +9,7 @@
 #include <iterator>
 #include <limits>
 #include <memory>
+#include <map>
 #include <set>
 #include <sstream>
 #include <unordered_map>
@@ -1687,16 +1688,21 @@ SearchResult Searcher::run() {
     // The persistent CTAs a completion derived are estimated as such only once chosen; when
     // that moves the choice out of the near tie with the best leaf, the choice is made again
     // (each node is settled at most once, so this ends).
-    std::set<int> settled;
+    std::map<int, sched::Schedule> settled;  // node -> its schedule once settled
     while (true) {
       const SearchNode& chosen = nodes_[chosen_];
       result.ok = true;
       result.chosen = chosen_;
-      result.schedule = concat(chosen.schedule, chosen.completion.decisions);
       result.estimate = chosen.estimate;
       result.measured_us = chosen.measured_us;
-      if (!settled.insert(chosen_).second || options_.measure > 0) break;
+      if (auto done = settled.find(chosen_); done != settled.end()) {
+        result.schedule = done->second;
+        break;
+      }
+      result.schedule = concat(chosen.schedule, chosen.completion.decisions);
+      if (options_.measure > 0) break;
       settle_derived_persistent(&result);
+      settled[chosen_] = result.schedule;
       const int again = choose_by_estimate();
       if (again < 0 || again == chosen_) break;
       chosen_ = again;
