@@ -115,25 +115,27 @@ TuneResult run_tune(const search::SearchInput& input, const cost::CostModel& mod
   this_config.spec_hash = base.spec_hash;
   this_config.sizes = base.sizes;
   this_config.device_name = base.device_name;
-  int budget_left = options.budget;
-  if (options.resume) {
-    // The budget is this compiler's: after a change to the compiler (another source hash in
-    // the version) the candidates are walked again, those whose generated code is unchanged
-    // become duplicates of their earlier records without a measurement, and the rest are
-    // measured.
-    RecordFilter earlier = this_config;
-    std::map<int64_t, std::string> compiler_of;  // record id -> its compiler
-    const std::vector<TuningRecord> records = db.list(earlier);
-    for (const TuningRecord& record : records) compiler_of[record.id] = record.key.compiler_version;
-    int already = 0;
-    for (const TuningRecord& record : records) {
-      if (record.source != options.source || record.key.compiler_version != base.compiler_version) continue;
-      const bool carried = record.is_duplicate() && compiler_of.count(*record.duplicate_of) &&
-                           compiler_of.at(*record.duplicate_of) != base.compiler_version;
-      already += !record.is_duplicate() || carried;
+  // The budget is this compiler's: after a change to the compiler (another source hash in the
+  // version) the candidates are walked again, those whose generated code is unchanged become
+  // duplicates of the earlier records without a measurement (carried over: each earlier record
+  // counts once, however many schedules share its code), and the rest are measured.
+  const std::vector<TuningRecord> config_records = db.list(this_config);
+  std::map<int64_t, std::string> compiler_of;  // record id -> its compiler
+  for (const TuningRecord& record : config_records) compiler_of[record.id] = record.key.compiler_version;
+  int already = 0;
+  std::set<int64_t> carried;  // other compilers' records that this one's duplicates carry over
+  for (const TuningRecord& record : config_records) {
+    if (record.key.compiler_version != base.compiler_version) continue;
+    if (!record.is_duplicate()) {
+      already += record.source == options.source;
+    } else if (compiler_of.count(*record.duplicate_of) &&
+               compiler_of.at(*record.duplicate_of) != base.compiler_version &&
+               carried.insert(*record.duplicate_of).second) {
+      already += record.source == options.source;
     }
-    budget_left = std::max(0, options.budget - already);
   }
+  int budget_left = options.budget;
+  if (options.resume) budget_left = std::max(0, options.budget - already);
 
   std::set<std::string> queued;  // schedule keys handed out in this run
   for (const Candidate& candidate : queue) queued.insert(candidate.text);
@@ -149,10 +151,12 @@ TuneResult run_tune(const search::SearchInput& input, const cost::CostModel& mod
   // Records of another compiler: a candidate of this one whose code one of them measured is
   // that measurement carried over, and counts against the budget as one.
   std::set<int64_t> other_compiler_records;
-  for (const TuningRecord& record : db.list(this_config)) {
+  for (const TuningRecord& record : config_records) {
     if (!record.code_hash.empty() && !record.is_duplicate()) {
       code_records.emplace(record.code_hash, record.id);
-      if (record.key.compiler_version != base.compiler_version) other_compiler_records.insert(record.id);
+      if (record.key.compiler_version != base.compiler_version && !carried.count(record.id)) {
+        other_compiler_records.insert(record.id);
+      }
     }
   }
   executor.skip_code_when([&](const std::string& code_hash) {
@@ -273,7 +277,7 @@ TuneResult run_tune(const search::SearchInput& input, const cost::CostModel& mod
         return;
       }
       ++result.duplicates;
-      if (other_compiler_records.count(*original)) {
+      if (other_compiler_records.erase(*original) > 0) {  // each earlier measurement once
         ++result.carried_over;
         --budget_left;
       }

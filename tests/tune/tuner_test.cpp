@@ -324,6 +324,36 @@ TEST_F(TunerTest, AChangedCompilerMeasuresOnlyTheKernelsItChanged) {
   EXPECT_EQ(remeasured.carried_over, 0);
 }
 
+TEST_F(TunerTest, AnEarlierMeasurementIsCarriedOverOnceHoweverManySchedulesShareItsCode) {
+  // Three kernels in the whole space: the first compiler measures all three. Under the next
+  // compiler every schedule is a duplicate of one of them; the three are carried over once each,
+  // so the budget still has room, and a resumed run under that compiler finds nothing to do.
+  ScriptedExecutor first;
+  first.distinct_codes = 3;
+  first.compiler = "nautilus 0.1.0 (compiler aaaaaaaaaaaa), NVRTC 13.0";
+  TuneOptions options;
+  options.budget = 10;
+  const TuneResult measured = tune(first, options);
+  ASSERT_TRUE(measured.ok) << measured.error;
+  ASSERT_EQ(measured.measured, 3);
+
+  ScriptedExecutor next = first;
+  next.measured.clear();
+  next.compiler = "nautilus 0.1.0 (compiler bbbbbbbbbbbb), NVRTC 13.0";
+  options.resume = true;
+  const TuneResult carried = tune(next, options);
+  ASSERT_TRUE(carried.ok) << carried.error;
+  EXPECT_EQ(carried.measured, 0);
+  EXPECT_EQ(carried.carried_over, 3);
+  EXPECT_GT(carried.duplicates, 3) << "several schedules share each kernel";
+
+  ScriptedExecutor again = next;
+  const TuneResult resumed = tune(again, options);
+  ASSERT_TRUE(resumed.ok) << resumed.error;
+  EXPECT_EQ(resumed.measured, 0);
+  EXPECT_EQ(resumed.carried_over, 0);
+}
+
 TEST_F(TunerTest, CandidatesEstimatedFarSlowerThanThePickAreNotMeasured) {
   // With no limit every leaf and mutation is measured; with the limit at the pick's own
   // estimate, only candidates the model rates no slower than the pick are.
