@@ -1,10 +1,16 @@
 #!/usr/bin/env python3
-"""FP8 GEMM on Hopper: our e4m3 x e4m3 kernels (wgmma's 8-bit form on K-major operands) against
-torch._scaled_mm in the same job.
+"""FP8 and mixed-type GEMM on Hopper: our e4m3 x e4m3 kernels (wgmma's 8-bit form on K-major
+operands) against torch._scaled_mm, and bf16 activations x int8 weights with per-group scales
+against bf16 cuBLAS on the dequantized weights and the DRAM floor, in the same job.
 
 Rows: C[M, N] bf16 = (A[M, K] B[N, K]^T) * SA * SB with A and B fp8e4m3, per-tensor f32 scales
 (assets/specs/fp8_gemm_nt.nt, torch._scaled_mm's operand layout), at 8192^3 and 4096^3; and, for
 the record, assets/specs/fp8_gemm.nt (B[K, N], N-major: the widened mma.sync path) at 4096^3.
+Mixed type: Y[M, N] bf16 = X[M, K] bf16 x W[K, N] int8 x S[K / 128, N] bf16
+(assets/specs/int8_weight_gemm.nt) at N = K = 4096, decode-like (M 1 and 16: the weights' DRAM
+traffic is the floor) and prefill-like (M 4096); its peer is torch.matmul on X and the weights
+dequantized to bf16 beforehand (cuBLAS), and the DRAM floor is the bytes moved (X, W, S, Y) at
+3.35 TB/s.
 
 Step 1, `prepare` (development machine, after a build): per row `nautilus schedule --arch sm_90a`
 searches, then every variant is compiled for sm_90a (`searched`; `hand`: the asset's hand schedule
@@ -47,12 +53,37 @@ ROWS = [
     ("nt_8192", "fp8_gemm_nt", 8192, 8192, 8192, ("searched", "hand")),
     ("nt_4096", "fp8_gemm_nt", 4096, 4096, 4096, ("searched", "hand")),
     ("nn_4096_widened", "fp8_gemm", 4096, 4096, 4096, ("hand",)),
+    ("w8_m1", "int8_weight_gemm", 1, 4096, 4096, ("searched", "hand")),
+    ("w8_m16", "int8_weight_gemm", 16, 4096, 4096, ("searched", "hand")),
+    ("w8_m4096", "int8_weight_gemm", 4096, 4096, 4096, ("searched", "hand")),
 ]
+# Validation sizes that are not tile multiples (K a multiple of the 128-row scale groups).
 VALIDATION = {"M": 1000, "N": 744, "K": 1040}
+VALIDATION_GROUPED = {"M": 1000, "N": 744, "K": 1024}
+GROUP = 128  # int8_weight_gemm's rows of W per scale
+DRAM_BYTES_PER_US = 3.35e6  # H100 SXM HBM3: 3.35 TB/s
 
 
-def defines(m, n, k):
-    return ["-D", f"M={m}", "-D", f"N={n}", "-D", f"K={k}"]
+def grouped(spec):
+    return spec == "int8_weight_gemm"
+
+
+def validation_sizes(spec):
+    return VALIDATION_GROUPED if grouped(spec) else VALIDATION
+
+
+def defines(m, n, k, spec=""):
+    out = ["-D", f"M={m}", "-D", f"N={n}", "-D", f"K={k}"]
+    return out + ["-D", f"KG={k // GROUP}"] if grouped(spec) else out
+
+
+def dram_floor_us(spec, m, n, k):
+    """Microseconds to move the kernel's operands and result once at DRAM bandwidth."""
+    if grouped(spec):
+        moved = m * k * 2 + k * n + (k // GROUP) * n * 2 + m * n * 2
+    else:
+        moved = m * k + n * k + m * n * 2
+    return moved / DRAM_BYTES_PER_US
 
 
 def nautilus(*args, timeout=900):
@@ -81,7 +112,7 @@ def prepare(only):
         if "searched" in labels:
             searched = os.path.join(BENCH, "pk", name + ".searched.json")
             start = time.time()
-            done = nautilus("schedule", spec_path, *defines(m, n, k), "--ignore-db",
+            done = nautilus("schedule", spec_path, *defines(m, n, k, spec), "--ignore-db",
                             "-o", searched)
             entry["search_seconds"] = round(time.time() - start, 2)
             entry["search_output"] = done.stdout[-3000:] + done.stderr[-1000:]
@@ -92,9 +123,10 @@ def prepare(only):
         if "hand" in labels:
             hand = os.path.join(ROOT, "assets", "schedules", spec + ".json")
             schedules["hand"] = json.load(open(hand))["decisions"]
+        valid = validation_sizes(spec)
         if spec not in references:
             ref = os.path.join(BENCH, "pk", "ref_" + spec)
-            r = nautilus("compile", spec_path, "--arch", "sm_90a", *defines(VALIDATION["M"], VALIDATION["N"], VALIDATION["K"]), "-o", ref)
+            r = nautilus("compile", spec_path, "--arch", "sm_90a", *defines(valid["M"], valid["N"], valid["K"], spec), "-o", ref)
             references[spec] = os.path.basename(ref) if r.returncode == 0 else None
             if r.returncode != 0:
                 print(name, "reference failed:", (r.stderr or r.stdout)[-300:], flush=True)
@@ -104,16 +136,17 @@ def prepare(only):
             json.dump({"decisions": decisions}, open(schedule_path, "w"), indent=2)
             package = os.path.join(BENCH, "pk", f"{name}__{label}")
             c = nautilus("compile", spec_path, "--arch", "sm_90a", "--schedule", schedule_path,
-                         *defines(m, n, k), "-o", package)
+                         *defines(m, n, k, spec), "-o", package)
             v = nautilus("compile", spec_path, "--arch", "sm_90a", "--schedule", schedule_path,
-                         *defines(VALIDATION["M"], VALIDATION["N"], VALIDATION["K"]), "-o", package + "__validate")
+                         *defines(valid["M"], valid["N"], valid["K"], spec), "-o", package + "__validate")
             ok = c.returncode == 0 and v.returncode == 0
             instructions = ""
             ptx = os.path.join(package, "kernel.sm_90a.ptx")
             if c.returncode == 0 and os.path.exists(ptx):
                 # The MMA instructions the kernel really issues (the PTX holds only those used).
                 found = sorted(set(re.findall(r"(wgmma\.mma_async\.sync\.aligned\.m64n\d+k\d+\.f32\.\w+\.\w+"
-                                              r"|mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.\w+\.\w+\.f32)",
+                                              r"|mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.\w+\.\w+\.f32"
+                                              r"|fma\.rn\.f32)",
                                               open(ptx).read())))
                 instructions = ", ".join(found)
             entry["variants"][label] = {
@@ -174,8 +207,24 @@ def scaled_mm_time(m, n, k, reps=30):
     b = (torch.randn(n, k, device="cuda") * 0.5).to(torch.float8_e4m3fn)
     scale_a = torch.tensor(1.25, device="cuda")
     scale_b = torch.tensor(0.75, device="cuda")
+    return timed(lambda: torch._scaled_mm(a, b.t(), scale_a=scale_a, scale_b=scale_b, out_dtype=torch.bfloat16),
+                 reps)
+
+
+def dequantized_matmul_time(m, n, k, reps=30):
+    """torch.matmul (cuBLAS) of X[M, K] bf16 and the int8 weights dequantized to bf16 beforehand
+    (W * S per 128-row group): the bf16 GEMM the mixed-type kernel replaces. Median microseconds."""
+    import torch
+    x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+    w = torch.randint(-127, 128, (k, n), device="cuda", dtype=torch.int8)
+    s = torch.rand(k // GROUP, n, device="cuda", dtype=torch.bfloat16)
+    dequantized = (w.to(torch.bfloat16) * s.repeat_interleave(GROUP, dim=0)).contiguous()
+    return timed(lambda: torch.matmul(x, dequantized), reps)
+
+
+def timed(call, reps):
+    import torch
     flush = torch.empty(256 * 1024 * 1024 // 4, device="cuda")
-    call = lambda: torch._scaled_mm(a, b.t(), scale_a=scale_a, scale_b=scale_b, out_dtype=torch.bfloat16)
     for _ in range(3):
         call()
     torch.cuda.synchronize()
@@ -189,6 +238,13 @@ def scaled_mm_time(m, n, k, reps=30):
         torch.cuda.synchronize()
         times.append(start.elapsed_time(end) * 1000)
     return sorted(times)[len(times) // 2]
+
+
+def peer_time(spec, m, n, k):
+    """The row's peer: (what it is, median microseconds)."""
+    if grouped(spec):
+        return "cuBLAS bf16 on dequantized W", dequantized_matmul_time(m, n, k)
+    return "torch._scaled_mm", scaled_mm_time(m, n, k)
 
 
 def measure(reps, only, peers):
@@ -232,9 +288,10 @@ def measure(reps, only, peers):
                 if not t and "timing_error" not in row:
                     row["timing_error"] = str(r.get("errors") or r.get("error"))[:300]
             row["us"][label] = best
+        row["dram_floor"] = dram_floor_us(entry["spec"], entry["M"], entry["N"], entry["K"])
         if peers:
             try:
-                row["scaled_mm"] = scaled_mm_time(entry["M"], entry["N"], entry["K"])
+                row["peer_name"], row["scaled_mm"] = peer_time(entry["spec"], entry["M"], entry["N"], entry["K"])
             except Exception as error:  # no torch, or a torch without float8 support
                 row["scaled_mm"] = None
                 row["scaled_mm_error"] = str(error)[:200]
@@ -250,18 +307,23 @@ def write(results, labels, device, started, reps):
     tflops = lambda r, us: 2.0 * r["M"] * r["N"] * r["K"] / (us * 1e-6) / 1e12 if us else None
     fmt = lambda v, n=1: f"{v:.{n}f}" if v else "-"
     lines = [f"Device {device or '?'}, {started}; nautilus-runner best of two CUPTI medians of {reps}, "
-             "L2 flushed; torch._scaled_mm (A[M, K] @ B[N, K].t(), e4m3, f32 scales, bf16 out): median of 30 "
-             "CUDA-event timings, L2 flushed.", ""]
+             "L2 flushed; the peer (torch._scaled_mm on A[M, K] @ B[N, K].t(), e4m3, f32 scales, bf16 out; "
+             "or torch.matmul in bf16 on the dequantized weights): median of 30 CUDA-event timings, L2 "
+             "flushed. DRAM floor: the bytes of the operands and the result once at 3.35 TB/s.", ""]
     lines.append("| row | spec | " + " | ".join(f"{l} µs (TFLOP/s)" for l in labels) +
-                 " | _scaled_mm µs (TFLOP/s) | " + " | ".join(f"_scaled_mm / {l}" for l in labels) +
+                 " | peer | peer µs (TFLOP/s) | " + " | ".join(f"peer / {l}" for l in labels) +
+                 " | DRAM floor µs | " + " | ".join(f"floor / {l}" for l in labels) +
                  " | validation | instructions |")
-    lines.append("|---" * (2 * len(labels) + 5) + "|")
+    lines.append("|---" * (3 * len(labels) + 7) + "|")
     for r in results:
         ours = [f"{fmt(r['us'].get(l))} ({fmt(tflops(r, r['us'].get(l)), 0)})" for l in labels]
         peer = r.get("scaled_mm")
         ratios = [fmt(peer / r["us"][l], 3) if peer and r["us"].get(l) else "-" for l in labels]
+        floor = r.get("dram_floor")
+        floors = [fmt(floor / r["us"][l], 3) if floor and r["us"].get(l) else "-" for l in labels]
         lines.append(f"| {r['name']} | {r['spec']} {r['M']}x{r['N']}x{r['K']} | " + " | ".join(ours) +
-                     f" | {fmt(peer)} ({fmt(tflops(r, peer), 0)}) | " + " | ".join(ratios) + " | " +
+                     f" | {r.get('peer_name', '-')} | {fmt(peer)} ({fmt(tflops(r, peer), 0)}) | " +
+                     " | ".join(ratios) + f" | {fmt(floor, 2)} | " + " | ".join(floors) + " | " +
                      "; ".join(f"{l}: {v}" for l, v in r["validation"].items()) + " | " +
                      "; ".join(f"{l}: {v}" for l, v in r["instructions"].items() if v) + " |")
     lines.append("")
