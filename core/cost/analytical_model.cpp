@@ -136,8 +136,8 @@ struct Work {
 // A global access of the kernel, with how often one CTA executes it.
 struct Access {
   double bytes = 0.0;       // per execution
-  // A store's traffic at the L2 per execution: the 32-byte sectors its warp instructions touch
-  // (a sector written in part costs the L2 a whole request). Negative: `bytes`.
+  // The access's traffic at the L2 per execution: the 32-byte sectors its warp instructions
+  // touch (a sector read or written in part costs the L2 a whole request). Negative: `bytes`.
   double l2_bytes = -1.0;
   double executions = 0.0;  // per CTA, every enclosing loop's trips
   double distinct = 0.0;    // per CTA, only the trips of loops its offsets depend on
@@ -192,19 +192,22 @@ double lanes(const Value& value) {
 
 bool is_16bit_float(DType dtype) { return dtype == DType::BF16 || dtype == DType::F16; }
 
-// How a window store reaches memory, from its register layout and the buffer's row pitches: the
-// bytes of the 32-byte sectors its warp instructions touch, and the elements one thread stores
-// per instruction (consecutive slots at consecutive, aligned addresses, up to 16 bytes, as the
+// How a window load or store reaches memory, from its register layout and the buffer's row
+// pitches: the bytes of the 32-byte sectors its warp instructions touch, and the elements one
+// thread loads or stores per instruction (consecutive slots at consecutive, aligned addresses, up to 16 bytes, as the
 // emitter vectorizes them). The window's uniform offsets are taken as aligned. From the wgmma
 // accumulator layout a warp's bf16 store writes 8 rows of 16 bytes (4-byte pairs: 8 sectors for
 // 128 bytes), or of 8 bytes with an odd row pitch (2-byte elements: 8 sectors for 64 bytes); a
 // staged epilogue's row-wise layout writes 64 or 512 contiguous bytes, and 512 (plus 8 sectors per
 // row: the misaligned start, the head and the tail) when its rows are realigned.
-struct StoreTraffic {
-  double sector_bytes = 0.0;  // per execution of the store, all warps
+// A load goes through L1, which keeps the lines of the tile while its instructions run: its
+// L2 traffic is the distinct sectors of the whole tile (`through_l1`), where a store's is the
+// sectors of every warp instruction.
+struct WindowTraffic {
+  double sector_bytes = 0.0;  // per execution of the access, all warps
   int64_t vector = 1;
 };
-std::optional<StoreTraffic> window_store_traffic(const Op& op, const Value& value) {
+std::optional<WindowTraffic> window_traffic(const Op& op, const Value& value, bool through_l1) {
   const matile::GlobalAccess& access = op.access;
   if (!op.buffer || access.form != matile::GlobalAccess::Form::Window) return std::nullopt;
   const std::vector<int64_t>& buffer_shape = op.buffer->shape;
@@ -226,12 +229,13 @@ std::optional<StoreTraffic> window_store_traffic(const Op& op, const Value& valu
     const int64_t full = 16 / bytes;
     for (size_t j = 0; j + 1 < rank; ++j) stride[j] = (stride[j] + full - 1) / full * full;
   }
-  std::string key = matile::layout_text(layout) + "|" + std::to_string(bytes) + (realign ? "|realign" : "");
+  std::string key = matile::layout_text(layout) + "|" + std::to_string(bytes) + (realign ? "|realign" : "") +
+                    (through_l1 ? "|l1" : "");
   for (size_t j = 0; j < rank; ++j) key += "|" + std::to_string(access.tile_axes[j]) + ":" + std::to_string(stride[j]);
   for (int64_t e : shape) key += "|" + std::to_string(e);
   // The search costs the same stores of the same tiles many times.
   static std::mutex mutex;
-  static std::unordered_map<std::string, StoreTraffic> known;
+  static std::unordered_map<std::string, WindowTraffic> known;
   {
     std::lock_guard<std::mutex> lock(mutex);
     if (auto it = known.find(key); it != known.end()) return it->second;
@@ -250,7 +254,7 @@ std::optional<StoreTraffic> window_store_traffic(const Op& op, const Value& valu
     }
   }
   const auto at = [&](int64_t t, int64_t v) { return flat[static_cast<size_t>(t * slots + v)]; };
-  StoreTraffic traffic;
+  WindowTraffic traffic;
   for (int64_t n = 16 / bytes; n > 1; n /= 2) {
     bool ok = slots % n == 0;
     for (size_t j = 0; j + 1 < rank && ok; ++j) ok = buffer_shape[j] == 1 || stride[j] % n == 0;
@@ -266,20 +270,24 @@ std::optional<StoreTraffic> window_store_traffic(const Op& op, const Value& valu
     }
   }
   std::vector<int64_t> sectors;
+  const auto count = [&] {
+    std::sort(sectors.begin(), sectors.end());
+    traffic.sector_bytes +=
+        32.0 * static_cast<double>(std::unique(sectors.begin(), sectors.end()) - sectors.begin());
+    sectors.clear();
+  };
   for (int64_t warp = 0; warp < threads / 32; ++warp) {
     for (int64_t v = 0; v < slots; v += traffic.vector) {
-      sectors.clear();
       for (int64_t lane = 0; lane < 32; ++lane) {
         for (int64_t k = 0; k < traffic.vector; ++k) {
           const int64_t address = at(warp * 32 + lane, v + k) * bytes;
           sectors.push_back(address >= 0 ? address / 32 : (address - 31) / 32);
         }
       }
-      std::sort(sectors.begin(), sectors.end());
-      traffic.sector_bytes +=
-          32.0 * static_cast<double>(std::unique(sectors.begin(), sectors.end()) - sectors.begin());
+      if (!through_l1) count();
     }
   }
+  if (through_l1) count();
   if (realign) {
     double rows = 1.0;
     for (size_t j = 0; j + 1 < shape.size(); ++j) rows *= static_cast<double>(shape[j]);
@@ -991,6 +999,12 @@ class WorkWalk : public matile::Visitor {
         work.alu_ops += lanes(result);
         segment.read_bytes += bytes;
         record_access(bytes, access_deps(op), false, executions, loops, 1.0, op.buffer.get());
+        // The L2 serves whole 32-byte sectors: a tile whose rows are a few bytes of a long
+        // row-major buffer (a decode GEMV's 2 int8 columns per CTA) requests many times its bytes.
+        // Replicated layouts (several threads load one element) count its sectors once.
+        if (const std::optional<WindowTraffic> traffic = window_traffic(op, result, /*through_l1=*/true)) {
+          accesses_.back().l2_bytes = std::max(traffic->sector_bytes, bytes);
+        }
         return;
       }
       case OpKind::GlobalStore: {
@@ -999,7 +1013,7 @@ class WorkWalk : public matile::Visitor {
         const double bytes = static_cast<double>(value->type.element_count()) *
                              dtype_bytes(op.buffer ? op.buffer->dtype : value->type.dtype);
         work.shared_bytes += lanes(value) * dtype_bytes(value->type.dtype);
-        const std::optional<StoreTraffic> traffic = window_store_traffic(op, value);
+        const std::optional<WindowTraffic> traffic = window_traffic(op, value, /*through_l1=*/false);
         work.alu_ops += lanes(value) / static_cast<double>(traffic ? traffic->vector : 1);
         record_access(bytes, access_deps(op), true, executions, loops, 1.0);
         // At least the bytes themselves: a replicated layout's holders store once.
@@ -1831,7 +1845,7 @@ class AnalyticalModel : public CostModel {
         write_requests += (access.l2_bytes >= 0.0 ? access.l2_bytes : access.bytes) * access.executions * ctas;
         continue;
       }
-      read_requests += access.bytes * access.executions * ctas;
+      read_requests += (access.l2_bytes >= 0.0 ? access.l2_bytes : access.bytes) * access.executions * ctas;
       const double footprint =
           access.bytes * access.distinct * all_keys(kernel, access.deps & kGridMask);
       if (const std::optional<double> hit = reread_hit(i)) {
