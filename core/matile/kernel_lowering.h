@@ -309,6 +309,7 @@ class KernelLowering {
   void plan_once_release(const VOp& loop);
   void release_once_tiles_in_last_iteration();
   void finish_once_release(const VOp& loop);
+  void arrive_once_empty_if(const std::string& name, const Value& trips);
   void emit_persistent_role(const std::function<void()>& body, bool consumers);
   // The dynamic tile scheduler (Kernel::dynamic_tiles): at the start of the CTA's tile `step`
   // the producer fetches the launch index of the CTA's next tile into the tile ring's slot

@@ -760,14 +760,19 @@ void KernelLowering::release_once_tiles_in_last_iteration() {
                                    trips, "from_end");
   const Value release = b_.binary(BinaryOp::Min, b_.binary(BinaryOp::Max, from_end, index_constant(0), "last_1"),
                                   index_constant(1), "releases_once");
+  arrive_once_empty_if("once_release", release);
+  ++ws_.once_release_emitted;
+}
+
+// An arrive on once_empty in a loop of `trips` (0 or 1) trips: the branch the MA IR has no op for.
+void KernelLowering::arrive_once_empty_if(const std::string& name, const Value& trips) {
   b_.for_loop(
-      "once_release", 1, {},
+      name, 1, {},
       [&](const Value&, const std::vector<Value>&) {
         b_.mbarrier_arrive(BarrierRef{ws_.once_empty, nullptr}, 0, threads());
         return std::vector<Value>{};
       },
-      {}, {}, 0, release);
-  ++ws_.once_release_emitted;
+      {}, {}, 0, trips);
 }
 
 // After a main loop whose iterations release the tiles copied once: every body did (or none
@@ -783,13 +788,7 @@ void KernelLowering::finish_once_release(const VOp& loop) {
   if (options_.overlap || !loop.trip_count) return;
   const Value none = b_.binary(BinaryOp::Max, b_.binary(BinaryOp::Sub, index_constant(1), loop_trips(loop), "no_trips"),
                                index_constant(0), "releases_once_after");
-  b_.for_loop(
-      "once_release_after", 1, {},
-      [&](const Value&, const std::vector<Value>&) {
-        b_.mbarrier_arrive(BarrierRef{ws_.once_empty, nullptr}, 0, threads());
-        return std::vector<Value>{};
-      },
-      {}, {}, 0, none);
+  arrive_once_empty_if("once_release_after", none);
 }
 
 // overlap=1: emits the previous iteration's late part that the iteration holds back, as its

@@ -283,22 +283,28 @@ TEST_F(TunerTest, DuplicatesDoNotSpendTheBudget) {
   EXPECT_EQ(more.measured, 1);
 }
 
+// `base` as another build of the compiler (`hash` in its version), with nothing measured yet.
+ScriptedExecutor under_compiler(const ScriptedExecutor& base, const std::string& hash) {
+  ScriptedExecutor out = base;
+  out.measured.clear();
+  out.measured_codes.clear();
+  out.compiler = "nautilus 0.1.0 (compiler " + hash + "), NVRTC 13.0";
+  return out;
+}
+
 TEST_F(TunerTest, AChangedCompilerMeasuresOnlyTheKernelsItChanged) {
   // Another compiler (another source hash in its version) walks the candidates again: the
   // schedules whose generated code did not change are the earlier measurements carried over,
   // which --resume counts against the budget; code that changed is measured.
-  ScriptedExecutor first;
+  ScriptedExecutor first = under_compiler(ScriptedExecutor{}, "aaaaaaaaaaaa");
   first.distinct_codes = 1 << 20;  // every schedule its own kernel
-  first.compiler = "nautilus 0.1.0 (compiler aaaaaaaaaaaa), NVRTC 13.0";
   TuneOptions options;
   options.budget = 6;
   const TuneResult measured = tune(first, options);
   ASSERT_TRUE(measured.ok) << measured.error;
   ASSERT_EQ(measured.measured, 6);
 
-  ScriptedExecutor same_code = first;
-  same_code.measured.clear();
-  same_code.compiler = "nautilus 0.1.0 (compiler bbbbbbbbbbbb), NVRTC 13.0";
+  ScriptedExecutor same_code = under_compiler(first, "bbbbbbbbbbbb");
   options.resume = true;
   const TuneResult carried = tune(same_code, options);
   ASSERT_TRUE(carried.ok) << carried.error;
@@ -314,9 +320,7 @@ TEST_F(TunerTest, AChangedCompilerMeasuresOnlyTheKernelsItChanged) {
   EXPECT_EQ(resumed.measured, 0);
   EXPECT_EQ(resumed.duplicates, 0);
 
-  ScriptedExecutor changed = first;
-  changed.measured.clear();
-  changed.compiler = "nautilus 0.1.0 (compiler cccccccccccc), NVRTC 13.0";
+  ScriptedExecutor changed = under_compiler(first, "cccccccccccc");
   changed.code_salt = "new-";
   const TuneResult remeasured = tune(changed, options);
   ASSERT_TRUE(remeasured.ok) << remeasured.error;
@@ -328,18 +332,15 @@ TEST_F(TunerTest, AnEarlierMeasurementIsCarriedOverOnceHoweverManySchedulesShare
   // Three kernels in the whole space: the first compiler measures all three. Under the next
   // compiler every schedule is a duplicate of one of them; the three are carried over once each,
   // so the budget still has room, and a resumed run under that compiler finds nothing to do.
-  ScriptedExecutor first;
+  ScriptedExecutor first = under_compiler(ScriptedExecutor{}, "aaaaaaaaaaaa");
   first.distinct_codes = 3;
-  first.compiler = "nautilus 0.1.0 (compiler aaaaaaaaaaaa), NVRTC 13.0";
   TuneOptions options;
   options.budget = 10;
   const TuneResult measured = tune(first, options);
   ASSERT_TRUE(measured.ok) << measured.error;
   ASSERT_EQ(measured.measured, 3);
 
-  ScriptedExecutor next = first;
-  next.measured.clear();
-  next.compiler = "nautilus 0.1.0 (compiler bbbbbbbbbbbb), NVRTC 13.0";
+  ScriptedExecutor next = under_compiler(first, "bbbbbbbbbbbb");
   options.resume = true;
   const TuneResult carried = tune(next, options);
   ASSERT_TRUE(carried.ok) << carried.error;
