@@ -461,6 +461,10 @@ int run_tune_command(const ParsedOptions& options, std::ostream& out, std::ostre
       << result.failed << " failed validation or did not run), " << result.skipped
       << " already in the database, " << result.duplicates
       << " duplicates skipped (the same generated code as a measured candidate)";
+  if (result.carried_over > 0) {
+    out << ", " << result.carried_over << " of them carried over from another build of the compiler "
+        << "(its measurement counts as this one's)";
+  }
   if (result.hopeless > 0) {
     out << ", " << result.hopeless << " not measured (estimated at more than "
         << tune_options.skip_estimate_ratio << "x the search's pick)";
