@@ -307,6 +307,8 @@ class KernelLowering {
   // the wait that retired them, so that the producer loads the next tile's under this tile's
   // last softmax, P·V and epilogue.
   void plan_once_release(const VOp& loop);
+  // Whether a dot reads an operand of the warp-specialized loop that is copied once per tile.
+  bool reads_tile_copied_once(const DotPlan& plan) const;
   void release_once_tiles_in_last_iteration();
   void finish_once_release(const VOp& loop);
   void arrive_once_empty_if(const std::string& name, const Value& trips);

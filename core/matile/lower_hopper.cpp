@@ -715,6 +715,12 @@ void KernelLowering::retire_wgmma_reads(const VOp& op) {
   if (retires_once_readers) release_once_tiles_in_last_iteration();
 }
 
+bool KernelLowering::reads_tile_copied_once(const DotPlan& plan) const {
+  return std::any_of(ws_.operands.begin(), ws_.operands.end(), [&](const TmaOperand& operand) {
+    return operand.once && (operand.load == plan.a.load || operand.load == plan.b.load);
+  });
+}
+
 void KernelLowering::plan_once_release(const VOp& loop) {
   ws_.once_readers.clear();
   ws_.once_release_bodies = ws_.once_release_emitted = 0;
@@ -722,10 +728,7 @@ void KernelLowering::plan_once_release(const VOp& loop) {
   const auto reads_once = [&](const VOp& op) {
     if (op.kind != VOpKind::Dot) return false;
     const auto plan = dot_plans_.find(&op);
-    if (plan == dot_plans_.end()) return true;  // an unplanned dot: assume it reads them
-    return std::any_of(ws_.operands.begin(), ws_.operands.end(), [&](const TmaOperand& operand) {
-      return operand.once && (operand.load == plan->second.a.load || operand.load == plan->second.b.load);
-    });
+    return plan == dot_plans_.end() || reads_tile_copied_once(plan->second);  // unplanned: assume so
   };
   bool nested_reader = false;
   const std::function<void(const vrtile::Region&)> scan_nested = [&](const vrtile::Region& region) {
@@ -1241,11 +1244,7 @@ void KernelLowering::emit_overlapped_loop(const VOp& loop) {
   // an early op, is the query tile's last reader), a persistent CTA's producer may load the
   // next tile's under this tile's last P.V and epilogue, not only under the epilogue.
   const bool late_reads_once = std::any_of(ws_.late.begin(), ws_.late.end(), [&](const VOp* op) {
-    if (op->kind != VOpKind::Dot) return false;
-    const DotPlan& plan = dot_plans_.at(op);
-    return std::any_of(ws_.operands.begin(), ws_.operands.end(), [&](const TmaOperand& operand) {
-      return operand.once && (operand.load == plan.a.load || operand.load == plan.b.load);
-    });
+    return op->kind == VOpKind::Dot && reads_tile_copied_once(dot_plans_.at(op));
   });
   finish_once_release(loop);
   if (ws_.persistent && ws_.once_empty >= 0 && !late_reads_once && !ws_.once_released) {
