@@ -125,14 +125,10 @@ TuneResult run_tune(const search::SearchInput& input, const cost::CostModel& mod
   int already = 0;
   std::set<int64_t> carried;  // other compilers' records that this one's duplicates carry over
   for (const TuningRecord& record : config_records) {
-    if (record.key.compiler_version != base.compiler_version) continue;
-    if (!record.is_duplicate()) {
-      already += record.source == options.source;
-    } else if (compiler_of.count(*record.duplicate_of) &&
-               compiler_of.at(*record.duplicate_of) != base.compiler_version &&
-               carried.insert(*record.duplicate_of).second) {
-      already += record.source == options.source;
-    }
+    if (record.key.compiler_version != base.compiler_version || record.source != options.source) continue;
+    const bool carries = record.is_duplicate() && compiler_of.count(*record.duplicate_of) &&
+                         compiler_of.at(*record.duplicate_of) != base.compiler_version;
+    if (!record.is_duplicate() || (carries && carried.insert(*record.duplicate_of).second)) ++already;
   }
   int budget_left = options.budget;
   if (options.resume) budget_left = std::max(0, options.budget - already);
