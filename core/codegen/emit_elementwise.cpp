@@ -117,6 +117,8 @@ void KernelEmitter::elementwise(const Op& op) {
           value = from == DType::Index ? operand(0) + " != 0" : to_float(operand(0), from) + " != 0.0f";
         } else if (from == DType::Bool) {
           value = operand(0) + " ? " + constant_of(1.0, dtype) + " : " + constant_of(0.0, dtype);
+        } else if (from == DType::I8 && dtype == DType::BF16) {
+          value = "nautilus_device::int8_to_bf16(" + operand(0) + ")";  // exact, no rounding step
         } else {
           value = from_float(to_float(operand(0), from), dtype);
         }

@@ -74,7 +74,7 @@ std::string to_float(const std::string& expr, DType dtype) {
     case DType::F16: return "__half2float(" + expr + ")";
     case DType::F8E4M3: return "nautilus_device::fp8e4m3_to_float(" + expr + ")";
     case DType::F8E5M2: return "nautilus_device::fp8e5m2_to_float(" + expr + ")";
-    case DType::I8: return "static_cast<float>(" + expr + ")";
+    case DType::I8: return "nautilus_device::int8_to_float(" + expr + ")";
     case DType::Index: return "static_cast<float>(" + expr + ")";
     case DType::Bool: return "(" + expr + " ? 1.0f : 0.0f)";
     default: return expr;

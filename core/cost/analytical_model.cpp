@@ -1039,6 +1039,14 @@ class WorkWalk : public matile::Visitor {
         return;
       }
       case OpKind::SharedLoad:
+        if (op.shared_read == matile::SharedRead::Scalar && dtype_bytes(result->type.dtype) == 1) {
+          // 8-bit elements are read one per instruction (the emitter widens only 16- and
+          // 32-bit runs): a warp instruction per slot, each as many wavefronts as its banks
+          // need, and the instruction and its address per element.
+          work.shared_bytes += kWavefrontBytes * element_read_wavefronts(op);
+          work.alu_ops += 2.0 * lanes(result);
+          return;
+        }
         work.shared_bytes += lanes(result) * dtype_bytes(result->type.dtype);
         return;
       case OpKind::SharedStore: {
@@ -1223,6 +1231,45 @@ class WorkWalk : public matile::Visitor {
     return wavefronts * warps;
   }
   static constexpr int64_t kCountedScratchSlots = 128;
+
+  // Wavefronts of a shared load read one element per lane and slot: warp 0's instructions at
+  // the load's offsets in its allocation, bank conflicts counted, times the warps. Without a
+  // usable allocation, one wavefront per warp instruction.
+  double element_read_wavefronts(const Op& op) const {
+    const Value& value = op.results[0];
+    const double warps = kernel_.warps;
+    const int64_t slots = value->layout.slots();
+    const double fallback = warps * static_cast<double>(slots);
+    const int alloc_index = op.shared.alloc;
+    if (alloc_index < 0 || alloc_index >= static_cast<int>(kernel_.shared.size()) || op.shared.transposed) {
+      return fallback;
+    }
+    const matile::SharedAlloc& alloc = kernel_.shared[static_cast<size_t>(alloc_index)];
+    const std::vector<int64_t>& shape = value->type.shape;
+    if (alloc.shape.size() != shape.size() || op.shared.offsets.size() != shape.size()) return fallback;
+    const int bytes = dtype_bytes(alloc.dtype);
+    const int64_t lanes_in_warp = std::min<int64_t>(kWarpSize, value->layout.threads());
+    const int64_t counted_slots = std::min(slots, kCountedScratchSlots);
+    double wavefronts = 0.0;
+    std::vector<int64_t> addresses(static_cast<size_t>(lanes_in_warp));
+    for (int64_t slot = 0; slot < counted_slots; ++slot) {
+      for (int64_t lane = 0; lane < lanes_in_warp; ++lane) {
+        // The element's coordinate in the value's tile, then its index in the allocation's.
+        int64_t index = value->layout.tv.index(lane, slot), at = 0, pitch = 1;
+        for (size_t d = 0; d < shape.size(); ++d) {
+          at += (index % shape[d] + op.shared.offsets[d]) * pitch;
+          index /= shape[d];
+          pitch *= alloc.shape[d];
+        }
+        addresses[static_cast<size_t>(lane)] = alloc.layout(at) * bytes;
+      }
+      const auto counted = layout::count_bank_conflicts(addresses, bytes);
+      if (!counted.ok()) return fallback;
+      wavefronts += static_cast<double>(counted->wavefronts);
+    }
+    if (counted_slots > 0) wavefronts *= static_cast<double>(slots) / static_cast<double>(counted_slots);
+    return wavefronts * warps;
+  }
 
   static constexpr int64_t kWarpSize = matile::kWarpSize;
 

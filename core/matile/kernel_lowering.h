@@ -99,7 +99,19 @@ struct OperandPlan {
   VValue source;              // the 16-bit tile the operand is (after peeling casts/permute)
   const VOp* load = nullptr;  // when the operand comes through shared memory
   bool transposed = false;    // the load's tile is the operand's transpose
+  // The load is an 8-bit tile that `source` widens (a cast to bf16 or f16): each k step reads
+  // its slice from shared memory element by element into the fragment layout and widens it
+  // there (ldmatrix moves 16-bit elements only).
+  bool widened = false;
 };
+// Who reads a staged tile: ldmatrix.x4 (16-bit operands and staged register tiles), or, for an
+// 8-bit operand that a dot widens (OperandPlan::widened), one k step's fragment read a byte per
+// lane: `fragment` maps (thread, value) to the step's [rows, columns] window of the tile.
+struct TileReader {
+  std::optional<layout::TVLayout> fragment;
+  std::vector<int64_t> window;
+};
+
 struct DotPlan {
   bool mma = false;
   bool wgmma = false;  // rule 6: a warpgroup MMA reading both operands from the TMA ring
@@ -189,8 +201,11 @@ class KernelLowering {
   bool peel_reaches_shared(const VValue& operand);
   bool only_accumulated_and_stored(const VValue& v, int depth = 0);
   const VOp* prologue_root(const VValue& source);
+  const VOp* widened_byte_load(const VValue& source);
   void stage_prologue_load(const VValue& source);
   void plan_dots();
+  Value read_widened_step(const OperandPlan& operand, const std::vector<int64_t>& offsets,
+                          const TileType& type, const RegisterLayout& fragment, const std::string& step);
   void emit_dot(const VOp& op);
 
   // -------------------------------------------------------------------------------------------
@@ -261,6 +276,7 @@ class KernelLowering {
   int scratch(const std::string& name, DType dtype, std::vector<int64_t> shape,
               const std::string& purpose);
   int smem_alloc_for(const VOp& load, int stages);
+  TileReader widened_reader(const VOp& load) const;
   void emit_copy(const VOp& load, int alloc, const Value& stage, const VNode* loop_var,
                  const Value& replacement, const Value& predicate,
                  std::optional<int64_t> iteration = std::nullopt);
@@ -270,6 +286,8 @@ class KernelLowering {
   // -------------------------------------------------------------------------------------------
   // Loops and the software pipeline (lower_pipeline.cpp)
   std::vector<const VOp*> pipelinable(const VOp& loop);
+  bool known_ahead(const VOp& loop, const Window& window);
+  void plan_ring_vectors();
   // What emitting a For starts from: its initial values in the layouts of its block arguments,
   // and the names of its results and block arguments.
   struct LoopStart {

@@ -39,6 +39,7 @@ KernelPtr KernelLowering::run() {
   // consumer warpgroups.
   if (options_.consumers > 0) layout_threads_ = int64_t{options_.warps} * kWarpSize;
   plan_dots();
+  plan_ring_vectors();
   if (options_.consumers > 0) plan_warp_specialization();
   synthesize_layouts();
   if (options_.explain_layouts || options_.record_layout_reasons) explain_layouts();

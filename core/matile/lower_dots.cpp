@@ -216,8 +216,16 @@ bool KernelLowering::only_accumulated_and_stored(const VValue& v, int depth) {
         if (!only_accumulated_and_stored(user->results[0], depth + 1)) return false;
         break;
       case VOpKind::Binary:
+        // With uniform operands, a vector broadcast along the other axis (a per-column scale)
+        // or a loop-carried sum it is added to: each takes whatever layout the product takes.
         for (const VValue& other : user->operands) {
-          if (other != v && other->type.rank() != 0) return false;
+          if (other == v || other->type.rank() == 0) continue;
+          if (carried_by_.count(other.get()) && other->type.shape == v->type.shape) continue;
+          const VOp* broadcast = def(other);
+          if (!broadcast || broadcast->kind != VOpKind::Broadcast || broadcast->operands.empty() ||
+              broadcast->operands[0]->type.rank() > 1) {
+            return false;
+          }
         }
         if (!only_accumulated_and_stored(user->results[0], depth + 1)) return false;
         break;
@@ -281,6 +289,25 @@ const VOp* KernelLowering::prologue_root(const VValue& source) {
   return root;
 }
 
+// The 8-bit tile an mma operand widens with one cast (bf16 activations times int8 weights: the
+// cast of W's [k, n] tile to bf16), when that tile is a load that a 16-byte cp.async can copy.
+// Such an operand goes through a shared window like a 16-bit one, and each k step reads its
+// bytes from there: loaded from global memory straight into the fragment layout instead, every
+// element is a one-byte load at a whole row's stride (4 KB for a 4096-wide W) that nothing hides.
+const VOp* KernelLowering::widened_byte_load(const VValue& source) {
+  const VOp* cast = def(source);
+  if (!cast || cast->kind != VOpKind::Cast || cast->operands.size() != 1) return nullptr;
+  const VValue& bytes = cast->operands[0];
+  if (dtype_bytes(bytes->type.dtype) != 1 || bytes->type.rank() != 2 || carried_by_.count(bytes.get())) {
+    return nullptr;
+  }
+  const VOp* load = def(bytes);
+  if (!load || load->kind != VOpKind::Load) return nullptr;
+  std::optional<Window> window = match_window(*load, bytes->type.shape);
+  if (!window || !async_copyable(*load, *window)) return nullptr;
+  return load;
+}
+
 void KernelLowering::stage_prologue_load(const VValue& source) {
   const VOp* root = prologue_root(source);
   if (!root || smem_windows_.count(root)) return;
@@ -310,16 +337,21 @@ void KernelLowering::plan_dots() {
     // feeds another MMA keeps whole rows in one warp (warps along M only).
     const auto through_shared = [&](const VValue& operand) {
       if (peel_reaches_shared(operand)) return true;
+      if (options_.consumers == 0 && widened_byte_load(operand)) return true;
       DType narrow = DType::F32;
       return prologue_root(peel(operand, &narrow).source) != nullptr;
     };
     if (through_shared(op->operands[0]) && through_shared(op->operands[1]) &&
         only_accumulated_and_stored(op->results[0])) {
+      // Shared-memory wavefronts per element: an 8-bit operand read a byte per lane moves 32
+      // elements per wavefront, ldmatrix 64 (16-bit) -- so its elements count twice.
+      const int a_weight = options_.consumers == 0 && widened_byte_load(op->operands[0]) ? 2 : 1;
+      const int b_weight = options_.consumers == 0 && widened_byte_load(op->operands[1]) ? 2 : 1;
       int best_loads = -1;
       for (int m = options_.warps; m >= 1; m /= 2) {
         const int n = options_.warps / m;
         if (M % (16 * m) != 0 || N % (16 * n) != 0) continue;
-        const int loads = static_cast<int>(M / m + N / n);
+        const int loads = static_cast<int>(a_weight * M / m + b_weight * N / n);
         if (best_loads < 0 || loads < best_loads) {
           best_loads = loads;
           wm = m;
@@ -343,6 +375,13 @@ void KernelLowering::plan_dots() {
     }
     if (plan.mma) {
       for (OperandPlan* operand : {&plan.a, &plan.b}) {
+        // (Warp-specialized kernels take their operands from the TMA ring: rule 6.)
+        if (!operand->load && options_.consumers == 0 && (operand != &plan.a || M >= 16)) {
+          if (const VOp* bytes = widened_byte_load(operand->source)) {
+            operand->load = bytes;
+            operand->widened = true;
+          }
+        }
         if (!operand->load) {
           if (operand != &plan.a || M >= 16) stage_prologue_load(operand->source);
           continue;
@@ -377,6 +416,18 @@ void KernelLowering::plan_dots() {
       if (!operand_only) register_loads_.insert(load);
     }
   }
+}
+
+// One k step of a widened 8-bit operand (OperandPlan::widened): its bytes read from the shared
+// window at `offsets`, one element per read, into the fragment layout, then widened to `type`.
+Value KernelLowering::read_widened_step(const OperandPlan& operand, const std::vector<int64_t>& offsets,
+                                        const TileType& type, const RegisterLayout& fragment,
+                                        const std::string& step) {
+  const SmemLoad& s = smem_loads_.at(operand.load);
+  const VValue& bytes = operand.load->results[0];
+  const Value raw = b_.shared_load(SharedRef{s.alloc, s.stage, offsets, false}, SharedRead::Scalar,
+                                   TileType{bytes->type.dtype, type.shape}, fragment, bytes->name + step);
+  return b_.cast(raw, type.dtype, operand.source->name + step);
 }
 
 void KernelLowering::emit_dot(const VOp& op) {
@@ -465,7 +516,9 @@ void KernelLowering::emit_dot(const VOp& op) {
   auto load_step = [&](int64_t kk) -> std::pair<Value, Value> {
     const std::string step = "_k" + std::to_string(kk);
     Value a_k, b_k;
-    if (plan.a.load && !a_hoisted) {
+    if (plan.a.widened) {
+      a_k = read_widened_step(plan.a, {0, kk * 16}, TileType{dtype, {M, 16}}, a_step, step);
+    } else if (plan.a.load && !a_hoisted) {
       const SmemLoad& s = smem_loads_.at(plan.a.load);
       SharedRef ref{s.alloc, s.stage, {0, kk * 16}, plan.a.transposed};
       if (plan.a.transposed) ref.offsets = {kk * 16, 0};
@@ -475,7 +528,9 @@ void KernelLowering::emit_dot(const VOp& op) {
       a_k = K == 16 ? a_reg
                     : b_.extract_slice(a_reg, {0, kk * 16}, {M, 16}, a_step, plan.a.source->name + step);
     }
-    if (plan.b.load) {
+    if (plan.b.widened) {
+      b_k = read_widened_step(plan.b, {kk * 16, 0}, TileType{dtype, {16, N}}, b_step, step);
+    } else if (plan.b.load) {
       const SmemLoad& s = smem_loads_.at(plan.b.load);
       SharedRef ref{s.alloc, s.stage, {kk * 16, 0}, plan.b.transposed};
       if (plan.b.transposed) ref.offsets = {0, kk * 16};

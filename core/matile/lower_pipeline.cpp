@@ -25,6 +25,8 @@
 //                                             }
 //                                             cp.async.wait_group 0
 #include <algorithm>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,23 +34,59 @@
 
 namespace nautilus::matile::lowering {
 
+// Whether a window's offsets in `loop` depend only on the loop variable and values from outside
+// the loop: then its copy can be issued iterations ahead.
+bool KernelLowering::known_ahead(const VOp& loop, const Window& window) {
+  for (const Affine& offset : window.offsets) {
+    for (const auto& [atom, coef] : offset.atoms) {
+      if (atom == loop.loop_var.get()) continue;
+      auto where = scope_.find(atom);
+      // Atoms defined in this body (or deeper) are not known ahead of time.
+      if (where != scope_.end() && where->second == &loop) return false;
+    }
+  }
+  return true;
+}
+
 // Loads of this loop's body that can be issued stages-1 iterations ahead.
 std::vector<const VOp*> KernelLowering::pipelinable(const VOp& loop) {
   std::vector<const VOp*> out;
   for (const vrtile::OpPtr& op : loop.body->ops) {
     if (op->kind != VOpKind::Load || !smem_windows_.count(op.get())) continue;
-    bool ok = true;
-    for (const Affine& offset : smem_windows_.at(op.get()).offsets) {
-      for (const auto& [atom, coef] : offset.atoms) {
-        if (atom == loop.loop_var.get()) continue;
-        auto where = scope_.find(atom);
-        // Atoms defined in this body (or deeper) are not known ahead of time.
-        if (where != scope_.end() && where->second == &loop) ok = false;
-      }
-    }
-    if (ok) out.push_back(op.get());
+    if (known_ahead(loop, smem_windows_.at(op.get()))) out.push_back(op.get());
   }
   return out;
+}
+
+// The vectors a pipelined loop loads beside its operand tiles -- a group's scales, a row of
+// biases -- join its ring: copied stages-1 iterations ahead with the tiles and read back from
+// shared memory. Loaded from global memory where they are used instead, each iteration waits a
+// memory round trip for them however deep the ring is (the int8 weight GEMM at M 16 waited for
+// its 64 scales in each of 32 iterations: 32.9 us where the weights alone take 5). Only
+// vectors: a 2-D tile of its own (a bias matrix) would take as much shared memory per stage as
+// an operand.
+void KernelLowering::plan_ring_vectors() {
+  if (options_.consumers > 0 || options_.stages < 2) return;
+  std::function<void(const vrtile::Region&)> walk = [&](const vrtile::Region& region) {
+    for (const vrtile::OpPtr& op : region.ops) {
+      if (!op->body) continue;
+      if (op->kind == VOpKind::For && !pipelinable(*op).empty()) {
+        for (const vrtile::OpPtr& inner : op->body->ops) {
+          if (inner->kind != VOpKind::Load || inner->results[0]->type.rank() != 1 ||
+              smem_windows_.count(inner.get()) || row_buffers_.count(inner->buffer.get())) {
+            continue;
+          }
+          std::optional<Window> window = match_window(*inner, inner->results[0]->type.shape);
+          if (!window || !async_copyable(*inner, *window) || !known_ahead(*op, *window)) continue;
+          smem_windows_[inner.get()] = *window;
+          register_loads_.insert(inner.get());
+          staged_register_loads_.insert(inner.get());
+        }
+      }
+      walk(*op->body);
+    }
+  };
+  walk(*vk_.body);
 }
 
 void KernelLowering::emit_for(const VOp& op) {

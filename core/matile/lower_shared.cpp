@@ -18,6 +18,7 @@
 //                                      bar.sync
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -63,8 +64,10 @@ std::pair<int64_t, int64_t> counted_window(int64_t rows, int64_t columns) {
   return {prefix(rows, 64), prefix(columns, 512)};
 }
 
-SwizzleChoice compute_swizzle(const std::vector<int64_t>& shape, int bytes) {
-  const auto [counted_rows, counted_columns] = counted_window(shape[0], shape[1]);
+SwizzleChoice compute_swizzle(const std::vector<int64_t>& shape, int bytes, const TileReader& reader) {
+  const auto [counted_rows, counted_columns] =
+      reader.fragment ? std::pair<int64_t, int64_t>{reader.window[0], reader.window[1]}
+                      : counted_window(shape[0], shape[1]);
   const int64_t scale = (shape[0] / counted_rows) * (shape[1] / counted_columns);
   std::vector<layout::Swizzle> candidates = {layout::kSwizzleNone};
   for (int shift = 3; shift <= 6; ++shift) {
@@ -80,7 +83,11 @@ SwizzleChoice compute_swizzle(const std::vector<int64_t>& shape, int bytes) {
     const layout::ComposedLayout smem{
         *sw, layout::Layout(layout::tuple_of(counted_rows, counted_columns), layout::tuple_of(shape[1], 1))};
     int64_t wavefronts = 0;
-    if (shape[0] % 16 == 0 && shape[1] % 16 == 0) {
+    if (reader.fragment) {
+      Result<layout::BankConflicts> conflicts = layout::count_bank_conflicts(smem, bytes, *reader.fragment, 1);
+      if (!conflicts) continue;
+      wavefronts = conflicts->wavefronts * scale;
+    } else if (shape[0] % 16 == 0 && shape[1] % 16 == 0) {
       Result<layout::TVLayout> access = layout::tile_tv_layout(
           layout::ldmatrix_x4_addresses(), layout::tuple_of(counted_rows, counted_columns));
       if (!access) continue;
@@ -98,7 +105,8 @@ SwizzleChoice compute_swizzle(const std::vector<int64_t>& shape, int bytes) {
   return best;
 }
 
-SwizzleChoice choose_swizzle(const std::vector<int64_t>& shape, int bytes) {
+SwizzleChoice choose_swizzle(const std::vector<int64_t>& shape, int bytes, const TileReader& reader = {}) {
+  if (reader.fragment) return compute_swizzle(shape, bytes, reader);  // one tile per kernel: cheap
   static std::mutex mutex;
   static std::map<std::pair<std::vector<int64_t>, int>, SwizzleChoice> chosen;
   const std::pair<std::vector<int64_t>, int> key{shape, bytes};
@@ -106,7 +114,7 @@ SwizzleChoice choose_swizzle(const std::vector<int64_t>& shape, int bytes) {
     std::lock_guard<std::mutex> lock(mutex);
     if (auto it = chosen.find(key); it != chosen.end()) return it->second;
   }
-  SwizzleChoice choice = compute_swizzle(shape, bytes);
+  SwizzleChoice choice = compute_swizzle(shape, bytes, reader);
   std::lock_guard<std::mutex> lock(mutex);
   return chosen.emplace(key, std::move(choice)).first->second;
 }
@@ -129,19 +137,46 @@ int KernelLowering::scratch(const std::string& name, DType dtype, std::vector<in
   return b_.shared(name, dtype, shape, row_major_shared(shape, layout::Swizzle{}), 1, purpose);
 }
 
+// The reader of `load`'s tile when a dot reads it as a widened 8-bit operand: the fragment of
+// one k step over the step's window (16 rows of B, 16 columns of A).
+TileReader KernelLowering::widened_reader(const VOp& load) const {
+  for (const auto& [dot, plan] : dot_plans_) {
+    if (!plan.mma) continue;
+    const std::vector<int64_t>& shape = load.results[0]->type.shape;
+    if (plan.b.widened && plan.b.load == &load) {
+      Result<RegisterLayout> step = mma_b_layout(16, shape[1], plan.warps_m, plan.warps_n);
+      if (step) return TileReader{step->tv, {16, shape[1]}};
+    }
+    if (plan.a.widened && plan.a.load == &load) {
+      Result<RegisterLayout> step = mma_a_layout(shape[0], 16, plan.warps_m, plan.warps_n);
+      if (step) return TileReader{step->tv, {shape[0], 16}};
+    }
+  }
+  return {};
+}
+
 int KernelLowering::smem_alloc_for(const VOp& load, int stages) {
   auto found = smem_alloc_.find(&load);
   if (found != smem_alloc_.end()) return found->second;
   const VValue& v = load.results[0];
   const std::vector<int64_t>& shape = v->type.shape;
   const int bytes = dtype_bytes(v->type.dtype);
-  const SwizzleChoice chosen = choose_swizzle(shape, bytes);
+  if (shape.size() == 1) {
+    // A vector in a loop's ring (plan_ring_vectors): read by whole rows, no swizzle to choose.
+    const int id = b_.shared(v->name + "_smem", v->type.dtype, shape, row_major_shared(shape, layout::Swizzle{}),
+                             stages, "vector " + load.buffer->name + " (%" + v->name + ") in the ring");
+    smem_alloc_[&load] = id;
+    return id;
+  }
+  const TileReader reader = widened_reader(load);
+  const SwizzleChoice chosen = choose_swizzle(shape, bytes, reader);
   const layout::Swizzle& best = chosen.swizzle;
   const int64_t best_wavefronts = chosen.wavefronts, unswizzled = chosen.unswizzled_wavefronts;
   const std::string& choice = chosen.name;
   const std::string purpose = "tile of " + load.buffer->name + " (%" + v->name + "), " + choice +
                               ": " + std::to_string(best_wavefronts) +
-                              " ldmatrix wavefronts, unswizzled " + std::to_string(unswizzled);
+                              (reader.fragment ? " byte-read wavefronts" : " ldmatrix wavefronts") +
+                              ", unswizzled " + std::to_string(unswizzled);
   const int id = b_.shared(v->name + "_smem", v->type.dtype, shape, row_major_shared(shape, best),
                            stages, purpose);
   smem_alloc_[&load] = id;
@@ -154,11 +189,14 @@ void KernelLowering::emit_copy(const VOp& load, int alloc, const Value& stage,
   const VValue& v = load.results[0];
   const std::vector<int64_t>& shape = v->type.shape;
   const int bytes = dtype_bytes(v->type.dtype);
+  const bool vector = shape.size() == 1;
   Result<layout::TVLayout> copy = layout_error("no copy layout");
   for (int64_t t = threads(); t >= 1 && !copy; t /= 2) {
-    copy = layout::copy_row_major_16b(shape[0], shape[1], bytes, t);
+    copy = layout::copy_row_major_16b(vector ? 1 : shape[0], shape.back(), bytes, t);
   }
   if (!copy) fail("no 16-byte copy layout for %" + v->name + ": " + copy.error().message);
+  // A vector is a one-row copy: the column-major index of (0, c) is c.
+  if (vector) copy = layout::TVLayout{copy->layout, tile_tuple({shape[0]})};
   SharedRef ref;
   ref.alloc = alloc;
   ref.stage = stage;
@@ -173,16 +211,18 @@ void KernelLowering::emit_copy(const VOp& load, int alloc, const Value& stage,
 Value KernelLowering::read_staged(const VOp& load, const SmemLoad& smem) {
   const VValue& v = load.results[0];
   const RegisterLayout l = layout_for(v);
-  const int64_t R = v->type.shape[0], C = v->type.shape[1];
+  const int64_t R = v->type.shape[0], C = v->type.shape.back();
   SharedRead read = SharedRead::Scalar;
-  if (l.kind == LayoutKind::MmaA) {
+  if (v->type.rank() != 2) {
+    // A vector from a loop's ring: element by element (runs of them as wide reads).
+  } else if (l.kind == LayoutKind::MmaA) {
     Result<RegisterLayout> fragment = mma_a_layout(R, C, l.warps_m, l.warps_n);
     if (fragment && *fragment == l) read = SharedRead::LdMatrixX4;
   } else if (l.kind == LayoutKind::MmaB && (C / (8 * l.warps_n)) % 2 == 0) {
     Result<RegisterLayout> fragment = mma_b_layout(R, C, l.warps_m, l.warps_n);
     if (fragment && *fragment == l) read = SharedRead::LdMatrixX4Trans;
   }
-  SharedRef ref{smem.alloc, smem.stage, {0, 0}, false};
+  SharedRef ref{smem.alloc, smem.stage, std::vector<int64_t>(v->type.shape.size(), 0), false};
   return b_.shared_load(ref, read, v->type, l, v->name);
 }
 

@@ -1,0 +1,140 @@
+// 8-bit mma operands that a dot widens (lower_dots.cpp widened_byte_load, OperandPlan::widened):
+// bf16 activations times int8 weights. The weight tile goes through a shared window like a
+// 16-bit operand -- a 16-byte cp.async copy, issued ahead in a pipelined loop -- and each k step
+// reads its bytes from there into the fragment layout and widens them, instead of loading every
+// element from global memory at a whole row's stride. The swizzle is the one under which those
+// byte reads are conflict-free, and the MA interpreter matches the float64 reference at sizes
+// that are no tile multiples.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "core/layout/bank_conflicts.h"
+#include "core/matile/ir.h"
+#include "core/matile/layouts.h"
+#include "tests/common/matile_ops.h"
+#include "tests/common/spec_test_util.h"
+
+namespace nautilus::matile {
+namespace {
+
+using nautilus::testing::compile_for_arch;
+using nautilus::testing::count_ops;
+using nautilus::testing::expect_stage_matches_reference;
+using nautilus::testing::first_op;
+
+std::vector<std::string> weight_gemm_schedule(int tile_m, int tile_n, int tile_k, int stages) {
+  return {"tile(Y_sum, m=" + std::to_string(tile_m) + ", n=" + std::to_string(tile_n) + ", k=" +
+              std::to_string(tile_k) + ")",
+          "reverse_compute_at(Y, Y_sum, n_o)", "bind(Y_sum, m_o=grid.y, n_o=grid.x)",
+          "pipeline(Y_sum, stages=" + std::to_string(stages) + ")"};
+}
+
+bool reads_int8_from_shared(const Op& op) {
+  return op.kind == OpKind::SharedLoad && op.results[0]->type.dtype == DType::I8;
+}
+
+TEST(WidenedOperand, Int8WeightsAreCopiedToSharedAndReadPerKStepIntoFragments) {
+  for (const std::string& arch : {std::string("sm_80"), std::string("sm_90a")}) {
+    SCOPED_TRACE(arch);
+    // 70 rows, 80 columns, 384 = 3 groups of k: a partial tile on m and n. A k tile of one scale
+    // group leaves one scale per column and tile, applied to the product (the weights' cast is
+    // then the whole operand).
+    const driver::Compilation compilation =
+        compile_for_arch("assets/specs/int8_weight_gemm.nt", weight_gemm_schedule(64, 64, 128, 3),
+                         {"M=70", "N=80", "K=384", "G=128", "KG=3"}, arch);
+    ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error << compilation.internal_error;
+    const Kernel& kernel = *compilation.ma_module->kernels.at(0);
+    // No element of W is loaded from global memory into registers: the copies move it.
+    EXPECT_EQ(count_ops(*kernel.body, [](const Op& op) {
+                return op.kind == OpKind::GlobalLoad && op.buffer && op.buffer->name == "W";
+              }),
+              0);
+    EXPECT_GE(count_ops(*kernel.body, [](const Op& op) {
+                return op.kind == OpKind::AsyncCopy && op.buffer && op.buffer->name == "W";
+              }),
+              1);
+    // One [16, 64] byte read per k step (128 / 16 = 8), each widened to bf16 for the mma.
+    const Op* read = first_op(*kernel.body, reads_int8_from_shared);
+    ASSERT_TRUE(read);
+    EXPECT_EQ(read->shared_read, SharedRead::Scalar);
+    EXPECT_EQ(read->results[0]->type.shape, (std::vector<int64_t>{16, 64}));
+    EXPECT_EQ(read->results[0]->layout.kind, LayoutKind::MmaB);
+    EXPECT_EQ(count_ops(*kernel.body, reads_int8_from_shared), 8);
+    // The scaled product is only accumulated and stored: the warps split both m and n (each
+    // reads half of W's columns instead of all of them).
+    EXPECT_EQ(read->results[0]->layout.warps_m, 2);
+    EXPECT_EQ(read->results[0]->layout.warps_n, 2);
+
+    // The swizzle makes each warp instruction of the byte reads one wavefront.
+    const SharedAlloc& tile = kernel.shared.at(static_cast<size_t>(read->shared.alloc));
+    EXPECT_NE(tile.purpose.find("byte-read wavefronts"), std::string::npos) << tile.purpose;
+    const RegisterLayout& fragment = read->results[0]->layout;
+    for (int64_t slot = 0; slot < fragment.slots(); ++slot) {
+      std::vector<int64_t> addresses;
+      for (int64_t lane = 0; lane < 32; ++lane) {
+        const int64_t index = fragment.tv.index(lane, slot);  // (k, n) in the [16, 64] step
+        addresses.push_back(tile.layout((index % 16) + (index / 16) * tile.shape[0]));
+      }
+      const auto conflicts = layout::count_bank_conflicts(addresses, 1);
+      ASSERT_TRUE(conflicts.ok());
+      EXPECT_EQ(conflicts->wavefronts, 1) << "slot " << slot;
+    }
+    for (uint64_t seed : {3, 4}) expect_stage_matches_reference(compilation, driver::Stage::MATile, seed, arch + " ");
+  }
+}
+
+TEST(WidenedOperand, TheScalesOfEachGroupJoinTheRingOfThePipelinedLoop) {
+  // S[k / 128, n]: one 64-wide row of scales per k tile, copied with the operand tiles
+  // stages - 1 iterations ahead and read back from shared memory, instead of a global load that
+  // every iteration would wait for.
+  const driver::Compilation compilation =
+      compile_for_arch("assets/specs/int8_weight_gemm.nt", weight_gemm_schedule(16, 64, 128, 4),
+                       {"M=16", "N=208", "K=640", "G=128", "KG=5"}, "sm_80");
+  ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error << compilation.internal_error;
+  const Kernel& kernel = *compilation.ma_module->kernels.at(0);
+  const auto on_s = [](OpKind kind) {
+    return [kind](const Op& op) { return op.kind == kind && op.buffer && op.buffer->name == "S"; };
+  };
+  EXPECT_EQ(count_ops(*kernel.body, on_s(OpKind::GlobalLoad)), 0);
+  EXPECT_EQ(count_ops(*kernel.body, on_s(OpKind::AsyncCopy)), 4);  // 3 in the prologue, 1 per iteration
+  const Op* loop = first_op(*kernel.body, [](const Op& op) { return op.kind == OpKind::For; });
+  ASSERT_TRUE(loop);
+  EXPECT_EQ(loop->pipeline_stages, 4);
+  const Op* scales = first_op(*loop->body, [](const Op& op) {
+    return op.kind == OpKind::SharedLoad && op.results[0]->type.rank() == 1;
+  });
+  ASSERT_TRUE(scales);
+  EXPECT_EQ(scales->results[0]->type.dtype, DType::BF16);
+  EXPECT_NE(kernel.shared.at(static_cast<size_t>(scales->shared.alloc)).purpose.find("in the ring"), std::string::npos);
+  for (uint64_t seed : {8, 9}) expect_stage_matches_reference(compilation, driver::Stage::MATile, seed, "scales ");
+}
+
+TEST(WidenedOperand, ShortActivationsKeepTheirRegisterPathAndTheWeightsStillGoThroughShared) {
+  // A decode step's 8 rows: A is loaded straight into its fragment (ldmatrix reads 16-row atoms),
+  // W still goes through shared memory.
+  const driver::Compilation compilation =
+      compile_for_arch("assets/specs/int8_weight_gemm.nt", weight_gemm_schedule(8, 64, 128, 4),
+                       {"M=8", "N=208", "K=256", "G=128", "KG=2"}, "sm_80");
+  ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error << compilation.internal_error;
+  const Kernel& kernel = *compilation.ma_module->kernels.at(0);
+  EXPECT_EQ(count_ops(*kernel.body, reads_int8_from_shared), 128 / 16);
+  expect_stage_matches_reference(compilation, driver::Stage::MATile, 5, "decode ");
+}
+
+TEST(WidenedOperand, RowsThatACopyCannotAlignKeepTheRegisterPath) {
+  // N = 72: a row of W is 72 bytes, so a 16-byte copy of a tile cannot start at every row's
+  // beginning; the weights are then loaded into their fragments from global memory, and the
+  // result is still right.
+  const driver::Compilation compilation =
+      compile_for_arch("assets/specs/int8_weight_gemm.nt", weight_gemm_schedule(64, 64, 128, 2),
+                       {"M=64", "N=72", "K=256", "G=128", "KG=2"}, "sm_80");
+  ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error << compilation.internal_error;
+  const Kernel& kernel = *compilation.ma_module->kernels.at(0);
+  EXPECT_EQ(count_ops(*kernel.body, reads_int8_from_shared), 0);
+  expect_stage_matches_reference(compilation, driver::Stage::MATile, 6, "unaligned ");
+}
+
+}  // namespace
+}  // namespace nautilus::matile
