@@ -157,7 +157,15 @@ std::optional<TilePlan> tile_plan(const NestFacts& nest) {
     axis.axis = axis_name(*principal.block, *loop.loop);
     axis.sizes = {0};
     std::vector<int64_t> sizes;
-    if (loop.grid || loop.tile_outer || loop.tile_inner || loop.extent <= 1) {
+    if (loop.grid || loop.tile_outer || loop.tile_inner) {
+      // keep only
+    } else if (loop.spatial && loop.reuse && loop.extent <= 8 &&
+               (loop.extent & (loop.extent - 1)) == 0) {
+      // 1, 2, 4 or 8 rows (a decode step's activations): one tile of all of them keeps the
+      // product a matrix product, which runs on tensor cores with the atom's rows repeated
+      // (docs/matile.md rule 1); untiled, the nest is a matrix-vector product on CUDA cores.
+      sizes = {loop.extent};
+    } else if (loop.extent <= 1) {
       // keep only
     } else if (loop.spatial && loop.reuse_group > 1) {
       // A tile of one group reads each shared element once (larger ones would gather several).

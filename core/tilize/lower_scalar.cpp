@@ -1469,30 +1469,42 @@ class KernelLowering {
 
   // `(c * Q + R) // c` as Q when R stays in [0, c) over every iteration: with the query heads
   // of a group in one tile, `(h_o * 8 + h_i) // 8` is `h_o`, so the key/value tile that GQA
-  // reads through `h // 8` is loaded once for the tile instead of once per head.
+  // reads through `h // 8` is loaded once for the tile instead of once per head. More generally
+  // `(a * Y + R) // c` is `Y // (c / a)` when a divides c and R stays in [0, a): a k tile of 32
+  // reading the scales of 128-row groups, `S[(k_o * 32 + k_i) // 128, n]`, reads row
+  // `k_o // 4` for the whole tile, one vector per iteration instead of a row per k.
   std::optional<Expr> exact_quotient(const scalar::Binary& division) const {
     const auto* divisor = division.b->as<scalar::IntImm>();
     if (division.op != BinaryOp::FloorDiv || !divisor || divisor->value <= 1) return std::nullopt;
     const std::optional<Affine> numerator = affine_of(bound(division.a));
     if (!numerator) return std::nullopt;
     const int64_t c = divisor->value;
-    Affine quotient, remainder;
-    quotient.vars = remainder.vars = numerator->vars;
-    for (const auto& [var, coeff] : numerator->coeffs) {
-      if (coeff % c == 0) {
-        quotient.coeffs[var] = coeff / c;
-      } else {
-        if (!extents_.count(var)) return std::nullopt;  // its range is unknown here
-        remainder.coeffs[var] = coeff;
+    // The largest divisor a of c that works (a = c: the quotient is affine).
+    for (int64_t a = c; a >= 2; --a) {
+      if (c % a != 0) continue;
+      Affine quotient, remainder;
+      quotient.vars = remainder.vars = numerator->vars;
+      bool bounded = true;
+      for (const auto& [var, coeff] : numerator->coeffs) {
+        if (coeff % a == 0) {
+          quotient.coeffs[var] = coeff / a;
+        } else if (extents_.count(var)) {
+          remainder.coeffs[var] = coeff;
+        } else {
+          bounded = false;  // its range is unknown here
+          break;
+        }
       }
+      if (!bounded) continue;
+      const int64_t floor_constant = numerator->constant / a - (numerator->constant % a < 0 ? 1 : 0);
+      quotient.constant = floor_constant;
+      remainder.constant = numerator->constant - floor_constant * a;
+      const auto [low, high] = range_of(remainder);
+      if (low < 0 || high >= a) continue;
+      if (a == c) return scalar::affine_expr(quotient);
+      return scalar::binary(BinaryOp::FloorDiv, scalar::affine_expr(quotient), scalar::int_imm(c / a));
     }
-    const int64_t floor_constant =
-        numerator->constant / c - (numerator->constant % c < 0 ? 1 : 0);
-    quotient.constant = floor_constant;
-    remainder.constant = numerator->constant - floor_constant * c;
-    const auto [low, high] = range_of(remainder);
-    if (low < 0 || high >= c) return std::nullopt;
-    return scalar::affine_expr(quotient);
+    return std::nullopt;
   }
 
   Expr without_exact_quotients(const Expr& expr) const {
