@@ -53,7 +53,7 @@ ROWS = [
     ("nt_8192", "fp8_gemm_nt", 8192, 8192, 8192, ("searched", "hand")),
     ("nt_4096", "fp8_gemm_nt", 4096, 4096, 4096, ("searched", "hand")),
     ("nn_4096_widened", "fp8_gemm", 4096, 4096, 4096, ("hand",)),
-    ("w8_m1", "int8_weight_gemm", 1, 4096, 4096, ("searched", "hand", "split8")),
+    ("w8_m1", "int8_weight_gemm", 1, 4096, 4096, ("searched", "hand", "split8", "rows1")),
     ("w8_m16", "int8_weight_gemm", 16, 4096, 4096, ("searched", "hand")),
     ("w8_m4096", "int8_weight_gemm", 4096, 4096, 4096, ("searched", "hand", "tile128x64")),
 ]
@@ -62,6 +62,7 @@ ROWS = [
 PINNED = {
     "split8": ["split_k_update(Y_sum, k, splits=8)"],
     "tile128x64": ["tile(Y_sum, m=128, n=64, k=128)"],
+    "rows1": ["tile(Y_sum, m=1, n=64, k=128)"],  # the decode row on tensor cores, atom rows repeated
 }
 # Validation sizes that are not tile multiples (K a multiple of the 128-row scale groups).
 VALIDATION = {"M": 1000, "N": 744, "K": 1040}

@@ -361,8 +361,12 @@ void KernelLowering::plan_dots() {
       // Only the accumulator is live beside the fragments: room for a second set.
       plan.prefetch_fragments = true;
     }
+    // ldmatrix.x4.trans reads B 16 columns at a time; a widened 8-bit B, read a byte per lane,
+    // needs only whole n8 atoms per warp (a decode step's 16 x 32 tile on 4 warps).
+    const bool b_bytes = options_.consumers == 0 && widened_byte_load(op->operands[1]);
+    const int64_t n_atom = b_bytes ? 8 : 16;
     plan.mma = options_.use_mma && (plan.eight_bit || (da == db && (da == DType::BF16 || da == DType::F16))) &&
-               mma_rows_fit(M, wm) && N % (16 * wn) == 0 && K % 16 == 0;
+               mma_rows_fit(M, wm) && N % (n_atom * wn) == 0 && K % 16 == 0;
     plan.warps_m = wm;
     plan.warps_n = wn;
     // 1, 2, 4 or 8 rows (a decode step's head group) run on one warp along M with the atom's

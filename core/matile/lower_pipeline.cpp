@@ -62,17 +62,22 @@ std::vector<const VOp*> KernelLowering::pipelinable(const VOp& loop) {
 // biases -- join its ring: copied stages-1 iterations ahead with the tiles and read back from
 // shared memory. Loaded from global memory where they are used instead, each iteration waits a
 // memory round trip for them however deep the ring is (the int8 weight GEMM at M 16 waited for
-// its 64 scales in each of 32 iterations: 32.9 us where the weights alone take 5). Only
-// vectors: a 2-D tile of its own (a bias matrix) would take as much shared memory per stage as
-// an operand.
+// its 64 scales in each of 32 iterations: 32.9 us where the weights alone take 5; at M 1 its
+// one row of activations likewise). Only vectors: a 2-D tile of its own (a bias matrix) would
+// take as much shared memory per stage as an operand.
 void KernelLowering::plan_ring_vectors() {
   if (options_.consumers > 0 || options_.stages < 2) return;
+  // One axis longer than 1: a vector, or a one-row tile (a decode step's activations, the A
+  // operand of an mma with its atom's rows repeated, which ldmatrix cannot read).
+  const auto is_vector = [](const std::vector<int64_t>& shape) {
+    return std::count_if(shape.begin(), shape.end(), [](int64_t e) { return e > 1; }) <= 1;
+  };
   std::function<void(const vrtile::Region&)> walk = [&](const vrtile::Region& region) {
     for (const vrtile::OpPtr& op : region.ops) {
       if (!op->body) continue;
       if (op->kind == VOpKind::For && !pipelinable(*op).empty()) {
         for (const vrtile::OpPtr& inner : op->body->ops) {
-          if (inner->kind != VOpKind::Load || inner->results[0]->type.rank() != 1 ||
+          if (inner->kind != VOpKind::Load || !is_vector(inner->results[0]->type.shape) ||
               smem_windows_.count(inner.get()) || row_buffers_.count(inner->buffer.get())) {
             continue;
           }

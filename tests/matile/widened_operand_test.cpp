@@ -123,6 +123,23 @@ TEST(WidenedOperand, ShortActivationsKeepTheirRegisterPathAndTheWeightsStillGoTh
   expect_stage_matches_reference(compilation, driver::Stage::MATile, 5, "decode ");
 }
 
+TEST(WidenedOperand, FourWarpsShareA32ColumnTileOneAtomEach) {
+  // A decode tile of 16 x 32 on 4 warps: 8 columns per warp. ldmatrix.x4.trans would need 16;
+  // the byte reads take one n8 atom per warp, so the dot stays on tensor cores (128 CTAs over
+  // N = 4096 instead of 64 with 64-column tiles).
+  const driver::Compilation compilation =
+      compile_for_arch("assets/specs/int8_weight_gemm.nt", weight_gemm_schedule(16, 32, 128, 4),
+                       {"M=13", "N=96", "K=384", "G=128", "KG=3"}, "sm_80");
+  ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error << compilation.internal_error;
+  const Kernel& kernel = *compilation.ma_module->kernels.at(0);
+  const Op* mma = first_op(*kernel.body, [](const Op& op) { return op.kind == OpKind::Mma; });
+  ASSERT_TRUE(mma);
+  EXPECT_EQ(mma->results[0]->layout.warps_n, 4);
+  EXPECT_EQ(count_ops(*kernel.body, [](const Op& op) { return op.kind == OpKind::FmaDot; }), 0);
+  EXPECT_EQ(count_ops(*kernel.body, reads_int8_from_shared), 128 / 16);
+  expect_stage_matches_reference(compilation, driver::Stage::MATile, 10, "16 x 32 ");
+}
+
 TEST(WidenedOperand, RowsThatACopyCannotAlignKeepTheRegisterPath) {
   // N = 72: a row of W is 72 bytes, so a 16-byte copy of a tile cannot start at every row's
   // beginning; the weights are then loaded into their fragments from global memory, and the
