@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <mutex>
 #include <optional>
@@ -1198,48 +1199,52 @@ class WorkWalk : public matile::Visitor {
     return deps;
   }
 
-  // Wavefronts of the st.shared / ld.shared per slot that move `value` to or from the scratch
-  // allocation `alloc` (flat in column-major order or with the tile's shape: either way element
-  // i of the tile is the allocation's element i): the bank conflicts of warp 0's instructions,
-  // counted exactly, times the warps (the warps' accesses are alike). Without a usable scratch,
-  // one conflict-free wavefront per warp instruction.
-  double scratch_wavefronts(const Value& value, int alloc_index) const {
-    const double warps = kernel_.warps;
+  // Wavefronts of the warp instructions, one per slot of `value`, whose lane `l` accesses the
+  // element `element(l, slot)` of allocation `alloc`: warp 0's bank conflicts, counted exactly,
+  // times the warps (the warps' accesses are alike); nullopt when an address is unusable. The
+  // first kCountedScratchSlots slots are counted and the rest scaled from them: a thread's slots
+  // repeat one access pattern along the tile, and a row of thousands of slots per thread (a
+  // reduction over a 32000-wide vocabulary) made this count the search's largest cost.
+  std::optional<double> counted_wavefronts(const Value& value, const matile::SharedAlloc& alloc,
+                                           const std::function<int64_t(int64_t, int64_t)>& element) const {
     const int64_t slots = value->layout.slots();
-    const double fallback = warps * static_cast<double>(slots) *
-                            std::max(1.0, kWarpSize * dtype_bytes(value->type.dtype) / 128.0);
-    if (alloc_index < 0 || alloc_index >= static_cast<int>(kernel_.shared.size())) return fallback;
-    const matile::SharedAlloc& alloc = kernel_.shared[static_cast<size_t>(alloc_index)];
     const int bytes = dtype_bytes(alloc.dtype);
     const int64_t lanes_in_warp = std::min<int64_t>(kWarpSize, value->layout.threads());
-    // The first kCountedScratchSlots slots are counted and the rest scaled from them: a
-    // thread's slots repeat one access pattern along the tile, and a row of thousands of slots
-    // per thread (a reduction over a 32000-wide vocabulary) made this count the search's
-    // largest cost.
     const int64_t counted_slots = std::min(slots, kCountedScratchSlots);
     double wavefronts = 0.0;
     std::vector<int64_t> addresses(static_cast<size_t>(lanes_in_warp));
     for (int64_t slot = 0; slot < counted_slots; ++slot) {
       for (int64_t lane = 0; lane < lanes_in_warp; ++lane) {
-        addresses[static_cast<size_t>(lane)] = alloc.layout(value->layout.tv.index(lane, slot)) * bytes;
+        addresses[static_cast<size_t>(lane)] = alloc.layout(element(lane, slot)) * bytes;
       }
       const auto counted = layout::count_bank_conflicts(addresses, bytes);
-      if (!counted.ok()) return fallback;
+      if (!counted.ok()) return std::nullopt;
       wavefronts += static_cast<double>(counted->wavefronts);
     }
     if (counted_slots > 0) wavefronts *= static_cast<double>(slots) / static_cast<double>(counted_slots);
-    return wavefronts * warps;
+    return wavefronts * kernel_.warps;
   }
   static constexpr int64_t kCountedScratchSlots = 128;
 
-  // Wavefronts of a shared load read one element per lane and slot: warp 0's instructions at
-  // the load's offsets in its allocation, bank conflicts counted, times the warps. Without a
-  // usable allocation, one wavefront per warp instruction.
+  // Wavefronts of the st.shared / ld.shared per slot that move `value` to or from the scratch
+  // allocation `alloc` (flat in column-major order or with the tile's shape: either way element
+  // i of the tile is the allocation's element i). Without a usable scratch, one conflict-free
+  // wavefront per warp instruction.
+  double scratch_wavefronts(const Value& value, int alloc_index) const {
+    const double fallback = kernel_.warps * static_cast<double>(value->layout.slots()) *
+                            std::max(1.0, kWarpSize * dtype_bytes(value->type.dtype) / 128.0);
+    if (alloc_index < 0 || alloc_index >= static_cast<int>(kernel_.shared.size())) return fallback;
+    const matile::SharedAlloc& alloc = kernel_.shared[static_cast<size_t>(alloc_index)];
+    return counted_wavefronts(value, alloc, [&](int64_t lane, int64_t slot) {
+             return value->layout.tv.index(lane, slot);
+           }).value_or(fallback);
+  }
+
+  // Wavefronts of a shared load read one element per lane and slot, at the load's offsets in its
+  // allocation. Without a usable allocation, one wavefront per warp instruction.
   double element_read_wavefronts(const Op& op) const {
     const Value& value = op.results[0];
-    const double warps = kernel_.warps;
-    const int64_t slots = value->layout.slots();
-    const double fallback = warps * static_cast<double>(slots);
+    const double fallback = kernel_.warps * static_cast<double>(value->layout.slots());
     const int alloc_index = op.shared.alloc;
     if (alloc_index < 0 || alloc_index >= static_cast<int>(kernel_.shared.size()) || op.shared.transposed) {
       return fallback;
@@ -1247,28 +1252,16 @@ class WorkWalk : public matile::Visitor {
     const matile::SharedAlloc& alloc = kernel_.shared[static_cast<size_t>(alloc_index)];
     const std::vector<int64_t>& shape = value->type.shape;
     if (alloc.shape.size() != shape.size() || op.shared.offsets.size() != shape.size()) return fallback;
-    const int bytes = dtype_bytes(alloc.dtype);
-    const int64_t lanes_in_warp = std::min<int64_t>(kWarpSize, value->layout.threads());
-    const int64_t counted_slots = std::min(slots, kCountedScratchSlots);
-    double wavefronts = 0.0;
-    std::vector<int64_t> addresses(static_cast<size_t>(lanes_in_warp));
-    for (int64_t slot = 0; slot < counted_slots; ++slot) {
-      for (int64_t lane = 0; lane < lanes_in_warp; ++lane) {
-        // The element's coordinate in the value's tile, then its index in the allocation's.
-        int64_t index = value->layout.tv.index(lane, slot), at = 0, pitch = 1;
-        for (size_t d = 0; d < shape.size(); ++d) {
-          at += (index % shape[d] + op.shared.offsets[d]) * pitch;
-          index /= shape[d];
-          pitch *= alloc.shape[d];
-        }
-        addresses[static_cast<size_t>(lane)] = alloc.layout(at) * bytes;
-      }
-      const auto counted = layout::count_bank_conflicts(addresses, bytes);
-      if (!counted.ok()) return fallback;
-      wavefronts += static_cast<double>(counted->wavefronts);
-    }
-    if (counted_slots > 0) wavefronts *= static_cast<double>(slots) / static_cast<double>(counted_slots);
-    return wavefronts * warps;
+    return counted_wavefronts(value, alloc, [&](int64_t lane, int64_t slot) {
+             // The element's coordinate in the value's tile, then its index in the allocation's.
+             int64_t index = value->layout.tv.index(lane, slot), at = 0, pitch = 1;
+             for (size_t d = 0; d < shape.size(); ++d) {
+               at += (index % shape[d] + op.shared.offsets[d]) * pitch;
+               index /= shape[d];
+               pitch *= alloc.shape[d];
+             }
+             return at;
+           }).value_or(fallback);
   }
 
   static constexpr int64_t kWarpSize = matile::kWarpSize;
