@@ -159,6 +159,7 @@ std::optional<IndexRange> range_in_iteration(const Expr& binding, const BlockPat
       outer.emplace_back(it->second, coefficient);
     } else {
       inner_max += coefficient * (path.stmts[it->second]->as<For>()->extent - 1);
+      range.looped = true;
     }
   }
   std::sort(outer.begin(), outer.end());
@@ -174,6 +175,7 @@ bool merge_ranges(IndexRange* into, const IndexRange& other) {
   if (into->offset != other.offset) return false;
   into->lo = std::min(into->lo, other.lo);
   into->hi = std::max(into->hi, other.hi);
+  into->looped = into->looped || other.looped;
   return true;
 }
 
@@ -370,7 +372,7 @@ Stmt build_region_nest(const Block& block, const std::vector<IndexRange>& ranges
     for (const auto& [loop, coefficient] : range.offset) {
       binding = index_add(binding, index_mul(var_ref(loop->var), coefficient));
     }
-    if (range.width() > 1) {
+    if (range.width() > 1 || range.looped) {
       Var var = make_var(fresh_name(iter.var->name, taken));
       binding = index_add(binding, var_ref(var));
       loops.emplace_back(std::move(var), range.width());

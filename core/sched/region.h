@@ -49,9 +49,14 @@ struct IndexRange {
   std::vector<std::pair<const scalar::For*, int64_t>> offset;
   int64_t lo = 0;
   int64_t hi = 0;
+  // A loop inside the iteration runs along it, even one of a single step (a tile of one row):
+  // a nest rebuilt over the range keeps a loop there, so its tile has the same axes.
+  bool looped = false;
 
   int64_t width() const { return hi - lo; }
-  bool operator==(const IndexRange&) const = default;
+  bool operator==(const IndexRange& other) const {
+    return offset == other.offset && lo == other.lo && hi == other.hi;
+  }
   // The largest value of `offset` over all iterations.
   int64_t max_offset() const;
   // `m_o * 4 + [0, 4)`, for reasons.

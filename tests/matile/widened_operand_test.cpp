@@ -140,6 +140,30 @@ TEST(WidenedOperand, FourWarpsShareA32ColumnTileOneAtomEach) {
   expect_stage_matches_reference(compilation, driver::Stage::MATile, 10, "16 x 32 ");
 }
 
+TEST(WidenedOperand, AOneRowDecodeTileKeepsItsProductInRegistersToTheStore) {
+  // tile(Y_sum, m=1, ...) keeps a loop of one step along m; reverse_compute_at gives the output
+  // block the same loop, so its [1, 32] read matches the product's register tile. Without it the
+  // output read Y_sum through global memory (a store, a barrier and a load per CTA). The one
+  // activation row, which ldmatrix cannot read, comes through the ring.
+  const driver::Compilation compilation = compile_for_arch(
+      "assets/specs/int8_weight_gemm.nt",
+      {"tile(Y_sum, m=1, n=32, k=128)", "reverse_compute_at(Y, Y_sum, n_o)",
+       "bind(Y_sum, m_o=grid.y, n_o=grid.x)", "pipeline(Y_sum, stages=4)"},
+      {"M=3", "N=96", "K=384", "G=128", "KG=3"}, "sm_80");
+  ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error << compilation.internal_error;
+  ASSERT_EQ(compilation.ma_module->kernels.size(), 1u);
+  const Kernel& kernel = *compilation.ma_module->kernels.at(0);
+  const auto on = [](const std::string& buffer, OpKind kind) {
+    return [buffer, kind](const Op& op) { return op.kind == kind && op.buffer && op.buffer->name == buffer; };
+  };
+  EXPECT_EQ(count_ops(*kernel.body, on("Y_sum", OpKind::GlobalStore)), 0);
+  EXPECT_EQ(count_ops(*kernel.body, on("Y_sum", OpKind::GlobalLoad)), 0);
+  EXPECT_EQ(count_ops(*kernel.body, on("X", OpKind::GlobalLoad)), 0);
+  EXPECT_GE(count_ops(*kernel.body, on("X", OpKind::AsyncCopy)), 1);
+  EXPECT_EQ(count_ops(*kernel.body, [](const Op& op) { return op.kind == OpKind::Mma; }), 128 / 16);
+  expect_stage_matches_reference(compilation, driver::Stage::MATile, 11, "one row ");
+}
+
 TEST(WidenedOperand, RowsThatACopyCannotAlignKeepTheRegisterPath) {
   // N = 72: a row of W is 72 bytes, so a 16-byte copy of a tile cannot start at every row's
   // beginning; the weights are then loaded into their fragments from global memory, and the
