@@ -294,7 +294,9 @@ const VOp* KernelLowering::prologue_root(const VValue& source) {
 // Such an operand goes through a shared window like a 16-bit one, and each k step reads its
 // bytes from there: loaded from global memory straight into the fragment layout instead, every
 // element is a one-byte load at a whole row's stride (4 KB for a 4096-wide W) that nothing hides.
+// Not in warp-specialized kernels, whose operands come from the TMA ring (rule 6).
 const VOp* KernelLowering::widened_byte_load(const VValue& source) {
+  if (options_.consumers > 0) return nullptr;
   const VOp* cast = def(source);
   if (!cast || cast->kind != VOpKind::Cast || cast->operands.size() != 1) return nullptr;
   const VValue& bytes = cast->operands[0];
@@ -335,18 +337,20 @@ void KernelLowering::plan_dots() {
     // elements per k step instead of (M/warps + N)·K (a 128x128 GEMM tile on 4 warps: 2x2
     // reads 8 ldmatrix.x4 per k16 instead of 10). A product that is reduced along a row or
     // feeds another MMA keeps whole rows in one warp (warps along M only).
-    const auto through_shared = [&](const VValue& operand) {
-      if (peel_reaches_shared(operand)) return true;
-      if (options_.consumers == 0 && widened_byte_load(operand)) return true;
+    // The 8-bit tiles the operands widen, read through shared memory a byte per lane.
+    const VOp* a_bytes = widened_byte_load(plan.a.source);
+    const VOp* b_bytes = widened_byte_load(plan.b.source);
+    const auto through_shared = [&](const VValue& operand, const VOp* bytes) {
+      if (bytes || peel_reaches_shared(operand)) return true;
       DType narrow = DType::F32;
       return prologue_root(peel(operand, &narrow).source) != nullptr;
     };
-    if (through_shared(op->operands[0]) && through_shared(op->operands[1]) &&
+    if (through_shared(op->operands[0], a_bytes) && through_shared(op->operands[1], b_bytes) &&
         only_accumulated_and_stored(op->results[0])) {
       // Shared-memory wavefronts per element: an 8-bit operand read a byte per lane moves 32
       // elements per wavefront, ldmatrix 64 (16-bit) -- so its elements count twice.
-      const int a_weight = options_.consumers == 0 && widened_byte_load(op->operands[0]) ? 2 : 1;
-      const int b_weight = options_.consumers == 0 && widened_byte_load(op->operands[1]) ? 2 : 1;
+      const int a_weight = a_bytes ? 2 : 1;
+      const int b_weight = b_bytes ? 2 : 1;
       int best_loads = -1;
       for (int m = options_.warps; m >= 1; m /= 2) {
         const int n = options_.warps / m;
@@ -363,7 +367,6 @@ void KernelLowering::plan_dots() {
     }
     // ldmatrix.x4.trans reads B 16 columns at a time; a widened 8-bit B, read a byte per lane,
     // needs only whole n8 atoms per warp (a decode step's 16 x 32 tile on 4 warps).
-    const bool b_bytes = options_.consumers == 0 && widened_byte_load(op->operands[1]);
     const int64_t n_atom = b_bytes ? 8 : 16;
     plan.mma = options_.use_mma && (plan.eight_bit || (da == db && (da == DType::BF16 || da == DType::F16))) &&
                mma_rows_fit(M, wm) && N % (n_atom * wn) == 0 && K % 16 == 0;
@@ -379,12 +382,10 @@ void KernelLowering::plan_dots() {
     }
     if (plan.mma) {
       for (OperandPlan* operand : {&plan.a, &plan.b}) {
-        // (Warp-specialized kernels take their operands from the TMA ring: rule 6.)
-        if (!operand->load && options_.consumers == 0 && (operand != &plan.a || M >= 16)) {
-          if (const VOp* bytes = widened_byte_load(operand->source)) {
-            operand->load = bytes;
-            operand->widened = true;
-          }
+        const VOp* bytes = operand == &plan.a ? a_bytes : b_bytes;
+        if (!operand->load && bytes && (operand != &plan.a || M >= 16)) {
+          operand->load = bytes;
+          operand->widened = true;
         }
         if (!operand->load) {
           if (operand != &plan.a || M >= 16) stage_prologue_load(operand->source);

@@ -159,8 +159,7 @@ std::optional<TilePlan> tile_plan(const NestFacts& nest) {
     std::vector<int64_t> sizes;
     if (loop.grid || loop.tile_outer || loop.tile_inner) {
       // keep only
-    } else if (loop.spatial && loop.reuse && loop.extent <= 8 &&
-               (loop.extent & (loop.extent - 1)) == 0) {
+    } else if (loop.spatial && loop.reuse && loop.extent <= 8 && pow2_ceil(loop.extent) == loop.extent) {
       // 1, 2, 4 or 8 rows (a decode step's activations): one tile of all of them keeps the
       // product a matrix product, which runs on tensor cores with the atom's rows repeated
       // (docs/matile.md rule 1); untiled, the nest is a matrix-vector product on CUDA cores.

@@ -8,8 +8,8 @@
 #include <iomanip>
 #include <iterator>
 #include <limits>
-#include <memory>
 #include <map>
+#include <memory>
 #include <set>
 #include <sstream>
 #include <unordered_map>
