@@ -60,6 +60,13 @@ const OptionSpec kEpilogueOption{
     "element; experimental, off by default) or fragments (straight from the wgmma layout, for "
     "comparisons)"};
 
+const OptionSpec kRingReleaseOption{
+    "ring-release", "MODE",
+    "when a warp-specialized kernel's consumers release a ring slot: early (default: the operands "
+    "whose dots' results the iteration reads, attention's K, in their own iteration, the others "
+    "in the next; docs/matile.md \"early release\") or together (every operand in the next "
+    "iteration, for comparisons)"};
+
 const OptionSpec kLayoutsOption{
     "layouts", "MODE",
     "register layouts: synthesized (default: the rules' layouts improved wherever the cost "
@@ -69,7 +76,7 @@ const OptionSpec kLayoutsOption{
 const CommandSpec kLower{
     "lower", "nautilus lower FILE [--stage STAGE] [--format text|dot|json] [--schedule FILE] [--pin D]... [--arch ARCH] [--explain-layouts] [--estimate DEVICE]",
     "Lowers a spec and prints the IR of one stage or of all (--stage all, the default).",
-    {kSizeOption, kScheduleOption, kPinOption, kArchOption, kEpilogueOption, kLayoutsOption,
+    {kSizeOption, kScheduleOption, kPinOption, kArchOption, kEpilogueOption, kRingReleaseOption, kLayoutsOption,
      {"explain-layouts", "",
       "note in each MA kernel, for every register tile, its layout, the rule that fixed it "
       "(propagated from an operand, wanted by a consumer, or the blocked default) and the users "
@@ -90,13 +97,13 @@ const CommandSpec kEval{
     "Runs the stage's interpreter on seeded random inputs, prints the maximum relative error\n"
     "max|out - ref| / max|ref| of every output and exits 1 when one exceeds its dtype's\n"
     "tolerance (f32 1e-4, f16 5e-3, bf16 2e-2, fp8e4m3 0.125, fp8e5m2 0.25, int8 2e-2).",
-    {kSizeOption, kScheduleOption, kPinOption, kArchOption, kEpilogueOption, kLayoutsOption,
+    {kSizeOption, kScheduleOption, kPinOption, kArchOption, kEpilogueOption, kRingReleaseOption, kLayoutsOption,
      {"stage", "STAGE", "the stage to evaluate (default scalar)"},
      {"seed", "N", "seed of the random inputs (default 0)"},
      {"save", "DIR", "write inputs, reference and outputs as .npy files plus manifest.json"},
      {"max-ops", "N", "refuse sizes needing more scalar operations (default 2e9)"}}};
 
-const CommandSpec& kCompile = compile_command_spec({kSizeOption, kScheduleOption, kPinOption, kEpilogueOption, kLayoutsOption});
+const CommandSpec& kCompile = compile_command_spec({kSizeOption, kScheduleOption, kPinOption, kEpilogueOption, kRingReleaseOption, kLayoutsOption});
 
 const CommandSpec kRun = [] {
   CommandSpec command{
@@ -206,6 +213,15 @@ Loaded load(const ParsedOptions& options, driver::Stage last_stage, const CliHoo
       return loaded;
     }
     compile_options.matile.synthesize_layouts = mode == "synthesized";
+  }
+  if (options.has("ring-release")) {
+    const std::string mode = options.get("ring-release");
+    if (mode != "early" && mode != "together") {
+      err << "nautilus: error: unknown --ring-release '" << mode << "'; expected early, together\n";
+      loaded.exit_status = kExitFailure;
+      return loaded;
+    }
+    compile_options.matile.early_release = mode == "early";
   }
   if (options.has("epilogue")) {
     const std::string mode = options.get("epilogue");

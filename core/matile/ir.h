@@ -302,6 +302,10 @@ struct SharedAlloc {
   // staged epilogue onto the query tile the main loop is done with); the MA interpreter gives
   // both one storage, so its race checks see the reuse.
   int alias_of = -1;
+  // A warp-specialized ring whose slot the consumers release in the iteration that reads it
+  // (lower.h rule 6's early operands: attention's K), not in the next one. The pipeline
+  // completion sizes such a ring by its own operand's life.
+  bool released_in_iteration = false;
 };
 
 // The end of the last byte any of `allocs` takes (aliases end inside their base).
@@ -613,6 +617,7 @@ class Builder {
   int shared_alias(int base, std::string name, DType dtype, std::vector<int64_t> shape,
                    layout::ComposedLayout layout, std::string purpose);
   const std::vector<SharedAlloc>& shared_allocs() const { return shared_; }
+  void set_released_in_iteration(int alloc) { shared_.at(static_cast<size_t>(alloc)).released_in_iteration = true; }
   // The end of the shared allocations: the bytes the kernel takes so far.
   int64_t shared_bytes() const { return shared_end(shared_); }
   // A note of the kernel being built (Kernel::notes).

@@ -349,6 +349,10 @@ class KernelLowering {
   void pingpong_pass_turn();
   void pingpong_drain();
   void release_previous_slot();
+  void plan_early_release(const VOp& loop);
+  void begin_early_release(const Value& slot);
+  void retire_early_readers(const std::unordered_set<const VNode*>& retired);
+  void check_early_release();
   void issue_late_part();
   RegisterLayout carried_layout(const VValue& x, const VOp& reader);
   void plan_overlap(const VOp& loop);
@@ -476,6 +480,7 @@ class KernelLowering {
     int swizzle_bytes = 0;
     int64_t bytes = 0;
     bool once = false;           // loaded before the main loop: copied once, not into the ring
+    bool early = false;          // a ring operand released in its own iteration (plan_early_release)
     std::vector<int> tile_axes;  // the two buffer axes the tile spans
   };
   struct WarpSpecialization {
@@ -485,6 +490,19 @@ class KernelLowering {
     int once = -1;              // the mbarrier of the tiles copied once (-1: none)
     int64_t tx_bytes = 0;       // all ring operands of one iteration
     int64_t once_tx_bytes = 0;
+    // Early release (plan_early_release): the ring operands whose wgmma readers all retire at a
+    // wait inside their own iteration (attention's K, read by QKᵀ, whose scores the softmax
+    // reads) have their own `early_empty` barrier, which the consumers arrive on in that
+    // iteration; the other operands (V) keep `empty`, released by the next iteration. `full`
+    // then takes one arrive.expect_tx per group. -1: one group, released together.
+    int early_empty = -1;
+    int64_t early_tx_bytes = 0;
+    std::unordered_set<const VNode*> early_readers;  // the results of the early operands' dots
+    // While an iteration is emitted: its slot, the early readers not yet retired in it, and
+    // whether it released its early operands.
+    Value current_slot;
+    std::unordered_set<const VNode*> early_pending;
+    bool early_released = false;
     // Block arguments carrying a dot's result from the previous iteration.
     std::vector<const VNode*> carried_in_flight;
     // The consumers' current iteration while it is emitted: the wgmma results not yet waited

@@ -97,6 +97,9 @@ struct LowerOptions {
   bool overlap = false;        // rule 6: the consumers' last dot deferred by one iteration
   bool pingpong = false;       // rule 6: the consumer warpgroups take turns issuing their MMAs
   bool stage_epilogue = true;  // false: rule 7 off, accumulators stored from their fragments
+  // Rule 6's early release: ring operands whose dots' results the iteration reads (attention's
+  // K) released in their own iteration. false: every operand released by the next iteration.
+  bool early_release = true;
   // > 0: the shared memory a CTA may use for rule 8's on-chip rows instead of the target's
   // (so CPU tests reach the tail=global form with short rows).
   int64_t row_shared_budget = 0;

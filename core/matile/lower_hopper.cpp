@@ -378,6 +378,109 @@ void KernelLowering::plan_warp_specialization() {
          " exceed the " + std::to_string(kSharedBytesPerCta / 1024) + " KB of shared memory of "
          "a CTA; take fewer stages or smaller tiles");
   }
+  plan_early_release(loop);
+  if (options_.overlap && options_.stages < 3 && ws_.early_tx_bytes == 0) {
+    fail("warp_spec overlap: the consumers hold two stages of the ring (the iteration's and the "
+         "previous one's, which the deferred MMAs read), so " + std::to_string(options_.stages) +
+         " stages leave the producer none to fill ahead; take stages >= 3");
+  }
+}
+
+// Which ring operands the consumers release in their own iteration. An operand qualifies when
+// every dot reading it is a wgmma of the loop's top level that runs in its iteration (not late)
+// and the iteration reads that dot's result itself (not as another wgmma's accumulator): the
+// wait before that read retires the dot, and with it the operand's last read. Attention's K
+// qualifies (QKᵀ's scores feed the softmax); V does not (P·V accumulates into O, which only the
+// next iteration, or with overlap=1 the next iteration's late part, reads), nor do a GEMM's A
+// and B. With both groups present the ring releases them apart: K's slot is refilled while V's
+// is still read, so with overlap=1 a ring of two slots leaves the producer one to fill ahead
+// (FlashAttention-3's separate K and V pipelines), where one release per slot needs three.
+//
+//   one group (stages=3, overlap=1):            early release (stages=2, overlap=1):
+//     wait full[k]; S = Q·K[k]; O += P·V[k-1]     wait full[k]; S = Q·K[k]; O += P·V[k-1]
+//     wait_group 1; softmax                       wait_group 1; arrive early_empty[k]; softmax
+//     wait_group 0; arrive empty[k-1]             wait_group 0; arrive empty[k-1]
+//   producer: wait empty[j]; copy K, V           producer: wait early_empty[j]; copy K;
+//                                                           wait empty[j]; copy V
+void KernelLowering::plan_early_release(const VOp& loop) {
+  ws_.early_readers.clear();
+  ws_.early_tx_bytes = 0;
+  for (TmaOperand& operand : ws_.operands) operand.early = false;
+  if (!options_.early_release) return;
+  // A dot in a nested loop is retired by waits that are not the iteration's own.
+  bool nested_dot = false;
+  const std::function<void(const vrtile::Region&)> scan = [&](const vrtile::Region& region) {
+    for (const vrtile::OpPtr& op : region.ops) {
+      if (op->kind == VOpKind::Dot) nested_dot = true;
+      if (op->body) scan(*op->body);
+    }
+  };
+  for (const vrtile::OpPtr& op : loop.body->ops) {
+    if (op->body) scan(*op->body);
+  }
+  if (nested_dot) return;
+  std::unordered_set<const VNode*> read_in_iteration;
+  for (const vrtile::OpPtr& op : loop.body->ops) {
+    if (op->kind == VOpKind::Yield || ws_.late.count(op.get())) continue;
+    const auto plan = dot_plans_.find(op.get());
+    const bool wgmma_dot = op->kind == VOpKind::Dot && plan != dot_plans_.end() && plan->second.wgmma;
+    for (size_t i = 0; i < op->operands.size(); ++i) {
+      if (!(wgmma_dot && i == 2)) read_in_iteration.insert(op->operands[i].get());
+    }
+  }
+  std::unordered_set<const VNode*> readers;
+  int64_t early_bytes = 0;
+  bool late_group = false;
+  for (TmaOperand& operand : ws_.operands) {
+    if (operand.once) continue;
+    bool read = false, early = true;
+    std::vector<const VNode*> results;
+    for (const vrtile::OpPtr& op : loop.body->ops) {
+      if (op->kind != VOpKind::Dot) continue;
+      const DotPlan& plan = dot_plans_.at(op.get());
+      if (plan.a.load != operand.load && plan.b.load != operand.load) continue;
+      read = true;
+      results.push_back(op->results[0].get());
+      if (!plan.wgmma || ws_.late.count(op.get()) || !read_in_iteration.count(op->results[0].get())) early = false;
+    }
+    operand.early = read && early;
+    if (operand.early) {
+      early_bytes += operand.bytes;
+      readers.insert(results.begin(), results.end());
+    } else {
+      late_group = true;
+    }
+  }
+  if (early_bytes == 0 || !late_group) {
+    for (TmaOperand& operand : ws_.operands) operand.early = false;
+    return;
+  }
+  ws_.early_readers = std::move(readers);
+  ws_.early_tx_bytes = early_bytes;
+}
+
+// At the start of each consumer iteration (and overlap=1's peeled first one).
+void KernelLowering::begin_early_release(const Value& slot) {
+  ws_.current_slot = slot;
+  ws_.early_pending = ws_.early_readers;
+  ws_.early_released = ws_.early_empty < 0;
+}
+
+// After a wait that retired `retired`: once every early reader of the iteration has retired,
+// its slot's early operands are released.
+void KernelLowering::retire_early_readers(const std::unordered_set<const VNode*>& retired) {
+  if (ws_.early_released) return;
+  for (const VNode* r : retired) ws_.early_pending.erase(r);
+  if (!ws_.early_pending.empty()) return;
+  b_.mbarrier_arrive(BarrierRef{ws_.early_empty, ws_.current_slot}, 0, threads());
+  ws_.early_released = true;
+}
+
+void KernelLowering::check_early_release() {
+  if (!ws_.early_released) {
+    fail("internal: warp_spec: a main-loop iteration ended before the wait that retires the dots "
+         "reading its early ring operands");
+  }
 }
 
 void KernelLowering::emit_warp_specialized() {
@@ -387,8 +490,10 @@ void KernelLowering::emit_warp_specialized() {
     operand.alloc = b_.shared(v->name + (operand.once ? "_tile" : "_ring"), v->type.dtype,
                               v->type.shape, operand.layout, operand.once ? 1 : stages,
                               operand.once ? "%" + v->name + ", copied once by TMA"
-                                           : "TMA ring of %" + v->name);
+                              : operand.early ? "TMA ring of %" + v->name + ", each slot released in the iteration that reads it"
+                                              : "TMA ring of %" + v->name);
     smem_alloc_[operand.load] = operand.alloc;
+    if (operand.early) b_.set_released_in_iteration(operand.alloc);
     const auto box = tma_box_layout(v->type.dtype, v->type.shape, operand.swizzle_bytes);
     const bool row_major = box && *box == operand.layout;
     const Buffer& buffer = operand.load->buffer;
@@ -401,7 +506,10 @@ void KernelLowering::emit_warp_specialized() {
                              row_major ? std::nullopt : std::optional(operand.layout),
                              trailing ? std::vector<int>{} : operand.tile_axes);
   }
-  ws_.full = b_.mbarrier("full", stages, 1, "stage filled by the producer's TMA copies");
+  const bool early_release = ws_.early_tx_bytes > 0;
+  ws_.full = b_.mbarrier("full", stages, early_release ? 2 : 1,
+                         early_release ? "stage filled by the producer's TMA copies (one arrive per release group)"
+                                       : "stage filled by the producer's TMA copies");
   // Every consumer thread releases a stage for itself once its warpgroup's MMAs on it retired:
   // no barrier among the consumers per iteration.
   const int64_t consumer_threads = int64_t{options_.consumers} * kWarpgroupThreads;
@@ -421,8 +529,13 @@ void KernelLowering::emit_warp_specialized() {
     ws_.tile_empty = b_.mbarrier("tile_empty", 2, consumer_threads + kWarpgroupThreads,
                                  "every thread of both roles read the next tile's index");
   }
+  if (early_release) {
+    ws_.early_empty = b_.mbarrier("early_empty", stages, consumer_threads,
+                                  "stage's early operands released by every consumer thread in their own iteration");
+  }
   b_.mbarrier_init(ws_.full);
   b_.mbarrier_init(ws_.empty);
+  if (ws_.early_empty >= 0) b_.mbarrier_init(ws_.early_empty);
   if (ws_.tile_full >= 0) b_.mbarrier_init(ws_.tile_full);
   if (ws_.tile_empty >= 0) b_.mbarrier_init(ws_.tile_empty);
   if (ws_.once >= 0) b_.mbarrier_init(ws_.once);
@@ -663,10 +776,22 @@ void KernelLowering::emit_producer() {
         const Value released = b_.binary(
             BinaryOp::Mod, b_.binary(BinaryOp::Add, releases, index_constant(1), "releases_1"),
             index_constant(2), "released");
+        if (ws_.early_empty >= 0) {
+          // The early operands' slot was released by iteration k - S itself (no release on
+          // behalf of iteration -1): after `round` releases.
+          const Value early_free = b_.binary(
+              BinaryOp::Mod, b_.binary(BinaryOp::Add, round, index_constant(1), "round_1"),
+              index_constant(2), "early_free");
+          b_.mbarrier_wait(BarrierRef{ws_.early_empty, slot}, early_free);
+          b_.mbarrier_arrive(BarrierRef{ws_.full, slot}, ws_.early_tx_bytes);
+          for (const TmaOperand& operand : ws_.operands) {
+            if (!operand.once && operand.early) emit_tma_copy(operand, slot, local_k, ws_.full);
+          }
+        }
         b_.mbarrier_wait(BarrierRef{ws_.empty, slot}, released);
-        b_.mbarrier_arrive(BarrierRef{ws_.full, slot}, ws_.tx_bytes);
+        b_.mbarrier_arrive(BarrierRef{ws_.full, slot}, ws_.tx_bytes - ws_.early_tx_bytes);
         for (const TmaOperand& operand : ws_.operands) {
-          if (!operand.once) emit_tma_copy(operand, slot, local_k, ws_.full);
+          if (!operand.once && !operand.early) emit_tma_copy(operand, slot, local_k, ws_.full);
         }
         b_.set_provenance(loop.provenance);
         memo_.pop_back();
@@ -693,6 +818,7 @@ void KernelLowering::retire_wgmma_reads(const VOp& op) {
       !ws_.once_readers.empty() &&
       std::all_of(ws_.once_readers.begin(), ws_.once_readers.end(),
                   [&](const VNode* result) { return ws_.in_flight.count(result) > 0; });
+  const std::unordered_set<const VNode*> retired = ws_.in_flight;
   if (ws_.uncommitted) b_.wgmma_commit_group();
   ws_.uncommitted = false;
   if (ws_.issue_late) {
@@ -704,6 +830,7 @@ void KernelLowering::retire_wgmma_reads(const VOp& op) {
     issue_late_part();
     pingpong_pass_turn();
     b_.wgmma_wait_group(1);
+    retire_early_readers(retired);
     if (retires_once_readers) release_once_tiles_in_last_iteration();
     return;
   }
@@ -711,6 +838,7 @@ void KernelLowering::retire_wgmma_reads(const VOp& op) {
   b_.wgmma_wait_group(0);
   ws_.in_flight.clear();
   ws_.register_operand_in_flight = false;
+  retire_early_readers(retired);
   release_previous_slot();
   if (retires_once_readers) release_once_tiles_in_last_iteration();
 }
@@ -845,6 +973,7 @@ void KernelLowering::emit_hopper_loop(const VOp& loop) {
         ws_.in_flight = {ws_.carried_in_flight.begin(), ws_.carried_in_flight.end()};
         ws_.previous_slot = slot_before(ring_k, {"k_prev", "retired"});
         ws_.turn_to_take = options_.pingpong;
+        begin_early_release(slot);
         ++ws_.once_release_bodies;
         emit_region(*loop.body);
         b_.set_provenance(loop.provenance);
@@ -864,6 +993,7 @@ void KernelLowering::emit_hopper_loop(const VOp& loop) {
         }
         ws_.register_operand_in_flight = false;
         ws_.in_iteration = false;
+        check_early_release();
         std::vector<Value> yielded = yielded_values(loop, carried);
         memo_.pop_back();
         return yielded;
@@ -1022,11 +1152,6 @@ void KernelLowering::plan_overlap(const VOp& loop) {
     fail(what + "the main loop reads no dot result inside the iteration, so there is nothing for "
          "the deferred MMAs to overlap with (a GEMM keeps one group in flight already)");
   }
-  if (options_.stages < 3) {
-    fail(what + "the consumers hold two stages of the ring (the iteration's and the previous "
-         "one's, which the deferred MMAs read), so " + std::to_string(options_.stages) +
-         " stages leave the producer none to fill ahead; take stages >= 3");
-  }
 }
 
 // The previous iteration's late ops, on its values: the loop variable `k` (that iteration's),
@@ -1145,6 +1270,7 @@ void KernelLowering::emit_overlapped_loop(const VOp& loop) {
     ws_.issue_late = late;
     ws_.previous_slot = slot_before(ring_k, {"k_prev", "retired"});
     ws_.turn_to_take = options_.pingpong;
+    begin_early_release(slot);
     ++ws_.once_release_bodies;
     for (const vrtile::OpPtr& op : loop.body->ops) {
       if (op->kind == VOpKind::Yield || ws_.late.count(op.get())) continue;
@@ -1161,6 +1287,7 @@ void KernelLowering::emit_overlapped_loop(const VOp& loop) {
       release_previous_slot();
     }
     ws_.in_iteration = false;
+    check_early_release();
     std::vector<Value> out;
     for (size_t i = 0; i < n_early; ++i) {
       out.push_back(materialize(yield.operands[early_args[i]], early_carried[i]->layout));

@@ -748,6 +748,7 @@ nlohmann::ordered_json module_to_json(const Module& module) {
                         {"byte_size", alloc.byte_size},
                         {"purpose", alloc.purpose}});
       if (alloc.alias_of >= 0) shared.back()["alias_of"] = alloc.alias_of;
+      if (alloc.released_in_iteration) shared.back()["released_in_iteration"] = true;
     }
     k["shared"] = shared;
     if (!kernel->mbarriers.empty()) {

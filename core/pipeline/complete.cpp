@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -47,9 +48,21 @@ int consumer_warpgroups(const matile::Kernel& kernel) {
   return form.consumers;
 }
 
-int shared_ring_depth(const Graph& graph, const Solution& solution) {
-  if (solution.ii_slots <= 0 || solution.ops.size() != graph.nodes.size()) return solution.stages;
-  int64_t first_copy = -1, last_read = -1;
+int shared_ring_depth(const Graph& graph, const Solution& solution, int held_slots) {
+  if (solution.ii_slots <= 0 || solution.ops.size() != graph.nodes.size()) return solution.stages + held_slots;
+  // Per ring: the first copy into it and the end of its last read. Rings released together share
+  // one life, from the iteration's first copy to its last read of any of them; a ring released
+  // in its own iteration has its own, and the slots the form holds beyond the graph's (the
+  // deferred P·V of overlap=1) belong to the others only.
+  struct Life {
+    int64_t first_copy = -1, last_read = -1;
+    void add(int64_t start, int64_t end) {
+      first_copy = first_copy < 0 ? start : std::min(first_copy, start);
+      last_read = std::max(last_read, end);
+    }
+  };
+  Life together;
+  std::map<std::string, Life> own;
   for (const Edge& edge : graph.edges) {
     if (!edge.through_shared) continue;
     const auto from = static_cast<size_t>(edge.from), to = static_cast<size_t>(edge.to);
@@ -57,13 +70,18 @@ int shared_ring_depth(const Graph& graph, const Solution& solution) {
     const int64_t end = solution.ops[to].start_slot +
                         slot_times(graph.nodes[to], solution.quantum).latency +
                         solution.ii_slots * edge.distance;
-    first_copy = first_copy < 0 ? start : std::min(first_copy, start);
-    last_read = std::max(last_read, end);
+    if (graph.rings_released_in_iteration.count(edge.what)) own[edge.what].add(start, end);
+    else together.add(start, end);
   }
-  if (first_copy < 0) return solution.stages;
-  const int64_t life = last_read - first_copy;
-  const auto depth = static_cast<int>((life + solution.ii_slots - 1) / solution.ii_slots);
-  return std::max(solution.stages, depth);
+  const auto slots = [&](const Life& life, int held) {
+    if (life.first_copy < 0) return 0;
+    const int64_t span = life.last_read - life.first_copy + held * solution.ii_slots;
+    return static_cast<int>((span + solution.ii_slots - 1) / solution.ii_slots);
+  };
+  int depth = slots(together, held_slots);
+  for (const auto& [name, life] : own) depth = std::max(depth, slots(life, 0));
+  if (depth == 0) return solution.stages + held_slots;
+  return std::max(own.empty() ? solution.stages + held_slots : solution.stages, depth);
 }
 
 namespace {
@@ -176,7 +194,7 @@ std::optional<sched::Decision> realizing_decision(const Graph& graph, const Solu
     return std::nullopt;
   }
   sched::Decision decision{"pipeline", block,
-                           {{"stages", int64_t{shared_ring_depth(graph, solution) + held_slots}}}};
+                           {{"stages", int64_t{shared_ring_depth(graph, solution, held_slots)}}}};
   if (roles) decision.args.push_back({"consumers", static_cast<int64_t>(solution.roles.size()) - 1});
   if (roles && consumers_take_turns(graph, solution)) decision.args.push_back({"pingpong", int64_t{1}});
   return decision;
@@ -232,10 +250,16 @@ Completion complete_pipelines(const SourceFilePtr& file, const driver::CompileOp
                                       "): realized with pingpong=1");
     }
     if (decision && held > 0) {
+      std::string own;
+      for (const std::string& ring : result.graph->rings_released_in_iteration) {
+        own += (own.empty() ? "" : ", ") + ring;
+      }
       result.solution.notes.push_back(
           "the ring has " + std::to_string(held) + " slot" + (held == 1 ? "" : "s") +
           " more than the solution's: warp_spec overlap=1 keeps the previous iteration's slot "
-          "until its deferred MMAs retire");
+          "until its deferred MMAs retire" +
+          (own.empty() ? std::string()
+                       : " (not counted for " + own + ", released in the iteration that reads it)"));
     }
     if (!decision) {
       result.error = why;

@@ -77,13 +77,15 @@ CompletedSchedule complete_schedule(const SourceFilePtr& file, const std::vector
                                     const cost::CostModel& model,
                                     const CompletionOptions& completion_options = {});
 
-// The depth of one ring shared by all of an iteration's copies (the lowering keeps one slot per
+// The depth of the ring the lowering keeps for all of an iteration's copies (one slot per
 // iteration for every operand): enough buffers to cover from the iteration's first copy to the
-// end of its last read of any of them, and at least the solution's deepest ring.
-int shared_ring_depth(const Graph& graph, const Solution& solution);
+// end of its last read of any of them, plus `held_slots` the form holds beyond the graph's, and
+// at least the solution's deepest ring. A ring released in the iteration that reads it
+// (Graph::rings_released_in_iteration) covers its own life only, without the held slots.
+int shared_ring_depth(const Graph& graph, const Solution& solution, int held_slots = 0);
 
 // The pipeline decision that realizes `solution` of `graph` on the kernel computing `block`:
-// stages = shared_ring_depth, and on a warp-specialized kernel its consumer warpgroups (and
+// stages = shared_ring_depth (with `held_slots`), and on a warp-specialized kernel its consumer warpgroups (and
 // pingpong=1 when the consumers take turns on the tensor cores, consumers_take_turns). nullopt
 // with `why` for a graph the lowering does not have the form of (an sm_80 loop read as its
 // sm_90a equivalent: the kernel is not warp-specialized, so the roles would not exist).

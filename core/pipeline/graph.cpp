@@ -190,6 +190,9 @@ class GraphBuilder {
       bool ring = false;
       for (int n : writers_[static_cast<int>(a)]) ring = ring || graph_.nodes[static_cast<size_t>(n)].is_copy();
       if (!ring) graph_.fixed_shared_bytes += kernel_.shared[a].byte_size;
+      if (ring && kernel_.shared[a].released_in_iteration) {
+        graph_.rings_released_in_iteration.insert(kernel_.shared[a].name);
+      }
     }
     if (machine_.warp_specialized() && !hopper_form_) retarget();
     // Variable-latency copies get the machine's margin over their measured unloaded latency.

@@ -38,6 +38,7 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -99,6 +100,10 @@ struct Graph {
   int threads = 128;           // threads that run a compute op (a CTA on sm_80, a warpgroup on sm_90a)
   int hand_stages = 0;         // the hand-written kernel's ring depth
   int64_t fixed_shared_bytes = 0;  // shared memory outside the rings (operands copied once, scratch)
+  // Rings whose slot the consumers release in the iteration that reads it, by allocation name
+  // (matile::SharedAlloc::released_in_iteration: attention's K beside V). Not read by the
+  // solver; the realized ring depth counts each such ring's life apart (shared_ring_depth).
+  std::set<std::string> rings_released_in_iteration;
   std::vector<Node> nodes;
   std::vector<Edge> edges;
 

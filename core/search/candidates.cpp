@@ -765,8 +765,11 @@ std::vector<Completion> warp_specialized_completions(const Completion& completio
   // 128 x 256 GEMM ring (measured 12% faster than four stages without it at 8192^3,
   // bench/NOTES.md); two where a tile is too large for more (attention with d 256).
   // A nest that reduces in several blocks at once (attention's rolled max, sum and P·V) also
-  // with its consumers' loop overlapped (3 or 4 stages: the consumers hold two).
-  const std::vector<std::pair<int, bool>> forms = {{4, false}, {3, false}, {2, false}, {3, true}, {4, true}};
+  // with its consumers' loop overlapped: 3 or 4 stages (the consumers hold the previous
+  // iteration's slot), or 2 where the ring releases K in its own iteration and V in the next
+  // (lower.h rule 6), which leaves room for the staged epilogue beside a d 128 ring.
+  const std::vector<std::pair<int, bool>> forms = {{4, false}, {3, false}, {2, false},
+                                                   {3, true},  {4, true},  {2, true}};
   for (const auto& [stages, overlap] : forms) {
     Completion variant = completion;
     for (const Decision& candidate : launch_candidates(facts, so_far, true)) {
