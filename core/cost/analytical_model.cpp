@@ -1061,15 +1061,19 @@ class WorkWalk : public matile::Visitor {
       case OpKind::MBarrierInit:
         work.sync_cycles += kMBarrierInitCycles;
         return;
-      case OpKind::MBarrierArrive:
+      case OpKind::MBarrierArrive: {
         work.sync_cycles += kMBarrierArriveCycles;
         // A plain arrive releases a stage: the wgmma groups still in flight then are the ones
         // the consumer holds stages for.
-        if (op.tx_bytes == 0 && segment.last_wgmma_pending >= 0) {
+        const bool early_release = op.mbarrier.barrier >= 0 &&
+                                   op.mbarrier.barrier < static_cast<int>(kernel_.mbarriers.size()) &&
+                                   kernel_.mbarriers[static_cast<size_t>(op.mbarrier.barrier)].early_release;
+        if (op.tx_bytes == 0 && segment.last_wgmma_pending >= 0 && !early_release) {
           segment.release_lag =
               std::max(segment.release_lag, static_cast<int>(segment.last_wgmma_pending));
         }
         return;
+      }
       case OpKind::MBarrierWait:
         work.sync_cycles += kMBarrierWaitCycles;
         segment.mbarrier_waits += 1;

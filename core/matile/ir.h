@@ -352,6 +352,10 @@ struct MBarrierAlloc {
   int count = 1;         // slots
   int64_t arrivals = 1;  // arrivals that complete a phase
   std::string purpose;   // "A/B stage full", "stage empty", ...
+  // The empty barrier of rings released in the iteration that reads them (lower.h rule 6's
+  // early release): the MMAs still in flight at its arrive read other rings, so they hold none
+  // of its stages (the cost model's release lag leaves it out).
+  bool early_release = false;
 };
 
 // A slot of a kernel's mbarrier array: `index` is a uniform index scalar (null = slot 0).
@@ -617,6 +621,7 @@ class Builder {
   int shared_alias(int base, std::string name, DType dtype, std::vector<int64_t> shape,
                    layout::ComposedLayout layout, std::string purpose);
   const std::vector<SharedAlloc>& shared_allocs() const { return shared_; }
+  void set_early_release(int mbarrier) { mbarriers_.at(static_cast<size_t>(mbarrier)).early_release = true; }
   void set_released_in_iteration(int alloc) { shared_.at(static_cast<size_t>(alloc)).released_in_iteration = true; }
   // The end of the shared allocations: the bytes the kernel takes so far.
   int64_t shared_bytes() const { return shared_end(shared_); }

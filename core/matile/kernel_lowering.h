@@ -336,7 +336,7 @@ class KernelLowering {
   // step % 2; at the end of the tile every role reads it there and releases the slot.
   void fetch_next_tile(const Value& step);
   Value read_next_tile(const Value& step);
-    std::pair<Value, Value> ring_position(const Value& k);
+    std::pair<Value, Value> ring_position(const Value& k, int depth = 0);
   Value slot_before(const Value& k, const std::pair<std::string, std::string>& names);
   Value loop_trips(const VOp& loop);
   struct TmaOperand;
@@ -351,6 +351,7 @@ class KernelLowering {
   void release_previous_slot();
   void plan_early_release(const VOp& loop);
   void begin_early_release(const Value& slot);
+  Value wait_ring_stages(const Value& ring_k, const Value& slot, const Value& phase);
   void retire_early_readers(const std::unordered_set<const VNode*>& retired);
   void check_early_release();
   void issue_late_part();
@@ -494,8 +495,10 @@ class KernelLowering {
     // wait inside their own iteration (attention's K, read by QKᵀ, whose scores the softmax
     // reads) have their own `early_empty` barrier, which the consumers arrive on in that
     // iteration; the other operands (V) keep `empty`, released by the next iteration. `full`
-    // then takes one arrive.expect_tx per group. -1: one group, released together.
-    int early_empty = -1;
+    // `early_full` and `early_empty` index their slots by their own depth, `early_stages` (K may
+    // take fewer buffers than V). -1: one group, released together.
+    int early_empty = -1, early_full = -1;
+    int early_stages = 0;  // the early rings' depth (options' early_stages, or stages)
     int64_t early_tx_bytes = 0;
     std::unordered_set<const VNode*> early_readers;  // the results of the early operands' dots
     // While an iteration is emitted: its slot, the early readers not yet retired in it, and

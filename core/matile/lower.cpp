@@ -250,6 +250,7 @@ layout::Result<ModulePtr> lower_to_matile(const vrtile::ModulePtr& module,
       if (kernel->launch) {
         kernel_options.warps = kernel->launch->warps;
         kernel_options.stages = kernel->launch->stages;
+        kernel_options.early_stages = kernel->launch->early_stages;
         kernel_options.consumers = kernel->launch->consumers;
         kernel_options.overlap = kernel->launch->overlap;
         kernel_options.pingpong = kernel->launch->pingpong;

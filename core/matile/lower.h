@@ -100,6 +100,8 @@ struct LowerOptions {
   // Rule 6's early release: ring operands whose dots' results the iteration reads (attention's
   // K) released in their own iteration. false: every operand released by the next iteration.
   bool early_release = true;
+  // The depth of the early-released rings (0: `stages`), from the pipeline decision's early_stages.
+  int early_stages = 0;
   // > 0: the shared memory a CTA may use for rule 8's on-chip rows instead of the target's
   // (so CPU tests reach the tail=global form with short rows).
   int64_t row_shared_budget = 0;

@@ -371,14 +371,25 @@ void KernelLowering::plan_warp_specialization() {
   }
   ws_.tx_bytes = ring_bytes;
   ws_.once_tx_bytes = once_bytes;
-  if (ring_bytes * options_.stages + once_bytes > kSharedBytesPerCta) {
+  plan_early_release(loop);
+  if (ws_.early_tx_bytes == 0 && ring_bytes * options_.stages + once_bytes > kSharedBytesPerCta) {
     fail("warp_spec: " + std::to_string(options_.stages) + " stages of " +
          std::to_string(ring_bytes / 1024) + " KB" +
          (once_bytes ? " and " + std::to_string(once_bytes / 1024) + " KB copied once" : "") +
          " exceed the " + std::to_string(kSharedBytesPerCta / 1024) + " KB of shared memory of "
          "a CTA; take fewer stages or smaller tiles");
   }
-  plan_early_release(loop);
+  if (ws_.early_tx_bytes > 0) {
+    ws_.early_stages = options_.early_stages > 0 ? options_.early_stages : options_.stages;
+    const int64_t bytes = ws_.early_tx_bytes * ws_.early_stages + (ring_bytes - ws_.early_tx_bytes) * options_.stages;
+    if (bytes + once_bytes > kSharedBytesPerCta) {
+      fail("warp_spec: " + std::to_string(ws_.early_stages) + " stages of the early operands (" +
+           std::to_string(ws_.early_tx_bytes / 1024) + " KB) and " + std::to_string(options_.stages) +
+           " of the others (" + std::to_string((ring_bytes - ws_.early_tx_bytes) / 1024) + " KB)" +
+           (once_bytes ? " and " + std::to_string(once_bytes / 1024) + " KB copied once" : "") +
+           " exceed the " + std::to_string(kSharedBytesPerCta / 1024) + " KB of shared memory of a CTA");
+    }
+  }
   if (options_.overlap && options_.stages < 3 && ws_.early_tx_bytes == 0) {
     fail("warp_spec overlap: the consumers hold two stages of the ring (the iteration's and the "
          "previous one's, which the deferred MMAs read), so " + std::to_string(options_.stages) +
@@ -407,6 +418,10 @@ void KernelLowering::plan_early_release(const VOp& loop) {
   ws_.early_tx_bytes = 0;
   for (TmaOperand& operand : ws_.operands) operand.early = false;
   if (!options_.early_release) return;
+  // Three consumers have no register margin (160 each, FlashAttention-3's split for d 64): the
+  // early group's own slot index and barrier waits spilled 4 bytes at B8 H32 S2048 d 64
+  // overlapped (ptxas of CUDA 13, 2026-11-28), so they keep one release group.
+  if (options_.consumers >= 3) return;
   // A dot in a nested loop is retired by waits that are not the iteration's own.
   bool nested_dot = false;
   const std::function<void(const vrtile::Region&)> scan = [&](const vrtile::Region& region) {
@@ -459,6 +474,23 @@ void KernelLowering::plan_early_release(const VOp& loop) {
   ws_.early_tx_bytes = early_bytes;
 }
 
+// A consumer iteration's waits for its stages: `full` at the ring's slot, and with early release
+// `early_full` at the early rings' own slot, which it returns (the ring's slot otherwise). Each
+// copied operand is read from its own ring's slot.
+Value KernelLowering::wait_ring_stages(const Value& ring_k, const Value& slot, const Value& phase) {
+  b_.mbarrier_wait(BarrierRef{ws_.full, slot}, phase);
+  Value early_slot = slot;
+  if (ws_.early_full >= 0) {
+    const auto [own_slot, own_phase] = ring_position(ring_k, ws_.early_stages);
+    b_.mbarrier_wait(BarrierRef{ws_.early_full, own_slot}, own_phase);
+    early_slot = own_slot;
+  }
+  for (const TmaOperand& operand : ws_.operands) {
+    if (!operand.once) pipelined_stage_[operand.load] = operand.early ? early_slot : slot;
+  }
+  return early_slot;
+}
+
 // At the start of each consumer iteration (and overlap=1's peeled first one).
 void KernelLowering::begin_early_release(const Value& slot) {
   ws_.current_slot = slot;
@@ -488,7 +520,8 @@ void KernelLowering::emit_warp_specialized() {
   for (TmaOperand& operand : ws_.operands) {
     const VValue& v = operand.load->results[0];
     operand.alloc = b_.shared(v->name + (operand.once ? "_tile" : "_ring"), v->type.dtype,
-                              v->type.shape, operand.layout, operand.once ? 1 : stages,
+                              v->type.shape, operand.layout,
+                              operand.once ? 1 : operand.early ? ws_.early_stages : stages,
                               operand.once ? "%" + v->name + ", copied once by TMA"
                               : operand.early ? "TMA ring of %" + v->name + ", each slot released in the iteration that reads it"
                                               : "TMA ring of %" + v->name);
@@ -507,8 +540,8 @@ void KernelLowering::emit_warp_specialized() {
                              trailing ? std::vector<int>{} : operand.tile_axes);
   }
   const bool early_release = ws_.early_tx_bytes > 0;
-  ws_.full = b_.mbarrier("full", stages, early_release ? 2 : 1,
-                         early_release ? "stage filled by the producer's TMA copies (one arrive per release group)"
+  ws_.full = b_.mbarrier("full", stages, 1,
+                         early_release ? "stage of the operands released by the next iteration filled by TMA"
                                        : "stage filled by the producer's TMA copies");
   // Every consumer thread releases a stage for itself once its warpgroup's MMAs on it retired:
   // no barrier among the consumers per iteration.
@@ -530,11 +563,15 @@ void KernelLowering::emit_warp_specialized() {
                                  "every thread of both roles read the next tile's index");
   }
   if (early_release) {
-    ws_.early_empty = b_.mbarrier("early_empty", stages, consumer_threads,
-                                  "stage's early operands released by every consumer thread in their own iteration");
+    ws_.early_full = b_.mbarrier("early_full", ws_.early_stages, 1,
+                                 "stage of the early operands filled by TMA");
+    ws_.early_empty = b_.mbarrier("early_empty", ws_.early_stages, consumer_threads,
+                                  "stage of the early operands released by every consumer thread in the iteration that reads it");
+    b_.set_early_release(ws_.early_empty);
   }
   b_.mbarrier_init(ws_.full);
   b_.mbarrier_init(ws_.empty);
+  if (ws_.early_full >= 0) b_.mbarrier_init(ws_.early_full);
   if (ws_.early_empty >= 0) b_.mbarrier_init(ws_.early_empty);
   if (ws_.tile_full >= 0) b_.mbarrier_init(ws_.tile_full);
   if (ws_.tile_empty >= 0) b_.mbarrier_init(ws_.tile_empty);
@@ -683,8 +720,8 @@ void KernelLowering::finish_ring(const Value& advance) {
 
 // Where iteration k sits in the ring: its slot k % S and the parity (k / S) % 2 of the slot's
 // phase that iteration fills.
-std::pair<Value, Value> KernelLowering::ring_position(const Value& k) {
-  const Value stages = index_constant(options_.stages);
+std::pair<Value, Value> KernelLowering::ring_position(const Value& k, int depth) {
+  const Value stages = index_constant(depth > 0 ? depth : options_.stages);
   const Value slot = b_.binary(BinaryOp::Mod, k, stages, "slot");
   const Value round = b_.binary(BinaryOp::FloorDiv, k, stages, "round");
   return {slot, b_.binary(BinaryOp::Mod, round, index_constant(2), "phase")};
@@ -777,15 +814,14 @@ void KernelLowering::emit_producer() {
             BinaryOp::Mod, b_.binary(BinaryOp::Add, releases, index_constant(1), "releases_1"),
             index_constant(2), "released");
         if (ws_.early_empty >= 0) {
-          // The early operands' slot was released by iteration k - S itself (no release on
-          // behalf of iteration -1): after `round` releases.
-          const Value early_free = b_.binary(
-              BinaryOp::Mod, b_.binary(BinaryOp::Add, round, index_constant(1), "round_1"),
-              index_constant(2), "early_free");
-          b_.mbarrier_wait(BarrierRef{ws_.early_empty, slot}, early_free);
-          b_.mbarrier_arrive(BarrierRef{ws_.full, slot}, ws_.early_tx_bytes);
+          // The early operands' slot k % E was released by iteration k - E itself (no release
+          // on behalf of iteration -1): after k / E releases.
+          const auto [early_slot, early_phase] = ring_position(k, ws_.early_stages);
+          const Value early_free = b_.binary(BinaryOp::Sub, index_constant(1), early_phase, "early_free");
+          b_.mbarrier_wait(BarrierRef{ws_.early_empty, early_slot}, early_free);
+          b_.mbarrier_arrive(BarrierRef{ws_.early_full, early_slot}, ws_.early_tx_bytes);
           for (const TmaOperand& operand : ws_.operands) {
-            if (!operand.once && operand.early) emit_tma_copy(operand, slot, local_k, ws_.full);
+            if (!operand.once && operand.early) emit_tma_copy(operand, early_slot, local_k, ws_.early_full);
           }
         }
         b_.mbarrier_wait(BarrierRef{ws_.empty, slot}, released);
@@ -960,12 +996,9 @@ void KernelLowering::emit_hopper_loop(const VOp& loop) {
         memo_.emplace_back();
         const Value ring_k = ring_iteration(k);
         const auto [slot, phase] = ring_position(ring_k);
-        b_.mbarrier_wait(BarrierRef{ws_.full, slot}, phase);
+        const Value early_slot = wait_ring_stages(ring_k, slot, phase);
         env_[loop.loop_var.get()] = k;
         for (size_t i = 0; i < carried.size(); ++i) env_[loop.block_args[i].get()] = carried[i];
-        for (const TmaOperand& operand : ws_.operands) {
-          if (!operand.once) pipelined_stage_[operand.load] = slot;
-        }
         ws_.in_iteration = true;
         ws_.released = false;
         ws_.register_operand_in_flight = false;
@@ -973,7 +1006,7 @@ void KernelLowering::emit_hopper_loop(const VOp& loop) {
         ws_.in_flight = {ws_.carried_in_flight.begin(), ws_.carried_in_flight.end()};
         ws_.previous_slot = slot_before(ring_k, {"k_prev", "retired"});
         ws_.turn_to_take = options_.pingpong;
-        begin_early_release(slot);
+        begin_early_release(early_slot);
         ++ws_.once_release_bodies;
         emit_region(*loop.body);
         b_.set_provenance(loop.provenance);
@@ -1173,12 +1206,13 @@ std::vector<Value> KernelLowering::emit_late_part(const VOp& loop, const Value& 
   memo_.resize(ws_.loop_memo_depth);
   memo_.emplace_back();
   const Value slot = ring_position(ring_iteration(k)).first;
+  const Value early_slot = ws_.early_empty >= 0 ? ring_position(ring_iteration(k), ws_.early_stages).first : slot;
   std::vector<std::pair<const VOp*, std::optional<SmemLoad>>> saved_loads;
   for (const TmaOperand& operand : ws_.operands) {
     if (operand.once) continue;
     auto found = smem_loads_.find(operand.load);
     saved_loads.emplace_back(operand.load, found == smem_loads_.end() ? std::nullopt : std::optional(found->second));
-    smem_loads_[operand.load] = SmemLoad{operand.alloc, slot};
+    smem_loads_[operand.load] = SmemLoad{operand.alloc, operand.early ? early_slot : slot};
   }
   for (const vrtile::OpPtr& op : loop.body->ops) {
     if (!ws_.late.count(op.get())) continue;
@@ -1257,12 +1291,9 @@ void KernelLowering::emit_overlapped_loop(const VOp& loop) {
                               const std::function<void()>& late) {
     const Value ring_k = ring_iteration(k);
     const auto [slot, phase] = ring_position(ring_k);
-    b_.mbarrier_wait(BarrierRef{ws_.full, slot}, phase);
+    const Value early_slot = wait_ring_stages(ring_k, slot, phase);
     env_[loop.loop_var.get()] = k;
     for (size_t i = 0; i < n_early; ++i) env_[loop.block_args[early_args[i]].get()] = early_carried[i];
-    for (const TmaOperand& operand : ws_.operands) {
-      if (!operand.once) pipelined_stage_[operand.load] = slot;
-    }
     ws_.in_iteration = true;
     ws_.released = false;
     ws_.uncommitted = false;
@@ -1270,7 +1301,7 @@ void KernelLowering::emit_overlapped_loop(const VOp& loop) {
     ws_.issue_late = late;
     ws_.previous_slot = slot_before(ring_k, {"k_prev", "retired"});
     ws_.turn_to_take = options_.pingpong;
-    begin_early_release(slot);
+    begin_early_release(early_slot);
     ++ws_.once_release_bodies;
     for (const vrtile::OpPtr& op : loop.body->ops) {
       if (op->kind == VOpKind::Yield || ws_.late.count(op.get())) continue;

@@ -758,6 +758,7 @@ nlohmann::ordered_json module_to_json(const Module& module) {
                             {"count", barrier.count},
                             {"arrivals", barrier.arrivals},
                             {"purpose", barrier.purpose}});
+        if (barrier.early_release) barriers.back()["early_release"] = true;
       }
       k["mbarriers"] = barriers;
     }

@@ -48,21 +48,24 @@ int consumer_warpgroups(const matile::Kernel& kernel) {
   return form.consumers;
 }
 
-int shared_ring_depth(const Graph& graph, const Solution& solution, int held_slots) {
-  if (solution.ii_slots <= 0 || solution.ops.size() != graph.nodes.size()) return solution.stages + held_slots;
+RingDepths ring_depths(const Graph& graph, const Solution& solution, int held_slots) {
+  RingDepths out;
+  out.together = solution.stages + held_slots;
+  if (solution.ii_slots <= 0 || solution.ops.size() != graph.nodes.size()) return out;
   // Per ring: the first copy into it and the end of its last read. Rings released together share
   // one life, from the iteration's first copy to its last read of any of them; a ring released
   // in its own iteration has its own, and the slots the form holds beyond the graph's (the
-  // deferred P·V of overlap=1) belong to the others only.
+  // deferred P·V of overlap=1) belong to the others only. Each ring also takes at least the
+  // buffers the solution gave its copy.
   struct Life {
     int64_t first_copy = -1, last_read = -1;
+    int buffers = 0;
     void add(int64_t start, int64_t end) {
       first_copy = first_copy < 0 ? start : std::min(first_copy, start);
       last_read = std::max(last_read, end);
     }
   };
-  Life together;
-  std::map<std::string, Life> own;
+  Life together, own;
   for (const Edge& edge : graph.edges) {
     if (!edge.through_shared) continue;
     const auto from = static_cast<size_t>(edge.from), to = static_cast<size_t>(edge.to);
@@ -70,18 +73,28 @@ int shared_ring_depth(const Graph& graph, const Solution& solution, int held_slo
     const int64_t end = solution.ops[to].start_slot +
                         slot_times(graph.nodes[to], solution.quantum).latency +
                         solution.ii_slots * edge.distance;
-    if (graph.rings_released_in_iteration.count(edge.what)) own[edge.what].add(start, end);
-    else together.add(start, end);
+    Life& life = graph.rings_released_in_iteration.count(edge.what) ? own : together;
+    life.add(start, end);
+    const auto buffers = solution.ring_depth.find(graph.nodes[from].name);
+    if (buffers != solution.ring_depth.end()) life.buffers = std::max(life.buffers, buffers->second);
   }
   const auto slots = [&](const Life& life, int held) {
-    if (life.first_copy < 0) return 0;
     const int64_t span = life.last_read - life.first_copy + held * solution.ii_slots;
-    return static_cast<int>((span + solution.ii_slots - 1) / solution.ii_slots);
+    const auto covered = static_cast<int>((span + solution.ii_slots - 1) / solution.ii_slots);
+    return std::max(covered, life.buffers + held);
   };
-  int depth = slots(together, held_slots);
-  for (const auto& [name, life] : own) depth = std::max(depth, slots(life, 0));
-  if (depth == 0) return solution.stages + held_slots;
-  return std::max(own.empty() ? solution.stages + held_slots : solution.stages, depth);
+  if (own.first_copy < 0) {
+    if (together.first_copy >= 0) out.together = std::max(solution.stages, slots(together, 0)) + held_slots;
+    return out;
+  }
+  out.own = slots(own, 0);
+  out.together = together.first_copy >= 0 ? slots(together, held_slots) : out.own;
+  return out;
+}
+
+int shared_ring_depth(const Graph& graph, const Solution& solution, int held_slots) {
+  const RingDepths depths = ring_depths(graph, solution, held_slots);
+  return std::max(depths.together, depths.own);
 }
 
 namespace {
@@ -193,8 +206,9 @@ std::optional<sched::Decision> realizing_decision(const Graph& graph, const Solu
     *why = "kernel " + graph.kernel + " computes no block a decision can name";
     return std::nullopt;
   }
-  sched::Decision decision{"pipeline", block,
-                           {{"stages", int64_t{shared_ring_depth(graph, solution, held_slots)}}}};
+  const RingDepths depths = ring_depths(graph, solution, held_slots);
+  sched::Decision decision{"pipeline", block, {{"stages", int64_t{depths.together}}}};
+  if (depths.own > 0 && depths.own != depths.together) decision.args.push_back({"early_stages", int64_t{depths.own}});
   if (roles) decision.args.push_back({"consumers", static_cast<int64_t>(solution.roles.size()) - 1});
   if (roles && consumers_take_turns(graph, solution)) decision.args.push_back({"pingpong", int64_t{1}});
   return decision;
@@ -268,6 +282,16 @@ Completion complete_pipelines(const SourceFilePtr& file, const driver::CompileOp
     }
     // A pinned depth is the user's: every ring has it, whatever the shared ring would need.
     if (pins.stages) decision->args.front().value = int64_t{*pins.stages};
+    // A pinned `stages` sets every ring unless early_stages is pinned too.
+    auto early = std::find_if(decision->args.begin(), decision->args.end(),
+                              [](const sched::DecisionArg& a) { return a.key == "early_stages"; });
+    if (pins.early_stages) {
+      if (early == decision->args.end()) decision->args.insert(decision->args.begin() + 1, {"early_stages", int64_t{0}});
+      early = decision->args.begin() + 1;
+      early->value = int64_t{*pins.early_stages};
+    } else if (pins.stages && early != decision->args.end()) {
+      decision->args.erase(early);
+    }
     result.decision = decision;
     added.push_back(*decision);
     solved_blocks.insert(solved_blocks.end(), blocks.begin(), blocks.end());

@@ -84,6 +84,15 @@ CompletedSchedule complete_schedule(const SourceFilePtr& file, const std::vector
 // (Graph::rings_released_in_iteration) covers its own life only, without the held slots.
 int shared_ring_depth(const Graph& graph, const Solution& solution, int held_slots = 0);
 
+// The two depths the lowering realizes: `together`, of the rings released by the next iteration
+// (their shared life plus `held_slots`), and `own`, of the rings released in the iteration that
+// reads them (their own life; 0 when the graph has none). shared_ring_depth is the larger.
+struct RingDepths {
+  int together = 0;
+  int own = 0;
+};
+RingDepths ring_depths(const Graph& graph, const Solution& solution, int held_slots = 0);
+
 // The pipeline decision that realizes `solution` of `graph` on the kernel computing `block`:
 // stages = shared_ring_depth (with `held_slots`), and on a warp-specialized kernel its consumer warpgroups (and
 // pingpong=1 when the consumers take turns on the tensor cores, consumers_take_turns). nullopt

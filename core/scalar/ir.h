@@ -274,6 +274,9 @@ struct LaunchAttrs {
   int warps = 4;
   int stages = 2;
   int consumers = 0;  // 0: no warp specialization
+  // With consumers: the depth of the rings the consumers release in the iteration that reads
+  // them (attention's K, docs/matile.md "early release"); 0: `stages`, like the others.
+  int early_stages = 0;
   // With consumers: the consumers' loop software-pipelined by one iteration, its last dot
   // issued in the next iteration beside that iteration's first (warp_spec's overlap=1).
   bool overlap = false;

@@ -562,6 +562,7 @@ std::string launch_text(const LaunchAttrs& launch) {
   std::string text = "launch(warps=" + std::to_string(launch.warps) +
                      ", stages=" + std::to_string(launch.stages);
   if (launch.consumers) text += ", consumers=" + std::to_string(launch.consumers);
+  if (launch.early_stages) text += ", early_stages=" + std::to_string(launch.early_stages);
   if (launch.overlap) text += ", overlap";
   if (launch.pingpong) text += ", pingpong";
   if (launch.group > 1) text += ", group=" + std::to_string(launch.group);
@@ -573,6 +574,7 @@ std::string launch_text(const LaunchAttrs& launch) {
 nlohmann::ordered_json launch_json(const LaunchAttrs& launch) {
   nlohmann::ordered_json json = {{"warps", launch.warps}, {"stages", launch.stages}};
   if (launch.consumers) json["consumers"] = launch.consumers;
+  if (launch.early_stages) json["early_stages"] = launch.early_stages;
   if (launch.overlap) json["overlap"] = true;
   if (launch.pingpong) json["pingpong"] = true;
   if (launch.group > 1) json["group"] = launch.group;

@@ -12,10 +12,11 @@ namespace nautilus::sched {
 
 namespace {
 
-constexpr std::string_view kSignature = "pipeline(BLOCK, stages=S, consumers=C, pingpong=0|1)";
+constexpr std::string_view kSignature =
+    "pipeline(BLOCK, stages=S, early_stages=E, consumers=C, pingpong=0|1)";
 
 struct Parsed {
-  std::optional<int> stages, consumers;
+  std::optional<int> stages, early_stages, consumers;
   std::optional<bool> pingpong;
   std::string error;
 };
@@ -27,9 +28,9 @@ Parsed parse(const Decision& decision) {
     return out;
   }
   for (const DecisionArg& arg : decision.args) {
-    if (arg.key != "stages" && arg.key != "consumers" && arg.key != "pingpong") {
-      out.error = usage_reason(kSignature,
-                               "unknown keyword '" + arg.key + "'; expected stages, consumers or pingpong");
+    if (arg.key != "stages" && arg.key != "early_stages" && arg.key != "consumers" && arg.key != "pingpong") {
+      out.error = usage_reason(kSignature, "unknown keyword '" + arg.key +
+                                               "'; expected stages, early_stages, consumers or pingpong");
       return out;
     }
     if (!arg.is_int()) {
@@ -43,12 +44,12 @@ Parsed parse(const Decision& decision) {
         return out;
       }
       out.pingpong = value == 1;
-    } else if (arg.key == "stages") {
+    } else if (arg.key == "stages" || arg.key == "early_stages") {
       if (value < 1 || value > 8) {
-        out.error = "pipeline: stages must be between 1 and 8, got " + std::to_string(value);
+        out.error = "pipeline: " + arg.key + " must be between 1 and 8, got " + std::to_string(value);
         return out;
       }
-      out.stages = static_cast<int>(value);
+      (arg.key == "stages" ? out.stages : out.early_stages) = static_cast<int>(value);
     } else {
       if (value < 0 || value > 3) {
         out.error = "pipeline: consumers must be 0 to 3, got " + std::to_string(value);
@@ -71,6 +72,8 @@ ApplyResult apply(const scalar::ProgramPtr& program, const Decision& decision) {
   bool no_partner = false;  // pingpong=1 on a kernel with fewer than 2 consumer warpgroups
   ApplyResult result = update_launch_attrs(program, decision.target, "pipeline", [&](scalar::LaunchAttrs attrs) {
     if (parsed.stages) attrs.stages = *parsed.stages;
+    // A depth of its own for the early rings only where named: `stages` alone sets every ring.
+    attrs.early_stages = parsed.early_stages.value_or(0);
     if (parsed.consumers) {
       attrs.consumers = *parsed.consumers;
       if (attrs.consumers == 0) attrs.overlap = false;
@@ -100,6 +103,7 @@ PipelinePins pipeline_pins(const Schedule& schedule, const std::vector<std::stri
     if (!parsed.error.empty()) continue;  // the schedule's compile reports it
     pins.present = true;
     if (parsed.stages) pins.stages = parsed.stages;
+    if (parsed.early_stages) pins.early_stages = parsed.early_stages;
     if (parsed.consumers) pins.consumers = parsed.consumers;
   }
   return pins;
@@ -122,7 +126,10 @@ DecisionKind pipeline_decision() {
       "pingpong=1 (2 or 3 consumers) makes the consumer warpgroups take turns on the tensor "
       "cores, as warp_spec's pingpong=1; the solver writes it when its answer gives the 64-row "
       "halves of the tile to different consumers whose tensor-core phases alternate (attention: "
-      "one half's softmax under the other's MMAs).",
+      "one half's softmax under the other's MMAs). early_stages=E gives the rings the consumers "
+      "release in the iteration that reads them (attention's K beside V, docs/matile.md \"early "
+      "release\") a depth of their own; the solver writes it when that ring's own life needs "
+      "fewer buffers than the others', which leaves shared memory to the staged epilogue.",
       apply,
   };
 }

@@ -1,4 +1,4 @@
-// pipeline(BLOCK, stages=S, consumers=C) — the software pipeline of the kernel that computes
+// pipeline(BLOCK, stages=S, early_stages=E, consumers=C) — the software pipeline of the kernel that computes
 // BLOCK, as the pipeline solver (core/pipeline) chose or completed it: S buffers in the ring of
 // every operand its main loop copies into shared memory (each copy issued as far ahead as the
 // ring allows: S-1 iterations with cp.async, as soon as a buffer is released by the TMA
@@ -31,6 +31,7 @@ DecisionKind pipeline_decision();
 struct PipelinePins {
   bool present = false;  // some pipeline decision names one of the blocks
   std::optional<int> stages;
+  std::optional<int> early_stages;
   std::optional<int> consumers;
 };
 PipelinePins pipeline_pins(const Schedule& schedule, const std::vector<std::string>& blocks);

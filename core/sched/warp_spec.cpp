@@ -64,6 +64,7 @@ ApplyResult apply(const scalar::ProgramPtr& program, const Decision& decision) {
   return update_launch_attrs(program, decision.target, "warp_spec",
                              [&](scalar::LaunchAttrs attrs) {
                                attrs.consumers = consumers;
+                               attrs.early_stages = 0;
                                attrs.overlap = consumers > 0 && overlap;
                                attrs.pingpong = consumers > 1 && pingpong;
                                if (stages > 0) attrs.stages = stages;

@@ -24,11 +24,16 @@ using nautilus::testing::count_ops;
 using nautilus::testing::expect_stage_matches_reference;
 using nautilus::testing::roles_op;
 
+// `early_stages` > 0: K's ring of its own depth (the pipeline decision's early_stages).
 std::vector<std::string> attention(bool causal, int stages, bool overlap, bool persistent = false,
-                                   int key_tile = 64) {
+                                   int key_tile = 64, int early_stages = 0) {
   std::vector<std::string> d = nautilus::testing::warp_spec_attention(
       {.causal = causal, .key_tile = key_tile, .consumers = 2, .stages = stages, .overlap = overlap});
   if (persistent) d.push_back("persistent(O_sum_acc, scheduler=static)");
+  if (early_stages > 0) {
+    d.push_back("pipeline(O_sum_acc, stages=" + std::to_string(stages) +
+                ", early_stages=" + std::to_string(early_stages) + ")");
+  }
   return d;
 }
 
@@ -57,10 +62,10 @@ TEST(EarlyRelease, AttentionReleasesKInItsIterationAndVInTheNext) {
   EXPECT_TRUE(k_ring->released_in_iteration);
   EXPECT_FALSE(v_ring->released_in_iteration);
   EXPECT_EQ(k_ring->stages, 2);
-  const MBarrierAlloc* full = barrier(kernel, "full");
+  const MBarrierAlloc* early_full = barrier(kernel, "early_full");
   const MBarrierAlloc* early_empty = barrier(kernel, "early_empty");
-  ASSERT_TRUE(full && early_empty && barrier(kernel, "empty"));
-  EXPECT_EQ(full->arrivals, 2);  // one arrive.expect_tx per release group
+  ASSERT_TRUE(early_full && early_empty && barrier(kernel, "full") && barrier(kernel, "empty"));
+  EXPECT_EQ(early_full->arrivals, 1);  // the producer's arrive.expect_tx of K's bytes
   EXPECT_EQ(early_empty->arrivals, 256);
   // The producer waits on both empties and announces each group's bytes apart.
   const Op* roles = roles_op(kernel);
@@ -85,6 +90,7 @@ TEST(EarlyRelease, AttentionFormsOnTwoAndThreeSlotsMatchTheReference) {
     bool causal, overlap;
     int stages, key_tile;
     std::vector<std::string> sizes;
+    int early_stages = 0;
   };
   const std::vector<Case> cases = {
       {"assets/specs/attention.nt", false, false, 2, 64, {"B=1", "H=2", "M=200", "N=136", "D=80"}},
@@ -94,15 +100,22 @@ TEST(EarlyRelease, AttentionFormsOnTwoAndThreeSlotsMatchTheReference) {
       {"assets/specs/causal_attention.nt", true, false, 2, 64, {"B=1", "H=2", "M=300", "N=300", "D=64"}},
       {"assets/specs/gqa_attention.nt", false, true, 2, 64, {"B=1", "H=4", "KH=2", "M=130", "N=200", "D=64"}},
       {"assets/specs/attention.nt", false, true, 2, 128, {"B=1", "H=1", "M=256", "N=384", "D=128"}},
+      // K and V on rings of different depths: 2 and 3, 3 and 2, 1 and 2.
+      {"assets/specs/attention.nt", false, true, 3, 64, {"B=1", "H=2", "M=200", "N=456", "D=64"}, 2},
+      {"assets/specs/causal_attention.nt", true, false, 2, 64, {"B=1", "H=2", "M=300", "N=300", "D=64"}, 3},
+      {"assets/specs/attention.nt", false, false, 2, 64, {"B=1", "H=1", "M=128", "N=320", "D=64"}, 1},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.spec + (c.overlap ? " overlap" : "") + " stages " + std::to_string(c.stages) + " " +
                  c.sizes.back());
     const driver::Compilation compilation =
-        compile_for_arch(c.spec, attention(c.causal, c.stages, c.overlap, false, c.key_tile), c.sizes, "sm_90a");
+        compile_for_arch(c.spec, attention(c.causal, c.stages, c.overlap, false, c.key_tile, c.early_stages),
+                         c.sizes, "sm_90a");
     ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error;
     const Kernel& kernel = *compilation.ma_module->kernels.at(0);
     ASSERT_TRUE(barrier(kernel, "early_empty"));
+    EXPECT_EQ(ring_of(kernel, "K")->stages, c.early_stages > 0 ? c.early_stages : c.stages);
+    EXPECT_EQ(ring_of(kernel, "V")->stages, c.stages);
     expect_stage_matches_reference(compilation, driver::Stage::MATile, 5);
   }
 }
@@ -114,9 +127,11 @@ TEST(EarlyRelease, AttentionFormsOnTwoAndThreeSlotsMatchTheReference) {
 TEST(EarlyRelease, PersistentCtasKeepBothGroupsInStepAcrossTiles) {
   for (const bool causal : {false, true}) {
     SCOPED_TRACE(causal ? "causal" : "full");
+    // Full rows: both rings of 2; causal: V on 3, K on 2 (their positions wrap apart).
     const driver::Compilation compilation =
         compile_for_arch(causal ? "assets/specs/causal_attention.nt" : "assets/specs/attention.nt",
-                         attention(causal, 2, true, true), {"B=1", "H=2", "M=520", "N=520", "D=64"}, "sm_90a");
+                         causal ? attention(true, 3, true, true, 64, 2) : attention(false, 2, true, true),
+                         {"B=1", "H=2", "M=520", "N=520", "D=64"}, "sm_90a");
     ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error;
     ASSERT_TRUE(barrier(*compilation.ma_module->kernels.at(0), "early_empty"));
     driver::EvalOptions eval;

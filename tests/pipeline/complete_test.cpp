@@ -6,6 +6,7 @@
 // apply, against the float64 reference at sizes that are not tile multiples.
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -177,6 +178,37 @@ TEST(CompletePipelines, OverlappedAttentionKeepsASlotForItsDeferredMmas) {
   testing::expect_stage_matches_reference(without.realized, driver::Stage::MATile, 8, "completed plain attention");
 }
 
+// Attention's K is released in the iteration that reads it, V in the next (docs/matile.md
+// "early release"): the completion sizes K's ring by K's own life, without the slot overlap=1
+// holds for V, and writes early_stages when the two depths differ; the realized kernel has
+// them, and runs against the reference.
+TEST(CompletePipelines, ARingReleasedInItsIterationTakesItsOwnDepth) {
+  const std::vector<std::string> decisions = {
+      "rolling_update(O_sum, n, tile=128)", "compute_at(S, Mx, n_o)", "tile(O_sum_acc, m=128)",
+      "reverse_compute_at(O, O_sum, m_o)", "bind(O_sum_acc, b=grid.z, h=grid.y, m_o=grid.x)",
+      "warp_spec(O_sum_acc, consumers=2, stages=2, overlap=1)"};
+  const Completed done =
+      complete("attention", decisions, {"B=1", "H=1", "M=136", "N=384", "D=128"}, "sm_90a");
+  ASSERT_EQ(done.completion.kernels.size(), 1u);
+  const KernelPipeline& kernel = done.completion.kernels[0];
+  ASSERT_TRUE(kernel.decision) << kernel.error;
+  ASSERT_TRUE(kernel.graph);
+  EXPECT_EQ(kernel.graph->rings_released_in_iteration, (std::set<std::string>{"K_ring"}));
+  const RingDepths depths = ring_depths(*kernel.graph, kernel.solution, 1);
+  EXPECT_GT(depths.own, 0);
+  EXPECT_EQ(kernel.decision->find("stages")->as_int(), depths.together) << describe_completion(done.completion);
+  const sched::DecisionArg* early = kernel.decision->find("early_stages");
+  EXPECT_EQ(early != nullptr, depths.own != depths.together);
+  int k_stages = 0, v_stages = 0;
+  for (const matile::SharedAlloc& alloc : done.realized.ma_module->kernels.at(0)->shared) {
+    if (alloc.name == "K_ring") k_stages = alloc.stages;
+    if (alloc.name == "V_ring") v_stages = alloc.stages;
+  }
+  EXPECT_EQ(k_stages, depths.own);
+  EXPECT_EQ(v_stages, depths.together);
+  testing::expect_stage_matches_reference(done.realized, driver::Stage::MATile, 9, "K and V on rings of their own depths");
+}
+
 TEST(CompletePipelines, PersistentAttentionIsSolvedLikeOneCtaPerTile) {
   // A persistent CTA releases its query tile in the tile's last iteration, through a loop of at
   // most one trip around the arrive inside the main loop: that loop only synchronizes, so the
@@ -313,7 +345,7 @@ TEST(PipelineDecision, ChecksItsArgumentsAndReadsItsPins) {
   EXPECT_NE(bad.schedule_error.find("stages must be between 1 and 8"), std::string::npos) << bad.schedule_error;
   const driver::Compilation unknown = testing::compile_scheduled(
       "assets/specs/gemm.nt", {"pipeline(C_sum, depth=2)"}, {"M=64", "N=64", "K=64"}, {});
-  EXPECT_NE(unknown.schedule_error.find("expected stages, consumers or pingpong"), std::string::npos)
+  EXPECT_NE(unknown.schedule_error.find("expected stages, early_stages, consumers or pingpong"), std::string::npos)
       << unknown.schedule_error;
   const driver::Compilation alone = testing::compile_scheduled(
       "assets/specs/gemm.nt", {"pipeline(C_sum, consumers=1, pingpong=1)"}, {"M=64", "N=64", "K=64"}, {});
