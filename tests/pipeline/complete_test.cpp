@@ -183,10 +183,8 @@ TEST(CompletePipelines, OverlappedAttentionKeepsASlotForItsDeferredMmas) {
 // holds for V, and writes early_stages when the two depths differ; the realized kernel has
 // them, and runs against the reference.
 TEST(CompletePipelines, ARingReleasedInItsIterationTakesItsOwnDepth) {
-  const std::vector<std::string> decisions = {
-      "rolling_update(O_sum, n, tile=128)", "compute_at(S, Mx, n_o)", "tile(O_sum_acc, m=128)",
-      "reverse_compute_at(O, O_sum, m_o)", "bind(O_sum_acc, b=grid.z, h=grid.y, m_o=grid.x)",
-      "warp_spec(O_sum_acc, consumers=2, stages=2, overlap=1)"};
+  const std::vector<std::string> decisions =
+      testing::warp_spec_attention({.key_tile = 128, .consumers = 2, .stages = 2, .overlap = true});
   const Completed done =
       complete("attention", decisions, {"B=1", "H=1", "M=136", "N=384", "D=128"}, "sm_90a");
   ASSERT_EQ(done.completion.kernels.size(), 1u);
