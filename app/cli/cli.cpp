@@ -2,6 +2,8 @@
 
 #include <stdlib.h>
 
+#include <algorithm>
+
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -205,36 +207,32 @@ Loaded load(const ParsedOptions& options, driver::Stage last_stage, const CliHoo
     compile_options.matile.arch = arch;
   }
   if (options.has("explain-layouts")) compile_options.matile.explain_layouts = true;
-  if (options.has("layouts")) {
-    const std::string mode = options.get("layouts");
-    if (mode != "synthesized" && mode != "rules") {
-      err << "nautilus: error: unknown --layouts '" << mode << "'; expected synthesized, rules\n";
-      loaded.exit_status = kExitFailure;
-      return loaded;
-    }
-    compile_options.matile.synthesize_layouts = mode == "synthesized";
+  // A --NAME=MODE option limited to `modes`: its value in *mode (left empty when absent); false
+  // after reporting an unknown value.
+  const auto mode_of = [&](const std::string& name, const std::vector<std::string>& modes, std::string* mode) {
+    if (!options.has(name)) return true;
+    *mode = options.get(name);
+    if (std::find(modes.begin(), modes.end(), *mode) != modes.end()) return true;
+    err << "nautilus: error: unknown --" << name << " '" << *mode << "'; expected ";
+    for (size_t i = 0; i < modes.size(); ++i) err << (i ? ", " : "") << modes[i];
+    err << "\n";
+    return false;
+  };
+  std::string layouts, ring_release, epilogue;
+  if (!mode_of("layouts", {"synthesized", "rules"}, &layouts) ||
+      !mode_of("ring-release", {"early", "together"}, &ring_release) ||
+      !mode_of("epilogue", {"staged", "tma", "rows", "realigned", "fragments"}, &epilogue)) {
+    loaded.exit_status = kExitFailure;
+    return loaded;
   }
-  if (options.has("ring-release")) {
-    const std::string mode = options.get("ring-release");
-    if (mode != "early" && mode != "together") {
-      err << "nautilus: error: unknown --ring-release '" << mode << "'; expected early, together\n";
-      loaded.exit_status = kExitFailure;
-      return loaded;
-    }
-    compile_options.matile.early_release = mode == "early";
-  }
-  if (options.has("epilogue")) {
-    const std::string mode = options.get("epilogue");
-    if (mode != "staged" && mode != "tma" && mode != "rows" && mode != "realigned" && mode != "fragments") {
-      err << "nautilus: error: unknown --epilogue '" << mode << "'; expected staged, tma, rows, realigned, fragments\n";
-      loaded.exit_status = kExitFailure;
-      return loaded;
-    }
-    compile_options.matile.stage_epilogue = mode != "fragments";
-    compile_options.matile.realign_rows = mode == "realigned";
-    compile_options.matile.tma_store = mode == "tma"      ? matile::LowerOptions::TmaStore::Always
-                                       : mode == "staged" ? matile::LowerOptions::TmaStore::Persistent
-                                                          : matile::LowerOptions::TmaStore::Never;
+  if (!layouts.empty()) compile_options.matile.synthesize_layouts = layouts == "synthesized";
+  if (!ring_release.empty()) compile_options.matile.early_release = ring_release == "early";
+  if (!epilogue.empty()) {
+    compile_options.matile.stage_epilogue = epilogue != "fragments";
+    compile_options.matile.realign_rows = epilogue == "realigned";
+    compile_options.matile.tma_store = epilogue == "tma"      ? matile::LowerOptions::TmaStore::Always
+                                       : epilogue == "staged" ? matile::LowerOptions::TmaStore::Persistent
+                                                              : matile::LowerOptions::TmaStore::Never;
   }
   SourceFilePtr file = SourceFile::read(options.positionals.front(), &error);
   if (!file) {

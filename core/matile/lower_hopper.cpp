@@ -372,23 +372,20 @@ void KernelLowering::plan_warp_specialization() {
   ws_.tx_bytes = ring_bytes;
   ws_.once_tx_bytes = once_bytes;
   plan_early_release(loop);
-  if (ws_.early_tx_bytes == 0 && ring_bytes * options_.stages + once_bytes > kSharedBytesPerCta) {
-    fail("warp_spec: " + std::to_string(options_.stages) + " stages of " +
-         std::to_string(ring_bytes / 1024) + " KB" +
-         (once_bytes ? " and " + std::to_string(once_bytes / 1024) + " KB copied once" : "") +
+  // The ring's bytes: every operand at `stages`, or with early release the early operands at
+  // their own depth.
+  const int64_t late_bytes = ring_bytes - ws_.early_tx_bytes;
+  if (ws_.early_tx_bytes > 0) ws_.early_stages = options_.early_stages > 0 ? options_.early_stages : options_.stages;
+  if (ws_.early_tx_bytes * ws_.early_stages + late_bytes * options_.stages + once_bytes > kSharedBytesPerCta) {
+    const std::string rings =
+        ws_.early_tx_bytes == 0
+            ? std::to_string(options_.stages) + " stages of " + std::to_string(ring_bytes / 1024) + " KB"
+            : std::to_string(ws_.early_stages) + " stages of the early operands (" +
+                  std::to_string(ws_.early_tx_bytes / 1024) + " KB) and " + std::to_string(options_.stages) +
+                  " of the others (" + std::to_string(late_bytes / 1024) + " KB)";
+    fail("warp_spec: " + rings + (once_bytes ? " and " + std::to_string(once_bytes / 1024) + " KB copied once" : "") +
          " exceed the " + std::to_string(kSharedBytesPerCta / 1024) + " KB of shared memory of "
          "a CTA; take fewer stages or smaller tiles");
-  }
-  if (ws_.early_tx_bytes > 0) {
-    ws_.early_stages = options_.early_stages > 0 ? options_.early_stages : options_.stages;
-    const int64_t bytes = ws_.early_tx_bytes * ws_.early_stages + (ring_bytes - ws_.early_tx_bytes) * options_.stages;
-    if (bytes + once_bytes > kSharedBytesPerCta) {
-      fail("warp_spec: " + std::to_string(ws_.early_stages) + " stages of the early operands (" +
-           std::to_string(ws_.early_tx_bytes / 1024) + " KB) and " + std::to_string(options_.stages) +
-           " of the others (" + std::to_string((ring_bytes - ws_.early_tx_bytes) / 1024) + " KB)" +
-           (once_bytes ? " and " + std::to_string(once_bytes / 1024) + " KB copied once" : "") +
-           " exceed the " + std::to_string(kSharedBytesPerCta / 1024) + " KB of shared memory of a CTA");
-    }
   }
   if (options_.overlap && options_.stages < 3 && ws_.early_tx_bytes == 0) {
     fail("warp_spec overlap: the consumers hold two stages of the ring (the iteration's and the "
