@@ -69,6 +69,12 @@ const OptionSpec kRingReleaseOption{
     "in the next; docs/matile.md \"early release\") or together (every operand in the next "
     "iteration, for comparisons)"};
 
+const OptionSpec kRingArriveOption{
+    "ring-arrive", "MODE",
+    "how a warp-specialized kernel's consumers arrive on the barriers that release a ring slot: "
+    "warp (default: lane 0 of each warp after __syncwarp) or thread (every thread for itself, "
+    "32x the shared-memory atomics, for comparisons)"};
+
 const OptionSpec kLayoutsOption{
     "layouts", "MODE",
     "register layouts: synthesized (default: the rules' layouts improved wherever the cost "
@@ -78,7 +84,7 @@ const OptionSpec kLayoutsOption{
 const CommandSpec kLower{
     "lower", "nautilus lower FILE [--stage STAGE] [--format text|dot|json] [--schedule FILE] [--pin D]... [--arch ARCH] [--explain-layouts] [--estimate DEVICE]",
     "Lowers a spec and prints the IR of one stage or of all (--stage all, the default).",
-    {kSizeOption, kScheduleOption, kPinOption, kArchOption, kEpilogueOption, kRingReleaseOption, kLayoutsOption,
+    {kSizeOption, kScheduleOption, kPinOption, kArchOption, kEpilogueOption, kRingReleaseOption, kRingArriveOption, kLayoutsOption,
      {"explain-layouts", "",
       "note in each MA kernel, for every register tile, its layout, the rule that fixed it "
       "(propagated from an operand, wanted by a consumer, or the blocked default) and the users "
@@ -99,13 +105,13 @@ const CommandSpec kEval{
     "Runs the stage's interpreter on seeded random inputs, prints the maximum relative error\n"
     "max|out - ref| / max|ref| of every output and exits 1 when one exceeds its dtype's\n"
     "tolerance (f32 1e-4, f16 5e-3, bf16 2e-2, fp8e4m3 0.125, fp8e5m2 0.25, int8 2e-2).",
-    {kSizeOption, kScheduleOption, kPinOption, kArchOption, kEpilogueOption, kRingReleaseOption, kLayoutsOption,
+    {kSizeOption, kScheduleOption, kPinOption, kArchOption, kEpilogueOption, kRingReleaseOption, kRingArriveOption, kLayoutsOption,
      {"stage", "STAGE", "the stage to evaluate (default scalar)"},
      {"seed", "N", "seed of the random inputs (default 0)"},
      {"save", "DIR", "write inputs, reference and outputs as .npy files plus manifest.json"},
      {"max-ops", "N", "refuse sizes needing more scalar operations (default 2e9)"}}};
 
-const CommandSpec& kCompile = compile_command_spec({kSizeOption, kScheduleOption, kPinOption, kEpilogueOption, kRingReleaseOption, kLayoutsOption});
+const CommandSpec& kCompile = compile_command_spec({kSizeOption, kScheduleOption, kPinOption, kEpilogueOption, kRingReleaseOption, kRingArriveOption, kLayoutsOption});
 
 const CommandSpec kRun = [] {
   CommandSpec command{
@@ -218,15 +224,17 @@ Loaded load(const ParsedOptions& options, driver::Stage last_stage, const CliHoo
     err << "\n";
     return false;
   };
-  std::string layouts, ring_release, epilogue;
+  std::string layouts, ring_release, ring_arrive, epilogue;
   if (!mode_of("layouts", {"synthesized", "rules"}, &layouts) ||
       !mode_of("ring-release", {"early", "together"}, &ring_release) ||
+      !mode_of("ring-arrive", {"warp", "thread"}, &ring_arrive) ||
       !mode_of("epilogue", {"staged", "tma", "rows", "realigned", "fragments"}, &epilogue)) {
     loaded.exit_status = kExitFailure;
     return loaded;
   }
   if (!layouts.empty()) compile_options.matile.synthesize_layouts = layouts == "synthesized";
   if (!ring_release.empty()) compile_options.matile.early_release = ring_release == "early";
+  if (!ring_arrive.empty()) compile_options.matile.arrive_per_warp = ring_arrive == "warp";
   if (!epilogue.empty()) {
     compile_options.matile.stage_epilogue = epilogue != "fragments";
     compile_options.matile.realign_rows = epilogue == "realigned";

@@ -327,6 +327,13 @@ void KernelEmitter::visit_MBarrierInit(const Op& op) {
 void KernelEmitter::visit_MBarrierArrive(const Op& op) {
   const std::string address = barrier_address(op.mbarrier);
   if (op.arrivals_per_op < 1) invalid(matile::op_label(op) + ": no arrivals");
+  // Every warp arrives once for its lanes: __syncwarp orders each lane's work (its
+  // wgmma.wait_group, its reads) before lane 0's arrive, at 1/32 of the shared-memory atomics.
+  if (op.arrive_per_warp) {
+    line("__syncwarp();");
+    line("if ((threadIdx.x & 31) == 0) mbarrier_arrive(" + address + ");  // one lane per warp");
+    return;
+  }
   // Every thread arrives for itself: each releases only what it has done, so nobody waits for
   // the others first (the consumers of a TMA ring release a stage this way).
   if (op.arrivals_per_op == role_threads_ && op.tx_bytes == 0) {

@@ -1881,7 +1881,10 @@ class Interpreter : public Visitor {
   }
 
   // An mbarrier arrive of one elected thread for the role (not every thread for itself).
-  bool elected_arrive(const Op& op) const { return op.arrivals_per_op != threads() || op.tx_bytes > 0; }
+  bool elected_arrive(const Op& op) const {
+    if (op.arrive_per_warp) return false;
+    return op.arrivals_per_op != threads() || op.tx_bytes > 0;
+  }
   // The barrier on which a role's warpgroups running apart meet before an elected arrive: one
   // per role, outside the ids 1..15 of the IR's named barriers.
   int role_meeting_barrier(const Agent& a) const { return -1 - static_cast<int>(a.thread_base / kWarpgroupThreads); }
@@ -1991,7 +1994,10 @@ class Interpreter : public Visitor {
     Agent& a = agent();
     // Every thread arriving for itself, in a warpgroup running apart: its threads arrive (an
     // elected arrive comes here from warpgroup 0 only, once the role's warpgroups met).
-    const int64_t arrivals = runs_part() && !elected_arrive(op) ? lane_count() : op.arrivals_per_op;
+    // One arrival per warp: its lanes converge first, so the warp's arrival follows every lane's work.
+    const int64_t lanes_per_arrival = op.arrive_per_warp ? kWarpSize : 1;
+    const int64_t arrivals =
+        runs_part() && !elected_arrive(op) ? lane_count() / lanes_per_arrival : op.arrivals_per_op;
     if (slot.pending < arrivals) {
       fail(InterpretErrorKind::ArrivalCountMismatch,
            "arrives " + std::to_string(arrivals) + " times on " + slot.name +

@@ -651,6 +651,14 @@ void Builder::mbarrier_arrive(BarrierRef bar, int64_t tx_bytes, int64_t arrivals
   emit(std::move(op));
 }
 
+void Builder::mbarrier_arrive_per_warp(BarrierRef bar, int64_t threads) {
+  Op op = op_of(OpKind::MBarrierArrive, {});
+  op.mbarrier = std::move(bar);
+  op.arrivals_per_op = threads / kWarpSize;
+  op.arrive_per_warp = true;
+  emit(std::move(op));
+}
+
 void Builder::mbarrier_wait(BarrierRef bar, const Value& parity) {
   Op op = op_of(OpKind::MBarrierWait, {parity});
   op.mbarrier = std::move(bar);

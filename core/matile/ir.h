@@ -135,7 +135,11 @@
 //   MBarrierArrive(bar)         `arrivals_per_op` arrivals (elected threads; default 1); with
 //                               `tx_bytes` > 0 it is mbarrier.arrive.expect_tx: the phase also
 //                               waits for that many bytes. Arriving at a slot whose phase has
-//                               no arrival left pending is an error (over-arrival).
+//                               no arrival left pending is an error (over-arrival). With
+//                               `arrive_per_warp` every warp arrives once for its own lanes,
+//                               after they converge (__syncwarp): `arrivals_per_op` is the
+//                               executing threads / 32. It releases what each lane did before
+//                               it, as an arrive by every thread would, with 32x fewer atomics.
 //   MBarrierWait(bar, parity)   mbarrier.try_wait.parity spun by every thread: returns once the
 //                               phase of parity `parity` (a uniform index scalar, 0 or 1) has
 //                               completed, i.e. the slot's current phase has the other parity.
@@ -497,6 +501,7 @@ struct Op {
   int tma_map = -1;             // TmaLoad / TmaStore: index into Kernel::tma_maps
   int64_t tx_bytes = 0;         // MBarrierArrive: expect_tx bytes (0: a plain arrive)
   int64_t arrivals_per_op = 1;  // MBarrierArrive
+  bool arrive_per_warp = false; // MBarrierArrive: lane 0 of each warp arrives once its warp converged
   int64_t multicast_mask = 0;   // TmaLoad: CTA mask of .multicast::cluster (0: none)
   int barrier_id = 0;           // NamedBarrier
   int64_t barrier_threads = 0;  // NamedBarrier
@@ -697,6 +702,8 @@ class Builder {
   void roles(const std::vector<RoleSpec>& specs);
   void mbarrier_init(int barrier);
   void mbarrier_arrive(BarrierRef bar, int64_t tx_bytes = 0, int64_t arrivals = 1);
+  // Every warp of the `threads` executing threads arrives once (arrive_per_warp).
+  void mbarrier_arrive_per_warp(BarrierRef bar, int64_t threads);
   void mbarrier_wait(BarrierRef bar, const Value& parity);
   void named_barrier(int id, int64_t threads, bool arrive_only = false);
   // A named barrier whose id depends on the executing warpgroup of the role (ir.h notes).

@@ -349,6 +349,9 @@ class KernelLowering {
   void pingpong_pass_turn();
   void pingpong_drain();
   void release_previous_slot();
+  // Rule 6's releases by every thread of the role: per warp or per thread (LowerOptions).
+  void arrive_released(BarrierRef bar);
+  int64_t release_arrivals(int64_t threads) const;
   void plan_early_release(const VOp& loop);
   void begin_early_release(const Value& slot);
   Value wait_ring_stages(const Value& ring_k, const Value& slot, const Value& phase);

@@ -100,6 +100,9 @@ struct LowerOptions {
   // Rule 6's early release: ring operands whose dots' results the iteration reads (attention's
   // K) released in their own iteration. false: every operand released by the next iteration.
   bool early_release = true;
+  // Rule 6's releases (a ring slot, the tiles copied once, a tile index): one arrive per consumer
+  // warp after __syncwarp. false: every consumer thread arrives for itself (32x the atomics).
+  bool arrive_per_warp = true;
   // The depth of the early-released rings (0: `stages`), from the pipeline decision's early_stages.
   int early_stages = 0;
   // > 0: the shared memory a CTA may use for rule 8's on-chip rows instead of the target's

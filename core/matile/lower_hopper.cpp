@@ -16,7 +16,7 @@
 // ring tile [128, 128] is Sw<3,4,3> o (128,128):(128,1), read by m64nNk32 wgmmas.
 //
 //   before (VR, launch consumers=2, stages=4):  after (MA, sm_90a):
-//     %acc0 = broadcast 0.0 : f32[128, 128]       mbarrier full[4] arrivals 1, empty[4] arrivals 256
+//     %acc0 = broadcast 0.0 : f32[128, 128]       mbarrier full[4] arrivals 1, empty[4] arrivals 8
 //     %acc = for k_o in 0..64                     tensor_map tm_A : A box [128, 64] swizzle 128
 //         iter_args(%acc_i = %acc0) {             roles {
 //       %A = load A[...] : bf16[128, 64]            role producer warpgroups 1 registers 40 {
@@ -29,7 +29,7 @@
 //                                                     %acc = for k_o in 0..64 {
 //                                                       mbarrier.wait full[%s] parity %phase
 //                                                       wgmma.fence; %acc1 = wgmma ...; commit
-//                                                       wgmma.wait_group 1; arrive empty[prev] }
+//                                                       wgmma.wait_group 1; arrive empty[prev] per warp }
 //                                                     wgmma.wait_group 0; arrive empty[last]
 //                                                     cast; global_store
 //                                                   } }
@@ -501,7 +501,7 @@ void KernelLowering::retire_early_readers(const std::unordered_set<const VNode*>
   if (ws_.early_released) return;
   for (const VNode* r : retired) ws_.early_pending.erase(r);
   if (!ws_.early_pending.empty()) return;
-  b_.mbarrier_arrive(BarrierRef{ws_.early_empty, ws_.current_slot}, 0, threads());
+  arrive_released(BarrierRef{ws_.early_empty, ws_.current_slot});
   ws_.early_released = true;
 }
 
@@ -540,15 +540,15 @@ void KernelLowering::emit_warp_specialized() {
   ws_.full = b_.mbarrier("full", stages, 1,
                          early_release ? "stage of the operands released by the next iteration filled by TMA"
                                        : "stage filled by the producer's TMA copies");
-  // Every consumer thread releases a stage for itself once its warpgroup's MMAs on it retired:
-  // no barrier among the consumers per iteration.
-  const int64_t consumer_threads = int64_t{options_.consumers} * kWarpgroupThreads;
-  ws_.empty = b_.mbarrier("empty", stages, consumer_threads,
-                          "stage released by every consumer thread");
+  // Every consumer warp releases a stage for its own lanes once its warpgroup's MMAs on it
+  // retired: no barrier among the consumers per iteration, and one atomic per warp, not per thread.
+  const int64_t consumer_warps = release_arrivals(int64_t{options_.consumers} * kWarpgroupThreads);
+  ws_.empty = b_.mbarrier("empty", stages, consumer_warps,
+                          "stage released by every consumer warp");
   if (ws_.once_tx_bytes > 0) {
     ws_.once = b_.mbarrier("once", 1, 1, "the tiles copied once, before the main loop");
     if (ws_.persistent) {
-      ws_.once_empty = b_.mbarrier("once_empty", 1, consumer_threads,
+      ws_.once_empty = b_.mbarrier("once_empty", 1, consumer_warps,
                                    "the consumers' main loop is done with the tiles copied once");
     }
   }
@@ -556,14 +556,14 @@ void KernelLowering::emit_warp_specialized() {
     ws_.tile_ring = b_.shared("tile_ring", DType::Index, {1}, row_major_shared({1}, layout::Swizzle{}), 2,
                               "the launch index of each role's next tile, fetched by the producer");
     ws_.tile_full = b_.mbarrier("tile_full", 2, 1, "the producer wrote the next tile's index");
-    ws_.tile_empty = b_.mbarrier("tile_empty", 2, consumer_threads + kWarpgroupThreads,
-                                 "every thread of both roles read the next tile's index");
+    ws_.tile_empty = b_.mbarrier("tile_empty", 2, consumer_warps + release_arrivals(kWarpgroupThreads),
+                                 "every warp of both roles read the next tile's index");
   }
   if (early_release) {
     ws_.early_full = b_.mbarrier("early_full", ws_.early_stages, 1,
                                  "stage of the early operands filled by TMA");
-    ws_.early_empty = b_.mbarrier("early_empty", ws_.early_stages, consumer_threads,
-                                  "stage of the early operands released by every consumer thread in the iteration that reads it");
+    ws_.early_empty = b_.mbarrier("early_empty", ws_.early_stages, consumer_warps,
+                                  "stage of the early operands released by every consumer warp in the iteration that reads it");
     b_.set_early_release(ws_.early_empty);
   }
   b_.mbarrier_init(ws_.full);
@@ -660,7 +660,7 @@ void KernelLowering::emit_persistent_role(const std::function<void()>& body, boo
   ws_.pingpong_per_tile = true;
   if (consumers) {
     pingpong_drain();
-    b_.mbarrier_arrive(BarrierRef{ws_.empty, slot_before(ring_end, {"ring_prev", "last"})}, 0, threads());
+    arrive_released(BarrierRef{ws_.empty, slot_before(ring_end, {"ring_prev", "last"})});
     if (ws_.bulk_stores) b_.bulk_wait_group(0, /*read=*/true);  // the last tile's store
   }
   memo_.pop_back();
@@ -688,7 +688,7 @@ Value KernelLowering::read_next_tile(const Value& step) {
   b_.mbarrier_wait(BarrierRef{ws_.tile_full, slot}, phase);
   const Value next = b_.tile_read(SharedRef{ws_.tile_ring, slot, {0}}, "next_tile");
   // Every thread releases its own read (no barrier among a role's threads first).
-  b_.mbarrier_arrive(BarrierRef{ws_.tile_empty, slot}, 0, threads());
+  arrive_released(BarrierRef{ws_.tile_empty, slot});
   return next;
 }
 
@@ -707,12 +707,12 @@ void KernelLowering::finish_ring(const Value& advance) {
   if (ws_.persistent) {
     ws_.ring_advance = advance;
     if (ws_.once_empty >= 0 && !ws_.once_released) {
-      b_.mbarrier_arrive(BarrierRef{ws_.once_empty, nullptr}, 0, threads());
+      arrive_released(BarrierRef{ws_.once_empty, nullptr});
     }
     ws_.once_released = false;
     return;
   }
-  b_.mbarrier_arrive(BarrierRef{ws_.empty, slot_before(advance, {"trips_prev", "last"})}, 0, threads());
+  arrive_released(BarrierRef{ws_.empty, slot_before(advance, {"trips_prev", "last"})});
 }
 
 // Where iteration k sits in the ring: its slot k % S and the parity (k / S) % 2 of the slot's
@@ -933,7 +933,7 @@ void KernelLowering::arrive_once_empty_if(const std::string& name, const Value& 
   b_.for_loop(
       name, 1, {},
       [&](const Value&, const std::vector<Value>&) {
-        b_.mbarrier_arrive(BarrierRef{ws_.once_empty, nullptr}, 0, threads());
+        arrive_released(BarrierRef{ws_.once_empty, nullptr});
         return std::vector<Value>{};
       },
       {}, {}, 0, trips);
@@ -965,10 +965,25 @@ void KernelLowering::issue_late_part() {
   ws_.uncommitted = false;
 }
 
+// Every thread of the role releases what it did: one arrive per warp once its lanes converged,
+// or (arrive_per_warp off, for comparisons) one per thread. The barrier expects
+// release_arrivals(threads) of them.
+void KernelLowering::arrive_released(BarrierRef bar) {
+  if (options_.arrive_per_warp) {
+    b_.mbarrier_arrive_per_warp(std::move(bar), threads());
+  } else {
+    b_.mbarrier_arrive(std::move(bar), 0, threads());
+  }
+}
+
+int64_t KernelLowering::release_arrivals(int64_t threads) const {
+  return options_.arrive_per_warp ? threads / kWarpSize : threads;
+}
+
 void KernelLowering::release_previous_slot() {
   if (ws_.released) return;
   ws_.released = true;
-  b_.mbarrier_arrive(BarrierRef{ws_.empty, ws_.previous_slot}, 0, threads());
+  arrive_released(BarrierRef{ws_.empty, ws_.previous_slot});
 }
 
 // The consumers' main loop. Iteration k waits for its slot, issues each dot as a wgmma (fenced,
@@ -1403,7 +1418,7 @@ void KernelLowering::emit_overlapped_loop(const VOp& loop) {
   });
   finish_once_release(loop);
   if (ws_.persistent && ws_.once_empty >= 0 && !late_reads_once && !ws_.once_released) {
-    b_.mbarrier_arrive(BarrierRef{ws_.once_empty, nullptr}, 0, threads());
+    arrive_released(BarrierRef{ws_.once_empty, nullptr});
     ws_.once_released = true;
   }
   const std::vector<Value> late_results =

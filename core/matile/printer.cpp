@@ -190,7 +190,11 @@ std::string op_body_text(const Kernel& kernel, const Op& op) {
       std::string text = op.tx_bytes > 0 ? "mbarrier.arrive.expect_tx " : "mbarrier.arrive ";
       text += barrier_text(kernel, op.mbarrier);
       if (op.tx_bytes > 0) text += " tx " + std::to_string(op.tx_bytes);
-      if (op.arrivals_per_op != 1) text += " count " + std::to_string(op.arrivals_per_op);
+      if (op.arrive_per_warp) {
+        text += " per warp";
+      } else if (op.arrivals_per_op != 1) {
+        text += " count " + std::to_string(op.arrivals_per_op);
+      }
       return text;
     }
     case OpKind::MBarrierWait:
@@ -625,6 +629,7 @@ void hopper_json(const Kernel& kernel, const LayoutTable& table, const Op& op,
   if (op.kind == OpKind::MBarrierArrive) {
     (*j)["tx_bytes"] = op.tx_bytes;
     (*j)["arrivals"] = op.arrivals_per_op;
+    if (op.arrive_per_warp) (*j)["per_warp"] = true;
   }
   if (op.kind == OpKind::NamedBarrier) {
     (*j)["id"] = op.barrier_id;

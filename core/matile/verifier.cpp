@@ -913,6 +913,10 @@ class KernelVerifier : public Visitor {
     expect(op.tx_bytes >= 0 && op.tx_bytes < (int64_t{1} << 20), where_, "expect_tx bytes are in 0..2^20-1");
     expect(op.arrivals_per_op >= 1 && op.arrivals_per_op <= threads(), where_,
            "arrivals per op are in 1..the executing threads");
+    if (op.arrive_per_warp) {
+      expect(op.tx_bytes == 0 && op.arrivals_per_op * kWarpSize == threads(), where_,
+             "an arrive per warp is plain and counts one arrival per warp of the executing threads");
+    }
   }
 
   void visit_MBarrierWait(const Op& op) override {

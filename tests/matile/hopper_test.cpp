@@ -317,6 +317,27 @@ TEST(Hopper, OverArrivalIsReported) {
   EXPECT_NE(result.error.find("only 0 arrivals pending (over-arrival)"), std::string::npos) << result.error;
 }
 
+// An arrive per warp counts one arrival for each warp: 4 complete a phase of 4 arrivals for
+// 128 threads, and leave a barrier that expects one arrival per thread in a partial phase.
+TEST(Hopper, ArrivePerWarpCountsWarps) {
+  for (int64_t expected : {4, 128}) {
+    const InterpretResult result = run_small(4, [&](Builder& b) {
+      const int bar = b.mbarrier("bar", 1, expected, "");
+      const Value zero = b.full(0.0, vrtile::index_scalar(), uniform_layout({}, b.threads()));
+      b.mbarrier_init(bar);
+      b.mbarrier_arrive_per_warp(BarrierRef{bar, nullptr}, b.threads());
+      if (expected == 4) b.mbarrier_wait(BarrierRef{bar, nullptr}, zero);
+    });
+    if (expected == 4) {
+      EXPECT_TRUE(result.ok) << result.error;
+      EXPECT_EQ(result.instructions.at("mbarrier.arrive"), 1u);
+    } else {
+      EXPECT_EQ(result.error_kind, InterpretErrorKind::ArrivalCountMismatch) << result.error;
+      EXPECT_NE(result.error.find("124 of 128 arrivals"), std::string::npos) << result.error;
+    }
+  }
+}
+
 TEST(Hopper, PartialPhaseAtKernelEndIsReported) {
   const InterpretResult result = run_small(4, [](Builder& b) {
     const int bar = b.mbarrier("bar", 2, 2, "");
