@@ -64,10 +64,11 @@ const OptionSpec kEpilogueOption{
 
 const OptionSpec kRingReleaseOption{
     "ring-release", "MODE",
-    "when a warp-specialized kernel's consumers release a ring slot: early (default: the operands "
-    "whose dots' results the iteration reads, attention's K, in their own iteration, the others "
-    "in the next; docs/matile.md \"early release\") or together (every operand in the next "
-    "iteration, for comparisons)"};
+    "when a warp-specialized kernel's consumers release a ring slot: auto (default: together, "
+    "unless that ring does not fit or leaves the staged epilogue no room, then early), early "
+    "(the operands whose dots' results the iteration reads, attention's K, in their own "
+    "iteration, the others in the next, wherever that applies; docs/matile.md \"early "
+    "release\") or together (every operand in the next iteration)"};
 
 const OptionSpec kRingArriveOption{
     "ring-arrive", "MODE",
@@ -226,14 +227,19 @@ Loaded load(const ParsedOptions& options, driver::Stage last_stage, const CliHoo
   };
   std::string layouts, ring_release, ring_arrive, epilogue;
   if (!mode_of("layouts", {"synthesized", "rules"}, &layouts) ||
-      !mode_of("ring-release", {"early", "together"}, &ring_release) ||
+      !mode_of("ring-release", {"auto", "early", "together"}, &ring_release) ||
       !mode_of("ring-arrive", {"warp", "thread"}, &ring_arrive) ||
       !mode_of("epilogue", {"staged", "tma", "rows", "realigned", "fragments"}, &epilogue)) {
     loaded.exit_status = kExitFailure;
     return loaded;
   }
   if (!layouts.empty()) compile_options.matile.synthesize_layouts = layouts == "synthesized";
-  if (!ring_release.empty()) compile_options.matile.early_release = ring_release == "early";
+  if (!ring_release.empty()) {
+    using RingRelease = matile::LowerOptions::RingRelease;
+    compile_options.matile.ring_release = ring_release == "early"      ? RingRelease::Early
+                                          : ring_release == "together" ? RingRelease::Together
+                                                                       : RingRelease::Auto;
+  }
   if (!ring_arrive.empty()) compile_options.matile.arrive_per_warp = ring_arrive == "warp";
   if (!epilogue.empty()) {
     compile_options.matile.stage_epilogue = epilogue != "fragments";

@@ -168,6 +168,8 @@ class KernelLowering {
                  std::set<std::string> wide_output_buffers = {});
 
   KernelPtr run();
+  // After run(): whether a staged epilogue (rule 7) was refused for want of shared memory.
+  bool staging_lacked_shared_memory() const { return staging_lacked_shared_memory_; }
 
  private:
   [[noreturn]] void fail(const std::string& message) const {
@@ -405,6 +407,7 @@ class KernelLowering {
                     const layout::ComposedLayout& layout, const std::string& purpose,
                     int64_t alignment = 128);
   int staging_reuse_ = -1;  // set by staged_store_refusal for the store being emitted
+  bool staging_lacked_shared_memory_ = false;  // set by staged_store_refusal
   void emit_reduce(const VOp& op);
 
   // Rule 8: on-chip buffers (lower_row_buffers.cpp).

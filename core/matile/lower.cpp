@@ -213,6 +213,40 @@ KernelPtr with_tile_order(const KernelPtr& kernel, const scalar::LaunchAttrs& la
   return std::make_shared<const Kernel>(std::move(ordered));
 }
 
+// One kernel. A warp-specialized kernel under RingRelease::Auto is lowered with its ring
+// released together first; where that ring does not fit, or leaves the staged epilogue no room,
+// it is lowered again with early release (whose own ring depth may free the room). The choice is
+// noted on the kernel.
+KernelPtr lower_kernel(const vrtile::Kernel& kernel, const LowerOptions& options,
+                       const std::set<std::string>& wide_buffers) {
+  using RingRelease = LowerOptions::RingRelease;
+  if (options.ring_release != RingRelease::Auto || options.consumers == 0) {
+    return lowering::KernelLowering(kernel, options, wide_buffers).run();
+  }
+  LowerOptions together = options;
+  together.ring_release = RingRelease::Together;
+  KernelPtr released_together;
+  std::string why;
+  try {
+    lowering::KernelLowering lowering(kernel, together, wide_buffers);
+    released_together = lowering.run();
+    if (!lowering.staging_lacked_shared_memory()) return released_together;
+    why = "the ring released together left the staged epilogue no shared memory";
+  } catch (const lowering::LowerError& error) {
+    why = "the ring released together failed: " + error.message;
+  }
+  LowerOptions early = options;
+  early.ring_release = RingRelease::Early;
+  lowering::KernelLowering early_lowering(kernel, early, wide_buffers);
+  Kernel lowered = *early_lowering.run();
+  // Early release at the same depth frees nothing: the together form stays where it exists.
+  if (released_together && early_lowering.staging_lacked_shared_memory()) return released_together;
+  const bool applied = std::any_of(lowered.mbarriers.begin(), lowered.mbarriers.end(),
+                                   [](const MBarrierAlloc& b) { return b.early_release; });
+  if (applied) lowered.notes.push_back("early release: " + why);
+  return std::make_shared<const Kernel>(std::move(lowered));
+}
+
 }  // namespace
 
 using layout::layout_error;
@@ -261,7 +295,7 @@ layout::Result<ModulePtr> lower_to_matile(const vrtile::ModulePtr& module,
         kernel_options.consumers = 0;
       }
       if (kernel_options.consumers > 0) kernel_options.warps = 4 * kernel_options.consumers;
-      KernelPtr lowered = remove_dead_ops(KernelLowering(*kernel, kernel_options, wide_buffers).run());
+      KernelPtr lowered = remove_dead_ops(lower_kernel(*kernel, kernel_options, wide_buffers));
       if (kernel->launch && (kernel->launch->group > 1 || !kernel->launch->reversed.empty())) {
         lowered = with_tile_order(lowered, *kernel->launch);
       }

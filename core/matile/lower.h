@@ -98,8 +98,13 @@ struct LowerOptions {
   bool pingpong = false;       // rule 6: the consumer warpgroups take turns issuing their MMAs
   bool stage_epilogue = true;  // false: rule 7 off, accumulators stored from their fragments
   // Rule 6's early release: ring operands whose dots' results the iteration reads (attention's
-  // K) released in their own iteration. false: every operand released by the next iteration.
-  bool early_release = true;
+  // K) released in their own iteration, on barriers of their own. Together: every operand
+  // released by the next iteration, one barrier pair per slot. Auto: together, unless that ring
+  // does not fit or leaves no room for the staged epilogue (rule 7); then early, whose K ring
+  // may be shallower. The second barrier pair costs a wait and an arrive per iteration, so
+  // early release pays only where it buys shared memory (measured: bench/RESULTS.md).
+  enum class RingRelease { Auto, Early, Together };
+  RingRelease ring_release = RingRelease::Auto;
   // Rule 6's releases (a ring slot, the tiles copied once, a tile index): one arrive per consumer
   // warp after __syncwarp. false: every consumer thread arrives for itself (32x the atomics).
   bool arrive_per_warp = true;

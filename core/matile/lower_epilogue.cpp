@@ -98,6 +98,7 @@ std::string KernelLowering::staged_store_refusal(const VOp& op, const Window& wi
     std::string why;
     staging_reuse_ = reusable_once_tile(op, staging, type.dtype, &why);
     if (staging_reuse_ < 0) {
+      staging_lacked_shared_memory_ = true;
       return "its " + std::to_string(staging / 1024) + " KB staging tile does not fit beside the kernel's " +
              std::to_string(b_.shared_bytes() / 1024) + " KB of shared memory (" +
              std::to_string(kSharedBytesPerCta / 1024) + " KB per CTA), and " + why;

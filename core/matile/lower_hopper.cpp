@@ -414,7 +414,7 @@ void KernelLowering::plan_early_release(const VOp& loop) {
   ws_.early_readers.clear();
   ws_.early_tx_bytes = 0;
   for (TmaOperand& operand : ws_.operands) operand.early = false;
-  if (!options_.early_release) return;
+  if (options_.ring_release == LowerOptions::RingRelease::Together) return;
   // Three consumers have no register margin (160 each, FlashAttention-3's split for d 64): the
   // early group's own slot index and barrier waits spilled 4 bytes at B8 H32 S2048 d 64
   // overlapped (ptxas of CUDA 13, 2026-11-28), so they keep one release group.

@@ -20,6 +20,7 @@ namespace nautilus::matile {
 namespace {
 
 using nautilus::testing::compile_for_arch;
+using nautilus::testing::compile_scheduled;
 using nautilus::testing::count_ops;
 using nautilus::testing::expect_stage_matches_reference;
 using nautilus::testing::roles_op;
@@ -37,6 +38,17 @@ std::vector<std::string> attention(bool causal, int stages, bool overlap, bool p
   return d;
 }
 
+// Lowered for sm_90a with early release wherever it applies (not only where it buys room).
+driver::Compilation compile_early(const std::string& path, const std::vector<std::string>& decisions,
+                                  const std::vector<std::string>& sizes,
+                                  LowerOptions::RingRelease release = LowerOptions::RingRelease::Early) {
+  driver::CompileOptions options;
+  options.last_stage = driver::Stage::MATile;
+  options.matile.arch = "sm_90a";
+  options.matile.ring_release = release;
+  return compile_scheduled(path, decisions, sizes, std::move(options));
+}
+
 const MBarrierAlloc* barrier(const Kernel& kernel, const std::string& name) {
   for (const MBarrierAlloc& b : kernel.mbarriers) {
     if (b.name == name) return &b;
@@ -52,8 +64,8 @@ const SharedAlloc* ring_of(const Kernel& kernel, const std::string& operand) {
 }
 
 TEST(EarlyRelease, AttentionReleasesKInItsIterationAndVInTheNext) {
-  const driver::Compilation compilation = compile_for_arch(
-      "assets/specs/attention.nt", attention(false, 2, true), {"B=1", "H=2", "M=256", "N=300", "D=64"}, "sm_90a");
+  const driver::Compilation compilation = compile_early(
+      "assets/specs/attention.nt", attention(false, 2, true), {"B=1", "H=2", "M=256", "N=300", "D=64"});
   ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error;
   const Kernel& kernel = *compilation.ma_module->kernels.at(0);
   const SharedAlloc* k_ring = ring_of(kernel, "K");
@@ -109,8 +121,8 @@ TEST(EarlyRelease, AttentionFormsOnTwoAndThreeSlotsMatchTheReference) {
     SCOPED_TRACE(c.spec + (c.overlap ? " overlap" : "") + " stages " + std::to_string(c.stages) + " " +
                  c.sizes.back());
     const driver::Compilation compilation =
-        compile_for_arch(c.spec, attention(c.causal, c.stages, c.overlap, false, c.key_tile, c.early_stages),
-                         c.sizes, "sm_90a");
+        compile_early(c.spec, attention(c.causal, c.stages, c.overlap, false, c.key_tile, c.early_stages),
+                      c.sizes);
     ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error;
     const Kernel& kernel = *compilation.ma_module->kernels.at(0);
     ASSERT_TRUE(barrier(kernel, "early_empty"));
@@ -129,9 +141,9 @@ TEST(EarlyRelease, PersistentCtasKeepBothGroupsInStepAcrossTiles) {
     SCOPED_TRACE(causal ? "causal" : "full");
     // Full rows: both rings of 2; causal: V on 3, K on 2 (their positions wrap apart).
     const driver::Compilation compilation =
-        compile_for_arch(causal ? "assets/specs/causal_attention.nt" : "assets/specs/attention.nt",
-                         causal ? attention(true, 3, true, true, 64, 2) : attention(false, 2, true, true),
-                         {"B=1", "H=2", "M=520", "N=520", "D=64"}, "sm_90a");
+        compile_early(causal ? "assets/specs/causal_attention.nt" : "assets/specs/attention.nt",
+                      causal ? attention(true, 3, true, true, 64, 2) : attention(false, 2, true, true),
+                      {"B=1", "H=2", "M=520", "N=520", "D=64"});
     ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error;
     ASSERT_TRUE(barrier(*compilation.ma_module->kernels.at(0), "early_empty"));
     driver::EvalOptions eval;
@@ -154,17 +166,54 @@ TEST(EarlyRelease, PersistentCtasKeepBothGroupsInStepAcrossTiles) {
 // A GEMM's A and B are read by the dot whose accumulator only the next iteration reads: one
 // release group, one arrival on `full` per slot, no early barrier.
 TEST(EarlyRelease, AGemmKeepsOneReleaseGroup) {
-  const driver::Compilation compilation = compile_for_arch(
+  const driver::Compilation compilation = compile_early(
       "assets/specs/gemm.nt",
       {"tile(C_sum, m=128, n=128, k=64)", "reverse_compute_at(C, C_sum, n_o)",
        "bind(C_sum, m_o=grid.y, n_o=grid.x)", "warp_spec(C_sum, consumers=2, stages=3)"},
-      {"M=256", "N=256", "K=320"}, "sm_90a");
+      {"M=256", "N=256", "K=320"});
   ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error;
   const Kernel& kernel = *compilation.ma_module->kernels.at(0);
   EXPECT_FALSE(barrier(kernel, "early_empty"));
   ASSERT_TRUE(barrier(kernel, "full"));
   EXPECT_EQ(barrier(kernel, "full")->arrivals, 1);
   for (const SharedAlloc& a : kernel.shared) EXPECT_FALSE(a.released_in_iteration) << a.name;
+}
+
+// The default, RingRelease::Auto, releases early only where that buys shared memory: at d 64 a
+// three-slot ring of K and V released together fits beside the query tile and the staged
+// epilogue, so it has one release group; at d 128 in a persistent kernel the together ring
+// (3 x 64 KB) leaves the 32 KB staging tile no room, so K is released early on its 2 slots; and
+// two overlapped slots exist only with early release.
+TEST(EarlyRelease, AutoReleasesEarlyOnlyWhereItBuysSharedMemory) {
+  struct Case {
+    int d, stages, early_stages;
+    bool persistent, early;
+    std::string why;
+  };
+  const std::vector<Case> cases = {
+      {64, 3, 2, true, false, ""},
+      {128, 3, 2, true, true, "left the staged epilogue no shared memory"},
+      {64, 2, 0, false, true, "the ring released together failed"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE("d " + std::to_string(c.d) + ", " + std::to_string(c.stages) + " stages");
+    const driver::Compilation compilation = compile_early(
+        "assets/specs/attention.nt", attention(false, c.stages, true, c.persistent, c.d == 128 ? 128 : 64, c.early_stages),
+        {"B=1", "H=2", "M=256", "N=512", "D=" + std::to_string(c.d)}, LowerOptions::RingRelease::Auto);
+    ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error << compilation.internal_error;
+    const Kernel& kernel = *compilation.ma_module->kernels.at(0);
+    EXPECT_EQ(barrier(kernel, "early_empty") != nullptr, c.early);
+    const SharedAlloc* k_ring = ring_of(kernel, "K");
+    ASSERT_TRUE(k_ring);
+    EXPECT_EQ(k_ring->stages, c.early && c.early_stages > 0 ? c.early_stages : c.stages);
+    bool noted = false, staged_from_fragments = false;
+    for (const std::string& note : kernel.notes) {
+      if (note.rfind("early release: ", 0) == 0) noted = note.find(c.why) != std::string::npos;
+      if (note.find("stored from its fragments") != std::string::npos) staged_from_fragments = true;
+    }
+    EXPECT_EQ(noted, c.early);
+    EXPECT_FALSE(staged_from_fragments);
+  }
 }
 
 }  // namespace

@@ -181,10 +181,12 @@ TEST(CompletePipelines, OverlappedAttentionKeepsASlotForItsDeferredMmas) {
 // Attention's K is released in the iteration that reads it, V in the next (docs/matile.md
 // "early release"): the completion sizes K's ring by K's own life, without the slot overlap=1
 // holds for V, and writes early_stages when the two depths differ; the realized kernel has
-// them, and runs against the reference.
+// them, and runs against the reference. (Persistent, so that the ring released together leaves
+// the staged epilogue no room and the lowering takes early release: RingRelease::Auto.)
 TEST(CompletePipelines, ARingReleasedInItsIterationTakesItsOwnDepth) {
-  const std::vector<std::string> decisions =
+  std::vector<std::string> decisions =
       testing::warp_spec_attention({.key_tile = 128, .consumers = 2, .stages = 2, .overlap = true});
+  decisions.push_back("persistent(O_sum_acc)");
   const Completed done =
       complete("attention", decisions, {"B=1", "H=1", "M=136", "N=384", "D=128"}, "sm_90a");
   ASSERT_EQ(done.completion.kernels.size(), 1u);
