@@ -238,9 +238,16 @@ KernelPtr lower_kernel(const vrtile::Kernel& kernel, const LowerOptions& options
   LowerOptions early = options;
   early.ring_release = RingRelease::Early;
   lowering::KernelLowering early_lowering(kernel, early, wide_buffers);
-  Kernel lowered = *early_lowering.run();
+  KernelPtr early_kernel;
+  try {
+    early_kernel = early_lowering.run();
+  } catch (const lowering::LowerError&) {
+    if (released_together) return released_together;
+    throw;
+  }
   // Early release at the same depth frees nothing: the together form stays where it exists.
   if (released_together && early_lowering.staging_lacked_shared_memory()) return released_together;
+  Kernel lowered = *early_kernel;
   const bool applied = std::any_of(lowered.mbarriers.begin(), lowered.mbarriers.end(),
                                    [](const MBarrierAlloc& b) { return b.early_release; });
   if (applied) lowered.notes.push_back("early release: " + why);
