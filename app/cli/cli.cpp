@@ -82,10 +82,23 @@ const OptionSpec kLayoutsOption{
     "model prices the kernel lower, docs/matile.md \"Layout synthesis\") or rules (the "
     "first-wins rules alone, for comparisons)"};
 
+// The options of every command that compiles a spec (load_inputs reads them): sizes, schedule,
+// pins and the lowering's modes, with --arch where `arch` (compile declares its own), then the
+// command's own options.
+std::vector<OptionSpec> compiling_options(bool arch, std::vector<OptionSpec> own) {
+  std::vector<OptionSpec> options = {kSizeOption, kScheduleOption, kPinOption};
+  if (arch) options.push_back(kArchOption);
+  for (const OptionSpec& mode : {kEpilogueOption, kRingReleaseOption, kRingArriveOption, kLayoutsOption}) {
+    options.push_back(mode);
+  }
+  options.insert(options.end(), own.begin(), own.end());
+  return options;
+}
+
 const CommandSpec kLower{
     "lower", "nautilus lower FILE [--stage STAGE] [--format text|dot|json] [--schedule FILE] [--pin D]... [--arch ARCH] [--explain-layouts] [--estimate DEVICE]",
     "Lowers a spec and prints the IR of one stage or of all (--stage all, the default).",
-    {kSizeOption, kScheduleOption, kPinOption, kArchOption, kEpilogueOption, kRingReleaseOption, kRingArriveOption, kLayoutsOption,
+    compiling_options(true, {
      {"explain-layouts", "",
       "note in each MA kernel, for every register tile, its layout, the rule that fixed it "
       "(propagated from an operand, wanted by a consumer, or the blocked default) and the users "
@@ -98,7 +111,7 @@ const CommandSpec kLower{
       "before it (the first pass against nothing), with timings"},
      {"estimate", "DEVICE",
       "after the IR, the cost model's estimate of the matile stage on DEVICE (h100, a100, sm_90, sm_80)"},
-     {"output", "FILE", "write to FILE instead of standard output"}}};
+     {"output", "FILE", "write to FILE instead of standard output"}})};
 
 const CommandSpec kEval{
     "eval", "nautilus eval FILE [--stage scalar|vrtile|matile] [--seed N] [--save DIR] [--schedule FILE] [--pin D]... [--arch ARCH]",
@@ -106,13 +119,13 @@ const CommandSpec kEval{
     "Runs the stage's interpreter on seeded random inputs, prints the maximum relative error\n"
     "max|out - ref| / max|ref| of every output and exits 1 when one exceeds its dtype's\n"
     "tolerance (f32 1e-4, f16 5e-3, bf16 2e-2, fp8e4m3 0.125, fp8e5m2 0.25, int8 2e-2).",
-    {kSizeOption, kScheduleOption, kPinOption, kArchOption, kEpilogueOption, kRingReleaseOption, kRingArriveOption, kLayoutsOption,
+    compiling_options(true, {
      {"stage", "STAGE", "the stage to evaluate (default scalar)"},
      {"seed", "N", "seed of the random inputs (default 0)"},
      {"save", "DIR", "write inputs, reference and outputs as .npy files plus manifest.json"},
-     {"max-ops", "N", "refuse sizes needing more scalar operations (default 2e9)"}}};
+     {"max-ops", "N", "refuse sizes needing more scalar operations (default 2e9)"}})};
 
-const CommandSpec& kCompile = compile_command_spec({kSizeOption, kScheduleOption, kPinOption, kEpilogueOption, kRingReleaseOption, kRingArriveOption, kLayoutsOption});
+const CommandSpec& kCompile = compile_command_spec(compiling_options(false, {}));
 
 const CommandSpec kRun = [] {
   CommandSpec command{
