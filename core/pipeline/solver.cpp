@@ -577,6 +577,10 @@ class Model {
       } catch (const z3::exception&) {
         return z3::unknown;
       }
+      // A stop request that came while the callback was registered interrupted the context,
+      // possibly after the check had returned: the context then refuses to evaluate the model
+      // until the next check (Z3 throws "canceled"), so the answer counts as unknown.
+      if (stop_.stop_requested()) return z3::unknown;
       if (std::getenv("NAUTILUS_PIPELINE_TRACE")) {
         std::fprintf(stderr, "[pipeline] II %lld consumers %d: %s in %.3f s\n", static_cast<long long>(ii_),
                      consumers_, result == z3::sat ? "sat" : result == z3::unsat ? "unsat" : "unknown",

@@ -447,7 +447,8 @@ TEST(PipelineSolver, AStopRequestEndsALongSolveAtOnce) {
   std::stop_source stop;
   SolveOptions options;
   options.stop = stop.get_token();
-  std::thread stopper([&stop] {
+  // A jthread: should solve() throw, the test fails with the exception instead of aborting.
+  std::jthread stopper([&stop] {
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     stop.request_stop();
   });
