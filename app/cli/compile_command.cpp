@@ -96,6 +96,7 @@ int run_compile_command(const driver::Compilation& compilation,
         << kernel.spill_store_bytes + kernel.spill_load_bytes << " bytes spilled, "
         << kernel.stack_frame_bytes << " bytes stack\n";
   }
+  for (const std::string& note : package->notes) out << "  note: " << note << "\n";
   if (package->report.any_spills()) {
     err << "nautilus: warning: registers spill to local memory (see " << directory
         << "/ptxas.txt)\n";

@@ -370,6 +370,7 @@ nlohmann::ordered_json launch_json(const KernelPackage& package) {
           {"kernels", kernels}};
   if (package.flops > 0) launch["flops"] = package.flops;
   if (package.bytes > 0) launch["bytes"] = package.bytes;
+  if (!package.notes.empty()) launch["notes"] = package.notes;
   return launch;
 }
 
@@ -443,6 +444,11 @@ Result<KernelPackage> read_package(const std::string& directory) {
       for (const nlohmann::ordered_json& option : compiler["options"]) {
         if (option.is_string()) package.nvrtc_options.push_back(option.get<std::string>());
       }
+    }
+  }
+  if (launch.contains("notes") && launch["notes"].is_array()) {
+    for (const nlohmann::ordered_json& note : launch["notes"]) {
+      if (note.is_string()) package.notes.push_back(note.get<std::string>());
     }
   }
 

@@ -18,6 +18,7 @@
 //     "spec": "attention", "sizes": {"B": 1, "H": 2, "M": 128, ...},
 //     "arch": "sm_80",                        // the arch the package was compiled for
 //     "flops": 2.7e11, "bytes": 5.0e8,        // the operator's work, when known (optional)
+//     "notes": ["kernel k: registers: ..."],  // what the build changed (optional)
 //     "compiler": {"nautilus": "0.1.0", "nvrtc": "13.0", "options": ["--gpu-architecture=..."]},
 //     "source": "kernel.cu", "cubins": {"sm_80": "kernel.sm_80.cubin"},
 //     "buffers": [{"name": "Q", "shape": [1, 2, 128, 64], "dtype": "bf16", "role": "input"}, ...],
@@ -176,6 +177,9 @@ struct KernelPackage {
   std::vector<KernelLaunch> kernels;    // launch order
   PtxasReport report;
   std::string ptxas_log;
+  // What the build changed after the lowering, one line each (launch.json "notes"): e.g. a
+  // Hopper kernel that spilled, built again with another register split between its roles.
+  std::vector<std::string> notes;
   // The work of the whole operator (spec::estimate_flops / estimate_compulsory_bytes); 0 when
   // unknown. The runner divides them by the measured time into TFLOP/s and GB/s.
   double flops = 0.0;

@@ -1,7 +1,12 @@
 #include "core/driver/kernel_package.h"
 
+#include <algorithm>
+#include <map>
+#include <memory>
+
 #include "core/codegen/emit_cuda.h"
 #include "core/codegen/nvrtc.h"
+#include "core/matile/role_registers.h"
 #include "core/spec/reference.h"
 
 namespace nautilus::driver {
@@ -21,6 +26,15 @@ codegen::KernelArgument argument_of(const scalar::Buffer& buffer) {
   return {buffer->name, buffer->shape, buffer->dtype, role_of(buffer)};
 }
 
+// "4 bytes spill stores, 4 bytes spill loads": the kernel's spill rejection.
+std::string describe_rejections_of(const std::vector<codegen::PtxasRejection>& rejections,
+                                   const std::string& kernel) {
+  for (const codegen::PtxasRejection& rejection : rejections) {
+    if (rejection.kernel == kernel && rejection.code == "spill") return rejection.detail;
+  }
+  return {};
+}
+
 }  // namespace
 
 codegen::Result<codegen::KernelPackage> build_kernel_package(
@@ -32,16 +46,84 @@ codegen::Result<codegen::KernelPackage> build_kernel_package(
                                   "the pipeline did not produce MA tile IR for this spec");
   }
   if (archs.empty()) return codegen::codegen_error(CodegenError::Kind::BadOption, "no GPU arch to compile for");
-  codegen::EmitOptions emit_options;
-  emit_options.source = compilation.file.get();
-  codegen::Result<codegen::EmittedModule> emitted = codegen::emit_cuda(*ma_module, emit_options);
-  if (!emitted.ok()) {
-    return codegen::codegen_error(emitted.error().kind, "cannot emit CUDA: " + emitted.error().message);
-  }
   const auto& nvrtc = codegen::Nvrtc::shared();
   if (!nvrtc.ok()) return nvrtc.error();
+  // Emits `module` and compiles it for every arch, the Hopper gate applied here so that a spill
+  // can be answered by another register split.
+  struct Attempt {
+    codegen::EmittedModule emitted;
+    std::map<codegen::GpuArch, codegen::CompiledProgram> compiled;
+    std::vector<codegen::PtxasRejection> rejections;  // sm_90a's
+  };
+  const auto attempt = [&](const matile::ModulePtr& module) -> codegen::Result<Attempt> {
+    codegen::EmitOptions emit_options;
+    emit_options.source = compilation.file.get();
+    codegen::Result<codegen::EmittedModule> emitted = codegen::emit_cuda(*module, emit_options);
+    if (!emitted.ok()) {
+      return codegen::codegen_error(emitted.error().kind, "cannot emit CUDA: " + emitted.error().message);
+    }
+    Attempt result{std::move(*emitted), {}, {}};
+    for (codegen::GpuArch arch : archs) {
+      codegen::NvrtcOptions nvrtc_options;
+      nvrtc_options.arch = arch;
+      nvrtc_options.hopper_gate = false;
+      codegen::Result<codegen::CompiledProgram> compiled =
+          (*nvrtc)->compile(result.emitted.source, "kernel.cu", nvrtc_options);
+      // The emitter printed CUDA that NVRTC rejects: a compiler bug, reported with the log.
+      if (!compiled.ok()) return compiled.error();
+      if (arch == codegen::GpuArch::Sm90a) {
+        result.rejections = codegen::hopper_rejections(compiled->report, compiled->log, compiled->ptx);
+      }
+      result.compiled.emplace(arch, std::move(*compiled));
+    }
+    return result;
+  };
+  matile::ModulePtr module = ma_module;
+  codegen::Result<Attempt> built = attempt(module);
+  if (!built.ok()) return built.error();
+  std::vector<std::string> notes;
+  // A Hopper kernel that only spills gets the neighbouring register splits between its roles
+  // (matile/role_registers.h says why), kernel by kernel; the first split without a rejection
+  // of that kernel, and without new ones, is kept.
+  const auto rejected = [](const Attempt& a, const std::string& kernel) {
+    return std::any_of(a.rejections.begin(), a.rejections.end(),
+                       [&](const codegen::PtxasRejection& r) { return r.kernel == kernel; });
+  };
+  for (size_t k = 0; k < module->kernels.size(); ++k) {
+    // ptxas names the kernel by its symbol (the emitter prefixes the module's name).
+    std::string kernel_name;
+    for (const codegen::EmittedKernel& emitted : built->emitted.kernels) {
+      if (emitted.ir_name == module->kernels[k]->name) kernel_name = emitted.symbol;
+    }
+    if (kernel_name.empty()) continue;
+    const bool only_spills = std::all_of(built->rejections.begin(), built->rejections.end(),
+                                         [&](const codegen::PtxasRejection& r) {
+                                           return r.kernel != kernel_name || r.code == "spill";
+                                         });
+    if (!rejected(*built, kernel_name) || !only_spills) continue;
+    const std::string spilled = describe_rejections_of(built->rejections, kernel_name);
+    for (int registers : matile::consumer_register_alternatives(*module->kernels[k])) {
+      const matile::KernelPtr rebalanced = matile::with_consumer_registers(module->kernels[k], registers);
+      if (!rebalanced) continue;
+      auto changed = std::make_shared<matile::Module>(*module);
+      changed->kernels[k] = rebalanced;
+      codegen::Result<Attempt> again = attempt(changed);
+      if (!again.ok()) return again.error();
+      if (rejected(*again, kernel_name) || again->rejections.size() >= built->rejections.size()) continue;
+      notes.push_back("kernel " + kernel_name + ": " + rebalanced->notes.back() + ": " + spilled);
+      module = changed;
+      built = std::move(again);
+      break;
+    }
+  }
+  if (!built->rejections.empty()) {
+    return codegen::codegen_error(CodegenError::Kind::Rejected,
+                                  "kernel.cu for sm_90a: " + codegen::describe_rejections(built->rejections),
+                                  built->compiled.at(codegen::GpuArch::Sm90a).log);
+  }
   codegen::KernelPackage package;
-  package.spec_name = ma_module->name;
+  package.spec_name = module->name;
+  package.notes = std::move(notes);
   if (compilation.spec) {
     for (const auto& [name, value] : compilation.spec->sizes) package.sizes.emplace_back(name, value);
   }
@@ -51,28 +133,22 @@ codegen::Result<codegen::KernelPackage> build_kernel_package(
     package.bytes = spec::estimate_compulsory_bytes(*compilation.spec);
   }
   package.nvrtc_version = (*nvrtc)->version();
-  package.source = emitted->source;
-  for (codegen::GpuArch arch : archs) {
-    codegen::NvrtcOptions nvrtc_options;
-    nvrtc_options.arch = arch;
-    codegen::Result<codegen::CompiledProgram> compiled =
-        (*nvrtc)->compile(emitted->source, "kernel.cu", nvrtc_options);
-    // The emitter printed CUDA that NVRTC rejects: a compiler bug, reported with the log.
-    if (!compiled.ok()) return compiled.error();
-    package.cubins[arch] = compiled->cubin;
-    package.ptx[arch] = compiled->ptx;
+  package.source = built->emitted.source;
+  for (auto& [arch, compiled] : built->compiled) {
+    package.cubins[arch] = compiled.cubin;
+    package.ptx[arch] = compiled.ptx;
     // The report and options of the first arch describe the package (launch.json's "arch").
     if (arch == archs.front()) {
-      package.nvrtc_options = compiled->options;
-      package.report = compiled->report;
-      package.ptxas_log = compiled->log;
+      package.nvrtc_options = compiled.options;
+      package.report = compiled.report;
+      package.ptxas_log = compiled.log;
     }
   }
-  for (const scalar::Buffer& buffer : ma_module->params) package.buffers.push_back(argument_of(buffer));
-  for (const scalar::Buffer& buffer : ma_module->allocations) {
+  for (const scalar::Buffer& buffer : module->params) package.buffers.push_back(argument_of(buffer));
+  for (const scalar::Buffer& buffer : module->allocations) {
     package.buffers.push_back(argument_of(buffer));
   }
-  for (const codegen::EmittedKernel& kernel : emitted->kernels) {
+  for (const codegen::EmittedKernel& kernel : built->emitted.kernels) {
     codegen::KernelLaunch launch;
     launch.name = kernel.symbol;
     launch.grid = kernel.grid;

@@ -176,11 +176,16 @@ TEST(EmitHopperPackage, TensorMapArgumentsFollowThePointers) {
   EXPECT_EQ(args[3].tensor_map->swizzle, TensorMapSwizzle::B128);
   EXPECT_EQ(args[5].tensor_map->dims, (std::vector<int64_t>{104, 200}));
   EXPECT_EQ(package->kernels[0].dynamic_shared_bytes, 90112 + 48);
+  // A spill-free build changes nothing after the lowering; notes written survive the round trip.
+  EXPECT_TRUE(package->notes.empty());
+  KernelPackage noted = *package;
+  noted.notes = {"kernel gemm_tma: registers: producer 32, consumers 240"};
   const std::string directory = ::testing::TempDir() + "/hopper_gemm_package";
-  ASSERT_TRUE(write_package(*package, directory).ok());
+  ASSERT_TRUE(write_package(noted, directory).ok());
   Result<KernelPackage> read = read_package(directory);
   ASSERT_TRUE(read.ok()) << read.error().message;
   EXPECT_EQ(read->kernels[0].arguments, args);
+  EXPECT_EQ(read->notes, noted.notes);
 }
 
 // The kernel text of the cooperative GEMM (one producer, one consumer role of two warpgroups).

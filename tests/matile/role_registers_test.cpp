@@ -1,0 +1,112 @@
+// Register splits between warp roles (matile/role_registers.h): the alternatives a package build
+// tries when ptxas spills a Hopper kernel, the rewrite that moves registers between the producer
+// and the consumers, and the package build that uses it on the held-out ALiBi attention, whose
+// searched schedule spilled at the lowering's split.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/codegen/nvrtc.h"
+#include "core/driver/kernel_package.h"
+#include "core/driver/pipeline.h"
+#include "core/matile/printer.h"
+#include "core/matile/role_registers.h"
+#include "core/matile/verifier.h"
+#include "tests/common/matile_ops.h"
+#include "tests/common/spec_test_util.h"
+
+namespace nautilus::matile {
+namespace {
+
+using nautilus::testing::compile_for_arch;
+using nautilus::testing::expect_stage_matches_reference;
+using nautilus::testing::roles_op;
+
+driver::Compilation attention_on(int consumers) {
+  return compile_for_arch("assets/specs/attention.nt",
+                          nautilus::testing::warp_spec_attention({.consumers = consumers, .stages = 2}),
+                          {"B=1", "H=2", "M=" + std::to_string(64 * consumers), "N=200", "D=64"});
+}
+
+TEST(RoleRegisters, AlternativesAreLegalSplitsNearestFirst) {
+  const driver::Compilation two = attention_on(2);
+  ASSERT_TRUE(two.ma_module) << two.schedule_error;
+  const Kernel& kernel = *two.ma_module->kernels.at(0);
+  ASSERT_EQ(roles_op(kernel)->roles.at(1).max_registers, 232);
+  // 248 is above the 240 a consumer may take.
+  EXPECT_EQ(consumer_register_alternatives(kernel), (std::vector<int>{240, 224, 216}));
+
+  const driver::Compilation three = attention_on(3);
+  ASSERT_TRUE(three.ma_module) << three.schedule_error;
+  const Kernel& wide = *three.ma_module->kernels.at(0);
+  ASSERT_EQ(roles_op(wide)->roles.at(1).max_registers, 160);
+  // 168 and 176 leave the producer fewer than 24 of the 512.
+  EXPECT_EQ(consumer_register_alternatives(wide), (std::vector<int>{152, 144}));
+
+  // A kernel without roles has none.
+  const driver::Compilation plain = compile_for_arch("assets/specs/gemm.nt", {}, {"M=64", "N=64", "K=64"});
+  ASSERT_TRUE(plain.ma_module) << plain.schedule_error;
+  EXPECT_TRUE(consumer_register_alternatives(*plain.ma_module->kernels.at(0)).empty());
+  EXPECT_EQ(with_consumer_registers(plain.ma_module->kernels.at(0), 240), nullptr);
+}
+
+TEST(RoleRegisters, TheRebalancedKernelOnlyMovesRegistersAndKeepsItsResult) {
+  driver::Compilation compilation = attention_on(2);
+  ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error;
+  const KernelPtr& kernel = compilation.ma_module->kernels.at(0);
+  EXPECT_EQ(with_consumer_registers(kernel, 248), nullptr) << "above 240";
+  EXPECT_EQ(with_consumer_registers(kernel, 236), nullptr) << "not a multiple of 8";
+  const KernelPtr rebalanced = with_consumer_registers(kernel, 240);
+  ASSERT_NE(rebalanced, nullptr);
+  EXPECT_EQ(roles_op(*rebalanced)->roles.at(0).max_registers, 32);
+  EXPECT_EQ(roles_op(*rebalanced)->roles.at(1).max_registers, 240);
+  EXPECT_EQ(roles_op(*kernel)->roles.at(1).max_registers, 232) << "the input is left alone";
+  ASSERT_FALSE(rebalanced->notes.empty());
+  EXPECT_EQ(rebalanced->notes.back(),
+            "registers: producer 32, consumers 240 (setmaxnreg; the lowering chose 40 / 232, at which "
+            "ptxas spilled)");
+  // Apart from the two budgets and the note, the kernel prints the same.
+  std::string before = print_kernel(*kernel), after = print_kernel(*rebalanced);
+  const auto drop = [](std::string text, const std::string& what) {
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what)) text.erase(at, what.size());
+    return text;
+  };
+  before = drop(drop(before, "registers 40"), "registers 232");
+  after = drop(drop(drop(after, "registers 32"), "registers 240"), "  // " + rebalanced->notes.back() + "\n");
+  EXPECT_EQ(before, after);
+
+  auto module = std::make_shared<Module>(*compilation.ma_module);
+  module->kernels[0] = rebalanced;
+  EXPECT_TRUE(verify(*module).empty());
+  compilation.ma_module = module;
+  expect_stage_matches_reference(compilation, driver::Stage::MATile, 7, "producer 32, consumers 240");
+}
+
+// The held-out ALiBi attention with the schedule `nautilus schedule` found for it (two consumers,
+// overlap, persistent, ping-pong): ptxas spilled 4 bytes at the lowering's 40 / 232 split (NVRTC
+// 13.0). The package build compiles it without spills, at whichever split it needed.
+TEST(RoleRegisters, TheAlibiVariantsSearchedScheduleBuildsWithoutSpills) {
+  const auto& nvrtc = codegen::Nvrtc::shared();
+  if (!nvrtc.ok()) GTEST_SKIP() << nvrtc.error().message;
+  const driver::Compilation compilation = compile_for_arch(
+      "bench/variants/alibi_causal.nt",
+      {"rolling_update(O_sum, n, tile=128)", "compute_at(S, Mx, n_o)", "compute_at(S_sum, S, n_o)",
+       "tile(O_sum_acc, m=128)", "reverse_compute_at(O, O_sum, m_o)",
+       "bind(O_sum_acc, b=grid.z, h=grid.y, m_o=grid.x)", "skip_masked(S, n_o)",
+       "tile_order(O_sum_acc, reverse=m_o)", "warp_spec(O_sum_acc, consumers=2, stages=3, overlap=1)",
+       "persistent(O_sum_acc)", "pipeline(O_sum_acc, stages=3, consumers=2, pingpong=1)"},
+      {});
+  ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error;
+  const codegen::Result<codegen::KernelPackage> package =
+      driver::build_kernel_package(compilation, compilation.ma_module, {codegen::GpuArch::Sm90a});
+  ASSERT_TRUE(package.ok()) << package.error().message;
+  EXPECT_FALSE(package->report.any_spills());
+  for (const std::string& note : package->notes) {
+    EXPECT_NE(note.find("registers: producer"), std::string::npos) << note;
+  }
+}
+
+}  // namespace
+}  // namespace nautilus::matile
