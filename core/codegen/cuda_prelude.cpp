@@ -263,6 +263,7 @@ __device__ __forceinline__ void wgmma_wait_group() {
 // Ties a register to this point of the program: the compiler may not move its reads or writes
 // across, which keeps accumulator uses after the wgmma.wait_group that makes them valid.
 __device__ __forceinline__ void fence_register(float& r) { asm volatile("" : "+f"(r)::"memory"); }
+__device__ __forceinline__ void fence_register(unsigned& r) { asm volatile("" : "+r"(r)::"memory"); }
 
 template <int Registers>
 __device__ __forceinline__ void setmaxnreg_inc() {

@@ -146,6 +146,15 @@ void KernelEmitter::analyze_uses(const matile::Region& region) {
       wgmma_values_.insert(op.results[0].get());
       wgmma_accumulator_inputs_.insert(op.operands.back().get());
     }
+    if (op.kind == OpKind::WgmmaFence) {
+      std::vector<const matile::ValueNode*>& register_a = fence_register_a_[&op];
+      for (auto next = std::find(region.ops.begin(), region.ops.end(), pointer) + 1; next != region.ops.end(); ++next) {
+        if (!*next || (*next)->kind == OpKind::WgmmaCommitGroup || (*next)->kind == OpKind::WgmmaFence) break;
+        if ((*next)->kind != OpKind::Wgmma || (*next)->operands.size() != 2) continue;
+        const matile::ValueNode* a = (*next)->operands[0].get();
+        if (std::find(register_a.begin(), register_a.end(), a) == register_a.end()) register_a.push_back(a);
+      }
+    }
     if (op.kind == OpKind::Full && op.constant == 0.0 && op.results[0]->type.dtype == DType::F32 &&
         op.results[0]->layout.slots() > 1) {
       zero_tiles_.insert(op.results[0].get());
@@ -526,10 +535,32 @@ void KernelEmitter::visit_WgmmaFence(const Op& op) {
     line("#pragma unroll");
     line("for (int s = 0; s < " + str(value->layout.slots()) + "; ++s) fence_register(" + name->second + "[s]);");
   }
+  auto register_a = fence_register_a_.find(&op);
+  if (register_a != fence_register_a_.end()) {
+    for (const matile::ValueNode* value : register_a->second) {
+      auto name = names_.find(value);
+      auto region = def_region_.find(value);
+      // Only a value in scope here (a name of a region already closed is not).
+      if (name == names_.end() || region == def_region_.end() || value->layout.slots() % 2 != 0 ||
+          std::find(regions_.begin(), regions_.end(), region->second) == regions_.end()) {
+        continue;
+      }
+      const std::string packed = unique(name->second + "_packed");
+      const int64_t pairs = value->layout.slots() / 2;
+      line("unsigned " + packed + "[" + str(pairs) + "];");
+      line("#pragma unroll");
+      line("for (int s = 0; s < " + str(pairs) + "; ++s) {");
+      line("  " + packed + "[s] = pack2(" + name->second + "[2 * s], " + name->second + "[2 * s + 1]);");
+      line("  fence_register(" + packed + "[s]);");
+      line("}");
+      packed_a_[value] = packed;
+    }
+  }
   line("wgmma_fence();");
 }
 
 void KernelEmitter::visit_WgmmaCommitGroup(const Op&) {
+  packed_a_.clear();
   line("wgmma_commit_group();");
   ++committed_groups_;
 }
@@ -741,10 +772,12 @@ void KernelEmitter::visit_Wgmma(const Op& op) {
     const std::string accumulate = from_zero && kb == 0 ? ", 0" : ", 1";
     if (rs) {
       const std::string& an = name_of(op.operands[0]);
+      auto packed = packed_a_.find(op.operands[0].get());
       std::string args;
       for (int r = 0; r < 4; ++r) {
         const int64_t v = 8 * kb + 2 * r;
-        args += "pack2(" + an + "[" + str(v) + "], " + an + "[" + str(v + 1) + "]), ";
+        args += packed != packed_a_.end() ? packed->second + "[" + str(v / 2) + "], "
+                                          : "pack2(" + an + "[" + str(v) + "], " + an + "[" + str(v + 1) + "]), ";
       }
       line(helper + "(" + d + ", " + args + bd + accumulate + ");");
     } else if (warpgroups == 1) {

@@ -396,6 +396,12 @@ class KernelEmitter : public matile::Visitor {
   std::map<const matile::ValueNode*, const matile::Region*> def_region_;
   std::set<const matile::ValueNode*> wgmma_values_;
   std::set<const matile::ValueNode*> wgmma_accumulator_inputs_;  // the c of some Wgmma
+  // Per wgmma.fence: the register A operands of the wgmmas it opens (up to the commit). Their
+  // fragments are packed into 32-bit registers above the fence, and the wgmmas read the packed
+  // names (packed_a_, cleared at the commit): packed between the wgmmas, ptxas has to inject a
+  // warpgroup.arrive before each of them (C7519).
+  std::map<const Op*, std::vector<const matile::ValueNode*>> fence_register_a_;
+  std::map<const matile::ValueNode*, std::string> packed_a_;
   // Zero tiles (`full 0.0`) read only as wgmma accumulators: left unwritten, the wgmmas that
   // read them start with scale-d 0 (the accumulator's old value ignored).
   std::set<const matile::ValueNode*> wgmma_zero_accumulators_;
