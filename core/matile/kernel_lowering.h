@@ -496,6 +496,9 @@ class KernelLowering {
     int full = -1, empty = -1;  // mbarrier arrays
     int once = -1;              // the mbarrier of the tiles copied once (-1: none)
     int64_t tx_bytes = 0;       // all ring operands of one iteration
+    // setmaxnreg of each role: the default split, or more for the consumers when their main
+    // loop's estimate needs it (lower_hopper.cpp, most_consumer_registers).
+    int consumer_registers = 0, producer_registers = 0;
     int64_t once_tx_bytes = 0;
     // Early release (plan_early_release): the ring operands whose wgmma readers all retire at a
     // wait inside their own iteration (attention's K, read by QKᵀ, whose scores the softmax

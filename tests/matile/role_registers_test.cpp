@@ -4,6 +4,7 @@
 // searched schedule spilled at the lowering's split.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -82,6 +83,29 @@ TEST(RoleRegisters, TheRebalancedKernelOnlyMovesRegistersAndKeepsItsResult) {
   EXPECT_TRUE(verify(*module).empty());
   compilation.ma_module = module;
   expect_stage_matches_reference(compilation, driver::Stage::MATile, 7, "producer 32, consumers 240");
+}
+
+// The lowering gives the consumers more than the default split when its estimate of their main
+// loop needs it: a 128 x 128 overlapped tile at d 128 over keys that end in a partial tile (the
+// held-out GQA variant at 8191 keys) takes 240, the producer 32; over whole tiles, 232 suffice.
+TEST(RoleRegisters, ConsumersTakeMoreWhenTheirMainLoopNeedsIt) {
+  for (const int keys : {1024, 1000}) {
+    SCOPED_TRACE(keys);
+    const driver::Compilation compilation = compile_for_arch(
+        "assets/specs/attention.nt",
+        nautilus::testing::warp_spec_attention({.key_tile = 128, .consumers = 2, .stages = 2, .overlap = true}),
+        {"B=1", "H=1", "M=128", "N=" + std::to_string(keys), "D=128"});
+    ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error;
+    const Kernel& kernel = *compilation.ma_module->kernels.at(0);
+    const bool partial = keys % 128 != 0;
+    EXPECT_EQ(roles_op(kernel)->roles.at(0).max_registers, partial ? 32 : 40);
+    EXPECT_EQ(roles_op(kernel)->roles.at(1).max_registers, partial ? 240 : 232);
+    const bool noted = std::any_of(kernel.notes.begin(), kernel.notes.end(), [](const std::string& n) {
+      return n.rfind("registers: consumers 240, producer 32 (setmaxnreg): the main loop needs about", 0) == 0;
+    });
+    EXPECT_EQ(noted, partial);
+    if (partial) expect_stage_matches_reference(compilation, driver::Stage::MATile, 11, "consumers 240");
+  }
 }
 
 // The held-out ALiBi attention with the schedule `nautilus schedule` found for it (two consumers,
