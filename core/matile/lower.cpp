@@ -215,8 +215,8 @@ KernelPtr with_tile_order(const KernelPtr& kernel, const scalar::LaunchAttrs& la
 
 // One kernel. A warp-specialized kernel under RingRelease::Auto is lowered with its ring
 // released together first; where that ring does not fit, or leaves the staged epilogue no room,
-// it is lowered again with early release (whose own ring depth may free the room). The choice is
-// noted on the kernel.
+// it is lowered again with early release (whose own ring depth, the schedule's or the deepest
+// below `stages` that frees it, may free the room). The choice is noted on the kernel.
 KernelPtr lower_kernel(const vrtile::Kernel& kernel, const LowerOptions& options,
                        const std::set<std::string>& wide_buffers) {
   using RingRelease = LowerOptions::RingRelease;
@@ -245,12 +245,39 @@ KernelPtr lower_kernel(const vrtile::Kernel& kernel, const LowerOptions& options
     if (released_together) return released_together;
     throw;
   }
-  // Early release at the same depth frees nothing: the together form stays where it exists.
-  if (released_together && early_lowering.staging_lacked_shared_memory()) return released_together;
+  // Early release at the same depth frees nothing. Unless the schedule gave the early ring its
+  // depth, a shallower early ring (down to 2 slots: K's copy overlaps the previous QKᵀ) may: the
+  // deepest that makes room is taken, which the pipeline solver then sees and prices (the d 128
+  // rows, K on 2 slots and V on 3, measured 135 against 157 µs together at B32 H16 S512;
+  // bench/RESULTS.md, 2026-11-28).
+  int early_depth = 0;
+  if (early_lowering.staging_lacked_shared_memory() && options.early_stages == 0) {
+    for (int depth = options.stages - 1; depth >= 2; --depth) {
+      LowerOptions shallower = early;
+      shallower.early_stages = depth;
+      try {
+        lowering::KernelLowering shallower_lowering(kernel, shallower, wide_buffers);
+        KernelPtr shallower_kernel = shallower_lowering.run();
+        if (shallower_lowering.staging_lacked_shared_memory()) continue;
+        early_kernel = std::move(shallower_kernel);
+        early_depth = depth;
+        break;
+      } catch (const lowering::LowerError&) {
+        continue;
+      }
+    }
+    // The together form stays where it exists and no early depth makes room.
+    if (early_depth == 0 && released_together) return released_together;
+  }
   Kernel lowered = *early_kernel;
   const bool applied = std::any_of(lowered.mbarriers.begin(), lowered.mbarriers.end(),
                                    [](const MBarrierAlloc& b) { return b.early_release; });
-  if (applied) lowered.notes.push_back("early release: " + why);
+  if (applied) {
+    lowered.notes.push_back("early release: " + why +
+                            (early_depth > 0 ? "; the early ring takes " + std::to_string(early_depth) +
+                                                   " slots, which makes room"
+                                             : std::string()));
+  }
   return std::make_shared<const Kernel>(std::move(lowered));
 }
 
