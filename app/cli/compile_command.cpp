@@ -22,6 +22,10 @@ const CommandSpec& compile_command_spec(const std::vector<OptionSpec>& shared_op
         shared_options};
     command.options.push_back({"arch", "ARCH", "target GPU architecture: sm_80 or sm_90a"});
     command.options.push_back({"output", "DIR", "the package directory, also -o DIR (created when missing)"});
+    command.options.push_back({"exp2", "MODE",
+                               "how exp2 is computed: approximate (default: ex2.approx.ftz on the SFU "
+                               "alone; exp2f only in a kernel that would spill with it) or guarded "
+                               "(exp2f everywhere, with its denormal guard; for comparisons)"});
     return command;
   }();
   return spec;
@@ -44,9 +48,10 @@ std::vector<std::string> expand_output_flag(const std::vector<std::string>& args
 std::optional<codegen::KernelPackage> build_package(const driver::Compilation& compilation,
                                                     const matile::ModulePtr& ma_module,
                                                     const std::vector<codegen::GpuArch>& archs,
-                                                    std::ostream& err, int* exit_status) {
+                                                    std::ostream& err, int* exit_status,
+                                                    const driver::PackageOptions& options) {
   codegen::Result<codegen::KernelPackage> package =
-      driver::build_kernel_package(compilation, ma_module, archs);
+      driver::build_kernel_package(compilation, ma_module, archs, options);
   if (package.ok()) {
     *exit_status = kExitOk;
     return std::move(package).value();
@@ -78,9 +83,16 @@ int run_compile_command(const driver::Compilation& compilation,
     err << "nautilus: error: -o DIR is required (the package directory)\n";
     return kExitFailure;
   }
+  const std::string exp2 = options.has("exp2") ? options.get("exp2") : "approximate";
+  if (exp2 != "approximate" && exp2 != "guarded") {
+    err << "nautilus: error: unknown --exp2 '" << exp2 << "'; expected approximate, guarded\n";
+    return kExitFailure;
+  }
+  driver::PackageOptions package_options;
+  package_options.approximate_exp2 = exp2 == "approximate";
   int status = kExitOk;
   std::optional<codegen::KernelPackage> package =
-      build_package(compilation, ma_module, {*arch}, err, &status);
+      build_package(compilation, ma_module, {*arch}, err, &status, package_options);
   if (!package) return status;
   codegen::Result<bool> written = codegen::write_package(*package, directory);
   if (!written.ok()) {

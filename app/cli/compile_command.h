@@ -16,6 +16,7 @@
 
 #include "app/cli/options.h"
 #include "core/codegen/package.h"
+#include "core/driver/kernel_package.h"
 #include "core/driver/pipeline.h"
 #include "core/matile/ir.h"
 
@@ -33,7 +34,8 @@ std::vector<std::string> expand_output_flag(const std::vector<std::string>& args
 std::optional<codegen::KernelPackage> build_package(const driver::Compilation& compilation,
                                                     const matile::ModulePtr& ma_module,
                                                     const std::vector<codegen::GpuArch>& archs,
-                                                    std::ostream& err, int* exit_status);
+                                                    std::ostream& err, int* exit_status,
+                                                    const driver::PackageOptions& options = {});
 
 // Everything after the pipeline: checks the options, emits, compiles and writes the package.
 // `ma_module` is the compilation's MA tile IR (nullptr when the pipeline did not build it).

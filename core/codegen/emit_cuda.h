@@ -62,6 +62,11 @@ namespace nautilus::codegen {
 struct EmitOptions {
   // The spec file, for provenance comments quoting the spec line of each section (optional).
   const SourceFile* source = nullptr;
+  // exp2 on the SFU alone (exp2_approx: ex2.approx.ftz, results below 2^-126 flushed), or
+  // exp2f, which guards the denormal range with a compare and two predicated multiplies. The
+  // guarded form issues fewer MUFUs at once and so holds fewer registers: a package build whose
+  // Hopper kernel spills tries it (driver/kernel_package.cpp).
+  bool approximate_exp2 = true;
 };
 
 // How to launch one emitted kernel (the package's launch.json is built from this).

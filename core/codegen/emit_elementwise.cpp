@@ -9,7 +9,7 @@
 //   %34 = exp2 %33_log2 : f32[128] #L1    ->  float v34[4];
 //                                             #pragma unroll
 //                                             for (int s = 0; s < 4; ++s) {
-//                                               v34[s] = exp2f(v33_log2[s]);
+//                                               v34[s] = exp2_approx(v33_log2[s]);
 //                                             }
 //   %more = cmp lt %next, %c64 : bool #L0 ->  const bool more = next < c64;
 #include "core/codegen/kernel_emitter.h"
@@ -26,7 +26,7 @@ std::string KernelEmitter::unary_expression(scalar::UnaryOp unary, const std::st
   switch (unary) {
     case scalar::UnaryOp::Neg: value = "-" + f; break;
     case scalar::UnaryOp::Exp: value = "expf(" + f + ")"; break;
-    case scalar::UnaryOp::Exp2: value = "exp2f(" + f + ")"; break;
+    case scalar::UnaryOp::Exp2: value = (options_.approximate_exp2 ? "exp2_approx(" : "exp2f(") + f + ")"; break;
     case scalar::UnaryOp::Log: value = "logf(" + f + ")"; break;
     case scalar::UnaryOp::Log2: value = "log2f(" + f + ")"; break;
     case scalar::UnaryOp::Sqrt: value = "sqrtf(" + f + ")"; break;

@@ -39,7 +39,7 @@ std::string describe_rejections_of(const std::vector<codegen::PtxasRejection>& r
 
 codegen::Result<codegen::KernelPackage> build_kernel_package(
     const Compilation& compilation, const matile::ModulePtr& ma_module,
-    const std::vector<codegen::GpuArch>& archs) {
+    const std::vector<codegen::GpuArch>& archs, const PackageOptions& options) {
   using codegen::CodegenError;
   if (!ma_module) {
     return codegen::codegen_error(CodegenError::Kind::Unsupported,
@@ -55,9 +55,11 @@ codegen::Result<codegen::KernelPackage> build_kernel_package(
     std::map<codegen::GpuArch, codegen::CompiledProgram> compiled;
     std::vector<codegen::PtxasRejection> rejections;  // sm_90a's
   };
-  const auto attempt = [&](const matile::ModulePtr& module) -> codegen::Result<Attempt> {
+  bool approximate_exp2 = options.approximate_exp2;
+  const auto attempt = [&](const matile::ModulePtr& module, bool approximate) -> codegen::Result<Attempt> {
     codegen::EmitOptions emit_options;
     emit_options.source = compilation.file.get();
+    emit_options.approximate_exp2 = approximate;
     codegen::Result<codegen::EmittedModule> emitted = codegen::emit_cuda(*module, emit_options);
     if (!emitted.ok()) {
       return codegen::codegen_error(emitted.error().kind, "cannot emit CUDA: " + emitted.error().message);
@@ -79,12 +81,14 @@ codegen::Result<codegen::KernelPackage> build_kernel_package(
     return result;
   };
   matile::ModulePtr module = ma_module;
-  codegen::Result<Attempt> built = attempt(module);
+  codegen::Result<Attempt> built = attempt(module, approximate_exp2);
   if (!built.ok()) return built.error();
   std::vector<std::string> notes;
-  // A Hopper kernel that only spills gets the neighbouring register splits between its roles
-  // (matile/role_registers.h says why), kernel by kernel; the first split without a rejection
-  // of that kernel, and without new ones, is kept.
+  // A Hopper kernel that only spills is compiled again in forms that hold fewer registers where
+  // ptxas is at its edge, kernel by kernel, and the first form without a rejection of that
+  // kernel, and without new ones, is kept: the neighbouring register splits between its roles
+  // (matile/role_registers.h says why); then exp2 with its denormal guard (EmitOptions::
+  // approximate_exp2 says why; module-wide), at the lowering's split and at the others.
   const auto rejected = [](const Attempt& a, const std::string& kernel) {
     return std::any_of(a.rejections.begin(), a.rejections.end(),
                        [&](const codegen::PtxasRejection& r) { return r.kernel == kernel; });
@@ -102,16 +106,32 @@ codegen::Result<codegen::KernelPackage> build_kernel_package(
                                          });
     if (!rejected(*built, kernel_name) || !only_spills) continue;
     const std::string spilled = describe_rejections_of(built->rejections, kernel_name);
-    for (int registers : matile::consumer_register_alternatives(*module->kernels[k])) {
-      const matile::KernelPtr rebalanced = matile::with_consumer_registers(module->kernels[k], registers);
-      if (!rebalanced) continue;
+    struct Form {
+      matile::KernelPtr kernel;
+      bool approximate;
+      std::string note;
+    };
+    std::vector<Form> forms;
+    const std::string guarded = "exp2 as exp2f, with its denormal guard (the SFU-only exp2 spilled)";
+    for (const bool approximate : {true, false}) {
+      if (!approximate && !approximate_exp2) break;
+      if (!approximate) forms.push_back({module->kernels[k], false, guarded});
+      for (int registers : matile::consumer_register_alternatives(*module->kernels[k])) {
+        if (const matile::KernelPtr rebalanced = matile::with_consumer_registers(module->kernels[k], registers)) {
+          forms.push_back({rebalanced, approximate && approximate_exp2,
+                           rebalanced->notes.back() + (approximate ? std::string() : "; " + guarded)});
+        }
+      }
+    }
+    for (const Form& form : forms) {
       auto changed = std::make_shared<matile::Module>(*module);
-      changed->kernels[k] = rebalanced;
-      codegen::Result<Attempt> again = attempt(changed);
+      changed->kernels[k] = form.kernel;
+      codegen::Result<Attempt> again = attempt(changed, form.approximate);
       if (!again.ok()) return again.error();
       if (rejected(*again, kernel_name) || again->rejections.size() >= built->rejections.size()) continue;
-      notes.push_back("kernel " + kernel_name + ": " + rebalanced->notes.back() + ": " + spilled);
+      notes.push_back("kernel " + kernel_name + ": " + form.note + ": " + spilled);
       module = changed;
+      approximate_exp2 = form.approximate;
       built = std::move(again);
       break;
     }

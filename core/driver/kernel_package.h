@@ -21,8 +21,15 @@ namespace nautilus::driver {
 // Failures keep codegen's kinds: Compilation (NVRTC rejected the emitted CUDA, with its log) and
 // InvalidInput (the emitter does not trust the MA module) are compiler bugs; NvrtcNotFound,
 // Unsupported (including "no MA tile IR") and the others are the machine's or the input's.
+struct PackageOptions {
+  // exp2 first on the SFU alone (codegen::EmitOptions::approximate_exp2), the guarded exp2f only
+  // where a kernel spills with it; false: exp2f everywhere (`nautilus compile --exp2 guarded`,
+  // for comparisons).
+  bool approximate_exp2 = true;
+};
+
 codegen::Result<codegen::KernelPackage> build_kernel_package(
     const Compilation& compilation, const matile::ModulePtr& ma_module,
-    const std::vector<codegen::GpuArch>& archs);
+    const std::vector<codegen::GpuArch>& archs, const PackageOptions& options = {});
 
 }  // namespace nautilus::driver
