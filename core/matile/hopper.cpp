@@ -88,6 +88,16 @@ bool only_synchronizes(const Op& loop) {
   });
 }
 
+int launch_registers_per_thread(int64_t threads) {
+  if (threads <= 0) return 0;
+  return static_cast<int>(std::min<int64_t>(255, 65536 / threads) / 8 * 8);
+}
+
+int role_register_pool(int kernel_warps) {
+  const int warpgroups = kernel_warps / 4;
+  return warpgroups * launch_registers_per_thread(int64_t{kernel_warps} * kWarpSize);
+}
+
 std::optional<std::string> roles_error(const Op& roles, int kernel_warps) {
   int warpgroups = 0;
   int64_t registers = 0;
@@ -106,10 +116,13 @@ std::optional<std::string> roles_error(const Op& roles, int kernel_warps) {
     return "the roles' " + std::to_string(warpgroups) + " warpgroups are not the kernel's " +
            std::to_string(kernel_warps) + " warps";
   }
-  if (registers > kRegistersPerWarpgroupThread) {
+  const int pool = role_register_pool(kernel_warps);
+  if (registers > pool) {
     return "register budgets sum to " + std::to_string(registers) +
-           " per warpgroup thread, above the " + std::to_string(kRegistersPerWarpgroupThread) +
-           " a CTA has (64K registers / 128 threads)";
+           " per warpgroup thread, above the " + std::to_string(pool) + " the CTA holds from its launch (" +
+           std::to_string(warpgroups) + " warpgroups x " +
+           std::to_string(launch_registers_per_thread(int64_t{kernel_warps} * kWarpSize)) +
+           "): setmaxnreg.inc would wait forever for the rest";
   }
   return std::nullopt;
 }

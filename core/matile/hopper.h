@@ -47,6 +47,16 @@ Result<layout::ComposedLayout> tma_tile_layout(const TmaMap& map);
 // The bytes a box counts on its mbarrier (the whole box, out-of-bounds zeros included).
 int64_t tma_box_bytes(const TmaMap& map);
 
+// The registers a thread of a CTA of `threads` holds at launch (__launch_bounds__(threads, 1)):
+// 64K / threads, at most 255, rounded down to 8 (168 for 384 threads, 128 for 512).
+int launch_registers_per_thread(int64_t threads);
+// What the roles' setmaxnreg budgets may add up to, per warpgroup thread: the CTA's registers at
+// launch, launch_registers_per_thread x its warpgroups (504 for three warpgroups, 512 for four).
+// setmaxnreg.inc waits for registers the other roles' setmaxnreg.dec released in the CTA; a
+// split above this pool never gets them and the consumers wait forever (40 + 232 + 232 = 504
+// runs; 32 + 240 + 240 = 512 hung on the H200, 2026-11-28).
+int role_register_pool(int kernel_warps);
+
 // Why a Roles op's split is illegal (register budgets, warp count), or nothing.
 std::optional<std::string> roles_error(const Op& roles, int kernel_warps);
 

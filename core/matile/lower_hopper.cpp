@@ -55,18 +55,22 @@ namespace {
 // consumer keeps 160 (FlashAttention-3's split for three consumer warpgroups).
 int producer_registers(int consumers) { return consumers >= 3 ? 32 : 40; }
 
-// The setmaxnreg budget of each consumer warpgroup: what the producer leaves of a warpgroup
-// thread's share, split among the consumers, in steps of 8, at most 240.
+// The registers the roles' budgets share: the CTA's at launch (role_register_pool: 504 beside
+// two consumers, 512 beside three).
+int register_pool(int consumers) { return role_register_pool(4 * (consumers + 1)); }
+
+// The setmaxnreg budget of each consumer warpgroup: what the producer leaves of the pool, split
+// among the consumers, in steps of 8, at most 240.
 int consumer_registers(int consumers) {
-  return std::min(240, ((kRegistersPerWarpgroupThread - producer_registers(consumers)) / consumers) / 8 * 8);
+  return std::min(240, ((register_pool(consumers) - producer_registers(consumers)) / consumers) / 8 * 8);
 }
 
-// The most a consumer may take when its main loop needs it: the producer keeps 32 (it only
-// issues TMA copies and waits; FlashAttention-3 gives it 24 to 32), 240 beside one or two
-// consumers, 160 beside three.
-constexpr int kLeanProducerRegisters = 32;
+// The most a consumer may take when its main loop needs it: the producer keeps 24, the least
+// setmaxnreg allows (it only issues TMA copies and waits; FlashAttention-3 gives it 24 beside two
+// consumers): 240 beside one or two consumers, 160 beside three.
+constexpr int kLeanProducerRegisters = 24;
 int most_consumer_registers(int consumers) {
-  return std::min(240, ((kRegistersPerWarpgroupThread - kLeanProducerRegisters) / consumers) / 8 * 8);
+  return std::min(240, ((register_pool(consumers) - kLeanProducerRegisters) / consumers) / 8 * 8);
 }
 
 bool sixteen_bit(DType dtype) { return dtype == DType::BF16 || dtype == DType::F16; }
@@ -332,7 +336,8 @@ void KernelLowering::plan_warp_specialization() {
   ws_.producer_registers = producer_registers(consumers);
   if (needed > ws_.consumer_registers) {
     ws_.consumer_registers = static_cast<int>((needed + 7) / 8 * 8);
-    ws_.producer_registers = kRegistersPerWarpgroupThread - consumers * ws_.consumer_registers;
+    ws_.producer_registers = std::min(launch_registers_per_thread(int64_t{consumers + 1} * kWarpgroupThreads),
+                                      register_pool(consumers) - consumers * ws_.consumer_registers);
     b_.note("registers: consumers " + std::to_string(ws_.consumer_registers) + ", producer " +
          std::to_string(ws_.producer_registers) + " (setmaxnreg): the main loop needs about " +
          std::to_string(needed) + " per consumer thread, above the default " +

@@ -20,14 +20,14 @@ const Op* find_roles(const Kernel& kernel) {
   return found;
 }
 
-// What the first role keeps when every other role takes `registers`: the rest of the 512 per
-// warpgroup thread, rounded down to 8, at most what the launch gives every thread (setmaxnreg
-// lowers the first role's budget from there).
+// What the first role keeps when every other role takes `registers`: the rest of the CTA's
+// registers at launch (role_register_pool), rounded down to 8, at most what the launch gives
+// every thread (setmaxnreg lowers the first role's budget from there).
 int first_role_registers(const Op& roles, int kernel_warps, int registers) {
   int64_t others = 0;
   for (size_t i = 1; i < roles.roles.size(); ++i) others += int64_t{roles.roles[i].warpgroups} * registers;
-  const int64_t rest = (kRegistersPerWarpgroupThread - others) / 8 * 8;
-  const int64_t launch = std::min<int64_t>(248, 65536 / (int64_t{kernel_warps} * kWarpSize) / 8 * 8);
+  const int64_t rest = (role_register_pool(kernel_warps) - others) / 8 * 8;
+  const int64_t launch = launch_registers_per_thread(int64_t{kernel_warps} * kWarpSize);
   return static_cast<int>(std::min(rest, launch));
 }
 

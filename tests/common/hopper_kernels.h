@@ -40,7 +40,7 @@ enum class HopperBug {
   AccumulatorBeforeWait,    // the epilogue converts the accumulator without wgmma.wait_group 0
   MissingProxyFence,        // stmatrix then TMA store without fence.proxy.async
   MissingWgmmaFence,        // the first wgmma without wgmma.fence
-  RegisterBudgetOver,       // consumers with 240 registers: 40 + 240 + 240 > 512
+  RegisterBudgetOver,       // consumers with 240 registers: 40 + 240 + 240 > 504 (3 x 168)
   PingPongMissingSeed,      // pingpong without warpgroup 1's first arrival: both wait forever
   PingPongMissingDrain,     // pingpong leaving warpgroup 1's last arrival on barrier 1
   EpilogueBarrierPerWarpgroup,  // cooperative: the bar.sync before the C tile's TMA store counts
