@@ -339,9 +339,9 @@ void KernelLowering::plan_warp_specialization() {
     ws_.producer_registers = std::min(launch_registers_per_thread(int64_t{consumers + 1} * kWarpgroupThreads),
                                       register_pool(consumers) - consumers * ws_.consumer_registers);
     b_.note("registers: consumers " + std::to_string(ws_.consumer_registers) + ", producer " +
-         std::to_string(ws_.producer_registers) + " (setmaxnreg): the main loop needs about " +
-         std::to_string(needed) + " per consumer thread, above the default " +
-         std::to_string(consumer_registers(consumers)));
+            std::to_string(ws_.producer_registers) + " (setmaxnreg): the main loop needs about " +
+            std::to_string(needed) + " per consumer thread, above the default " +
+            std::to_string(consumer_registers(consumers)));
   }
   int64_t ring_bytes = 0, once_bytes = 0;
   std::vector<const VOp*> operands = ahead;
