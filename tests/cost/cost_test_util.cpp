@@ -12,11 +12,12 @@ namespace nautilus::cost::testing {
 
 matile::ModulePtr compile_ma(const std::string& asset, const std::vector<std::string>& sizes,
                              const std::vector<std::string>& decisions,
-                             const std::string& arch) {
+                             const std::string& arch, matile::LowerOptions::RingRelease ring_release) {
   std::string error;
   driver::CompileOptions options;
   options.last_stage = driver::Stage::MATile;
   if (!arch.empty()) options.matile.arch = arch;
+  options.matile.ring_release = ring_release;
   for (const std::string& size : sizes) {
     auto binding = spec::parse_size_override(size, &error);
     EXPECT_TRUE(binding) << size << ": " << error;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/matile/ir.h"
+#include "core/matile/lower.h"
 #include "tests/common/spec_test_util.h"
 
 namespace nautilus::cost::testing {
@@ -14,10 +15,12 @@ using nautilus::testing::hand_schedule;  // tests/common/spec_test_util.h
 
 // Compiles assets/specs/<asset>.nt with -D `sizes` and the printed `decisions` (empty: the
 // unscheduled program) to MA tile IR; fails the calling test (and returns null) on any error.
-// `arch`: the MA lowering's target ("sm_80", "sm_90a"; empty: the lowering's default).
+// `arch`: the MA lowering's target ("sm_80", "sm_90a"; empty: the lowering's default);
+// `ring_release`: the lowering's (LowerOptions::ring_release; Auto by default).
 matile::ModulePtr compile_ma(const std::string& asset, const std::vector<std::string>& sizes,
                              const std::vector<std::string>& decisions,
-                             const std::string& arch = "");
+                             const std::string& arch = "",
+                             matile::LowerOptions::RingRelease ring_release = matile::LowerOptions::RingRelease::Auto);
 
 // `decisions` with every decision of `kind` (e.g. "launch") on the same target replaced by
 // `replacement`, or `replacement` appended when there is none.
