@@ -98,6 +98,11 @@ int role_register_pool(int kernel_warps) {
   return warpgroups * launch_registers_per_thread(int64_t{kernel_warps} * kWarpSize);
 }
 
+int first_role_registers_left(int kernel_warps, int64_t taken) {
+  const int64_t rest = (role_register_pool(kernel_warps) - taken) / 8 * 8;
+  return static_cast<int>(std::min<int64_t>(rest, launch_registers_per_thread(int64_t{kernel_warps} * kWarpSize)));
+}
+
 std::optional<std::string> roles_error(const Op& roles, int kernel_warps) {
   int warpgroups = 0;
   int64_t registers = 0;

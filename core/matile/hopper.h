@@ -24,7 +24,6 @@ namespace nautilus::matile {
 using layout::Result;
 
 constexpr int kWarpgroupThreads = 128;
-constexpr int kRegistersPerWarpgroupThread = 512;  // 64K registers / 128 threads
 constexpr int64_t kSharedBytesPerCta = 227 * 1024;  // the H100's opt-in maximum per block
 
 // The accumulator (and wgmma result) layout of an f32[m, n] tile over `warpgroups`
@@ -56,6 +55,10 @@ int launch_registers_per_thread(int64_t threads);
 // split above this pool never gets them and the consumers wait forever (40 + 232 + 232 = 504
 // runs; 32 + 240 + 240 = 512 hung on the H200, 2026-11-28).
 int role_register_pool(int kernel_warps);
+// What the first role (the producer) of a kernel of `kernel_warps` may keep when the other roles
+// take `taken` registers per warpgroup thread: the rest of the pool, rounded down to 8, at most
+// the registers of the launch (setmaxnreg lowers the first role's budget from there).
+int first_role_registers_left(int kernel_warps, int64_t taken);
 
 // Why a Roles op's split is illegal (register budgets, warp count), or nothing.
 std::optional<std::string> roles_error(const Op& roles, int kernel_warps);

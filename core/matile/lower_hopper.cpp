@@ -336,8 +336,7 @@ void KernelLowering::plan_warp_specialization() {
   ws_.producer_registers = producer_registers(consumers);
   if (needed > ws_.consumer_registers) {
     ws_.consumer_registers = static_cast<int>((needed + 7) / 8 * 8);
-    ws_.producer_registers = std::min(launch_registers_per_thread(int64_t{consumers + 1} * kWarpgroupThreads),
-                                      register_pool(consumers) - consumers * ws_.consumer_registers);
+    ws_.producer_registers = first_role_registers_left(4 * (consumers + 1), int64_t{consumers} * ws_.consumer_registers);
     b_.note("registers: consumers " + std::to_string(ws_.consumer_registers) + ", producer " +
             std::to_string(ws_.producer_registers) + " (setmaxnreg): the main loop needs about " +
             std::to_string(needed) + " per consumer thread, above the default " +

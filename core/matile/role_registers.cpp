@@ -20,15 +20,11 @@ const Op* find_roles(const Kernel& kernel) {
   return found;
 }
 
-// What the first role keeps when every other role takes `registers`: the rest of the CTA's
-// registers at launch (role_register_pool), rounded down to 8, at most what the launch gives
-// every thread (setmaxnreg lowers the first role's budget from there).
+// What the first role keeps when every other role takes `registers`.
 int first_role_registers(const Op& roles, int kernel_warps, int registers) {
   int64_t others = 0;
   for (size_t i = 1; i < roles.roles.size(); ++i) others += int64_t{roles.roles[i].warpgroups} * registers;
-  const int64_t rest = (role_register_pool(kernel_warps) - others) / 8 * 8;
-  const int64_t launch = launch_registers_per_thread(int64_t{kernel_warps} * kWarpSize);
-  return static_cast<int>(std::min(rest, launch));
+  return first_role_registers_left(kernel_warps, others);
 }
 
 bool legal_split(const Op& roles, int kernel_warps, int registers) {

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -88,6 +89,20 @@ TEST(RoleRegisters, TheRebalancedKernelOnlyMovesRegistersAndKeepsItsResult) {
 // The lowering gives the consumers more than the default split when its estimate of their main
 // loop needs it: a 128 x 128 overlapped tile at d 128 over keys that end in a partial tile (the
 // held-out GQA variant at 8191 keys) takes 240, the producer 24; over whole tiles, 232 suffice.
+// The compilation's sm_90a package, checked to build and not to spill (nullopt, with the test
+// failed, otherwise).
+std::optional<codegen::KernelPackage> package_without_spills(const driver::Compilation& compilation,
+                                                             const driver::PackageOptions& options = {}) {
+  EXPECT_TRUE(compilation.ma_module) << compilation.schedule_error;
+  if (!compilation.ma_module) return std::nullopt;
+  codegen::Result<codegen::KernelPackage> package =
+      driver::build_kernel_package(compilation, compilation.ma_module, {codegen::GpuArch::Sm90a}, options);
+  EXPECT_TRUE(package.ok()) << (package.ok() ? std::string() : package.error().message);
+  if (!package.ok()) return std::nullopt;
+  EXPECT_FALSE(package->report.any_spills());
+  return std::move(package).value();
+}
+
 TEST(RoleRegisters, ConsumersTakeMoreWhenTheirMainLoopNeedsIt) {
   for (const int keys : {1024, 1000}) {
     SCOPED_TRACE(keys);
@@ -122,11 +137,8 @@ TEST(RoleRegisters, TheAlibiVariantsSearchedScheduleBuildsWithoutSpills) {
        "tile_order(O_sum_acc, reverse=m_o)", "warp_spec(O_sum_acc, consumers=2, stages=3, overlap=1)",
        "persistent(O_sum_acc)", "pipeline(O_sum_acc, stages=3, consumers=2, pingpong=1)"},
       {});
-  ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error;
-  const codegen::Result<codegen::KernelPackage> package =
-      driver::build_kernel_package(compilation, compilation.ma_module, {codegen::GpuArch::Sm90a});
-  ASSERT_TRUE(package.ok()) << package.error().message;
-  EXPECT_FALSE(package->report.any_spills());
+  const std::optional<codegen::KernelPackage> package = package_without_spills(compilation);
+  ASSERT_TRUE(package);
   for (const std::string& note : package->notes) {
     EXPECT_NE(note.find("registers: producer"), std::string::npos) << note;
   }
@@ -145,11 +157,8 @@ TEST(RoleRegisters, ThreeConsumersAtTheirEdgeBuildWithoutSpills) {
        "reverse_compute_at(O, O_sum, m_o)", "bind(O_sum_acc, b=grid.z, h=grid.y, m_o=grid.x)",
        "warp_spec(O_sum_acc, consumers=3, stages=3, overlap=1)", "persistent(O_sum_acc)"},
       {"B=8", "H=32", "M=2048", "N=2048", "D=64"});
-  ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error;
-  const codegen::Result<codegen::KernelPackage> package =
-      driver::build_kernel_package(compilation, compilation.ma_module, {codegen::GpuArch::Sm90a});
-  ASSERT_TRUE(package.ok()) << package.error().message;
-  EXPECT_FALSE(package->report.any_spills());
+  const std::optional<codegen::KernelPackage> package = package_without_spills(compilation);
+  ASSERT_TRUE(package);
   const bool guarded = package->source.find("= exp2f(") != std::string::npos;
   const bool noted = std::any_of(package->notes.begin(), package->notes.end(), [](const std::string& n) {
     return n.find("exp2 as exp2f") != std::string::npos;
