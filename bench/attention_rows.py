@@ -39,6 +39,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import l2flush  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.environ.get("NAUTILUS_ATTENTION_BENCH", os.path.join(ROOT, "bench", "out-attention"))
 
@@ -163,6 +166,7 @@ def pack(dest):
     os.makedirs(os.path.join(dest, "bin"))
     shutil.copy2(os.path.join(OUT, "manifest.json"), dest)
     shutil.copy2(os.path.abspath(__file__), dest)
+    shutil.copy2(l2flush.__file__, dest)
     runner = os.path.join(OUT, "bin", "nautilus-runner")
     subprocess.run(["strip", "-o", os.path.join(dest, "bin", "nautilus-runner"), runner], check=True)
     for line in subprocess.run(["ldd", runner], capture_output=True, text=True).stdout.splitlines():
@@ -189,7 +193,7 @@ def run_runner(args, timeout=300):
     env = dict(os.environ)
     env["LD_LIBRARY_PATH"] = os.path.join(OUT, "bin") + ":" + env.get("LD_LIBRARY_PATH", "")
     try:
-        done = subprocess.run([runner, *args], capture_output=True, text=True, timeout=timeout, env=env)
+        done = subprocess.run([runner, *args, *l2flush.runner_args()], capture_output=True, text=True, timeout=timeout, env=env)
         return json.loads(done.stdout)
     except (subprocess.TimeoutExpired, json.JSONDecodeError) as error:
         return {"error": str(error)[-300:]}
@@ -200,7 +204,7 @@ def peer_times(b, h, s, d, causal, reps=30):
     from torch.nn.attention import SDPBackend, sdpa_kernel
     q = torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16)
     k, v = torch.randn_like(q), torch.randn_like(q)
-    flush = torch.empty(256 * 1024 * 1024 // 4, device="cuda")
+    flush = l2flush.buffer(torch)
     out = {}
     for label, backend in (("cudnn", SDPBackend.CUDNN_ATTENTION), ("fa2", SDPBackend.FLASH_ATTENTION)):
         try:
@@ -211,7 +215,7 @@ def peer_times(b, h, s, d, causal, reps=30):
                 torch.cuda.synchronize()
                 times = []
                 for _ in range(reps):
-                    flush.zero_()
+                    l2flush.empty_l2(flush)
                     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                     start.record()
                     call()
@@ -277,7 +281,7 @@ def measure(reps, only, peers):
 
 def write(results, labels, device, started, reps):
     lines = [f"Device {device or '?'}, {started}; nautilus-runner best of two medians of {reps}; "
-             "cuDNN and FA2 through torch SDPA, median of 30, L2 flushed.", ""]
+             "cuDNN and FA2 through torch SDPA, median of 30, L2 flushed (" + l2flush.MODE + ", bench/l2flush.py).", ""]
     lines.append("| row | " + " | ".join(f"{l} µs" for l in labels) + " | cuDNN µs | FA2 µs | " +
                  " | ".join(f"cuDNN / {l}" for l in labels) + " | validation |")
     lines.append("|---" * (2 * len(labels) + 4) + "|")

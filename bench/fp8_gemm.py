@@ -42,6 +42,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import l2flush  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 # In the repository the script sits in bench/; in a packed copy, at the copy's root.
 ROOT = os.path.dirname(HERE) if os.path.basename(HERE) == "bench" else None
@@ -184,6 +187,7 @@ def pack(dest):
     os.makedirs(os.path.join(dest, "bin"))
     shutil.copy2(os.path.join(BENCH, "manifest.json"), dest)
     shutil.copy2(os.path.abspath(__file__), dest)
+    shutil.copy2(l2flush.__file__, dest)
     runner = os.path.join(BENCH, "bin", "nautilus-runner")
     subprocess.run(["strip", "-o", os.path.join(dest, "bin", "nautilus-runner"), runner], check=True)
     for line in subprocess.run(["ldd", runner], capture_output=True, text=True).stdout.splitlines():
@@ -210,7 +214,7 @@ def run_runner(args, timeout=600):
     env = dict(os.environ)
     env["LD_LIBRARY_PATH"] = os.path.join(BENCH, "bin") + ":" + env.get("LD_LIBRARY_PATH", "")
     try:
-        done = subprocess.run([runner, *args], capture_output=True, text=True, timeout=timeout, env=env)
+        done = subprocess.run([runner, *args, *l2flush.runner_args()], capture_output=True, text=True, timeout=timeout, env=env)
         return json.loads(done.stdout)
     except (subprocess.TimeoutExpired, json.JSONDecodeError) as error:
         return {"error": str(error)[-300:]}
@@ -241,13 +245,13 @@ def dequantized_matmul_time(m, n, k, reps=30):
 
 def timed(call, reps):
     import torch
-    flush = torch.empty(256 * 1024 * 1024 // 4, device="cuda")
+    flush = l2flush.buffer(torch)
     for _ in range(3):
         call()
     torch.cuda.synchronize()
     times = []
     for _ in range(reps):
-        flush.zero_()
+        l2flush.empty_l2(flush)
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         call()

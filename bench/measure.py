@@ -15,12 +15,14 @@ import re
 import subprocess
 import sys
 
+import l2flush
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, "bench", "out")
 
 
 def run_runner(args, timeout=300):
-    command = [os.path.join(OUT, "nautilus-runner")] + args
+    command = [os.path.join(OUT, "nautilus-runner")] + args + l2flush.runner_args()
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -38,13 +40,13 @@ def attention_flops(b, h, s, d, causal):
 def timed(fn, reps):
     """Median milliseconds of `fn` over `reps` runs, L2 flushed before each (CUDA events)."""
     import torch
-    flush = torch.empty(256 * 1024 * 1024 // 4, device="cuda")
+    flush = l2flush.buffer(torch)
     for _ in range(5):
         fn()
     torch.cuda.synchronize()
     times = []
     for _ in range(reps):
-        flush.zero_()
+        l2flush.empty_l2(flush)
         start = torch.cuda.Event(enable_timing=True)
         end = torch.cuda.Event(enable_timing=True)
         start.record()

@@ -44,6 +44,8 @@ import subprocess
 import sys
 import time
 
+import l2flush
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SPECS = os.path.join(ROOT, "bench", "variants")
 OUT = os.path.join(ROOT, "bench", "out-variants")
@@ -380,7 +382,7 @@ def command_prepare(options):
 # measure: validation, our timing and the PyTorch peers (GPU machine)
 
 def run_runner(args, timeout):
-    command = [os.path.join(OUT, "nautilus-runner")] + args
+    command = [os.path.join(OUT, "nautilus-runner")] + args + l2flush.runner_args()
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -731,7 +733,8 @@ def write_results(results, device, torch_version):
              f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; command: "
              "`python3 bench/variants.py prepare` then `python3 bench/variants.py measure`; DRAM floor at "
              f"{max([r.get('dram_bytes_per_s') or 0 for r in results.values()] + [0]) / 1e12:.2f} TB/s "
-             "(the runner's figure for this device)", "",
+             f"(the runner's figure for this device); L2 flush before each repetition: {l2flush.MODE} "
+             "(bench/l2flush.py)", "",
              "| variant | sizes | ours µs | best peer (µs) | peer / ours | % of DRAM floor, memory-bound (ours / peer) | "
              "validation error | search s | estimate µs | calibration |",
              "|---|---|---|---|---|---|---|---|---|---|"]

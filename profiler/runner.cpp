@@ -70,8 +70,9 @@ SampleSummary summarize(std::vector<double> samples) {
 
 std::string runner_usage() {
   return "usage: nautilus-runner PACKAGE_DIR [--reference REF_DIR] [--reference-cache DIR]\n"
-         "                       [--seed N] [--warmup N] [--reps N] [--device I] [--no-flush]\n"
-         "                       [--timeout SECONDS] [--timer auto|events] [--driver LIBCUDA]\n"
+         "                       [--seed N] [--warmup N] [--reps N] [--device I]\n"
+         "                       [--flush read|write|none] [--no-flush] [--timeout SECONDS]\n"
+         "                       [--timer auto|events] [--driver LIBCUDA]\n"
          "       nautilus-runner --devices [--driver LIBCUDA]\n"
          "\n"
          "Loads the kernel package in PACKAGE_DIR on the local GPU, checks its outputs against the\n"
@@ -85,7 +86,10 @@ std::string runner_usage() {
          "  --warmup N           untimed repetitions before timing (default 10)\n"
          "  --reps N             timed repetitions (default 100)\n"
          "  --device I           CUDA device ordinal (default 0)\n"
-         "  --no-flush           do not flush L2 between repetitions\n"
+         "  --flush MODE         how L2 is emptied before each repetition: read (default) reads a\n"
+         "                       buffer of twice the L2 and leaves it clean; write fills it and\n"
+         "                       leaves it dirty (the next kernel pays the write-back); none\n"
+         "  --no-flush           the same as --flush none\n"
          "  --timeout SECONDS    longest wait for the GPU before reporting a timeout (default 60)\n"
          "  --timer auto|events  auto: CUPTI activity records, events if CUPTI is unavailable\n"
          "  --driver LIBCUDA     load this libcuda instead of libcuda.so.1\n"
@@ -433,17 +437,12 @@ struct Timings {
 class RepetitionRunner {
  public:
   RepetitionRunner(GpuSession& session, LoadedPackage& loaded, const RunnerOptions& options,
-                   cu::DevicePtr flush, uint64_t flush_bytes)
-      : session_(session), loaded_(loaded), options_(options), flush_(flush),
-        flush_bytes_(flush_bytes) {}
+                   L2Flush& flush)
+      : session_(session), loaded_(loaded), options_(options), flush_(flush) {}
 
   // One repetition: flush L2, launch every kernel (bracketed by `events` when given), wait.
   std::optional<GpuError> run(const std::vector<cu::Event>* events, std::string* kernel) {
-    if (flush_bytes_ > 0) {
-      if (auto failure = session_.fill(flush_, static_cast<uint8_t>(++flushes_), flush_bytes_)) {
-        return failure;
-      }
-    }
+    if (auto failure = flush_.run()) return failure;
     const size_t count = loaded_.package.kernels.size();
     for (size_t k = 0; k < count; ++k) {
       *kernel = loaded_.package.kernels[k].name;
@@ -465,9 +464,7 @@ class RepetitionRunner {
   GpuSession& session_;
   LoadedPackage& loaded_;
   const RunnerOptions& options_;
-  cu::DevicePtr flush_;
-  uint64_t flush_bytes_;
-  unsigned flushes_ = 0;
+  L2Flush& flush_;
 };
 
 std::optional<GpuError> time_with_events(GpuSession& session, RepetitionRunner& repetitions,
@@ -626,7 +623,12 @@ ParsedRunnerArgs parse_runner_args(const std::vector<std::string>& args) {
       parsed.list_devices = true;
     } else if (arg == "--no-flush") {
       if (inline_value) return bad("no value");
-      options.flush_l2 = false;
+      options.l2_flush = L2FlushMode::None;
+    } else if (arg == "--flush") {
+      if (!take_value()) return parsed;
+      auto mode = parse_l2_flush_mode(value);
+      if (!mode) return bad("read, write or none");
+      options.l2_flush = *mode;
     } else if (arg == "--reference") {
       if (!take_value()) return parsed;
       options.reference_dir = value;
@@ -697,7 +699,7 @@ RunnerOutcome run_runner(const RunnerOptions& options) {
                       {"seed", options.seed},
                       {"warmup", options.warmup},
                       {"repetitions", options.repetitions},
-                      {"l2_flush", options.flush_l2},
+                      {"l2_flush", l2_flush_mode_name(options.l2_flush)},
                       {"timeout_s", options.timeout_seconds}};
   report["device"] = nullptr;
 
@@ -873,19 +875,14 @@ RunnerOutcome run_runner(const RunnerOptions& options) {
     }
   }
 
-  // 7. Timing. The flush buffer is twice the L2 so that no input survives in L2 from one
-  // repetition to the next.
-  uint64_t flush_bytes = 0;
-  cu::DevicePtr flush = 0;
-  if (options.flush_l2) {
-    flush_bytes = std::max<uint64_t>(2 * static_cast<uint64_t>(std::max(device.l2_cache_bytes, 0)),
-                                     uint64_t{8} << 20);
-    if (auto failure = session->allocate(flush_bytes, &flush)) {
-      report.gpu_error(*failure, "timing (L2 flush buffer)");
-      return finish();
-    }
+  // 7. Timing, with L2 emptied before every repetition (l2_flush.h).
+  std::unique_ptr<L2Flush> flush;
+  if (auto failure = L2Flush::create(*session, options.l2_flush, device.l2_cache_bytes,
+                                     device.sm_count, &flush)) {
+    report.gpu_error(*failure, "timing (L2 flush)");
+    return finish();
   }
-  RepetitionRunner repetitions(*session, package, options, flush, flush_bytes);
+  RepetitionRunner repetitions(*session, package, options, *flush);
   Timings timings;
   std::string kernel;
   if (auto failure = time_kernels(*session, package, options, repetitions, &timings, &kernel)) {
@@ -916,7 +913,8 @@ RunnerOutcome run_runner(const RunnerOptions& options) {
   if (!timings.cupti_unavailable.empty()) timing["cupti_unavailable"] = timings.cupti_unavailable;
   timing["warmup"] = options.warmup;
   timing["repetitions"] = options.repetitions;
-  timing["l2_flush_bytes"] = flush_bytes;
+  timing["l2_flush"] = l2_flush_mode_name(flush->mode());
+  timing["l2_flush_bytes"] = flush->bytes();
   timing["kernels"] = kernels;
   json total_json = summary_json(total);
   add_throughput(total_json, package.launch, total.median, device);

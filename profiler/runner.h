@@ -2,7 +2,8 @@
 // package, times every kernel, and describes all of it in one JSON document.
 //
 //   nautilus-runner PACKAGE_DIR [--reference REF_DIR] [--reference-cache DIR] [--seed N]
-//                   [--warmup N] [--reps N] [--device I] [--no-flush] [--timeout SECONDS]
+//                   [--warmup N] [--reps N] [--device I] [--flush read|write|none] [--no-flush]
+//                   [--timeout SECONDS]
 //                   [--timer auto|events] [--driver LIBCUDA]
 //   nautilus-runner --devices [--driver LIBCUDA]
 //                   prints the machine's device query (device_info.h's to_json) and exits 0, or
@@ -41,6 +42,7 @@
 #include <nlohmann/json.hpp>
 
 #include "profiler/cuda_driver.h"
+#include "profiler/l2_flush.h"
 
 namespace nautilus::profiler {
 
@@ -57,7 +59,7 @@ struct RunnerOptions {
   int warmup = 10;
   int repetitions = 100;
   int device = 0;
-  bool flush_l2 = true;
+  L2FlushMode l2_flush = L2FlushMode::Read;  // --flush; --no-flush is none
   double timeout_seconds = 60.0;  // for each wait on the GPU
   bool use_cupti = true;          // --timer events sets false
   std::string driver_library = CudaDriver::kSystemLibrary;

@@ -40,6 +40,8 @@
 //   fake_cluster_copy(src, dst)  dst = src when launched in clusters of 2 or more CTAs (through
 //                                cuLaunchKernelEx); without a cluster it faults, as a kernel
 //                                reading a peer CTA's shared memory does
+//   nautilus_l2_evict(buffer, end, sink)   the runner's L2 flush (profiler/l2_flush.h): reads
+//                                [buffer, end), which must lie in one allocation, else it faults
 //   fake_tile_counter_copy(src, dst, counter)   a kernel with the dynamic tile scheduler: the
 //                                4-byte counter (a workspace) must read 0 at launch; then
 //                                dst = src and the counter grows by grid_x (its CTAs' fetches).
@@ -110,7 +112,8 @@ struct FakeEvent {
   std::chrono::steady_clock::time_point recorded{};
 };
 
-enum class FakeKernel { Copy, SwapHalves, Fault, Hang, TooManyResources, TmaCopy, ClusterCopy, TileCounterCopy };
+enum class FakeKernel { Copy, SwapHalves, Fault, Hang, TooManyResources, TmaCopy, ClusterCopy, TileCounterCopy,
+                        L2Evict };
 struct FakeFunction {
   const char* name;
   FakeKernel kernel;
@@ -126,6 +129,7 @@ FakeFunction g_functions[] = {
     {"fake_tma_copy", FakeKernel::TmaCopy},
     {"fake_cluster_copy", FakeKernel::ClusterCopy},
     {"fake_tile_counter_copy", FakeKernel::TileCounterCopy},
+    {"nautilus_l2_evict", FakeKernel::L2Evict},
 };
 
 constexpr int kErrorInvalidClusterSize = 912;
@@ -493,6 +497,16 @@ int run_fake_kernel(FakeFunction* fake, unsigned grid_x, unsigned grid_y, unsign
                    std::min(allocation_size(source), allocation_size(destination)));
       fetched += grid_x;
       std::memcpy(reinterpret_cast<void*>(counter), &fetched, 4);
+      return kSuccess;
+    }
+    case FakeKernel::L2Evict: {
+      // Reads [buffer, end) and stores nothing; a range outside one allocation faults.
+      const std::uintptr_t buffer = pointer_parameter(parameters, 0);
+      const std::uintptr_t end = pointer_parameter(parameters, 1);
+      if (end < buffer || end - buffer > allocation_size(buffer) ||
+          allocation_size(pointer_parameter(parameters, 2)) < 4) {
+        g_device.sticky_error = kErrorIllegalAddress;
+      }
       return kSuccess;
     }
     case FakeKernel::TmaCopy:

@@ -43,7 +43,7 @@ const nlohmann::ordered_json& first_error(const RunnerOutcome& outcome) {
 
 TEST(RunnerArgs, ParsesEveryOption) {
   ParsedRunnerArgs parsed = parse_runner_args({"pkg", "--reference", "ref", "--seed=9", "--warmup",
-                                               "0", "--reps", "7", "--device", "1", "--no-flush",
+                                               "0", "--reps", "7", "--device", "1", "--flush=write",
                                                "--timeout", "2.5", "--timer", "events", "--driver",
                                                "libfake.so"});
   ASSERT_TRUE(parsed.options.has_value()) << parsed.error;
@@ -54,7 +54,7 @@ TEST(RunnerArgs, ParsesEveryOption) {
   EXPECT_EQ(o.warmup, 0);
   EXPECT_EQ(o.repetitions, 7);
   EXPECT_EQ(o.device, 1);
-  EXPECT_FALSE(o.flush_l2);
+  EXPECT_EQ(o.l2_flush, L2FlushMode::Write);
   EXPECT_DOUBLE_EQ(o.timeout_seconds, 2.5);
   EXPECT_FALSE(o.use_cupti);
   EXPECT_EQ(o.driver_library, "libfake.so");
@@ -66,7 +66,8 @@ TEST(RunnerArgs, DefaultsFollowTheProtocol) {
   EXPECT_EQ(parsed.options->seed, 0u);
   EXPECT_EQ(parsed.options->warmup, 10);
   EXPECT_EQ(parsed.options->repetitions, 100);
-  EXPECT_TRUE(parsed.options->flush_l2);
+  EXPECT_EQ(parsed.options->l2_flush, L2FlushMode::Read);
+  EXPECT_EQ(parse_runner_args({"pkg", "--no-flush"}).options->l2_flush, L2FlushMode::None);
   EXPECT_TRUE(parsed.options->use_cupti);
   EXPECT_EQ(parsed.options->driver_library, "libcuda.so.1");
 }
@@ -87,6 +88,7 @@ TEST(RunnerArgs, RejectsBadArgumentsWithAReason) {
       {{"pkg", "--reference"}, "--reference expects a value"},
       {{"pkg", "--fast"}, "unknown option --fast"},
       {{"pkg", "--no-flush=yes"}, "--no-flush expects no value"},
+      {{"pkg", "--flush", "clean"}, "--flush expects read, write or none"},
   };
   for (const Case& c : cases) {
     ParsedRunnerArgs parsed = parse_runner_args(c.args);
@@ -238,6 +240,7 @@ TEST(Runner, CorrectKernelPassesValidationAndIsTimed) {
   EXPECT_EQ(timing["timer"], "events");
   EXPECT_FALSE(timing["cupti_unavailable"].get<std::string>().empty());
   EXPECT_EQ(timing["repetitions"], 5);
+  EXPECT_EQ(timing["l2_flush"], "read");
   EXPECT_EQ(timing["l2_flush_bytes"], 100 << 20);  // twice the fake's 50 MiB L2
   ASSERT_EQ(timing["kernels"].size(), 1u);
   const auto& kernel = timing["kernels"][0];
@@ -304,13 +307,41 @@ TEST(Runner, WithoutAReferenceValidationIsSkipped) {
   TempDir dir;
   write_test_package(dir.path(), copy_buffers(), {{"fake_copy", {"X", "Y"}}});
   RunnerOptions options = fake_options(dir.path());
-  options.flush_l2 = false;
+  options.l2_flush = L2FlushMode::None;
   options.use_cupti = false;
   RunnerOutcome outcome = run_runner(options);
   EXPECT_EQ(outcome.report["status"], "ok");
   EXPECT_EQ(outcome.report["validation"]["status"], "skipped");
   EXPECT_EQ(outcome.report["timing"]["cupti_unavailable"], "--timer events");
   EXPECT_EQ(outcome.report["timing"]["l2_flush_bytes"], 0);
+}
+
+// The default flush reads a buffer of twice the L2 with a kernel before every timed repetition
+// and warm-up (l2_flush.h); `write` fills the same buffer instead and launches nothing.
+TEST(Runner, EveryRepetitionStartsWithTheFlushItAskedFor) {
+  TempDir dir;
+  const std::string package = dir.file("pkg"), reference = dir.file("ref");
+  write_test_package(package, copy_buffers(), {{"fake_copy", {"X", "Y"}}});
+  write_test_package(reference, copy_buffers(), {{"fake_copy", {"X", "Y"}}});
+  for (L2FlushMode mode : {L2FlushMode::Read, L2FlushMode::Write, L2FlushMode::None}) {
+    const std::string log = dir.file(std::string("launches-") + l2_flush_mode_name(mode) + ".log");
+    ScopedEnv launch_log("NAUTILUS_FAKE_CUDA_LAUNCH_LOG", log.c_str());
+    RunnerOptions options = fake_options(package, reference);
+    options.l2_flush = mode;
+    RunnerOutcome outcome = run_runner(options);
+    ASSERT_EQ(outcome.report["status"], "ok") << outcome.report.dump(2);
+    EXPECT_EQ(outcome.report["runner"]["l2_flush"], l2_flush_mode_name(mode));
+    EXPECT_EQ(outcome.report["timing"]["l2_flush"], l2_flush_mode_name(mode));
+    EXPECT_EQ(outcome.report["timing"]["l2_flush_bytes"], mode == L2FlushMode::None ? 0 : 100 << 20);
+    std::ifstream lines(log);
+    int flushes = 0, copies = 0;
+    for (std::string line; std::getline(lines, line);) {
+      flushes += line == kL2EvictKernel;
+      copies += line == "fake_copy";
+    }
+    EXPECT_EQ(flushes, mode == L2FlushMode::Read ? options.warmup + options.repetitions : 0);
+    EXPECT_EQ(copies, 2 + options.warmup + options.repetitions);  // validation, reference, timing
+  }
 }
 
 TEST(Runner, MultiKernelPackagesLaunchInOrder) {
