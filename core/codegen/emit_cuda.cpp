@@ -33,6 +33,7 @@ std::string KernelEmitter::emit(EmittedKernel* launch) {
   }
   role_threads_ = kernel_.threads();
   if (kernel_.body) analyze_uses(*kernel_.body);
+  find_folded_index_tiles();
   for (const matile::ValueNode* tile : zero_tiles_) {
     if (wgmma_accumulator_inputs_.count(tile) && !read_otherwise_.count(tile)) wgmma_zero_accumulators_.insert(tile);
   }

@@ -12,6 +12,16 @@
 //                                               v34[s] = exp2_approx(v33_log2[s]);
 //                                             }
 //   %more = cmp lt %next, %c64 : bool #L0 ->  const bool more = next < c64;
+//
+// A comparison of two index tiles that are each one per-thread expression plus a constant per
+// slot (iotas, broadcasts of uniform scalars, sums of those: the row and column indices of a
+// causal or sliding-window mask) moves the per-thread parts to one side, computed once, and
+// the constants to the other: one integer compare against an immediate per element instead of
+// two index sums and a compare.
+//
+//   %49 = cmp le %47, %48 : bool[128, 128]  ->  const int v49_delta = (v9_1 + l1_c0) - (v25 + l0_c0);
+//     (%47 = v25 + l0_c0 + {0, 1, 0, 1, ...},   constexpr int v49_offsets[64] = {0, 1, -8, -7, ...};
+//      %48 = v9_1 + l1_c0 + {0, 0, 8, 8, ...})  v49[s] = v49_offsets[s] <= v49_delta;
 #include "core/codegen/kernel_emitter.h"
 
 namespace nautilus::codegen::detail {
@@ -74,6 +84,11 @@ void KernelEmitter::elementwise(const Op& op) {
   const DType dtype = result->type.dtype;
   // A one-slot result (a uniform scalar, mostly index arithmetic) is one const definition.
   const bool scalar_form = result->layout.slots() == 1;
+  if (folded_index_tiles_.count(result.get())) {
+    record_affine_index(op);
+    if (!affine_indices_.count(result.get())) invalid("internal: index tile %" + result->name + " has no affine form");
+    return;
+  }
   if (scalar_form) {
     names_[result.get()] = unique(result->name);
   } else {
@@ -86,6 +101,7 @@ void KernelEmitter::elementwise(const Op& op) {
     return;
   }
   if (op.kind == OpKind::Cast && paired_narrowing(op)) return;
+  if (op.kind == OpKind::Compare && affine_compare(op)) return;
   for_slots(result->layout.slots(), [&](const std::string& s) {
     const std::string target = at(result, s);
     auto operand = [&](size_t i) { return at(op.operands[i], s); };
@@ -131,6 +147,128 @@ void KernelEmitter::elementwise(const Op& op) {
   });
   if (scalar_form) definitions_[result.get()] = &op;
   if (scalar_form && dtype == DType::Index) track_range(op);
+  if (dtype == DType::Index) record_affine_index(op);
+}
+
+// The affine form of an index value: recorded for multi-slot tiles by record_affine_index, and
+// for a uniform const scalar its own name. Anything else (a loop-carried value that may change
+// between its definition and a use) has none.
+const KernelEmitter::AffineIndex* KernelEmitter::affine_index(const Value& value) {
+  if (!value || value->type.dtype != DType::Index) return nullptr;
+  auto found = affine_indices_.find(value.get());
+  if (found != affine_indices_.end()) return &found->second;
+  if (value->layout.slots() == 1 && definitions_.count(value.get())) {
+    return &affine_indices_.emplace(value.get(), AffineIndex{name_of(value), {0}}).first->second;
+  }
+  return nullptr;
+}
+
+// Records the affine form of the multi-slot index tile `op` defines, where it has one: an iota
+// (its thread coordinate plus the slot's coordinate), a constant, a broadcast or other slot table over an
+// affine tile (register moves call this too), a sum or difference of affine tiles.
+void KernelEmitter::record_affine_index(const Op& op) {
+  const Value& result = op.results[0];
+  const int64_t slots = result->layout.slots();
+  if (slots == 1 || result->type.dtype != DType::Index) return;
+  AffineIndex affine;
+  if (op.kind == OpKind::Iota) {
+    const LayoutInfo& info = layout_info(result->layout.tv, result->type.shape, "iota %" + result->name);
+    affine.base = info.thread_vars[0];
+    for (int64_t v = 0; v < slots; ++v) affine.offsets.push_back(evaluate_terms(info.coords.slot_terms[0], v));
+  } else if (op.kind == OpKind::Full) {
+    affine.base = "0";
+    affine.offsets.assign(static_cast<size_t>(slots), static_cast<int64_t>(op.constant));
+  } else if (op.kind == OpKind::Binary &&
+             (op.binary_op == scalar::BinaryOp::Add || op.binary_op == scalar::BinaryOp::Sub)) {
+    const AffineIndex* a = affine_index(op.operands[0]);
+    const AffineIndex* b = affine_index(op.operands[1]);
+    if (a == nullptr || b == nullptr) return;
+    const bool add = op.binary_op == scalar::BinaryOp::Add;
+    affine.base = "(" + a->base + (add ? ") + (" : ") - (") + b->base + ")";
+    for (int64_t v = 0; v < slots; ++v) {
+      const int64_t x = a->offsets.size() == 1 ? a->offsets[0] : a->offsets[static_cast<size_t>(v)];
+      const int64_t y = b->offsets.size() == 1 ? b->offsets[0] : b->offsets[static_cast<size_t>(v)];
+      affine.offsets.push_back(add ? x + y : x - y);
+    }
+  } else {
+    return;
+  }
+  affine_indices_[result.get()] = std::move(affine);
+}
+
+// Whether `value` will have an affine form when it is emitted (the structural side of
+// record_affine_index and affine_index, decided before anything is emitted).
+bool KernelEmitter::has_affine_form(const Value& value) const {
+  if (!value || value->type.dtype != DType::Index) return false;
+  auto def = defining_op_.find(value.get());
+  if (def == defining_op_.end()) return false;
+  const Op& op = *def->second;
+  if (value->layout.slots() == 1) return matile::is_elementwise(op.kind);  // a const scalar
+  switch (op.kind) {
+    case OpKind::Iota:
+    case OpKind::Full: return true;
+    case OpKind::Binary:
+      return (op.binary_op == scalar::BinaryOp::Add || op.binary_op == scalar::BinaryOp::Sub) &&
+             has_affine_form(op.operands[0]) && has_affine_form(op.operands[1]);
+    case OpKind::Broadcast:
+    case OpKind::Permute:
+    case OpKind::ExtractSlice: return has_affine_form(op.operands[0]);
+    default: return false;
+  }
+}
+
+bool KernelEmitter::is_affine_compare(const Op& op) const {
+  return op.kind == OpKind::Compare && op.results[0]->layout.slots() > 1 &&
+         has_affine_form(op.operands[0]) && has_affine_form(op.operands[1]);
+}
+
+// Marks the multi-slot index tiles whose every reader is an affine compare or another marked
+// tile (readers come after their operands in program order, so one backward walk decides).
+void KernelEmitter::find_folded_index_tiles() {
+  for (auto op = ops_in_order_.rbegin(); op != ops_in_order_.rend(); ++op) {
+    for (const Value& result : (*op)->results) {
+      if (!result || result->layout.slots() == 1 || !has_affine_form(result)) continue;
+      auto readers = readers_.find(result.get());
+      if (readers == readers_.end() || readers->second.empty()) continue;
+      bool folded = true;
+      for (const Op* reader : readers->second) {
+        folded = folded && (is_affine_compare(*reader) ||
+                            (reader->results.size() == 1 &&
+                             folded_index_tiles_.count(reader->results[0].get())));
+      }
+      if (folded) folded_index_tiles_.insert(result.get());
+    }
+  }
+}
+
+// A Compare of two affine index tiles as offsets[s] <op> delta (see the header). False when
+// either side has no affine form.
+bool KernelEmitter::affine_compare(const Op& op) {
+  const Value& result = op.results[0];
+  const int64_t slots = result->layout.slots();
+  if (slots == 1) return false;
+  const AffineIndex* a = affine_index(op.operands[0]);
+  const AffineIndex* b = affine_index(op.operands[1]);
+  if (a == nullptr || b == nullptr) {
+    for (const Value& operand : op.operands) {
+      if (folded_index_tiles_.count(operand.get())) invalid("internal: index tile %" + operand->name + " was not written out");
+    }
+    return false;
+  }
+  auto offset = [](const AffineIndex* x, int64_t v) {
+    return x->offsets.size() == 1 ? x->offsets[0] : x->offsets[static_cast<size_t>(v)];
+  };
+  const std::string delta = unique(name_of(result) + "_delta");
+  line("const int " + delta + " = (" + b->base + ") - (" + a->base + ");");
+  std::string entries;
+  for (int64_t v = 0; v < slots; ++v) entries += (v ? ", " : "") + str(offset(a, v) - offset(b, v));
+  const std::string offsets = unique(name_of(result) + "_offsets");
+  line("constexpr int " + offsets + "[" + str(slots) + "] = {" + entries + "};");
+  for_slots(slots, [&](const std::string& s) {
+    line(at(result, s) + " = " + offsets + "[" + s + "] " + scalar::compare_op_name(op.compare_op) +
+         " " + delta + ";");
+  });
+  return true;
 }
 
 // An f32 tile cast to bf16/f16 two slots at a time: one cvt.rn.bf16x2.f32 (or f16x2) per pair

@@ -132,10 +132,13 @@ void KernelEmitter::analyze_uses(const matile::Region& region) {
     const Op& op = *pointer;
     const int64_t index = static_cast<int64_t>(op_index_.size());
     op_index_[&op] = index;
+    ops_in_order_.push_back(&op);
     for (const Value& value : matile::used_values(op)) {
       if (value) last_use_[value.get()] = index;
+      if (value) readers_[value.get()].push_back(&op);
     }
     for (const Value& value : op.results) def_region_[value.get()] = &region;
+    for (const Value& value : op.results) defining_op_[value.get()] = &op;
     if (op.kind == OpKind::NamedBarrier) {
       used_barrier_ids_.insert(op.barrier_id);
       for (int id : op.warpgroup_ids) {

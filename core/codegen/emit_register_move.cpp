@@ -74,8 +74,23 @@ void KernelEmitter::register_move(const Op& op) {
     return select_by_element(op);
   }
   std::vector<int64_t> per_slot = thread_independent(*table, result->layout.slots(), matile::op_label(op));
-  declare(result);
-  table_copy(result, source, per_slot);
+  const bool folded = folded_index_tiles_.count(result.get()) > 0;
+  if (!folded) {
+    declare(result);
+    table_copy(result, source, per_slot);
+  }
+  // The affine form of an index tile follows its slots (a causal mask's broadcast indices).
+  if (const AffineIndex* affine = affine_index(source); affine && result->layout.slots() > 1) {
+    AffineIndex moved{affine->base, {}};
+    for (int64_t v : per_slot) {
+      moved.offsets.push_back(affine->offsets.size() == 1 ? affine->offsets[0]
+                                                          : affine->offsets[static_cast<size_t>(v)]);
+    }
+    affine_indices_[result.get()] = std::move(moved);
+  }
+  if (folded && !affine_indices_.count(result.get())) {
+    invalid("internal: index tile %" + result->name + " has no affine form");
+  }
 }
 
 bool KernelEmitter::same_for_every_thread(const std::vector<int32_t>& table, int64_t slots) {

@@ -260,6 +260,20 @@ class KernelEmitter : public matile::Visitor {
   void track_range(const Op& op);
   std::optional<IndexRange> range_of(const Value& value);
   std::optional<int64_t> largest_by_grid_cases(const Value& value);
+  // Index tiles known as one per-thread expression plus a constant per slot (affine_index).
+  struct AffineIndex {
+    std::string base;              // the same in every slot: const scalars and thread coordinates
+    std::vector<int64_t> offsets;  // per slot
+  };
+  const AffineIndex* affine_index(const Value& value);
+  void record_affine_index(const Op& op);
+  bool affine_compare(const Op& op);
+  // Index tiles read only by affine compares (or by other such tiles) are never written out:
+  // their affine form is all the compares need.
+  bool has_affine_form(const Value& value) const;
+  bool is_affine_compare(const Op& op) const;
+  void find_folded_index_tiles();
+  std::set<const matile::ValueNode*> folded_index_tiles_;
 
   // Register moves and layout conversions (emit_register_move.cpp)
   std::vector<int64_t> thread_independent(const std::vector<int32_t>& table, int64_t slots,
@@ -392,6 +406,9 @@ class KernelEmitter : public matile::Visitor {
   int64_t role_threads_ = 0;                 // threads executing the current region
   std::vector<const matile::Region*> regions_;  // the regions being printed, innermost last
   std::map<const Op*, int64_t> op_index_;
+  std::vector<const Op*> ops_in_order_;                                  // analyze_uses
+  std::map<const matile::ValueNode*, const Op*> defining_op_;             // analyze_uses
+  std::map<const matile::ValueNode*, std::vector<const Op*>> readers_;   // analyze_uses
   std::map<const matile::ValueNode*, int64_t> last_use_;
   std::map<const matile::ValueNode*, const matile::Region*> def_region_;
   std::set<const matile::ValueNode*> wgmma_values_;
@@ -437,6 +454,7 @@ class KernelEmitter : public matile::Visitor {
   std::set<std::tuple<int, int, int>> checked_swizzles_;  // (bits, base, shift) of swizzles checked
   std::map<const matile::ValueNode*, IndexRange> ranges_;
   std::map<const matile::ValueNode*, const Op*> definitions_;  // uniform scalars
+  std::map<const matile::ValueNode*, AffineIndex> affine_indices_;  // see affine_index
   std::map<const matile::ValueNode*, const Op*> loop_of_var_;  // a For's variable -> the For
   std::map<const matile::ValueNode*, int64_t> grid_extents_;   // grid variables
   std::map<const matile::ValueNode*, int64_t> alignments_;     // see alignment_of

@@ -172,6 +172,61 @@ TEST(EmitFastPaths, CausalLoopStopsAtItsTripCount) {
   EXPECT_TRUE(std::regex_search(source, std::regex(R"(for \(int n_o\w* = 0; n_o\w* < min\(16, )"))) << source;
 }
 
+// Masks that compare index tiles built from iotas, broadcast tile origins and constants (a
+// causal mask, a sliding window) compare one per-thread difference against a constant per
+// element; the index tiles themselves are never written out, so NVRTC warns about none of them.
+TEST(EmitFastPaths, AffineMasksCompareOneDifferenceAgainstConstants) {
+  const std::string window =
+      "let B = 1, H = 2, M = 1024, N = 1024, D = 64, W = 300\n"
+      "input Q[B, H, M, D] : bf16\n"
+      "input K[B, H, N, D] : bf16\n"
+      "input V[B, H, N, D] : bf16\n"
+      "S[b, h, m, n] = select(n <= m and m - n < W, (sum(d) Q[b, h, m, d] * K[b, h, n, d]) / sqrt(D), -inf)\n"
+      "Mx[b, h, m] = max(n) S[b, h, m, n]\n"
+      "P[b, h, m, n] = exp(S[b, h, m, n] - Mx[b, h, m])\n"
+      "L[b, h, m] = sum(n) P[b, h, m, n]\n"
+      "output O[b, h, m, d] : bf16 = sum(n) P[b, h, m, n] * V[b, h, n, d] / L[b, h, m]\n";
+  std::string error;
+  auto schedule = sched::read_schedule_file(source_path("assets/schedules/causal_attention.json"), &error);
+  ASSERT_TRUE(schedule) << error;
+  struct Case {
+    std::string name;
+    std::shared_ptr<const SourceFile> file;
+    int compares;  // affine compares per masked loop body
+  };
+  const std::vector<Case> cases = {
+      {"causal", SourceFile::read(source_path("assets/specs/causal_attention.nt"), &error), 1},
+      {"window", std::make_shared<SourceFile>("window.nt", window), 2}};
+  const Result<std::shared_ptr<const Nvrtc>>& nvrtc = Nvrtc::shared();
+  for (const Case& c : cases) {
+    ASSERT_TRUE(c.file) << error;
+    driver::CompileOptions options;
+    options.schedule = *schedule;
+    options.last_stage = driver::Stage::MATile;
+    const driver::Compilation compilation = driver::compile(c.file, options);
+    ASSERT_TRUE(compilation.ok() && compilation.ma_module)
+        << c.name << ": " << compilation.schedule_error << compilation.internal_error;
+    const Result<EmittedModule> emitted = emit_cuda(*compilation.ma_module);
+    ASSERT_TRUE(emitted) << emitted.error().message;
+    const std::string& source = emitted->source;
+    const std::regex compare(R"((\w+)\[s\] = (\w+)_offsets\[s\] (<=|<|>=|>) (\w+)_delta;)");
+    int compares = 0;
+    for (auto it = std::sregex_iterator(source.begin(), source.end(), compare); it != std::sregex_iterator(); ++it) {
+      EXPECT_EQ((*it)[2].str(), (*it)[4].str());
+      ++compares;
+    }
+    EXPECT_GE(compares, c.compares) << c.name << "\n" << source;
+    EXPECT_EQ(compares % c.compares, 0) << c.name;
+    // No index tile is compared slot by slot any more.
+    EXPECT_FALSE(std::regex_search(source, std::regex(R"(\w+\[s\] = \w+\[s\] (<=|<|>=|>) \w+\[s\];)")))
+        << c.name << "\n" << source;
+    if (!nvrtc) continue;
+    const Result<CompiledProgram> compiled = (*nvrtc)->compile(source, c.name + ".cu", NvrtcOptions{});
+    ASSERT_TRUE(compiled) << compiled.error().message;
+    EXPECT_EQ(compiled->log.find("was set but never used"), std::string::npos) << compiled->log;
+  }
+}
+
 // A row reduction over bf16: the loop over whole column tiles (split from the partial last
 // one) is proven in bounds through its trip count, and its loads are 16 bytes (8 bf16 of one
 // thread's run). A row length that is not a multiple of 8 keeps the loads aligned: narrower
