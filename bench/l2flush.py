@@ -7,6 +7,12 @@ NAUTILUS_L2_FLUSH=write: the buffer is zeroed. L2 is left full of dirty lines, a
 kernel pays their write-back to DRAM (up to the L2's size: about 10 µs on an H200), which inflates
 short memory-bound kernels. Kept to compare with numbers taken before 2026-11-28.
 NAUTILUS_L2_FLUSH=none: nothing.
+
+After the flush, in every mode, the GPU spins for about 200 µs (torch.cuda._sleep) before the
+timed call's start event: by then the CPU has queued the event and the call, so a peer's CPU
+dispatch cost (tens of µs for an SDPA call) is never timed as GPU idle time between the start
+event and its kernel. Without it the decode peers' times moved by 20 µs between jobs with the
+flush mode alone (2026-11-28). Our kernels are timed by CUPTI on the GPU and need no such wait.
 """
 import os
 
@@ -27,9 +33,14 @@ def buffer(torch):
     return flush
 
 
+SPIN_CYCLES = 400_000  # about 200 µs at 2 GHz
+
+
 def empty_l2(flush):
-    """Queues one flush of L2 on the current stream."""
+    """Queues one flush of L2 on the current stream, then the GPU-side wait described above."""
+    import torch
     if MODE == "read":
         flush.sum()
     elif MODE == "write":
         flush.zero_()
+    torch.cuda._sleep(SPIN_CYCLES)
