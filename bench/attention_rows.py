@@ -86,6 +86,9 @@ def parse_variants(items, kind):
     return out
 
 
+DEVICE = []  # nautilus schedule's --device, from prepare --device
+
+
 def prepare(only, variants):
     os.makedirs(os.path.join(OUT, "pk"), exist_ok=True)
     os.makedirs(os.path.join(OUT, "bin"), exist_ok=True)
@@ -103,7 +106,7 @@ def prepare(only, variants):
                  "variants": {}}
         searched = os.path.join(OUT, "pk", name + ".searched.json")
         start = time.time()
-        done = nautilus("schedule", spec_path, *defines(sizes_of(b, h, s, d)), "--ignore-db", "-o", searched)
+        done = nautilus("schedule", spec_path, *defines(sizes_of(b, h, s, d)), "--ignore-db", *DEVICE, "-o", searched)
         entry["search_seconds"] = round(time.time() - start, 2)
         entry["search_output"] = done.stdout[-3000:] + done.stderr[-1000:]
         if done.returncode != 0:
@@ -128,7 +131,7 @@ def prepare(only, variants):
             pins = []
             for decision in decisions:
                 pins += ["--forbid" if kind == "forbid" else "--pin", decision]
-            p = nautilus("schedule", spec_path, *defines(sizes_of(b, h, s, d)), "--ignore-db", *pins, "-o", pinned)
+            p = nautilus("schedule", spec_path, *defines(sizes_of(b, h, s, d)), "--ignore-db", *DEVICE, *pins, "-o", pinned)
             schedules[label] = json.load(open(pinned))["decisions"] if p.returncode == 0 else None
             if p.returncode != 0:
                 entry["variants"][label] = {"ok": False, "error": (p.stderr or p.stdout)[-400:]}
@@ -306,6 +309,7 @@ def main():
     sub = parser.add_subparsers(dest="step", required=True)
     p = sub.add_parser("prepare")
     p.add_argument("--only", nargs="*")
+    p.add_argument("--device", help="the cost model's GPU for the searches (nautilus schedule --device; default h100)")
     p.add_argument("--append", action="append", help="LABEL=D1;D2: the searched schedule with D1, D2 appended")
     p.add_argument("--pin", action="append", help="LABEL=D1;D2: a search with D1, D2 pinned")
     p.add_argument("--forbid", action="append", help="LABEL=D1;D2: a search with D1, D2 forbidden")
@@ -319,6 +323,8 @@ def main():
     m.add_argument("--no-peers", action="store_true")
     args = parser.parse_args()
     if args.step == "prepare":
+        if args.device:
+            DEVICE[:] = ["--device", args.device]
         prepare(args.only, parse_variants(args.append, "append") + parse_variants(args.pin, "pin") +
                 parse_variants(args.forbid, "forbid") + parse_variants(args.compile, "compile") +
                 parse_variants(args.schedule, "schedule"))

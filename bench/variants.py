@@ -9,7 +9,7 @@ Three steps, from the repository root:
       (development machine) `nautilus check` and `nautilus eval` (scalar stage, small sizes)
       of every spec: the unscheduled program against the float64 reference.
   python3 bench/variants.py prepare [--build DIR] [--only NAME...] [--search-timeout S]
-      [--reuse-schedules]
+      [--reuse-schedules] [--device NAME]
       (development machine) per variant: the search at the realistic sizes (one at a time, wall
       time and estimate recorded, a timeout recorded as such), then on every core: the package
       at the realistic sizes, a validation package at reduced sizes with its unscheduled
@@ -242,6 +242,8 @@ def command_prepare(options):
         if os.path.exists(schedule_path):
             os.remove(schedule_path)
         command = [nautilus, "schedule", spec["path"], "-o", schedule_path]
+        if options.device:
+            command += ["--device", options.device]
         if options.threads:
             command += ["--threads", str(options.threads)]
         code, out, err, seconds = run_tool(command, options.search_timeout)
@@ -294,6 +296,7 @@ def command_prepare(options):
                 reason = f"timeout after {options.compile_timeout:.0f} s" if code == "timeout" else last_line(err)[:200]
                 small = os.path.join(OUT, "schedules", name + "_validate.json")
                 code2, _, err2, _ = run_tool([nautilus, "schedule", spec_path, *size_args(entry["validate_sizes"]),
+                                              *(["--device", options.device] if options.device else []),
                                               "-o", small], options.search_timeout)
                 if code2 == 0:
                     code, _, err, seconds = run_tool(
@@ -849,6 +852,8 @@ def main():
     prepare.add_argument("--search-timeout", type=float, default=300, help="seconds for one search")
     prepare.add_argument("--compile-timeout", type=float, default=300, help="seconds for one compile")
     prepare.add_argument("--threads", type=int, help="--threads of nautilus schedule")
+    prepare.add_argument("--device", help="the cost model's GPU for the searches (nautilus schedule --device; "
+                                          "default h100): the GPU the packages will be measured on")
     prepare.add_argument("--jobs", type=int, help="parallel compiles (default: every core)")
     prepare.add_argument("--reuse-schedules", action="store_true",
                          help="keep the schedules and search records of an earlier prepare (no search)")

@@ -80,6 +80,17 @@ DeviceModel h100_sxm() {
   return d;
 }
 
+// The H200 is the H100's chip (GH100: the same SMs, clocks, tensor cores and 50 MB L2) with
+// HBM3e: 4.8 TB/s instead of 3.35. Memory-bound kernels are the ones it changes: at 43% more
+// bandwidth per SM, a decode kernel's per-tile instruction chain, hidden behind DRAM on an
+// H100, becomes its bound (bench/NOTES.md, 2026-11-28 "decode on the H200").
+DeviceModel h200_sxm() {
+  DeviceModel d = h100_sxm();
+  d.name = "NVIDIA H200";
+  d.dram_bytes_per_s = 4.8e12;  // HBM3e peak (the driver reports 4.81 TB/s)
+  return d;
+}
+
 DeviceModel a100_sxm() {
   DeviceModel d;
   d.name = "NVIDIA A100-SXM4-80GB";
@@ -114,12 +125,13 @@ DeviceModel a100_sxm() {
 std::optional<DeviceModel> device_model_for(const std::string& arch_or_name) {
   const std::string text = lower(arch_or_name);
   const std::string arch = normalized_arch(arch_or_name);
+  if (contains(text, "h200")) return h200_sxm();
   if (arch == "sm_90" || contains(text, "h100")) return h100_sxm();
   if (arch == "sm_80" || contains(text, "a100")) return a100_sxm();
   return std::nullopt;
 }
 
-std::string known_device_models() { return "h100 (sm_90, sm_90a), a100 (sm_80)"; }
+std::string known_device_models() { return "h100 (sm_90, sm_90a), h200, a100 (sm_80)"; }
 
 std::optional<DeviceModel> device_model_from_json(const nlohmann::json& description,
                                                   std::string* error) {

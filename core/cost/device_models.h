@@ -33,6 +33,7 @@
 namespace nautilus::cost {
 
 DeviceModel h100_sxm();  // sm_90, 132 SMs, HBM3
+DeviceModel h200_sxm();  // the H100 with HBM3e (4.8 TB/s)
 DeviceModel a100_sxm();  // sm_80, 108 SMs, HBM2e (80 GB)
 
 // By architecture ("sm_90", "sm_90a", "sm_80", "90", "8.0") or by device name ("NVIDIA H100 80GB

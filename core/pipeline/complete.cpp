@@ -405,6 +405,24 @@ CompletedSchedule complete_schedule(const SourceFilePtr& file, const std::vector
   if (!compiled.ok() || !compiled.ma_module) return out;
   out.completion = complete_pipelines(file, compile_options, compiled, completion_options);
   if (out.completion.realized_module) out.estimate = model.estimate(*out.completion.realized_module);
+  if (!out.completion.changed || !out.estimate) return out;
+  for (const KernelPipeline& kernel : out.completion.kernels) {
+    if (kernel.decision && kernel.machine == "sm_90a") return out;
+  }
+  constexpr double kWorseThanSearched = 1.02;
+  const cost::CostEstimate searched = model.estimate(*compiled.ma_module);
+  if (searched.feasible && out.estimate->feasible &&
+      out.estimate->microseconds > kWorseThanSearched * searched.microseconds) {
+    std::ostringstream why;
+    why << "pipeline: kept the schedule's ring depths: the cost model estimates the solver's at "
+        << fixed_point(out.estimate->microseconds, 1) << " µs against "
+        << fixed_point(searched.microseconds, 1) << " µs (cp.async loops)";
+    out.completion.declined = why.str();
+    out.completion.changed = false;
+    out.completion.schedule = schedule;
+    out.completion.realized_module.reset();
+    out.estimate = searched;
+  }
   return out;
 }
 
@@ -436,6 +454,7 @@ std::string describe_completion(const Completion& completion) {
       for (const std::string& line : s.explanation) out << "    - " << line << "\n";
     }
   }
+  if (!completion.declined.empty()) out << completion.declined << "\n";
   return out.str();
 }
 

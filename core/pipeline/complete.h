@@ -56,6 +56,9 @@ struct Completion {
   bool changed = false;      // some decision was added or replaced
   // The MA tile IR of `schedule`, from the compile that checked it (set when changed).
   matile::ModulePtr realized_module;
+  // Set by complete_schedule when it kept the search's own cp.async ring depths because the cost
+  // model estimates the solver's slower: one line saying so, with both estimates.
+  std::string declined;
 };
 
 // `compiled` is `options` compiled through the MA stage (Compilation::ma_module set); `file`
@@ -68,6 +71,14 @@ Completion complete_pipelines(const SourceFilePtr& file, const driver::CompileOp
 // compiled through the MA stage for `arch` at `sizes`, complete_pipelines, and when that changed
 // the schedule, the model's estimate of the completed one. `completion.kernels` is empty when
 // the schedule did not compile (the search's own result is then kept).
+// When every kernel the completion changed is a cp.async loop (no warp roles) and the model
+// estimates the completed schedule more than 2% slower than the searched one, the searched one
+// is kept (`completion.changed` false, `completion.declined` says why). The cp.async solver
+// machine has one role and prices a ring slot by its interval alone, while the analytical
+// model also sees what the depth does to a memory-bound kernel's latency chain and occupancy:
+// on the H200 a decode kernel's 3-stage ring (the search's) ran at 35 µs where the solver's 2
+// stages were estimated at 48 µs. Warp-specialized kernels keep the solver's answer: there its
+// machine (roles, hand-offs, ping-pong) is the finer of the two.
 struct CompletedSchedule {
   Completion completion;
   std::optional<cost::CostEstimate> estimate;

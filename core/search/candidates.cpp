@@ -316,7 +316,7 @@ ReductionFusionCandidates reduction_fusion_candidates(const scalar::Program& pro
         // and when each split still runs a long loop: the combine rereads splits × outputs
         // partial results, which a 64-wide head-dimension sum (an attention score) never repays.
         if (outputs < split_k_below) {
-          for (int64_t splits : {2, 4}) {
+          for (int64_t splits : {2, 4, 8}) {
             if (iv.extent < kSplitKMinStepsPerSplit * splits) continue;
             add_unique(out.first, seen,
                        make("split_k_update", block.block->name,
@@ -485,6 +485,17 @@ std::vector<Decision> launch_candidates(const ProgramFacts& facts,
         if (warps == 4 && stages == 2) continue;  // the default launch
         out.push_back(make("launch", nest.principal_block().block->name,
                            {keyword("warps", warps), keyword("stages", stages)}));
+      }
+    }
+    // A tile of at most 32 rows (a decode step's heads) can give each warp its own 16 rows, one
+    // MMA row block: its row maxima and sums stay in the warp (quad shuffles, no cross-warp
+    // reduction through shared memory) and P's accumulator fragments feed the next MMA
+    // directly. Four warps would share rows and pay a barrier per reduction.
+    const int64_t rows = cta_tile_rows(nest);
+    if (rows > 0 && rows <= 32 && rows % 16 == 0) {
+      for (int stages : {2, 3, 4}) {
+        out.push_back(make("launch", nest.principal_block().block->name,
+                           {keyword("warps", static_cast<int>(rows / 16)), keyword("stages", stages)}));
       }
     }
     const BlockFacts& principal = nest.principal_block();

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "core/cost/analytical_model.h"
+#include "core/cost/device_models.h"
 #include "core/matile/ir.h"
 #include "core/pipeline/complete.h"
 #include "core/sched/decision.h"
@@ -362,6 +364,44 @@ TEST(PipelineDecision, ChecksItsArgumentsAndReadsItsPins) {
   EXPECT_EQ(pins.stages, 3);
   EXPECT_EQ(pins.consumers, 1);
   EXPECT_FALSE(sched::pipeline_pins(schedule, {"Y"}).present);
+}
+
+}  // namespace
+}  // namespace nautilus::pipeline
+
+namespace nautilus::pipeline {
+namespace {
+
+// A cp.async ring depth the cost model prices slower than the searched one is not taken
+// (complete_schedule): mqa_decode's split kernel, where the one-role machine proves 2 stages
+// optimal for its interval and the analytical model estimates 2 stages far slower than the
+// search's 3 (bench/NOTES.md, decode on the H200). The line says so with both estimates.
+TEST(CompleteSchedule, ACpAsyncRingTheModelPricesSlowerKeepsTheSearchedDepth) {
+  std::string error;
+  const SourceFilePtr file = SourceFile::read(source("bench/variants/mqa_decode.nt"), &error);
+  ASSERT_TRUE(file) << error;
+  const sched::Schedule searched = testing::parse_schedule(
+      {"rolling_update(O_sum, n, tile=128)", "split_k_update(Mx, n, splits=8)",
+       "compute_at(S, Mx_part, n_o)", "bind(O_sum_acc, b=grid.y, h=grid.x)",
+       "reverse_compute_at(O, O_sum, h)", "tile(O_sum_acc_part, h=32)",
+       "bind(O_sum_acc_part, n_s=grid.z, b=grid.y, h_o=grid.x)",
+       "launch(O_sum_acc_part, warps=2, stages=3)"});
+  const auto model = cost::make_analytical_model(cost::h200_sxm());
+  const CompletedSchedule completed = complete_schedule(file, {}, "sm_90a", searched, *model);
+  ASSERT_EQ(completed.completion.kernels.size(), 1u);
+  const KernelPipeline& kernel = completed.completion.kernels[0];
+  EXPECT_EQ(kernel.machine, "sm_80");
+  ASSERT_TRUE(kernel.decision) << kernel.error;
+  ASSERT_LT(kernel.decision->find("stages")->as_int(), 3);  // the solver's answer
+  EXPECT_FALSE(completed.completion.changed);
+  EXPECT_EQ(sched::print_decisions(completed.completion.schedule.decisions, "\n"),
+            sched::print_decisions(searched.decisions, "\n"));
+  EXPECT_NE(completed.completion.declined.find("kept the schedule's ring depths"), std::string::npos)
+      << completed.completion.declined;
+  EXPECT_NE(describe_completion(completed.completion).find(completed.completion.declined),
+            std::string::npos);
+  ASSERT_TRUE(completed.estimate);
+  EXPECT_LT(completed.estimate->microseconds, 45.0);  // the searched schedule's own estimate
 }
 
 }  // namespace
