@@ -164,8 +164,8 @@ const KernelEmitter::AffineIndex* KernelEmitter::affine_index(const Value& value
 }
 
 // Records the affine form of the multi-slot index tile `op` defines, where it has one: an iota
-// (its thread coordinate plus the slot's coordinate), a constant, a broadcast or other slot table over an
-// affine tile (register moves call this too), a sum or difference of affine tiles.
+// (its thread coordinate plus the slot's coordinate), a constant, a broadcast or other slot
+// table over an affine tile (register_move records those), a sum or difference of affine tiles.
 void KernelEmitter::record_affine_index(const Op& op) {
   const Value& result = op.results[0];
   const int64_t slots = result->layout.slots();
@@ -186,9 +186,7 @@ void KernelEmitter::record_affine_index(const Op& op) {
     const bool add = op.binary_op == scalar::BinaryOp::Add;
     affine.base = "(" + a->base + (add ? ") + (" : ") - (") + b->base + ")";
     for (int64_t v = 0; v < slots; ++v) {
-      const int64_t x = a->offsets.size() == 1 ? a->offsets[0] : a->offsets[static_cast<size_t>(v)];
-      const int64_t y = b->offsets.size() == 1 ? b->offsets[0] : b->offsets[static_cast<size_t>(v)];
-      affine.offsets.push_back(add ? x + y : x - y);
+      affine.offsets.push_back(add ? a->offset(v) + b->offset(v) : a->offset(v) - b->offset(v));
     }
   } else {
     return;
@@ -255,13 +253,10 @@ bool KernelEmitter::affine_compare(const Op& op) {
     }
     return false;
   }
-  auto offset = [](const AffineIndex* x, int64_t v) {
-    return x->offsets.size() == 1 ? x->offsets[0] : x->offsets[static_cast<size_t>(v)];
-  };
   const std::string delta = unique(name_of(result) + "_delta");
   line("const int " + delta + " = (" + b->base + ") - (" + a->base + ");");
   std::string entries;
-  for (int64_t v = 0; v < slots; ++v) entries += (v ? ", " : "") + str(offset(a, v) - offset(b, v));
+  for (int64_t v = 0; v < slots; ++v) entries += (v ? ", " : "") + str(a->offset(v) - b->offset(v));
   const std::string offsets = unique(name_of(result) + "_offsets");
   line("constexpr int " + offsets + "[" + str(slots) + "] = {" + entries + "};");
   for_slots(slots, [&](const std::string& s) {

@@ -82,10 +82,7 @@ void KernelEmitter::register_move(const Op& op) {
   // The affine form of an index tile follows its slots (a causal mask's broadcast indices).
   if (const AffineIndex* affine = affine_index(source); affine && result->layout.slots() > 1) {
     AffineIndex moved{affine->base, {}};
-    for (int64_t v : per_slot) {
-      moved.offsets.push_back(affine->offsets.size() == 1 ? affine->offsets[0]
-                                                          : affine->offsets[static_cast<size_t>(v)]);
-    }
+    for (int64_t v : per_slot) moved.offsets.push_back(affine->offset(v));
     affine_indices_[result.get()] = std::move(moved);
   }
   if (folded && !affine_indices_.count(result.get())) {

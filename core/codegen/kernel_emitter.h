@@ -263,7 +263,10 @@ class KernelEmitter : public matile::Visitor {
   // Index tiles known as one per-thread expression plus a constant per slot (affine_index).
   struct AffineIndex {
     std::string base;              // the same in every slot: const scalars and thread coordinates
-    std::vector<int64_t> offsets;  // per slot
+    std::vector<int64_t> offsets;  // per slot; one for a uniform scalar
+    int64_t offset(int64_t slot) const {
+      return offsets.size() == 1 ? offsets[0] : offsets[static_cast<size_t>(slot)];
+    }
   };
   const AffineIndex* affine_index(const Value& value);
   void record_affine_index(const Op& op);

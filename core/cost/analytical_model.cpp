@@ -1965,13 +1965,18 @@ class AnalyticalModel : public CostModel {
                           : warps_per_scheduler;
       return std::min(barrier_in_loop ? kMaxOverlap : 1.0, streams / kWarpsPerSchedulerToOverlap);
     };
+    // A warp issues on one scheduler, and each scheduler has its own quarter of the SM's tensor
+    // cores, FP32 lanes and MUFUs: k CTAs of fewer warps than schedulers reach only that share
+    // of the SM's math rates (a decode kernel of 2 warps, one CTA per SM: half). Shared memory
+    // is one pipe for the whole SM.
     auto compute_pipes = [&](const Work& work, double k) {
+      const double share = specialized ? 1.0 : std::min(1.0, k * kernel.warps / schedulers);
       PipeTime t;
-      t.tensor = k * (work.tensor_flops - work.wgmma_flops) / rate.tensor +
-                 k * (work.wgmma_flops - work.wgmma_8bit_flops) / rate.wgmma +
-                 k * work.wgmma_8bit_flops / (rate.wgmma * kEightBitWgmmaSpeedup);
-      t.alu = k * work.alu_ops / rate.alu;
-      t.special = k * work.special_ops / rate.special;
+      t.tensor = (k * (work.tensor_flops - work.wgmma_flops) / rate.tensor +
+                  k * (work.wgmma_flops - work.wgmma_8bit_flops) / rate.wgmma +
+                  k * work.wgmma_8bit_flops / (rate.wgmma * kEightBitWgmmaSpeedup)) / share;
+      t.alu = k * work.alu_ops / rate.alu / share;
+      t.special = k * work.special_ops / rate.special / share;
       t.shared = k * work.shared_bytes / rate.shared;
       return t;
     };

@@ -56,8 +56,10 @@
 //  4. Time. Waves = ceil(ctas / (sm_count * ctas_per_sm)), the tail wave with its own CTAs per SM.
 //     A wave of k CTAs per SM takes max(throughput, chain):
 //       throughput  each pipe's time for k CTAs' work on one SM (tensor, cuda-core, special,
-//                   shared at their per-SM ceilings; dram and l2 at the SM's share of the chip's
-//                   bandwidth, l2 also capped by what one SM can pull per clock), combined as
+//                   shared at their per-SM ceilings, the first three at k x warps / schedulers
+//                   of theirs when fewer warps than schedulers are resident: a warp issues on
+//                   one scheduler, which has a quarter of the SM's math units; dram and l2 at
+//                   the SM's share of the chip's bandwidth, l2 also capped by what one SM can pull per clock), combined as
 //                   max + (1 - overlap) * (sum - max) over the compute pipes and the memory
 //                   the warps wait for; cp.async reads run beside the warps, so that fraction of
 //                   the memory time only bounds the result from below (max with it).

@@ -316,7 +316,7 @@ ReductionFusionCandidates reduction_fusion_candidates(const scalar::Program& pro
         // and when each split still runs a long loop: the combine rereads splits × outputs
         // partial results, which a 64-wide head-dimension sum (an attention score) never repays.
         if (outputs < split_k_below) {
-          for (int64_t splits : {2, 4, 8}) {
+          for (int64_t splits : {2, 4}) {
             if (iv.extent < kSplitKMinStepsPerSplit * splits) continue;
             add_unique(out.first, seen,
                        make("split_k_update", block.block->name,

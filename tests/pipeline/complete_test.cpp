@@ -373,15 +373,16 @@ namespace nautilus::pipeline {
 namespace {
 
 // A cp.async ring depth the cost model prices slower than the searched one is not taken
-// (complete_schedule): mqa_decode's split kernel, where the one-role machine proves 2 stages
-// optimal for its interval and the analytical model estimates 2 stages far slower than the
-// search's 3 (bench/NOTES.md, decode on the H200). The line says so with both estimates.
+// (complete_schedule): mqa_decode's split kernel, where the one-role machine proves 5 stages
+// optimal for its interval and the analytical model estimates them far slower than the
+// search's 3 (bench/NOTES.md, decode on the H200: this form, 3 stages, ran 35.0 µs). The line
+// says so with both estimates.
 TEST(CompleteSchedule, ACpAsyncRingTheModelPricesSlowerKeepsTheSearchedDepth) {
   std::string error;
   const SourceFilePtr file = SourceFile::read(source("bench/variants/mqa_decode.nt"), &error);
   ASSERT_TRUE(file) << error;
   const sched::Schedule searched = testing::parse_schedule(
-      {"rolling_update(O_sum, n, tile=128)", "split_k_update(Mx, n, splits=8)",
+      {"rolling_update(O_sum, n, tile=64)", "split_k_update(Mx, n, splits=8)",
        "compute_at(S, Mx_part, n_o)", "bind(O_sum_acc, b=grid.y, h=grid.x)",
        "reverse_compute_at(O, O_sum, h)", "tile(O_sum_acc_part, h=32)",
        "bind(O_sum_acc_part, n_s=grid.z, b=grid.y, h_o=grid.x)",
@@ -392,7 +393,9 @@ TEST(CompleteSchedule, ACpAsyncRingTheModelPricesSlowerKeepsTheSearchedDepth) {
   const KernelPipeline& kernel = completed.completion.kernels[0];
   EXPECT_EQ(kernel.machine, "sm_80");
   ASSERT_TRUE(kernel.decision) << kernel.error;
-  ASSERT_LT(kernel.decision->find("stages")->as_int(), 3);  // the solver's answer
+  // The solver's answer: 5 stages, deep enough for its interval; 160 KB of ring leave one CTA
+  // per SM where 3 stages leave two.
+  ASSERT_NE(kernel.decision->find("stages")->as_int(), 3);
   EXPECT_FALSE(completed.completion.changed);
   EXPECT_EQ(sched::print_decisions(completed.completion.schedule.decisions, "\n"),
             sched::print_decisions(searched.decisions, "\n"));
@@ -401,7 +404,7 @@ TEST(CompleteSchedule, ACpAsyncRingTheModelPricesSlowerKeepsTheSearchedDepth) {
   EXPECT_NE(describe_completion(completed.completion).find(completed.completion.declined),
             std::string::npos);
   ASSERT_TRUE(completed.estimate);
-  EXPECT_LT(completed.estimate->microseconds, 45.0);  // the searched schedule's own estimate
+  EXPECT_LT(completed.estimate->microseconds, 40.0);  // the searched schedule's own (35.0 µs measured)
 }
 
 }  // namespace
