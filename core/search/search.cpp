@@ -932,13 +932,22 @@ class Searcher {
   // smaller steps (the tree holds them: the reduction-fusion phase tried them); the replays
   // compete in the beam like any child. Each (rolling_update, replayed decisions) pair is tried
   // once.
-  void replay_on_smaller_steps(const std::vector<int>& fused, std::vector<Entry>& out) {
+  //
+  // A launch that gives each warp its own 16 rows (launch_candidates: a decode step's heads)
+  // is replayed the same way, whatever its buffering: with fewer warps per CTA a key tile's
+  // chain is longer, and the step chosen for four warps sharing the rows is often too large
+  // (mqa_decode on the H200: 128-key tiles ran 40.8 µs with 2 warps, 64-key tiles 36.1 µs).
+  // Replays of fusion children continue from the fusion phase; replays of a launch, the last
+  // decision of a path, are complete. A launch's replay meets programs the smaller step's own
+  // path already reached (its split, its fusions): it goes on from those nodes.
+  void replay_on_smaller_steps(const std::vector<int>& fused, std::vector<Entry>& out,
+                               bool launch = false) {
     std::vector<int> last_ids;
     for (int child : fused) {
       if (!nodes_[child].estimate) continue;  // did not compile, infeasible or a duplicate
       // Only where the step no longer leaves room for pipelined copies: elsewhere the step the
       // reduction-fusion phase chose stands, and replays would only crowd the beam.
-      if (!single_buffered_.count(child)) continue;
+      if (!launch && !single_buffered_.count(child)) continue;
       std::vector<Decision> replay;
       int rolling = child;
       while (rolling > 0 && nodes_[rolling].decision &&
@@ -974,14 +983,21 @@ class Searcher {
         }
         for (const Decision& decision : replay) {
           if (stop_.stop_requested()) return;
-          at = try_child(at, decision, Phase::Fusion);
+          bool duplicate = false;
+          const int next = try_child(at, decision, Phase::Fusion, &duplicate);
+          if (next < 0 && duplicate && launch) {
+            const auto existing = by_key_.find(node_key(nodes_[nodes_[at].children.back()]));
+            at = existing != by_key_.end() ? existing->second : -1;
+          } else {
+            at = next;
+          }
           if (at < 0) break;
         }
         if (at >= 0) last_ids.push_back(at);
       }
     }
     evaluate(last_ids);
-    for (int id : last_ids) out.push_back({id, Phase::Fusion});
+    for (int id : last_ids) out.push_back({id, launch ? Phase::Done : Phase::Fusion});
   }
 
   // A consumer moved into a loop of its producer's nest (`reverse_compute_at(Lse, Lse_sum, r)`)
@@ -1419,8 +1435,19 @@ class Searcher {
       }
       case Phase::Launch: {
         const ProgramFacts facts = analyze_program(*node.program);
+        const size_t children_before = nodes_[entry.node].children.size();
         expand_multi_step(entry, launch_candidates(facts, node.schedule, arch_ == "sm_90a"),
                           Phase::Done, out);
+        std::vector<int> row_owning;
+        const std::vector<int>& children = nodes_[entry.node].children;
+        for (size_t i = children_before; i < children.size(); ++i) {
+          const std::optional<Decision>& decision = nodes_[children[i]].decision;
+          const sched::DecisionArg* warps = decision ? decision->find("warps") : nullptr;
+          if (decision && decision->kind == "launch" && warps && warps->is_int() && warps->as_int() < 4) {
+            row_owning.push_back(children[i]);
+          }
+        }
+        replay_on_smaller_steps(row_owning, out, /*launch=*/true);
         return;
       }
       case Phase::Done: out.push_back(entry); return;
