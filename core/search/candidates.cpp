@@ -487,12 +487,16 @@ std::vector<Decision> launch_candidates(const ProgramFacts& facts,
                            {keyword("warps", warps), keyword("stages", stages)}));
       }
     }
-    // A tile of at most 32 rows (a decode step's heads) can give each warp its own 16 rows, one
-    // MMA row block: its row maxima and sums stay in the warp (quad shuffles, no cross-warp
-    // reduction through shared memory) and P's accumulator fragments feed the next MMA
-    // directly. Four warps would share rows and pay a barrier per reduction.
+    // A tile of at most 32 rows (a decode step's heads) in a nest that reduces in several blocks
+    // (a softmax between two MMAs) can give each warp its own 16 rows, one MMA row block: its
+    // row maxima and sums stay in the warp (quad shuffles, no cross-warp reduction through
+    // shared memory) and P's accumulator fragments feed the next MMA directly. Four warps would
+    // share rows and pay a barrier per reduction. A single reduction (a GEMM, a norm) has no
+    // such barriers to save.
     const int64_t rows = cta_tile_rows(nest);
-    if (rows > 0 && rows <= 32 && rows % 16 == 0) {
+    const auto reductions = std::count_if(nest.blocks.begin(), nest.blocks.end(),
+                                          [](const BlockFacts& b) { return b.reduction; });
+    if (reductions >= 2 && rows > 0 && rows <= 32 && rows % 16 == 0) {
       for (int stages : {2, 3, 4}) {
         out.push_back(make("launch", nest.principal_block().block->name,
                            {keyword("warps", static_cast<int>(rows / 16)), keyword("stages", stages)}));
