@@ -323,9 +323,10 @@ class Searcher {
   }
 
   // Adds the child of `parent` made by `decision`; returns its id, or -1 when the program is
-  // one another node already has (the child is recorded as a pruned duplicate).
+  // one another node already has (the child is recorded as a pruned duplicate, and `existing`
+  // receives that node's id).
   int add_child(int parent, const Decision& decision, Phase phase, bool pinned,
-                scalar::ProgramPtr program) {
+                scalar::ProgramPtr program, int* existing = nullptr) {
     SearchNode node;
     node.id = static_cast<int>(nodes_.size());
     node.parent = parent;
@@ -339,6 +340,7 @@ class Searcher {
     const std::string key = node_key(node);
     auto [it, inserted] = by_key_.emplace(key, node.id);
     if (!inserted) {
+      if (existing) *existing = it->second;
       node.reason = "the same program as node " + std::to_string(it->second);
       node.status = NodeStatus::Pruned;
       dropped_.push_back(true);
@@ -367,13 +369,16 @@ class Searcher {
 
   // The child of `parent` by `decision` when the decision is allowed and applies, with the pins
   // that apply after it; -1 otherwise.
-  // `duplicate` is set when the decision applies but gives another node's program.
-  int try_child(int parent, const Decision& decision, Phase phase, bool* duplicate = nullptr) {
+  // `duplicate` is set when the decision applies but gives another node's program, and
+  // `existing` (-1 otherwise) to that node's id.
+  int try_child(int parent, const Decision& decision, Phase phase, bool* duplicate = nullptr,
+                int* existing = nullptr) {
     if (duplicate) *duplicate = false;
+    if (existing) *existing = -1;
     if (is_forbidden(options_.forbids, decision)) return -1;
     sched::ApplyResult applied = sched::apply_decision(nodes_[parent].program, decision);
     if (!applied.ok()) return -1;
-    const int child = add_child(parent, decision, phase, false, applied.program);
+    const int child = add_child(parent, decision, phase, false, applied.program, existing);
     if (child < 0 && duplicate) *duplicate = true;
     return absorb_pins(child);
   }
@@ -983,14 +988,9 @@ class Searcher {
         }
         for (const Decision& decision : replay) {
           if (stop_.stop_requested()) return;
-          bool duplicate = false;
-          const int next = try_child(at, decision, Phase::Fusion, &duplicate);
-          if (next < 0 && duplicate && launch) {
-            const auto existing = by_key_.find(node_key(nodes_[nodes_[at].children.back()]));
-            at = existing != by_key_.end() ? existing->second : -1;
-          } else {
-            at = next;
-          }
+          int existing = -1;
+          const int next = try_child(at, decision, Phase::Fusion, nullptr, &existing);
+          at = next < 0 && launch ? existing : next;
           if (at < 0) break;
         }
         if (at >= 0) last_ids.push_back(at);
