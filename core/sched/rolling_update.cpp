@@ -15,6 +15,10 @@ namespace {
 
 using namespace scalar;
 
+// The granule a one-step tile is rounded up to: the k extent of a 16-bit tensor-core atom
+// (m16n8k16, wgmma k16), a multiple of every atom's n extent.
+constexpr int64_t kStepGranule = 16;
+
 // ---------------------------------------------------------------------------------------------
 // Reading the program as lowered: top-level nests of one loop per iteration variable.
 
@@ -1190,9 +1194,14 @@ ApplyResult RollingUpdate::run() {
   if (!classify_running_reads()) return ApplyResult::failure(fail_reason_);
   auto order = member_order();
   if (!order) return ApplyResult::failure(fail_reason_);
-  // A tile wider than the axis is the whole axis: the tile loop is still there (one step), so a
-  // schedule names the same loops at every size.
-  if (tile_ > axis_extent_) tile_ = axis_extent_;
+  // A tile wider than the axis covers the axis in one step, rounded up to whole granules of
+  // kStepGranule elements and masked past its end. The tile loop is still there (one step), so a
+  // schedule names the same loops at every size. Rounding keeps the step a valid tensor-core
+  // extent: 77 keys (a CLIP prompt) in one step of 77 have no MMA shape and fell back to
+  // CUDA-core dot products; one step of 80 is five k16 atoms.
+  if (tile_ > axis_extent_) {
+    tile_ = std::min(tile_, (axis_extent_ + kStepGranule - 1) / kStepGranule * kStepGranule);
+  }
 
   Stmt fused = build_fused_nest(*order);
 
