@@ -748,17 +748,20 @@ namespace {
 
 }  // namespace
 
-bool has_192_row_tile_without_warp_spec(const Completion& completion) {
+bool has_192_row_tile_without_warp_spec(const Completion& completion,
+                                        const sched::Schedule& schedule) {
   if (!completion.program) return false;
   const ProgramFacts facts = analyze_program(*completion.program);
   for (const NestFacts& nest : facts.nests) {
     if (nest.principal < 0 || cta_tile_rows(nest) != 192) continue;
-    const bool warp_specialized = std::any_of(
-        completion.decisions.begin(), completion.decisions.end(), [&](const Decision& d) {
-          return d.kind == "warp_spec" &&
-                 std::any_of(nest.blocks.begin(), nest.blocks.end(),
-                             [&](const BlockFacts& b) { return b.block->name == d.target; });
-        });
+    const auto specializes_nest = [&](const Decision& d) {
+      return d.kind == "warp_spec" &&
+             std::any_of(nest.blocks.begin(), nest.blocks.end(),
+                         [&](const BlockFacts& b) { return b.block->name == d.target; });
+    };
+    const bool warp_specialized =
+        std::any_of(completion.decisions.begin(), completion.decisions.end(), specializes_nest) ||
+        std::any_of(schedule.decisions.begin(), schedule.decisions.end(), specializes_nest);
     if (!warp_specialized) return true;
   }
   return false;

@@ -153,8 +153,10 @@ Completion complete_program(const scalar::ProgramPtr& program,
 // Whether a completion has a kernel whose CTA tile has 192 rows but no warp_spec: the 192-row
 // tile is the form of three consumer warpgroups (64 rows each); as an mma.sync kernel it puts
 // 48 rows on each of 4 warps, which spilled (document-masked attention at d 64: 255 registers,
-// 168 bytes spilled).
-bool has_192_row_tile_without_warp_spec(const Completion& completion);
+// 168 bytes spilled). A warp_spec already in `schedule` (the node's decisions, a pin applied
+// before the completion) counts as the completion's own.
+bool has_192_row_tile_without_warp_spec(const Completion& completion,
+                                        const sched::Schedule& schedule);
 
 // On sm_90a, `completion` with its dot kernels warp-specialized (the warp_spec candidates of
 // launch_candidates, 4 stages, for each nest whose schedule has no launch decision yet): a node

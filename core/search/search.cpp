@@ -574,7 +574,10 @@ class Searcher {
       }
       // A 192-row tile is estimated only in its warp-specialized form (three consumers).
       completions.erase(std::remove_if(completions.begin(), completions.end(),
-                                       has_192_row_tile_without_warp_spec),
+                                       [&](const Completion& completion) {
+                                         return has_192_row_tile_without_warp_spec(completion,
+                                                                                   node.schedule);
+                                       }),
                         completions.end());
       if (completions.empty()) {
         evaluated_.insert(id);

@@ -22,6 +22,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/cost/device_models.h"
 #include "core/driver/evaluate.h"
 #include "core/driver/pipeline.h"
 #include "core/matile/printer.h"
@@ -204,6 +205,64 @@ TEST(UnseenPrograms, CrossAttentionWithAnInlineNormalizerIsOneKernelNearTheBound
   ASSERT_TRUE(result.roofline);
   EXPECT_LT(result.estimate->microseconds, 5.0 * result.roofline->microseconds);
   EXPECT_TRUE(result.warnings.empty());
+}
+
+// Stable Diffusion's cross-attention: image latents query the 77 tokens of a CLIP prompt. A key
+// step wider than the 77 keys is one step of 80 (five k16 atoms, the last 3 keys masked), so both
+// products stay on the tensor cores; a step of exactly 77 had no MMA shape and fell back to
+// CUDA-core dot products (a 20x slower kernel by the model).
+const char* kPromptCrossAttention = R"(let B = 1, H = 2, M = 200, N = 77, D = 64
+input Q[B, H, M, D] : f16
+input K[B, H, N, D] : f16
+input V[B, H, N, D] : f16
+S[b, h, m, n] = sum(d) Q[b, h, m, d] * K[b, h, n, d] / sqrt(D)
+Mx[b, h, m]   = max(n) S[b, h, m, n]
+P[b, h, m, n] = exp(S[b, h, m, n] - Mx[b, h, m])
+L[b, h, m]    = sum(n) P[b, h, m, n]
+output O[b, h, m, d] : f16 = sum(n) P[b, h, m, n] * V[b, h, n, d] / L[b, h, m]
+)";
+
+TEST(UnseenPrograms, AKeyStepWiderThanAShortPromptStaysOnTheTensorCores) {
+  const search::SearchInput input = text_input(kPromptCrossAttention, {});
+  for (const char* step : {"rolling_update(O_sum, n, tile=80)", "rolling_update(O_sum, n, tile=128)"}) {
+    const sched::Schedule schedule =
+        parse_schedule({step, "compute_at(S, Mx, n_o)", "tile(O_sum_acc, m=64)",
+                        "reverse_compute_at(O, O_sum, m_o)",
+                        "bind(O_sum_acc, b=grid.z, h=grid.y, m_o=grid.x)"});
+    const driver::Compilation compilation = compile(input, schedule);
+    ASSERT_TRUE(compilation.ok()) << compilation.schedule_error << compilation.internal_error;
+    const std::string ma = matile::print_module(*compilation.ma_module);
+    EXPECT_NE(ma.find("for n_o in 0..1 "), std::string::npos) << step << "\n" << ma;
+    EXPECT_NE(ma.find("mma.m16n8k16"), std::string::npos) << step << "\n" << ma;
+    EXPECT_EQ(ma.find("fma_dot"), std::string::npos) << step << "\n" << ma;
+    expect_every_stage_passes(input, schedule);
+  }
+  // The search's own kernel at Stable Diffusion's sizes takes no CUDA-core dot either.
+  const search::SearchResult result =
+      run(text_input(kPromptCrossAttention, {"B=16", "H=10", "M=4096"}));
+  ASSERT_TRUE(result.ok) << result.error;
+  const driver::Compilation searched =
+      compile(text_input(kPromptCrossAttention, {"B=16", "H=10", "M=4096"}), result.schedule);
+  ASSERT_TRUE(searched.ok()) << searched.schedule_error << searched.internal_error;
+  EXPECT_EQ(matile::print_module(*searched.ma_module).find("fma_dot"), std::string::npos)
+      << sched::print_decisions(result.schedule.decisions, "; ");
+}
+
+// A schedule the search chose, pinned whole, is completed to itself: on the H200 model the
+// prompt cross-attention takes 192-row tiles on three consumer warpgroups, and the pinned
+// warp_spec (applied before the completion) counts as the 192-row tile's warp specialization.
+TEST(UnseenPrograms, TheSearchsOwnScheduleCompletesWhenPinnedWhole) {
+  const std::unique_ptr<cost::CostModel> h200 = cost::make_analytical_model(cost::h200_sxm());
+  const search::SearchInput input = text_input(kPromptCrossAttention, {"B=16", "H=10", "M=4096"});
+  const search::SearchResult first = run(input, {}, *h200);
+  ASSERT_TRUE(first.ok) << first.error;
+  search::SearchOptions pinned;
+  pinned.pins = first.schedule.decisions;
+  const search::SearchResult again = run(input, pinned, *h200);
+  ASSERT_TRUE(again.ok) << again.error << "\npinned: "
+                        << sched::print_decisions(first.schedule.decisions, "; ");
+  EXPECT_EQ(sched::print_decisions(again.schedule.decisions, "; "),
+            sched::print_decisions(first.schedule.decisions, "; "));
 }
 
 TEST(UnseenPrograms, ASchedulesFarAboveTheRooflineWidensTheBeamAndWarns) {
