@@ -10,7 +10,8 @@ Mixed type: Y[M, N] bf16 = X[M, K] bf16 x W[K, N] int8 x S[K / 128, N] bf16
 (assets/specs/int8_weight_gemm.nt) at N = K = 4096, decode-like (M 1 and 16: the weights' DRAM
 traffic is the floor) and prefill-like (M 4096); its peer is torch.matmul on X and the weights
 dequantized to bf16 beforehand (cuBLAS), and the DRAM floor is the bytes moved (X, W, S, Y) at
-3.35 TB/s.
+the measuring GPU's DRAM bandwidth (3.35 TB/s on an H100, 4.8 on an H200). Two decode rows at a
+70B-class projection (K 8192, N 28672) give a floor of tens of µs.
 
 Step 1, `prepare` (development machine, after a build): per row `nautilus schedule --arch sm_90a`
 searches, then every variant is compiled for sm_90a (`searched`; `hand`: the asset's hand schedule
@@ -25,7 +26,7 @@ torch._scaled_mm(A, B.t(), scale_a, scale_b, out_dtype=torch.bfloat16) on inputs
 shapes and dtypes (CUDA events, L2 flushed, median of 30), then prints a table and writes
 fp8_gemm.md and fp8_gemm.json into $OUT (or the bench folder when $OUT is not set) after every row.
 
-Usage: python3 bench/fp8_gemm.py prepare [--only ROW...]
+Usage: python3 bench/fp8_gemm.py prepare [--only ROW...] [--device h100|h200]
        python3 bench/fp8_gemm.py pack DEST
        python3 DEST/fp8_gemm.py measure [--reps N] [--only ROW...] [--no-peers]
 Writes bench/out-fp8/ (git-ignored; $NAUTILUS_FP8_BENCH names another folder). A DEST inside the
@@ -59,6 +60,10 @@ ROWS = [
     ("w8_m1", "int8_weight_gemm", 1, 4096, 4096, ("searched", "hand", "split8", "rows1")),
     ("w8_m16", "int8_weight_gemm", 16, 4096, 4096, ("searched", "hand")),
     ("w8_m4096", "int8_weight_gemm", 4096, 4096, 4096, ("searched", "hand", "tile128x64")),
+    # A 70B-class MLP projection (K 8192, N 28672): 235 MB of weights, a floor of tens of µs, so
+    # the launch and the ramp no longer dominate a decode step.
+    ("w8_m1_k8192_n28672", "int8_weight_gemm", 1, 28672, 8192, ("searched", "rows1n16")),
+    ("w8_m16_k8192_n28672", "int8_weight_gemm", 16, 28672, 8192, ("searched",)),
 ]
 # Variants searched with a pin (the search completes the rest of the schedule): what a
 # decision the search did not take gives, measured beside its pick.
@@ -66,12 +71,21 @@ PINNED = {
     "split8": ["split_k_update(Y_sum, k, splits=8)"],
     "tile128x64": ["tile(Y_sum, m=128, n=64, k=128)"],
     "rows1": ["tile(Y_sum, m=1, n=64, k=128)"],  # the decode row on tensor cores, atom rows repeated
+    "rows1n16": ["tile(Y_sum, m=1, n=16, k=128)"],  # twice the CTAs of the 32-column tile
 }
 # Validation sizes that are not tile multiples (K a multiple of the 128-row scale groups).
 VALIDATION = {"M": 1000, "N": 744, "K": 1040}
 VALIDATION_GROUPED = {"M": 1000, "N": 744, "K": 1024}
 GROUP = 128  # int8_weight_gemm's rows of W per scale
-DRAM_BYTES_PER_US = 3.35e6  # H100 SXM HBM3: 3.35 TB/s
+# DRAM bandwidth per device name (bytes per µs): H100 SXM HBM3 3.35 TB/s, H200 HBM3e 4.8 TB/s.
+DRAM_BYTES_PER_US = {"H200": 4.8e6, "H100": 3.35e6}
+
+
+def dram_bytes_per_us(device):
+    for name, rate in DRAM_BYTES_PER_US.items():
+        if name in device:
+            return rate
+    return DRAM_BYTES_PER_US["H100"]
 
 
 def grouped(spec):
@@ -87,13 +101,13 @@ def defines(m, n, k, spec=""):
     return out + ["-D", f"KG={k // GROUP}"] if grouped(spec) else out
 
 
-def dram_floor_us(spec, m, n, k):
-    """Microseconds to move the kernel's operands and result once at DRAM bandwidth."""
+def dram_floor_us(spec, m, n, k, device=""):
+    """Microseconds to move the kernel's operands and result once at the device's DRAM bandwidth."""
     if grouped(spec):
         moved = m * k * 2 + k * n + (k // GROUP) * n * 2 + m * n * 2
     else:
         moved = m * k + n * k + m * n * 2
-    return moved / DRAM_BYTES_PER_US
+    return moved / dram_bytes_per_us(device)
 
 
 def nautilus(*args, timeout=900):
@@ -102,7 +116,7 @@ def nautilus(*args, timeout=900):
                           text=True, timeout=timeout)
 
 
-def prepare(only):
+def prepare(only, device):
     if ROOT is None:
         sys.exit("prepare runs from the repository (bench/fp8_gemm.py)")
     os.makedirs(os.path.join(BENCH, "pk"), exist_ok=True)
@@ -123,7 +137,7 @@ def prepare(only):
             searched = os.path.join(BENCH, "pk", name + ".searched.json")
             start = time.time()
             done = nautilus("schedule", spec_path, *defines(m, n, k, spec), "--ignore-db",
-                            "-o", searched)
+                            "--device", device, "-o", searched)
             entry["search_seconds"] = round(time.time() - start, 2)
             entry["search_output"] = done.stdout[-3000:] + done.stderr[-1000:]
             if done.returncode == 0:
@@ -135,7 +149,8 @@ def prepare(only):
                 continue
             pinned = os.path.join(BENCH, "pk", f"{name}.{label}.searched.json")
             pins = [arg for pin in PINNED[label] for arg in ("--pin", pin)]
-            done = nautilus("schedule", spec_path, *defines(m, n, k, spec), "--ignore-db", *pins, "-o", pinned)
+            done = nautilus("schedule", spec_path, *defines(m, n, k, spec), "--ignore-db", "--device", device,
+                            *pins, "-o", pinned)
             if done.returncode == 0:
                 schedules[label] = json.load(open(pinned))["decisions"]
             else:
@@ -309,7 +324,7 @@ def measure(reps, only, peers):
                 if not t and "timing_error" not in row:
                     row["timing_error"] = str(r.get("errors") or r.get("error"))[:300]
             row["us"][label] = best
-        row["dram_floor"] = dram_floor_us(entry["spec"], entry["M"], entry["N"], entry["K"])
+        row["dram_floor"] = dram_floor_us(entry["spec"], entry["M"], entry["N"], entry["K"], device)
         if peers:
             try:
                 row["peer_name"], row["scaled_mm"] = peer_time(entry["spec"], entry["M"], entry["N"], entry["K"])
@@ -330,7 +345,8 @@ def write(results, labels, device, started, reps):
     lines = [f"Device {device or '?'}, {started}; nautilus-runner best of two CUPTI medians of {reps}, "
              "L2 flushed; the peer (torch._scaled_mm on A[M, K] @ B[N, K].t(), e4m3, f32 scales, bf16 out; "
              "or torch.matmul in bf16 on the dequantized weights): median of 30 CUDA-event timings, L2 "
-             "flushed. DRAM floor: the bytes of the operands and the result once at 3.35 TB/s.", ""]
+             f"flushed. DRAM floor: the bytes of the operands and the result once at "
+             f"{dram_bytes_per_us(device) / 1e6:.2f} TB/s.", ""]
     lines.append("| row | spec | " + " | ".join(f"{l} µs (TFLOP/s)" for l in labels) +
                  " | peer | peer µs (TFLOP/s) | " + " | ".join(f"peer / {l}" for l in labels) +
                  " | DRAM floor µs | " + " | ".join(f"floor / {l}" for l in labels) +
@@ -364,6 +380,7 @@ def main():
     sub = parser.add_subparsers(dest="step", required=True)
     p = sub.add_parser("prepare")
     p.add_argument("--only", nargs="*")
+    p.add_argument("--device", default="h100", help="the cost model's GPU for the search (h100, h200)")
     k = sub.add_parser("pack")
     k.add_argument("dest")
     m = sub.add_parser("measure")
@@ -372,7 +389,7 @@ def main():
     m.add_argument("--no-peers", action="store_true")
     args = parser.parse_args()
     if args.step == "prepare":
-        prepare(args.only)
+        prepare(args.only, args.device)
     elif args.step == "pack":
         pack(os.path.abspath(args.dest))
     else:
