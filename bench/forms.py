@@ -6,7 +6,7 @@ did not take is studied (bench/NOTES.md).
 Step 1, `prepare` (development machine, after a build): per form, `nautilus schedule --schedule
 PARTIAL` completes the partial schedule (the decisions as pins; --as-written compiles them with no
 completion) and records the estimate; the completed schedule is compiled for sm_90a at the spec's
-sizes and at the validation sizes (-V NAME=VALUE), beside the unscheduled package at those sizes
+sizes (or -D NAME=VALUE) and at the validation sizes (-V NAME=VALUE, over -D), beside the unscheduled package at those sizes
 as the reference. Writes DIR/manifest.json and DIR/pk/.
 Step 2, `measure` (GPU machine, from a copy of DIR that holds bin/nautilus-runner, which prepare
 copies there): validates each form against the reference and times it (CUPTI median of --reps,
@@ -14,9 +14,11 @@ L2 flushed by the runner's read), then prints a table of measured against estima
 writes DIR/forms.md (and $OUT/forms.md when $OUT is set).
 
 Usage: python3 bench/forms.py prepare DIR SPEC --form LABEL='D1;D2;...' [--form ...]
-           [--as-written LABEL] [-V NAME=VALUE]... [--device h100|h200] [--arch sm_90a]
+           [--as-written LABEL] [-D NAME=VALUE]... [-V NAME=VALUE]... [--device h100|h200]
+           [--arch sm_90a]
        python3 DIR/forms.py measure DIR [--reps N]
-DIR is best inside bench/out-gpu*/ (git-ignored), which travels to a GPU machine as one folder.
+DIR is best inside bench/out-gpu*/ (git-ignored), which travels to a GPU machine as one folder
+(a few MB: the stripped runner, its C++ runtime, the packages).
 """
 import argparse
 import datetime
@@ -44,15 +46,23 @@ def prepare(args):
     for name in ("nautilus", "nautilus-runner"):
         shutil.copy2(os.path.join(ROOT, "build", "app", name), os.path.join(args.dir, "bin", name))
     subprocess.run(["strip", os.path.join(args.dir, "bin", "nautilus-runner")], check=False)
+    # The C++ runtime the runner was linked with: the GPU host's may be older.
+    ldd = subprocess.run(["ldd", os.path.join(args.dir, "bin", "nautilus-runner")], capture_output=True, text=True)
+    for line in ldd.stdout.splitlines():
+        found = re.search(r"(libstdc\+\+\.so\.6|libgcc_s\.so\.1) => (\S+)", line)
+        if found:
+            shutil.copy2(found.group(2), os.path.join(args.dir, "bin", found.group(1)))
     shutil.copy2(os.path.abspath(__file__), os.path.join(args.dir, "forms.py"))
     nautilus = os.path.join(args.dir, "bin", "nautilus")
     spec = os.path.abspath(args.spec)
-    validation = [arg for size in args.validate for arg in ("-D", size)]
+    sizes = [arg for size in args.sizes for arg in ("-D", size)]
+    # The validation sizes after the realistic ones: a size named in both takes its -V value.
+    validation = sizes + [arg for size in args.validate for arg in ("-D", size)]
     pk = lambda *parts: os.path.join(args.dir, "pk", *parts)
     rc, out = run([nautilus, "compile", spec, "--arch", args.arch, "-o", pk("reference")] + validation)
     if rc != 0:
         sys.exit("the reference did not compile: " + out[-400:])
-    manifest = {"spec": spec, "device_model": args.device, "arch": args.arch,
+    manifest = {"spec": spec, "sizes": args.sizes, "device_model": args.device, "arch": args.arch,
                 "validation_sizes": args.validate, "forms": [],
                 "prepared": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
     for text in args.form:
@@ -64,7 +74,7 @@ def prepare(args):
             shutil.copy2(pk(label + ".partial.json"), pk(label + ".json"))
             rc, out = 0, ""
         else:
-            rc, out = run([nautilus, "schedule", spec, "--device", args.device, "--ignore-db",
+            rc, out = run([nautilus, "schedule", spec, *sizes, "--device", args.device, "--ignore-db",
                            "--schedule", pk(label + ".partial.json"), "-o", pk(label + ".json")])
             found = re.search(r"^estimate: ([0-9.]+)", out, re.M)
             form["estimate_us"] = float(found.group(1)) if found else None
@@ -72,7 +82,7 @@ def prepare(args):
             form["error"] = out[-400:]
         else:
             form["decisions"] = json.load(open(pk(label + ".json")))["decisions"]
-            a = run([nautilus, "compile", spec, "--arch", args.arch, "--schedule", pk(label + ".json"),
+            a = run([nautilus, "compile", spec, *sizes, "--arch", args.arch, "--schedule", pk(label + ".json"),
                      "-o", pk(label)])
             b = run([nautilus, "compile", spec, "--arch", args.arch, "--schedule", pk(label + ".json"),
                      "-o", pk(label + "__validate")] + validation)
@@ -82,6 +92,8 @@ def prepare(args):
         json.dump(manifest, open(os.path.join(args.dir, "manifest.json"), "w"), indent=1)
         print(label, "estimate", form.get("estimate_us"), "error" if form.get("error") else "ok",
               form.get("decisions", [])[len(partial):], form.get("error", "")[-200:], flush=True)
+    # The compiler's snapshot served this run only; DIR travels to the GPU machine without it.
+    os.remove(nautilus)
 
 
 def runner(directory, *args):
@@ -100,7 +112,7 @@ def measure(args):
     device = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
                             capture_output=True, text=True).stdout.strip()
     started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    lines = [f"{os.path.basename(manifest['spec'])} on {device}, {started}; cost model "
+    lines = [f"{os.path.basename(manifest['spec'])} {' '.join(manifest.get('sizes', []))} on {device}, {started}; cost model "
              f"{manifest['device_model']}; CUPTI median of {args.reps}, L2 flushed (read); validated at "
              f"{' '.join(manifest['validation_sizes'])}.", "",
              "| form | µs | estimate µs | measured / estimate | validation | decisions |", "|---|---|---|---|---|---|"]
@@ -135,6 +147,7 @@ def main():
     p.add_argument("spec")
     p.add_argument("--form", action="append", required=True, help="LABEL=D1;D2: a partial schedule")
     p.add_argument("--as-written", action="append", default=[], help="LABEL: compile the form with no completion")
+    p.add_argument("-D", dest="sizes", action="append", default=[], help="NAME=VALUE: a size of the timed package")
     p.add_argument("-V", dest="validate", action="append", default=[], help="NAME=VALUE: a validation size")
     p.add_argument("--device", default="h100", help="the cost model's GPU (nautilus schedule --device)")
     p.add_argument("--arch", default="sm_90a")
