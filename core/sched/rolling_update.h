@@ -50,6 +50,8 @@
 //
 // With tile=T the axis is split into T-wide steps: the running reductions advance a whole tile
 // at a time and the repair runs once per tile, as in FlashAttention's loop over key tiles.
+// A T wider than the axis is one step over the axis rounded up to a multiple of 16, masked past
+// its end (77 keys, tile=128: one step of 80), so the step stays a tensor-core extent.
 // The pass expects the nests as lowered (one loop per iteration variable); apply it before
 // tiling the blocks involved.
 #pragma once
