@@ -443,9 +443,11 @@ namespace {
 // neither iterate tiles nor are bound to the grid) of the principal block's first spatial
 // iteration variable that spans more than one element. The tilizer makes that axis the rows of
 // the block's dot, and a wgmma consumer warpgroup takes 64 of them. 0 when no axis spans more.
-int64_t cta_tile_rows(const NestFacts& nest) {
-  const BlockFacts& principal = nest.principal_block();
-  const scalar::Block& block = *principal.block;
+// The CTA tile's extent along each spatial iteration variable of the nest's principal block, in
+// order (1 where a grid loop or a tile's outer loop covers the whole variable).
+std::vector<int64_t> cta_tile_extents(const NestFacts& nest) {
+  const scalar::Block& block = *nest.principal_block().block;
+  std::vector<int64_t> extents;
   for (size_t i = 0; i < block.iter_vars.size(); ++i) {
     if (block.iter_vars[i].kind != scalar::IterKind::Spatial) continue;
     int64_t extent = 1;
@@ -455,6 +457,13 @@ int64_t cta_tile_rows(const NestFacts& nest) {
         extent *= loop.extent;
       }
     }
+    extents.push_back(extent);
+  }
+  return extents;
+}
+
+int64_t cta_tile_rows(const NestFacts& nest) {
+  for (int64_t extent : cta_tile_extents(nest)) {
     if (extent > 1) return extent;
   }
   return 0;
@@ -503,6 +512,19 @@ std::vector<Decision> launch_candidates(const ProgramFacts& facts,
       }
     }
     const BlockFacts& principal = nest.principal_block();
+    // A matrix product of fewer than 16 rows (a decode step: one mma row block, its rows
+    // repeated) over a tile of 8 or 16 columns: one n8 atom per warp. The default 4 warps need
+    // 32 columns for an atom each, so a 16-column tile would fall back to CUDA-core dots, and the
+    // 32-column tile gives a 4096 x 4096 weight only 128 CTAs of one warp per scheduler. 16
+    // columns on 2 warps: 256 CTAs (int8 weights, M 1: 13.6 µs against 16.9, H200 2026-11-28).
+    const std::vector<int64_t> extents = cta_tile_extents(nest);
+    if (principal.reduction && principal.reads.size() >= 2 && extents.size() == 2 &&
+        extents[0] < 16 && (extents[1] == 8 || extents[1] == 16)) {
+      for (int stages : {2, 3}) {
+        out.push_back(make("launch", principal.block->name,
+                           {keyword("warps", static_cast<int>(extents[1] / 8)), keyword("stages", stages)}));
+      }
+    }
     if (hopper && nest.tiled && principal.reduction && principal.reads.size() >= 2) {
       // A consumer warpgroup takes 64 rows of the tile: a 192-row tile only takes three.
       std::vector<int> consumer_counts = {1, 2};

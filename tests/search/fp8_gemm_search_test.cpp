@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "core/codegen/emit_cuda.h"
+#include "core/driver/evaluate.h"
 #include "core/matile/ir.h"
 #include "tests/common/matile_ops.h"
 #include "tests/search/search_test_util.h"
@@ -96,6 +97,37 @@ TEST(Fp8GemmSearch, TheNMajorAssetAtItsOwnSizesGetsASchedulesTheEmitterTakes) {
     if (d.kind == "tile" && d.target == "C_sum") k_tiled |= sched::print_decision(d).find("k=") != std::string::npos;
   }
   EXPECT_TRUE(k_tiled) << text_of(result.schedule);
+}
+
+// A decode step of the int8-weight GEMM (one activation row, 4096 x 4096 weights): the search
+// takes 16-column tiles on 2 warps, one n8 atom each, so the 4096 columns make 256 CTAs on mma
+// instead of 128 (4 warps want 32 columns; on 16 they would fall back to CUDA-core dots). The
+// found schedule then runs in the MA interpreter at ragged sizes against the float64 reference.
+TEST(Fp8GemmSearch, AnInt8DecodeStepGivesEachWarpOneAtomOfANarrowTile) {
+  const search::SearchInput input =
+      testing::asset_input("int8_weight_gemm", {"M=1", "N=4096", "K=4096", "KG=32"});
+  const search::SearchResult result = testing::run(input);
+  ASSERT_TRUE(result.ok) << result.error;
+  const std::string text = text_of(result.schedule);
+  EXPECT_NE(text.find("tile(Y_sum, m=1, n=16, k=128)"), std::string::npos) << text;
+  EXPECT_NE(text.find("launch(Y_sum, warps=2"), std::string::npos) << text;
+  const driver::Compilation compilation = testing::compile(input, result.schedule);
+  ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error << compilation.internal_error;
+  const matile::Kernel& kernel = *compilation.ma_module->kernels.at(0);
+  EXPECT_GT(testing::count_kind(kernel, matile::OpKind::Mma), 0) << text;
+  EXPECT_EQ(testing::count_kind(kernel, matile::OpKind::FmaDot), 0) << text;
+  const search::SearchInput small =
+      testing::asset_input("int8_weight_gemm", {"M=1", "N=744", "K=1024", "KG=8"});
+  const driver::Compilation ragged = testing::compile(small, result.schedule);
+  ASSERT_TRUE(ragged.ok()) << ragged.schedule_error << ragged.internal_error;
+  for (uint64_t seed : {0, 3}) {
+    driver::EvalOptions options;
+    options.stage = driver::Stage::MATile;
+    options.seed = seed;
+    const driver::EvalResult evaluated = driver::evaluate(ragged, options);
+    ASSERT_TRUE(evaluated.ran) << evaluated.error;
+    EXPECT_TRUE(evaluated.passed()) << text;
+  }
 }
 
 }  // namespace
