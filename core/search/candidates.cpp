@@ -439,12 +439,9 @@ std::vector<Decision> reverse_order_candidates(const ProgramFacts& facts) {
 
 namespace {
 
-// The rows of the output tile one CTA of `nest` computes: the extent inside the CTA (loops that
-// neither iterate tiles nor are bound to the grid) of the principal block's first spatial
-// iteration variable that spans more than one element. The tilizer makes that axis the rows of
-// the block's dot, and a wgmma consumer warpgroup takes 64 of them. 0 when no axis spans more.
 // The CTA tile's extent along each spatial iteration variable of the nest's principal block, in
-// order (1 where a grid loop or a tile's outer loop covers the whole variable).
+// order: the extent inside the CTA (loops that neither iterate tiles nor are bound to the grid),
+// 1 where a grid loop or a tile's outer loop covers the whole variable.
 std::vector<int64_t> cta_tile_extents(const NestFacts& nest) {
   const scalar::Block& block = *nest.principal_block().block;
   std::vector<int64_t> extents;
@@ -462,12 +459,17 @@ std::vector<int64_t> cta_tile_extents(const NestFacts& nest) {
   return extents;
 }
 
-int64_t cta_tile_rows(const NestFacts& nest) {
-  for (int64_t extent : cta_tile_extents(nest)) {
+// The rows of the output tile one CTA computes: the first of the CTA tile's extents that spans
+// more than one element. The tilizer makes that axis the rows of the block's dot, and a wgmma
+// consumer warpgroup takes 64 of them. 0 when no axis spans more.
+int64_t tile_rows(const std::vector<int64_t>& extents) {
+  for (int64_t extent : extents) {
     if (extent > 1) return extent;
   }
   return 0;
 }
+
+int64_t cta_tile_rows(const NestFacts& nest) { return tile_rows(cta_tile_extents(nest)); }
 
 }  // namespace
 
@@ -489,10 +491,13 @@ std::vector<Decision> launch_candidates(const ProgramFacts& facts,
       }
     }
     if (has_launch || nest.principal < 0) continue;
+    const BlockFacts& principal = nest.principal_block();
+    const std::vector<int64_t> extents = cta_tile_extents(nest);
+    const int64_t rows = tile_rows(extents);
     for (int warps : {4, 8}) {
       for (int stages : {1, 2, 3}) {
         if (warps == 4 && stages == 2) continue;  // the default launch
-        out.push_back(make("launch", nest.principal_block().block->name,
+        out.push_back(make("launch", principal.block->name,
                            {keyword("warps", warps), keyword("stages", stages)}));
       }
     }
@@ -502,22 +507,19 @@ std::vector<Decision> launch_candidates(const ProgramFacts& facts,
     // shared memory) and P's accumulator fragments feed the next MMA directly. Four warps would
     // share rows and pay a barrier per reduction. A single reduction (a GEMM, a norm) has no
     // such barriers to save.
-    const int64_t rows = cta_tile_rows(nest);
     const auto reductions = std::count_if(nest.blocks.begin(), nest.blocks.end(),
                                           [](const BlockFacts& b) { return b.reduction; });
     if (reductions >= 2 && rows > 0 && rows <= 32 && rows % 16 == 0) {
       for (int stages : {2, 3, 4}) {
-        out.push_back(make("launch", nest.principal_block().block->name,
+        out.push_back(make("launch", principal.block->name,
                            {keyword("warps", static_cast<int>(rows / 16)), keyword("stages", stages)}));
       }
     }
-    const BlockFacts& principal = nest.principal_block();
     // A matrix product of fewer than 16 rows (a decode step: one mma row block, its rows
     // repeated) over a tile of 8 or 16 columns: one n8 atom per warp. The default 4 warps need
     // 32 columns for an atom each, so a 16-column tile would fall back to CUDA-core dots, and the
     // 32-column tile gives a 4096 x 4096 weight only 128 CTAs of one warp per scheduler. 16
     // columns on 2 warps: 256 CTAs (int8 weights, M 1: 13.6 µs against 16.9, H200 2026-11-28).
-    const std::vector<int64_t> extents = cta_tile_extents(nest);
     if (principal.reduction && principal.reads.size() >= 2 && extents.size() == 2 &&
         extents[0] < 16 && (extents[1] == 8 || extents[1] == 16)) {
       for (int stages : {2, 3}) {
@@ -528,7 +530,7 @@ std::vector<Decision> launch_candidates(const ProgramFacts& facts,
     if (hopper && nest.tiled && principal.reduction && principal.reads.size() >= 2) {
       // A consumer warpgroup takes 64 rows of the tile: a 192-row tile only takes three.
       std::vector<int> consumer_counts = {1, 2};
-      if (cta_tile_rows(nest) == 192) consumer_counts = {3};
+      if (rows == 192) consumer_counts = {3};
       for (int consumers : consumer_counts) {
         for (int stages : {2, 3, 4}) {
           out.push_back(make("warp_spec", principal.block->name,

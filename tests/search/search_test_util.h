@@ -34,13 +34,18 @@ inline std::vector<spec::SizeOverride> parse_sizes(const std::vector<std::string
   return sizes;
 }
 
-inline search::SearchInput asset_input(const std::string& asset, const std::vector<std::string>& sizes) {
+// A spec file of the repository (relative to its root) at `sizes`.
+inline search::SearchInput file_input(const std::string& path, const std::vector<std::string>& sizes) {
   std::string error;
   search::SearchInput input;
-  input.file = SourceFile::read(testing::source_path("assets/specs/" + asset + ".nt"), &error);
+  input.file = SourceFile::read(testing::source_path(path), &error);
   EXPECT_TRUE(input.file) << error;
   input.sizes = parse_sizes(sizes);
   return input;
+}
+
+inline search::SearchInput asset_input(const std::string& asset, const std::vector<std::string>& sizes) {
+  return file_input("assets/specs/" + asset + ".nt", sizes);
 }
 
 inline search::SearchInput text_input(const std::string& text, const std::vector<std::string>& sizes) {

@@ -37,6 +37,7 @@ namespace {
 
 using testing::compile;
 using testing::run;
+using testing::file_input;
 using testing::text_input;
 
 // Sliding-window attention with an additive bias: query m sees keys m - W < n <= m. The scores
@@ -207,23 +208,17 @@ TEST(UnseenPrograms, CrossAttentionWithAnInlineNormalizerIsOneKernelNearTheBound
   EXPECT_TRUE(result.warnings.empty());
 }
 
-// Stable Diffusion's cross-attention: image latents query the 77 tokens of a CLIP prompt. A key
-// step wider than the 77 keys is one step of 80 (five k16 atoms, the last 3 keys masked), so both
-// products stay on the tensor cores; a step of exactly 77 had no MMA shape and fell back to
-// CUDA-core dot products (a 20x slower kernel by the model).
-const char* kPromptCrossAttention = R"(let B = 1, H = 2, M = 200, N = 77, D = 64
-input Q[B, H, M, D] : f16
-input K[B, H, N, D] : f16
-input V[B, H, N, D] : f16
-S[b, h, m, n] = sum(d) Q[b, h, m, d] * K[b, h, n, d] / sqrt(D)
-Mx[b, h, m]   = max(n) S[b, h, m, n]
-P[b, h, m, n] = exp(S[b, h, m, n] - Mx[b, h, m])
-L[b, h, m]    = sum(n) P[b, h, m, n]
-output O[b, h, m, d] : f16 = sum(n) P[b, h, m, n] * V[b, h, n, d] / L[b, h, m]
-)";
+// Stable Diffusion's cross-attention (bench/variants/cross_attention_sd.nt): image latents
+// query the 77 tokens of a CLIP prompt. A key step wider than the 77 keys is one step of 80 (five
+// k16 atoms, the last 3 keys masked), so both products stay on the tensor cores; a step of
+// exactly 77 had no MMA shape and fell back to CUDA-core dot products (a 20x slower kernel by
+// the model).
+search::SearchInput prompt_cross_attention(const std::vector<std::string>& sizes) {
+  return file_input("bench/variants/cross_attention_sd.nt", sizes);
+}
 
 TEST(UnseenPrograms, AKeyStepWiderThanAShortPromptStaysOnTheTensorCores) {
-  const search::SearchInput input = text_input(kPromptCrossAttention, {});
+  const search::SearchInput input = prompt_cross_attention({"B=1", "H=2", "M=200"});
   for (const char* step : {"rolling_update(O_sum, n, tile=80)", "rolling_update(O_sum, n, tile=128)"}) {
     const sched::Schedule schedule =
         parse_schedule({step, "compute_at(S, Mx, n_o)", "tile(O_sum_acc, m=64)",
@@ -238,11 +233,9 @@ TEST(UnseenPrograms, AKeyStepWiderThanAShortPromptStaysOnTheTensorCores) {
     expect_every_stage_passes(input, schedule);
   }
   // The search's own kernel at Stable Diffusion's sizes takes no CUDA-core dot either.
-  const search::SearchResult result =
-      run(text_input(kPromptCrossAttention, {"B=16", "H=10", "M=4096"}));
+  const search::SearchResult result = run(prompt_cross_attention({}));
   ASSERT_TRUE(result.ok) << result.error;
-  const driver::Compilation searched =
-      compile(text_input(kPromptCrossAttention, {"B=16", "H=10", "M=4096"}), result.schedule);
+  const driver::Compilation searched = compile(prompt_cross_attention({}), result.schedule);
   ASSERT_TRUE(searched.ok()) << searched.schedule_error << searched.internal_error;
   EXPECT_EQ(matile::print_module(*searched.ma_module).find("fma_dot"), std::string::npos)
       << sched::print_decisions(result.schedule.decisions, "; ");
@@ -253,7 +246,7 @@ TEST(UnseenPrograms, AKeyStepWiderThanAShortPromptStaysOnTheTensorCores) {
 // warp_spec (applied before the completion) counts as the 192-row tile's warp specialization.
 TEST(UnseenPrograms, TheSearchsOwnScheduleCompletesWhenPinnedWhole) {
   const std::unique_ptr<cost::CostModel> h200 = cost::make_analytical_model(cost::h200_sxm());
-  const search::SearchInput input = text_input(kPromptCrossAttention, {"B=16", "H=10", "M=4096"});
+  const search::SearchInput input = prompt_cross_attention({});
   const search::SearchResult first = run(input, {}, *h200);
   ASSERT_TRUE(first.ok) << first.error;
   search::SearchOptions pinned;
