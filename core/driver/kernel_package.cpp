@@ -56,7 +56,11 @@ codegen::Result<codegen::KernelPackage> build_kernel_package(
     std::vector<codegen::PtxasRejection> rejections;  // sm_90a's
   };
   bool approximate_exp2 = options.approximate_exp2;
-  const auto attempt = [&](const matile::ModulePtr& module, bool approximate) -> codegen::Result<Attempt> {
+  // ptxas options every arch is compiled with; a fallback below may lower the register usage
+  // level for the whole module.
+  std::vector<std::string> ptxas_options;
+  const auto attempt = [&](const matile::ModulePtr& module, bool approximate,
+                           const std::vector<std::string>& extra_options) -> codegen::Result<Attempt> {
     codegen::EmitOptions emit_options;
     emit_options.source = compilation.file.get();
     emit_options.approximate_exp2 = approximate;
@@ -69,6 +73,7 @@ codegen::Result<codegen::KernelPackage> build_kernel_package(
       codegen::NvrtcOptions nvrtc_options;
       nvrtc_options.arch = arch;
       nvrtc_options.hopper_gate = false;
+      nvrtc_options.extra_options = extra_options;
       codegen::Result<codegen::CompiledProgram> compiled =
           (*nvrtc)->compile(result.emitted.source, "kernel.cu", nvrtc_options);
       // The emitter printed CUDA that NVRTC rejects: a compiler bug, reported with the log.
@@ -81,14 +86,18 @@ codegen::Result<codegen::KernelPackage> build_kernel_package(
     return result;
   };
   matile::ModulePtr module = ma_module;
-  codegen::Result<Attempt> built = attempt(module, approximate_exp2);
+  codegen::Result<Attempt> built = attempt(module, approximate_exp2, ptxas_options);
   if (!built.ok()) return built.error();
   std::vector<std::string> notes;
   // A Hopper kernel that only spills is compiled again in forms that hold fewer registers where
   // ptxas is at its edge, kernel by kernel, and the first form without a rejection of that
   // kernel, and without new ones, is kept: the neighbouring register splits between its roles
-  // (matile/role_registers.h says why); then exp2 with its denormal guard (EmitOptions::
-  // approximate_exp2 says why; module-wide), at the lowering's split and at the others.
+  // (matile/role_registers.h says why); then ptxas at a lower register usage level, which
+  // holds back the optimizations that trade registers for speed (module-wide; a kernel one
+  // register past its budget usually fits without them, and its main loop keeps the SFU-only
+  // exp2); then exp2 with its denormal guard (EmitOptions::approximate_exp2 says why;
+  // module-wide), at the lowering's split and at the others. The guard comes last because it
+  // costs a compare and two multiplies on every score of a softmax.
   const auto rejected = [](const Attempt& a, const std::string& kernel) {
     return std::any_of(a.rejections.begin(), a.rejections.end(),
                        [&](const codegen::PtxasRejection& r) { return r.kernel == kernel; });
@@ -109,29 +118,46 @@ codegen::Result<codegen::KernelPackage> build_kernel_package(
     struct Form {
       matile::KernelPtr kernel;
       bool approximate;
+      std::vector<std::string> ptxas_options;
       std::string note;
     };
     std::vector<Form> forms;
     const std::string guarded = "exp2 as exp2f, with its denormal guard (the SFU-only exp2 spilled)";
     for (const bool approximate : {true, false}) {
       if (!approximate && !approximate_exp2) break;
-      if (!approximate) forms.push_back({module->kernels[k], false, guarded});
+      if (!approximate) forms.push_back({module->kernels[k], false, ptxas_options, guarded});
       for (int registers : matile::consumer_register_alternatives(*module->kernels[k])) {
         if (const matile::KernelPtr rebalanced = matile::with_consumer_registers(module->kernels[k], registers)) {
-          forms.push_back({rebalanced, approximate && approximate_exp2,
+          forms.push_back({rebalanced, approximate && approximate_exp2, ptxas_options,
                            rebalanced->notes.back() + (approximate ? std::string() : "; " + guarded)});
+        }
+      }
+      // ptxas's default level is 5; 3 holds back the register-hungry optimizations first, 1
+      // nearly all of them. Only when no level was chosen for an earlier kernel of the module.
+      if (approximate && ptxas_options.empty()) {
+        for (const int level : {3, 1}) {
+          forms.push_back({module->kernels[k], approximate_exp2,
+                           {"-Xptxas=--register-usage-level=" + std::to_string(level)},
+                           "ptxas at register usage level " + std::to_string(level) +
+                               " (the default, 5, spilled)"});
         }
       }
     }
     for (const Form& form : forms) {
       auto changed = std::make_shared<matile::Module>(*module);
       changed->kernels[k] = form.kernel;
-      codegen::Result<Attempt> again = attempt(changed, form.approximate);
-      if (!again.ok()) return again.error();
+      codegen::Result<Attempt> again = attempt(changed, form.approximate, form.ptxas_options);
+      if (!again.ok()) {
+        // An NVRTC whose ptxas predates --register-usage-level rejects the option, not the
+        // kernel: that form is not available, the others are.
+        if (form.ptxas_options != ptxas_options) continue;
+        return again.error();
+      }
       if (rejected(*again, kernel_name) || again->rejections.size() >= built->rejections.size()) continue;
       notes.push_back("kernel " + kernel_name + ": " + form.note + ": " + spilled);
       module = changed;
       approximate_exp2 = form.approximate;
+      ptxas_options = form.ptxas_options;
       built = std::move(again);
       break;
     }
