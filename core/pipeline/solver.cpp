@@ -45,29 +45,54 @@ double cpu_seconds_of(clockid_t clock) {
   return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
 }
 
-// The time the solver spends (SolveOptions::time_limit_seconds): CPU seconds of the thread that
-// constructed it, capped by wall time at kWallClockFactor times the limit.
+// Z3's resource units (its `rlimit` count: work steps of the solver, the same on every run and
+// machine for the same problem and Z3 version) spent by the checks of this thread's solves.
+thread_local uint64_t z3_units_spent = 0;
+
+// The time the solver spends (SolveOptions::time_limit_seconds), in solver seconds: Z3 resource
+// units spent by this thread since construction over kZ3UnitsPerSecond. A budget in CPU or wall
+// seconds gives each check as much work as the machine manages in it, so the best schedule found
+// before the limit, and with it the search's pick, changed from run to run (three runs of one
+// attention row gave three ring depths). Counted in units, the same problem gets the same answer.
+// Real time still caps the wait: kCpuFactor times the limit in this thread's CPU time (the
+// watchdog in check()) and kWallClockFactor times it in wall time.
 class SolveClock {
  public:
   explicit SolveClock(double limit_seconds)
-      : limit_(limit_seconds), wall_start_(Clock::now()) {
+      : limit_(limit_seconds), wall_start_(Clock::now()), units_start_(z3_units_spent) {
     pthread_getcpuclockid(pthread_self(), &clock_);
     cpu_start_ = cpu_seconds_of(clock_);
   }
+  // Solver seconds spent (deterministic).
+  double spent() const { return static_cast<double>(z3_units_spent - units_start_) / kZ3UnitsPerSecond; }
   double cpu() const { return cpu_seconds_of(clock_) - cpu_start_; }
   double wall() const { return std::chrono::duration<double>(Clock::now() - wall_start_).count(); }
-  // What is left of `seconds` counted from `since` (an earlier cpu()), also within the cap.
+  // What is left of `seconds` counted from `since` (an earlier spent()), in solver seconds; 0
+  // once real time is past its caps.
   double left(double seconds, double since = 0) const {
-    return std::min(seconds - (cpu() - since), limit_ * kWallClockFactor - wall());
+    if (cpu() >= limit_ * kCpuFactor || wall() >= limit_ * kWallClockFactor) return 0;
+    return seconds - (spent() - since);
   }
   clockid_t clock() const { return clock_; }
 
  private:
   double limit_;
   Clock::time_point wall_start_;
+  uint64_t units_start_ = 0;
   clockid_t clock_{};
   double cpu_start_ = 0;
 };
+
+// Z3's `rlimit count` of `solver` (cumulative over its checks).
+uint64_t z3_units_of(const z3::solver& solver) {
+  const z3::stats stats = solver.statistics();
+  for (unsigned i = 0; i < stats.size(); ++i) {
+    if (stats.key(i) == "rlimit count") {
+      return stats.is_uint(i) ? stats.uint_value(i) : static_cast<uint64_t>(stats.double_value(i));
+    }
+  }
+  return 0;
+}
 
 // Interrupts `context` once the thread of `clock` has spent `seconds` of CPU time: Z3's own
 // timeout counts wall time.
@@ -555,14 +580,16 @@ class Model {
       solver_.add(z3::implies(literal, sum <= *cross));
       assumptions.push_back(literal);
     }
-    // `seconds` of this thread's CPU time (SolveOptions::time_limit_seconds says why), and at
-    // most kWallClockFactor times that in wall time.
+    // `seconds` of solver time (SolveClock says why): Z3 stops the check itself when its
+    // resource units run out; real time caps it at kCpuFactor times that in this thread's CPU
+    // time and kWallClockFactor times it in wall time.
     const SolveClock clock(seconds);
     for (;;) {
       const double left = clock.left(seconds);
       if (left <= 0) return z3::unknown;
       z3::params params(ctx_);
       params.set("timeout", static_cast<unsigned>(std::clamp(left * kWallClockFactor, 0.001, 3600.0) * 1000.0));
+      params.set("rlimit", static_cast<unsigned>(std::clamp(left * kZ3UnitsPerSecond, 1.0, 4.0e9)));
       solver_.set(params);
       if (stop_.stop_requested()) return z3::unknown;
       ++checks_;
@@ -571,8 +598,10 @@ class Model {
         // A stop request from another thread interrupts the check (Z3 then answers unknown),
         // and so does the watchdog when the check has spent its CPU time.
         const std::stop_callback interrupt(stop_, [this] { ctx_.interrupt(); });
-        CpuWatchdog watchdog(ctx_, clock.clock(), left);
+        CpuWatchdog watchdog(ctx_, clock.clock(), left * kCpuFactor);
+        const uint64_t units_before = z3_units_of(solver_);
         result = solver_.check(assumptions);
+        z3_units_spent += z3_units_of(solver_) - units_before;
         if (watchdog.disarm()) result = z3::unknown;
       } catch (const z3::exception&) {
         return z3::unknown;
@@ -582,9 +611,10 @@ class Model {
       // until the next check (Z3 throws "canceled"), so the answer counts as unknown.
       if (stop_.stop_requested()) return z3::unknown;
       if (std::getenv("NAUTILUS_PIPELINE_TRACE")) {
-        std::fprintf(stderr, "[pipeline] II %lld consumers %d: %s in %.3f s\n", static_cast<long long>(ii_),
-                     consumers_, result == z3::sat ? "sat" : result == z3::unsat ? "unsat" : "unknown",
-                     clock.wall());
+        std::fprintf(stderr, "[pipeline] II %lld consumers %d: %s in %.3f s (%.3f s of CPU, %.3f solver s)\n",
+                     static_cast<long long>(ii_), consumers_,
+                     result == z3::sat ? "sat" : result == z3::unsat ? "unsat" : "unknown", clock.wall(),
+                     clock.cpu(), clock.spent());
       }
       if (result != z3::sat || !add_broken_rows(only)) return result;
     }
@@ -949,6 +979,7 @@ Solution solve(const Graph& graph, const Machine& machine, const SolveOptions& o
     if (auto hit = cache->find(key)) {
       hit->seconds = elapsed();
       hit->cpu_seconds = clock.cpu();
+      hit->solver_seconds = clock.spent();
       return *hit;
     }
   }
@@ -956,6 +987,13 @@ Solution solve(const Graph& graph, const Machine& machine, const SolveOptions& o
   const auto finish = [&](Solution s) {
     s.seconds = elapsed();
     s.cpu_seconds = clock.cpu();
+    s.solver_seconds = clock.spent();
+    if (clock.left(options.time_limit_seconds) <= 0 && s.solver_seconds < options.time_limit_seconds * 0.99) {
+      s.notes.push_back("the real-time cap (" + cycles_text(options.time_limit_seconds * kCpuFactor) +
+                        " s of CPU or " + cycles_text(options.time_limit_seconds * kWallClockFactor) +
+                        " s of wall time) ended the solve before its solver time: a loaded or slower "
+                        "machine; another run may answer differently");
+    }
     if (options.stop.stop_requested() && s.status != SolveStatus::Optimal && s.status != SolveStatus::Infeasible) {
       s.notes.push_back("stopped on request after " + std::to_string(static_cast<int>(s.seconds * 1000)) +
                         " ms, before the time limit: what was found so far");
@@ -1066,7 +1104,7 @@ Solution solve(const Graph& graph, const Machine& machine, const SolveOptions& o
     bool length_proven = true, cross_proven = true, complete = true;
   };
   const auto attempt = [&](int64_t ii, double budget) {
-    const double begin = clock.cpu();
+    const double begin = clock.spent();
     const auto remaining = [&] { return std::min(left(), clock.left(budget, begin)); };
     Attempt chosen;
     bool any_sat = false, any_unknown = false;
@@ -1380,7 +1418,7 @@ std::string describe_solution(const Graph& graph, const Solution& s) {
   }
   for (const std::string& note : s.notes) out << "  note: " << note << "\n";
   out << "  solve time " << std::fixed << std::setprecision(3) << s.seconds << " s (" << std::setprecision(1)
-      << s.cpu_seconds << " s of CPU), " << s.checks << " Z3 check" << (s.checks == 1 ? "" : "s") << "\n";
+      << s.cpu_seconds << " s of CPU, " << s.solver_seconds << " solver s), " << s.checks << " Z3 check" << (s.checks == 1 ? "" : "s") << "\n";
   return out.str();
 }
 
@@ -1456,6 +1494,7 @@ nlohmann::ordered_json solution_json(const Graph&, const Solution& s) {
   json["notes"] = s.notes;
   json["seconds"] = s.seconds;
   json["cpu_seconds"] = s.cpu_seconds;
+  json["solver_seconds"] = s.solver_seconds;
   json["checks"] = s.checks;
   json["cached"] = s.cached;
   return json;
@@ -1494,6 +1533,7 @@ Solution solution_from_json(const nlohmann::json& json) {
   s.notes = json.at("notes").get<std::vector<std::string>>();
   s.seconds = json.at("seconds").get<double>();
   s.cpu_seconds = json.value("cpu_seconds", 0.0);
+  s.solver_seconds = json.value("solver_seconds", 0.0);
   s.checks = json.at("checks").get<int>();
   return s;
 }

@@ -57,10 +57,10 @@
 namespace nautilus::pipeline {
 
 struct SolveOptions {
-  // The budget in CPU seconds of the solving thread, not wall time: on a loaded machine (a
-  // build or a second search beside it) a wall-clock limit gives each Z3 check a fraction of
-  // its work, so the answer would depend on the load. A wall-clock cap of kWallClockFactor times
-  // the budget still bounds the wait.
+  // The budget in solver seconds: Z3 resource units (its deterministic `rlimit` count) over
+  // kZ3UnitsPerSecond, not wall or CPU time, so that the same problem gets the same answer on a
+  // loaded machine, a faster one or a second run. Real time still bounds the wait: kCpuFactor
+  // times the budget in the solving thread's CPU time, kWallClockFactor times it in wall time.
   double time_limit_seconds = 25;
   std::optional<int> max_registers;  // caps every compute role's budget (--max-regs)
   std::optional<int> stages;         // every copied operand's ring depth (--stages)
@@ -113,12 +113,18 @@ struct Solution {
   std::vector<std::string> explanation;             // the conflicting constraints, in words
   std::vector<std::string> notes;                   // timeouts, fallbacks
   double seconds = 0;      // wall time of the solve
-  double cpu_seconds = 0;  // the solving thread's CPU time (what the time limit counts)
+  double cpu_seconds = 0;  // the solving thread's CPU time
+  double solver_seconds = 0;  // Z3 resource units over kZ3UnitsPerSecond (what the time limit counts)
   int checks = 0;
   bool cached = false;
 };
 
-// The wall-clock cap on a solve, as a multiple of SolveOptions::time_limit_seconds.
+// Z3 resource units per solver second: about what Z3 4.8 spends per CPU second on the pipeline
+// problems of the assets on the development machines (NAUTILUS_PIPELINE_TRACE prints both).
+constexpr double kZ3UnitsPerSecond = 1500000.0;
+// The real-time caps on a solve, as multiples of SolveOptions::time_limit_seconds: the solving
+// thread's CPU time, and wall time.
+constexpr double kCpuFactor = 2.0;
 constexpr double kWallClockFactor = 4.0;
 
 // An in-process cache of solutions by key() (graph, machine, options), optionally backed by a
