@@ -54,7 +54,7 @@ thread_local uint64_t z3_units_spent = 0;
 // seconds gives each check as much work as the machine manages in it, so the best schedule found
 // before the limit, and with it the search's pick, changed from run to run (three runs of one
 // attention row gave three ring depths). Counted in units, the same problem gets the same answer.
-// Real time still caps the wait: kCpuFactor times the limit in this thread's CPU time (the
+// Real time still caps the wait: cpu_cap_seconds(limit) of this thread's CPU time (the
 // watchdog in check()) and kWallClockFactor times it in wall time.
 class SolveClock {
  public:
@@ -70,7 +70,7 @@ class SolveClock {
   // What is left of `seconds` counted from `since` (an earlier spent()), in solver seconds; 0
   // once real time is past its caps.
   double left(double seconds, double since = 0) const {
-    if (cpu() >= limit_ * kCpuFactor || wall() >= limit_ * kWallClockFactor) return 0;
+    if (cpu() >= cpu_cap_seconds(limit_) || wall() >= limit_ * kWallClockFactor) return 0;
     return seconds - (spent() - since);
   }
   clockid_t clock() const { return clock_; }
@@ -581,7 +581,7 @@ class Model {
       assumptions.push_back(literal);
     }
     // `seconds` of solver time (SolveClock says why): Z3 stops the check itself when its
-    // resource units run out; real time caps it at kCpuFactor times that in this thread's CPU
+    // resource units run out; real time caps it at cpu_cap_seconds() of this thread's CPU
     // time and kWallClockFactor times it in wall time.
     const SolveClock clock(seconds);
     for (;;) {
@@ -598,7 +598,7 @@ class Model {
         // A stop request from another thread interrupts the check (Z3 then answers unknown),
         // and so does the watchdog when the check has spent its CPU time.
         const std::stop_callback interrupt(stop_, [this] { ctx_.interrupt(); });
-        CpuWatchdog watchdog(ctx_, clock.clock(), left * kCpuFactor);
+        CpuWatchdog watchdog(ctx_, clock.clock(), cpu_cap_seconds(left));
         const uint64_t units_before = z3_units_of(solver_);
         result = solver_.check(assumptions);
         z3_units_spent += z3_units_of(solver_) - units_before;
@@ -989,7 +989,7 @@ Solution solve(const Graph& graph, const Machine& machine, const SolveOptions& o
     s.cpu_seconds = clock.cpu();
     s.solver_seconds = clock.spent();
     if (clock.left(options.time_limit_seconds) <= 0 && s.solver_seconds < options.time_limit_seconds * 0.99) {
-      s.notes.push_back("the real-time cap (" + cycles_text(options.time_limit_seconds * kCpuFactor) +
+      s.notes.push_back("the real-time cap (" + cycles_text(cpu_cap_seconds(options.time_limit_seconds)) +
                         " s of CPU or " + cycles_text(options.time_limit_seconds * kWallClockFactor) +
                         " s of wall time) ended the solve before its solver time: a loaded or slower "
                         "machine; another run may answer differently");

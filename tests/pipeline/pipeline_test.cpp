@@ -435,9 +435,9 @@ TEST(PipelineSolver, TheTimeLimitCountsTheSolversWorkNotTime) {
     // It spent its solver second, unless the machine is so loaded that a real-time cap ended it.
     const double cap = options.time_limit_seconds * kWallClockFactor;
     EXPECT_TRUE(s->solver_seconds > 0.8 || s->seconds >= cap - 0.1 ||
-                s->cpu_seconds >= options.time_limit_seconds * kCpuFactor - 0.1)
+                s->cpu_seconds >= cpu_cap_seconds(options.time_limit_seconds) - 0.1)
         << "the solver had a second of work: " << describe_solution(graph, *s);
-    EXPECT_LT(s->cpu_seconds, options.time_limit_seconds * kCpuFactor + 0.5) << describe_solution(graph, *s);
+    EXPECT_LT(s->cpu_seconds, cpu_cap_seconds(options.time_limit_seconds) + 0.5) << describe_solution(graph, *s);
     EXPECT_LT(s->seconds, cap + 1.0) << describe_solution(graph, *s);
     EXPECT_NE(describe_solution(graph, *s).find("solver s)"), std::string::npos);
   }
