@@ -55,7 +55,7 @@ thread_local uint64_t z3_units_spent = 0;
 // before the limit, and with it the search's pick, changed from run to run (three runs of one
 // attention row gave three ring depths). Counted in units, the same problem gets the same answer.
 // Real time still caps the wait: cpu_cap_seconds(limit) of this thread's CPU time (the
-// watchdog in check()) and kWallClockFactor times it in wall time.
+// watchdog in check()) and wall_cap_seconds(limit) of wall time.
 class SolveClock {
  public:
   explicit SolveClock(double limit_seconds)
@@ -70,7 +70,7 @@ class SolveClock {
   // What is left of `seconds` counted from `since` (an earlier spent()), in solver seconds; 0
   // once real time is past its caps.
   double left(double seconds, double since = 0) const {
-    if (cpu() >= cpu_cap_seconds(limit_) || wall() >= limit_ * kWallClockFactor) return 0;
+    if (cpu() >= cpu_cap_seconds(limit_) || wall() >= wall_cap_seconds(limit_)) return 0;
     return seconds - (spent() - since);
   }
   clockid_t clock() const { return clock_; }
@@ -582,13 +582,13 @@ class Model {
     }
     // `seconds` of solver time (SolveClock says why): Z3 stops the check itself when its
     // resource units run out; real time caps it at cpu_cap_seconds() of this thread's CPU
-    // time and kWallClockFactor times it in wall time.
+    // time and wall_cap_seconds() of wall time.
     const SolveClock clock(seconds);
     for (;;) {
       const double left = clock.left(seconds);
       if (left <= 0) return z3::unknown;
       z3::params params(ctx_);
-      params.set("timeout", static_cast<unsigned>(std::clamp(left * kWallClockFactor, 0.001, 3600.0) * 1000.0));
+      params.set("timeout", static_cast<unsigned>(std::clamp(wall_cap_seconds(left), 0.001, 3600.0) * 1000.0));
       params.set("rlimit", static_cast<unsigned>(std::clamp(left * kZ3UnitsPerSecond, 1.0, 4.0e9)));
       solver_.set(params);
       if (stop_.stop_requested()) return z3::unknown;
@@ -990,7 +990,7 @@ Solution solve(const Graph& graph, const Machine& machine, const SolveOptions& o
     s.solver_seconds = clock.spent();
     if (clock.left(options.time_limit_seconds) <= 0 && s.solver_seconds < options.time_limit_seconds * 0.99) {
       s.notes.push_back("the real-time cap (" + cycles_text(cpu_cap_seconds(options.time_limit_seconds)) +
-                        " s of CPU or " + cycles_text(options.time_limit_seconds * kWallClockFactor) +
+                        " s of CPU or " + cycles_text(wall_cap_seconds(options.time_limit_seconds)) +
                         " s of wall time) ended the solve before its solver time: a loaded or slower "
                         "machine; another run may answer differently");
     }

@@ -60,7 +60,7 @@ struct SolveOptions {
   // The budget in solver seconds: Z3 resource units (its deterministic `rlimit` count) over
   // kZ3UnitsPerSecond, not wall or CPU time, so that the same problem gets the same answer on a
   // loaded machine, a faster one or a second run. Real time still bounds the wait:
-  // cpu_cap_seconds() of the solving thread's CPU time, kWallClockFactor times it in wall time.
+  // cpu_cap_seconds() of the solving thread's CPU time, wall_cap_seconds() of wall time.
   double time_limit_seconds = 25;
   std::optional<int> max_registers;  // caps every compute role's budget (--max-regs)
   std::optional<int> stages;         // every copied operand's ring depth (--stages)
@@ -125,9 +125,10 @@ constexpr double kZ3UnitsPerSecond = 1500000.0;
 // The real-time caps on a solve of SolveOptions::time_limit_seconds `limit`: the solving
 // thread's CPU time, 1.2 times the limit, and at least 2 s more than it (building the
 // constraints and reading models is not Z3's counted work, and weighs on short limits); and
-// wall time, kWallClockFactor times the limit.
+// wall time, 4 times the limit and at least 8 s more than it (a short limit on a machine whose
+// other cores' work also takes this one's turns still gets its solver time).
 constexpr double cpu_cap_seconds(double limit) { return limit * 1.2 > limit + 2.0 ? limit * 1.2 : limit + 2.0; }
-constexpr double kWallClockFactor = 4.0;
+constexpr double wall_cap_seconds(double limit) { return limit * 4.0 > limit + 8.0 ? limit * 4.0 : limit + 8.0; }
 
 // An in-process cache of solutions by key() (graph, machine, options), optionally backed by a
 // directory of JSON files (one per key) so separate runs share it. Thread-safe.

@@ -328,8 +328,12 @@ TEST(PipelineSolver, Sm90aAttentionWithTwoConsumersIsFlashAttention3sPingPong) {
   const std::string h0 = role_of_op(s, "wgmma:27.h0")->name, h1 = role_of_op(s, "wgmma:27.h1")->name;
   EXPECT_NE(h0, h1);
   for (size_t v = 0; v < graph.nodes.size(); ++v) {
-    if (graph.nodes[v].subtile == 0) EXPECT_EQ(s.ops[v].role, h0) << graph.nodes[v].name;
-    if (graph.nodes[v].subtile == 1) EXPECT_EQ(s.ops[v].role, h1) << graph.nodes[v].name;
+    if (graph.nodes[v].subtile == 0) {
+      EXPECT_EQ(s.ops[v].role, h0) << graph.nodes[v].name;
+    }
+    if (graph.nodes[v].subtile == 1) {
+      EXPECT_EQ(s.ops[v].role, h1) << graph.nodes[v].name;
+    }
   }
   // The exponentials of one half run while the tensor core works for the other half.
   const auto busy = [&](const std::string& name, Unit unit) {
@@ -412,11 +416,13 @@ TEST(PipelineSolver, ATimeoutReturnsTheBestScheduleFoundAndSaysSo) {
 // The limit counts Z3's work, not time: the same problem gets the same answer with two threads
 // keeping both cores busy beside the solve as without them (a limit in CPU or wall time gave
 // three ring depths in three runs of one attention row), and the wait stays under the caps.
-// Attention on sm_90a with any number of consumers does not finish in one solver second.
+// Attention on sm_90a with any number of consumers does not finish in half a solver second; so
+// short a limit keeps the loaded solve far from the real-time caps (the wall cap's 8 s floor)
+// also when ctest runs another test on the same two cores.
 TEST(PipelineSolver, TheTimeLimitCountsTheSolversWorkNotTime) {
   const Graph graph = graph_of(*lower_asset("attention"), "sm_90a");
   SolveOptions options;
-  options.time_limit_seconds = 1.0;
+  options.time_limit_seconds = 0.5;
   const Solution alone = solve(graph, *machine_for("sm_90a"), options);
   // Two busy threads beside the solver; each stops when its jthread is destroyed, also when
   // solve throws.
@@ -432,13 +438,10 @@ TEST(PipelineSolver, TheTimeLimitCountsTheSolversWorkNotTime) {
   load.clear();
   for (const Solution* s : {&alone, &loaded}) {
     EXPECT_NE(s->status, SolveStatus::Optimal) << describe_solution(graph, *s);
-    // It spent its solver second, unless the machine is so loaded that a real-time cap ended it.
-    const double cap = options.time_limit_seconds * kWallClockFactor;
-    EXPECT_TRUE(s->solver_seconds > 0.8 || s->seconds >= cap - 0.1 ||
-                s->cpu_seconds >= cpu_cap_seconds(options.time_limit_seconds) - 0.1)
-        << "the solver had a second of work: " << describe_solution(graph, *s);
+    // It spent its solver time and no real-time cap ended it.
+    EXPECT_GT(s->solver_seconds, 0.99 * options.time_limit_seconds) << describe_solution(graph, *s);
     EXPECT_LT(s->cpu_seconds, cpu_cap_seconds(options.time_limit_seconds) + 0.5) << describe_solution(graph, *s);
-    EXPECT_LT(s->seconds, cap + 1.0) << describe_solution(graph, *s);
+    EXPECT_LT(s->seconds, wall_cap_seconds(options.time_limit_seconds) + 1.0) << describe_solution(graph, *s);
     EXPECT_NE(describe_solution(graph, *s).find("solver s)"), std::string::npos);
   }
   // The same answer, op by op.
