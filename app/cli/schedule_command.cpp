@@ -12,6 +12,7 @@
 #include "core/cost/device_models.h"
 #include "core/driver/pipeline.h"
 #include "core/pipeline/complete.h"
+#include "core/search/register_check.h"
 #include "core/search/search.h"
 #include "core/search/tree_json.h"
 #include "core/tune/tuner.h"
@@ -123,7 +124,10 @@ const CommandSpec& schedule_command_spec(const std::vector<OptionSpec>& shared_o
         "Then the pipeline solver (Z3, docs/pipeline.md) completes every kernel with a\n"
         "software-pipelined loop: it appends pipeline(BLOCK, stages=S[, consumers=C]) with the\n"
         "ring depth it proved best under the schedule's own pipeline pins, one line per kernel\n"
-        "says what it found; --no-pipeline-solver keeps the search's stages.",
+        "says what it found; --no-pipeline-solver keeps the search's stages.\n"
+        "Before that, the register check compiles the pick with NVRTC (no GPU needed): when ptxas\n"
+        "spills its registers or the Hopper gate refuses it, the next leaves by estimate are\n"
+        "compiled until one fits, and that one is used; --no-register-check skips it.",
         shared_options};
     command.options.push_back({"pin", "DECISION",
                                "the result must contain DECISION, applied as early as it applies, "
@@ -160,6 +164,8 @@ const CommandSpec& schedule_command_spec(const std::vector<OptionSpec>& shared_o
     command.options.push_back({"no-pipeline-solver", "",
                                "keep the search's pipeline stages instead of the pipeline "
                                "solver's (docs/pipeline.md)"});
+    command.options.push_back({"no-register-check", "",
+                               "keep the search's pick without compiling it to check for spills"});
     command.options.push_back({"solver-time", "SECONDS",
                                "the pipeline solver's time limit per kernel, CPU seconds (default 25)"});
     return command;
@@ -289,16 +295,43 @@ int run_schedule_command(const ParsedOptions& options, std::ostream& out, std::o
   }
   sched::Schedule chosen = result.schedule;
   std::optional<cost::CostEstimate> estimate = result.estimate;
+  const std::string arch = search::lowering_arch(search_options, *model);
+  // ptxas' registers before the model's: a pick that spills is replaced by the best-ranked leaf
+  // that does not (core/search/register_check.h).
+  bool leaf_fits = false;
+  if (!options.has("no-register-check") && !result.measured_us) {
+    search::RegisterCheckOptions check_options;
+    check_options.model = model.get();
+    const std::vector<search::LeafSchedule> leaves = search::complete_leaves(result);
+    const search::RegisterCheck check = search::choose_leaf_that_fits(input, leaves, arch, check_options);
+    for (const std::string& line : check.lines) out << line << "\n";
+    if (check.chosen) {
+      leaf_fits = true;
+      if (*check.chosen > 0) {
+        chosen = leaves[*check.chosen].schedule;
+        if (check.verdicts[*check.chosen].estimate) estimate = check.verdicts[*check.chosen].estimate;
+      }
+    }
+  }
   if (!options.has("no-pipeline-solver") && !result.measured_us) {
     pipeline::CompletionOptions completion_options;
     completion_options.solve.time_limit_seconds = time_limit;
     const pipeline::CompletedSchedule completed =
-        pipeline::complete_schedule(input.file, input.sizes, search::lowering_arch(search_options, *model),
-                                    result.schedule, *model, completion_options);
+        pipeline::complete_schedule(input.file, input.sizes, arch, chosen, *model, completion_options);
     out << pipeline::describe_completion(completed.completion);
     if (completed.completion.changed) {
-      chosen = completed.completion.schedule;
-      if (completed.estimate) estimate = completed.estimate;
+      // The solver's ring depth and consumer count change the registers too: a completion that
+      // makes a fitting leaf spill is not used.
+      const search::RegisterVerdict completed_verdict =
+          leaf_fits ? search::check_registers(input, completed.completion.schedule, arch)
+                    : search::RegisterVerdict{};
+      if (leaf_fits && completed_verdict.status != search::RegisterVerdict::Status::Fits) {
+        out << "register check: the completed schedule " << search::describe_verdict(completed_verdict)
+            << "; kept the schedule without the solver's decision\n";
+      } else {
+        chosen = completed.completion.schedule;
+        if (completed.estimate) estimate = completed.estimate;
+      }
     }
   }
   out << "schedule " << input.file->path() << " (" << result.model << ")\n";

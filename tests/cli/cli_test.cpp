@@ -87,9 +87,10 @@ INSTANTIATE_TEST_SUITE_P(Assets, EveryAssetCli, ::testing::ValuesIn(testing::ass
 // reduce's sliced layout, added to a loop-carried scalar in the uniform layout. The MA lowering
 // used to emit that add with mismatched layouts, the module failed verification, and the search
 // pruned every one-pass LayerNorm as "the tiles cannot be placed".
-// `schedule` ends with the pipeline solver: one line per pipelined kernel and its decision in
-// the written schedule; --no-pipeline-solver keeps the search's stages; a bad --solver-time is
-// refused before the search runs.
+// `schedule` ends with the register check and the pipeline solver: one line per pipelined
+// kernel and its decision in the written schedule; --no-pipeline-solver keeps the search's
+// stages, --no-register-check skips the check; a bad --solver-time is refused before the search
+// runs.
 TEST(Cli, ScheduleCompletesThePipelineWithTheSolver) {
   const std::string dir = ::testing::TempDir();
   const std::vector<std::string> sizes = {"-D", "M=512", "-D", "N=512", "-D", "K=512", "--ignore-db"};
@@ -100,15 +101,18 @@ TEST(Cli, ScheduleCompletesThePipelineWithTheSolver) {
   const CliRun with = run(solved);
   ASSERT_EQ(with.status, 0) << with.out << with.err;
   EXPECT_NE(with.out.find("pipeline: kernel C (sm_90a roles): optimal"), std::string::npos) << with.out;
+  // The register check compiled the pick with NVRTC first (where NVRTC is installed).
+  EXPECT_NE(with.out.find("register check: "), std::string::npos) << with.out;
   std::stringstream written;
   written << std::ifstream(dir + "/solved.json").rdbuf();
   EXPECT_NE(written.str().find("pipeline(C_sum, stages="), std::string::npos) << written.str();
 
   std::vector<std::string> kept = args;
-  kept.insert(kept.end(), {"--no-pipeline-solver", "-o", dir + "/kept.json"});
+  kept.insert(kept.end(), {"--no-pipeline-solver", "--no-register-check", "-o", dir + "/kept.json"});
   const CliRun without = run(kept);
   ASSERT_EQ(without.status, 0) << without.out << without.err;
   EXPECT_EQ(without.out.find("pipeline: kernel"), std::string::npos) << without.out;
+  EXPECT_EQ(without.out.find("register check"), std::string::npos) << without.out;
   std::stringstream search_only;
   search_only << std::ifstream(dir + "/kept.json").rdbuf();
   EXPECT_EQ(search_only.str().find("pipeline("), std::string::npos) << search_only.str();

@@ -1,0 +1,134 @@
+#include "core/search/register_check.h"
+
+#include <algorithm>
+#include <chrono>
+#include <iomanip>
+#include <sstream>
+
+#include "core/codegen/nvrtc.h"
+#include "core/cost/analytical_model.h"
+#include "core/driver/kernel_package.h"
+#include "core/driver/pipeline.h"
+
+namespace nautilus::search {
+
+RegisterVerdict check_registers(const SearchInput& input, const sched::Schedule& schedule,
+                                const std::string& arch, const cost::CostModel* model) {
+  RegisterVerdict verdict;
+  const auto started = std::chrono::steady_clock::now();
+  const auto finish = [&] {
+    verdict.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    return verdict;
+  };
+  const std::optional<codegen::GpuArch> target = codegen::parse_arch(arch);
+  if (!target) {
+    verdict.message = "unknown arch '" + arch + "'";
+    return finish();
+  }
+  driver::CompileOptions options;
+  options.sizes = input.sizes;
+  options.schedule = schedule;
+  options.last_stage = driver::Stage::MATile;
+  options.matile.arch = arch;
+  const driver::Compilation compilation = driver::compile(input.file, options);
+  if (!compilation.ok() || !compilation.ma_module) {
+    verdict.message = !compilation.schedule_error.empty()   ? compilation.schedule_error
+                      : !compilation.internal_error.empty() ? compilation.internal_error
+                                                            : "it does not lower to MA tile IR";
+    return finish();
+  }
+  if (model) verdict.estimate = model->estimate(*compilation.ma_module);
+  // The package build's own fallbacks (register splits, ptxas' register usage level, the guarded
+  // exp2) run as they do for `nautilus compile` and measurements: the check sees what would run.
+  codegen::Result<codegen::KernelPackage> package =
+      driver::build_kernel_package(compilation, compilation.ma_module, {*target});
+  if (!package.ok()) {
+    using Kind = codegen::CodegenError::Kind;
+    const Kind kind = package.error().kind;
+    verdict.status = kind == Kind::NvrtcNotFound ? RegisterVerdict::Status::NoCompiler
+                     : kind == Kind::Rejected    ? RegisterVerdict::Status::Rejected
+                                                 : RegisterVerdict::Status::Failed;
+    verdict.message = package.error().message;
+    return finish();
+  }
+  // The kernel named is the one that spills most, else the one with the most registers.
+  int64_t most_spilled = -1;
+  // The package launches the module's kernels in its order (codegen/package.h).
+  const std::vector<matile::KernelPtr>& lowered = compilation.ma_module->kernels;
+  auto estimated_for = [&](const std::string& symbol) {
+    for (size_t i = 0; i < package->kernels.size() && i < lowered.size(); ++i) {
+      if (package->kernels[i].name == symbol && lowered[i]) return cost::estimate_registers_per_thread(*lowered[i]);
+    }
+    return 0;
+  };
+  for (const codegen::KernelResources& kernel : package->report.kernels) {
+    const int64_t spilled = kernel.spill_store_bytes + kernel.spill_load_bytes;
+    verdict.spill_bytes += spilled;
+    if (spilled > most_spilled || (spilled == most_spilled && kernel.registers > verdict.registers)) {
+      most_spilled = spilled;
+      verdict.kernel = kernel.name;
+      verdict.registers = kernel.registers;
+      verdict.estimated_registers = estimated_for(kernel.name);
+    }
+  }
+  verdict.status = verdict.spill_bytes > 0 ? RegisterVerdict::Status::Spills : RegisterVerdict::Status::Fits;
+  return finish();
+}
+
+std::string describe_verdict(const RegisterVerdict& verdict) {
+  using Status = RegisterVerdict::Status;
+  std::ostringstream out;
+  switch (verdict.status) {
+    case Status::Fits:
+    case Status::Spills:
+      out << verdict.kernel << " " << verdict.registers << " registers";
+      if (verdict.estimated_registers > 0) out << " (estimated " << verdict.estimated_registers << ")";
+      out << ", ";
+      if (verdict.spill_bytes > 0) {
+        out << verdict.spill_bytes << " bytes spilled";
+      } else {
+        out << "no spill";
+      }
+      break;
+    case Status::Rejected: out << "rejected: " << verdict.message; break;
+    case Status::Failed: out << "does not compile: " << verdict.message; break;
+    case Status::NoCompiler: out << "not checked: " << verdict.message; break;
+  }
+  return out.str();
+}
+
+RegisterCheck choose_leaf_that_fits(const SearchInput& input, const std::vector<LeafSchedule>& leaves,
+                                    const std::string& arch, const RegisterCheckOptions& options) {
+  RegisterCheck check;
+  const size_t limit = std::min(leaves.size(), static_cast<size_t>(std::max(options.max_leaves, 1)));
+  for (size_t i = 0; i < limit; ++i) {
+    if (options.stop.stop_requested()) {
+      check.lines.push_back("register check: stopped; the search's pick stays");
+      return check;
+    }
+    const RegisterVerdict verdict = check_registers(input, leaves[i].schedule, arch, options.model);
+    check.verdicts.push_back(verdict);
+    if (verdict.status == RegisterVerdict::Status::NoCompiler) {
+      check.lines.push_back("register check: skipped, " + verdict.message);
+      return check;
+    }
+    std::ostringstream line;
+    line << "register check: leaf " << i + 1 << " (estimate " << std::fixed << std::setprecision(1)
+         << leaves[i].estimate_us << " µs) under ptxas for " << arch << ": " << describe_verdict(verdict);
+    check.lines.push_back(line.str());
+    if (verdict.status == RegisterVerdict::Status::Fits) {
+      check.chosen = i;
+      check.pick_fits = i == 0;
+      if (i > 0) {
+        check.lines.push_back("register check: chose leaf " + std::to_string(i + 1) +
+                              ", the best-ranked one that compiles without spilling");
+      }
+      return check;
+    }
+  }
+  check.lines.push_back("register check: none of the " + std::to_string(limit) +
+                        " best-ranked leaves compiles without spilling; the search's pick stays");
+  return check;
+}
+
+}  // namespace nautilus::search

@@ -1,0 +1,75 @@
+// The register check: ptxas' word on the search's pick before it is printed.
+//
+// The cost model estimates registers per thread from the MA tile IR's live tiles; ptxas decides.
+// Where they disagree the pick can spill to local memory and run at half its estimate (an FP8
+// GEMM's 128 x 128 x 128 tile on mma.sync: estimated 510.7 µs, 255 registers and 1384 bytes
+// spilled under NVRTC 13.0, measured 1353.7 µs on an H200, against 689.8 µs for a tile the model
+// ranked lower). The check compiles the best-ranked complete leaves with NVRTC for the arch the
+// search lowered for (no GPU needed) and keeps the first whose kernels neither spill nor fail
+// the Hopper gate (codegen/nvrtc.h), in the search's order:
+//
+//   leaves by estimate:  #1 510.7 µs  -> ptxas: C 255 registers, 1384 bytes spilled
+//                        #2 548.0 µs  -> ptxas: C 168 registers, no spill      <- chosen
+//
+// When NVRTC is not installed the check says so and keeps the pick; when every leaf checked
+// spills, the pick stays and the answer says so.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "core/search/search.h"
+
+namespace nautilus::search {
+
+// What ptxas reported for one schedule's package.
+struct RegisterVerdict {
+  enum class Status {
+    Fits,         // compiled; no kernel spills
+    Spills,       // compiled; some kernel spills (spill_bytes > 0)
+    Rejected,     // the Hopper gate refused it (wgmma serialized or registers spilled)
+    Failed,       // it does not compile to a package (the message says why)
+    NoCompiler,   // NVRTC is not installed: nothing can be checked
+  };
+  Status status = Status::Failed;
+  int64_t spill_bytes = 0;  // stores and loads, over all kernels
+  std::string kernel;       // the kernel with the most registers (or the spill)
+  int registers = 0;        // its registers per thread
+  int estimated_registers = 0;  // the cost model's estimate for it (0: unknown)
+  std::string message;      // Rejected, Failed, NoCompiler: why
+  double seconds = 0;       // compile time
+  // The model's estimate of the lowered module, when a model was given.
+  std::optional<cost::CostEstimate> estimate;
+};
+
+// Lowers `schedule` for `arch` and compiles its package with NVRTC for that arch alone.
+// With `model`, the verdict also carries the model's estimate of the lowered module.
+RegisterVerdict check_registers(const SearchInput& input, const sched::Schedule& schedule,
+                                const std::string& arch, const cost::CostModel* model = nullptr);
+
+// One line: "C 255 registers, 1384 bytes spilled" / "rejected: ..." / "does not compile: ...".
+std::string describe_verdict(const RegisterVerdict& verdict);
+
+struct RegisterCheckOptions {
+  int max_leaves = 6;  // leaves compiled at most, best estimate first
+  const cost::CostModel* model = nullptr;  // estimates the chosen leaf's module when given
+  std::stop_token stop;
+};
+
+struct RegisterCheck {
+  // The index into the leaves of the schedule to use; nullopt keeps the search's pick (nothing
+  // could be checked, or every leaf checked spills).
+  std::optional<size_t> chosen;
+  bool pick_fits = false;          // the first leaf fits: nothing changed
+  std::vector<std::string> lines;  // what was compiled and found, for the user
+  std::vector<RegisterVerdict> verdicts;  // per leaf checked, in order
+};
+
+// Checks `leaves` (complete_leaves(), best estimate first) in order until one fits.
+RegisterCheck choose_leaf_that_fits(const SearchInput& input, const std::vector<LeafSchedule>& leaves,
+                                    const std::string& arch, const RegisterCheckOptions& options = {});
+
+}  // namespace nautilus::search
