@@ -22,7 +22,7 @@
 
 #include "core/cost/analytical_model.h"
 #include "core/cost/device_models.h"
-#include "core/pipeline/complete.h"
+#include "core/pipeline/finish_search.h"
 #include "core/tune/tuner.h"
 #include "core/tune/tuning_db.h"
 #include "profiler/local_executor.h"
@@ -101,10 +101,16 @@ SearchPanel::SearchPanel(QWidget* parent) : QWidget(parent) {
   pipeline_solver_->setToolTip(tr("Complete the chosen schedule's software pipelines with the Z3 "
                                   "pipeline solver (ring depth, consumer warpgroups), as nautilus "
                                   "schedule does"));
+  register_check_ = new QCheckBox(tr("register check"), this);
+  register_check_->setChecked(true);
+  register_check_->setToolTip(tr("Compile the chosen schedule with NVRTC (no GPU needed) and, when "
+                                 "ptxas spills its registers, use the best-ranked leaf that does "
+                                 "not, as nautilus schedule does"));
   progress_ = new QLabel(tr("Search for a schedule of the current spec."), this);
   progress_->setObjectName(QStringLiteral("search_progress"));
   progress_->setWordWrap(true);
-  for (QWidget* widget : std::initializer_list<QWidget*>{search_, cancel_, beam_, device_, pipeline_solver_}) {
+  for (QWidget* widget : std::initializer_list<QWidget*>{search_, cancel_, beam_, device_, register_check_,
+                                                            pipeline_solver_}) {
     bar->addWidget(widget);
   }
   bar->addWidget(progress_, 1);
@@ -406,8 +412,9 @@ bool SearchPanel::start() {
   const std::string device_name = device_preset();
   std::stop_token token = stop_.get_token();
   const bool complete_pipelines = pipeline_solver_->isChecked();
-  runner_->post([this, input, options, device_name, token, generation,
-                 complete_pipelines]() -> TaskRunner::Continuation {
+  const bool check_registers = register_check_->isChecked();
+  runner_->post([this, input, options, device_name, token, generation, complete_pipelines,
+                 check_registers]() -> TaskRunner::Continuation {
     search::SearchResult result;
     std::string pipeline_summary;
     try {
@@ -425,17 +432,17 @@ bool SearchPanel::start() {
               if (generation == generation_) show_tree(std::move(nodes));
             });
         result = search::run_search(input, *model, options, &forwarder, token);
-        if (result.ok && complete_pipelines && !token.stop_requested()) {
-          pipeline::CompletionOptions completion_options;
-          completion_options.solve.stop = token;
-          const pipeline::CompletedSchedule completed = pipeline::complete_schedule(
-              input.file, input.sizes, search::lowering_arch(options, *model), result.schedule, *model,
-              completion_options);
-          pipeline_summary = pipeline::describe_completion(completed.completion);
-          if (completed.completion.changed) {
-            result.schedule = completed.completion.schedule;
-            if (completed.estimate) result.estimate = completed.estimate;
-          }
+        if (result.ok && !token.stop_requested()) {
+          // The register check and the pipeline solver, as `nautilus schedule` runs them.
+          pipeline::FinishOptions finish_options;
+          finish_options.register_check = check_registers;
+          finish_options.complete_pipelines = complete_pipelines;
+          finish_options.completion.solve.stop = token;
+          pipeline::FinishedSchedule finished = pipeline::finish_search(
+              input, result, *model, search::lowering_arch(options, *model), finish_options);
+          pipeline_summary = std::move(finished.report);
+          result.schedule = std::move(finished.schedule);
+          result.estimate = std::move(finished.estimate);
         }
       }
     } catch (const std::exception& error) {
@@ -543,10 +550,19 @@ void SearchPanel::show_result(search::SearchResult result) {
     // "pipeline: kernel C (...)" lines, shortened to their decisions for the status line; the
     // whole text is the tooltip.
     QStringList decided;
+    QString registers;
+    const QString check = QStringLiteral("register check: ");
     for (const QString& line : QString::fromStdString(pipeline_summary_).split(QLatin1Char('\n'))) {
       const qsizetype arrow = line.indexOf(QStringLiteral("-> "));
       if (arrow >= 0) decided << line.mid(arrow + 3);
+      // The check's verdict: a leaf chosen over a spilling pick, or none that fits.
+      if (line.startsWith(check) && (line.contains(QStringLiteral("chose leaf")) ||
+                                     line.contains(QStringLiteral("pick stays")) ||
+                                     line.contains(QStringLiteral("kept the schedule")))) {
+        registers = line.mid(check.size());
+      }
     }
+    if (!registers.isEmpty()) text += tr(" · registers: %1").arg(registers);
     if (!decided.isEmpty()) text += tr(" · solver: %1").arg(decided.join(QStringLiteral("; ")));
   }
   progress_->setToolTip(QString::fromStdString(pipeline_summary_));

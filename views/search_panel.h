@@ -85,7 +85,12 @@ class SearchPanel : public QWidget {
   // "pipeline solver": the chosen schedule is completed by the pipeline solver on the search's
   // worker (core/pipeline/complete.h), as `nautilus schedule` does; on by default.
   QCheckBox* pipeline_solver_box() const { return pipeline_solver_; }
-  // What the solver said of the last chosen schedule (one line per kernel; empty when off).
+  // "register check": the chosen schedule is compiled with NVRTC on the worker and a spilling
+  // pick replaced by the best-ranked leaf that fits (core/pipeline/finish_search.h); on by
+  // default.
+  QCheckBox* register_check_box() const { return register_check_; }
+  // What the register check and the solver said of the last chosen schedule (one line per
+  // leaf compiled and per kernel; empty when both are off).
   const std::string& pipeline_summary() const { return pipeline_summary_; }
   QLabel* database_label() const { return database_label_; }
   QLabel* measure_label() const { return measure_label_; }
@@ -149,6 +154,7 @@ class SearchPanel : public QWidget {
   QSpinBox* beam_ = nullptr;
   QComboBox* device_ = nullptr;
   QCheckBox* pipeline_solver_ = nullptr;
+  QCheckBox* register_check_ = nullptr;
   std::string pipeline_summary_;
   QLabel* progress_ = nullptr;
   QLabel* constraints_ = nullptr;

@@ -11,8 +11,7 @@
 #include "core/cost/analytical_model.h"
 #include "core/cost/device_models.h"
 #include "core/driver/pipeline.h"
-#include "core/pipeline/complete.h"
-#include "core/search/register_check.h"
+#include "core/pipeline/finish_search.h"
 #include "core/search/search.h"
 #include "core/search/tree_json.h"
 #include "core/tune/tuner.h"
@@ -293,47 +292,16 @@ int run_schedule_command(const ParsedOptions& options, std::ostream& out, std::o
     err << "nautilus: error: " << result.error << "\n";
     return result.error.rfind("internal compiler error", 0) == 0 ? kExitInternal : kExitFailure;
   }
-  sched::Schedule chosen = result.schedule;
-  std::optional<cost::CostEstimate> estimate = result.estimate;
-  const std::string arch = search::lowering_arch(search_options, *model);
-  // ptxas' registers before the model's: a pick that spills is replaced by the best-ranked leaf
-  // that does not (core/search/register_check.h).
-  bool leaf_fits = false;
-  if (!options.has("no-register-check") && !result.measured_us) {
-    search::RegisterCheckOptions check_options;
-    check_options.model = model.get();
-    const std::vector<search::LeafSchedule> leaves = search::complete_leaves(result);
-    const search::RegisterCheck check = search::choose_leaf_that_fits(input, leaves, arch, check_options);
-    for (const std::string& line : check.lines) out << line << "\n";
-    if (check.chosen) {
-      leaf_fits = true;
-      if (*check.chosen > 0) {
-        chosen = leaves[*check.chosen].schedule;
-        if (check.verdicts[*check.chosen].estimate) estimate = check.verdicts[*check.chosen].estimate;
-      }
-    }
-  }
-  if (!options.has("no-pipeline-solver") && !result.measured_us) {
-    pipeline::CompletionOptions completion_options;
-    completion_options.solve.time_limit_seconds = time_limit;
-    const pipeline::CompletedSchedule completed =
-        pipeline::complete_schedule(input.file, input.sizes, arch, chosen, *model, completion_options);
-    out << pipeline::describe_completion(completed.completion);
-    if (completed.completion.changed) {
-      // The solver's ring depth and consumer count change the registers too: a completion that
-      // makes a fitting leaf spill is not used.
-      const search::RegisterVerdict completed_verdict =
-          leaf_fits ? search::check_registers(input, completed.completion.schedule, arch)
-                    : search::RegisterVerdict{};
-      if (leaf_fits && completed_verdict.status != search::RegisterVerdict::Status::Fits) {
-        out << "register check: the completed schedule " << search::describe_verdict(completed_verdict)
-            << "; kept the schedule without the solver's decision\n";
-      } else {
-        chosen = completed.completion.schedule;
-        if (completed.estimate) estimate = completed.estimate;
-      }
-    }
-  }
+  // ptxas' registers before the model's, then the pipeline solver (core/pipeline/finish_search.h).
+  pipeline::FinishOptions finish_options;
+  finish_options.register_check = !options.has("no-register-check");
+  finish_options.complete_pipelines = !options.has("no-pipeline-solver");
+  finish_options.completion.solve.time_limit_seconds = time_limit;
+  const pipeline::FinishedSchedule finished = pipeline::finish_search(
+      input, result, *model, search::lowering_arch(search_options, *model), finish_options);
+  out << finished.report;
+  const sched::Schedule& chosen = finished.schedule;
+  const std::optional<cost::CostEstimate>& estimate = finished.estimate;
   out << "schedule " << input.file->path() << " (" << result.model << ")\n";
   for (const sched::Decision& decision : chosen.decisions) {
     out << "  " << sched::print_decision(decision) << "\n";

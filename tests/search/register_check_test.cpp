@@ -14,7 +14,7 @@ using testing::asset_input;
 
 sched::Schedule fp8_gemm_schedule(const std::string& tile) {
   sched::Schedule schedule;
-  for (const std::string text : {"tile(C_sum, " + tile + ")", std::string("reverse_compute_at(C, C_sum, n_o)"),
+  for (const std::string& text : {"tile(C_sum, " + tile + ")", std::string("reverse_compute_at(C, C_sum, n_o)"),
                                  std::string("bind(C_sum, n_o=grid.y, m_o=grid.x)")}) {
     sched::DecisionParseError error;
     const std::optional<sched::Decision> decision = sched::parse_decision(text, &error);

@@ -525,9 +525,10 @@ TEST(ProfilerPanel, SaysNoGpuHereAndRunsReportIt) {
   EXPECT_EQ(panel.history()->records()[0].schedule.find("tile"), 0u);
 }
 
-// The chosen schedule is completed by the pipeline solver on the search's worker, as `nautilus
-// schedule` does: the GEMM's warp-specialized kernel gets its pipeline decision and the status
-// line names it; unchecked, the search's schedule is handed over as it is.
+// The chosen schedule is register-checked and completed by the pipeline solver on the search's
+// worker, as `nautilus schedule` does: the GEMM's warp-specialized kernel gets its pipeline
+// decision and the status line names it; both unchecked, the search's schedule is handed over
+// as it is.
 TEST(SearchPanel, ThePipelineSolverCompletesTheChosenSchedule) {
   SearchPanel panel;
   panel.set_spec("gemm.nt", read_asset("assets/specs/gemm.nt"), {{"M", 512}, {"N", 512}, {"K", 512}});
@@ -545,8 +546,13 @@ TEST(SearchPanel, ThePipelineSolverCompletesTheChosenSchedule) {
   EXPECT_NE(panel.pipeline_summary().find("pipeline: kernel C"), std::string::npos) << panel.pipeline_summary();
   EXPECT_TRUE(panel.progress_label()->text().contains(QStringLiteral("solver: pipeline(C_sum, stages=")))
       << panel.progress_label()->text().toStdString();
+  // The register check compiled the pick first (NVRTC on the CPU; it says so where NVRTC is
+  // missing).
+  ASSERT_TRUE(panel.register_check_box()->isChecked());
+  EXPECT_EQ(panel.pipeline_summary().find("register check: "), 0u) << panel.pipeline_summary();
 
   panel.pipeline_solver_box()->setChecked(false);
+  panel.register_check_box()->setChecked(false);
   ASSERT_TRUE(panel.start());
   ASSERT_TRUE(wait_until([&] { return found.size() == 2; }, 120'000));
   EXPECT_EQ(pipeline_decisions(found[1]), 0);
