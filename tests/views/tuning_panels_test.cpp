@@ -163,8 +163,8 @@ TEST(SearchPanelMeasure, FillsTheMeasuredColumnWritesTheDatabaseAndHistoryListsI
   const size_t duplicates = all_records(dir.file("tuning.db")).size() - records.size();
   ASSERT_EQ(recorded.size(), 6u + duplicates);
   int duplicates_shown = 0;
-  for (const auto& [schedule, outcome] : recorded) {
-    duplicates_shown += outcome.startsWith(QStringLiteral("duplicate of record"));
+  for (const auto& [schedule, shown_outcome] : recorded) {
+    duplicates_shown += shown_outcome.startsWith(QStringLiteral("duplicate of record"));
   }
   EXPECT_EQ(duplicates_shown, static_cast<int>(duplicates));
   std::set<std::string> schedules;
@@ -197,12 +197,14 @@ TEST(SearchPanelMeasure, FillsTheMeasuredColumnWritesTheDatabaseAndHistoryListsI
   EXPECT_GE(shown, 1) << "the search's leaves are the tuner's first candidates";
   int failed = 0;
   for (const tune::TuningRecord& record : records) failed += !record.usable();
-  for (const auto& [schedule, outcome] : recorded) {
-    if (outcome.startsWith(QStringLiteral("duplicate of record"))) continue;
+  for (const auto& [schedule, shown_outcome] : recorded) {
+    if (shown_outcome.startsWith(QStringLiteral("duplicate of record"))) continue;
     const bool usable = std::any_of(records.begin(), records.end(), [&](const auto& r) {
       return r.key.schedule == schedule.toStdString() && r.usable();
     });
-    if (!usable) EXPECT_TRUE(outcome.startsWith(QStringLiteral("wrong results"))) << outcome.toStdString();
+    if (!usable) {
+      EXPECT_TRUE(shown_outcome.startsWith(QStringLiteral("wrong results"))) << shown_outcome.toStdString();
+    }
   }
   EXPECT_EQ(failed, 1);
   EXPECT_GE(failed_shown, 1) << "the first candidate is the search's choice, a node of the tree";
@@ -223,7 +225,9 @@ TEST(SearchPanelMeasure, FillsTheMeasuredColumnWritesTheDatabaseAndHistoryListsI
   double best = 1e300;
   for (int row = 0; row < table->rowCount(); ++row) {
     const tune::TuningRecord& record = table->records()[static_cast<size_t>(row)];
-    if (row > 0) EXPECT_LT(table->records()[static_cast<size_t>(row - 1)].id, record.id);
+    if (row > 0) {
+      EXPECT_LT(table->records()[static_cast<size_t>(row - 1)].id, record.id);
+    }
     if (record.usable()) best = std::min(best, *record.median_us);
     const std::optional<double>& so_far = table->best_so_far()[static_cast<size_t>(row)];
     if (best < 1e300) {
