@@ -67,7 +67,7 @@ std::vector<std::string> split_list(const std::string& text) {
 
 nlohmann::ordered_json report_json(const tune::CalibrationReport& report,
                                    const cost::FitOptions& bounds, const std::string& db,
-                                   bool stored) {
+                                   bool stored, const std::string& refusal) {
   const cost::FitResult& fit = report.fit;
   nlohmann::ordered_json skipped = nlohmann::ordered_json::array();
   for (const tune::SkippedRecord& s : report.skipped) {
@@ -95,6 +95,7 @@ nlohmann::ordered_json report_json(const tune::CalibrationReport& report,
   return {{"device", report.device_name},
           {"database", db},
           {"stored", stored},
+          {"not_stored_because", refusal},
           {"records",
            {{"validated", report.validated_records},
             {"fitted", fit.fitted_samples},
@@ -121,8 +122,10 @@ nlohmann::ordered_json report_json(const tune::CalibrationReport& report,
             {"fit_seconds", report.fit_seconds}}}};
 }
 
+// `refusal`: why it was not stored although no --dry-run asked for that (empty otherwise).
 void print_report(std::ostream& out, const tune::CalibrationReport& report,
-                  const cost::FitOptions& bounds, const std::string& db, bool stored) {
+                  const cost::FitOptions& bounds, const std::string& db, bool stored,
+                  const std::string& refusal) {
   const cost::FitResult& fit = report.fit;
   out << "calibrating the cost model for " << report.device_name << " from " << db << "\n";
   out << "records: " << report.validated_records << " validated, "
@@ -211,22 +214,17 @@ void print_report(std::ostream& out, const tune::CalibrationReport& report,
         << "); it minimizes the log error, and --dry-run shows this without storing it\n";
   }
   // The ranking that matters to the search is within a problem: the mean over problems.
-  double mean_before = 0.0, mean_after = 0.0;
-  int ranked = 0;
-  for (const cost::GroupAgreement& group : fit.groups) {
-    if (!group.before.spearman || !group.after.spearman) continue;
-    mean_before += *group.before.spearman;
-    mean_after += *group.after.spearman;
-    ++ranked;
-  }
-  if (ranked > 0 && (mean_after - mean_before) / ranked < -0.01) {
-    out << "note: the mean rank correlation within a problem fell ("
-        << fixed(mean_before / ranked, 3) << " -> " << fixed(mean_after / ranked, 3) << " over " << ranked
+  if (const std::optional<tune::ProblemRanking> ranking = tune::mean_problem_ranking(fit);
+      ranking && ranking->after < ranking->before - 0.01) {
+    out << "note: the mean rank correlation within a problem fell (" << fixed(ranking->before, 3)
+        << " -> " << fixed(ranking->after, 3) << " over " << ranking->problems
         << " problems): the calibrated model orders the schedules of a problem worse\n";
   }
   if (stored) {
     out << "stored in " << db << ": nautilus schedule and tune estimate with it for "
         << report.device_name << " (--no-calibration turns it off)\n";
+  } else if (!refusal.empty()) {
+    out << "not stored: " << refusal << " (--force stores it anyway)\n";
   } else {
     out << "dry run: nothing stored\n";
   }
@@ -302,7 +300,7 @@ int show_calibrations(tune::TuningDatabase& db, bool json, std::ostream& out) {
 
 int run_db_calibrate(const ParsedOptions& options, std::ostream& out, std::ostream& err) {
   if (options.has("show") || options.has("remove")) {
-    for (const char* fitting : {"hold-out", "spec-dir", "dry-run"}) {
+    for (const char* fitting : {"hold-out", "spec-dir", "dry-run", "force"}) {
       if (options.has(fitting)) {
         err << "nautilus: error: --" << fitting << " does not go with --"
             << (options.has("show") ? "show" : "remove") << "\n";
@@ -367,7 +365,10 @@ int run_db_calibrate(const ParsedOptions& options, std::ostream& out, std::ostre
     err << "nautilus: error: " << report.error << "\n";
     return kExitFailure;
   }
-  const bool store = !options.has("dry-run");
+  // A calibration that makes the model worse where it was not fitted is not stored unless forced.
+  const std::string regression = tune::calibration_regression(report);
+  const std::string refusal = options.has("dry-run") || options.has("force") ? "" : regression;
+  const bool store = !options.has("dry-run") && refusal.empty();
   const std::optional<tune::StoredCalibration> earlier = db->calibration(report.device_name);
   if (store && !db->save_calibration(tune::stored_calibration(report), &error)) {
     err << "nautilus: error: cannot store the calibration in " << db->path() << ": " << error
@@ -375,15 +376,16 @@ int run_db_calibrate(const ParsedOptions& options, std::ostream& out, std::ostre
     return kExitFailure;
   }
   if (options.has("json")) {
-    out << report_json(report, request.fit, db->path(), store).dump(1) << "\n";
+    out << report_json(report, request.fit, db->path(), store, refusal).dump(1) << "\n";
   } else {
-    print_report(out, report, request.fit, db->path(), store);
+    print_report(out, report, request.fit, db->path(), store, refusal);
     if (store && earlier) {
       out << "(it replaces the calibration of " << date_text(earlier->created_unix) << " UTC, from "
           << earlier->fitted_records << " records)\n";
     }
   }
-  return kExitOk;
+  // Refused: the report above says why; a script sees a failure.
+  return refusal.empty() ? kExitOk : kExitFailure;
 }
 
 }  // namespace nautilus::cli

@@ -550,6 +550,8 @@ const CommandSpec& db_command_spec(const std::vector<OptionSpec>& shared_options
                                "its name) that is no longer at the record's path; repeatable",
                                true});
     command.options.push_back({"dry-run", "", "calibrate: report, but store nothing"});
+    command.options.push_back({"force", "", "calibrate: store the calibration even when it estimates "
+                               "the held-out records or a problem's ranking worse than the preset"});
     command.options.push_back({"json", "", "calibrate: the report as JSON"});
     command.options.push_back({"show", "", "calibrate: list the stored calibrations instead"});
     command.options.push_back({"remove", "DEVICE", "calibrate: delete the calibration of DEVICE "
@@ -593,7 +595,7 @@ int run_db_command(const ParsedOptions& options, std::ostream& out, std::ostream
     }
     return run_db_calibrate(options, out, err);
   }
-  for (const char* only : {"device", "hold-out", "spec-dir", "dry-run", "json", "show", "remove"}) {
+  for (const char* only : {"device", "hold-out", "spec-dir", "dry-run", "force", "json", "show", "remove"}) {
     if (options.has(only)) {
       err << "nautilus: error: --" << only << " belongs to db calibrate\n";
       return kExitFailure;

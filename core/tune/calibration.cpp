@@ -4,6 +4,7 @@
 #include <cctype>
 #include <chrono>
 #include <filesystem>
+#include <iomanip>
 #include <map>
 #include <set>
 #include <sstream>
@@ -310,6 +311,40 @@ CalibrationReport calibrate(TuningDatabase& db, const CalibrationRequest& reques
   report.calibrated = cost::calibrated_device(report.base, report.fit.factors);
   report.ok = true;
   return report;
+}
+
+std::optional<ProblemRanking> mean_problem_ranking(const cost::FitResult& fit) {
+  ProblemRanking ranking;
+  for (const cost::GroupAgreement& group : fit.groups) {
+    if (!group.before.spearman || !group.after.spearman) continue;
+    ranking.before += *group.before.spearman;
+    ranking.after += *group.after.spearman;
+    ++ranking.problems;
+  }
+  if (ranking.problems == 0) return std::nullopt;
+  ranking.before /= ranking.problems;
+  ranking.after /= ranking.problems;
+  return ranking;
+}
+
+std::string calibration_regression(const CalibrationReport& report) {
+  const cost::FitResult& fit = report.fit;
+  std::ostringstream why;
+  why << std::fixed << std::setprecision(3);
+  const double held_before = fit.held_out_before.mean_abs_log_error;
+  const double held_after = fit.held_out_after.mean_abs_log_error;
+  if (fit.held_out_samples > 0 && held_after > 1.1 * held_before && held_after > held_before + 0.02) {
+    why << "it estimates the held-out records worse than the preset (mean |log error| " << held_before
+        << " -> " << held_after << "): the fitted specs do not represent them";
+    return why.str();
+  }
+  if (const std::optional<ProblemRanking> ranking = mean_problem_ranking(fit);
+      ranking && ranking->after < ranking->before - 0.05) {
+    why << "it orders the schedules of a problem worse than the preset (mean rank correlation "
+        << ranking->before << " -> " << ranking->after << " over " << ranking->problems << " problems)";
+    return why.str();
+  }
+  return "";
 }
 
 StoredCalibration stored_calibration(const CalibrationReport& report) {

@@ -535,5 +535,46 @@ TEST_F(CalibrationFixture, CliCalibratesStoresAndScheduleEstimatesWithItUnlessTu
   EXPECT_NE(r.out.find("--json belongs to db calibrate"), std::string::npos) << r.out;
 }
 
+// A calibration that estimates the held-out records worse than the preset is not stored unless
+// forced. Here the held-out RMSNorm's records are what the preset itself estimates (its "GPU"
+// is the preset), while the fitted specs come from the slower truth: the fit moves the memory
+// constants the norm depends on away from its times.
+TEST_F(CalibrationFixture, CliRefusesToStoreACalibrationThatEstimatesTheHeldOutWorse) {
+  TempDir dir("calibration-refused");
+  const std::string path = copy_to(dir);
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(raw, "UPDATE measurements SET median_us = estimate_us WHERE spec_name = 'rmsnorm'",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  ASSERT_GT(sqlite3_changes(raw), 0);
+  sqlite3_close(raw);
+
+  const std::string calibrate = cli() + " db calibrate --hold-out rmsnorm --db " + path;
+  const auto refused = run_shell(calibrate);
+  EXPECT_EQ(refused.status, 1) << refused.out;
+  EXPECT_NE(refused.out.find("not stored: it estimates the held-out records worse than the preset"),
+            std::string::npos)
+      << refused.out;
+  EXPECT_NE(refused.out.find("--force stores it anyway"), std::string::npos) << refused.out;
+  auto shown = run_shell(cli() + " db calibrate --show --db " + path);
+  EXPECT_NE(shown.out.find("0 calibrations in"), std::string::npos) << shown.out;
+
+  const auto json = run_shell(calibrate + " --json");
+  EXPECT_EQ(json.status, 1);
+  const nlohmann::json report = nlohmann::json::parse(json.out, nullptr, false);
+  ASSERT_TRUE(report.is_object()) << json.out;
+  EXPECT_EQ(report["stored"], false);
+  EXPECT_NE(report["not_stored_because"].get<std::string>().find("held-out"), std::string::npos);
+
+  const auto forced = run_shell(calibrate + " --force");
+  EXPECT_EQ(forced.status, 0) << forced.out;
+  EXPECT_NE(forced.out.find("stored in "), std::string::npos) << forced.out;
+  shown = run_shell(cli() + " db calibrate --show --db " + path);
+  EXPECT_NE(shown.out.find("1 calibration in"), std::string::npos) << shown.out;
+  // A dry run reports without refusing.
+  EXPECT_EQ(run_shell(calibrate + " --dry-run").status, 0);
+}
+
 }  // namespace
 }  // namespace nautilus::tune
