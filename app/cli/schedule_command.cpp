@@ -166,7 +166,8 @@ const CommandSpec& schedule_command_spec(const std::vector<OptionSpec>& shared_o
     command.options.push_back({"no-register-check", "",
                                "keep the search's pick without compiling it to check for spills"});
     command.options.push_back({"solver-time", "SECONDS",
-                               "the pipeline solver's time limit per kernel, CPU seconds (default 25)"});
+                               "the pipeline solver's time limit per kernel, in solver seconds (Z3's work count, "
+                               "docs/pipeline.md §5; default 25)"});
     return command;
   }();
   return spec;
