@@ -325,7 +325,7 @@ class RegisterEstimate : public matile::Visitor {
   int run() {
     for (const matile::GridAxis& axis : kernel_.grid) define(axis.var, 0, 1);
     count_uses(*kernel_.body);
-    count_hoisted_bytes(*kernel_.body);
+    mark_hoisted_bytes(*kernel_.body);
     visit(*kernel_.body);
     std::vector<int64_t> delta(static_cast<size_t>(next_position_) + 2, 0);
     for (const auto& [value, def] : def_) {
@@ -384,11 +384,16 @@ class RegisterEstimate : public matile::Visitor {
     });
   }
 
-  // The byte fragments (hoisted_bytes) of each region, in program order.
-  void count_hoisted_bytes(const Region& body) {
+  // The byte fragments (hoisted_bytes) of each region in program order; the first half of each
+  // region's are marked early.
+  void mark_hoisted_bytes(const Region& body) {
+    std::unordered_map<const Region*, std::vector<const ValueNode*>> by_region;
     matile::for_each_op_with_region(body, [&](const Op& op, const Region& region) {
-      if (hoisted_bytes(op)) ++hoisted_bytes_in_[&region];
+      if (hoisted_bytes(op)) by_region[&region].push_back(op.results[0].get());
     });
+    for (const auto& [region, values] : by_region) {
+      for (size_t i = 0; i < values.size(); ++i) early_bytes_[values[i]] = 2 * i < values.size();
+    }
   }
 
   static bool is_slot_wise_consumer(OpKind kind) {
@@ -515,12 +520,10 @@ class RegisterEstimate : public matile::Visitor {
         if (op.kind == OpKind::Full) regs_[result.get()] = 0;
       } else if (evaluated_slot_by_slot(op) || converted_as_loaded(op)) {
         define(result, position, 0);
-      } else if (hoisted_bytes(op)) {
+      } else if (auto bytes = early_bytes_.find(result.get()); bytes != early_bytes_.end()) {
         // The first half of a loop body's byte fragments live from the body's top
         // (hoisted_bytes says why).
-        const Region* region = def_region_.at(result.get());
-        const int index = hoisted_bytes_seen_[region]++;
-        const bool early = !enclosing_.empty() && 2 * index < hoisted_bytes_in_.at(region);
+        const bool early = bytes->second && !enclosing_.empty();
         const int top = early ? loops_[static_cast<size_t>(enclosing_.back())].start + 1 : position;
         define(result, top, value_registers(result));
       } else if (streamed(op) || converted_fragments(op)) {
@@ -551,8 +554,8 @@ class RegisterEstimate : public matile::Visitor {
   std::unordered_map<const ValueNode*, std::vector<const Op*>> users_;
   std::unordered_map<const ValueNode*, const Region*> def_region_;
   std::unordered_set<const ValueNode*> not_slot_wise_;
-  std::unordered_map<const Region*, int> hoisted_bytes_in_;
-  std::unordered_map<const Region*, int> hoisted_bytes_seen_;
+  // The byte fragments of hoisted_bytes(), true for those live from their loop body's top.
+  std::unordered_map<const ValueNode*, bool> early_bytes_;
 };
 
 // ------------------------------------------------------------------------------------------
