@@ -417,6 +417,7 @@ bool SearchPanel::start() {
                  check_registers]() -> TaskRunner::Continuation {
     search::SearchResult result;
     std::string pipeline_summary;
+    std::string register_summary;
     try {
       const std::optional<cost::DeviceModel> device = cost::device_model_for(device_name);
       if (!device) {
@@ -441,6 +442,7 @@ bool SearchPanel::start() {
           pipeline::FinishedSchedule finished = pipeline::finish_search(
               input, result, *model, search::lowering_arch(options, *model), finish_options);
           pipeline_summary = std::move(finished.report);
+          register_summary = std::move(finished.register_summary);
           result.schedule = std::move(finished.schedule);
           result.estimate = std::move(finished.estimate);
         }
@@ -449,9 +451,11 @@ bool SearchPanel::start() {
       result.ok = false;
       result.error = std::string("internal error: ") + error.what();
     }
-    return [this, generation, result = std::move(result), pipeline_summary]() mutable {
+    return [this, generation, result = std::move(result), pipeline_summary,
+            register_summary]() mutable {
       if (generation != generation_) return;
       pipeline_summary_ = pipeline_summary;
+      register_summary_ = register_summary;
       show_result(std::move(result));
     };
   });
@@ -550,19 +554,14 @@ void SearchPanel::show_result(search::SearchResult result) {
     // "pipeline: kernel C (...)" lines, shortened to their decisions for the status line; the
     // whole text is the tooltip.
     QStringList decided;
-    QString registers;
-    const QString check = QStringLiteral("register check: ");
     for (const QString& line : QString::fromStdString(pipeline_summary_).split(QLatin1Char('\n'))) {
       const qsizetype arrow = line.indexOf(QStringLiteral("-> "));
       if (arrow >= 0) decided << line.mid(arrow + 3);
-      // The check's verdict: a leaf chosen over a spilling pick, or none that fits.
-      if (line.startsWith(check) && (line.contains(QStringLiteral("chose leaf")) ||
-                                     line.contains(QStringLiteral("pick stays")) ||
-                                     line.contains(QStringLiteral("kept the schedule")))) {
-        registers = line.mid(check.size());
-      }
     }
-    if (!registers.isEmpty()) text += tr(" · registers: %1").arg(registers);
+    // The register check's verdict when it changed or could not keep the schedule.
+    if (!register_summary_.empty()) {
+      text += tr(" · registers: %1").arg(QString::fromStdString(register_summary_));
+    }
     if (!decided.isEmpty()) text += tr(" · solver: %1").arg(decided.join(QStringLiteral("; ")));
   }
   progress_->setToolTip(QString::fromStdString(pipeline_summary_));

@@ -156,6 +156,7 @@ class SearchPanel : public QWidget {
   QCheckBox* pipeline_solver_ = nullptr;
   QCheckBox* register_check_ = nullptr;
   std::string pipeline_summary_;
+  std::string register_summary_;  // FinishedSchedule::register_summary of the last search
   QLabel* progress_ = nullptr;
   QLabel* constraints_ = nullptr;
   QTreeView* tree_ = nullptr;

@@ -7,7 +7,7 @@ namespace nautilus::pipeline {
 FinishedSchedule finish_search(const search::SearchInput& input, const search::SearchResult& result,
                                const cost::CostModel& model, const std::string& arch,
                                const FinishOptions& options) {
-  FinishedSchedule finished{result.schedule, result.estimate, ""};
+  FinishedSchedule finished{result.schedule, result.estimate, "", ""};
   if (result.measured_us) return finished;
   const std::stop_token stop = options.completion.solve.stop;
   bool fits = false;
@@ -15,9 +15,10 @@ FinishedSchedule finish_search(const search::SearchInput& input, const search::S
     search::RegisterCheckOptions check_options;
     check_options.model = &model;
     check_options.stop = stop;
-    const std::vector<search::LeafSchedule> leaves = search::complete_leaves(result);
+    const std::vector<search::LeafSchedule> leaves = search::pick_then_leaves(result);
     const search::RegisterCheck check = search::choose_leaf_that_fits(input, leaves, arch, check_options);
     for (const std::string& line : check.lines) finished.report += line + "\n";
+    finished.register_summary = check.summary;
     if (check.chosen) {
       fits = true;
       if (*check.chosen > 0) {
@@ -35,8 +36,9 @@ FinishedSchedule finish_search(const search::SearchInput& input, const search::S
   if (fits) {
     const search::RegisterVerdict verdict = search::check_registers(input, completed.completion.schedule, arch);
     if (verdict.status != search::RegisterVerdict::Status::Fits) {
-      finished.report += "register check: the completed schedule " + search::describe_verdict(verdict) +
-                         "; kept the schedule without the solver's decision\n";
+      finished.register_summary = "the completed schedule " + search::describe_verdict(verdict) +
+                                  "; kept the schedule without the solver's decision";
+      finished.report += "register check: " + finished.register_summary + "\n";
       return finished;
     }
   }

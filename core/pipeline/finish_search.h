@@ -32,6 +32,9 @@ struct FinishedSchedule {
   sched::Schedule schedule;
   std::optional<cost::CostEstimate> estimate;
   std::string report;  // the check's and the completion's lines, each ending in a newline
+  // One line when the register check changed the schedule or could not keep a fitting one (the
+  // studio's status line shows it); empty otherwise.
+  std::string register_summary;
 };
 
 // `result` must be ok; a measured result (--measure) is returned as it is, measured.

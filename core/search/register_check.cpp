@@ -97,6 +97,14 @@ std::string describe_verdict(const RegisterVerdict& verdict) {
   return out.str();
 }
 
+std::vector<LeafSchedule> pick_then_leaves(const SearchResult& result) {
+  std::vector<LeafSchedule> leaves = {{result.schedule, result.estimate ? result.estimate->microseconds : 0.0}};
+  for (LeafSchedule& leaf : complete_leaves(result)) {
+    if (leaf.schedule.decisions != result.schedule.decisions) leaves.push_back(std::move(leaf));
+  }
+  return leaves;
+}
+
 RegisterCheck choose_leaf_that_fits(const SearchInput& input, const std::vector<LeafSchedule>& leaves,
                                     const std::string& arch, const RegisterCheckOptions& options) {
   RegisterCheck check;
@@ -120,14 +128,15 @@ RegisterCheck choose_leaf_that_fits(const SearchInput& input, const std::vector<
       check.chosen = i;
       check.pick_fits = i == 0;
       if (i > 0) {
-        check.lines.push_back("register check: chose leaf " + std::to_string(i + 1) +
-                              ", the best-ranked one that compiles without spilling");
+        check.summary = "chose leaf " + std::to_string(i + 1) + ", the best-ranked one that compiles without spilling";
+        check.lines.push_back("register check: " + check.summary);
       }
       return check;
     }
   }
-  check.lines.push_back("register check: none of the " + std::to_string(limit) +
-                        " best-ranked leaves compiles without spilling; the search's pick stays");
+  check.summary = "none of the " + std::to_string(limit) +
+                  " best-ranked leaves compiles without spilling; the search's pick stays";
+  check.lines.push_back("register check: " + check.summary);
   return check;
 }
 

@@ -65,11 +65,18 @@ struct RegisterCheck {
   // could be checked, or every leaf checked spills).
   std::optional<size_t> chosen;
   bool pick_fits = false;          // the first leaf fits: nothing changed
+  // One line when the check did not keep the first leaf as it is (another chosen, or none fits),
+  // for a status line; empty otherwise.
+  std::string summary;
   std::vector<std::string> lines;  // what was compiled and found, for the user
   std::vector<RegisterVerdict> verdicts;  // per leaf checked, in order
 };
 
-// Checks `leaves` (complete_leaves(), best estimate first) in order until one fits.
+// The schedules the check walks: the search's pick first (it need not be the leaf with the best
+// estimate), then the other complete leaves, best estimate first.
+std::vector<LeafSchedule> pick_then_leaves(const SearchResult& result);
+
+// Checks `leaves` (pick_then_leaves()) in order until one fits.
 RegisterCheck choose_leaf_that_fits(const SearchInput& input, const std::vector<LeafSchedule>& leaves,
                                     const std::string& arch, const RegisterCheckOptions& options = {});
 

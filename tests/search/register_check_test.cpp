@@ -51,6 +51,7 @@ TEST(RegisterCheck, PassesOverALeafThatSpillsForTheNextThatFits) {
   EXPECT_NE(check.lines[0].find("bytes spilled"), std::string::npos) << check.lines[0];
   EXPECT_NE(check.lines[1].find("no spill"), std::string::npos) << check.lines[1];
   EXPECT_NE(check.lines[2].find("chose leaf 2"), std::string::npos) << check.lines[2];
+  EXPECT_EQ(check.summary, "chose leaf 2, the best-ranked one that compiles without spilling");
 }
 
 // When every leaf checked spills, the search's pick stays and the check says so; a leaf that does
@@ -69,6 +70,7 @@ TEST(RegisterCheck, KeepsThePickWhenNoLeafFits) {
   EXPECT_EQ(check.verdicts[1].status, RegisterVerdict::Status::Failed);
   EXPECT_NE(describe_verdict(check.verdicts[1]).find("does not compile"), std::string::npos);
   EXPECT_NE(check.lines.back().find("the search's pick stays"), std::string::npos) << check.lines.back();
+  EXPECT_NE(check.summary.find("the search's pick stays"), std::string::npos) << check.summary;
 }
 
 }  // namespace
