@@ -82,13 +82,22 @@ const OptionSpec kLayoutsOption{
     "model prices the kernel lower, docs/matile.md \"Layout synthesis\") or rules (the "
     "first-wins rules alone, for comparisons)"};
 
+const OptionSpec kSharedReadsOption{
+    "shared-reads", "MODE",
+    "how a kernel reads register tiles element by element from shared memory: elements "
+    "(default: one ld.shared per element, or per run of neighbouring slots, at its own swizzled "
+    "offset) or grouped (a lane's neighbouring elements in one ld.shared at hoisted addresses, "
+    "and widened 8-bit mma operands stored [K, N] through atoms with interleaved columns; "
+    "faster on some kernels and slower on others, docs/codegen.md)"};
+
 // The options of every command that compiles a spec (load_inputs reads them): sizes, schedule,
 // pins and the lowering's modes, with --arch where `arch` (compile declares its own), then the
 // command's own options.
 std::vector<OptionSpec> compiling_options(bool arch, std::vector<OptionSpec> own) {
   std::vector<OptionSpec> options = {kSizeOption, kScheduleOption, kPinOption};
   if (arch) options.push_back(kArchOption);
-  for (const OptionSpec& mode : {kEpilogueOption, kRingReleaseOption, kRingArriveOption, kLayoutsOption}) {
+  for (const OptionSpec& mode :
+       {kEpilogueOption, kRingReleaseOption, kRingArriveOption, kLayoutsOption, kSharedReadsOption}) {
     options.push_back(mode);
   }
   options.insert(options.end(), own.begin(), own.end());
@@ -238,8 +247,9 @@ Loaded load(const ParsedOptions& options, driver::Stage last_stage, const CliHoo
     err << "\n";
     return false;
   };
-  std::string layouts, ring_release, ring_arrive, epilogue;
+  std::string layouts, ring_release, ring_arrive, epilogue, shared_reads;
   if (!mode_of("layouts", {"synthesized", "rules"}, &layouts) ||
+      !mode_of("shared-reads", {"elements", "grouped"}, &shared_reads) ||
       !mode_of("ring-release", {"auto", "early", "together"}, &ring_release) ||
       !mode_of("ring-arrive", {"warp", "thread"}, &ring_arrive) ||
       !mode_of("epilogue", {"staged", "tma", "rows", "realigned", "fragments"}, &epilogue)) {
@@ -247,6 +257,7 @@ Loaded load(const ParsedOptions& options, driver::Stage last_stage, const CliHoo
     return loaded;
   }
   if (!layouts.empty()) compile_options.matile.synthesize_layouts = layouts == "synthesized";
+  if (!shared_reads.empty()) compile_options.matile.grouped_shared_reads = shared_reads == "grouped";
   if (!ring_release.empty()) {
     using RingRelease = matile::LowerOptions::RingRelease;
     compile_options.matile.ring_release = ring_release == "early"      ? RingRelease::Early

@@ -69,6 +69,43 @@ __device__ __forceinline__ unsigned shared_address(const void* pointer) {
   return static_cast<unsigned>(__cvta_generic_to_shared(pointer));
 }
 
+// Shared-memory reads at a 32-bit shared-window address: the hoisted lane part plus a constant,
+// which ptxas folds into the instruction's immediate offset (an element index into a generic
+// pointer costs 64-bit address arithmetic per read, and a swizzle recomputed per element).
+// Volatile, so that no read moves across the barriers that order it after its writers.
+__device__ __forceinline__ int ld_shared_s8(unsigned address) {
+  int bits;
+  asm volatile("ld.shared.s8 %0, [%1];\n" : "=r"(bits) : "r"(address));
+  return bits;
+}
+__device__ __forceinline__ unsigned ld_shared_u8(unsigned address) {
+  unsigned bits;
+  asm volatile("ld.shared.u8 %0, [%1];\n" : "=r"(bits) : "r"(address));
+  return bits;
+}
+__device__ __forceinline__ unsigned ld_shared_u16(unsigned address) {
+  unsigned bits;
+  asm volatile("ld.shared.u16 %0, [%1];\n" : "=r"(bits) : "r"(address));
+  return bits;
+}
+__device__ __forceinline__ unsigned ld_shared_u32(unsigned address) {
+  unsigned bits;
+  asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(bits) : "r"(address));
+  return bits;
+}
+__device__ __forceinline__ uint2 ld_shared_v2(unsigned address) {
+  uint2 bits;
+  asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];\n" : "=r"(bits.x), "=r"(bits.y) : "r"(address));
+  return bits;
+}
+__device__ __forceinline__ uint4 ld_shared_v4(unsigned address) {
+  uint4 bits;
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(bits.x), "=r"(bits.y), "=r"(bits.z), "=r"(bits.w)
+               : "r"(address));
+  return bits;
+}
+
 __device__ __forceinline__ unsigned pack2(__nv_bfloat16 low, __nv_bfloat16 high) {
   return static_cast<unsigned>(__bfloat16_as_ushort(low)) |
          (static_cast<unsigned>(__bfloat16_as_ushort(high)) << 16);

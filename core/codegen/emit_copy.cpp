@@ -25,6 +25,9 @@
 //   global_store C[%3 + i0, %23 + i1]      ->  if ((v23 + l0_col + 7) < 264) {
 //     bounds [200, 264], %34.1 (runs of 8)       *reinterpret_cast<uint4*>((C + C_start)) = ...;
 //                                              } else { if ((v23 + l0_col) < 264) ... per element }
+#include <algorithm>
+#include <map>
+
 #include "core/codegen/kernel_emitter.h"
 
 namespace nautilus::codegen::detail {
@@ -655,7 +658,10 @@ int64_t KernelEmitter::shared_vector(const Op& op, const Value& result, int64_t 
   return 1;
 }
 
-void KernelEmitter::shared_load(const Op& op) {
+// The default element-wise form (Kernel::grouped_shared_reads off): runs of neighbouring slots at
+// consecutive offsets as one wide read each (shared_vector), every other slot at its own
+// swizzled offset.
+void KernelEmitter::element_shared_load(const Op& op) {
   const Value& result = op.results[0];
   const SharedAlloc& alloc = alloc_of(op.shared);
   const std::string source = shared_name(alloc);
@@ -698,7 +704,87 @@ void KernelEmitter::shared_load(const Op& op) {
     });
     return;
   }
-  ldmatrix(op);
+}
+
+// Slot `slot`'s tile coordinates in `info`'s layout as a per-thread part and constants.
+KernelEmitter::SplitCoords KernelEmitter::slot_coords(const LayoutInfo& info, int64_t slot) {
+  SplitCoords split;
+  split.threads = info.coords.threads;
+  split.thread_exprs = info.thread_vars;
+  split.thread_value = [&info](int64_t t, size_t axis) { return evaluate_terms(info.coords.thread_terms[axis], t); };
+  for (const auto& terms : info.coords.slot_terms) split.constants.push_back(evaluate_terms(terms, slot));
+  return split;
+}
+
+// Element `element_in_word` of a 32-bit word of loaded bits, as a value of `dtype`.
+std::string KernelEmitter::element_of_bits(DType dtype, const std::string& word, int64_t element_in_word) {
+  const int bytes = dtype_bytes(dtype);
+  const int64_t shift = 8 * bytes * element_in_word;
+  const std::string shifted = shift ? "(" + word + " >> " + str(shift) + ")" : word;
+  switch (dtype) {
+    case DType::F32: return "__uint_as_float(" + word + ")";
+    case DType::BF16: return "__ushort_as_bfloat16(static_cast<unsigned short>(" + shifted + "))";
+    case DType::F16: return "__ushort_as_half(static_cast<unsigned short>(" + shifted + "))";
+    default: return "static_cast<" + std::string(c_type(dtype)) + ">(" + shifted + ")";
+  }
+}
+
+// ld.shared of a register tile in the grouped form (Kernel::grouped_shared_reads): one instruction
+// per group of slots (matile::shared_read_plan) at the hoisted lane part of its address plus a
+// constant:
+//   %W_k0 = ld.shared W_smem[%stage][0, 0] : int8[16, 64]   ->
+//     W_k0[0] = static_cast<signed char>(ld_shared_s8((W_smem_addr + stage * 8192u + lane_offset_3)));
+//     W_k0[1] = static_cast<signed char>(ld_shared_s8((W_smem_addr + stage * 8192u + lane_offset_3) + 64u));
+//   (two slots at neighbouring bytes: const unsigned bits = ld_shared_u16(...); and one
+//   element of `bits` per slot)
+void KernelEmitter::shared_load(const Op& op) {
+  const Value& result = op.results[0];
+  if (op.shared_read != matile::SharedRead::Scalar) {
+    ldmatrix(op);
+    return;
+  }
+  if (!kernel_.grouped_shared_reads) {
+    element_shared_load(op);
+    return;
+  }
+  const SharedAlloc& alloc = alloc_of(op.shared);
+  const DType dtype = result->type.dtype;
+  const int bytes = dtype_bytes(dtype);
+  const LayoutInfo& info = layout_info(result->layout.tv, result->type.shape, matile::op_label(op));
+  declare(result);
+  const matile::SharedReadPlan plan =
+      matile::shared_read_plan(alloc, op.shared, result->layout, result->type.shape, dtype);
+  for (const std::vector<int64_t>& group : plan.groups) {
+    const std::string address = shared_address_of(op.shared, slot_coords(info, group.front()));
+    const int64_t n = static_cast<int64_t>(group.size());
+    if (n == 1 && (alloc.dtype != dtype || (bytes != 1 && bytes != 2 && bytes != 4) || dtype == DType::Bool)) {
+      // A read that converts (an element read as another type of its width), or of a type
+      // without a bits form here, keeps C++'s types.
+      line(at(result, str(group.front())) + " = " + shared_name(alloc) + "[" +
+           shared_offset(op.shared, coordinates(result, str(group.front()), matile::op_label(op))) + "];");
+      continue;
+    }
+    if (n == 1) {
+      const char* reader = bytes == 4 ? "ld_shared_u32" : bytes == 2 ? "ld_shared_u16"
+                           : dtype == DType::I8 ? "ld_shared_s8" : "ld_shared_u8";
+      line(at(result, str(group.front())) + " = " +
+           element_of_bits(dtype, std::string(reader) + "(" + address + ")", 0) + ";");
+      continue;
+    }
+    const int64_t total = n * bytes;
+    const std::string bits = unique("bits");
+    const char* reader = total == 16 ? "ld_shared_v4" : total == 8 ? "ld_shared_v2"
+                         : total == 4 ? "ld_shared_u32" : "ld_shared_u16";
+    const char* type = total == 16 ? "uint4" : total == 8 ? "uint2" : "unsigned";
+    line("const " + std::string(type) + " " + bits + " = " + reader + "(" + address + ");");
+    const int64_t per_word = 4 / bytes;
+    const char* fields[] = {".x", ".y", ".z", ".w"};
+    for (int64_t i = 0; i < n; ++i) {
+      const std::string word = total > 4 ? bits + fields[i / per_word] : bits;
+      line(at(result, str(group[static_cast<size_t>(i)])) + " = " + element_of_bits(dtype, word, i % per_word) + ";");
+    }
+  }
+  for (const auto& [slot, source] : plan.copies) line(at(result, str(slot)) + " = " + at(result, str(source)) + ";");
 }
 
 // ldmatrix.x4 as the interpreter executes it: lane 8j + r supplies the address of row r of

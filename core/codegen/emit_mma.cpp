@@ -34,8 +34,8 @@ void KernelEmitter::mma(const Op& op) {
     unsupported(matile::op_label(op) + ": mma.sync needs bf16 or f16 operands of one dtype");
   }
   auto la = matile::mma_a_layout(M, K, wm, wn);
-  auto lb = matile::mma_b_layout(K, N, wm, wn);
-  auto lc = matile::mma_c_layout(M, N, wm, wn);
+  auto lb = matile::mma_b_layout(K, N, wm, wn, b->layout.column_interleave);
+  auto lc = matile::mma_c_layout(M, N, wm, wn, b->layout.column_interleave);
   if (!la || !lb || !lc || a->layout != *la || b->layout != *lb || c->layout != *lc ||
       result->layout != *lc) {
     invalid(matile::op_label(op) + ": operands are not in the mma.sync fragment layouts");

@@ -366,11 +366,14 @@ class KernelEmitter : public matile::Visitor {
   bool planned_window_store(const Op& op, const Value& value);
   void realigned_row_store(const Op& op, const Value& value, const WindowPlan& plan);
   int64_t shared_vector(const Op& op, const Value& result, int64_t v);
+  SplitCoords slot_coords(const LayoutInfo& info, int64_t slot);
+  std::string element_of_bits(DType dtype, const std::string& word, int64_t element_in_word);
   bool planned_window_load(const Op& op, const Value& result);
   int64_t alignment_of(const Value& value);
   void global_store(const Op& op);
   void async_copy(const Op& op);
   void shared_load(const Op& op);
+  void element_shared_load(const Op& op);
   void ldmatrix(const Op& op);
   void shared_store(const Op& op);
   void for_loop(const Op& op);

@@ -318,6 +318,21 @@ bool is_view(const Op& op) {
 
 // ------------------------------------------------------------------------------------------
 // Step 3's register estimate: the largest sum of live register tiles at any op.
+// How the emitter groups an element-wise shared read's slots into instructions
+// (matile::shared_read_plan); one slot per instruction in the default element-wise form or when
+// the allocation is unknown.
+matile::SharedReadPlan read_plan(const Kernel& kernel, const Op& op) {
+  const Value& value = op.results[0];
+  if (!kernel.grouped_shared_reads || op.shared.alloc < 0 ||
+      op.shared.alloc >= static_cast<int>(kernel.shared.size())) {
+    matile::SharedReadPlan singles;
+    for (int64_t v = 0; v < value->layout.slots(); ++v) singles.groups.push_back({v});
+    return singles;
+  }
+  return matile::shared_read_plan(kernel.shared[static_cast<size_t>(op.shared.alloc)], op.shared, value->layout,
+                                  value->type.shape, value->type.dtype);
+}
+
 class RegisterEstimate : public matile::Visitor {
  public:
   explicit RegisterEstimate(const Kernel& kernel) : kernel_(kernel) {}
@@ -462,6 +477,17 @@ class RegisterEstimate : public matile::Visitor {
     return true;
   }
 
+  // The registers an 8-bit fragment's reads land in: a word per 4 bytes of each read (the
+  // emitter reads neighbouring bytes of a lane together, matile::shared_read_plan), which
+  // ptxas keeps until the bytes' conversions.
+  int packed_read_registers(const Op& op) const {
+    int registers = 0;
+    for (const std::vector<int64_t>& group : read_plan(kernel_, op).groups) {
+      registers += static_cast<int>((group.size() * static_cast<size_t>(dtype_bytes(op.results[0]->type.dtype)) + 3) / 4);
+    }
+    return registers;
+  }
+
   bool streamed(const Op& op) const {
     if (op.kind != OpKind::SharedLoad || op.shared_read == matile::SharedRead::Scalar) return false;
     auto it = uses_.find(op.results[0].get());
@@ -525,7 +551,7 @@ class RegisterEstimate : public matile::Visitor {
         // (hoisted_bytes says why).
         const bool early = bytes->second && !enclosing_.empty();
         const int top = early ? loops_[static_cast<size_t>(enclosing_.back())].start + 1 : position;
-        define(result, top, value_registers(result));
+        define(result, top, packed_read_registers(op));
       } else if (streamed(op) || converted_fragments(op)) {
         define(result, position, std::min(kStreamedOperandRegisters, value_registers(result)));
       } else {
@@ -1080,11 +1106,28 @@ class WorkWalk : public matile::Visitor {
       }
       case OpKind::SharedLoad:
         if (op.shared_read == matile::SharedRead::Scalar && dtype_bytes(result->type.dtype) == 1) {
-          // 8-bit elements are read one per instruction (the emitter widens only 16- and
-          // 32-bit runs): a warp instruction per slot, each as many wavefronts as its banks
-          // need, and the instruction and its address per element.
-          work.shared_bytes += kWavefrontBytes * element_read_wavefronts(op);
-          work.alu_ops += 2.0 * lanes(result);
+          // 8-bit elements. By default one ld.shared per element at its own swizzled offset: a
+          // warp instruction per slot, each as many wavefronts as its banks need, and the
+          // instruction and its address per element. Grouped (Kernel::grouped_shared_reads),
+          // one ld.shared per group of neighbouring bytes at a hoisted address, as the emitter
+          // reads them (matile::shared_read_plan; a widened B with interleaved atoms reads a
+          // row's bytes of several atoms at once), and per element of a group of several the
+          // shift that takes it out of the loaded word; elements that repeat an earlier one
+          // are register copies.
+          const double per_slot = lanes(result) / static_cast<double>(std::max<int64_t>(1, result->layout.slots()));
+          double instructions = 0.0, extracted = 0.0;
+          const matile::SharedReadPlan plan = read_plan(kernel_, op);
+          if (!kernel_.grouped_shared_reads) {
+            work.shared_bytes += kWavefrontBytes * element_read_wavefronts(op, plan);
+            work.alu_ops += 2.0 * lanes(result);
+            return;
+          }
+          for (const std::vector<int64_t>& group : plan.groups) {
+            instructions += 1.0;
+            if (group.size() > 1) extracted += static_cast<double>(group.size());
+          }
+          work.shared_bytes += kWavefrontBytes * element_read_wavefronts(op, plan);
+          work.alu_ops += per_slot * (instructions + extracted);
           return;
         }
         work.shared_bytes += lanes(result) * dtype_bytes(result->type.dtype);
@@ -1283,11 +1326,12 @@ class WorkWalk : public matile::Visitor {
            }).value_or(fallback);
   }
 
-  // Wavefronts of a shared load read one element per lane and slot, at the load's offsets in its
-  // allocation. Without a usable allocation, one wavefront per warp instruction.
-  double element_read_wavefronts(const Op& op) const {
+  // Wavefronts of a shared load read element-wise, one warp instruction per group of `plan`
+  // (each lane reading the group's bytes from its first element's address), at the load's
+  // offsets in its allocation. Without a usable allocation, one wavefront per instruction.
+  double element_read_wavefronts(const Op& op, const matile::SharedReadPlan& plan) const {
     const Value& value = op.results[0];
-    const double fallback = kernel_.warps * static_cast<double>(value->layout.slots());
+    const double fallback = kernel_.warps * static_cast<double>(plan.groups.size());
     const int alloc_index = op.shared.alloc;
     if (alloc_index < 0 || alloc_index >= static_cast<int>(kernel_.shared.size()) || op.shared.transposed) {
       return fallback;
@@ -1295,16 +1339,29 @@ class WorkWalk : public matile::Visitor {
     const matile::SharedAlloc& alloc = kernel_.shared[static_cast<size_t>(alloc_index)];
     const std::vector<int64_t>& shape = value->type.shape;
     if (alloc.shape.size() != shape.size() || op.shared.offsets.size() != shape.size()) return fallback;
-    return counted_wavefronts(value, alloc, [&](int64_t lane, int64_t slot) {
-             // The element's coordinate in the value's tile, then its index in the allocation's.
-             int64_t index = value->layout.tv.index(lane, slot), at = 0, pitch = 1;
-             for (size_t d = 0; d < shape.size(); ++d) {
-               at += (index % shape[d] + op.shared.offsets[d]) * pitch;
-               index /= shape[d];
-               pitch *= alloc.shape[d];
-             }
-             return at;
-           }).value_or(fallback);
+    const int bytes = dtype_bytes(alloc.dtype);
+    const int64_t lanes_in_warp = std::min<int64_t>(kWarpSize, value->layout.threads());
+    const size_t counted = std::min<size_t>(plan.groups.size(), static_cast<size_t>(kCountedScratchSlots));
+    std::vector<int64_t> addresses(static_cast<size_t>(lanes_in_warp));
+    double wavefronts = 0.0;
+    for (size_t g = 0; g < counted; ++g) {
+      const std::vector<int64_t>& group = plan.groups[g];
+      for (int64_t lane = 0; lane < lanes_in_warp; ++lane) {
+        // The element's coordinate in the value's tile, then its index in the allocation's.
+        int64_t index = value->layout.tv.index(lane, group.front()), at = 0, pitch = 1;
+        for (size_t d = 0; d < shape.size(); ++d) {
+          at += (index % shape[d] + op.shared.offsets[d]) * pitch;
+          index /= shape[d];
+          pitch *= alloc.shape[d];
+        }
+        addresses[static_cast<size_t>(lane)] = alloc.layout(at) * bytes;
+      }
+      const auto conflicts = layout::count_bank_conflicts(addresses, bytes * static_cast<int>(group.size()));
+      if (!conflicts.ok()) return fallback;
+      wavefronts += static_cast<double>(conflicts->wavefronts);
+    }
+    if (counted > 0) wavefronts *= static_cast<double>(plan.groups.size()) / static_cast<double>(counted);
+    return wavefronts * kernel_.warps;
   }
 
   static constexpr int64_t kWarpSize = matile::kWarpSize;

@@ -274,6 +274,7 @@ struct RegisterLayout {
   // (a leaf for rank 1, (R, C) for rank 2, 1 for a scalar). threads() is the CTA's thread count.
   layout::TVLayout tv;
   int warps_m = 0, warps_n = 0;  // Mma kinds: the warp grid (warp w = wm + warps_m * wn)
+  int column_interleave = 1;     // MmaB / MmaC: atoms' columns interleaved (layouts.h, mma_b_layout)
 
   int64_t threads() const { return tv.threads(); }
   int64_t slots() const { return tv.values(); }
@@ -562,6 +563,10 @@ struct Kernel {
   // c, c + launched, ... statically.
   bool dynamic_tiles = false;
   int warps = 4;
+  // Element-wise shared reads (SharedRead::Scalar) one ld.shared per group of a lane's
+  // neighbouring elements (layouts.h, shared_read_plan) at hoisted addresses; false: one per
+  // element at its own swizzled offset (LowerOptions::grouped_shared_reads).
+  bool grouped_shared_reads = false;
   std::vector<SharedAlloc> shared;
   std::vector<MBarrierAlloc> mbarriers;  // placed by the emitter (8 bytes each)
   std::vector<TmaMap> tma_maps;

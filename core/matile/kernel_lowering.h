@@ -110,6 +110,7 @@ struct OperandPlan {
 struct TileReader {
   std::optional<layout::TVLayout> fragment;
   std::vector<int64_t> window;
+  int64_t vector = 1;  // elements per read: `vector` neighbouring slots of `fragment`
 };
 
 struct DotPlan {
@@ -123,6 +124,9 @@ struct DotPlan {
   // Read the next k step's fragments from shared memory before this step's MMAs, so ldmatrix
   // latency hides behind tensor-core work (costs one more step of fragment registers).
   bool prefetch_fragments = false;
+  // mma.sync atoms with interleaved columns (layouts.h, mma_b_layout): a widened 8-bit B stored
+  // [K, N] then reads a thread's bytes of `column_interleave` atoms in one ld.shared.
+  int column_interleave = 1;
   OperandPlan a, b;
 };
 

@@ -1,5 +1,6 @@
 #include "core/matile/layouts.h"
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <numeric>
@@ -220,10 +221,10 @@ int64_t mma_m_atoms(int64_t m, int warps_m) {
 // candidate the search compiles, and checking a layout enumerates its (thread, slot) pairs.
 template <typename Build>
 Result<RegisterLayout> remembered_fragment(char which, int64_t rows, int64_t cols, int warps_m,
-                                           int warps_n, Build build) {
+                                           int warps_n, Build build, int interleave = 1) {
   static std::mutex mutex;
-  static std::map<std::tuple<char, int64_t, int64_t, int, int>, Result<RegisterLayout>> known;
-  const auto key = std::make_tuple(which, rows, cols, warps_m, warps_n);
+  static std::map<std::tuple<char, int64_t, int64_t, int, int, int>, Result<RegisterLayout>> known;
+  const auto key = std::make_tuple(which, rows, cols, warps_m, warps_n, interleave);
   {
     std::lock_guard<std::mutex> lock(mutex);
     if (auto it = known.find(key); it != known.end()) return it->second;
@@ -259,54 +260,88 @@ Result<RegisterLayout> mma_a_layout(int64_t m, int64_t k, int warps_m, int warps
   });
 }
 
-Result<RegisterLayout> mma_b_layout(int64_t k, int64_t n, int warps_m, int warps_n) {
+Result<RegisterLayout> mma_b_layout(int64_t k, int64_t n, int warps_m, int warps_n, int interleave) {
   return remembered_fragment('B', k, n, warps_m, warps_n, [&]() -> Result<RegisterLayout> {
     const std::string context = "mma B layout of [" + std::to_string(k) + ", " + std::to_string(n) +
                                 "] over warps (" + std::to_string(warps_m) + ", " +
-                                std::to_string(warps_n) + ")";
+                                std::to_string(warps_n) + ")" +
+                                (interleave > 1 ? ", columns interleaved by " + std::to_string(interleave) : "");
     if (warps_m < 1 || warps_n < 1 || n % (8 * warps_n) != 0 || k % 16 != 0 || n < 1 || k < 1) {
       return layout_error(context + ": needs N a multiple of 8 * warps_n and K of 16");
     }
     const int64_t nt = n / (8 * warps_n), kt = k / 16;
+    if (interleave < 1 || nt % interleave != 0) {
+      return layout_error(context + ": the interleave must divide the " + std::to_string(nt) + " atoms of a warp");
+    }
     RegisterLayout result;
     result.kind = LayoutKind::MmaB;
     result.warps_m = warps_m;
     result.warps_n = warps_n;
+    result.column_interleave = interleave;
     using layout::tuple_of;
-    result.tv = layout::TVLayout{
-        Layout(tuple_of(tuple_of(tuple_of(4, 8), tuple_of(warps_m, warps_n)),
-                        tuple_of(tuple_of(2, 2), tuple_of(kt, nt))),
-               tuple_of(tuple_of(tuple_of(2, k), tuple_of(0, 8 * nt * k)),
-                        tuple_of(tuple_of(1, 8), tuple_of(16, 8 * k)))),
-        tuple_of(k, n)};
+    if (interleave == 1) {
+      result.tv = layout::TVLayout{
+          Layout(tuple_of(tuple_of(tuple_of(4, 8), tuple_of(warps_m, warps_n)),
+                          tuple_of(tuple_of(2, 2), tuple_of(kt, nt))),
+                 tuple_of(tuple_of(tuple_of(2, k), tuple_of(0, 8 * nt * k)),
+                          tuple_of(tuple_of(1, 8), tuple_of(16, 8 * k)))),
+          tuple_of(k, n)};
+    } else {
+      // Atom r + p*q (p = interleave) takes column p*g + r of the 8p columns from 8p*q on: group
+      // g's columns of p neighbouring atoms are neighbours.
+      const int64_t p = interleave;
+      result.tv = layout::TVLayout{
+          Layout(tuple_of(tuple_of(tuple_of(4, 8), tuple_of(warps_m, warps_n)),
+                          tuple_of(tuple_of(2, 2), tuple_of(kt, tuple_of(p, nt / p)))),
+                 tuple_of(tuple_of(tuple_of(2, p * k), tuple_of(0, 8 * nt * k)),
+                          tuple_of(tuple_of(1, 8), tuple_of(16, tuple_of(k, 8 * p * k))))),
+          tuple_of(k, n)};
+    }
     return checked(std::move(result), context);
-  });
+  }, interleave);
 }
 
-Result<RegisterLayout> mma_c_layout(int64_t m, int64_t n, int warps_m, int warps_n) {
+Result<RegisterLayout> mma_c_layout(int64_t m, int64_t n, int warps_m, int warps_n, int interleave) {
   return remembered_fragment('C', m, n, warps_m, warps_n, [&]() -> Result<RegisterLayout> {
     const std::string context = "mma C layout of [" + std::to_string(m) + ", " + std::to_string(n) +
                                 "] over warps (" + std::to_string(warps_m) + ", " +
-                                std::to_string(warps_n) + ")";
+                                std::to_string(warps_n) + ")" +
+                                (interleave > 1 ? ", columns interleaved by " + std::to_string(interleave) : "");
     if (warps_n < 1 || !mma_rows_fit(m, warps_m) || n % (8 * warps_n) != 0 || n < 1) {
       return layout_error(context + ": needs M a multiple of 16 * warps_m (or 1, 2, 4, 8 rows on "
                                     "one warp) and N of 8 * warps_n");
     }
     const int64_t mt = mma_m_atoms(m, warps_m), nt = n / (8 * warps_n);
+    if (interleave < 1 || nt % interleave != 0) {
+      return layout_error(context + ": the interleave must divide the " + std::to_string(nt) + " atoms of a warp");
+    }
     const int64_t half = short_fragment_rows(m, warps_m) ? 0 : 8;  // the c_i "+8 rows" step
     RegisterLayout result;
     result.kind = LayoutKind::MmaC;
     result.warps_m = warps_m;
     result.warps_n = warps_n;
+    result.column_interleave = interleave;
     using layout::tuple_of;
-    result.tv = layout::TVLayout{
-        Layout(tuple_of(tuple_of(tuple_of(4, group_rows_shape(m)), tuple_of(warps_m, warps_n)),
-                        tuple_of(tuple_of(2, 2), tuple_of(mt, nt))),
-               tuple_of(tuple_of(tuple_of(2 * m, group_rows_stride(m)), tuple_of(16 * mt, 8 * nt * m)),
-                        tuple_of(tuple_of(m, half), tuple_of(16, 8 * m)))),
-        tuple_of(m, n)};
+    if (interleave == 1) {
+      result.tv = layout::TVLayout{
+          Layout(tuple_of(tuple_of(tuple_of(4, group_rows_shape(m)), tuple_of(warps_m, warps_n)),
+                          tuple_of(tuple_of(2, 2), tuple_of(mt, nt))),
+                 tuple_of(tuple_of(tuple_of(2 * m, group_rows_stride(m)), tuple_of(16 * mt, 8 * nt * m)),
+                          tuple_of(tuple_of(m, half), tuple_of(16, 8 * m)))),
+          tuple_of(m, n)};
+    } else {
+      // The B fragment's interleave (mma_b_layout): atom column c of atom r + p*q is tile column
+      // 8p*q + p*c + r, so a thread's c_0, c_1 of p neighbouring atoms are 2p neighbours.
+      const int64_t p = interleave;
+      result.tv = layout::TVLayout{
+          Layout(tuple_of(tuple_of(tuple_of(4, group_rows_shape(m)), tuple_of(warps_m, warps_n)),
+                          tuple_of(tuple_of(2, 2), tuple_of(mt, tuple_of(p, nt / p)))),
+                 tuple_of(tuple_of(tuple_of(2 * p * m, group_rows_stride(m)), tuple_of(16 * mt, 8 * nt * m)),
+                          tuple_of(tuple_of(p * m, half), tuple_of(16, tuple_of(m, 8 * p * m))))),
+          tuple_of(m, n)};
+    }
     return checked(std::move(result), context);
-  });
+  }, interleave);
 }
 
 Result<RegisterLayout> slice_layout(const RegisterLayout& source,
@@ -616,6 +651,7 @@ std::string layout_text(const RegisterLayout& layout) {
   if (layout.kind == LayoutKind::MmaA || layout.kind == LayoutKind::MmaB ||
       layout.kind == LayoutKind::MmaC) {
     text += " warps(" + std::to_string(layout.warps_m) + "," + std::to_string(layout.warps_n) + ")";
+    if (layout.column_interleave > 1) text += " interleave(" + std::to_string(layout.column_interleave) + ")";
   }
   return text + " " + layout::to_string(layout.tv);
 }
@@ -637,6 +673,109 @@ layout::ComposedLayout padded_row_major_shared(const std::vector<int64_t>& shape
   if (shape.size() != 2 || row_pad <= 0) return row_major_shared(shape, layout::Swizzle{});
   return layout::ComposedLayout{layout::Swizzle{},
                                 Layout(tile_tuple(shape), tuple_from({shape[1] + row_pad, 1}))};
+}
+
+}  // namespace nautilus::matile
+
+namespace nautilus::matile {
+
+SharedReadPlan shared_read_plan(const SharedAlloc& alloc, const SharedRef& ref, const RegisterLayout& layout,
+                                const std::vector<int64_t>& shape, DType dtype) {
+  SharedReadPlan plan;
+  const int64_t slots = layout.slots();
+  const size_t rank = alloc.shape.size();
+  const int bytes = dtype_bytes(dtype);
+  auto singles = [&]() {
+    plan.groups.clear();
+    plan.copies.clear();
+    for (int64_t v = 0; v < slots; ++v) plan.groups.push_back({v});
+    return plan;
+  };
+  if (ref.transposed || rank != shape.size() || ref.offsets.size() != rank || alloc.dtype != dtype ||
+      dtype == DType::Bool || (bytes != 1 && bytes != 2 && bytes != 4)) {
+    return singles();
+  }
+  // Per-axis element strides of a flat allocation (a hierarchical mode reads one slot at a time).
+  std::vector<int64_t> strides;
+  const layout::Layout& inner = alloc.layout.layout;
+  if (rank == 1 && inner.shape().is_leaf()) {
+    strides.push_back(inner.stride().value());
+  } else {
+    if (inner.rank() != static_cast<int>(rank)) return singles();
+    for (size_t k = 0; k < rank; ++k) {
+      const layout::IntTuple& mode = inner.shape().mode(static_cast<int>(k));
+      if (!mode.is_leaf() || mode.value() != alloc.shape[k]) return singles();
+      strides.push_back(inner.stride().mode(static_cast<int>(k)).value());
+    }
+  }
+  const int64_t threads = layout.threads();
+  std::vector<int64_t> coordinate(rank);
+  const auto linear = [&](int64_t t, int64_t slot) {
+    int64_t index = layout.tv.index(t, slot), offset = 0;
+    for (size_t k = 0; k < rank; ++k) {
+      offset += (index % shape[k] + ref.offsets[k]) * strides[k];
+      index /= shape[k];
+    }
+    return offset;
+  };
+  int64_t widest = 16 / bytes;
+  const layout::Swizzle& swizzle = alloc.layout.swizzle;
+  while (widest > 1 && ((!swizzle.is_identity() && (int64_t{1} << swizzle.base) % widest != 0) ||
+                        (ref.stage && alloc.stage_elements % widest != 0))) {
+    widest /= 2;
+  }
+  std::vector<int64_t> offset_of(static_cast<size_t>(slots));
+  std::map<int64_t, int64_t> slot_at;
+  std::vector<int64_t> order;
+  for (int64_t v = 0; v < slots; ++v) {
+    offset_of[static_cast<size_t>(v)] = linear(0, v);
+    auto [found, fresh] = slot_at.emplace(offset_of[static_cast<size_t>(v)], v);
+    if (fresh) {
+      order.push_back(v);
+    } else {
+      plan.copies.emplace_back(v, found->second);
+    }
+  }
+  // A copy must hold the same element in every thread, not only in thread 0.
+  for (const auto& [slot, source] : plan.copies) {
+    for (int64_t t = 1; t < threads; ++t) {
+      if (linear(t, slot) != linear(t, source)) return singles();
+    }
+  }
+  std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) {
+    return offset_of[static_cast<size_t>(x)] < offset_of[static_cast<size_t>(y)];
+  });
+  std::vector<bool> taken(static_cast<size_t>(slots), false);
+  for (int64_t first : order) {
+    if (taken[static_cast<size_t>(first)]) continue;
+    const int64_t origin = offset_of[static_cast<size_t>(first)];
+    std::vector<int64_t> group{first};
+    for (int64_t n = widest; n > 1; n /= 2) {
+      if (origin % n != 0) continue;
+      std::vector<int64_t> members{first};
+      for (int64_t i = 1; i < n; ++i) {
+        auto found = slot_at.find(origin + i);
+        if (found == slot_at.end() || taken[static_cast<size_t>(found->second)]) break;
+        members.push_back(found->second);
+      }
+      if (static_cast<int64_t>(members.size()) != n) continue;
+      bool every_thread = true;
+      for (int64_t t = 1; t < threads && every_thread; ++t) {
+        const int64_t base = linear(t, first);
+        every_thread = base % n == 0;
+        for (int64_t i = 1; i < n && every_thread; ++i) {
+          every_thread = linear(t, members[static_cast<size_t>(i)]) == base + i;
+        }
+      }
+      if (every_thread) {
+        group = std::move(members);
+        break;
+      }
+    }
+    for (int64_t v : group) taken[static_cast<size_t>(v)] = true;
+    plan.groups.push_back(std::move(group));
+  }
+  return plan;
 }
 
 }  // namespace nautilus::matile

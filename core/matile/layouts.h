@@ -76,8 +76,13 @@ bool mma_rows_fit(int64_t m, int warps_m);
 // or 8 rows.
 int64_t mma_m_atoms(int64_t m, int warps_m);
 Result<RegisterLayout> mma_a_layout(int64_t m, int64_t k, int warps_m, int warps_n);
-Result<RegisterLayout> mma_b_layout(int64_t k, int64_t n, int warps_m, int warps_n);
-Result<RegisterLayout> mma_c_layout(int64_t m, int64_t n, int warps_m, int warps_n);
+// interleave p > 1 (dividing the atoms per warp, nt): atom r + p*q takes columns p*g + r of the
+// 8p columns from 8p*q on (g the lane's group), instead of 8*(r + p*q) + g. An mma sums over k
+// only, so any column order that B and C share computes the same tile; this one puts a thread's
+// columns of p neighbouring atoms side by side (an 8-bit B row read p bytes at once, C stored 2p
+// elements at once). The C layout must use the same p.
+Result<RegisterLayout> mma_b_layout(int64_t k, int64_t n, int warps_m, int warps_n, int interleave = 1);
+Result<RegisterLayout> mma_c_layout(int64_t m, int64_t n, int warps_m, int warps_n, int interleave = 1);
 
 // The layout of a reduce's result: `source` with `axis` removed (its thread leaves get stride
 // 0, its slot leaves disappear, and so do stride-0 slot leaves: the result holds each element
@@ -161,6 +166,24 @@ std::vector<LdmatrixIssue> ldmatrix_issues(const RegisterLayout& layout,
 
 // One line: "mma_c warps(4,1) ((4,8),(4,1)):(...) ..." -- the kind and the TV layout text.
 std::string layout_text(const RegisterLayout& layout);
+
+// How a thread reads a register tile from shared memory element-wise (SharedRead::Scalar): one
+// ld.shared per group of n slots (n a power of two, n elements at most 16 bytes) whose elements
+// lie at offsets first .. first + n - 1 of the allocation in every thread, first a multiple of n,
+// inside one group of elements the swizzle keeps together (its base) and one stage; each group in
+// address order. The slots need not be neighbours: an mma fragment whose atoms take interleaved
+// columns (mma_b_layout) holds one row's bytes of several atoms side by side. A slot holding the
+// same element as an earlier one (a replicated layout: the 16 rows of an atom over a 1-row tile)
+// is copied from it instead. Every other slot is a group of its own. Deterministic: groups form
+// in the order of thread 0's offsets.
+//   int8[16, 64] B fragment over 4 warps, two atoms per warp interleaved (column = 2g + atom):
+//   slots 0 and 4 (row 2t, columns 2g, 2g + 1) are one 2-byte read; 8 reads instead of 16.
+struct SharedReadPlan {
+  std::vector<std::vector<int64_t>> groups;
+  std::vector<std::pair<int64_t, int64_t>> copies;  // (slot, the slot whose element it copies)
+};
+SharedReadPlan shared_read_plan(const SharedAlloc& alloc, const SharedRef& ref, const RegisterLayout& layout,
+                                const std::vector<int64_t>& shape, DType dtype);
 
 // A row-major shared tile (last axis contiguous) with `swizzle` in element units.
 layout::ComposedLayout row_major_shared(const std::vector<int64_t>& shape,

@@ -136,6 +136,11 @@ struct LowerOptions {
   // layouts their consumers want wherever the cost model prices the kernel lower
   // (lower_layout_synthesis.cpp). false: the first-wins rules alone, for comparisons.
   bool synthesize_layouts = true;
+  // Element-wise shared reads grouped (Kernel::grouped_shared_reads): a lane's neighbouring
+  // elements in one ld.shared at hoisted addresses, and a widened 8-bit B stored [K, N] read
+  // through mma atoms with interleaved columns (layouts.h). Off by default: measured on the
+  // H200 it helps some kernels and slows others (docs/codegen.md); for comparisons and tuning.
+  bool grouped_shared_reads = false;
 };
 
 layout::Result<ModulePtr> lower_to_matile(const vrtile::ModulePtr& module,

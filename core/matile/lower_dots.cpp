@@ -409,6 +409,18 @@ void KernelLowering::plan_dots() {
       plan.b = OperandPlan{op->operands[1], nullptr, false};
       plan.eight_bit = false;
     }
+    if (options_.grouped_shared_reads && plan.mma && plan.b.widened && plan.b.load && !plan.b.transposed &&
+        only_accumulated_and_stored(op->results[0])) {
+      // A widened 8-bit B stored [K, N]: a thread's fragment bytes of one k row are one column
+      // per atom, 8 columns apart, each its own ld.shared. With the atoms' columns interleaved
+      // (layouts.h, mma_b_layout), those of p neighbouring atoms are neighbours and one
+      // ld.shared of p bytes reads them (shared_read_plan); the product's layout follows, which
+      // an accumulate-and-store epilogue takes as it is.
+      const int64_t nt = N / (8 * plan.warps_n);
+      int p = 1;
+      while (p < 16 && nt % (2 * p) == 0) p *= 2;
+      plan.column_interleave = p;
+    }
     dot_plans_[op] = plan;
   }
   // Loads that also have users other than mma operands keep a register copy.
@@ -511,12 +523,12 @@ void KernelLowering::emit_dot(const VOp& op) {
     return *l;
   };
   const RegisterLayout a_step = layout_or_fail(mma_a_layout(M, 16, wm, wn));
-  const RegisterLayout b_step = layout_or_fail(mma_b_layout(16, N, wm, wn));
+  const RegisterLayout b_step = layout_or_fail(mma_b_layout(16, N, wm, wn, plan.column_interleave));
   Value a_reg, b_reg;
   const bool a_hoisted = plan.a.load && hoisted_.count(plan.a.load);
   if (a_hoisted) a_reg = hoisted_.at(plan.a.load);
   if (!plan.a.load) a_reg = materialize(plan.a.source, layout_or_fail(mma_a_layout(M, K, wm, wn)));
-  if (!plan.b.load) b_reg = materialize(plan.b.source, layout_or_fail(mma_b_layout(K, N, wm, wn)));
+  if (!plan.b.load) b_reg = materialize(plan.b.source, layout_or_fail(mma_b_layout(K, N, wm, wn, plan.column_interleave)));
   const DType dtype = plan.a.source->type.dtype;
   auto load_step = [&](int64_t kk) -> std::pair<Value, Value> {
     const std::string step = "_k" + std::to_string(kk);

@@ -154,7 +154,7 @@ bool KernelLowering::propagate() {
         const DotPlan& plan = dot_plans_.at(op);
         if (plan.mma) {
           Result<RegisterLayout> c = mma_c_layout(v->type.shape[0], v->type.shape[1],
-                                                  plan.warps_m, plan.warps_n);
+                                                  plan.warps_m, plan.warps_n, plan.column_interleave);
           if (!c) fail(c.error().message);
           set(v, *c, std::string("the accumulator fragment of ") + (plan.wgmma ? "wgmma" : "mma.sync") +
                           ", warps " + std::to_string(plan.warps_m) + " x " + std::to_string(plan.warps_n));
@@ -216,7 +216,7 @@ std::optional<RegisterLayout> KernelLowering::mma_fragment(const DotPlan& plan, 
   const int64_t rows = v->type.shape[0], columns = v->type.shape[1];
   Result<RegisterLayout> l = plan.a.source == v
                                  ? mma_a_layout(rows, columns, plan.warps_m, plan.warps_n)
-                                 : mma_b_layout(rows, columns, plan.warps_m, plan.warps_n);
+                                 : mma_b_layout(rows, columns, plan.warps_m, plan.warps_n, plan.column_interleave);
   if (!l) return std::nullopt;
   return *l;
 }

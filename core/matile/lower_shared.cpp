@@ -73,6 +73,14 @@ SwizzleChoice compute_swizzle(const std::vector<int64_t>& shape, int bytes, cons
   for (int shift = 3; shift <= 6; ++shift) {
     for (int bits = 1; bits <= 3; ++bits) candidates.push_back(layout::Swizzle{bits, 4, shift});
   }
+  // Reads of several bytes per lane of a k row (a widened B with interleaved atoms: 4 lanes' rows
+  // of 32 bytes each) collide under any XOR of 16-byte chunks, which moves a row's two chunks
+  // onto each other's banks; XORing 32-byte units separates them.
+  if (reader.fragment && reader.vector * bytes >= 4) {
+    for (int shift = 2; shift <= 6; ++shift) {
+      for (int bits = 1; bits <= 2; ++bits) candidates.push_back(layout::Swizzle{bits, 5, shift});
+    }
+  }
   SwizzleChoice best;
   for (const layout::Swizzle& candidate : candidates) {
     Result<layout::Swizzle> sw = candidate.is_identity()
@@ -84,7 +92,8 @@ SwizzleChoice compute_swizzle(const std::vector<int64_t>& shape, int bytes, cons
         *sw, layout::Layout(layout::tuple_of(counted_rows, counted_columns), layout::tuple_of(shape[1], 1))};
     int64_t wavefronts = 0;
     if (reader.fragment) {
-      Result<layout::BankConflicts> conflicts = layout::count_bank_conflicts(smem, bytes, *reader.fragment, 1);
+      Result<layout::BankConflicts> conflicts =
+          layout::count_bank_conflicts(smem, bytes, *reader.fragment, reader.vector);
       if (!conflicts) continue;
       wavefronts = conflicts->wavefronts * scale;
     } else if (shape[0] % 16 == 0 && shape[1] % 16 == 0) {
@@ -137,19 +146,35 @@ int KernelLowering::scratch(const std::string& name, DType dtype, std::vector<in
   return b_.shared(name, dtype, shape, row_major_shared(shape, layout::Swizzle{}), 1, purpose);
 }
 
-// The reader of `load`'s tile when a dot reads it as a widened 8-bit operand: the fragment of
-// one k step over the step's window (16 rows of B, 16 columns of A).
+// The reader of `load`'s tile when a dot reads it as a widened 8-bit operand: the reads the
+// emitter issues for one k step's fragment over the step's window (16 rows of B, 16 columns of
+// A; matile::shared_read_plan). A K-major A reads each k pair (a_0, a_1) as 2 bytes; a B stored
+// [K, N] with interleaved atoms reads a k row's p bytes at once, which is the fragment with its
+// p interleaved atoms first among its slots; otherwise a byte per read.
 TileReader KernelLowering::widened_reader(const VOp& load) const {
   for (const auto& [dot, plan] : dot_plans_) {
     if (!plan.mma) continue;
     const std::vector<int64_t>& shape = load.results[0]->type.shape;
     if (plan.b.widened && plan.b.load == &load) {
+      const int64_t p = plan.column_interleave, k = 16, n = shape[1];
+      if (p > 1 && n % (8 * plan.warps_n) == 0) {
+        using layout::tuple_of;
+        const int64_t nt = n / (8 * plan.warps_n);
+        const layout::TVLayout reads{
+            layout::Layout(tuple_of(tuple_of(tuple_of(4, 8), tuple_of(plan.warps_m, plan.warps_n)),
+                                    tuple_of(p, tuple_of(2, 2), nt / p)),
+                           tuple_of(tuple_of(tuple_of(2, p * k), tuple_of(0, 8 * nt * k)),
+                                    tuple_of(k, tuple_of(1, 8), 8 * p * k))),
+            tuple_of(k, n)};
+        return TileReader{reads, {k, n}, p};
+      }
       Result<RegisterLayout> step = mma_b_layout(16, shape[1], plan.warps_m, plan.warps_n);
-      if (step) return TileReader{step->tv, {16, shape[1]}};
+      if (step) return TileReader{step->tv, {16, shape[1]}, 1};
     }
     if (plan.a.widened && plan.a.load == &load) {
       Result<RegisterLayout> step = mma_a_layout(shape[0], 16, plan.warps_m, plan.warps_n);
-      if (step) return TileReader{step->tv, {shape[0], 16}};
+      const bool pairs = options_.grouped_shared_reads && !plan.a.transposed;
+      if (step) return TileReader{step->tv, {shape[0], 16}, pairs ? 2 : 1};
     }
   }
   return {};

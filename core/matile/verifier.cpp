@@ -721,8 +721,10 @@ class KernelVerifier : public Visitor {
       return;
     }
     Result<RegisterLayout> la = mma_a_layout(M, K, op.warps_m, op.warps_n);
-    Result<RegisterLayout> lb = mma_b_layout(K, N, op.warps_m, op.warps_n);
-    Result<RegisterLayout> lc = mma_c_layout(M, N, op.warps_m, op.warps_n);
+    // B and C share their columns' interleave (layouts.h); B's says which.
+    const int interleave = b->layout.column_interleave;
+    Result<RegisterLayout> lb = mma_b_layout(K, N, op.warps_m, op.warps_n, interleave);
+    Result<RegisterLayout> lc = mma_c_layout(M, N, op.warps_m, op.warps_n, interleave);
     if (!la || !lb || !lc) {
       error(where, !la ? la.error().message : !lb ? lb.error().message : lc.error().message);
       return;

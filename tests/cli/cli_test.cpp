@@ -164,6 +164,38 @@ TEST(Cli, CudaStageIsSourceTextOrJson) {
   EXPECT_NE(dot.err.find("the cuda stage is source text"), std::string::npos) << dot.err;
 }
 
+TEST(Cli, SharedReadsGroupedReadsAWeightRowsBytesAtOnceAndCheckedAgainstTheReference) {
+  // int8 weights stored [K, N] on 2 x 2 warps: grouped, a lane reads a k row's 4 bytes of its 4
+  // interleaved atoms at once; the default reads them a byte at a time. Both match the float64
+  // reference in the MA interpreter; an unknown mode is refused with the modes it takes.
+  const std::vector<std::string> base = {"lower", asset("int8_weight_gemm"), "--stage", "cuda", "-D", "M=70",
+                                         "-D", "N=80", "-D", "K=384", "-D", "KG=3",
+                                         "--pin", "tile(Y_sum, m=64, n=64, k=128)",
+                                         "--pin", "reverse_compute_at(Y, Y_sum, n_o)",
+                                         "--pin", "bind(Y_sum, m_o=grid.y, n_o=grid.x)"};
+  CliRun elements = run(base);
+  ASSERT_EQ(elements.status, 0) << elements.err;
+  EXPECT_EQ(elements.out.find("ld_shared_u32((W_smem_addr"), std::string::npos);
+  std::vector<std::string> grouped_args = base;
+  grouped_args.insert(grouped_args.end(), {"--shared-reads", "grouped"});
+  CliRun grouped = run(grouped_args);
+  ASSERT_EQ(grouped.status, 0) << grouped.err;
+  EXPECT_NE(grouped.out.find("ld_shared_u32((W_smem_addr"), std::string::npos);
+  for (const char* mode : {"elements", "grouped"}) {
+    CliRun checked = run({"eval", asset("int8_weight_gemm"), "--stage", "matile", "-D", "M=70", "-D", "N=80",
+                          "-D", "K=384", "-D", "KG=3", "--pin", "tile(Y_sum, m=64, n=64, k=128)",
+                          "--shared-reads", mode});
+    EXPECT_EQ(checked.status, 0) << mode << ": " << checked.out << checked.err;
+    EXPECT_NE(checked.out.find("PASS"), std::string::npos) << checked.out;
+  }
+  std::vector<std::string> bad = base;
+  bad.insert(bad.end(), {"--shared-reads", "wide"});
+  CliRun refused = run(bad);
+  EXPECT_EQ(refused.status, 1);
+  EXPECT_NE(refused.err.find("unknown --shared-reads 'wide'; expected elements, grouped"), std::string::npos)
+      << refused.err;
+}
+
 TEST(Cli, LowerEstimatePrintsTheCostModelAfterTheMatileStage) {
   const std::string gemm = source_path("assets/specs/gemm.nt");
   const std::string schedule = source_path("assets/schedules/gemm.json");

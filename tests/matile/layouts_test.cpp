@@ -72,6 +72,55 @@ TEST(MmaLayouts, TilesAndWarps) {
             "4, 8 rows on one warp) and K of 16");
 }
 
+TEST(MmaLayouts, InterleavedColumnsAreAPermutationThatBAndCShare) {
+  // Every coordinate of small tiles: with interleave p, atom ni = r + p*q of warp wn takes tile
+  // column 8*nt*wn + 8p*q + p*c + r for atom column c, in B (c = the lane's group) and in C (c =
+  // 2t + i%2) alike, so the mma computes the same tile; each element is held once per replica.
+  struct Case {
+    int64_t m, k, n;
+    int wm, wn, p;
+  };
+  for (const Case& x : {Case{16, 16, 16, 1, 1, 2}, Case{32, 32, 64, 2, 2, 4}, Case{16, 32, 128, 1, 2, 8},
+                        Case{64, 16, 128, 2, 2, 2}, Case{1, 16, 64, 1, 4, 2}}) {
+    SCOPED_TRACE(std::to_string(x.m) + "x" + std::to_string(x.n) + " p " + std::to_string(x.p));
+    const RegisterLayout b = *mma_b_layout(x.k, x.n, x.wm, x.wn, x.p);
+    const RegisterLayout c = *mma_c_layout(x.m, x.n, x.wm, x.wn, x.p);
+    EXPECT_EQ(b.column_interleave, x.p);
+    EXPECT_NE(b, *mma_b_layout(x.k, x.n, x.wm, x.wn));
+    const int64_t nt = x.n / (8 * x.wn), kt = x.k / 16, mt = mma_m_atoms(x.m, x.wm);
+    std::map<std::pair<int64_t, int64_t>, int> b_holders, c_holders;
+    for (int64_t thread = 0; thread < 32 * x.wm * x.wn; ++thread) {
+      const int64_t lane = thread % 32, wn = (thread / 32) / x.wm, g = lane / 4, t = lane % 4;
+      const auto column = [&](int64_t ni, int64_t atom_column) {
+        return 8 * nt * wn + 8 * x.p * (ni / x.p) + x.p * atom_column + ni % x.p;
+      };
+      for (int64_t ni = 0; ni < nt; ++ni) {
+        for (int64_t ki = 0; ki < kt; ++ki) {
+          for (int i = 0; i < 4; ++i) {
+            const auto [row, col] = element(b, thread, 4 * (ki + kt * ni) + i);
+            EXPECT_EQ(row, 16 * ki + 2 * t + i % 2 + 8 * (i / 2));
+            EXPECT_EQ(col, column(ni, g));
+            b_holders[{row, col}]++;
+          }
+        }
+        for (int64_t mi = 0; mi < mt; ++mi) {
+          for (int i = 0; i < 4; ++i) {
+            const auto [row, col] = element(c, thread, 4 * (mi + mt * ni) + i);
+            EXPECT_EQ(col, column(ni, 2 * t + i % 2));
+            c_holders[{row, col}]++;
+          }
+        }
+      }
+    }
+    EXPECT_EQ(b_holders.size(), static_cast<size_t>(x.k * x.n));
+    for (const auto& [where, count] : b_holders) EXPECT_EQ(count, x.wm);
+    EXPECT_EQ(c_holders.size(), static_cast<size_t>(x.m * x.n));
+  }
+  EXPECT_EQ(mma_b_layout(16, 48, 1, 2, 2).error().message,
+            "mma B layout of [16, 48] over warps (1, 2), columns interleaved by 2: the interleave must divide "
+            "the 3 atoms of a warp");
+}
+
 TEST(MmaLayouts, FragmentsOfFewerThanSixteenRowsRepeatTheAtomsRows) {
   // A decode step's 8-head group (or 4, 2, 1 rows) on one warp along M: the instruction's row
   // g + 8 (and every row past M) is row (g + 8) % M, by the PTX formulas with rows taken mod M.

@@ -31,6 +31,16 @@ std::vector<std::string> weight_gemm_schedule(int tile_m, int tile_n, int tile_k
           "pipeline(Y_sum, stages=" + std::to_string(stages) + ")"};
 }
 
+// The grouped shared reads (LowerOptions::grouped_shared_reads, `--shared-reads grouped`).
+driver::Compilation compile_grouped(const std::vector<std::string>& decisions, const std::vector<std::string>& sizes,
+                                    const std::string& arch) {
+  driver::CompileOptions options;
+  options.last_stage = driver::Stage::MATile;
+  options.matile.arch = arch;
+  options.matile.grouped_shared_reads = true;
+  return nautilus::testing::compile_scheduled("assets/specs/int8_weight_gemm.nt", decisions, sizes, std::move(options));
+}
+
 bool reads_int8_from_shared(const Op& op) {
   return op.kind == OpKind::SharedLoad && op.results[0]->type.dtype == DType::I8;
 }
@@ -71,6 +81,7 @@ TEST(WidenedOperand, Int8WeightsAreCopiedToSharedAndReadPerKStepIntoFragments) {
     const SharedAlloc& tile = kernel.shared.at(static_cast<size_t>(read->shared.alloc));
     EXPECT_NE(tile.purpose.find("byte-read wavefronts"), std::string::npos) << tile.purpose;
     const RegisterLayout& fragment = read->results[0]->layout;
+    EXPECT_EQ(fragment.column_interleave, 1);  // the grouped reads' interleave is opt-in
     for (int64_t slot = 0; slot < fragment.slots(); ++slot) {
       std::vector<int64_t> addresses;
       for (int64_t lane = 0; lane < 32; ++lane) {
@@ -175,6 +186,87 @@ TEST(WidenedOperand, RowsThatACopyCannotAlignKeepTheRegisterPath) {
   const Kernel& kernel = *compilation.ma_module->kernels.at(0);
   EXPECT_EQ(count_ops(*kernel.body, reads_int8_from_shared), 0);
   expect_stage_matches_reference(compilation, driver::Stage::MATile, 6, "unaligned ");
+}
+
+TEST(WidenedOperand, GroupedReadsGiveNeighbouringAtomsNeighbouringColumnsAndReadARowsBytesAtOnce) {
+  // 64 x 64 on 2 x 2 warps: 32 columns, 4 n8 atoms per warp. With grouped shared reads the B
+  // fragment of atom r takes columns 4g + r (g the lane's group) instead of 8r + g, so a lane's
+  // 4 bytes of one k row are neighbours: one 4-byte ld.shared per k row instead of four 1-byte
+  // ones, conflict-free under the swizzle chosen for them. The product takes the same column
+  // order, and the interpreter's result still matches the reference.
+  const driver::Compilation compilation = compile_grouped(weight_gemm_schedule(64, 64, 128, 3),
+                                                          {"M=70", "N=80", "K=384", "G=128", "KG=3"}, "sm_80");
+  ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error << compilation.internal_error;
+  const Kernel& kernel = *compilation.ma_module->kernels.at(0);
+  const Op* read = first_op(*kernel.body, reads_int8_from_shared);
+  const Op* mma = first_op(*kernel.body, [](const Op& op) { return op.kind == OpKind::Mma; });
+  ASSERT_TRUE(read && mma);
+  const RegisterLayout& fragment = read->results[0]->layout;
+  EXPECT_EQ(fragment.column_interleave, 4);
+  EXPECT_EQ(mma->results[0]->layout.column_interleave, 4);
+  // Lane 5 (group 1, k pair 2) of warp 0: slot 4 * ni (b_0 of atom ni) is row 2, column 4 + ni.
+  for (int64_t ni = 0; ni < 4; ++ni) {
+    const int64_t index = fragment.tv.index(5, 4 * ni);
+    EXPECT_EQ(index % 16, 2) << "atom " << ni;
+    EXPECT_EQ(index / 16, 4 + ni) << "atom " << ni;
+  }
+  // And c_0 of atom ni in lane 5 (row 1, atom column 2) is tile column 4 * 2 + ni.
+  const RegisterLayout& product = mma->results[0]->layout;
+  for (int64_t ni = 0; ni < 4; ++ni) {
+    const int64_t mt = product.slots() / (4 * 4);
+    const int64_t index = product.tv.index(5, 4 * (mt * ni));
+    EXPECT_EQ(index % 64, 1) << "atom " << ni;
+    EXPECT_EQ(index / 64, 8 + ni) << "atom " << ni;
+  }
+  // Four reads of 4 bytes per k step and lane, one per k row.
+  const SharedAlloc& tile = kernel.shared.at(static_cast<size_t>(read->shared.alloc));
+  const SharedReadPlan plan = shared_read_plan(tile, read->shared, fragment, read->results[0]->type.shape, DType::I8);
+  ASSERT_EQ(plan.groups.size(), 4u);
+  for (const std::vector<int64_t>& group : plan.groups) {
+    EXPECT_EQ(group.size(), 4u);
+    std::vector<int64_t> addresses;
+    for (int64_t lane = 0; lane < 32; ++lane) {
+      const int64_t index = fragment.tv.index(lane, group.front());  // (k, n) in the [16, 64] step
+      addresses.push_back(tile.layout((index % 16) + (index / 16) * tile.shape[0]));
+    }
+    const auto conflicts = layout::count_bank_conflicts(addresses, 4);
+    ASSERT_TRUE(conflicts.ok());
+    EXPECT_EQ(conflicts->wavefronts, 1) << "slot " << group.front();
+  }
+  EXPECT_TRUE(plan.copies.empty());
+  const std::string cuda = nautilus::testing::emitted_cuda(compilation);
+  EXPECT_NE(cuda.find("ld_shared_u32((W_smem_addr"), std::string::npos);
+  EXPECT_EQ(cuda.find("ld_shared_s8((W_smem_addr"), std::string::npos);
+  for (uint64_t seed : {7, 8}) expect_stage_matches_reference(compilation, driver::Stage::MATile, seed, "interleaved ");
+}
+
+TEST(WidenedOperand, GroupedReadsReadAOneRowActivationOnceAndCopyItsRepeatedRows) {
+  // The one activation row fills the atom's 16 rows with copies of itself (layouts.h): with
+  // grouped shared reads a lane reads each element once and copies it into the slots that
+  // repeat it.
+  const driver::Compilation compilation = compile_grouped(
+      {"tile(Y_sum, m=1, n=64, k=128)", "reverse_compute_at(Y, Y_sum, n_o)",
+       "bind(Y_sum, m_o=grid.y, n_o=grid.x)", "pipeline(Y_sum, stages=4)"},
+      {"M=3", "N=192", "K=384", "G=128", "KG=3"}, "sm_80");
+  ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error << compilation.internal_error;
+  const Kernel& kernel = *compilation.ma_module->kernels.at(0);
+  const Op* read = first_op(*kernel.body, [](const Op& op) {
+    return op.kind == OpKind::SharedLoad && op.results[0]->type.dtype == DType::BF16;
+  });
+  ASSERT_TRUE(read);
+  const SharedAlloc& tile = kernel.shared.at(static_cast<size_t>(read->shared.alloc));
+  const SharedReadPlan plan =
+      shared_read_plan(tile, read->shared, read->results[0]->layout, read->results[0]->type.shape, DType::BF16);
+  int64_t read_slots = 0;
+  for (const std::vector<int64_t>& group : plan.groups) read_slots += static_cast<int64_t>(group.size());
+  EXPECT_EQ(read_slots + static_cast<int64_t>(plan.copies.size()), read->results[0]->layout.slots());
+  EXPECT_EQ(read_slots, read->results[0]->layout.slots() / 2);  // rows g and g + 8 are one row
+  for (const auto& [slot, source] : plan.copies) {
+    for (int64_t thread = 0; thread < read->results[0]->layout.threads(); ++thread) {
+      EXPECT_EQ(read->results[0]->layout.tv.index(thread, slot), read->results[0]->layout.tv.index(thread, source));
+    }
+  }
+  expect_stage_matches_reference(compilation, driver::Stage::MATile, 12, "one row ");
 }
 
 }  // namespace
