@@ -26,7 +26,6 @@
 //     bounds [200, 264], %34.1 (runs of 8)       *reinterpret_cast<uint4*>((C + C_start)) = ...;
 //                                              } else { if ((v23 + l0_col) < 264) ... per element }
 #include <algorithm>
-#include <map>
 
 #include "core/codegen/kernel_emitter.h"
 
