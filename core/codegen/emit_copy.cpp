@@ -664,9 +664,9 @@ void KernelEmitter::element_shared_load(const Op& op) {
   const Value& result = op.results[0];
   const SharedAlloc& alloc = alloc_of(op.shared);
   const std::string source = shared_name(alloc);
-  if (op.shared_read == matile::SharedRead::Scalar && shared_vector(op, result, 0) > 1) {
+  declare(result);
+  if (shared_vector(op, result, 0) > 1) {
     // Runs of consecutive slots as one wide read each (the first slot's address is aligned).
-    declare(result);
     const bool f32 = result->type.dtype == DType::F32;
     for (int64_t v = 0; v < result->layout.slots();) {
       const int64_t n = shared_vector(op, result, v);
@@ -695,14 +695,10 @@ void KernelEmitter::element_shared_load(const Op& op) {
     }
     return;
   }
-  if (op.shared_read == matile::SharedRead::Scalar) {
-    declare(result);
-    for_slots(result->layout.slots(), [&](const std::string& s) {
-      line(at(result, s) + " = " + source + "[" +
-           shared_offset(op.shared, coordinates(result, s, matile::op_label(op))) + "];");
-    });
-    return;
-  }
+  for_slots(result->layout.slots(), [&](const std::string& s) {
+    line(at(result, s) + " = " + source + "[" +
+         shared_offset(op.shared, coordinates(result, s, matile::op_label(op))) + "];");
+  });
 }
 
 // Slot `slot`'s tile coordinates in `info`'s layout as a per-thread part and constants.

@@ -1114,20 +1114,17 @@ class WorkWalk : public matile::Visitor {
           // row's bytes of several atoms at once), and per element of a group of several the
           // shift that takes it out of the loaded word; elements that repeat an earlier one
           // are register copies.
-          const double per_slot = lanes(result) / static_cast<double>(std::max<int64_t>(1, result->layout.slots()));
-          double instructions = 0.0, extracted = 0.0;
           const matile::SharedReadPlan plan = read_plan(kernel_, op);
+          work.shared_bytes += kWavefrontBytes * element_read_wavefronts(op, plan);
           if (!kernel_.grouped_shared_reads) {
-            work.shared_bytes += kWavefrontBytes * element_read_wavefronts(op, plan);
             work.alu_ops += 2.0 * lanes(result);
             return;
           }
+          double per_thread = 0.0;  // instructions, and extractions from a loaded word
           for (const std::vector<int64_t>& group : plan.groups) {
-            instructions += 1.0;
-            if (group.size() > 1) extracted += static_cast<double>(group.size());
+            per_thread += 1.0 + (group.size() > 1 ? static_cast<double>(group.size()) : 0.0);
           }
-          work.shared_bytes += kWavefrontBytes * element_read_wavefronts(op, plan);
-          work.alu_ops += per_slot * (instructions + extracted);
+          work.alu_ops += static_cast<double>(result->layout.threads()) * per_thread;
           return;
         }
         work.shared_bytes += lanes(result) * dtype_bytes(result->type.dtype);
@@ -1292,22 +1289,29 @@ class WorkWalk : public matile::Visitor {
   // repeat one access pattern along the tile, and a row of thousands of slots per thread (a
   // reduction over a 32000-wide vocabulary) made this count the search's largest cost.
   std::optional<double> counted_wavefronts(const Value& value, const matile::SharedAlloc& alloc,
-                                           const std::function<int64_t(int64_t, int64_t)>& element) const {
-    const int64_t slots = value->layout.slots();
+                                           const std::function<int64_t(int64_t, int64_t)>& element,
+                                           const matile::SharedReadPlan* plan = nullptr) const {
+    // One warp instruction per slot, or per group of `plan` (each lane reading the group's
+    // elements from its first one's address).
+    const int64_t instructions = plan ? static_cast<int64_t>(plan->groups.size()) : value->layout.slots();
     const int bytes = dtype_bytes(alloc.dtype);
     const int64_t lanes_in_warp = std::min<int64_t>(kWarpSize, value->layout.threads());
-    const int64_t counted_slots = std::min(slots, kCountedScratchSlots);
+    const int64_t counted_instructions = std::min(instructions, kCountedScratchSlots);
     double wavefronts = 0.0;
     std::vector<int64_t> addresses(static_cast<size_t>(lanes_in_warp));
-    for (int64_t slot = 0; slot < counted_slots; ++slot) {
+    for (int64_t i = 0; i < counted_instructions; ++i) {
+      const int64_t slot = plan ? plan->groups[static_cast<size_t>(i)].front() : i;
+      const int width = plan ? static_cast<int>(plan->groups[static_cast<size_t>(i)].size()) : 1;
       for (int64_t lane = 0; lane < lanes_in_warp; ++lane) {
         addresses[static_cast<size_t>(lane)] = alloc.layout(element(lane, slot)) * bytes;
       }
-      const auto counted = layout::count_bank_conflicts(addresses, bytes);
+      const auto counted = layout::count_bank_conflicts(addresses, bytes * width);
       if (!counted.ok()) return std::nullopt;
       wavefronts += static_cast<double>(counted->wavefronts);
     }
-    if (counted_slots > 0) wavefronts *= static_cast<double>(slots) / static_cast<double>(counted_slots);
+    if (counted_instructions > 0) {
+      wavefronts *= static_cast<double>(instructions) / static_cast<double>(counted_instructions);
+    }
     return wavefronts * kernel_.warps;
   }
   static constexpr int64_t kCountedScratchSlots = 128;
@@ -1339,29 +1343,20 @@ class WorkWalk : public matile::Visitor {
     const matile::SharedAlloc& alloc = kernel_.shared[static_cast<size_t>(alloc_index)];
     const std::vector<int64_t>& shape = value->type.shape;
     if (alloc.shape.size() != shape.size() || op.shared.offsets.size() != shape.size()) return fallback;
-    const int bytes = dtype_bytes(alloc.dtype);
-    const int64_t lanes_in_warp = std::min<int64_t>(kWarpSize, value->layout.threads());
-    const size_t counted = std::min<size_t>(plan.groups.size(), static_cast<size_t>(kCountedScratchSlots));
-    std::vector<int64_t> addresses(static_cast<size_t>(lanes_in_warp));
-    double wavefronts = 0.0;
-    for (size_t g = 0; g < counted; ++g) {
-      const std::vector<int64_t>& group = plan.groups[g];
-      for (int64_t lane = 0; lane < lanes_in_warp; ++lane) {
-        // The element's coordinate in the value's tile, then its index in the allocation's.
-        int64_t index = value->layout.tv.index(lane, group.front()), at = 0, pitch = 1;
-        for (size_t d = 0; d < shape.size(); ++d) {
-          at += (index % shape[d] + op.shared.offsets[d]) * pitch;
-          index /= shape[d];
-          pitch *= alloc.shape[d];
-        }
-        addresses[static_cast<size_t>(lane)] = alloc.layout(at) * bytes;
-      }
-      const auto conflicts = layout::count_bank_conflicts(addresses, bytes * static_cast<int>(group.size()));
-      if (!conflicts.ok()) return fallback;
-      wavefronts += static_cast<double>(conflicts->wavefronts);
-    }
-    if (counted > 0) wavefronts *= static_cast<double>(plan.groups.size()) / static_cast<double>(counted);
-    return wavefronts * kernel_.warps;
+    return counted_wavefronts(
+               value, alloc,
+               [&](int64_t lane, int64_t slot) {
+                 // The element's coordinate in the value's tile, then its index in the allocation's.
+                 int64_t index = value->layout.tv.index(lane, slot), at = 0, pitch = 1;
+                 for (size_t d = 0; d < shape.size(); ++d) {
+                   at += (index % shape[d] + op.shared.offsets[d]) * pitch;
+                   index /= shape[d];
+                   pitch *= alloc.shape[d];
+                 }
+                 return at;
+               },
+               &plan)
+        .value_or(fallback);
   }
 
   static constexpr int64_t kWarpSize = matile::kWarpSize;

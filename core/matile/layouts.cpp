@@ -301,6 +301,20 @@ Result<RegisterLayout> mma_b_layout(int64_t k, int64_t n, int warps_m, int warps
   }, interleave);
 }
 
+Result<layout::TVLayout> mma_b_row_reads(int64_t k, int64_t n, int warps_m, int warps_n, int interleave) {
+  Result<RegisterLayout> fragment = mma_b_layout(k, n, warps_m, warps_n, interleave);
+  if (!fragment) return fragment.error();
+  const int64_t nt = n / (8 * warps_n), kt = k / 16, p = interleave;
+  using layout::tuple_of;
+  // mma_b_layout's modes, the slot mode reordered to (atom r, (b_0..b_3), k step, atom q).
+  return layout::TVLayout{
+      Layout(tuple_of(tuple_of(tuple_of(4, 8), tuple_of(warps_m, warps_n)),
+                      tuple_of(p, tuple_of(2, 2), kt, nt / p)),
+             tuple_of(tuple_of(tuple_of(2, p * k), tuple_of(0, 8 * nt * k)),
+                      tuple_of(k, tuple_of(1, 8), 16, 8 * p * k))),
+      tuple_of(k, n)};
+}
+
 Result<RegisterLayout> mma_c_layout(int64_t m, int64_t n, int warps_m, int warps_n, int interleave) {
   return remembered_fragment('C', m, n, warps_m, warps_n, [&]() -> Result<RegisterLayout> {
     const std::string context = "mma C layout of [" + std::to_string(m) + ", " + std::to_string(n) +

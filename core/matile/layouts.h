@@ -83,6 +83,11 @@ Result<RegisterLayout> mma_a_layout(int64_t m, int64_t k, int warps_m, int warps
 // elements at once). The C layout must use the same p.
 Result<RegisterLayout> mma_b_layout(int64_t k, int64_t n, int warps_m, int warps_n, int interleave = 1);
 Result<RegisterLayout> mma_c_layout(int64_t m, int64_t n, int warps_m, int warps_n, int interleave = 1);
+// The reads of mma_b_layout(k, n, warps_m, warps_n, interleave) that shared_read_plan groups: the
+// same (thread, element) pairs with each k row's `interleave` neighbouring atoms first among a
+// thread's slots, so that `interleave` neighbouring slots are one read (for counting its bank
+// conflicts as vectors).
+Result<layout::TVLayout> mma_b_row_reads(int64_t k, int64_t n, int warps_m, int warps_n, int interleave);
 
 // The layout of a reduce's result: `source` with `axis` removed (its thread leaves get stride
 // 0, its slot leaves disappear, and so do stride-0 slot leaves: the result holds each element

@@ -156,17 +156,10 @@ TileReader KernelLowering::widened_reader(const VOp& load) const {
     if (!plan.mma) continue;
     const std::vector<int64_t>& shape = load.results[0]->type.shape;
     if (plan.b.widened && plan.b.load == &load) {
-      const int64_t p = plan.column_interleave, k = 16, n = shape[1];
-      if (p > 1 && n % (8 * plan.warps_n) == 0) {
-        using layout::tuple_of;
-        const int64_t nt = n / (8 * plan.warps_n);
-        const layout::TVLayout reads{
-            layout::Layout(tuple_of(tuple_of(tuple_of(4, 8), tuple_of(plan.warps_m, plan.warps_n)),
-                                    tuple_of(p, tuple_of(2, 2), nt / p)),
-                           tuple_of(tuple_of(tuple_of(2, p * k), tuple_of(0, 8 * nt * k)),
-                                    tuple_of(k, tuple_of(1, 8), 8 * p * k))),
-            tuple_of(k, n)};
-        return TileReader{reads, {k, n}, p};
+      const int p = plan.column_interleave;
+      if (p > 1) {
+        Result<layout::TVLayout> reads = mma_b_row_reads(16, shape[1], plan.warps_m, plan.warps_n, p);
+        if (reads) return TileReader{*reads, {16, shape[1]}, p};
       }
       Result<RegisterLayout> step = mma_b_layout(16, shape[1], plan.warps_m, plan.warps_n);
       if (step) return TileReader{step->tv, {16, shape[1]}, 1};

@@ -4,6 +4,7 @@
 // stay in registers.
 #include "core/matile/layouts.h"
 
+#include <algorithm>
 #include <map>
 #include <vector>
 
@@ -115,6 +116,20 @@ TEST(MmaLayouts, InterleavedColumnsAreAPermutationThatBAndCShare) {
     EXPECT_EQ(b_holders.size(), static_cast<size_t>(x.k * x.n));
     for (const auto& [where, count] : b_holders) EXPECT_EQ(count, x.wm);
     EXPECT_EQ(c_holders.size(), static_cast<size_t>(x.m * x.n));
+    // The grouped reads' order of the same elements: every thread holds the same ones, and its
+    // slots p apart in the fragment are neighbours.
+    const layout::TVLayout reads = *mma_b_row_reads(x.k, x.n, x.wm, x.wn, x.p);
+    for (int64_t thread = 0; thread < 32 * x.wm * x.wn; ++thread) {
+      std::vector<int64_t> held, read;
+      for (int64_t v = 0; v < b.slots(); ++v) {
+        held.push_back(b.tv.index(thread, v));
+        read.push_back(reads.index(thread, v));
+      }
+      for (int64_t v = 0; v + 1 < b.slots(); v += x.p) EXPECT_EQ(read[v + 1], read[v] + x.k);
+      std::sort(held.begin(), held.end());
+      std::sort(read.begin(), read.end());
+      EXPECT_EQ(held, read);
+    }
   }
   EXPECT_EQ(mma_b_layout(16, 48, 1, 2, 2).error().message,
             "mma B layout of [16, 48] over warps (1, 2), columns interleaved by 2: the interleave must divide "
