@@ -14,7 +14,7 @@ L2 flushed by the runner's read), then prints a table of measured against estima
 writes DIR/forms.md (and $OUT/forms.md when $OUT is set).
 
 Usage: python3 bench/forms.py prepare DIR SPEC --form LABEL='D1;D2;...' [--form ...]
-           [--as-written LABEL] [-D NAME=VALUE]... [-V NAME=VALUE]... [--device h100|h200]
+           [--as-written LABEL] [--grouped LABEL] [-D NAME=VALUE]... [-V NAME=VALUE]... [--device h100|h200]
            [--arch sm_90a]
        python3 DIR/forms.py measure DIR [--reps N]
 DIR is best inside bench/out-gpu*/ (git-ignored), which travels to a GPU machine as one folder
@@ -82,10 +82,12 @@ def prepare(args):
             form["error"] = out[-400:]
         else:
             form["decisions"] = json.load(open(pk(label + ".json")))["decisions"]
+            reads = ["--shared-reads", "grouped"] if label in args.grouped else []
+            form["shared_reads"] = "grouped" if reads else "elements"
             a = run([nautilus, "compile", spec, *sizes, "--arch", args.arch, "--schedule", pk(label + ".json"),
-                     "-o", pk(label)])
+                     *reads, "-o", pk(label)])
             b = run([nautilus, "compile", spec, "--arch", args.arch, "--schedule", pk(label + ".json"),
-                     "-o", pk(label + "__validate")] + validation)
+                     *reads, "-o", pk(label + "__validate")] + validation)
             if a[0] != 0 or b[0] != 0:
                 form["error"] = (a[1] + b[1])[-400:]
         manifest["forms"].append(form)
@@ -147,6 +149,8 @@ def main():
     p.add_argument("spec")
     p.add_argument("--form", action="append", required=True, help="LABEL=D1;D2: a partial schedule")
     p.add_argument("--as-written", action="append", default=[], help="LABEL: compile the form with no completion")
+    p.add_argument("--grouped", action="append", default=[],
+                   help="LABEL: compile the form with --shared-reads grouped")
     p.add_argument("-D", dest="sizes", action="append", default=[], help="NAME=VALUE: a size of the timed package")
     p.add_argument("-V", dest="validate", action="append", default=[], help="NAME=VALUE: a validation size")
     p.add_argument("--device", default="h100", help="the cost model's GPU (nautilus schedule --device)")

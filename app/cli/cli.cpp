@@ -84,11 +84,14 @@ const OptionSpec kLayoutsOption{
 
 const OptionSpec kSharedReadsOption{
     "shared-reads", "MODE",
-    "how a kernel reads register tiles element by element from shared memory: elements "
-    "(default: one ld.shared per element, or per run of neighbouring slots, at its own swizzled "
-    "offset) or grouped (a lane's neighbouring elements in one ld.shared at hoisted addresses, "
-    "and widened 8-bit mma operands stored [K, N] through atoms with interleaved columns; "
-    "faster on some kernels and slower on others, docs/codegen.md)"};
+    "how a kernel reads register tiles element by element from shared memory: auto (default: "
+    "as each kernel's launch decision says with reads=, and where it says nothing grouped when "
+    "a widened int8 mma operand is read 4 or more bytes at a time, element by element "
+    "elsewhere), elements (one ld.shared per element, or per run of neighbouring slots, at its "
+    "own swizzled offset) or grouped (a lane's neighbouring elements in one ld.shared at hoisted "
+    "addresses, and widened 8-bit mma operands stored [K, N] through atoms with interleaved "
+    "columns; refused with a note where those would be read fewer than 4 bytes at a time; "
+    "docs/codegen.md)"};
 
 // The options of every command that compiles a spec (load_inputs reads them): sizes, schedule,
 // pins and the lowering's modes, with --arch where `arch` (compile declares its own), then the
@@ -249,7 +252,7 @@ Loaded load(const ParsedOptions& options, driver::Stage last_stage, const CliHoo
   };
   std::string layouts, ring_release, ring_arrive, epilogue, shared_reads;
   if (!mode_of("layouts", {"synthesized", "rules"}, &layouts) ||
-      !mode_of("shared-reads", {"elements", "grouped"}, &shared_reads) ||
+      !mode_of("shared-reads", {"auto", "elements", "grouped"}, &shared_reads) ||
       !mode_of("ring-release", {"auto", "early", "together"}, &ring_release) ||
       !mode_of("ring-arrive", {"warp", "thread"}, &ring_arrive) ||
       !mode_of("epilogue", {"staged", "tma", "rows", "realigned", "fragments"}, &epilogue)) {
@@ -257,7 +260,11 @@ Loaded load(const ParsedOptions& options, driver::Stage last_stage, const CliHoo
     return loaded;
   }
   if (!layouts.empty()) compile_options.matile.synthesize_layouts = layouts == "synthesized";
-  if (!shared_reads.empty()) compile_options.matile.grouped_shared_reads = shared_reads == "grouped";
+  if (!shared_reads.empty()) {
+    compile_options.matile.shared_reads = shared_reads == "grouped"    ? scalar::SharedReads::Grouped
+                                          : shared_reads == "elements" ? scalar::SharedReads::Elements
+                                                                       : scalar::SharedReads::Auto;
+  }
   if (!ring_release.empty()) {
     using RingRelease = matile::LowerOptions::RingRelease;
     compile_options.matile.ring_release = ring_release == "early"      ? RingRelease::Early

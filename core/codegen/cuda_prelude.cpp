@@ -55,6 +55,23 @@ __device__ __forceinline__ float int8_to_float(int x) {
 __device__ __forceinline__ __nv_bfloat16 int8_to_bf16(int x) {
   return __ushort_as_bfloat16(static_cast<unsigned short>(__float_as_uint(int8_to_float(x)) >> 16));
 }
+// Two int8 values as a bf16 pair, exactly, in four ALU instructions (one element at a time takes
+// an add, a subtraction and a shift each, and a pack per pair). The selector's prmt puts the
+// two bytes in the low bytes of the pair's halves. A byte's low 7 bits under the bf16 exponent
+// of 128 are the bf16 128 + low; its sign bit at the exponent's lowest bit makes 128 or 256;
+// (128 + low) - (128 + 128 * sign) is the signed byte, an integer of at most 8 significant bits
+// and so exact in bf16. fma.rn.bf16x2 (sm_80 on; sub.bf16x2 needs sm_90) with -1 subtracts.
+// Each (bytes & mask) | exponent is one lop3 (LUT 0xEA: (a & b) | c): written as C++, ptxas
+// made it an and and an or (two constants are more than one lop3 takes as immediates).
+__device__ __forceinline__ unsigned int8x2_to_bf16x2(unsigned a, unsigned b, unsigned selector) {
+  const unsigned bytes = __byte_perm(a, b, selector);
+  unsigned magnitude, offset;
+  asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(magnitude) : "r"(bytes), "r"(0x007F007Fu), "r"(0x43004300u));
+  asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(offset) : "r"(bytes), "r"(0x00800080u), "r"(0x43004300u));
+  unsigned value;
+  asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(value) : "r"(offset), "r"(0xBF80BF80u), "r"(magnitude));
+  return value;
+}
 
 // 2^x on the SFU alone (ex2.approx.ftz: about 2 ulp, results below 2^-126 flushed to zero).
 // exp2f without -ftz guards the denormal range around it (a compare and two predicated

@@ -732,6 +732,8 @@ std::string KernelEmitter::element_of_bits(DType dtype, const std::string& word,
 //     W_k0[1] = static_cast<signed char>(ld_shared_s8((W_smem_addr + stage * 8192u + lane_offset_3) + 64u));
 //   (two slots at neighbouring bytes: const unsigned bits = ld_shared_u16(...); and one
 //   element of `bits` per slot)
+// An int8 tile also records which word and byte each slot came from (loaded_bytes_), for the
+// widening cast that follows it (paired_int8_widening).
 void KernelEmitter::shared_load(const Op& op) {
   const Value& result = op.results[0];
   if (op.shared_read != matile::SharedRead::Scalar) {
@@ -745,10 +747,15 @@ void KernelEmitter::shared_load(const Op& op) {
   const SharedAlloc& alloc = alloc_of(op.shared);
   const DType dtype = result->type.dtype;
   const int bytes = dtype_bytes(dtype);
-  const LayoutInfo& info = layout_info(result->layout.tv, result->type.shape, matile::op_label(op));
-  declare(result);
   const matile::SharedReadPlan plan =
       matile::shared_read_plan(alloc, op.shared, result->layout, result->type.shape, dtype);
+  if (!plan.reads_together()) {
+    element_shared_load(op);
+    return;
+  }
+  const LayoutInfo& info = layout_info(result->layout.tv, result->type.shape, matile::op_label(op));
+  declare(result);
+  std::vector<LoadedByte> bytes_read(static_cast<size_t>(result->layout.slots()));
   for (const std::vector<int64_t>& group : plan.groups) {
     const std::string address = shared_address_of(op.shared, slot_coords(info, group.front()));
     const int64_t n = static_cast<int64_t>(group.size());
@@ -777,9 +784,14 @@ void KernelEmitter::shared_load(const Op& op) {
     for (int64_t i = 0; i < n; ++i) {
       const std::string word = total > 4 ? bits + fields[i / per_word] : bits;
       line(at(result, str(group[static_cast<size_t>(i)])) + " = " + element_of_bits(dtype, word, i % per_word) + ";");
+      if (dtype == DType::I8) bytes_read[static_cast<size_t>(group[static_cast<size_t>(i)])] = {word, static_cast<int>(i % per_word)};
     }
   }
-  for (const auto& [slot, source] : plan.copies) line(at(result, str(slot)) + " = " + at(result, str(source)) + ";");
+  for (const auto& [slot, source] : plan.copies) {
+    line(at(result, str(slot)) + " = " + at(result, str(source)) + ";");
+    if (dtype == DType::I8) bytes_read[static_cast<size_t>(slot)] = bytes_read[static_cast<size_t>(source)];
+  }
+  if (dtype == DType::I8) loaded_bytes_[result.get()] = std::move(bytes_read);
 }
 
 // ldmatrix.x4 as the interpreter executes it: lane 8j + r supplies the address of row r of

@@ -256,6 +256,7 @@ class KernelEmitter : public matile::Visitor {
                                 DType dtype);
   void elementwise(const Op& op);
   bool paired_narrowing(const Op& op);
+  bool paired_int8_widening(const Op& op);
   std::optional<IndexRange> range_given(const Value& value, const Value& predicate);
   void track_range(const Op& op);
   std::optional<IndexRange> range_of(const Value& value);
@@ -277,6 +278,16 @@ class KernelEmitter : public matile::Visitor {
   bool is_affine_compare(const Op& op) const;
   void find_folded_index_tiles();
   std::set<const matile::ValueNode*> folded_index_tiles_;
+  // The bytes of an int8 tile that a grouped shared read loaded (shared_load): per slot, the
+  // 32-bit word it arrived in and its byte there, so that a widening cast takes the bytes from
+  // the words (paired_int8_widening) instead of from extracted, sign-extended slots. The words
+  // are locals of the block the load was emitted in, so the entries hold for the next op only:
+  // visit() moves them to previous_loaded_bytes_ and clears them.
+  struct LoadedByte {
+    std::string word;
+    int byte = 0;
+  };
+  std::map<const matile::ValueNode*, std::vector<LoadedByte>> loaded_bytes_, previous_loaded_bytes_;
 
   // Register moves and layout conversions (emit_register_move.cpp)
   std::vector<int64_t> thread_independent(const std::vector<int32_t>& table, int64_t slots,

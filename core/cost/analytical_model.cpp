@@ -319,8 +319,9 @@ bool is_view(const Op& op) {
 // ------------------------------------------------------------------------------------------
 // Step 3's register estimate: the largest sum of live register tiles at any op.
 // How the emitter groups an element-wise shared read's slots into instructions
-// (matile::shared_read_plan); one slot per instruction in the default element-wise form or when
-// the allocation is unknown.
+// (matile::shared_read_plan); one slot per instruction in the default element-wise form, when
+// the allocation is unknown, or when the plan reads nothing together (SharedReadPlan::
+// reads_together: the emitter then reads element-wise).
 matile::SharedReadPlan read_plan(const Kernel& kernel, const Op& op) {
   const Value& value = op.results[0];
   if (!kernel.grouped_shared_reads || op.shared.alloc < 0 ||
@@ -1116,7 +1117,7 @@ class WorkWalk : public matile::Visitor {
           // are register copies.
           const matile::SharedReadPlan plan = read_plan(kernel_, op);
           work.shared_bytes += kWavefrontBytes * element_read_wavefronts(op, plan);
-          if (!kernel_.grouped_shared_reads) {
+          if (!kernel_.grouped_shared_reads || !plan.reads_together()) {
             work.alu_ops += 2.0 * lanes(result);
             return;
           }

@@ -86,7 +86,7 @@ KernelPtr KernelLowering::run() {
   priced->layout_cost = layout_cost_;
   priced->layout_reasons = std::move(recorded_reasons_);
   priced->layout_synthesis = synthesis_summary_;
-  priced->grouped_shared_reads = options_.grouped_shared_reads;
+  priced->grouped_shared_reads = grouped_shared_reads();
   return priced;
 }
 

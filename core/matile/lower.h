@@ -138,9 +138,10 @@ struct LowerOptions {
   bool synthesize_layouts = true;
   // Element-wise shared reads grouped (Kernel::grouped_shared_reads): a lane's neighbouring
   // elements in one ld.shared at hoisted addresses, and a widened 8-bit B stored [K, N] read
-  // through mma atoms with interleaved columns (layouts.h). Off by default: measured on the
-  // H200 it helps some kernels and slows others (docs/codegen.md); for comparisons and tuning.
-  bool grouped_shared_reads = false;
+  // through mma atoms with interleaved columns (layouts.h). Auto: as the kernel's launch says
+  // (launch's reads=), whose own default groups them where a widened int8 B is read 4 or more
+  // bytes at a time (measured on the H200, docs/codegen.md); Elements or Grouped: every kernel.
+  scalar::SharedReads shared_reads = scalar::SharedReads::Auto;
 };
 
 layout::Result<ModulePtr> lower_to_matile(const vrtile::ModulePtr& module,

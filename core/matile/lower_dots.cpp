@@ -319,6 +319,11 @@ void KernelLowering::stage_prologue_load(const VValue& source) {
 }
 
 void KernelLowering::plan_dots() {
+  // The shared reads' form is decided here, with the widened 8-bit B operands' read widths.
+  const scalar::SharedReads requested = requested_shared_reads();
+  grouped_shared_reads_ = requested == scalar::SharedReads::Grouped;
+  std::string refusal;        // why grouped reads would be slower, for the first B read narrowly
+  bool int8_weights = false;  // a widened int8 B read in groups of kFewestGroupedWeightBytes or more
   for (const VValue& v : order_) {
     const VOp* op = def(v);
     if (!op || op->kind != VOpKind::Dot || dot_plans_.count(op)) continue;
@@ -409,8 +414,8 @@ void KernelLowering::plan_dots() {
       plan.b = OperandPlan{op->operands[1], nullptr, false};
       plan.eight_bit = false;
     }
-    if (options_.grouped_shared_reads && plan.mma && plan.b.widened && plan.b.load && !plan.b.transposed &&
-        only_accumulated_and_stored(op->results[0])) {
+    if (requested != scalar::SharedReads::Elements && plan.mma && plan.b.widened && plan.b.load &&
+        !plan.b.transposed && only_accumulated_and_stored(op->results[0])) {
       // A widened 8-bit B stored [K, N]: a thread's fragment bytes of one k row are one column
       // per atom, 8 columns apart, each its own ld.shared. With the atoms' columns interleaved
       // (layouts.h, mma_b_layout), those of p neighbouring atoms are neighbours and one
@@ -419,9 +424,29 @@ void KernelLowering::plan_dots() {
       const int64_t nt = N / (8 * plan.warps_n);
       int p = 1;
       while (p < 16 && nt % (2 * p) == 0) p *= 2;
+      if (p < kFewestGroupedWeightBytes && refusal.empty()) {
+        refusal = "the widened 8-bit %" + plan.b.load->results[0]->name + " would be read " + std::to_string(p) +
+                  (p == 1 ? " byte" : " bytes") + " at a time (" + std::to_string(nt) +
+                  " n8 atoms per warp); grouped reads pay off from " + std::to_string(kFewestGroupedWeightBytes);
+      }
+      int8_weights |= plan.b.load->results[0]->type.dtype == DType::I8;
       plan.column_interleave = p;
     }
     dot_plans_[op] = plan;
+  }
+  // Measured on the H200 (70B-class int8 decode, µs): 1 x 128 x 128 tiles, 4 bytes per read,
+  // 65.5 grouped against 94.9 element-wise, and 63.1 with 8 bytes on 2 warps; 1 x 64 x 128 on 4
+  // warps, 2 bytes per read, 90.2 against 95.0, but the same at 4096 x 4096 18.5 against 17.1;
+  // one byte per read (16 columns on 2 warps) 15.2 against 13.7. An fp8 B (widened per element
+  // either way) was faster grouped on some tiles and slower on others, so auto leaves it be.
+  if (requested == scalar::SharedReads::Grouped) {
+    grouped_shared_reads_ = refusal.empty();
+    if (!refusal.empty()) b_.note("shared reads element by element, not grouped: " + refusal);
+  } else if (requested == scalar::SharedReads::Auto) {
+    grouped_shared_reads_ = int8_weights && refusal.empty();
+  }
+  if (!grouped_shared_reads_) {
+    for (auto& [dot, plan] : dot_plans_) plan.column_interleave = 1;
   }
   // Loads that also have users other than mma operands keep a register copy.
   for (const auto& [load, window] : smem_windows_) {

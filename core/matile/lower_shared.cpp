@@ -166,7 +166,7 @@ TileReader KernelLowering::widened_reader(const VOp& load) const {
     }
     if (plan.a.widened && plan.a.load == &load) {
       Result<RegisterLayout> step = mma_a_layout(shape[0], 16, plan.warps_m, plan.warps_n);
-      const bool pairs = options_.grouped_shared_reads && !plan.a.transposed;
+      const bool pairs = grouped_shared_reads() && !plan.a.transposed;
       if (step) return TileReader{step->tv, {shape[0], 16}, pairs ? 2 : 1};
     }
   }

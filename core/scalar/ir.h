@@ -270,6 +270,13 @@ inline constexpr int kMaxTileOrderGroup = 65535;
 // outermost loop of a nest carries it (the verifier checks); tilize copies it onto the nest's VR
 // kernel and the MA lowering places that kernel with it. A nest without one gets the lowering's
 // defaults.
+// How a kernel reads register tiles element by element from shared memory (launch's reads=,
+// the CLI's --shared-reads; docs/codegen.md "SharedLoad"): grouped (a lane's neighbouring
+// elements in one ld.shared at hoisted addresses, matile::Kernel::grouped_shared_reads),
+// element by element, or auto (grouped where a widened int8 mma operand is read 4 or more
+// bytes at a time, element by element elsewhere).
+enum class SharedReads { Auto, Elements, Grouped };
+
 struct LaunchAttrs {
   int warps = 4;
   int stages = 2;
@@ -297,6 +304,7 @@ struct LaunchAttrs {
   // tile from a global counter in launch order (true, the default), or statically, CTA c taking
   // tiles c, c + launched, ... (false). Meaningful only with `persistent`.
   bool dynamic_tiles = true;
+  SharedReads shared_reads = SharedReads::Auto;  // launch's reads=
   bool operator==(const LaunchAttrs&) const = default;
 };
 

@@ -568,6 +568,9 @@ std::string launch_text(const LaunchAttrs& launch) {
   if (launch.group > 1) text += ", group=" + std::to_string(launch.group);
   for (const std::string& loop : launch.reversed) text += ", reverse=" + loop;
   if (launch.persistent) text += launch.dynamic_tiles ? ", persistent(dynamic)" : ", persistent(static)";
+  if (launch.shared_reads != SharedReads::Auto) {
+    text += launch.shared_reads == SharedReads::Grouped ? ", reads=grouped" : ", reads=elements";
+  }
   return text + ")";
 }
 
@@ -578,6 +581,9 @@ nlohmann::ordered_json launch_json(const LaunchAttrs& launch) {
   if (launch.overlap) json["overlap"] = true;
   if (launch.pingpong) json["pingpong"] = true;
   if (launch.group > 1) json["group"] = launch.group;
+  if (launch.shared_reads != SharedReads::Auto) {
+    json["reads"] = launch.shared_reads == SharedReads::Grouped ? "grouped" : "elements";
+  }
   if (!launch.reversed.empty()) json["reversed"] = launch.reversed;
   if (launch.persistent) {
     json["persistent"] = true;

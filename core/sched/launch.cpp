@@ -9,7 +9,7 @@ namespace nautilus::sched {
 
 namespace {
 
-constexpr std::string_view kSignature = "launch(BLOCK, warps=W, stages=S)";
+constexpr std::string_view kSignature = "launch(BLOCK, warps=W, stages=S, reads=auto|elements|grouped)";
 
 // The choice a decision states, or the reason it is malformed.
 std::string read_choice(const Decision& decision, LaunchChoice* choice) {
@@ -17,8 +17,18 @@ std::string read_choice(const Decision& decision, LaunchChoice* choice) {
   if (!shape.empty()) return shape;
   choice->block = decision.target;
   for (const DecisionArg& arg : decision.args) {
-    if (arg.key != "warps" && arg.key != "stages") {
-      return usage_reason(kSignature, "unknown keyword '" + arg.key + "'; expected warps or stages");
+    if (arg.key != "warps" && arg.key != "stages" && arg.key != "reads") {
+      return usage_reason(kSignature, "unknown keyword '" + arg.key + "'; expected warps, stages or reads");
+    }
+    if (arg.key == "reads") {
+      const std::string value = arg.is_int() ? std::to_string(arg.as_int()) : arg.as_name();
+      if (value != "auto" && value != "elements" && value != "grouped") {
+        return "launch: reads is auto, elements or grouped, got " + value;
+      }
+      choice->shared_reads = value == "grouped"    ? scalar::SharedReads::Grouped
+                             : value == "elements" ? scalar::SharedReads::Elements
+                                                   : scalar::SharedReads::Auto;
+      continue;
     }
     if (!arg.is_int()) {
       return usage_reason(kSignature, arg.key + " is an integer, got " + arg.as_name());
@@ -52,6 +62,7 @@ ApplyResult apply(const scalar::ProgramPtr& program, const Decision& decision) {
   return update_launch_attrs(program, choice.block, "launch", [&](scalar::LaunchAttrs attrs) {
     attrs.warps = choice.warps;
     attrs.stages = choice.stages;
+    attrs.shared_reads = choice.shared_reads;
     return attrs;
   });
 }
@@ -125,7 +136,12 @@ DecisionKind launch_decision() {
       "software-pipelines the copies of its inner loop over S buffers (1 to 8; default 2). The "
       "choice becomes launch attributes on the nest's outermost loop, which tilize copies onto "
       "the nest's kernel and stage matile places it with. More warps split the CTA's tile "
-      "among more threads, so fewer registers hold each thread's part. Example: "
+      "among more threads, so fewer registers hold each thread's part. reads=grouped reads the "
+      "register tiles the kernel loads element by element from shared memory (the widened "
+      "8-bit operands of an int8-weight or fp8 GEMM on mma.sync) a lane's neighbouring elements "
+      "per ld.shared at hoisted addresses, and widens int8 pairs from the words they arrive in; "
+      "reads=elements one element per read; reads=auto (the default) groups them where a "
+      "widened int8 operand is read 4 or more bytes at a time (docs/codegen.md). Example: "
       "launch(O_sum_acc, warps=8, stages=2) gives the attention kernel 8 warps of 16 query rows "
       "each.",
       apply,

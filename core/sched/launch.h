@@ -30,6 +30,7 @@ struct LaunchChoice {
   std::string block;  // the kernel computing this block
   int warps = 4;
   int stages = 2;
+  scalar::SharedReads shared_reads = scalar::SharedReads::Auto;  // reads=
 };
 
 // The launch decisions of a schedule, in order (a later one for the same block wins).

@@ -51,6 +51,7 @@ struct BlockFacts {
   std::vector<std::string> reads;         // buffers loaded (not its own accumulator)
   std::vector<std::string> writes;        // buffers stored
   bool reduction = false;                 // has a reduce iteration variable
+  bool reads_8_bit = false;               // loads a buffer of an 8-bit type (int8, fp8)
 };
 
 struct NestFacts {

@@ -165,15 +165,21 @@ TEST(Cli, CudaStageIsSourceTextOrJson) {
 }
 
 TEST(Cli, SharedReadsGroupedReadsAWeightRowsBytesAtOnceAndCheckedAgainstTheReference) {
-  // int8 weights stored [K, N] on 2 x 2 warps: grouped, a lane reads a k row's 4 bytes of its 4
-  // interleaved atoms at once; the default reads them a byte at a time. Both match the float64
-  // reference in the MA interpreter; an unknown mode is refused with the modes it takes.
+  // int8 weights stored [K, N] on 2 x 2 warps: grouped, and by default (auto: 4 atoms per warp,
+  // 4 bytes per read), a lane reads a k row's 4 bytes of its 4 interleaved atoms at once;
+  // `elements` reads them a byte at a time. All match the float64 reference in the MA
+  // interpreter; an unknown mode is refused with the modes it takes.
   const std::vector<std::string> base = {"lower", asset("int8_weight_gemm"), "--stage", "cuda", "-D", "M=70",
                                          "-D", "N=80", "-D", "K=384", "-D", "KG=3",
                                          "--pin", "tile(Y_sum, m=64, n=64, k=128)",
                                          "--pin", "reverse_compute_at(Y, Y_sum, n_o)",
                                          "--pin", "bind(Y_sum, m_o=grid.y, n_o=grid.x)"};
-  CliRun elements = run(base);
+  CliRun by_default = run(base);
+  ASSERT_EQ(by_default.status, 0) << by_default.err;
+  EXPECT_NE(by_default.out.find("ld_shared_u32((W_smem_addr"), std::string::npos);
+  std::vector<std::string> elements_args = base;
+  elements_args.insert(elements_args.end(), {"--shared-reads", "elements"});
+  CliRun elements = run(elements_args);
   ASSERT_EQ(elements.status, 0) << elements.err;
   EXPECT_EQ(elements.out.find("ld_shared_u32((W_smem_addr"), std::string::npos);
   std::vector<std::string> grouped_args = base;
@@ -181,7 +187,7 @@ TEST(Cli, SharedReadsGroupedReadsAWeightRowsBytesAtOnceAndCheckedAgainstTheRefer
   CliRun grouped = run(grouped_args);
   ASSERT_EQ(grouped.status, 0) << grouped.err;
   EXPECT_NE(grouped.out.find("ld_shared_u32((W_smem_addr"), std::string::npos);
-  for (const char* mode : {"elements", "grouped"}) {
+  for (const char* mode : {"auto", "elements", "grouped"}) {
     CliRun checked = run({"eval", asset("int8_weight_gemm"), "--stage", "matile", "-D", "M=70", "-D", "N=80",
                           "-D", "K=384", "-D", "KG=3", "--pin", "tile(Y_sum, m=64, n=64, k=128)",
                           "--shared-reads", mode});
@@ -192,7 +198,7 @@ TEST(Cli, SharedReadsGroupedReadsAWeightRowsBytesAtOnceAndCheckedAgainstTheRefer
   bad.insert(bad.end(), {"--shared-reads", "wide"});
   CliRun refused = run(bad);
   EXPECT_EQ(refused.status, 1);
-  EXPECT_NE(refused.err.find("unknown --shared-reads 'wide'; expected elements, grouped"), std::string::npos)
+  EXPECT_NE(refused.err.find("unknown --shared-reads 'wide'; expected auto, elements, grouped"), std::string::npos)
       << refused.err;
 }
 

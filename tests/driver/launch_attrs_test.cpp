@@ -73,6 +73,23 @@ TEST(LaunchAttrs, PrintAndSerializeOnTheNestsOutermostLoop) {
   EXPECT_EQ(*loop.launch, (scalar::LaunchAttrs{8, 3}));
 }
 
+TEST(LaunchAttrs, GroupedReadsPrintAndABadReadsValueIsRefusedWithItsChoices) {
+  std::vector<std::string> decisions = kGemmSchedule;
+  decisions.push_back("launch(C_sum, warps=4, stages=3, reads=grouped)");
+  const driver::Compilation compilation = compile_gemm(decisions, driver::Stage::MATile);
+  ASSERT_TRUE(compilation.ok()) << compilation.schedule_error << compilation.internal_error;
+  EXPECT_NE(scalar::print_program(*compilation.program).find("launch(warps=4, stages=3, reads=grouped):"),
+            std::string::npos);
+  EXPECT_NE(scalar::program_to_json(*compilation.program).dump().find("\"reads\":\"grouped\""), std::string::npos);
+  EXPECT_TRUE(compilation.ma_module->kernels.at(0)->grouped_shared_reads);
+
+  decisions.back() = "launch(C_sum, warps=4, stages=3, reads=fast)";
+  const driver::Compilation bad = compile_gemm(decisions, driver::Stage::Scalar);
+  EXPECT_FALSE(bad.ok());
+  EXPECT_NE(bad.schedule_error.find("launch: reads is auto, elements or grouped, got fast"), std::string::npos)
+      << bad.schedule_error;
+}
+
 TEST(LaunchAttrs, SurviveTheDecisionsAfterTheLaunch) {
   // tile splits the outermost loop and reverse_compute_at moves C into C_sum's nest: the nest
   // the kernel comes from is rebuilt twice after the launch.

@@ -31,13 +31,13 @@ std::vector<std::string> weight_gemm_schedule(int tile_m, int tile_n, int tile_k
           "pipeline(Y_sum, stages=" + std::to_string(stages) + ")"};
 }
 
-// The grouped shared reads (LowerOptions::grouped_shared_reads, `--shared-reads grouped`).
+// The grouped shared reads (LowerOptions::shared_reads, `--shared-reads grouped`).
 driver::Compilation compile_grouped(const std::vector<std::string>& decisions, const std::vector<std::string>& sizes,
                                     const std::string& arch) {
   driver::CompileOptions options;
   options.last_stage = driver::Stage::MATile;
   options.matile.arch = arch;
-  options.matile.grouped_shared_reads = true;
+  options.matile.shared_reads = scalar::SharedReads::Grouped;
   return nautilus::testing::compile_scheduled("assets/specs/int8_weight_gemm.nt", decisions, sizes, std::move(options));
 }
 
@@ -50,10 +50,12 @@ TEST(WidenedOperand, Int8WeightsAreCopiedToSharedAndReadPerKStepIntoFragments) {
     SCOPED_TRACE(arch);
     // 70 rows, 80 columns, 384 = 3 groups of k: a partial tile on m and n. A k tile of one scale
     // group leaves one scale per column and tile, applied to the product (the weights' cast is
-    // then the whole operand).
+    // then the whole operand). The element-wise reads (reads=elements: by default 4 atoms per
+    // warp get the grouped ones, tested below).
+    std::vector<std::string> schedule = weight_gemm_schedule(64, 64, 128, 3);
+    schedule.insert(schedule.end() - 1, "launch(Y_sum, warps=4, stages=3, reads=elements)");
     const driver::Compilation compilation =
-        compile_for_arch("assets/specs/int8_weight_gemm.nt", weight_gemm_schedule(64, 64, 128, 3),
-                         {"M=70", "N=80", "K=384", "G=128", "KG=3"}, arch);
+        compile_for_arch("assets/specs/int8_weight_gemm.nt", schedule, {"M=70", "N=80", "K=384", "G=128", "KG=3"}, arch);
     ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error << compilation.internal_error;
     const Kernel& kernel = *compilation.ma_module->kernels.at(0);
     // No element of W is loaded from global memory into registers: the copies move it.
@@ -81,7 +83,7 @@ TEST(WidenedOperand, Int8WeightsAreCopiedToSharedAndReadPerKStepIntoFragments) {
     const SharedAlloc& tile = kernel.shared.at(static_cast<size_t>(read->shared.alloc));
     EXPECT_NE(tile.purpose.find("byte-read wavefronts"), std::string::npos) << tile.purpose;
     const RegisterLayout& fragment = read->results[0]->layout;
-    EXPECT_EQ(fragment.column_interleave, 1);  // the grouped reads' interleave is opt-in
+    EXPECT_EQ(fragment.column_interleave, 1);  // the grouped reads' interleave only
     for (int64_t slot = 0; slot < fragment.slots(); ++slot) {
       std::vector<int64_t> addresses;
       for (int64_t lane = 0; lane < 32; ++lane) {
@@ -240,13 +242,42 @@ TEST(WidenedOperand, GroupedReadsGiveNeighbouringAtomsNeighbouringColumnsAndRead
   for (uint64_t seed : {7, 8}) expect_stage_matches_reference(compilation, driver::Stage::MATile, seed, "interleaved ");
 }
 
+TEST(WidenedOperand, TheLaunchDecisionAsksForGroupedReadsAndTheirInt8PairsAreWidenedFromTheWords) {
+  // launch(..., reads=grouped) gives the kernel the grouped reads without the compile option,
+  // so the search can try them per kernel. Their int8 bytes are widened two at a time straight
+  // from the words they were read in (int8x2_to_bf16x2), not one by one from extracted slots;
+  // reads=elements (the default) keeps the per-element reads and widening.
+  std::vector<std::string> grouped = weight_gemm_schedule(64, 64, 128, 3);
+  grouped.insert(grouped.end() - 1, "launch(Y_sum, warps=4, stages=3, reads=grouped)");
+  std::vector<std::string> elements = weight_gemm_schedule(64, 64, 128, 3);
+  elements.insert(elements.end() - 1, "launch(Y_sum, warps=4, stages=3, reads=elements)");
+  const std::vector<std::string> sizes = {"M=70", "N=80", "K=384", "G=128", "KG=3"};
+  const driver::Compilation with_reads = compile_for_arch("assets/specs/int8_weight_gemm.nt", grouped, sizes, "sm_90a");
+  const driver::Compilation without = compile_for_arch("assets/specs/int8_weight_gemm.nt", elements, sizes, "sm_90a");
+  ASSERT_TRUE(with_reads.ma_module) << with_reads.schedule_error << with_reads.internal_error;
+  ASSERT_TRUE(without.ma_module) << without.schedule_error << without.internal_error;
+  EXPECT_TRUE(with_reads.ma_module->kernels.at(0)->grouped_shared_reads);
+  EXPECT_FALSE(without.ma_module->kernels.at(0)->grouped_shared_reads);
+  const std::string cuda = nautilus::testing::emitted_cuda(with_reads);
+  EXPECT_NE(cuda.find("ld_shared_u32((W_smem_addr"), std::string::npos);
+  // Every pair of the fragment from words: no widening of a lone extracted slot is left.
+  EXPECT_NE(cuda.find("unpack2(int8x2_to_bf16x2(bits_"), std::string::npos);
+  EXPECT_EQ(cuda.find("nautilus_device::int8_to_bf16("), std::string::npos);
+  EXPECT_EQ(cuda.find("int8x2_to_bf16x2(static_cast"), std::string::npos);
+  const std::string plain = nautilus::testing::emitted_cuda(without);
+  EXPECT_EQ(plain.find("unpack2(int8x2_to_bf16x2("), std::string::npos);
+  EXPECT_NE(plain.find("nautilus_device::int8_to_bf16("), std::string::npos);
+  expect_stage_matches_reference(with_reads, driver::Stage::MATile, 21, "reads=grouped ");
+}
+
 TEST(WidenedOperand, GroupedReadsReadAOneRowActivationOnceAndCopyItsRepeatedRows) {
   // The one activation row fills the atom's 16 rows with copies of itself (layouts.h): with
   // grouped shared reads a lane reads each element once and copies it into the slots that
   // repeat it.
+  // 64 columns on 2 warps: 4 n8 atoms per warp, the weights' bytes read 4 at a time.
   const driver::Compilation compilation = compile_grouped(
       {"tile(Y_sum, m=1, n=64, k=128)", "reverse_compute_at(Y, Y_sum, n_o)",
-       "bind(Y_sum, m_o=grid.y, n_o=grid.x)", "pipeline(Y_sum, stages=4)"},
+       "bind(Y_sum, m_o=grid.y, n_o=grid.x)", "launch(Y_sum, warps=2, stages=3)", "pipeline(Y_sum, stages=4)"},
       {"M=3", "N=192", "K=384", "G=128", "KG=3"}, "sm_80");
   ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error << compilation.internal_error;
   const Kernel& kernel = *compilation.ma_module->kernels.at(0);
@@ -267,6 +298,29 @@ TEST(WidenedOperand, GroupedReadsReadAOneRowActivationOnceAndCopyItsRepeatedRows
     }
   }
   expect_stage_matches_reference(compilation, driver::Stage::MATile, 12, "one row ");
+}
+
+TEST(WidenedOperand, GroupedReadsAreRefusedWithANoteWhereTheWeightsWouldBeReadFewerThanFourBytesAtATime) {
+  // 64 columns on 4 warps: 2 n8 atoms per warp, so a lane's bytes of one k row are 2. Read that
+  // way the kernel was slower than element by element (H200), so the kernel keeps the
+  // element-wise reads, says why, and still matches the reference.
+  const driver::Compilation compilation = compile_grouped(
+      {"tile(Y_sum, m=1, n=64, k=128)", "reverse_compute_at(Y, Y_sum, n_o)",
+       "bind(Y_sum, m_o=grid.y, n_o=grid.x)", "pipeline(Y_sum, stages=4)"},
+      {"M=3", "N=192", "K=384", "G=128", "KG=3"}, "sm_80");
+  ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error << compilation.internal_error;
+  const Kernel& kernel = *compilation.ma_module->kernels.at(0);
+  EXPECT_FALSE(kernel.grouped_shared_reads);
+  bool noted = false;
+  for (const std::string& note : kernel.notes) {
+    noted |= note.find("shared reads element by element, not grouped: the widened 8-bit %W would be read 2 bytes at "
+                       "a time (2 n8 atoms per warp); grouped reads pay off from 4") != std::string::npos;
+  }
+  EXPECT_TRUE(noted);
+  const Op* read = first_op(*kernel.body, reads_int8_from_shared);
+  ASSERT_TRUE(read);
+  EXPECT_EQ(read->results[0]->layout.column_interleave, 1);
+  expect_stage_matches_reference(compilation, driver::Stage::MATile, 13, "refused ");
 }
 
 }  // namespace

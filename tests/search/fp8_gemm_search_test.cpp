@@ -4,6 +4,7 @@
 // model rates the 8-bit form at twice the 16-bit wgmma rate); the N-major asset (fp8_gemm) is
 // refused that form and keeps mma.sync on widened operands. Found schedules then run in the MA
 // interpreter at ragged sizes against the float64 reference.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,8 @@
 #include "core/codegen/emit_cuda.h"
 #include "core/driver/evaluate.h"
 #include "core/matile/ir.h"
+#include "core/search/candidates.h"
+#include "core/search/program_facts.h"
 #include "tests/common/matile_ops.h"
 #include "tests/search/search_test_util.h"
 
@@ -97,6 +100,45 @@ TEST(Fp8GemmSearch, TheNMajorAssetAtItsOwnSizesGetsASchedulesTheEmitterTakes) {
     if (d.kind == "tile" && d.target == "C_sum") k_tiled |= sched::print_decision(d).find("k=") != std::string::npos;
   }
   EXPECT_TRUE(k_tiled) << text_of(result.schedule);
+}
+
+// The launch phase offers each launch of a matrix product of an 8-bit input also with its
+// shared reads grouped (launch's reads=grouped), so the model prices both forms per kernel; a
+// 16-bit GEMM, whose operands take ldmatrix, is not offered them.
+TEST(Fp8GemmSearch, TheLaunchPhaseOffersGroupedReadsForAProductOfAnEightBitInputOnly) {
+  auto launches = [](const std::string& asset, const std::vector<std::string>& sizes,
+                     const std::vector<std::string>& decisions) {
+    const search::SearchInput input = testing::asset_input(asset, sizes);
+    sched::Schedule schedule;
+    for (const std::string& text : decisions) {
+      sched::DecisionParseError error;
+      schedule.decisions.push_back(*sched::parse_decision(text, &error));
+    }
+    const driver::Compilation compilation = testing::compile(input, schedule);
+    EXPECT_TRUE(compilation.program) << compilation.schedule_error;
+    std::vector<std::string> out;
+    if (!compilation.program) return out;
+    for (const sched::Decision& d : search::launch_candidates(search::analyze_program(*compilation.program), schedule, false)) {
+      out.push_back(sched::print_decision(d));
+    }
+    return out;
+  };
+  const std::vector<std::string> int8 =
+      launches("int8_weight_gemm", {"M=1", "N=4096", "K=4096", "KG=32"},
+               {"tile(Y_sum, m=1, n=64, k=128)", "reverse_compute_at(Y, Y_sum, n_o)", "bind(Y_sum, m_o=grid.y, n_o=grid.x)"});
+  auto count = [](const std::vector<std::string>& texts, const std::string& part) {
+    return std::count_if(texts.begin(), texts.end(), [&](const std::string& t) { return t.find(part) != std::string::npos; });
+  };
+  ASSERT_FALSE(int8.empty());
+  EXPECT_GT(count(int8, "reads=grouped"), 0);
+  // Every launch both ways, and the default launch (4 warps, 2 stages) grouped.
+  EXPECT_EQ(count(int8, "reads=grouped"), count(int8, "launch(") - count(int8, "reads=grouped") + 1);
+  EXPECT_EQ(count(int8, "launch(Y_sum, warps=4, stages=2, reads=grouped)"), 1);
+  const std::vector<std::string> bf16 =
+      launches("gemm", {"M=256", "N=256", "K=256"},
+               {"tile(C_sum, m=128, n=128, k=64)", "reverse_compute_at(C, C_sum, n_o)", "bind(C_sum, m_o=grid.y, n_o=grid.x)"});
+  ASSERT_FALSE(bf16.empty());
+  EXPECT_EQ(count(bf16, "reads="), 0);
 }
 
 // A decode step of the int8-weight GEMM (one activation row, 4096 x 4096 weights): the search
