@@ -270,6 +270,34 @@ TEST(WidenedOperand, TheLaunchDecisionAsksForGroupedReadsAndTheirInt8PairsAreWid
   expect_stage_matches_reference(with_reads, driver::Stage::MATile, 21, "reads=grouped ");
 }
 
+TEST(WidenedOperand, ByDefaultAnInt8WeightReadFourBytesAtATimeIsGroupedAndAnFp8OneIsNot) {
+  // reads=auto (no launch decision): the int8 weights of 64 x 64 tiles on 2 x 2 warps (4 atoms
+  // per warp) are read grouped and widened in pairs; the same tile of an fp8 B, widened one
+  // element at a time either way, keeps the element-wise reads. Both match the reference.
+  const driver::Compilation int8 =
+      compile_for_arch("assets/specs/int8_weight_gemm.nt", weight_gemm_schedule(64, 64, 128, 3),
+                       {"M=70", "N=80", "K=384", "G=128", "KG=3"}, "sm_80");
+  ASSERT_TRUE(int8.ma_module) << int8.schedule_error << int8.internal_error;
+  EXPECT_TRUE(int8.ma_module->kernels.at(0)->grouped_shared_reads);
+  EXPECT_NE(nautilus::testing::emitted_cuda(int8).find("unpack2(int8x2_to_bf16x2(bits_"), std::string::npos);
+  const driver::Compilation fp8 = compile_for_arch(
+      "assets/specs/fp8_gemm.nt",
+      {"tile(C_sum, m=64, n=64, k=32)", "reverse_compute_at(C, C_sum, n_o)", "bind(C_sum, m_o=grid.y, n_o=grid.x)"},
+      {"M=96", "N=80", "K=96"}, "sm_80");
+  ASSERT_TRUE(fp8.ma_module) << fp8.schedule_error << fp8.internal_error;
+  EXPECT_FALSE(fp8.ma_module->kernels.at(0)->grouped_shared_reads);
+  // Asked for, the fp8 kernel does take them: auto's choice, not a kernel that cannot.
+  const driver::Compilation fp8_grouped = compile_for_arch(
+      "assets/specs/fp8_gemm.nt",
+      {"tile(C_sum, m=64, n=64, k=32)", "reverse_compute_at(C, C_sum, n_o)", "bind(C_sum, m_o=grid.y, n_o=grid.x)",
+       "launch(C_sum, warps=4, stages=2, reads=grouped)"},
+      {"M=96", "N=80", "K=96"}, "sm_80");
+  ASSERT_TRUE(fp8_grouped.ma_module) << fp8_grouped.schedule_error << fp8_grouped.internal_error;
+  EXPECT_TRUE(fp8_grouped.ma_module->kernels.at(0)->grouped_shared_reads);
+  expect_stage_matches_reference(int8, driver::Stage::MATile, 31, "int8 auto ");
+  expect_stage_matches_reference(fp8, driver::Stage::MATile, 32, "fp8 auto ");
+}
+
 TEST(WidenedOperand, GroupedReadsReadAOneRowActivationOnceAndCopyItsRepeatedRows) {
   // The one activation row fills the atom's 16 rows with copies of itself (layouts.h): with
   // grouped shared reads a lane reads each element once and copies it into the slots that
