@@ -5,6 +5,7 @@
 // refused that form and keeps mma.sync on widened operands. Found schedules then run in the MA
 // interpreter at ragged sizes against the float64 reference.
 #include <algorithm>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -142,6 +143,22 @@ TEST(Fp8GemmSearch, TheLaunchPhaseOffersGroupedReadsForAProductOfAnEightBitInput
   EXPECT_EQ(count(bf16, "reads="), 0);
 }
 
+// `schedule` of a decode step of the int8-weight GEMM at a ragged size (744 columns, 8 scale
+// groups) in the MA interpreter, against the float64 reference, for each seed.
+void expect_decode_schedule_matches_reference(const sched::Schedule& schedule, std::initializer_list<uint64_t> seeds) {
+  const search::SearchInput small = testing::asset_input("int8_weight_gemm", {"M=1", "N=744", "K=1024", "KG=8"});
+  const driver::Compilation ragged = testing::compile(small, schedule);
+  ASSERT_TRUE(ragged.ok()) << ragged.schedule_error << ragged.internal_error;
+  for (uint64_t seed : seeds) {
+    driver::EvalOptions options;
+    options.stage = driver::Stage::MATile;
+    options.seed = seed;
+    const driver::EvalResult evaluated = driver::evaluate(ragged, options);
+    ASSERT_TRUE(evaluated.ran) << evaluated.error;
+    EXPECT_TRUE(evaluated.passed()) << text_of(schedule);
+  }
+}
+
 // A decode step of the int8-weight GEMM (one activation row, 4096 x 4096 weights): the search
 // takes 16-column tiles on 2 warps, one n8 atom each, so the 4096 columns make 256 CTAs on mma
 // instead of 128 (4 warps want 32 columns; on 16 they would fall back to CUDA-core dots). The
@@ -159,18 +176,7 @@ TEST(Fp8GemmSearch, AnInt8DecodeStepGivesEachWarpOneAtomOfANarrowTile) {
   const matile::Kernel& kernel = *compilation.ma_module->kernels.at(0);
   EXPECT_GT(testing::count_kind(kernel, matile::OpKind::Mma), 0) << text;
   EXPECT_EQ(testing::count_kind(kernel, matile::OpKind::FmaDot), 0) << text;
-  const search::SearchInput small =
-      testing::asset_input("int8_weight_gemm", {"M=1", "N=744", "K=1024", "KG=8"});
-  const driver::Compilation ragged = testing::compile(small, result.schedule);
-  ASSERT_TRUE(ragged.ok()) << ragged.schedule_error << ragged.internal_error;
-  for (uint64_t seed : {0, 3}) {
-    driver::EvalOptions options;
-    options.stage = driver::Stage::MATile;
-    options.seed = seed;
-    const driver::EvalResult evaluated = driver::evaluate(ragged, options);
-    ASSERT_TRUE(evaluated.ran) << evaluated.error;
-    EXPECT_TRUE(evaluated.passed()) << text;
-  }
+  expect_decode_schedule_matches_reference(result.schedule, {0, 3});
 }
 
 // A 70B-class decode step (one activation row, K 8192, N 28672) on the H200 model: 64-column
@@ -190,15 +196,7 @@ TEST(Fp8GemmSearch, ASeventyBClassInt8DecodeStepTakesTwoWarpsOfFourAtomsAndGroup
   const driver::Compilation compilation = testing::compile(input, result.schedule);
   ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error << compilation.internal_error;
   EXPECT_TRUE(compilation.ma_module->kernels.at(0)->grouped_shared_reads) << text;
-  const search::SearchInput small = testing::asset_input("int8_weight_gemm", {"M=1", "N=744", "K=1024", "KG=8"});
-  const driver::Compilation ragged = testing::compile(small, result.schedule);
-  ASSERT_TRUE(ragged.ok()) << ragged.schedule_error << ragged.internal_error;
-  driver::EvalOptions options;
-  options.stage = driver::Stage::MATile;
-  options.seed = 5;
-  const driver::EvalResult evaluated = driver::evaluate(ragged, options);
-  ASSERT_TRUE(evaluated.ran) << evaluated.error;
-  EXPECT_TRUE(evaluated.passed()) << text;
+  expect_decode_schedule_matches_reference(result.schedule, {5});
 }
 
 }  // namespace
