@@ -26,6 +26,7 @@
 #include "core/cost/device_models.h"
 #include "core/driver/evaluate.h"
 #include "core/driver/render.h"
+#include "core/scalar/printer.h"
 #include "profiler/measure.h"
 #include "core/codegen/emit_cuda.h"
 
@@ -260,11 +261,7 @@ Loaded load(const ParsedOptions& options, driver::Stage last_stage, const CliHoo
     return loaded;
   }
   if (!layouts.empty()) compile_options.matile.synthesize_layouts = layouts == "synthesized";
-  if (!shared_reads.empty()) {
-    compile_options.matile.shared_reads = shared_reads == "grouped"    ? scalar::SharedReads::Grouped
-                                          : shared_reads == "elements" ? scalar::SharedReads::Elements
-                                                                       : scalar::SharedReads::Auto;
-  }
+  if (!shared_reads.empty()) compile_options.matile.shared_reads = *scalar::shared_reads_from_name(shared_reads);
   if (!ring_release.empty()) {
     using RingRelease = matile::LowerOptions::RingRelease;
     compile_options.matile.ring_release = ring_release == "early"      ? RingRelease::Early

@@ -1113,8 +1113,9 @@ class WorkWalk : public matile::Visitor {
           // one ld.shared per group of neighbouring bytes at a hoisted address, as the emitter
           // reads them (matile::shared_read_plan; a widened B with interleaved atoms reads a
           // row's bytes of several atoms at once), and per element of a group of several the
-          // shift that takes it out of the loaded word; elements that repeat an earlier one
-          // are register copies.
+          // shift that takes it out of the loaded word (an int8 -> bf16 cast right after takes
+          // its bytes from the words instead, so for the int8 weights this counts more than the
+          // emitter issues); elements that repeat an earlier one are register copies.
           const matile::SharedReadPlan plan = read_plan(kernel_, op);
           work.shared_bytes += kWavefrontBytes * element_read_wavefronts(op, plan);
           if (!kernel_.grouped_shared_reads || !plan.reads_together()) {

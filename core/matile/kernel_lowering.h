@@ -429,11 +429,10 @@ class KernelLowering {
   bool reads_row_tail(const VOp& op, const RowBuffer& row);
   void emit_split_row_loop(const VOp& op, int64_t split);
 
-  // The grouped shared reads (Kernel::grouped_shared_reads): asked for by the options (the CLI's
-  // --shared-reads grouped) or by the kernel's launch decision (reads=grouped).
-  // Decided by plan_dots (decide_shared_reads) from requested_shared_reads() and the widened
-  // 8-bit B operands: grouped only where each is read kFewestGroupedWeightBytes or more bytes at
-  // a time (fewer were slower than the element-wise reads on the H200).
+  // The grouped shared reads (Kernel::grouped_shared_reads), decided by plan_dots from
+  // requested_shared_reads() and the widened 8-bit B operands: grouped only where each is read
+  // kFewestGroupedWeightBytes or more bytes at a time (fewer were slower than the element-wise
+  // reads on the H200).
   bool grouped_shared_reads() const { return grouped_shared_reads_; }
   // The CLI's mode over the kernel's launch decision; Auto where neither says.
   scalar::SharedReads requested_shared_reads() const {

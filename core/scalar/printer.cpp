@@ -558,6 +558,22 @@ Json stmt_json(const Stmt& stmt) {
 
 }  // namespace
 
+std::string shared_reads_name(SharedReads reads) {
+  switch (reads) {
+    case SharedReads::Auto: return "auto";
+    case SharedReads::Elements: return "elements";
+    case SharedReads::Grouped: return "grouped";
+  }
+  return "auto";
+}
+
+std::optional<SharedReads> shared_reads_from_name(const std::string& name) {
+  for (SharedReads reads : {SharedReads::Auto, SharedReads::Elements, SharedReads::Grouped}) {
+    if (shared_reads_name(reads) == name) return reads;
+  }
+  return std::nullopt;
+}
+
 std::string launch_text(const LaunchAttrs& launch) {
   std::string text = "launch(warps=" + std::to_string(launch.warps) +
                      ", stages=" + std::to_string(launch.stages);
@@ -568,9 +584,7 @@ std::string launch_text(const LaunchAttrs& launch) {
   if (launch.group > 1) text += ", group=" + std::to_string(launch.group);
   for (const std::string& loop : launch.reversed) text += ", reverse=" + loop;
   if (launch.persistent) text += launch.dynamic_tiles ? ", persistent(dynamic)" : ", persistent(static)";
-  if (launch.shared_reads != SharedReads::Auto) {
-    text += launch.shared_reads == SharedReads::Grouped ? ", reads=grouped" : ", reads=elements";
-  }
+  if (launch.shared_reads != SharedReads::Auto) text += ", reads=" + shared_reads_name(launch.shared_reads);
   return text + ")";
 }
 
@@ -581,9 +595,7 @@ nlohmann::ordered_json launch_json(const LaunchAttrs& launch) {
   if (launch.overlap) json["overlap"] = true;
   if (launch.pingpong) json["pingpong"] = true;
   if (launch.group > 1) json["group"] = launch.group;
-  if (launch.shared_reads != SharedReads::Auto) {
-    json["reads"] = launch.shared_reads == SharedReads::Grouped ? "grouped" : "elements";
-  }
+  if (launch.shared_reads != SharedReads::Auto) json["reads"] = shared_reads_name(launch.shared_reads);
   if (!launch.reversed.empty()) json["reversed"] = launch.reversed;
   if (launch.persistent) {
     json["persistent"] = true;

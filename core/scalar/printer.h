@@ -43,6 +43,7 @@
 // float immediates are the strings "inf", "-inf", "nan".
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -58,6 +59,10 @@ std::string print_expr(const Expr& expr);
 // A nest's launch attributes as the printers write them: "launch(warps=8, stages=2, group=8)",
 // and their JSON object (the scalar and VR printers share both).
 std::string launch_text(const LaunchAttrs& launch);
+// The names of the shared-read modes (launch's reads=, the CLI's --shared-reads): auto,
+// elements, grouped; nullopt for any other name.
+std::string shared_reads_name(SharedReads reads);
+std::optional<SharedReads> shared_reads_from_name(const std::string& name);
 nlohmann::ordered_json launch_json(const LaunchAttrs& launch);
 
 std::string program_to_dot(const Program& program);

@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "core/scalar/printer.h"
 #include "core/sched/decision_args.h"
 #include "core/sched/loop_nest.h"
 
@@ -22,12 +23,9 @@ std::string read_choice(const Decision& decision, LaunchChoice* choice) {
     }
     if (arg.key == "reads") {
       const std::string value = arg.is_int() ? std::to_string(arg.as_int()) : arg.as_name();
-      if (value != "auto" && value != "elements" && value != "grouped") {
-        return "launch: reads is auto, elements or grouped, got " + value;
-      }
-      choice->shared_reads = value == "grouped"    ? scalar::SharedReads::Grouped
-                             : value == "elements" ? scalar::SharedReads::Elements
-                                                   : scalar::SharedReads::Auto;
+      const std::optional<scalar::SharedReads> reads = scalar::shared_reads_from_name(value);
+      if (!reads) return "launch: reads is auto, elements or grouped, got " + value;
+      choice->shared_reads = *reads;
       continue;
     }
     if (!arg.is_int()) {
