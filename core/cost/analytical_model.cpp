@@ -48,6 +48,9 @@ constexpr double kLocalMemorySlowdown = 8.0;
 constexpr double kWarpsPerSchedulerToOverlap = 4.0;
 // Reads that fit in this fraction of L2 are read from DRAM once per kernel.
 constexpr double kL2ResidentFraction = 0.5;
+// The share of the chip's DRAM bandwidth a wave on a fraction f of the SMs reaches: f^0.6
+// (measured on the H200, see the wave's dram_share).
+constexpr double kDramReachExponent = 0.6;
 // A CTA-wide barrier on the dependency chain: bar.sync itself and the shared-memory round trip
 // around it (a st.shared before, the dependent ld.shared after, ~30 cycles each), during which
 // the CTA's warps issue nothing.
@@ -2092,10 +2095,18 @@ class AnalyticalModel : public CostModel {
       double chain = 0.0;
       RingTime ring;
     };
-    auto wave = [&](double k, double active_sms) {
+    // k CTAs on each of active_sms SMs; the hardware spreads them over spread_sms (one per SM
+    // first), which sets the DRAM bandwidth the wave reaches.
+    auto wave = [&](double k, double active_sms, double spread_sms) {
       Wave w;
       w.pipes = compute_pipes(total, k);
-      const double dram_share = dram_rate / active_sms;
+      // A wave on fewer SMs than the device has reaches less than the chip's DRAM bandwidth,
+      // though more than its SMs' proportion of it: fewer streams keep fewer requests in flight.
+      // Measured on the H200 (bench/microbench/dram_runs.cu, 2026-11-29): 128-row stages of
+      // int8 column bands streamed at 3991 GB/s on 132 SMs, 3600 on 112 and 2236-2694 on 56,
+      // which (active / SMs)^0.6 follows (0.91 and 0.60 where 0.90 and 0.56-0.68 were measured).
+      const double reach = spread_sms < sms ? std::pow(spread_sms / sms, kDramReachExponent) : 1.0;
+      const double dram_share = dram_rate * reach / active_sms;
       const double l2_share = std::min(device_.l2_bytes_per_s / active_sms, rate.global_per_sm);
       w.pipes.dram = k * (cost->global_bytes / ctas) / dram_share;
       w.pipes.l2 = k * (cost->l2_bytes / ctas) / l2_share;
@@ -2159,10 +2170,10 @@ class AnalyticalModel : public CostModel {
       return w;
     };
     Wave full, partial;
-    if (full_waves > 0) full = wave(per_sm, sms);
+    if (full_waves > 0) full = wave(per_sm, sms, sms);
     if (tail > 0) {
       const double k_tail = std::ceil(tail / sms);
-      partial = wave(k_tail, std::ceil(tail / k_tail));
+      partial = wave(k_tail, std::ceil(tail / k_tail), std::min(tail, sms));
     }
     double seconds = full_waves * full.seconds + partial.seconds;
     seconds *= static_walk ? walked.imbalance : imbalance(walk.cta_trips(), static_cast<int64_t>(sms), per_sm);

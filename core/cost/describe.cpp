@@ -60,6 +60,16 @@ std::string describe(const CostEstimate& estimate) {
       }
     }
     out << "\n";
+    if (kernel.ctas_per_sm > 0) {
+      // What each pipe alone would take: the bound above is the largest, and the gap to the
+      // next tells how far a schedule is from changing bound.
+      const KernelCost::Pipes& p = kernel.pipes;
+      out << "    pipes alone (us): tensor " << fixed_point(p.tensor, 1) << ", cuda-core "
+          << fixed_point(p.cuda_core, 1) << ", special " << fixed_point(p.special, 1)
+          << ", shared " << fixed_point(p.shared, 1) << ", dram " << fixed_point(p.dram, 1)
+          << ", l2 " << fixed_point(p.l2, 1) << ", exposed latency " << fixed_point(p.latency, 1)
+          << "\n";
+    }
   }
   return out.str();
 }

@@ -97,9 +97,43 @@ Result<BankConflicts> count_bank_conflicts(const ComposedLayout& smem, int eleme
   }
   const int64_t access_bytes = vector_elements * element_bytes;
   const int64_t vectors = access.values() / vector_elements;
+  // An element's tile index is its thread's offset plus its value's (TVLayout::index), each
+  // evaluated once here: the search counts every candidate's accesses, and evaluating the modes
+  // per element made this most of the time of a compile (int8 decode tiles, 2026-11-29).
+  const Layout thread_mode = access.layout.mode(0), value_mode = access.layout.mode(1);
+  std::vector<int64_t> value_offsets(static_cast<size_t>(access.values()));
+  for (int64_t v = 0; v < access.values(); ++v) value_offsets[static_cast<size_t>(v)] = value_mode(v);
+  // A tile and a shared layout of plain modes (no nested shapes) take their offsets by div and
+  // mod, without building a coordinate tuple per element.
+  bool flat = smem.layout.rank() == access.tile.rank() && !smem.layout.shape().is_leaf();
+  std::vector<int64_t> extents, strides;
+  for (int k = 0; flat && k < access.tile.rank(); ++k) {
+    const IntTuple& extent = access.tile.mode(k);
+    const IntTuple& shape = smem.layout.shape().mode(k);
+    const IntTuple& stride = smem.layout.stride().mode(k);
+    flat = extent.is_leaf() && shape.is_leaf() && stride.is_leaf() && extent.value() == shape.value();
+    if (flat) {
+      extents.push_back(extent.value());
+      strides.push_back(stride.value());
+    }
+  }
+  const auto flat_offset = [&](int64_t index) {
+    int64_t offset = 0;
+    for (size_t k = 0; k < extents.size(); ++k) {
+      // The last mode keeps counting past its extent, as coordinate_of does.
+      const int64_t c = k + 1 == extents.size() ? index : index % extents[k];
+      offset += c * strides[k];
+      index /= extents[k];
+    }
+    return offset;
+  };
   BankConflicts total;
   for (int64_t warp_first = 0; warp_first < access.threads(); warp_first += kWarpLanes) {
     const int64_t lanes = std::min(kWarpLanes, access.threads() - warp_first);
+    std::vector<int64_t> thread_offsets(static_cast<size_t>(lanes));
+    for (int64_t lane = 0; lane < lanes; ++lane) {
+      thread_offsets[static_cast<size_t>(lane)] = thread_mode(warp_first + lane);
+    }
     for (int64_t k = 0; k < vectors; ++k) {
       std::vector<int64_t> addresses;
       for (int64_t lane = 0; lane < lanes; ++lane) {
@@ -107,7 +141,10 @@ Result<BankConflicts> count_bank_conflicts(const ComposedLayout& smem, int eleme
         // Offsets of the vector's elements; they must be consecutive for one access.
         int64_t start = 0;
         for (int64_t e = 0; e < vector_elements; ++e) {
-          Result<int64_t> offset = smem.evaluate(access.element(thread, k * vector_elements + e));
+          const int64_t index = thread_offsets[static_cast<size_t>(lane)] +
+                                value_offsets[static_cast<size_t>(k * vector_elements + e)];
+          Result<int64_t> offset = flat ? Result<int64_t>(smem.swizzle(flat_offset(index)))
+                                        : smem.evaluate(coordinate_of(index, access.tile));
           if (!offset) return layout_error(context + ": " + offset.error().message);
           if (e == 0) start = *offset;
           if (*offset != start + e) {

@@ -723,9 +723,17 @@ SharedReadPlan shared_read_plan(const SharedAlloc& alloc, const SharedRef& ref, 
     }
   }
   const int64_t threads = layout.threads();
-  std::vector<int64_t> coordinate(rank);
+  // TVLayout::index(t, slot) is the thread's offset plus the slot's: each evaluated once (the
+  // cost model plans the reads of every candidate the search compiles).
+  std::vector<int64_t> thread_offsets(static_cast<size_t>(threads)), slot_offsets(static_cast<size_t>(slots));
+  {
+    const layout::Layout thread_mode = layout.tv.layout.mode(0), slot_mode = layout.tv.layout.mode(1);
+    for (int64_t t = 0; t < threads; ++t) thread_offsets[static_cast<size_t>(t)] = thread_mode(t);
+    for (int64_t v = 0; v < slots; ++v) slot_offsets[static_cast<size_t>(v)] = slot_mode(v);
+  }
   const auto linear = [&](int64_t t, int64_t slot) {
-    int64_t index = layout.tv.index(t, slot), offset = 0;
+    int64_t index = thread_offsets[static_cast<size_t>(t)] + slot_offsets[static_cast<size_t>(slot)];
+    int64_t offset = 0;
     for (size_t k = 0; k < rank; ++k) {
       offset += (index % shape[k] + ref.offsets[k]) * strides[k];
       index /= shape[k];

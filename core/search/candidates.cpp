@@ -872,6 +872,50 @@ std::vector<Completion> warp_specialized_completions(const Completion& completio
   return out;
 }
 
+std::vector<Completion> launch_lookahead_completions(const Completion& completion,
+                                                     const sched::Schedule& schedule,
+                                                     const std::vector<Decision>& forbids) {
+  std::vector<Completion> out;
+  if (!completion.program) return out;
+  sched::Schedule so_far = schedule;
+  so_far.decisions.insert(so_far.decisions.end(), completion.decisions.begin(),
+                          completion.decisions.end());
+  const ProgramFacts facts = analyze_program(*completion.program);
+  // The warp counts the launch phase would offer each qualifying nest (launch_candidates, which
+  // skips nests that already have a launch, warp_spec or pipeline decision).
+  std::map<std::string, std::set<int64_t>> warps_of;
+  for (const Decision& candidate : launch_candidates(facts, so_far, false)) {
+    if (candidate.kind != "launch") continue;
+    const NestFacts* nest = facts.nest_of_block(candidate.target);
+    if (!nest || !nest->tiled) continue;
+    const BlockFacts& principal = nest->principal_block();
+    if (!principal.reduction || !principal.reads_8_bit) continue;
+    std::set<int64_t>& warps = warps_of[candidate.target];
+    warps.insert(4);  // the default launch's
+    for (const DecisionArg& arg : candidate.args) {
+      if (arg.key == "warps") warps.insert(arg.as_int());
+    }
+  }
+  std::set<int64_t> all_warps;
+  for (const auto& [block, warps] : warps_of) all_warps.insert(warps.begin(), warps.end());
+  for (int64_t warps : all_warps) {
+    Completion variant = completion;
+    for (const auto& [block, offered] : warps_of) {
+      if (!offered.count(warps)) continue;
+      const Decision ringed =
+          make("launch", block, {keyword("warps", warps), keyword("stages", 3)});
+      if (is_forbidden(forbids, ringed)) continue;
+      sched::ApplyResult applied = sched::apply_decision(variant.program, ringed);
+      if (!applied.ok()) continue;
+      variant.program = applied.program;
+      variant.decisions.push_back(ringed);
+      variant.pinned.push_back(false);
+    }
+    if (variant.decisions.size() > completion.decisions.size()) out.push_back(std::move(variant));
+  }
+  return out;
+}
+
 std::vector<Completion> complete_program_rasters(const scalar::ProgramPtr& program,
                                                  const std::vector<Decision>& forbids,
                                                  const std::vector<Decision>& pending_pins) {

@@ -165,6 +165,16 @@ bool has_192_row_tile_without_warp_spec(const Completion& completion,
 std::vector<Completion> warp_specialized_completions(const Completion& completion,
                                                      const sched::Schedule& schedule,
                                                      const std::vector<sched::Decision>& forbids);
+// `completion` with a 3-stage ring for each tiled product of an 8-bit input whose nest has no
+// launch, warp_spec or pipeline decision yet, once per warp count the launch phase would offer it
+// (`launch(B, warps=W, stages=3)`; launch_candidates): such a product runs on mma.sync with
+// cp.async rings, which no warp-specialized completion deepens, and its tiles differ in the warps
+// that suit them (a 16-column decode tile takes 2, a 64-column one 2 for 4-byte grouped reads).
+// Judged at the default launch (4 warps, 2 stages), a wide decode tile loses to a narrow one that
+// it beats once pipelined. Empty when no nest qualifies.
+std::vector<Completion> launch_lookahead_completions(const Completion& completion,
+                                                     const sched::Schedule& schedule,
+                                                     const std::vector<sched::Decision>& forbids);
 // The default completion first, then the same with each other raster order of one nest
 // (raster_alternatives): a tile size is judged with the grid order that suits it (a GEMM whose
 // weights exceed L2 wants its activation tiles fastest across the grid).

@@ -40,6 +40,8 @@ namespace {
 
 // Tiling's second stage combines this many sizes of each axis (2: at most 8 tiles for a GEMM).
 constexpr size_t kTileSizesCombinedPerAxis = 2;
+// Rounds of single-axis changes around the best tile after the combinations (expand_tiling).
+constexpr int kTileRefinementRounds = 3;
 
 using Clock = std::chrono::steady_clock;
 using sched::Decision;
@@ -569,6 +571,22 @@ class Searcher {
           for (Completion& variant :
                warp_specialized_completions(completions[order], node.schedule, options_.forbids)) {
             completions.push_back(std::move(variant));
+          }
+        }
+      }
+      // A tiled product of an 8-bit input whose nest has no launch yet is also estimated with a
+      // 3-stage ring on each warp count the launch phase would offer it
+      // (launch_lookahead_completions): it runs on mma.sync with cp.async rings, where no
+      // warp-specialized completion offers a deeper ring, and at the default launch a wide
+      // decode tile loses to a narrow one that it beats once pipelined (70B-class int8 decode,
+      // M 16: 128 columns 94.7 µs against 32 columns 88.5 at 2 stages, 58.5 against 76.9 at 3;
+      // measured 62.2 against 87.7 on the H200).
+      {
+        const size_t variants = completions.size();
+        for (size_t i = 0; i < variants; ++i) {
+          for (Completion& ringed :
+               launch_lookahead_completions(completions[i], node.schedule, options_.forbids)) {
+            completions.push_back(std::move(ringed));
           }
         }
       }
@@ -1353,6 +1371,59 @@ class Searcher {
       }
     };
     combine(0);
+    // Stage 3: every single-axis change of the best tile so far, and every step of two axes at
+    // once to their neighbouring sizes, repeated from the new best until it stays (a few rounds
+    // at most). Stage 1 ranks each axis's sizes at the other axes' defaults, where a size can
+    // lose that wins beside another axis's change: an int8 decode step's 128 columns lose to 32
+    // at 32 steps of k (too little per stage to hide the copy's latency) and win at 128, so no
+    // combination of stage 2 holds them; and from 64 x 64 neither 128 x 64 nor 64 x 128 is
+    // better, but 128 x 128 is (M 16: 66.98 µs, 67.94, 67.48 against 64.0 after fusion).
+    std::vector<int64_t> center = base;
+    for (int round = 0; round < kTileRefinementRounds; ++round) {
+      std::vector<int> ids_so_far;
+      for (const Tried& t : tried) ids_so_far.push_back(t.node);
+      evaluate(ids_so_far);
+      const Tried* best = nullptr;
+      for (const Tried& t : tried) {
+        if (nodes_[t.node].estimate && (!best || better(t.node, best->node))) best = &t;
+      }
+      if (!best || best->sizes == center) return;
+      center = best->sizes;
+      const auto try_sizes = [&](const std::vector<int64_t>& around) {
+        const bool seen = std::any_of(tried.begin(), tried.end(),
+                                      [&](const Tried& t) { return t.sizes == around; });
+        if (!seen) add(around);
+      };
+      for (size_t axis = 0; axis < plan->axes.size(); ++axis) {
+        for (int64_t size : plan->axes[axis].sizes) {
+          std::vector<int64_t> around = center;
+          around[axis] = size;
+          try_sizes(around);
+        }
+      }
+      // The tiled sizes next to an axis's size at the center (none for an untiled axis).
+      const auto neighbours = [&](size_t axis) {
+        std::vector<int64_t> out;
+        const std::vector<int64_t>& sizes = plan->axes[axis].sizes;
+        const auto at = std::find(sizes.begin(), sizes.end(), center[axis]);
+        if (center[axis] <= 0 || at == sizes.end()) return out;
+        if (at != sizes.begin() && *(at - 1) > 0) out.push_back(*(at - 1));
+        if (at + 1 != sizes.end()) out.push_back(*(at + 1));
+        return out;
+      };
+      for (size_t a = 0; a < plan->axes.size(); ++a) {
+        for (size_t b = a + 1; b < plan->axes.size(); ++b) {
+          for (int64_t size_a : neighbours(a)) {
+            for (int64_t size_b : neighbours(b)) {
+              std::vector<int64_t> around = center;
+              around[a] = size_a;
+              around[b] = size_b;
+              try_sizes(around);
+            }
+          }
+        }
+      }
+    }
   }
 
   // Every nest bound in its default raster order, and beside it each other raster order of one

@@ -368,14 +368,20 @@ TEST_F(AnalyticalModelTest, DescribePrintsOneLinePerKernel) {
   std::vector<std::string> lines;
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);) lines.push_back(line);
-  ASSERT_EQ(lines.size(), 1 + module->kernels.size()) << text;
+  // The module's line, then per kernel its line and the time of each pipe alone.
+  ASSERT_EQ(lines.size(), 1 + 2 * module->kernels.size()) << text;
   EXPECT_EQ(lines[0].rfind("softmax: ", 0), 0u) << text;
   EXPECT_NE(lines[0].find("analytical sm_90"), std::string::npos) << text;
   for (size_t i = 0; i < module->kernels.size(); ++i) {
-    const std::string& line = lines[i + 1];
+    const std::string& line = lines[1 + 2 * i];
     EXPECT_EQ(line.rfind("  " + module->kernels[i]->name + ": ", 0), 0u) << text;
     for (const char* part : {" us ", "-bound", "GB/s DRAM", "CTA/SM", "regs", "waves"}) {
       EXPECT_NE(line.find(part), std::string::npos) << part << " in " << line;
+    }
+    const std::string& pipes = lines[2 + 2 * i];
+    EXPECT_EQ(pipes.rfind("    pipes alone (us): tensor ", 0), 0u) << text;
+    for (const char* part : {"cuda-core", "special", "shared", "dram", "l2", "exposed latency"}) {
+      EXPECT_NE(pipes.find(part), std::string::npos) << part << " in " << pipes;
     }
   }
   const std::string infeasible = describe(model->estimate(*copy_kernel(64, 2048)));

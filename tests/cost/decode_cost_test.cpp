@@ -10,6 +10,7 @@
 // cannot tell the first three apart by more than the combine kernel.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -72,6 +73,40 @@ TEST(DecodeCost, OnTheH100DramHidesTheChainsThatSeparateThemOnTheH200) {
   // 134.7 MB at 90% of 3.35 TB/s: both are DRAM-bound, within a few percent.
   EXPECT_NEAR(two_warps, four_warps, 0.03 * four_warps);
   EXPECT_GT(two_warps, 134.7 / (0.9 * 3.35));
+}
+
+// The 70B-class int8 decode (M 1, K 8192, N 28672; assets/specs/int8_weight_gemm.nt), three
+// tiles measured on the H200 (2026-11-29, bench/RESULTS.md): 1 x 128 x 128 on 4 warps 57.1 µs
+// (224 CTAs), 1 x 256 x 128 on 4 warps 67.6 (112 CTAs on 132 SMs), 1 x 64 x 128 on 2 warps 69.2.
+// A grid on 112 of the 132 SMs reaches (112/132)^0.6 of the DRAM bandwidth, so the 256-column
+// tile ranks behind the 128-column one, which keeps the whole chip (the hardware gives each SM
+// one of the 224 CTAs before any gets a second).
+double int8_decode_us(int columns, int warps) {
+  driver::CompileOptions options;
+  options.last_stage = driver::Stage::MATile;
+  options.matile.arch = "sm_90a";
+  const std::vector<std::string> schedule = {
+      "tile(Y_sum, m=1, n=" + std::to_string(columns) + ", k=128)", "reverse_compute_at(Y, Y_sum, n_o)",
+      "bind(Y_sum, m_o=grid.y, n_o=grid.x)",
+      "launch(Y_sum, warps=" + std::to_string(warps) + ", stages=3, reads=grouped)"};
+  const driver::Compilation compilation = nautilus::testing::compile_scheduled(
+      "assets/specs/int8_weight_gemm.nt", schedule, {"M=1", "N=28672", "K=8192", "KG=64"}, options);
+  EXPECT_TRUE(compilation.ma_module) << compilation.diagnostics->render_all();
+  if (!compilation.ma_module) return 0.0;
+  const CostEstimate estimate = make_analytical_model(h200_sxm())->estimate(*compilation.ma_module);
+  EXPECT_TRUE(estimate.feasible) << estimate.infeasible_reason;
+  EXPECT_EQ(estimate.kernels.size(), 1u);
+  return estimate.microseconds;
+}
+
+TEST(DecodeCost, AGridOnFewerSmsThanTheDeviceReachesLessDramBandwidth) {
+  const double tile128 = int8_decode_us(128, 4);
+  const double tile256 = int8_decode_us(256, 4);
+  EXPECT_LT(tile128, tile256);
+  // Both stream the same 235 MB: the 112-CTA grid is DRAM-bound at the reach of its SMs.
+  EXPECT_NEAR(tile256 / tile128, std::pow(132.0 / 112.0, 0.6), 0.05);
+  // The 128-column tile within 10% of its measured 57.1 µs.
+  EXPECT_NEAR(tile128, 57.1, 5.7);
 }
 
 TEST(DeviceModels, TheH200IsTheH100WithHbm3e) {

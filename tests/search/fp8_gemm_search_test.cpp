@@ -145,8 +145,9 @@ TEST(Fp8GemmSearch, TheLaunchPhaseOffersGroupedReadsForAProductOfAnEightBitInput
 
 // `schedule` of a decode step of the int8-weight GEMM at a ragged size (744 columns, 8 scale
 // groups) in the MA interpreter, against the float64 reference, for each seed.
-void expect_decode_schedule_matches_reference(const sched::Schedule& schedule, std::initializer_list<uint64_t> seeds) {
-  const search::SearchInput small = testing::asset_input("int8_weight_gemm", {"M=1", "N=744", "K=1024", "KG=8"});
+void expect_decode_schedule_matches_reference(const sched::Schedule& schedule, std::initializer_list<uint64_t> seeds,
+                                              const std::string& rows = "M=1") {
+  const search::SearchInput small = testing::asset_input("int8_weight_gemm", {rows, "N=744", "K=1024", "KG=8"});
   const driver::Compilation ragged = testing::compile(small, schedule);
   ASSERT_TRUE(ragged.ok()) << ragged.schedule_error << ragged.internal_error;
   for (uint64_t seed : seeds) {
@@ -179,24 +180,33 @@ TEST(Fp8GemmSearch, AnInt8DecodeStepGivesEachWarpOneAtomOfANarrowTile) {
   expect_decode_schedule_matches_reference(result.schedule, {0, 3});
 }
 
-// A 70B-class decode step (one activation row, K 8192, N 28672) on the H200 model: 64-column
-// tiles on 2 warps, 4 n8 atoms each, so a lane reads 4 weight bytes of a row at once and the
-// reads are grouped (68.5 µs against 94.5 for the 4-warp tile read element by element, H200,
-// 2026-11-29). The found schedule runs in the MA interpreter at ragged sizes against the
-// float64 reference.
-TEST(Fp8GemmSearch, ASeventyBClassInt8DecodeStepTakesTwoWarpsOfFourAtomsAndGroupedReads) {
+// A 70B-class decode step (one or 16 activation rows, K 8192, N 28672) on the H200 model:
+// 128-column tiles of 128 k on 4 warps with a 3-stage ring, 4 n8 atoms per warp, so a lane
+// reads 4 weight bytes of a row at once and the reads are grouped. The tiling phase reaches
+// 128 x 128 only by stepping two axes at once from 64 x 64 and by judging tiles with a 3-stage
+// ring; 1 x 256 x 128 (112 CTAs on 132 SMs) loses once a wave on fewer SMs reaches less of the
+// DRAM bandwidth. Measured on the H200 (2026-11-29): 57.1 µs at M 1 (88% of the DRAM floor;
+// 1 x 256 x 128 67.6, the earlier pick 1 x 64 x 128 on 2 warps 69.2) and 62.2 µs at M 16.
+// The found schedule runs in the MA interpreter at ragged sizes against the float64 reference.
+TEST(Fp8GemmSearch, ASeventyBClassInt8DecodeStepTakes128ColumnsOnFourWarpsWithGroupedReads) {
   static const std::unique_ptr<cost::CostModel> h200 = cost::make_analytical_model(cost::h200_sxm());
-  const search::SearchInput input =
-      testing::asset_input("int8_weight_gemm", {"M=1", "N=28672", "K=8192", "KG=64"});
-  const search::SearchResult result = testing::run(input, {}, *h200);
-  ASSERT_TRUE(result.ok) << result.error;
-  const std::string text = text_of(result.schedule);
-  EXPECT_NE(text.find("tile(Y_sum, m=1, n=64, k=128)"), std::string::npos) << text;
-  EXPECT_NE(text.find("launch(Y_sum, warps=2"), std::string::npos) << text;
-  const driver::Compilation compilation = testing::compile(input, result.schedule);
-  ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error << compilation.internal_error;
-  EXPECT_TRUE(compilation.ma_module->kernels.at(0)->grouped_shared_reads) << text;
-  expect_decode_schedule_matches_reference(result.schedule, {5});
+  for (const char* rows : {"M=1", "M=16"}) {
+    SCOPED_TRACE(rows);
+    const search::SearchInput input =
+        testing::asset_input("int8_weight_gemm", {rows, "N=28672", "K=8192", "KG=64"});
+    const search::SearchResult result = testing::run(input, {}, *h200);
+    ASSERT_TRUE(result.ok) << result.error;
+    const std::string text = text_of(result.schedule);
+    EXPECT_NE(text.find(std::string("tile(Y_sum, m=") + (rows + 2) + ", n=128, k=128)"),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find("launch(Y_sum, warps=4, stages=3"), std::string::npos) << text;
+    const driver::Compilation compilation = testing::compile(input, result.schedule);
+    ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error << compilation.internal_error;
+    EXPECT_TRUE(compilation.ma_module->kernels.at(0)->grouped_shared_reads) << text;
+    // 16 rows are checked at 11, which the tile's 16 overhang.
+    expect_decode_schedule_matches_reference(result.schedule, {5}, rows[2] == '1' && rows[3] == '6' ? "M=11" : "M=1");
+  }
 }
 
 }  // namespace
