@@ -122,7 +122,7 @@ codegen::Result<codegen::KernelPackage> build_kernel_package(
       std::string note;
     };
     std::vector<Form> forms;
-    const std::string guarded = "exp2 as exp2f, with its denormal guard (the SFU-only exp2 spilled)";
+    const std::string guarded = std::string(kGuardedExp2Note) + " (the SFU-only exp2 spilled)";
     for (const bool approximate : {true, false}) {
       if (!approximate && !approximate_exp2) break;
       if (!approximate) forms.push_back({module->kernels[k], false, ptxas_options, guarded});

@@ -28,6 +28,10 @@ struct PackageOptions {
   bool approximate_exp2 = true;
 };
 
+// The start of the package note that says a kernel fell back to exp2 with its denormal guard
+// (the register check reads it: such a kernel fits but runs slower).
+inline constexpr const char* kGuardedExp2Note = "exp2 as exp2f, with its denormal guard";
+
 codegen::Result<codegen::KernelPackage> build_kernel_package(
     const Compilation& compilation, const matile::ModulePtr& ma_module,
     const std::vector<codegen::GpuArch>& archs, const PackageOptions& options = {});

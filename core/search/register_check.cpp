@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <iomanip>
 #include <sstream>
 
@@ -72,6 +73,9 @@ RegisterVerdict check_registers(const SearchInput& input, const sched::Schedule&
     }
   }
   verdict.status = verdict.spill_bytes > 0 ? RegisterVerdict::Status::Spills : RegisterVerdict::Status::Fits;
+  verdict.guarded_exp2 = std::any_of(package->notes.begin(), package->notes.end(), [](const std::string& note) {
+    return note.find(driver::kGuardedExp2Note) != std::string::npos;
+  });
   return finish();
 }
 
@@ -86,6 +90,8 @@ std::string describe_verdict(const RegisterVerdict& verdict) {
       out << ", ";
       if (verdict.spill_bytes > 0) {
         out << verdict.spill_bytes << " bytes spilled";
+      } else if (verdict.guarded_exp2) {
+        out << "no spill with exp2 as exp2f and its denormal guard (the SFU-only exp2 spilled)";
       } else {
         out << "no spill";
       }
@@ -107,14 +113,23 @@ std::vector<LeafSchedule> pick_then_leaves(const SearchResult& result) {
 
 RegisterCheck choose_leaf_that_fits(const SearchInput& input, const std::vector<LeafSchedule>& leaves,
                                     const std::string& arch, const RegisterCheckOptions& options) {
+  return choose_leaf_by_verdicts(
+      leaves, arch, options,
+      [&](const sched::Schedule& schedule) { return check_registers(input, schedule, arch, options.model); });
+}
+
+RegisterCheck choose_leaf_by_verdicts(const std::vector<LeafSchedule>& leaves, const std::string& arch,
+                                      const RegisterCheckOptions& options,
+                                      const std::function<RegisterVerdict(const sched::Schedule&)>& verdict_of) {
   RegisterCheck check;
+  std::optional<size_t> guarded;  // the first leaf that fits only with the guarded exp2
   const size_t limit = std::min(leaves.size(), static_cast<size_t>(std::max(options.max_leaves, 1)));
   for (size_t i = 0; i < limit; ++i) {
     if (options.stop.stop_requested()) {
       check.lines.push_back("register check: stopped; the search's pick stays");
       return check;
     }
-    const RegisterVerdict verdict = check_registers(input, leaves[i].schedule, arch, options.model);
+    const RegisterVerdict verdict = verdict_of(leaves[i].schedule);
     check.verdicts.push_back(verdict);
     if (verdict.status == RegisterVerdict::Status::NoCompiler) {
       check.lines.push_back("register check: skipped, " + verdict.message);
@@ -124,15 +139,32 @@ RegisterCheck choose_leaf_that_fits(const SearchInput& input, const std::vector<
     line << "register check: leaf " << i + 1 << " (estimate " << std::fixed << std::setprecision(1)
          << leaves[i].estimate_us << " µs) under ptxas for " << arch << ": " << describe_verdict(verdict);
     check.lines.push_back(line.str());
-    if (verdict.status == RegisterVerdict::Status::Fits) {
-      check.chosen = i;
-      check.pick_fits = i == 0;
-      if (i > 0) {
-        check.summary = "chose leaf " + std::to_string(i + 1) + ", the best-ranked one that compiles without spilling";
-        check.lines.push_back("register check: " + check.summary);
-      }
-      return check;
+    if (verdict.status != RegisterVerdict::Status::Fits) continue;
+    if (verdict.guarded_exp2) {
+      // Kept in reserve: a later leaf without the guard is preferred while its estimate is
+      // within the guard's cost of this one's.
+      if (!guarded) guarded = i;
+      continue;
     }
+    if (guarded && leaves[i].estimate_us > (1.0 + kGuardedExp2Cost) * leaves[*guarded].estimate_us) break;
+    check.chosen = i;
+    check.pick_fits = i == 0;
+    if (i > 0) {
+      check.summary = "chose leaf " + std::to_string(i + 1) + ", the best-ranked one that compiles without spilling";
+      if (guarded) check.summary += " or falling back to the guarded exp2";
+      check.lines.push_back("register check: " + check.summary);
+    }
+    return check;
+  }
+  if (guarded) {
+    check.chosen = *guarded;
+    check.pick_fits = *guarded == 0;
+    check.summary = "chose leaf " + std::to_string(*guarded + 1) +
+                    ", which compiles without spilling only with the guarded exp2; no leaf without "
+                    "it within " + std::to_string(static_cast<int>(kGuardedExp2Cost * 100)) +
+                    "% of its estimate";
+    check.lines.push_back("register check: " + check.summary);
+    return check;
   }
   check.summary = "none of the " + std::to_string(limit) +
                   " best-ranked leaves compiles without spilling; the search's pick stays";

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <stop_token>
 #include <string>
@@ -41,6 +42,9 @@ struct RegisterVerdict {
   int registers = 0;        // its registers per thread
   int estimated_registers = 0;  // the cost model's estimate for it (0: unknown)
   std::string message;      // Rejected, Failed, NoCompiler: why
+  // Fits only because the package build fell back to exp2 with its denormal guard (the SFU-only
+  // exp2 spilled): it runs, but every exp2 pays a compare and two multiplies.
+  bool guarded_exp2 = false;
   double seconds = 0;       // compile time
   // The model's estimate of the lowered module, when a model was given.
   std::optional<cost::CostEstimate> estimate;
@@ -76,8 +80,17 @@ struct RegisterCheck {
 // estimate), then the other complete leaves, best estimate first.
 std::vector<LeafSchedule> pick_then_leaves(const SearchResult& result);
 
-// Checks `leaves` (pick_then_leaves()) in order until one fits.
+// Checks `leaves` (pick_then_leaves()) in order until one fits. A leaf that fits only with the
+// guarded exp2 gives way to a later one that fits without it when that one's estimate is within
+// kGuardedExp2Cost of its own; otherwise it is chosen.
+// (d 64 attention at S 16384 on the H200: the persistent pick fitted only with the guarded exp2
+// and ran 4385 µs; the same search without persistent CTAs, 3893 µs.)
+inline constexpr double kGuardedExp2Cost = 0.10;
 RegisterCheck choose_leaf_that_fits(const SearchInput& input, const std::vector<LeafSchedule>& leaves,
                                     const std::string& arch, const RegisterCheckOptions& options = {});
+// The choice alone, with `verdict_of` in place of compiling each leaf (for tests).
+RegisterCheck choose_leaf_by_verdicts(const std::vector<LeafSchedule>& leaves, const std::string& arch,
+                                      const RegisterCheckOptions& options,
+                                      const std::function<RegisterVerdict(const sched::Schedule&)>& verdict_of);
 
 }  // namespace nautilus::search

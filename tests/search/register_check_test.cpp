@@ -73,5 +73,49 @@ TEST(RegisterCheck, KeepsThePickWhenNoLeafFits) {
   EXPECT_NE(check.summary.find("the search's pick stays"), std::string::npos) << check.summary;
 }
 
+// A leaf that fits only because the package build fell back to exp2 with its denormal guard
+// gives way to a later leaf that fits without it when that one's estimate is within
+// kGuardedExp2Cost; beyond that, or when no such leaf follows, the guarded leaf is chosen.
+TEST(RegisterCheck, ALeafThatFitsOnlyWithTheGuardedExp2GivesWayToACloseOneWithout) {
+  const auto fits = [](bool guarded) {
+    RegisterVerdict verdict;
+    verdict.status = RegisterVerdict::Status::Fits;
+    verdict.kernel = "attention_O";
+    verdict.registers = 168;
+    verdict.guarded_exp2 = guarded;
+    return verdict;
+  };
+  const std::vector<LeafSchedule> leaves = {{fp8_gemm_schedule("m=128, n=128, k=64"), 100.0},
+                                            {fp8_gemm_schedule("m=64, n=128, k=64"), 105.0},
+                                            {fp8_gemm_schedule("m=64, n=64, k=64"), 130.0}};
+  const auto by_position = [&](std::vector<RegisterVerdict> verdicts) {
+    return [&leaves, verdicts](const sched::Schedule& schedule) {
+      for (size_t i = 0; i < leaves.size(); ++i) {
+        if (leaves[i].schedule.decisions == schedule.decisions) return verdicts[i];
+      }
+      return RegisterVerdict{};
+    };
+  };
+  // The second leaf, 5% behind and without the guard, is taken.
+  RegisterCheck check =
+      choose_leaf_by_verdicts(leaves, "sm_90a", {}, by_position({fits(true), fits(false), fits(false)}));
+  ASSERT_TRUE(check.chosen);
+  EXPECT_EQ(*check.chosen, 1u);
+  EXPECT_NE(check.lines[0].find("denormal guard"), std::string::npos) << check.lines[0];
+  EXPECT_NE(check.summary.find("chose leaf 2"), std::string::npos) << check.summary;
+  // Only a leaf 30% behind fits without it: the guarded pick stays, and the check says why.
+  check = choose_leaf_by_verdicts(leaves, "sm_90a", {},
+                                  by_position({fits(true), fits(true), fits(false)}));
+  ASSERT_TRUE(check.chosen);
+  EXPECT_EQ(*check.chosen, 0u);
+  EXPECT_NE(check.summary.find("only with the guarded exp2"), std::string::npos) << check.summary;
+  // A pick that fits without the guard is kept as before.
+  check = choose_leaf_by_verdicts(leaves, "sm_90a", {}, by_position({fits(false), fits(false), fits(false)}));
+  ASSERT_TRUE(check.chosen);
+  EXPECT_EQ(*check.chosen, 0u);
+  EXPECT_TRUE(check.pick_fits);
+  EXPECT_TRUE(check.summary.empty()) << check.summary;
+}
+
 }  // namespace
 }  // namespace nautilus::search
