@@ -796,11 +796,6 @@ Completion complete_program(const scalar::ProgramPtr& program, const std::vector
   return complete(program, forbids, pending_pins, false).front();
 }
 
-namespace {
-
-
-}  // namespace
-
 bool has_192_row_tile_without_warp_spec(const Completion& completion,
                                         const sched::Schedule& schedule) {
   if (!completion.program) return false;
@@ -820,14 +815,34 @@ bool has_192_row_tile_without_warp_spec(const Completion& completion,
   return false;
 }
 
+namespace {
+
+// A node's decisions followed by its completion's.
+sched::Schedule schedule_with(const sched::Schedule& schedule, const Completion& completion) {
+  sched::Schedule so_far = schedule;
+  so_far.decisions.insert(so_far.decisions.end(), completion.decisions.begin(),
+                          completion.decisions.end());
+  return so_far;
+}
+
+// Appends `decision` to a completion variant where it is not forbidden and applies.
+void append_if_applies(Completion& variant, const Decision& decision, const std::vector<Decision>& forbids) {
+  if (is_forbidden(forbids, decision)) return;
+  sched::ApplyResult applied = sched::apply_decision(variant.program, decision);
+  if (!applied.ok()) return;
+  variant.program = applied.program;
+  variant.decisions.push_back(decision);
+  variant.pinned.push_back(false);
+}
+
+}  // namespace
+
 std::vector<Completion> warp_specialized_completions(const Completion& completion,
                                                      const sched::Schedule& schedule,
                                                      const std::vector<Decision>& forbids) {
   std::vector<Completion> out;
   if (!completion.program) return out;
-  sched::Schedule so_far = schedule;
-  so_far.decisions.insert(so_far.decisions.end(), completion.decisions.begin(),
-                          completion.decisions.end());
+  const sched::Schedule so_far = schedule_with(schedule, completion);
   const ProgramFacts facts = analyze_program(*completion.program);
   // Each kernel with the consumer warpgroups its tile rows ask for (64 rows each), the only
   // count its lowering takes: a GEMM chain whose kernels have different tile rows (a 128-row
@@ -856,16 +871,11 @@ std::vector<Completion> warp_specialized_completions(const Completion& completio
                                        keyword("stages", stages)};
       if (overlap) args.push_back(keyword("overlap", 1));
       const Decision wanted = make("warp_spec", candidate.target, args);
-      if (is_forbidden(forbids, wanted)) continue;
       if (std::find(variant.decisions.begin(), variant.decisions.end(), wanted) !=
           variant.decisions.end()) {
         continue;
       }
-      sched::ApplyResult applied = sched::apply_decision(variant.program, wanted);
-      if (!applied.ok()) continue;
-      variant.program = applied.program;
-      variant.decisions.push_back(wanted);
-      variant.pinned.push_back(false);
+      append_if_applies(variant, wanted, forbids);
     }
     if (variant.decisions.size() > completion.decisions.size()) out.push_back(std::move(variant));
   }
@@ -877,9 +887,7 @@ std::vector<Completion> launch_lookahead_completions(const Completion& completio
                                                      const std::vector<Decision>& forbids) {
   std::vector<Completion> out;
   if (!completion.program) return out;
-  sched::Schedule so_far = schedule;
-  so_far.decisions.insert(so_far.decisions.end(), completion.decisions.begin(),
-                          completion.decisions.end());
+  const sched::Schedule so_far = schedule_with(schedule, completion);
   const ProgramFacts facts = analyze_program(*completion.program);
   // The warp counts the launch phase would offer each qualifying nest (launch_candidates, which
   // skips nests that already have a launch, warp_spec or pipeline decision).
@@ -902,14 +910,8 @@ std::vector<Completion> launch_lookahead_completions(const Completion& completio
     Completion variant = completion;
     for (const auto& [block, offered] : warps_of) {
       if (!offered.count(warps)) continue;
-      const Decision ringed =
-          make("launch", block, {keyword("warps", warps), keyword("stages", 3)});
-      if (is_forbidden(forbids, ringed)) continue;
-      sched::ApplyResult applied = sched::apply_decision(variant.program, ringed);
-      if (!applied.ok()) continue;
-      variant.program = applied.program;
-      variant.decisions.push_back(ringed);
-      variant.pinned.push_back(false);
+      append_if_applies(variant, make("launch", block, {keyword("warps", warps), keyword("stages", 3)}),
+                        forbids);
     }
     if (variant.decisions.size() > completion.decisions.size()) out.push_back(std::move(variant));
   }

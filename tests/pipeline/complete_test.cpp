@@ -373,6 +373,20 @@ TEST(PipelineDecision, ChecksItsArgumentsAndReadsItsPins) {
 namespace nautilus::pipeline {
 namespace {
 
+// The completion declined the solver's depths: the searched schedule stays, and the line says
+// why with both estimates.
+void expect_searched_depths_kept(const CompletedSchedule& completed, const sched::Schedule& searched) {
+  EXPECT_FALSE(completed.completion.changed);
+  EXPECT_EQ(sched::print_decisions(completed.completion.schedule.decisions, "\n"),
+            sched::print_decisions(searched.decisions, "\n"));
+  EXPECT_NE(completed.completion.declined.find("kept the schedule's ring depths"), std::string::npos)
+      << completed.completion.declined;
+  EXPECT_NE(completed.completion.declined.find("not 2% faster"), std::string::npos)
+      << completed.completion.declined;
+  EXPECT_NE(describe_completion(completed.completion).find(completed.completion.declined),
+            std::string::npos);
+}
+
 // A cp.async ring depth the cost model prices slower than the searched one is not taken
 // (complete_schedule): mqa_decode's split kernel, where the one-role machine proves 5 stages
 // optimal for its interval and the analytical model estimates them far slower than the
@@ -397,13 +411,7 @@ TEST(CompleteSchedule, ACpAsyncRingTheModelPricesSlowerKeepsTheSearchedDepth) {
   // The solver's answer: 5 stages, deep enough for its interval; 160 KB of ring leave one CTA
   // per SM where 3 stages leave two.
   ASSERT_NE(kernel.decision->find("stages")->as_int(), 3);
-  EXPECT_FALSE(completed.completion.changed);
-  EXPECT_EQ(sched::print_decisions(completed.completion.schedule.decisions, "\n"),
-            sched::print_decisions(searched.decisions, "\n"));
-  EXPECT_NE(completed.completion.declined.find("kept the schedule's ring depths"), std::string::npos)
-      << completed.completion.declined;
-  EXPECT_NE(describe_completion(completed.completion).find(completed.completion.declined),
-            std::string::npos);
+  expect_searched_depths_kept(completed, searched);
   ASSERT_TRUE(completed.estimate);
   EXPECT_LT(completed.estimate->microseconds, 40.0);  // the searched schedule's own (35.0 µs measured)
 }
@@ -431,11 +439,7 @@ TEST(CompleteSchedule, ACpAsyncRingTheModelPricesNoFasterKeepsTheSearchedDepth) 
   const KernelPipeline& kernel = completed.completion.kernels[0];
   ASSERT_TRUE(kernel.decision) << kernel.error;
   ASSERT_GT(kernel.decision->find("stages")->as_int(), 3);
-  EXPECT_FALSE(completed.completion.changed);
-  EXPECT_EQ(sched::print_decisions(completed.completion.schedule.decisions, "\n"),
-            sched::print_decisions(searched.decisions, "\n"));
-  EXPECT_NE(completed.completion.declined.find("not 2% faster"), std::string::npos)
-      << completed.completion.declined;
+  expect_searched_depths_kept(completed, searched);
 }
 
 }  // namespace
