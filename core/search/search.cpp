@@ -40,7 +40,8 @@ namespace {
 
 // Tiling's second stage combines this many sizes of each axis (2: at most 8 tiles for a GEMM).
 constexpr size_t kTileSizesCombinedPerAxis = 2;
-// Rounds of single-axis changes around the best tile after the combinations (expand_tiling).
+// Rounds of single-axis changes and two-axis steps around the best tile after the combinations
+// (expand_tiling, stage 3).
 constexpr int kTileRefinementRounds = 3;
 
 using Clock = std::chrono::steady_clock;
