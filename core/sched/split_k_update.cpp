@@ -379,14 +379,42 @@ bool SplitKUpdate::hoist_inits() {
   std::set<std::string> taken = block_names(program_->body);
   for (const Block* block : under_) {
     if (!block->init || local_blocks_.count(block)) continue;
+    // The loops inside the reduction loop that iterate spatial axes only (a tiled product's
+    // m_i and n_i): the init runs over them too, in copies of them before the loop.
+    std::vector<const For*> inner_spatial;
+    if (std::optional<BlockPath> path = find_block(*program_, block->name, &reason_)) {
+      for (const For* loop : path->loops()) {
+        if (loop == loop_ || is_common(loop->var.get())) continue;
+        bool reduces = false;
+        for (size_t i = 0; i < block->iter_vars.size(); ++i) {
+          reduces |= block->iter_vars[i].kind == IterKind::Reduce &&
+                     uses_var(block->bindings[i], loop->var.get());
+        }
+        // Only loops the init's position depends on: any other would store it again.
+        bool positions = false;
+        for (size_t i = 0; i < block->iter_vars.size(); ++i) {
+          positions |= block->iter_vars[i].kind != IterKind::Reduce &&
+                       uses_var(block->bindings[i], loop->var.get());
+        }
+        if (!reduces && positions) inner_spatial.push_back(loop);
+      }
+    }
+    const auto in_init_loops = [&](const VarNode* v) {
+      return is_common(v) || std::any_of(inner_spatial.begin(), inner_spatial.end(),
+                                         [&](const For* loop) { return loop->var.get() == v; });
+    };
     std::vector<IterVar> iter_vars;
     std::vector<Expr> bindings;
-    VarReplacements rename;
+    VarReplacements rename, copies;
+    std::vector<Var> copy_vars;
+    for (const For* loop : inner_spatial) {
+      copy_vars.push_back(make_var(loop->var->name));
+      copies[loop->var.get()] = var_ref(copy_vars.back());
+    }
+    std::vector<const For*> used_inner;
     for (size_t i = 0; i < block->iter_vars.size(); ++i) {
       const IterVar& iter = block->iter_vars[i];
       const std::vector<const VarNode*> vars = referenced_vars(block->bindings[i]);
-      const bool outer = std::all_of(vars.begin(), vars.end(),
-                                     [&](const VarNode* v) { return is_common(v); });
       const bool inner = std::none_of(vars.begin(), vars.end(),
                                       [&](const VarNode* v) { return is_common(v); });
       if (iter.kind == IterKind::Reduce) {
@@ -397,32 +425,33 @@ bool SplitKUpdate::hoist_inits() {
         }
         continue;
       }
-      if (!outer) {
+      if (!std::all_of(vars.begin(), vars.end(), in_init_loops)) {
         return fail("spatial axis " + iter.var->name + " of block " + block->name +
                     " is bound to " + print_expr(block->bindings[i]) + ", which uses loops "
-                    "inside loop " + loop_->var->name + "; its start cannot move before the loop");
+                    "inside loop " + loop_->var->name + " that also iterate a reduction; its "
+                    "start cannot move before the loop");
       }
       Var var = make_var(iter.var->name);
       rename[iter.var.get()] = var_ref(var);
       iter_vars.push_back({var, iter.extent, IterKind::Spatial});
-      bindings.push_back(block->bindings[i]);
+      bindings.push_back(substitute(block->bindings[i], copies));
     }
     Expr predicate;
     for (const Expr& part : conjuncts(block->predicate)) {
       const std::vector<const VarNode*> vars = referenced_vars(part);
-      const size_t outer = static_cast<size_t>(std::count_if(
-          vars.begin(), vars.end(), [&](const VarNode* v) { return is_common(v); }));
-      if (outer == vars.size()) {
-        predicate = conjunction(predicate, part);
-      } else if (outer != 0) {
+      if (std::all_of(vars.begin(), vars.end(), in_init_loops)) {
+        predicate = conjunction(predicate, substitute(part, copies));
+      } else if (std::any_of(vars.begin(), vars.end(), in_init_loops)) {
         return fail("the predicate " + print_expr(part) + " of block " + block->name +
                     " mixes loops outside and inside loop " + loop_->var->name);
       }
     }
-    prologue_.push_back(make_block(fresh_name(block->name + "_init", &taken), iter_vars,
-                                   bindings, predicate, nullptr,
-                                   substitute_everywhere(block->init, rename),
-                                   block->provenance));
+    Stmt init = make_block(fresh_name(block->name + "_init", &taken), iter_vars, bindings, predicate,
+                           nullptr, substitute_everywhere(block->init, rename), block->provenance);
+    for (size_t k = inner_spatial.size(); k-- > 0;) {
+      init = make_for(copy_vars[k], inner_spatial[k]->extent, init, inner_spatial[k]->provenance);
+    }
+    prologue_.push_back(init);
   }
   return true;
 }
@@ -768,6 +797,10 @@ std::optional<Stmt> SplitKUpdate::build_combine() {
     std::vector<Expr> bindings;
     std::vector<std::pair<Var, int64_t>> loops;  // outermost first
     std::map<size_t, Expr> new_iter;             // update's iteration variable → new one
+    // The common loops, and each loop inside the reduction loop that a spatial axis runs over
+    // (one loop of its extent, or a tile's inner loop beside common ones: n_o * 16 + n_i),
+    // recreated for the combine.
+    VarReplacements to_combine_loops = to_new_common;
     std::set<const VarNode*> spatial_loops;
     for (size_t i = 0; i < update.iter_vars.size(); ++i) {
       const IterVar& iter = update.iter_vars[i];
@@ -776,34 +809,33 @@ std::optional<Stmt> SplitKUpdate::build_combine() {
       iter_vars.push_back({var, iter.extent, IterKind::Spatial});
       new_iter[i] = var_ref(var);
       const Expr& binding = update.bindings[i];
-      const std::vector<const VarNode*> vars = referenced_vars(binding);
-      if (std::all_of(vars.begin(), vars.end(), [&](const VarNode* v) { return is_common(v); })) {
-        bindings.push_back(substitute(binding, to_new_common));
-        continue;
+      for (const VarNode* v : referenced_vars(binding)) {
+        if (is_common(v) || to_combine_loops.count(v)) continue;
+        auto loop = inner_loops.find(v);
+        if (loop == inner_loops.end()) {
+          fail("spatial axis " + iter.var->name + " of block " + update.name + " is bound to " +
+               print_expr(binding) + "; split_k_update needs the loops of a spatial axis "
+               "inside loop " + loop_->var->name + " to run over that axis alone");
+          return std::nullopt;
+        }
+        spatial_loops.insert(v);
+        Var loop_var = make_var(fresh_name(v->name, &taken));
+        loops.emplace_back(loop_var, loop->second->extent);
+        to_combine_loops[v] = var_ref(loop_var);
       }
-      const VarRef* ref = binding->as<VarRef>();
-      auto loop = ref ? inner_loops.find(ref->var.get()) : inner_loops.end();
-      if (loop == inner_loops.end() || loop->second->extent != iter.extent) {
-        fail("spatial axis " + iter.var->name + " of block " + update.name + " is bound to " +
-             print_expr(binding) + "; split_k_update needs a spatial axis inside loop " +
-             loop_->var->name + " to run over one loop of its extent");
-        return std::nullopt;
-      }
-      spatial_loops.insert(ref->var.get());
-      Var loop_var = make_var(fresh_name(ref->var->name, &taken));
-      loops.emplace_back(loop_var, iter.extent);
-      bindings.push_back(var_ref(loop_var));
+      bindings.push_back(substitute(binding, to_combine_loops));
     }
     Expr predicate;
     for (const Expr& part : conjuncts(update.predicate)) {
       const std::vector<const VarNode*> vars = referenced_vars(part);
-      if (std::all_of(vars.begin(), vars.end(), [&](const VarNode* v) { return is_common(v); })) {
-        predicate = conjunction(predicate, substitute(part, to_new_common));
+      if (std::all_of(vars.begin(), vars.end(),
+                      [&](const VarNode* v) { return to_combine_loops.count(v) > 0; })) {
+        predicate = conjunction(predicate, substitute(part, to_combine_loops));
       } else if (std::any_of(vars.begin(), vars.end(),
                              [&](const VarNode* v) { return spatial_loops.count(v) > 0; })) {
         fail("the predicate " + print_expr(part) + " of block " + update.name +
              " masks a spatial axis inside loop " + loop_->var->name +
-             "; split_k_update cannot recreate it for the combine");
+             " together with a reduction loop; split_k_update cannot recreate it for the combine");
         return std::nullopt;
       }
     }

@@ -13,6 +13,13 @@
 //
 // where the *states* are the buffers written under the reduction loop. A plain reduction as
 // lowered is the special case with one state whose init (in the block) moves to the prologue.
+// After tile, the reduction loop is the k tiles' loop and the block sits under the tile's inner
+// loops; the init then moves to the prologue inside copies of the inner loops its position
+// uses, and the combine runs over the same tiles:
+//
+//   for m_o, n_o: for k_o, m_i, n_i, k_i: C_sum (init 0)      (tile(C_sum, m=4, n=2, k=4))
+//   ->  for k_s, m_o, n_o: { for m_i, n_i: C_sum_init_part = 0; for k_o (chunk), m_i, n_i, k_i:
+//       C_sum_part += ... }   for m_o, n_o, m_i, n_i, k_s: C_sum += C_sum_part[k_s, ...]
 //
 // The rewrite:
 //   1. The partial nest: a new loop AXIS_s in 0..S around the common loops (inside them when

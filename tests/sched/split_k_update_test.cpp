@@ -67,6 +67,14 @@ TEST(SplitKUpdate, SeveralAssetsAtSizesTheSplitsDoNotDivide) {
        {"split_k_update(C_sum, k, splits=3)", "reorder(C_sum_part, k_s, m, n)",
         "bind(C_sum_part, k_s=grid.x)", "tile(C_sum, m=4)"}},
       {"batched_gemm", {"Z=2", "M=3", "N=5", "K=13"}, {"split_k_update(C_sum, k, splits=3)"}},
+      // After tile: the split runs over k_o, the init over the tile's m_i and n_i before it,
+      // and the combine over the same tiles, with the tiles' overhang masked in both.
+      {"gemm",
+       {"M=6", "N=5", "K=23"},
+       {"tile(C_sum, m=4, n=2, k=4)", "split_k_update(C_sum, k, splits=3)"}},
+      {"int8_weight_gemm",
+       {"M=3", "N=20", "K=256", "KG=2"},
+       {"tile(Y_sum, m=4, n=8, k=32)", "split_k_update(Y_sum, k, splits=3)"}},
       // Plain reductions of the unfused attention: a max and a sum that reads finished values.
       {"attention",
        {"B=1", "H=2", "M=3", "N=11", "D=4"},

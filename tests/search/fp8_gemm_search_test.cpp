@@ -180,6 +180,28 @@ TEST(Fp8GemmSearch, AnInt8DecodeStepGivesEachWarpOneAtomOfANarrowTile) {
   expect_decode_schedule_matches_reference(result.schedule, {0, 3});
 }
 
+// Split-K after the tile (a user's pin; the search does not offer it after tiling yet): the
+// partial kernel keeps its tensor-core tile (mma, no CUDA-core dot), its init runs over the
+// tile before the k loop, and the combine adds the splits; at ragged sizes in the MA
+// interpreter against the float64 reference. On the H200 the 4096² int8 decode took 12.0 µs
+// this way (1 x 32 x 128, 4 warps, 4 splits) against 13.6 for the search's unsplit pick
+// (2026-11-29, bench/RESULTS.md).
+TEST(Fp8GemmSearch, AnInt8DecodeSplitAfterItsTileKeepsTheTensorCoresAndMatchesTheReference) {
+  const sched::Schedule schedule = nautilus::testing::parse_schedule(
+      {"tile(Y_sum, m=1, n=32, k=128)", "split_k_update(Y_sum, k, splits=4)",
+       "launch(Y_sum_part, warps=4, stages=3)", "tile(Y, n=2)", "compute_at(Y_sum, Y, n_o)",
+       "bind(Y_sum_part, k_s=grid.z, m_o=grid.y, n_o=grid.x)", "bind(Y_sum, m=grid.y, n_o=grid.x)"});
+  const search::SearchInput input =
+      testing::asset_input("int8_weight_gemm", {"M=1", "N=4096", "K=4096", "KG=32"});
+  const driver::Compilation compilation = testing::compile(input, schedule);
+  ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error << compilation.internal_error;
+  ASSERT_EQ(compilation.ma_module->kernels.size(), 2u);
+  const matile::Kernel& partial = *compilation.ma_module->kernels.at(0);
+  EXPECT_GT(testing::count_kind(partial, matile::OpKind::Mma), 0);
+  EXPECT_EQ(testing::count_kind(partial, matile::OpKind::FmaDot), 0);
+  expect_decode_schedule_matches_reference(schedule, {2, 9});
+}
+
 // A 70B-class decode step (one or 16 activation rows, K 8192, N 28672) on the H200 model:
 // 128-column tiles of 128 k on 4 warps with a 3-stage ring, 4 n8 atoms per warp, so a lane
 // reads 4 weight bytes of a row at once and the reads are grouped. The tiling phase reaches
