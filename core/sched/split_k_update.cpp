@@ -382,7 +382,8 @@ bool SplitKUpdate::hoist_inits() {
     // The loops inside the reduction loop that iterate spatial axes only (a tiled product's
     // m_i and n_i): the init runs over them too, in copies of them before the loop.
     std::vector<const For*> inner_spatial;
-    if (std::optional<BlockPath> path = find_block(*program_, block->name, &reason_)) {
+    std::string unfound;
+    if (std::optional<BlockPath> path = find_block(*program_, block->name, &unfound)) {
       for (const For* loop : path->loops()) {
         if (loop == loop_ || is_common(loop->var.get())) continue;
         bool reduces = false;
@@ -411,7 +412,6 @@ bool SplitKUpdate::hoist_inits() {
       copy_vars.push_back(make_var(loop->var->name));
       copies[loop->var.get()] = var_ref(copy_vars.back());
     }
-    std::vector<const For*> used_inner;
     for (size_t i = 0; i < block->iter_vars.size(); ++i) {
       const IterVar& iter = block->iter_vars[i];
       const std::vector<const VarNode*> vars = referenced_vars(block->bindings[i]);
