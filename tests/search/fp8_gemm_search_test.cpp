@@ -160,6 +160,18 @@ void expect_decode_schedule_matches_reference(const sched::Schedule& schedule, s
   }
 }
 
+// The first kernel of `schedule` at `input`'s sizes runs its product on mma, with no CUDA-core
+// dot; returns the number of kernels (0 when it does not lower).
+size_t expect_first_kernel_on_mma(const search::SearchInput& input, const sched::Schedule& schedule) {
+  const driver::Compilation compilation = testing::compile(input, schedule);
+  EXPECT_TRUE(compilation.ma_module) << compilation.schedule_error << compilation.internal_error;
+  if (!compilation.ma_module) return 0;
+  const matile::Kernel& kernel = *compilation.ma_module->kernels.at(0);
+  EXPECT_GT(testing::count_kind(kernel, matile::OpKind::Mma), 0) << text_of(schedule);
+  EXPECT_EQ(testing::count_kind(kernel, matile::OpKind::FmaDot), 0) << text_of(schedule);
+  return compilation.ma_module->kernels.size();
+}
+
 // A decode step of the int8-weight GEMM (one activation row, 4096 x 4096 weights) with split-K
 // forbidden: the search takes 16-column tiles on 2 warps, one n8 atom each, so the 4096 columns
 // make 256 CTAs on mma instead of 128 (4 warps want 32 columns; on 16 they would fall back to
@@ -176,11 +188,7 @@ TEST(Fp8GemmSearch, AnInt8DecodeStepGivesEachWarpOneAtomOfANarrowTile) {
   const std::string text = text_of(result.schedule);
   EXPECT_NE(text.find("tile(Y_sum, m=1, n=16, k=128)"), std::string::npos) << text;
   EXPECT_NE(text.find("launch(Y_sum, warps=2"), std::string::npos) << text;
-  const driver::Compilation compilation = testing::compile(input, result.schedule);
-  ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error << compilation.internal_error;
-  const matile::Kernel& kernel = *compilation.ma_module->kernels.at(0);
-  EXPECT_GT(testing::count_kind(kernel, matile::OpKind::Mma), 0) << text;
-  EXPECT_EQ(testing::count_kind(kernel, matile::OpKind::FmaDot), 0) << text;
+  EXPECT_EQ(expect_first_kernel_on_mma(input, result.schedule), 1u);
   expect_decode_schedule_matches_reference(result.schedule, {0, 3});
 }
 
@@ -198,23 +206,14 @@ TEST(Fp8GemmSearch, AnInt8DecodeStepSplitsKAfterItsTileAndKeepsTheTensorCores) {
   const std::string text = text_of(result.schedule);
   EXPECT_NE(text.find("tile(Y_sum, m=1, n="), std::string::npos) << text;
   EXPECT_NE(text.find("split_k_update(Y_sum, k, splits="), std::string::npos) << text;
-  const driver::Compilation searched = testing::compile(input, result.schedule);
-  ASSERT_TRUE(searched.ma_module) << searched.schedule_error << searched.internal_error;
-  const matile::Kernel& partial_of_search = *searched.ma_module->kernels.at(0);
-  EXPECT_GT(testing::count_kind(partial_of_search, matile::OpKind::Mma), 0) << text;
-  EXPECT_EQ(testing::count_kind(partial_of_search, matile::OpKind::FmaDot), 0) << text;
+  EXPECT_EQ(expect_first_kernel_on_mma(input, result.schedule), 2u);  // the split, the combine
   expect_decode_schedule_matches_reference(result.schedule, {4});
 
   const sched::Schedule schedule = nautilus::testing::parse_schedule(
       {"tile(Y_sum, m=1, n=32, k=128)", "split_k_update(Y_sum, k, splits=4)",
        "launch(Y_sum_part, warps=4, stages=3)", "tile(Y, n=2)", "compute_at(Y_sum, Y, n_o)",
        "bind(Y_sum_part, k_s=grid.z, m_o=grid.y, n_o=grid.x)", "bind(Y_sum, m=grid.y, n_o=grid.x)"});
-  const driver::Compilation compilation = testing::compile(input, schedule);
-  ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error << compilation.internal_error;
-  ASSERT_EQ(compilation.ma_module->kernels.size(), 2u);
-  const matile::Kernel& partial = *compilation.ma_module->kernels.at(0);
-  EXPECT_GT(testing::count_kind(partial, matile::OpKind::Mma), 0);
-  EXPECT_EQ(testing::count_kind(partial, matile::OpKind::FmaDot), 0);
+  EXPECT_EQ(expect_first_kernel_on_mma(input, schedule), 2u);
   expect_decode_schedule_matches_reference(schedule, {2, 9});
 }
 
