@@ -97,12 +97,6 @@ Result<BankConflicts> count_bank_conflicts(const ComposedLayout& smem, int eleme
   }
   const int64_t access_bytes = vector_elements * element_bytes;
   const int64_t vectors = access.values() / vector_elements;
-  // An element's tile index is its thread's offset plus its value's (TVLayout::index), each
-  // evaluated once here: the search counts every candidate's accesses, and evaluating the modes
-  // per element made this most of the time of a compile (int8 decode tiles, 2026-11-29).
-  const Layout thread_mode = access.layout.mode(0), value_mode = access.layout.mode(1);
-  std::vector<int64_t> value_offsets(static_cast<size_t>(access.values()));
-  for (int64_t v = 0; v < access.values(); ++v) value_offsets[static_cast<size_t>(v)] = value_mode(v);
   // A tile and a shared layout of plain modes (no nested shapes) take their offsets by div and
   // mod, without building a coordinate tuple per element.
   bool flat = smem.layout.rank() == access.tile.rank() && !smem.layout.shape().is_leaf();
@@ -127,13 +121,10 @@ Result<BankConflicts> count_bank_conflicts(const ComposedLayout& smem, int eleme
     }
     return offset;
   };
+  const TVIndexTable indices(access);
   BankConflicts total;
   for (int64_t warp_first = 0; warp_first < access.threads(); warp_first += kWarpLanes) {
     const int64_t lanes = std::min(kWarpLanes, access.threads() - warp_first);
-    std::vector<int64_t> thread_offsets(static_cast<size_t>(lanes));
-    for (int64_t lane = 0; lane < lanes; ++lane) {
-      thread_offsets[static_cast<size_t>(lane)] = thread_mode(warp_first + lane);
-    }
     for (int64_t k = 0; k < vectors; ++k) {
       std::vector<int64_t> addresses;
       for (int64_t lane = 0; lane < lanes; ++lane) {
@@ -141,8 +132,7 @@ Result<BankConflicts> count_bank_conflicts(const ComposedLayout& smem, int eleme
         // Offsets of the vector's elements; they must be consecutive for one access.
         int64_t start = 0;
         for (int64_t e = 0; e < vector_elements; ++e) {
-          const int64_t index = thread_offsets[static_cast<size_t>(lane)] +
-                                value_offsets[static_cast<size_t>(k * vector_elements + e)];
+          const int64_t index = indices.index(thread, k * vector_elements + e);
           Result<int64_t> offset = flat ? Result<int64_t>(smem.swizzle(flat_offset(index)))
                                         : smem.evaluate(coordinate_of(index, access.tile));
           if (!offset) return layout_error(context + ": " + offset.error().message);

@@ -266,6 +266,14 @@ Layout Layout::mode(int i) const {
 
 int64_t Layout::operator()(int64_t index) const { return offset_of_index(index, shape_, stride_); }
 
+int64_t Layout::mode_offset(int i, int64_t index) const {
+  if (i < 0 || i >= rank()) {
+    throw std::out_of_range("mode " + std::to_string(i) + " of rank-" + std::to_string(rank()) +
+                            " layout " + to_string(*this));
+  }
+  return offset_of_index(index, shape_.mode(i), stride_.mode(i));
+}
+
 Result<int64_t> Layout::evaluate(const IntTuple& coordinate) const {
   if (!weakly_congruent(coordinate, shape_)) {
     return layout_error("coordinate " + to_string(coordinate) + " does not fit shape " +

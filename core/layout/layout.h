@@ -63,6 +63,11 @@ class Layout {
   // A(i) for a 1-D index i >= 0 (see "Domain" above).
   // @post (4,8):(8,1)(5) == 9
   int64_t operator()(int64_t index) const;
+  // mode(i)(index) without building the sublayout (evaluation loops call it per element).
+  // @post ((4,8),2):((8,1),32).mode_offset(0, 5) == 9
+  int64_t mode_offset(int i, int64_t index) const;
+  // mode(i).size(), likewise.
+  int64_t mode_size(int i) const { return product(shape_.mode(i)); }
   // A(c) for a coordinate c weakly congruent to the shape; an error when it is not.
   // @post (4,(2,4)):(1,(16,4))((3,(1,2))) == 3 + 16 + 8 == 27;  with c = (3,5): the same
   Result<int64_t> evaluate(const IntTuple& coordinate) const;

@@ -464,15 +464,10 @@ Result<RegisterLayout> permute_layout(const RegisterLayout& source,
 
 std::vector<int64_t> slot_elements(const RegisterLayout& layout) {
   const int64_t threads = layout.threads(), slots = layout.slots();
-  const Layout thread_mode = layout.tv.layout.mode(0), slot_mode = layout.tv.layout.mode(1);
-  std::vector<int64_t> slot_offsets(static_cast<size_t>(slots));
-  for (int64_t v = 0; v < slots; ++v) slot_offsets[static_cast<size_t>(v)] = slot_mode(v);
+  const layout::TVIndexTable indices(layout.tv);
   std::vector<int64_t> out(static_cast<size_t>(threads * slots));
   for (int64_t t = 0; t < threads; ++t) {
-    const int64_t base = thread_mode(t);
-    for (int64_t v = 0; v < slots; ++v) {
-      out[static_cast<size_t>(t * slots + v)] = base + slot_offsets[static_cast<size_t>(v)];
-    }
+    for (int64_t v = 0; v < slots; ++v) out[static_cast<size_t>(t * slots + v)] = indices.index(t, v);
   }
   return out;
 }
@@ -482,21 +477,21 @@ Result<std::vector<int32_t>> register_gather(const RegisterLayout& source,
                                              const std::vector<int64_t>& needed,
                                              int64_t result_slots) {
   const int64_t threads = source.threads(), slots = source.slots();
-  const Layout thread_mode = source.tv.layout.mode(0), slot_mode = source.tv.layout.mode(1);
+  const layout::TVIndexTable indices(source.tv);
   // A thread holds (thread offset) + (slot offset) for every slot: the slot offsets, sorted
   // once, answer "which slot holds element e" for every thread by one binary search of
   // e - (thread offset). Tiles reach a million elements (the broadcasts of an FMA dot); a
   // lookup table over the whole tile per call missed the cache on every probe.
   std::vector<std::pair<int64_t, int32_t>> by_offset(static_cast<size_t>(slots));
   for (int64_t v = 0; v < slots; ++v) {
-    by_offset[static_cast<size_t>(v)] = {slot_mode(v), static_cast<int32_t>(v)};
+    by_offset[static_cast<size_t>(v)] = {indices.value[static_cast<size_t>(v)], static_cast<int32_t>(v)};
   }
   // Equal offsets (replicated slots): the lowest slot, as a first-wins table would give.
   std::stable_sort(by_offset.begin(), by_offset.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<int32_t> out(needed.size(), -1);
   for (int64_t t = 0; t < threads; ++t) {
-    const int64_t base = thread_mode(t);
+    const int64_t base = indices.thread[static_cast<size_t>(t)];
     for (int64_t v = 0; v < result_slots; ++v) {
       const size_t at = static_cast<size_t>(t * result_slots + v);
       if (at >= needed.size()) break;
@@ -723,17 +718,9 @@ SharedReadPlan shared_read_plan(const SharedAlloc& alloc, const SharedRef& ref, 
     }
   }
   const int64_t threads = layout.threads();
-  // TVLayout::index(t, slot) is the thread's offset plus the slot's: each evaluated once (the
-  // cost model plans the reads of every candidate the search compiles).
-  std::vector<int64_t> thread_offsets(static_cast<size_t>(threads)), slot_offsets(static_cast<size_t>(slots));
-  {
-    const layout::Layout thread_mode = layout.tv.layout.mode(0), slot_mode = layout.tv.layout.mode(1);
-    for (int64_t t = 0; t < threads; ++t) thread_offsets[static_cast<size_t>(t)] = thread_mode(t);
-    for (int64_t v = 0; v < slots; ++v) slot_offsets[static_cast<size_t>(v)] = slot_mode(v);
-  }
+  const layout::TVIndexTable indices(layout.tv);
   const auto linear = [&](int64_t t, int64_t slot) {
-    int64_t index = thread_offsets[static_cast<size_t>(t)] + slot_offsets[static_cast<size_t>(slot)];
-    int64_t offset = 0;
+    int64_t index = indices.index(t, slot), offset = 0;
     for (size_t k = 0; k < rank; ++k) {
       offset += (index % shape[k] + ref.offsets[k]) * strides[k];
       index /= shape[k];

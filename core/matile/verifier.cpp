@@ -250,13 +250,10 @@ class KernelVerifier : public Visitor {
       }
       if (affine_cover && covered == elements) return -1;
     }
-    const layout::Layout thread_mode = l.tv.layout.mode(0), slot_mode = l.tv.layout.mode(1);
-    std::vector<int64_t> slot_offsets(static_cast<size_t>(l.slots()));
-    for (int64_t v = 0; v < l.slots(); ++v) slot_offsets[static_cast<size_t>(v)] = slot_mode(v);
+    const layout::TVIndexTable indices(l.tv);
     std::vector<bool> held(static_cast<size_t>(elements), false);
-    for (int64_t t = 0; t < l.threads(); ++t) {
-      const int64_t base = thread_mode(t);
-      for (int64_t offset : slot_offsets) {
+    for (int64_t base : indices.thread) {
+      for (int64_t offset : indices.value) {
         const int64_t e = base + offset;
         if (e >= 0 && e < elements) held[static_cast<size_t>(e)] = true;
       }
