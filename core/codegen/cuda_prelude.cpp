@@ -82,6 +82,18 @@ __device__ __forceinline__ float exp2_approx(float x) {
   return y;
 }
 
+// 1 / (1 + e^-x) on the SFU alone: ex2.approx.ftz of -x log2(e), then rcp.approx.ftz, about 3
+// ulp. 1.0f / (1.0f + expf(-x)) takes expf's range reduction and an IEEE division with its
+// slow-path branch: in the gated MLP's down projection, whose A operand is silu(G) * U, those
+// FFMAs were the consumers' largest stall. Large |x| saturates exactly: e^-x overflows to inf
+// and its reciprocal is 0, or underflows to 0 and gives 1.
+__device__ __forceinline__ float sigmoid_approx(float x) {
+  float e, y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(e) : "f"(x * -1.4426950408889634f));
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(1.0f + e));
+  return y;
+}
+
 __device__ __forceinline__ unsigned shared_address(const void* pointer) {
   return static_cast<unsigned>(__cvta_generic_to_shared(pointer));
 }

@@ -110,7 +110,7 @@ std::string KernelEmitter::unique(const std::string& wanted) {
       "j", "q", "mi", "ni", "valid", "source", "sum", "pair", "lane_row", "lane_col", "i0", "i1", "i2",
       "i3", "i4", "i5", "i6", "i7", "swizzle", "floor_div", "floor_mod", "pack2", "unpack2", "int8x2_to_bf16x2",
       "shared_address", "mma_m16n8k16", "ldmatrix_x4", "ldmatrix_x4_trans", "cp_async_16",
-      "cp_async_commit", "cp_async_wait", "max", "min", "abs", "nautilus_device", "i", "tensor_map",
+      "cp_async_commit", "cp_async_wait", "max", "min", "abs", "nautilus_device", "i", "tensor_map", "sigmoid_approx",
       "fence_register"};
   std::string candidate = name;
   for (int n = 1; reserved.count(candidate) || used_.count(candidate); ++n) {
@@ -461,15 +461,37 @@ std::string KernelEmitter::shared_offset(const SharedRef& ref, const std::vector
   if (tile.size() != rank || ref.offsets.size() != rank) {
     invalid("shared reference to " + alloc.name + " has the wrong rank");
   }
-  const std::vector<int64_t> strides = shared_strides(alloc);
+  const layout::Layout& inner = alloc.layout.layout;
+  if (inner.rank() != static_cast<int>(rank) && !(rank == 1 && inner.shape().is_leaf())) {
+    unsupported("shared layout of " + alloc.name + " does not have one mode per axis");
+  }
   std::string linear;
   for (size_t k = 0; k < rank; ++k) {
     const std::string coordinate = parenthesized(tile[ref.transposed ? rank - 1 - k : k]);
-    std::string term = ref.offsets[k] != 0 ? "(" + coordinate + " + " + str(ref.offsets[k]) + ")"
-                                           : coordinate;
-    if (strides[k] == 0) continue;
-    if (strides[k] != 1) term += " * " + str(strides[k]);
-    linear += (linear.empty() ? "" : " + ") + term;
+    const std::string term = ref.offsets[k] != 0 ? "(" + coordinate + " + " + str(ref.offsets[k]) + ")"
+                                                 : coordinate;
+    // A hierarchical mode (the 64-column panels of a TMA-written tile, (64,2):(1,8192)) is a
+    // mixed radix: level j takes (c / (s_0 ... s_j-1)) % s_j, the last level no modulo.
+    const layout::IntTuple& shape = rank == 1 ? inner.shape() : inner.shape().mode(static_cast<int>(k));
+    const layout::IntTuple& stride = rank == 1 ? inner.stride() : inner.stride().mode(static_cast<int>(k));
+    std::vector<std::pair<int64_t, int64_t>> levels;  // (extent, stride)
+    if (shape.is_leaf()) {
+      levels.emplace_back(shape.value(), stride.value());
+    } else {
+      for (int j = 0; j < shape.rank(); ++j) {
+        if (!shape.mode(j).is_leaf()) unsupported("shared layout of " + alloc.name + " nests modes deeper than two levels");
+        levels.emplace_back(shape.mode(j).value(), stride.mode(j).value());
+      }
+    }
+    int64_t below = 1;
+    for (size_t j = 0; j < levels.size(); ++j) {
+      const auto [extent, level_stride] = levels[j];
+      std::string digit = below == 1 ? term : "(" + term + " / " + str(below) + ")";
+      if (j + 1 < levels.size()) digit = "(" + digit + " % " + str(extent) + ")";
+      below *= extent;
+      if (level_stride == 0) continue;
+      linear += (linear.empty() ? "" : " + ") + digit + (level_stride != 1 ? " * " + str(level_stride) : "");
+    }
   }
   if (linear.empty()) linear = "0";
   const layout::Swizzle& swizzle = alloc.layout.swizzle;

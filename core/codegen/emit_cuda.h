@@ -65,7 +65,8 @@ struct EmitOptions {
   // exp2 on the SFU alone (exp2_approx: ex2.approx.ftz, results below 2^-126 flushed), or
   // exp2f, which guards the denormal range with a compare and two predicated multiplies. The
   // guarded form issues fewer MUFUs at once and so holds fewer registers: a package build whose
-  // Hopper kernel spills tries it (driver/kernel_package.cpp).
+  // Hopper kernel spills tries it (driver/kernel_package.cpp). The same choice holds for
+  // sigmoid: sigmoid_approx (ex2.approx.ftz and rcp.approx.ftz) or 1 / (1 + expf(-x)).
   bool approximate_exp2 = true;
 };
 

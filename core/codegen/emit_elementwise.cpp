@@ -44,7 +44,9 @@ std::string KernelEmitter::unary_expression(scalar::UnaryOp unary, const std::st
     case scalar::UnaryOp::Sqrt: value = "sqrtf(" + f + ")"; break;
     case scalar::UnaryOp::Rsqrt: value = "rsqrtf(" + f + ")"; break;
     case scalar::UnaryOp::Tanh: value = "tanhf(" + f + ")"; break;
-    case scalar::UnaryOp::Sigmoid: value = "1.0f / (1.0f + expf(-" + f + "))"; break;
+    case scalar::UnaryOp::Sigmoid:
+      value = options_.approximate_exp2 ? "sigmoid_approx(" + f + ")" : "1.0f / (1.0f + expf(-" + f + "))";
+      break;
     case scalar::UnaryOp::Abs: value = "fabsf(" + f + ")"; break;
   }
   return from_float(value, dtype);

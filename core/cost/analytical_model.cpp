@@ -159,6 +159,10 @@ struct Segment {
   int stages = 0;           // the loop's pipeline depth (0: not pipelined / kernel body)
   double read_bytes = 0.0;  // global reads issued per execution
   double async_read_bytes = 0.0;  // of which cp.async or TMA (issued without waiting for the data)
+  // Of the plain global loads, those issued before the segment's first wgmma: in a consumer's
+  // ring iteration they delay its MMAs (the gated MLP's G and U feed the A operand), where loads
+  // after the wgmma issue overlap with the MMAs in flight (a score bias of attention).
+  double reads_before_wgmma = 0.0;
   bool innermost = true;    // no loop nested inside
   // Hopper. The role whose body holds the region (-1: outside a Roles op; a role's body is a
   // segment of its own); whether it is a loop; the TMA bytes it loads and stores per execution;
@@ -1068,6 +1072,7 @@ class WorkWalk : public matile::Visitor {
         work.shared_bytes += lanes(result) * dtype_bytes(result->type.dtype);
         work.alu_ops += lanes(result);
         segment.read_bytes += bytes;
+        if (!segment.has_wgmma) segment.reads_before_wgmma += bytes;
         record_access(bytes, access_deps(op), false, executions, loops, 1.0, op.buffer.get());
         // The L2 serves whole 32-byte sectors: a tile whose rows are a few bytes of a long
         // row-major buffer (a decode GEMV's 2 int8 columns per CTA) requests many times its bytes.
@@ -1572,6 +1577,10 @@ RingTime ws_ring(const std::vector<std::vector<const Segment*>>& ring, const Pip
   if (r.iterations <= 0.0) return r;
   Work mma;
   double bytes = 0.0, producer = 0.0, consumer = 0.0;
+  // Global loads a consumer issues in its iteration before its MMAs (a global_load of a tile TMA
+  // does not copy, feeding the A operand): each iteration waits their round trip before its
+  // wgmma, however deep the ring. Loads after the wgmma issue overlap with the MMAs.
+  double synchronous_bytes = 0.0;
   int lag = 0;
   bool waits_inside = false;  // a consumer waits for its own MMAs within the iteration
   double overlapped_flops = 0.0;  // of the consumers' wgmma flops, those that run beside the rest
@@ -1579,7 +1588,8 @@ RingTime ws_ring(const std::vector<std::vector<const Segment*>>& ring, const Pip
     // A loop with a peeled first iteration runs fewer times: its work per ring iteration.
     const double share = segment->executions / r.iterations;
     mma.add(segment->work, share);
-    bytes += segment->read_bytes * share;
+    bytes += segment->async_read_bytes * share;
+    synchronous_bytes = std::max(synchronous_bytes, segment->reads_before_wgmma * share);
     const double handoff = sync(segment->work) * share;
     if (segment->tma_read_bytes > 0) {
       producer = std::max(producer, handoff);
@@ -1609,7 +1619,8 @@ RingTime ws_ring(const std::vector<std::vector<const Segment*>>& ring, const Pip
   const double depth = std::max(1, r.stages);
   // A consumer that keeps a wgmma group in flight waits, releases and issues while the
   // previous group runs; one that waits for each group (wait_group 0) adds its handoff.
-  const double consumer_step = lag >= 1 ? std::max(m, consumer) : m + consumer;
+  const double synchronous = synchronous_bytes > 0.0 ? latency + synchronous_bytes / cta_bandwidth : 0.0;
+  const double consumer_step = (lag >= 1 ? std::max(m, consumer) : m + consumer) + synchronous;
   r.period = std::max({consumer_step, producer, (copy + m + producer + consumer) / depth});
   r.fill = copy;
   r.seconds = r.iterations * r.period + r.fill;

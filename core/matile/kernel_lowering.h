@@ -164,6 +164,12 @@ std::set<std::string> wide_output_buffers(const vrtile::Module& module);
 // layout (remat), and a held copy's wait may move past them.
 bool computes_in_registers(VOpKind kind);
 
+// A ring tile's layout and the swizzle span TMA fills it with (ring_layout below).
+struct RingLayout {
+  layout::ComposedLayout layout;
+  int swizzle_bytes = 0;
+};
+
 class KernelLowering {
  public:
   // `wide_output_buffers`: the global buffers whose contents reach an output of 32 bits or more
@@ -346,6 +352,13 @@ class KernelLowering {
   Value slot_before(const Value& k, const std::pair<std::string, std::string>& names);
   Value loop_trips(const VOp& loop);
   struct TmaOperand;
+  struct TmaTile {
+    std::string refusal;         // why TMA cannot copy the tile ("" when it can)
+    std::vector<int> tile_axes;  // the two buffer axes the tile spans
+    std::optional<RingLayout> ring;
+  };
+  TmaTile plan_tma_operand(const VOp& load, const Window& window, const VOp& loop, bool once, bool mn_is_axis0);
+  void stage_register_tiles(const VOp& loop);
   void emit_tma_copy(const TmaOperand& operand, const Value& stage, const Value& k, int barrier);
   void retire_wgmma_reads(const VOp& op);
   // pingpong=1 (lower_hopper.cpp): the consumer warpgroups' turns on the tensor cores.
@@ -606,10 +619,6 @@ layout::ComposedLayout fragment_tile_layout(const std::vector<int64_t>& shape, i
 // The canonical wgmma layout of a [R, C] tile whose axis 1 is contiguous in global memory, with
 // the widest swizzle whose atom divides it: K-major when its mn is axis 0, MN-major (panels of
 // one swizzle span of columns) otherwise. TMA fills it box by box (lower_hopper.cpp).
-struct RingLayout {
-  layout::ComposedLayout layout;
-  int swizzle_bytes = 0;
-};
 layout::Result<RingLayout> ring_layout(int element_bytes, const std::vector<int64_t>& shape, bool mn_is_axis0);
 // TMA's boxes for a tile in `tile`'s layout over buffer axis `outer_axis` and the buffer's last
 // (the other axes one element each).

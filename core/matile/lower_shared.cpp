@@ -233,6 +233,8 @@ Value KernelLowering::read_staged(const VOp& load, const SmemLoad& smem) {
   SharedRead read = SharedRead::Scalar;
   if (v->type.rank() != 2) {
     // A vector from a loop's ring: element by element (runs of them as wide reads).
+  } else if (dtype_bytes(v->type.dtype) != 2) {
+    // ldmatrix moves 16-bit elements: wider or narrower ones are read element by element.
   } else if (l.kind == LayoutKind::MmaA && R % 16 == 0) {  // ldmatrix reads 16-row atoms
     Result<RegisterLayout> fragment = mma_a_layout(R, C, l.warps_m, l.warps_n);
     if (fragment && *fragment == l) read = SharedRead::LdMatrixX4;

@@ -151,6 +151,36 @@ TEST(EmitCuda, AGridPastTwoToTheThirtyOneCtasTakesItsLeadingAxesFromBlockIdxY) {
             std::string::npos);
 }
 
+// sigmoid on the SFU alone (sigmoid_approx: ex2.approx.ftz, rcp.approx.ftz) with the default
+// options, the accurate form when exp2 is guarded (EmitOptions::approximate_exp2); both compile.
+TEST(EmitCuda, SigmoidRunsOnTheSfuUnlessExp2IsGuarded) {
+  driver::CompileOptions options;
+  options.last_stage = driver::Stage::MATile;
+  const driver::Compilation compilation = nautilus::testing::compile_scheduled(
+      "assets/specs/gated_mlp.nt", {}, {"T=8", "H=16", "F=24"}, options);
+  ASSERT_TRUE(compilation.ok() && compilation.ma_module) << compilation.schedule_error;
+  Result<EmittedModule> fast = emit_cuda(*compilation.ma_module);
+  ASSERT_TRUE(fast.ok()) << fast.error().message;
+  EXPECT_NE(fast->source.find("= sigmoid_approx("), std::string::npos);
+  EXPECT_EQ(fast->source.find("= 1.0f / (1.0f + expf(-"), std::string::npos);
+  EmitOptions guarded;
+  guarded.approximate_exp2 = false;
+  Result<EmittedModule> accurate = emit_cuda(*compilation.ma_module, guarded);
+  ASSERT_TRUE(accurate.ok()) << accurate.error().message;
+  EXPECT_EQ(accurate->source.find("= sigmoid_approx("), std::string::npos);
+  EXPECT_NE(accurate->source.find("= 1.0f / (1.0f + expf(-"), std::string::npos);
+  const auto& loaded = Nvrtc::shared();
+  if (!loaded.ok()) GTEST_SKIP() << "skipped: " << loaded.error().message;
+  for (const EmittedModule* module : {&*fast, &*accurate}) {
+    Result<CompiledProgram> compiled = (*loaded)->compile(module->source, "gated_mlp.cu", NvrtcOptions{});
+    ASSERT_TRUE(compiled.ok()) << compiled.error().message << "\n" << compiled.error().log;
+    if (module == &*fast) {
+      EXPECT_NE(compiled->ptx.find("rcp.approx.ftz.f32"), std::string::npos);
+      EXPECT_NE(compiled->ptx.find("ex2.approx.ftz.f32"), std::string::npos);
+    }
+  }
+}
+
 TEST(EmitCuda, LaunchConfigurationFollowsTheKernel) {
   Lowered lowered = lower_case(cases()[0]);
   NAUTILUS_REQUIRE_LOWERED(lowered);

@@ -386,5 +386,33 @@ TEST(PersistentCost, TheDynamicSchedulerKeepsTheLaunchOrderAndTheStaticWalkDrift
   EXPECT_GT(fixed.kernels.at(0).global_bytes, 1.2 * dynamic.kernels.at(0).global_bytes);
 }
 
+// A consumer's global loads inside the ring loop are synchronous: each iteration waits their
+// round trip, however deep the ring. Measured on the H200 (2026-11-29, bench/RESULTS.md), the
+// gated MLP's down projection took about 1815 us reading G and U so (f 64) and about 930 us with
+// both copied by the producer into the ring (f 32); the model ranks them the same way and within
+// 25% of both.
+TEST(HopperCost, AConsumersGlobalLoadsWaitTheirRoundTripEveryIteration) {
+  auto down_projection_us = [](int f_tile) {
+    const driver::Compilation compilation = nautilus::testing::compile_for_arch(
+        "assets/specs/gated_mlp.nt",
+        {"tile(Y_sum, t=128, e=256, f=" + std::to_string(f_tile) + ")", "tile(U, t=128, f=256, h=32)",
+         "tile(G, t=128, f=256, h=32)", "reverse_compute_at(Y, Y_sum, e_o)", "bind(G, t_o=grid.y, f_o=grid.x)",
+         "bind(U, t_o=grid.y, f_o=grid.x)", "bind(Y_sum, e_o=grid.y, t_o=grid.x)",
+         "warp_spec(G, consumers=2, stages=4)", "warp_spec(U, consumers=2, stages=4)",
+         "warp_spec(Y_sum, consumers=2, stages=3)", "tile_order(Y_sum, group=16)", "persistent(Y_sum)"},
+        {});
+    EXPECT_TRUE(compilation.ok()) << compilation.schedule_error << compilation.internal_error;
+    if (!compilation.ok()) return 0.0;
+    const CostEstimate estimate = estimate_on(h200_sxm(), *compilation.ma_module);
+    EXPECT_TRUE(estimate.feasible) << estimate.infeasible_reason;
+    return estimate.kernels.back().microseconds;
+  };
+  const double global_loads = down_projection_us(64);
+  const double staged = down_projection_us(32);
+  EXPECT_GT(global_loads, 1.4 * staged);
+  EXPECT_NEAR(global_loads, 1815.0, 0.25 * 1815.0);
+  EXPECT_NEAR(staged, 930.0, 0.25 * 930.0);
+}
+
 }  // namespace
 }  // namespace nautilus::cost

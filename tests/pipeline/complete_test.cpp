@@ -442,5 +442,29 @@ TEST(CompleteSchedule, ACpAsyncRingTheModelPricesNoFasterKeepsTheSearchedDepth) 
   expect_searched_depths_kept(completed, searched);
 }
 
+// The solver's machine does not see what a deeper warp-specialized ring displaces from shared
+// memory: at 5 stages the gated MLP's down projection has no room left for the G and U tiles its
+// consumers read in registers, which go back to global loads. The model prices that completion
+// more than 2% slower, and the searched depths stay.
+TEST(CompleteSchedule, AWarpSpecializedRingTheModelPricesSlowerKeepsTheSearchedDepth) {
+  std::string error;
+  const SourceFilePtr file = SourceFile::read(source("assets/specs/gated_mlp.nt"), &error);
+  ASSERT_TRUE(file) << error;
+  const sched::Schedule searched = testing::parse_schedule(
+      {"tile(Y_sum, t=128, e=256, f=32)", "tile(U, t=128, f=256, h=64)", "tile(G, t=128, f=256, h=64)",
+       "reverse_compute_at(Y, Y_sum, e_o)", "bind(G, t_o=grid.y, f_o=grid.x)", "bind(U, t_o=grid.y, f_o=grid.x)",
+       "bind(Y_sum, e_o=grid.y, t_o=grid.x)", "warp_spec(G, consumers=2, stages=3)",
+       "warp_spec(U, consumers=2, stages=3)", "warp_spec(Y_sum, consumers=2, stages=3)",
+       "tile_order(Y_sum, group=16)", "persistent(Y_sum)"});
+  const auto model = cost::make_analytical_model(cost::h200_sxm());
+  const CompletedSchedule completed = complete_schedule(file, {}, "sm_90a", searched, *model);
+  ASSERT_TRUE(completed.estimate);
+  EXPECT_NE(completed.completion.declined.find("more than 2% slower (warp-specialized kernels)"), std::string::npos)
+      << completed.completion.declined;
+  EXPECT_FALSE(completed.completion.changed);
+  EXPECT_EQ(sched::print_decisions(completed.completion.schedule.decisions, "\n"),
+            sched::print_decisions(searched.decisions, "\n"));
+}
+
 }  // namespace
 }  // namespace nautilus::pipeline
