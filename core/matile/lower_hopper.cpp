@@ -464,6 +464,14 @@ KernelLowering::TmaTile KernelLowering::plan_tma_operand(const VOp& load, const 
 //     wgmma %A, Wd_ring[%slot], %acc
 void KernelLowering::stage_register_tiles(const VOp& loop) {
   const int64_t stages = std::max(1, options_.stages);
+  // What the ring shares the CTA's shared memory with: the tiles copied once before the loop
+  // (attention's Q).
+  int64_t once_bytes = 0;
+  for (const vrtile::OpPtr& op : vk_.body->ops) {
+    if (op->kind == VOpKind::Load && smem_windows_.count(op.get())) {
+      once_bytes += op->results[0]->type.element_count() * dtype_bytes(op->results[0]->type.dtype);
+    }
+  }
   int64_t stage_bytes = 0;
   std::vector<const VOp*> candidates;
   for (const vrtile::OpPtr& op : loop.body->ops) {
@@ -499,9 +507,10 @@ void KernelLowering::stage_register_tiles(const VOp& loop) {
       continue;
     }
     const int64_t bytes = shape[0] * shape[1] * dtype_bytes(load->results[0]->type.dtype);
-    if ((stage_bytes + bytes) * stages > kSharedBytesPerCta) {
+    if ((stage_bytes + bytes) * stages + once_bytes > kSharedBytesPerCta) {
       b_.note(what + " stays a global load in the consumers: " + std::to_string(stages) + " stages of " +
-              std::to_string((stage_bytes + bytes) / 1024) + " KB with it exceed a CTA's shared memory");
+              std::to_string((stage_bytes + bytes) / 1024) + " KB with it exceed a CTA's shared memory" +
+              (once_bytes > 0 ? " beside the " + std::to_string(once_bytes / 1024) + " KB copied once" : std::string()));
       continue;
     }
     stage_bytes += bytes;
