@@ -567,6 +567,10 @@ struct Kernel {
   // neighbouring elements (layouts.h, shared_read_plan) at hoisted addresses; false: one per
   // element at its own swizzled offset (LowerOptions::grouped_shared_reads).
   bool grouped_shared_reads = false;
+  // Warp-specialized kernels: the tiles the consumers read in registers that stayed global loads
+  // because the ring had no room for them (the lowering's notes say which); a deeper ring that
+  // raises this count displaced them (core/pipeline/complete.cpp).
+  int register_tiles_without_room = 0;
   std::vector<SharedAlloc> shared;
   std::vector<MBarrierAlloc> mbarriers;  // placed by the emitter (8 bytes each)
   std::vector<TmaMap> tma_maps;

@@ -259,6 +259,7 @@ class KernelLowering {
   std::vector<std::pair<const VNode*, RegisterLayout>> pin_group(const VNode* node, const RegisterLayout& layout);
   double layout_cost_rules_ = 0, layout_cost_ = 0;
   std::string synthesis_summary_;  // Kernel::layout_synthesis
+  int register_tiles_without_room_ = 0;  // Kernel::register_tiles_without_room
   std::map<std::string, std::string> recorded_reasons_;  // Kernel::layout_reasons
 
   // -------------------------------------------------------------------------------------------

@@ -87,6 +87,7 @@ KernelPtr KernelLowering::run() {
   priced->layout_reasons = std::move(recorded_reasons_);
   priced->layout_synthesis = synthesis_summary_;
   priced->grouped_shared_reads = grouped_shared_reads();
+  priced->register_tiles_without_room = register_tiles_without_room_;
   return priced;
 }
 

@@ -464,22 +464,22 @@ KernelLowering::TmaTile KernelLowering::plan_tma_operand(const VOp& load, const 
 //     wgmma %A, Wd_ring[%slot], %acc
 void KernelLowering::stage_register_tiles(const VOp& loop) {
   const int64_t stages = std::max(1, options_.stages);
+  const auto tile_bytes = [](const VOp& load) {
+    return load.results[0]->type.element_count() * dtype_bytes(load.results[0]->type.dtype);
+  };
   // What the ring shares the CTA's shared memory with: the tiles copied once before the loop
   // (attention's Q).
   int64_t once_bytes = 0;
   for (const vrtile::OpPtr& op : vk_.body->ops) {
-    if (op->kind == VOpKind::Load && smem_windows_.count(op.get())) {
-      once_bytes += op->results[0]->type.element_count() * dtype_bytes(op->results[0]->type.dtype);
-    }
+    if (op->kind == VOpKind::Load && smem_windows_.count(op.get())) once_bytes += tile_bytes(*op);
   }
   int64_t stage_bytes = 0;
   std::vector<const VOp*> candidates;
   for (const vrtile::OpPtr& op : loop.body->ops) {
     if (op->kind != VOpKind::Load) continue;
     const std::vector<int64_t>& shape = op->results[0]->type.shape;
-    const int64_t bytes = op->results[0]->type.element_count() * dtype_bytes(op->results[0]->type.dtype);
     if (smem_windows_.count(op.get())) {
-      if (known_ahead(loop, smem_windows_.at(op.get()))) stage_bytes += bytes;
+      if (known_ahead(loop, smem_windows_.at(op.get()))) stage_bytes += tile_bytes(*op);
       continue;
     }
     if (shape.size() == 2 && shape[0] > 1 && shape[1] > 1 && !row_buffers_.count(op->buffer.get())) {
@@ -506,11 +506,12 @@ void KernelLowering::stage_register_tiles(const VOp& loop) {
               "do not address");
       continue;
     }
-    const int64_t bytes = shape[0] * shape[1] * dtype_bytes(load->results[0]->type.dtype);
+    const int64_t bytes = tile_bytes(*load);
     if ((stage_bytes + bytes) * stages + once_bytes > kSharedBytesPerCta) {
       b_.note(what + " stays a global load in the consumers: " + std::to_string(stages) + " stages of " +
               std::to_string((stage_bytes + bytes) / 1024) + " KB with it exceed a CTA's shared memory" +
               (once_bytes > 0 ? " beside the " + std::to_string(once_bytes / 1024) + " KB copied once" : std::string()));
+      ++register_tiles_without_room_;
       continue;
     }
     stage_bytes += bytes;

@@ -806,7 +806,6 @@ class Searcher {
   // beam's width: with eight rolling steps tied in the first round, a tie beam of three still
   // decided by noise which query tiles reached the leaves (the sliding-window attention lost its
   // 128-row leaf, estimated 327 µs and measured 342 µs on the H200, to 192-row ones, 411 and 401).
-
   std::vector<Entry> select_beam(std::vector<Entry> candidates) {
     constexpr double kBeamTie = 1e-4;
     constexpr size_t kTieBeamWidthFactor = 2;

@@ -90,6 +90,7 @@ TEST(StagedRegisterTiles, ARingThatWouldNotFitKeepsTheGlobalLoads) {
     noted = noted || note.find("%U (U) stays a global load in the consumers: 6 stages of 48 KB") != std::string::npos;
   }
   EXPECT_TRUE(noted) << print_kernel(down);
+  EXPECT_EQ(down.register_tiles_without_room, 1);
   expect_stage_matches_reference(compilation, driver::Stage::MATile, 1);
 }
 
