@@ -117,10 +117,11 @@ def measure(args):
     lines = [f"{os.path.basename(manifest['spec'])} {' '.join(manifest.get('sizes', []))} on {device}, {started}; cost model "
              f"{manifest['device_model']}; CUPTI median of {args.reps}, L2 flushed (read); validated at "
              f"{' '.join(manifest['validation_sizes'])}.", "",
-             "| form | µs | estimate µs | measured / estimate | validation | decisions |", "|---|---|---|---|---|---|"]
+             "| form | µs | estimate µs | measured / estimate | kernels µs (registers) | validation | decisions |",
+             "|---|---|---|---|---|---|---|"]
     for form in manifest["forms"]:
         if form.get("error"):
-            lines.append(f"| {form['label']} | – | – | – | not compiled | {form['error'][-120:]} |")
+            lines.append(f"| {form['label']} | – | – | – | – | not compiled | {form['error'][-120:]} |")
             continue
         check = runner(args.dir, pk(form["label"] + "__validate"), "--reference", pk("reference"),
                        "--reps", "1", "--warmup", "0")
@@ -131,9 +132,12 @@ def measure(args):
         us = ((timing.get("timing") or {}).get("total") or {}).get("median_us")
         estimate = form.get("estimate_us")
         ratio = f"{us / estimate:.2f}" if us and estimate else "–"
-        lines.append(f"| {form['label']} | {us:.1f} | {estimate if estimate else '–'} | {ratio} | {status} | "
+        # Each kernel's own median, so that a change in one kernel of several is seen.
+        kernels = ", ".join(f"{k.get('name')} {k.get('median_us', 0):.1f} ({k.get('registers')})"
+                            for k in (timing.get("timing") or {}).get("kernels") or [])
+        lines.append(f"| {form['label']} | {us:.1f} | {estimate if estimate else '–'} | {ratio} | {kernels} | {status} | "
                      f"{'; '.join(form['decisions'])} |" if us else
-                     f"| {form['label']} | – | {estimate} | – | {status} | {str(timing.get('errors') or timing.get('error'))[:120]} |")
+                     f"| {form['label']} | – | {estimate} | – | – | {status} | {str(timing.get('errors') or timing.get('error'))[:120]} |")
         print(lines[-1], flush=True)
     text = "\n".join(lines) + "\n"
     for folder in {args.dir, os.environ.get("OUT") or args.dir}:

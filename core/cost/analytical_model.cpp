@@ -46,6 +46,13 @@ constexpr int kLocalArrayFactor = 2;
 constexpr double kLocalMemorySlowdown = 8.0;
 // Resident warps per scheduler at which the pipes overlap fully.
 constexpr double kWarpsPerSchedulerToOverlap = 4.0;
+// The rate at which a warp-specialized kernel's consumers issue their element-wise work when
+// each scheduler holds one consumer warp (one consumer warpgroup, one CTA per SM), relative to
+// two or more: a lone warp waits out each dependent instruction's latency, which a second warp
+// would fill. Measured on the H200 (ncu, 2026-11-29, prefix_lm, 64-row tiles on one consumer
+// against 128-row tiles on two): issue slots busy 26.5% against 38.0%, 0.70 of the rate; the
+// consumer loop's samples 31% fixed-latency waits, 27% issuing.
+constexpr double kLoneConsumerWarpIssueRate = 0.70;
 // Reads that fit in this fraction of L2 are read from DRAM once per kernel.
 constexpr double kL2ResidentFraction = 0.5;
 // The share of the chip's DRAM bandwidth a wave on a fraction f of the SMs reaches: f^0.6
@@ -1565,9 +1572,12 @@ struct RingTime {
   int stages = 0;           // the ring's depth (the TMA destinations' allocation stages)
 };
 
+// `consumer_warps_per_scheduler`: the consumers' warps on each scheduler of an SM, over the
+// CTAs resident there (1 for one consumer warpgroup and one CTA per SM).
 template <class Pipes, class Sync>
 RingTime ws_ring(const std::vector<std::vector<const Segment*>>& ring, const Pipes& pipes,
-                 const Sync& sync, double latency, double cta_bandwidth) {
+                 const Sync& sync, double latency, double cta_bandwidth,
+                 double consumer_warps_per_scheduler) {
   RingTime r;
   for (const std::vector<const Segment*>& loops : ring) {
     double executions = 0.0;
@@ -1608,12 +1618,18 @@ RingTime ws_ring(const std::vector<std::vector<const Segment*>>& ring, const Pip
   // belong to the MMAs).
   // With overlap=1 the MMAs left in flight across the wait inside the iteration (P·V) run
   // beside the element-wise work: the iteration takes the waited MMAs, then the longer of the
-  // rest.
+  // rest. With fewer than two consumer warps per scheduler that work issues at a lone warp's
+  // rate (kLoneConsumerWarpIssueRate).
   const auto t = pipes(mma, 1.0);
   double m = t.combined(1.0);
   if (waits_inside) {
     const double late = mma.wgmma_flops > 0.0 ? t.tensor * std::min(1.0, overlapped_flops / mma.wgmma_flops) : 0.0;
-    m = std::max(m, t.tensor - late + std::max(late, t.alu + t.special));
+    const double issue_rate =
+        consumer_warps_per_scheduler >= 2.0
+            ? 1.0
+            : kLoneConsumerWarpIssueRate +
+                  (1.0 - kLoneConsumerWarpIssueRate) * std::max(0.0, consumer_warps_per_scheduler - 1.0);
+    m = std::max(m, t.tensor - late + std::max(late, (t.alu + t.special) / issue_rate));
   }
   const double copy = bytes > 0.0 ? latency + bytes / cta_bandwidth : 0.0;
   const double depth = std::max(1, r.stages);
@@ -2168,7 +2184,17 @@ class AnalyticalModel : public CostModel {
         //            `stages` of them at once. So a deep ring hides the copy and the handoffs
         //            behind the MMAs (time = max(copy, MMA)) and a shallow one adds them up.
         // Plus, once per CTA, the pipeline fill: the first stage's copy, which nothing hides.
-        const RingTime r = ws_ring(ring, compute_pipes, sync_time, latency, cta_bandwidth);
+        // The consumers: the roles whose ring loops issue no TMA copy.
+        int consumer_warpgroups = 0;
+        for (size_t role = 0; role < roles.size(); ++role) {
+          const bool copies = std::any_of(ring[role].begin(), ring[role].end(),
+                                          [](const Segment* loop) { return loop->tma_read_bytes > 0; });
+          if (!copies) consumer_warpgroups += roles[role].warpgroups;
+        }
+        const double consumer_warps_per_scheduler =
+            k * consumer_warpgroups * (matile::kWarpgroupThreads / 32) / schedulers;
+        const RingTime r = ws_ring(ring, compute_pipes, sync_time, latency, cta_bandwidth,
+                                   consumer_warps_per_scheduler);
         w.ring = r;
         double roles_time = 0.0;
         for (double t : role_time) roles_time = std::max(roles_time, t);

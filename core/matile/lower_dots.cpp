@@ -371,10 +371,17 @@ void KernelLowering::plan_dots() {
       plan.prefetch_fragments = true;
     }
     // ldmatrix.x4.trans reads B 16 columns at a time; a widened 8-bit B, read a byte per lane,
-    // needs only whole n8 atoms per warp (a decode step's 16 x 32 tile on 4 warps).
-    const int64_t n_atom = b_bytes ? 8 : 16;
+    // needs only whole n8 atoms per warp (a decode step's 16 x 32 tile on 4 warps). So does a
+    // 16-bit B of one n8 atom per warp (a router's 8 experts), which is loaded straight into its
+    // fragment registers instead of through ldmatrix.
+    const bool n8_registers = !b_bytes && N % (16 * wn) != 0 && N % (8 * wn) == 0;
+    const int64_t n_atom = b_bytes || n8_registers ? 8 : 16;
     plan.mma = options_.use_mma && (plan.eight_bit || (da == db && (da == DType::BF16 || da == DType::F16))) &&
                mma_rows_fit(M, wm) && N % (n_atom * wn) == 0 && K % 16 == 0;
+    if (plan.mma && n8_registers) {
+      plan.b.load = nullptr;
+      plan.b.transposed = false;
+    }
     plan.warps_m = wm;
     plan.warps_n = wn;
     // 1, 2, 4 or 8 rows (a decode step's head group) run on one warp along M with the atom's

@@ -7,6 +7,7 @@
 #include "core/sched/cache_read.h"
 #include "core/sched/cache_write.h"
 #include "core/sched/compute_at.h"
+#include "core/sched/compute_with.h"
 #include "core/sched/inline.h"
 #include "core/sched/launch.h"
 #include "core/sched/persistent.h"
@@ -325,6 +326,7 @@ const std::vector<DecisionKind>& decision_registry() {
       bind_decision(),
       inline_decision(),
       compute_at_decision(),
+      compute_with_decision(),
       reverse_compute_at_decision(),
       rolling_update_decision(),
       split_k_update_decision(),

@@ -1,7 +1,9 @@
-// The CUDA-core dot (FmaDot, for what mma.sync cannot take: an N of 8, f32 operands): slots run
-// in groups that share the k loop and their B loads, and A is read 16 bytes at a time along k
-// where its rows allow; NVRTC compiles every form. tests/gpu/fma_dot_on_gpu_test.cpp runs the
-// same kernels against the unscheduled lowering.
+// The CUDA-core dot (FmaDot, for what mma.sync cannot take: f32 operands, an N that is no
+// multiple of 8; the router's 8 experts, which mma.sync takes as one n8 atom per warp, are
+// lowered here with mma turned off, the form for comparisons): slots run in groups that share the
+// k loop and their B loads, and A is read 16 bytes at a time along k where its rows allow; NVRTC
+// compiles every form. tests/gpu/fma_dot_on_gpu_test.cpp runs such kernels against the
+// unscheduled lowering.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -44,6 +46,7 @@ driver::CompileOptions sm90a(const std::vector<std::string>& sizes) {
   driver::CompileOptions options;
   options.last_stage = driver::Stage::MATile;
   options.matile.arch = "sm_90a";
+  options.matile.use_mma = false;
   std::string error;
   for (const std::string& size : sizes) options.sizes.push_back(*spec::parse_size_override(size, &error));
   return options;

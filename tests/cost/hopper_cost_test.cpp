@@ -414,5 +414,35 @@ TEST(HopperCost, AConsumersGlobalLoadsWaitTheirRoundTripEveryIteration) {
   EXPECT_NEAR(staged, 930.0, 0.25 * 930.0);
 }
 
+
+// One consumer warpgroup puts one warp on each scheduler, which waits out the latency of each
+// dependent softmax instruction. Measured on the H200 (2026-11-29, bench/RESULTS.md), prefix_lm
+// with 64-row tiles on one consumer ran 224.2 us and with 128-row tiles on two 164.5 us; the
+// model had priced them equal (166.6 and 167.8 us). It now ranks them as measured, each within
+// 10%.
+TEST(HopperCost, ALoneConsumerWarpgroupIssuesItsSoftmaxSlowerThanTwo) {
+  auto attention_us = [](int rows, int consumers) {
+    std::vector<std::string> decisions = {
+        "rolling_update(O_sum_1, n, tile=128)", "compute_at(S, Mx, n_o)", "compute_at(S_sum, S, n_o)",
+        "tile(O_sum_1, m=" + std::to_string(rows) + ")", "reverse_compute_at(O, O_sum_init, m_o)",
+        "bind(O_sum_1, b=grid.z, h=grid.y, m_o=grid.x)", "skip_masked(S, n_o)",
+        "warp_spec(O_sum_1, consumers=" + std::to_string(consumers) + ", stages=3, overlap=1)",
+        "persistent(O_sum_1)"};
+    if (consumers == 2) decisions.push_back("tile_order(O_sum_1, reverse=m_o)");
+    const driver::Compilation compilation =
+        nautilus::testing::compile_for_arch("bench/variants/prefix_lm.nt", decisions, {});
+    EXPECT_TRUE(compilation.ok()) << compilation.schedule_error << compilation.internal_error;
+    if (!compilation.ok()) return 0.0;
+    const CostEstimate estimate = estimate_on(h200_sxm(), *compilation.ma_module);
+    EXPECT_TRUE(estimate.feasible) << estimate.infeasible_reason;
+    return estimate.microseconds;
+  };
+  const double one_consumer = attention_us(64, 1);
+  const double two_consumers = attention_us(128, 2);
+  EXPECT_GT(one_consumer, 1.15 * two_consumers);
+  EXPECT_NEAR(one_consumer, 224.2, 0.10 * 224.2);
+  EXPECT_NEAR(two_consumers, 164.5, 0.10 * 164.5);
+}
+
 }  // namespace
 }  // namespace nautilus::cost

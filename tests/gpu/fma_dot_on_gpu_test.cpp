@@ -1,8 +1,10 @@
-// The CUDA-core dot (FmaDot) on the GPU: kernels whose products mma.sync cannot take (an N of 8,
+// The CUDA-core dot (FmaDot) on the GPU: kernels whose products mma.sync cannot take (an N of 4,
 // f32 operands), in each form the emitter writes (A read 16 bytes at a time along k, or one
-// element at a time for ragged rows; slots in groups sharing the k loop), checked by `nautilus
-// run` against the unscheduled lowering on the same seeded inputs. Label `gpu`: skips without
-// one (tests/codegen/fma_dot_emit_test.cpp checks the text and that NVRTC compiles it).
+// element at a time for ragged rows; slots in groups sharing the k loop), and the router's gate
+// over 8 experts, which mma.sync takes with one n8 atom per warp and B loaded straight into its
+// fragments; each checked by `nautilus run` against the unscheduled lowering on the same seeded
+// inputs. Label `gpu`: skips without one (tests/codegen/fma_dot_emit_test.cpp checks the text
+// and that NVRTC compiles it).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -65,6 +67,11 @@ INSTANTIATE_TEST_SUITE_P(
              {"T=200", "H=2048"}},
         Case{"router_ragged", "bench/variants/router_softmax_combine.nt", kRouterSchedule,
              {"T=1000", "H=520"}},
+        Case{"gemm_bf16_n4",
+             "let M = 200, N = 4, K = 2048\ninput A[M, K] : bf16\ninput B[K, N] : bf16\n"
+             "output C[m, n] : f32 = sum(k) A[m, k] * B[k, n]\n",
+             {"tile(C, m=64, k=128)", "bind(C, m_o=grid.x)"},
+             {}},
         Case{"gemm_f32",
              "let M = 200, N = 136, K = 264\ninput A[M, K] : f32\ninput B[K, N] : f32\n"
              "output C[m, n] : f32 = sum(k) A[m, k] * B[k, n]\n",

@@ -17,7 +17,9 @@ namespace nautilus::testing {
 LoweredAsset lower_asset(const std::string& name, const std::vector<std::string>& sizes) {
   LoweredAsset asset;
   std::string error;
-  asset.file = SourceFile::read(source_path("assets/specs/" + name + ".nt"), &error);
+  const std::string path =
+      name.find('/') == std::string::npos ? "assets/specs/" + name + ".nt" : name;
+  asset.file = SourceFile::read(source_path(path), &error);
   if (!asset.file) {
     ADD_FAILURE() << error;
     return asset;

@@ -18,7 +18,8 @@ struct LoweredAsset {
   scalar::ProgramPtr program;
 };
 
-// Lowers assets/specs/<name>.nt with the given size bindings ("M=13"); fails the test on errors
+// Lowers assets/specs/<name>.nt (or, for a name with a slash, that path from the source root:
+// "bench/variants/geglu_mlp.nt") with the given size bindings ("M=13"); fails the test on errors
 // (program is then null).
 LoweredAsset lower_asset(const std::string& name, const std::vector<std::string>& sizes);
 
