@@ -8,6 +8,7 @@
 #include "core/sched/cache_write.h"
 #include "core/sched/compute_at.h"
 #include "core/sched/compute_with.h"
+#include "core/sched/factor.h"
 #include "core/sched/inline.h"
 #include "core/sched/launch.h"
 #include "core/sched/persistent.h"
@@ -327,6 +328,7 @@ const std::vector<DecisionKind>& decision_registry() {
       inline_decision(),
       compute_at_decision(),
       compute_with_decision(),
+      factor_decision(),
       reverse_compute_at_decision(),
       rolling_update_decision(),
       split_k_update_decision(),

@@ -332,6 +332,34 @@ ReductionFusionCandidates reduction_fusion_candidates(const scalar::Program& pro
 std::vector<Decision> fusion_candidates(const ProgramFacts& facts, bool untiled_rows) {
   std::vector<Decision> out;
   std::set<std::string> seen;
+  // Two independent reductions of one nest, each with a loop over tiles of its reduce axis (two
+  // GEMMs computed at one tile of their consumer, tiled alike): one loop for both, so that an
+  // operand they share is read once per k tile and one kernel holds both accumulators.
+  for (const NestFacts& nest : facts.nests) {
+    for (size_t i = 0; i < nest.blocks.size(); ++i) {
+      const BlockFacts& other = nest.blocks[i];
+      if (!other.reduction) continue;
+      const scalar::For* k_tiles = nullptr;
+      for (const scalar::For* loop : other.loops) {
+        const LoopFacts* l = loop_facts(nest, loop);
+        if (l && l->tile_outer && !l->spatial && !l->grid) k_tiles = loop;
+      }
+      if (!k_tiles) continue;
+      const auto writes_what = [](const BlockFacts& writer, const BlockFacts& reader) {
+        return std::any_of(writer.writes.begin(), writer.writes.end(), [&](const std::string& t) {
+          return std::find(reader.reads.begin(), reader.reads.end(), t) != reader.reads.end() ||
+                 std::find(reader.writes.begin(), reader.writes.end(), t) != reader.writes.end();
+        });
+      };
+      for (size_t j = i + 1; j < nest.blocks.size(); ++j) {
+        const BlockFacts& block = nest.blocks[j];
+        if (!block.reduction || writes_what(other, block) || writes_what(block, other)) continue;
+        add_unique(out, seen,
+                   make("compute_with", block.block->name,
+                        {positional(other.block->name), positional(loop_facts(nest, k_tiles)->name)}));
+      }
+    }
+  }
   for (const NestFacts& from : facts.nests) {
     for (const NestFacts& to : facts.nests) {
       if (&from == &to) continue;
@@ -384,6 +412,131 @@ std::vector<Decision> fusion_candidates(const ProgramFacts& facts, bool untiled_
             }
           }
         }
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<std::vector<Decision>> shared_operand_reduction_fusions(const scalar::ProgramPtr& program) {
+  constexpr int64_t kReduceTile = 64;
+  // The consumer's tiles: 128 x 128 (two consumer warpgroups, each with two 64 x 128 f32
+  // accumulators: 128 registers), or 64 x 128 where there are few rows.
+  constexpr std::pair<int64_t, int64_t> kProductTiles[] = {{128, 128}, {64, 128}};
+  std::vector<std::vector<Decision>> out;
+  // Applies `decision` to `*state` and records it; false when it does not apply.
+  const auto step = [](scalar::ProgramPtr* state, std::vector<Decision>* macro, Decision decision) {
+    sched::ApplyResult applied = sched::apply_decision(*state, decision);
+    if (!applied.ok()) return false;
+    *state = applied.program;
+    macro->push_back(std::move(decision));
+    return true;
+  };
+  // The loop of block `name` that iterates tiles of a spatial (or, with `reduce`, of a reduce)
+  // axis, the innermost such; "" when there is none.
+  const auto tiles_loop = [](const scalar::ProgramPtr& state, const std::string& name, bool reduce) {
+    const ProgramFacts now = analyze_program(*state);
+    const NestFacts* nest = now.nest_of_block(name);
+    std::string found;
+    if (!nest) return found;
+    for (const BlockFacts& block : nest->blocks) {
+      if (block.block->name != name) continue;
+      for (const scalar::For* loop : block.loops) {
+        const LoopFacts* l = loop_facts(*nest, loop);
+        if (l && l->tile_outer && l->spatial != reduce && !l->grid) found = l->name;
+      }
+    }
+    return found;
+  };
+  // The pairs of lone reductions (the only block of their own unbound nest) whose results
+  // `consumer` reads and which read a tensor in common.
+  const auto producer_pairs = [](const ProgramFacts& facts, const BlockFacts& consumer) {
+    const auto lone_writer = [&](const std::string& tensor) -> const BlockFacts* {
+      for (const NestFacts& nest : facts.nests) {
+        if (nest.blocks.size() != 1 || !nest.blocks.front().reduction || nest.bound) continue;
+        const BlockFacts& block = nest.blocks.front();
+        if (std::find(block.writes.begin(), block.writes.end(), tensor) != block.writes.end()) return &block;
+      }
+      return static_cast<const BlockFacts*>(nullptr);
+    };
+    std::vector<std::pair<std::string, std::string>> pairs;
+    for (size_t i = 0; i < consumer.reads.size(); ++i) {
+      const BlockFacts* first = lone_writer(consumer.reads[i]);
+      if (!first) continue;
+      for (size_t j = i + 1; j < consumer.reads.size(); ++j) {
+        const BlockFacts* second = lone_writer(consumer.reads[j]);
+        if (!second || second == first) continue;
+        const bool shared = std::any_of(first->reads.begin(), first->reads.end(), [&](const std::string& t) {
+          return std::find(second->reads.begin(), second->reads.end(), t) != second->reads.end();
+        });
+        if (shared) pairs.emplace_back(first->block->name, second->block->name);
+      }
+    }
+    return pairs;
+  };
+  // From `state` (after `prefix`), the element-wise consumer `c` of the untiled nest tiled as
+  // a product, both producers computed at its tile, tiled alike along their reduce axis and
+  // merged into one loop.
+  const auto fuse_at = [&](const scalar::ProgramPtr& start, const std::vector<Decision>& prefix,
+                           const std::string& c, const std::string& p1, const std::string& p2) {
+    const ProgramFacts facts = analyze_program(*start);
+    const NestFacts* nest = facts.nest_of_block(c);
+    if (!nest || nest->tiled || nest->bound || nest->chain.size() < 2) return;
+    const LoopFacts& rows = nest->chain[nest->chain.size() - 2];
+    const LoopFacts& columns = nest->chain.back();
+    if (!rows.spatial || !columns.spatial) return;
+    const scalar::Block* consumer = nullptr;
+    for (const BlockFacts& block : nest->blocks) {
+      if (block.block->name == c) consumer = block.block;
+    }
+    if (!consumer) return;
+    for (const auto& [tile_rows, tile_columns] : kProductTiles) {
+      if (rows.extent < tile_rows || columns.extent < tile_columns) continue;
+      scalar::ProgramPtr state = start;
+      std::vector<Decision> macro = prefix;
+      bool ok = step(&state, &macro,
+                     make("tile", c, {keyword(axis_name(*consumer, *rows.loop), tile_rows),
+                                      keyword(axis_name(*consumer, *columns.loop), tile_columns)}));
+      const std::string at = ok ? tiles_loop(state, c, false) : std::string();
+      ok = ok && !at.empty() && step(&state, &macro, make("compute_at", p1, {positional(c), positional(at)})) &&
+           step(&state, &macro, make("compute_at", p2, {positional(c), positional(at)}));
+      for (const std::string& producer : {p1, p2}) {
+        if (!ok) break;
+        const std::optional<sched::BlockPath> path = sched::find_block(state->body, producer);
+        const scalar::For* innermost = path->loops().back();
+        ok = step(&state, &macro, make("tile", producer, {keyword(axis_name(path->block(), *innermost), kReduceTile)}));
+      }
+      const std::string k_tiles = ok ? tiles_loop(state, p1, true) : std::string();
+      if (k_tiles.empty() ||
+          !step(&state, &macro, make("compute_with", p2, {positional(p1), positional(k_tiles)}))) {
+        continue;
+      }
+      out.push_back(std::move(macro));
+    }
+  };
+  const ProgramFacts facts = analyze_program(*program);
+  for (const NestFacts& nest : facts.nests) {
+    if (nest.tiled || nest.bound || nest.principal < 0) continue;
+    const BlockFacts& consumer = nest.principal_block();
+    for (const auto& [p1, p2] : producer_pairs(facts, consumer)) {
+      if (!consumer.reduction) {
+        fuse_at(program, {}, consumer.block->name, p1, p2);
+        continue;
+      }
+      // A reduction reading both (a gated MLP's down projection): the factor of its update that
+      // holds them, computed first as an element-wise tensor of its own (factor).
+      std::set<std::string> taken;
+      for (const scalar::Buffer& buffer : program->allocations) taken.insert(buffer->name);
+      for (const scalar::Buffer& buffer : program->params) taken.insert(buffer->name);
+      const std::string tensor = sched::fresh_name(consumer.block->name + "_factor", &taken);
+      for (const scalar::IterVar& iter : consumer.block->iter_vars) {
+        if (iter.kind != scalar::IterKind::Spatial) continue;
+        scalar::ProgramPtr state = program;
+        std::vector<Decision> prefix;
+        if (!step(&state, &prefix, make("factor", consumer.block->name, {positional(tensor), positional(iter.var->name)}))) {
+          continue;
+        }
+        fuse_at(state, prefix, tensor, p1, p2);
       }
     }
   }

@@ -68,6 +68,20 @@ ReductionFusionCandidates reduction_fusion_candidates(const scalar::Program& pro
 // builds row kernels (a consumer chain following a rolled reduction).
 std::vector<sched::Decision> fusion_candidates(const ProgramFacts& facts, bool untiled_rows = false);
 std::vector<sched::Decision> masking_candidates(const ProgramFacts& facts);
+
+// Two reductions in nests of their own whose results one untiled consumer reads, and which read
+// a tensor in common (a gated MLP's gate and up projections, G = X Wg and U = X Wu, read by A =
+// f(G) * U): the decisions that compute both at a tile of the consumer in one reduction loop, as
+// one step of the fusion phase (each on its own leaves an untiled or duplicated reduction that
+// no estimate favours):
+//   tile(C, r=R, c=128), compute_at(P1, C, c_o), compute_at(P2, C, c_o), tile(P1, k=64),
+//   tile(P2, k=64), compute_with(P2, P1, k_o)
+// with r and c the consumer's last two loops, R 128 or 64, and k the reductions' axis (64: a
+// 128-byte row of a 16-bit operand per k tile). A consumer that is itself a reduction (the down
+// projection Y = sum(f) silu(G) U Wd) first has the factor of its update that reads both
+// computed as an element-wise tensor C = <block>_factor (factor(BLOCK, C, AXIS), for each of its
+// spatial axes), which then plays the consumer. Each list applies in order to `program`.
+std::vector<std::vector<sched::Decision>> shared_operand_reduction_fusions(const scalar::ProgramPtr& program);
 // tile_order(B, reverse=L) for each grid loop L over tiles that the predicate of a block inside
 // a serial loop of B's nest reads (what skip_masked writes: the keys a causal query tile visits
 // grow with its index), unless L is reversed already: the CTAs along L then run loops of unequal

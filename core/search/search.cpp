@@ -1230,10 +1230,37 @@ class Searcher {
   int steps_in_phase(int id, Phase phase) const {
     int steps = 0;
     while (id > 0 && nodes_[id].phase == phase) {
-      ++steps;
+      if (!macro_steps_.count(id)) ++steps;  // a macro counts once, at its last node
       id = nodes_[id].parent;
     }
     return steps;
+  }
+
+  // A fusion that takes several decisions before it pays (shared_operand_reduction_fusions):
+  // the intermediate nodes enter the tree as the path's steps, and only the last one is
+  // estimated and competes in the beam.
+  void expand_macros(const Entry& entry, const std::vector<std::vector<Decision>>& macros,
+                     std::vector<Entry>& out) {
+    std::vector<int> finals;
+    for (const std::vector<Decision>& macro : macros) {
+      if (stop_.stop_requested()) break;
+      int at = entry.node;
+      std::vector<int> steps;
+      for (const Decision& decision : macro) {
+        const int child = try_child(at, decision, entry.phase);
+        if (child < 0) {
+          at = -1;
+          break;
+        }
+        steps.push_back(child);
+        at = child;
+      }
+      if (at < 0 || steps.empty()) continue;
+      macro_steps_.insert(steps.begin(), steps.end() - 1);
+      finals.push_back(at);
+    }
+    evaluate(finals);
+    for (int id : finals) out.push_back({id, entry.phase});
   }
 
   // Gives `tabu` to `id` and the pinned chain below it (created before the tabu was known).
@@ -1490,6 +1517,7 @@ class Searcher {
             if (split.kind == "split_k_update") candidates.push_back(std::move(split));
           }
         }
+        expand_macros(entry, shared_operand_reduction_fusions(node.program), out);
         const size_t children_before = nodes_[entry.node].children.size();
         expand_multi_step(entry, candidates, after_fusion(entry.node), out);
         // Every new fusion child, improving or not, may be replayed: one that fits only
@@ -1678,6 +1706,7 @@ class Searcher {
   SearchStats stats_;
   int best_ = -1;
   int chosen_ = -1;
+  std::set<int> macro_steps_;  // nodes inside a macro step (expand_macros), all but its last
   std::string current_phase_ = phase_name(Phase::ReductionFusion);
   std::set<std::string> replayed_;  // replay_on_smaller_steps: (rolling node, decisions) done
   std::set<int> single_buffered_;   // nodes whose completion fit only single-buffered

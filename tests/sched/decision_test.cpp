@@ -232,7 +232,7 @@ TEST_F(Apply, UnknownKindListsTheKnownOnes) {
   }
   EXPECT_EQ(result.reason, "unknown decision 'tiel'; known decisions: " + known);
   EXPECT_EQ(result.reason.rfind("unknown decision 'tiel'; known decisions: tile, split, reorder, "
-                                "bind, inline, compute_at, compute_with, reverse_compute_at", 0),
+                                "bind, inline, compute_at, compute_with, factor, reverse_compute_at", 0),
             0u);
 }
 
