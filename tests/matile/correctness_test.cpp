@@ -84,10 +84,11 @@ INSTANTIATE_TEST_SUITE_P(
         GemmCase{{"M=13", "N=10", "K=24"}, 16, 16, 16, 1, 2, true, true, false},
         // warps along N (BM = 16 with 2 warps): warp grid (1, 2)
         GemmCase{{"M=16", "N=64", "K=32"}, 16, 64, 16, 2, 2, true, true, true},
-        // a 16 x 16 tile on 2 warps: warp grid (1, 2), one n8 atom each, B loaded straight
+        // a 32 x 8 tile on 2 warps: warp grid (2, 1), one n8 atom each, B loaded straight
         // into its fragments (rows of 9 elements take no cp.async)
-        GemmCase{{"M=5", "N=7", "K=9"}, 16, 16, 16, 2, 2, true, false, false},
-        // tiles too small for the warp grid (16 x 16 on 4 warps): the FMA path
+        GemmCase{{"M=5", "N=7", "K=9"}, 32, 8, 16, 2, 2, true, false, false},
+        // tiles too small for the warp grid (16 x 16 on 2 or 4 warps): the FMA path
+        GemmCase{{"M=5", "N=7", "K=9"}, 16, 16, 16, 2, 2, false, false, false},
         GemmCase{{"M=5", "N=7", "K=9"}, 16, 16, 16, 4, 2, false, false, false}));
 
 // A router's gate logits over 8 experts (bench/variants/router_softmax_combine.nt, split 16 ways
