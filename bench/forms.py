@@ -10,8 +10,9 @@ sizes (or -D NAME=VALUE) and at the validation sizes (-V NAME=VALUE, over -D), b
 as the reference. Writes DIR/manifest.json and DIR/pk/.
 Step 2, `measure` (GPU machine, from a copy of DIR that holds bin/nautilus-runner, which prepare
 copies there): validates each form against the reference and times it (CUPTI median of --reps,
-L2 flushed by the runner's read), then prints a table of measured against estimated times and
-writes DIR/forms.md (and $OUT/forms.md when $OUT is set).
+L2 flushed by the runner's read), then prints a table of measured against estimated times, with
+each kernel's own median and registers, and writes DIR/forms.md (and $OUT/forms.md when $OUT is
+set).
 
 Usage: python3 bench/forms.py prepare DIR SPEC --form LABEL='D1;D2;...' [--form ...]
            [--as-written LABEL] [--grouped LABEL] [-D NAME=VALUE]... [-V NAME=VALUE]... [--device h100|h200]

@@ -1,5 +1,7 @@
 # The gated MLP in PyTorch (cuBLAS bf16 GEMMs, silu * mul in between), timed like the variants'
-# peers: CUDA events around the call, L2 flushed by a read before each repetition.
+# peers: CUDA events around the call, L2 flushed by a read before each repetition. On a GPU
+# machine, from the repository root: python3 bench/gated_mlp_peer.py (the sizes of
+# assets/specs/gated_mlp.nt; bench/RESULTS.md compares it with the compiler's kernels).
 import statistics, sys, torch
 sys.path.insert(0, "bench")
 import l2flush
