@@ -184,10 +184,11 @@ DecisionKind compute_with_decision() {
       "compute_with",
       std::string(kSignature),
       "Merge a block's loop into a sibling loop of the same extent, so that one loop computes both.",
-      "The loop of BLOCK's nest that stands beside LOOP of OTHER's nest (a child of the same "
-      "sequence, under the same loops, of the same extent) goes away; its body runs in LOOP's "
-      "body after LOOP's own statements (before them when BLOCK's loop came first). The two "
-      "nests must not write what the other reads or writes. Example: a gated MLP's G = X Wg and "
+      "The nests of BLOCK and OTHER part at a loop at or above LOOP (two children of one "
+      "sequence, under the same loops); from there down to LOOP both are perfect nests of the "
+      "same extents, and BLOCK's loops go away: their body runs in LOOP's body, in program "
+      "order with LOOP's own statements. The two nests must not write what the other reads or "
+      "writes. Example: a gated MLP's G = X Wg and "
       "U = X Wu, computed at one tile of A = f(G) * U and tiled alike along h, "
       "compute_with(U, G, h_o) gives `for h_o: (G's tile update; U's tile update)`: one k loop "
       "that reads each tile of X once for both products, in one kernel that computes A from the "

@@ -37,19 +37,6 @@ Expr product_of(const std::vector<Expr>& factors) {
   return out;
 }
 
-bool has_load(const Expr& expr) {
-  if (expr->as<Load>()) return true;
-  if (const Cast* c = expr->as<Cast>()) return has_load(c->value);
-  if (const Unary* u = expr->as<Unary>()) return has_load(u->a);
-  if (const Binary* b = expr->as<Binary>()) return has_load(b->a) || has_load(b->b);
-  if (const Compare* c = expr->as<Compare>()) return has_load(c->a) || has_load(c->b);
-  if (const Logical* l = expr->as<Logical>()) return has_load(l->a) || has_load(l->b);
-  if (const Select* s = expr->as<Select>()) {
-    return has_load(s->condition) || has_load(s->if_true) || has_load(s->if_false);
-  }
-  return false;
-}
-
 // Every buffer `expr` loads.
 void loaded_buffers(const Expr& expr, std::vector<const BufferNode*>* out) {
   if (const Load* load = expr->as<Load>()) {
@@ -113,8 +100,13 @@ ApplyResult factor(const ProgramPtr& program, std::string_view block_name, std::
   std::vector<Expr> factors, independent, dependent;
   collect_factors(update->b, &factors);
   for (const Expr& f : factors) (uses_var(f, axis->var.get()) ? dependent : independent).push_back(f);
+  const auto reads_a_tensor = [](const Expr& f) {
+    std::vector<const BufferNode*> buffers;
+    loaded_buffers(f, &buffers);
+    return !buffers.empty();
+  };
   if (independent.empty() || dependent.empty() ||
-      std::none_of(independent.begin(), independent.end(), has_load)) {
+      std::none_of(independent.begin(), independent.end(), reads_a_tensor)) {
     return ApplyResult::failure("the update of block " + block.name + " has no factor that reads a tensor "
                                 "without depending on " + axis->var->name + " beside one that depends on it; "
                                 "there is nothing to factor out");

@@ -32,9 +32,9 @@ TEST(ComputeWith, TheGateAndUpProjectionsShareOneReductionLoop) {
   const std::string before = scalar::print_program(*apart);
   const std::string text = scalar::print_program(*merged);
   // One t, f, h_o nest under f_o now runs both blocks; U's own nest is gone.
-  const auto count = [](const std::string& text, const std::string& what) {
+  const auto count = [](const std::string& program_text, const std::string& what) {
     size_t n = 0;
-    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    for (size_t at = program_text.find(what); at != std::string::npos; at = program_text.find(what, at + 1)) ++n;
     return n;
   };
   EXPECT_EQ(count(before, "for h_o in 0..3"), 2u) << before;
