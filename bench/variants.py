@@ -108,6 +108,8 @@ VARIANTS = {
                        "tiny": {"T": 40, "H": 48, "F": 72}},
     "geglu_mlp": {"peer": "mlp", "validate": {"T": 1000, "H": 520, "F": 1032},
                   "tiny": {"T": 40, "H": 48, "F": 72}},
+    "llama_mlp": {"peer": "mlp", "validate": {"T": 1000, "H": 520, "F": 1032},
+                  "tiny": {"T": 40, "H": 48, "F": 72}},
     "gemm_bias_gelu": {"peer": "mlp", "validate": {"T": 1000, "K": 520, "N": 1032},
                        "tiny": {"T": 40, "K": 48, "N": 72}},
     "gemm_bias_relu": {"peer": "mlp", "validate": {"T": 1000, "K": 520, "N": 1032},
@@ -631,6 +633,8 @@ def peers_for(name, s, x, options):
     elif name == "layernorm_gemm":
         hidden = x["X"].shape[1]
         add_math(lambda: F.layer_norm(x["X"], (hidden,), x["G"], x["Bt"], 1e-5) @ x["Wp"])
+    elif name == "llama_mlp":
+        add_math(lambda: F.linear(F.silu(F.linear(x["X"], x["Wg"])) * F.linear(x["X"], x["Wu"]), x["Wd"]))
     elif name == "geglu_mlp":
         add_math(lambda: (F.gelu(x["X"] @ x["Wg"], approximate="tanh") * (x["X"] @ x["Wu"])) @ x["Wd"])
     elif name == "gemm_bias_gelu":
