@@ -37,28 +37,6 @@ Expr product_of(const std::vector<Expr>& factors) {
   return out;
 }
 
-// Every buffer `expr` loads.
-void loaded_buffers(const Expr& expr, std::vector<const BufferNode*>* out) {
-  if (const Load* load = expr->as<Load>()) {
-    if (std::find(out->begin(), out->end(), load->buffer.get()) == out->end()) out->push_back(load->buffer.get());
-    for (const Expr& index : load->indices) loaded_buffers(index, out);
-    return;
-  }
-  if (const Cast* c = expr->as<Cast>()) return loaded_buffers(c->value, out);
-  if (const Unary* u = expr->as<Unary>()) return loaded_buffers(u->a, out);
-  const auto both = [&](const Expr& a, const Expr& b) {
-    loaded_buffers(a, out);
-    loaded_buffers(b, out);
-  };
-  if (const Binary* b = expr->as<Binary>()) return both(b->a, b->b);
-  if (const Compare* c = expr->as<Compare>()) return both(c->a, c->b);
-  if (const Logical* l = expr->as<Logical>()) return both(l->a, l->b);
-  if (const Select* s = expr->as<Select>()) {
-    loaded_buffers(s->condition, out);
-    both(s->if_true, s->if_false);
-  }
-}
-
 }  // namespace
 
 ApplyResult factor(const ProgramPtr& program, std::string_view block_name, std::string_view tensor_name,
@@ -100,35 +78,13 @@ ApplyResult factor(const ProgramPtr& program, std::string_view block_name, std::
   std::vector<Expr> factors, independent, dependent;
   collect_factors(update->b, &factors);
   for (const Expr& f : factors) (uses_var(f, axis->var.get()) ? dependent : independent).push_back(f);
-  const auto reads_a_tensor = [](const Expr& f) {
-    std::vector<const BufferNode*> buffers;
-    loaded_buffers(f, &buffers);
-    return !buffers.empty();
-  };
-  if (independent.empty() || dependent.empty() ||
-      std::none_of(independent.begin(), independent.end(), reads_a_tensor)) {
-    return ApplyResult::failure("the update of block " + block.name + " has no factor that reads a tensor "
-                                "without depending on " + axis->var->name + " beside one that depends on it; "
-                                "there is nothing to factor out");
-  }
+  const std::string nothing = "the update of block " + block.name + " has no factor that reads a tensor "
+                              "without depending on " + axis->var->name + " beside one that depends on it; "
+                              "there is nothing to factor out";
+  if (independent.empty() || dependent.empty()) return ApplyResult::failure(nothing);
   const Expr value = product_of(independent);
 
-  // 3. What the factor reads is complete before the nest that holds BLOCK.
-  const BlockOrder order(program->body);
-  const std::vector<const Block*> in_nest = collect_blocks(path->stmts.size() > 1 ? path->stmts[1] : path->stmts[0]);
-  std::vector<const BufferNode*> reads;
-  loaded_buffers(value, &reads);
-  for (const BufferNode* read : reads) {
-    for (const Block* writer : order.writers(read)) {
-      if (contains_block(in_nest, writer) || order.position(writer) > order.position(&block)) {
-        return ApplyResult::failure("block " + writer->name + " writes " + read->name + ", which the factor reads, "
-                                    "in the nest of block " + block.name + " or after it; the factor "
-                                    "is computed before that nest");
-      }
-    }
-  }
-
-  // 4. The new tensor and its block, over the iteration variables the factor uses.
+  // 3. The new tensor and its block, over the iteration variables the factor uses.
   std::vector<IterVar> iter_vars;
   std::vector<Expr> bindings, indices, at_block;
   std::vector<int64_t> shape;
@@ -151,6 +107,21 @@ ApplyResult factor(const ProgramPtr& program, std::string_view block_name, std::
   Stmt nest = make_block(tensor, iter_vars, bindings, nullptr, nullptr,
                          make_store(buffer, indices, substitute(value, rename), block.provenance),
                          block.provenance);
+
+  // 4. The factor reads a tensor, complete before the nest that holds BLOCK.
+  const std::vector<const BufferNode*> reads = block_accesses(*nest->as<Block>()).reads;
+  if (reads.empty()) return ApplyResult::failure(nothing);
+  const BlockOrder order(program->body);
+  const std::vector<const Block*> in_nest = collect_blocks(path->stmts.size() > 1 ? path->stmts[1] : path->stmts[0]);
+  for (const BufferNode* read : reads) {
+    for (const Block* writer : order.writers(read)) {
+      if (contains_block(in_nest, writer) || order.position(writer) > order.position(&block)) {
+        return ApplyResult::failure("block " + writer->name + " writes " + read->name + ", which the factor reads, "
+                                    "in the nest of block " + block.name + " or after it; the factor "
+                                    "is computed before that nest");
+      }
+    }
+  }
   for (size_t i = loop_vars.size(); i-- > 0;) {
     nest = make_for(loop_vars[i], iter_vars[i].extent, nest, block.provenance);
   }

@@ -56,6 +56,17 @@ const LoopFacts* loop_facts(const NestFacts& nest, const scalar::For* loop) {
   return nullptr;
 }
 
+// The innermost loop of `block`'s nest over tiles of a spatial axis (or, with `reduce`, of a
+// reduce axis: a k-tile loop), never a grid loop; nullptr when there is none.
+const LoopFacts* innermost_tiles_loop(const NestFacts& nest, const BlockFacts& block, bool reduce) {
+  const LoopFacts* found = nullptr;
+  for (const scalar::For* loop : block.loops) {
+    const LoopFacts* l = loop_facts(nest, loop);
+    if (l && l->tile_outer && l->spatial != reduce && !l->grid) found = l;
+  }
+  return found;
+}
+
 // Whether `tensor` is written as select(condition, value, constant): a mask that skip_masked can
 // later turn into skipped iterations, which inlining it would hide.
 bool is_masked(const scalar::Program& program, const ProgramFacts& facts, const std::string& tensor) {
@@ -335,28 +346,17 @@ std::vector<Decision> fusion_candidates(const ProgramFacts& facts, bool untiled_
   // Two independent reductions of one nest, each with a loop over tiles of its reduce axis (two
   // GEMMs computed at one tile of their consumer, tiled alike): one loop for both, so that an
   // operand they share is read once per k tile and one kernel holds both accumulators.
+  // (compute_with refuses dependent pairs itself.)
   for (const NestFacts& nest : facts.nests) {
     for (size_t i = 0; i < nest.blocks.size(); ++i) {
       const BlockFacts& other = nest.blocks[i];
-      if (!other.reduction) continue;
-      const scalar::For* k_tiles = nullptr;
-      for (const scalar::For* loop : other.loops) {
-        const LoopFacts* l = loop_facts(nest, loop);
-        if (l && l->tile_outer && !l->spatial && !l->grid) k_tiles = loop;
-      }
+      const LoopFacts* k_tiles = other.reduction ? innermost_tiles_loop(nest, other, true) : nullptr;
       if (!k_tiles) continue;
-      const auto writes_what = [](const BlockFacts& writer, const BlockFacts& reader) {
-        return std::any_of(writer.writes.begin(), writer.writes.end(), [&](const std::string& t) {
-          return std::find(reader.reads.begin(), reader.reads.end(), t) != reader.reads.end() ||
-                 std::find(reader.writes.begin(), reader.writes.end(), t) != reader.writes.end();
-        });
-      };
       for (size_t j = i + 1; j < nest.blocks.size(); ++j) {
         const BlockFacts& block = nest.blocks[j];
-        if (!block.reduction || writes_what(other, block) || writes_what(block, other)) continue;
+        if (!block.reduction) continue;
         add_unique(out, seen,
-                   make("compute_with", block.block->name,
-                        {positional(other.block->name), positional(loop_facts(nest, k_tiles)->name)}));
+                   make("compute_with", block.block->name, {positional(other.block->name), positional(k_tiles->name)}));
       }
     }
   }
@@ -432,21 +432,13 @@ std::vector<std::vector<Decision>> shared_operand_reduction_fusions(const scalar
     macro->push_back(std::move(decision));
     return true;
   };
-  // The loop of block `name` that iterates tiles of a spatial (or, with `reduce`, of a reduce)
-  // axis, the innermost such; "" when there is none.
+  // The name of block `name`'s innermost_tiles_loop in `state`; "" when there is none.
   const auto tiles_loop = [](const scalar::ProgramPtr& state, const std::string& name, bool reduce) {
     const ProgramFacts now = analyze_program(*state);
     const NestFacts* nest = now.nest_of_block(name);
-    std::string found;
-    if (!nest) return found;
-    for (const BlockFacts& block : nest->blocks) {
-      if (block.block->name != name) continue;
-      for (const scalar::For* loop : block.loops) {
-        const LoopFacts* l = loop_facts(*nest, loop);
-        if (l && l->tile_outer && l->spatial != reduce && !l->grid) found = l->name;
-      }
-    }
-    return found;
+    const BlockFacts* block = nest ? nest->find_block(name) : nullptr;
+    const LoopFacts* loop = block ? innermost_tiles_loop(*nest, *block, reduce) : nullptr;
+    return loop ? loop->name : std::string();
   };
   // The pairs of lone reductions (the only block of their own unbound nest) whose results
   // `consumer` reads and which read a tensor in common.
@@ -485,11 +477,9 @@ std::vector<std::vector<Decision>> shared_operand_reduction_fusions(const scalar
     const LoopFacts& rows = nest->chain[nest->chain.size() - 2];
     const LoopFacts& columns = nest->chain.back();
     if (!rows.spatial || !columns.spatial) return;
-    const scalar::Block* consumer = nullptr;
-    for (const BlockFacts& block : nest->blocks) {
-      if (block.block->name == c) consumer = block.block;
-    }
-    if (!consumer) return;
+    const BlockFacts* consumer_facts = nest->find_block(c);
+    if (!consumer_facts) return;
+    const scalar::Block* consumer = consumer_facts->block;
     for (const auto& [tile_rows, tile_columns] : kProductTiles) {
       if (rows.extent < tile_rows || columns.extent < tile_columns) continue;
       scalar::ProgramPtr state = start;

@@ -230,11 +230,16 @@ const LoopFacts* NestFacts::find_loop(const std::string& name) const {
   return nullptr;
 }
 
+const BlockFacts* NestFacts::find_block(const std::string& name) const {
+  for (const BlockFacts& block : blocks) {
+    if (block.block->name == name) return &block;
+  }
+  return nullptr;
+}
+
 const NestFacts* ProgramFacts::nest_of_block(const std::string& name) const {
   for (const NestFacts& nest : nests) {
-    for (const BlockFacts& block : nest.blocks) {
-      if (block.block->name == name) return &nest;
-    }
+    if (nest.find_block(name)) return &nest;
   }
   return nullptr;
 }

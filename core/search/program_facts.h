@@ -66,6 +66,8 @@ struct NestFacts {
 
   const BlockFacts& principal_block() const { return blocks.at(static_cast<size_t>(principal)); }
   const LoopFacts* find_loop(const std::string& name) const;
+  // The block named `name`, or nullptr.
+  const BlockFacts* find_block(const std::string& name) const;
 };
 
 struct ProgramFacts {
