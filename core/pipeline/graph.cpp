@@ -58,6 +58,29 @@ int Graph::registers(const Node& node) const {
   return static_cast<int>((node.register_bytes + per_thread - 1) / per_thread);
 }
 
+bool Graph::released_in_iteration(size_t v) const {
+  for (const Edge& edge : edges) {
+    if (edge.through_shared && edge.from == static_cast<int>(v) && rings_released_in_iteration.count(edge.what)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+int64_t Graph::realized_shared_bytes(const std::function<int64_t(size_t)>& depth_of) const {
+  int64_t own = 0, together_bytes = 0, together_depth = 0;
+  for (size_t v = 0; v < nodes.size(); ++v) {
+    if (!nodes[v].is_copy()) continue;
+    if (released_in_iteration(v)) {
+      own += depth_of(v) * nodes[v].buffer_bytes;
+    } else {
+      together_bytes += nodes[v].buffer_bytes;
+      together_depth = std::max(together_depth, depth_of(v));
+    }
+  }
+  return fixed_shared_bytes + own + together_depth * together_bytes;
+}
+
 std::string Graph::canonical_text() const {
   std::ostringstream out;
   out << std::fixed << std::setprecision(1);
@@ -74,6 +97,7 @@ std::string Graph::canonical_text() const {
     out << "edge " << edge.from << " " << edge.to << " " << edge.latency << " " << edge.distance
         << " " << edge.through_shared << "\n";
   }
+  for (const std::string& ring : rings_released_in_iteration) out << "released_in_iteration " << ring << "\n";
   return out.str();
 }
 
@@ -196,12 +220,24 @@ class GraphBuilder {
     }
     if (machine_.warp_specialized() && !hopper_form_) retarget();
     // Variable-latency copies get the machine's margin over their measured unloaded latency.
-    for (Node& node : graph_.nodes) {
+    // On sm_90a the boxes an MMA reads together (a GEMM's A and B, the gate and up projections'
+    // X, Wg and Wu) land when the last of them does, all of their bytes delivered at the SM's
+    // rate under load (copies_landing_together, Machine::loaded_stage_bytes_per_clock).
+    const std::vector<int64_t> landing_bytes = copies_landing_together();
+    for (size_t n = 0; n < graph_.nodes.size(); ++n) {
+      Node& node = graph_.nodes[n];
       if (!node.variable_latency) continue;
       double busy = 0;
       for (double cycles : node.occupancy) busy += cycles;
       const double margin = machine_.copy_latency_margin();
       node.fixed = node.fixed * margin + busy * (margin - 1);
+      if (landing_bytes[n] > node.buffer_bytes) {
+        const double landing = static_cast<double>(landing_bytes[n]) / machine_.loaded_stage_bytes_per_clock;
+        if (landing - busy > node.fixed) {
+          node.fixed = landing - busy;
+          node.landing_bytes = landing_bytes[n];
+        }
+      }
     }
     if (machine_.warp_specialized()) split_subtiles();
     recompute_edge_latencies();
@@ -561,6 +597,34 @@ class GraphBuilder {
     }
   }
 
+  // Per copy node, the bytes of the copies that land together with it: on sm_90a those whose
+  // buffers one op reads (joined transitively), elsewhere its own.
+  std::vector<int64_t> copies_landing_together() const {
+    const size_t count = graph_.nodes.size();
+    std::vector<int64_t> own(count, 0);
+    std::vector<size_t> group(count);
+    for (size_t n = 0; n < count; ++n) {
+      group[n] = n;
+      if (graph_.nodes[n].variable_latency) own[n] = graph_.nodes[n].buffer_bytes;
+    }
+    if (!machine_.warp_specialized()) return own;
+    const auto root = [&](size_t n) {
+      while (group[n] != n) n = group[n] = group[group[n]];
+      return n;
+    };
+    std::map<int, size_t> first_copy_read_by;
+    for (const Edge& edge : graph_.edges) {
+      if (!edge.through_shared || !graph_.nodes[static_cast<size_t>(edge.from)].is_copy()) continue;
+      auto [it, inserted] = first_copy_read_by.emplace(edge.to, static_cast<size_t>(edge.from));
+      if (!inserted) group[root(static_cast<size_t>(edge.from))] = root(it->second);
+    }
+    std::vector<int64_t> total(count, 0);
+    for (size_t n = 0; n < count; ++n) total[root(n)] += own[n];
+    std::vector<int64_t> landing(count, 0);
+    for (size_t n = 0; n < count; ++n) landing[n] = own[n] > 0 ? total[root(n)] : 0;
+    return landing;
+  }
+
   // The shared_ptr of a produced value (kept alive by the kernel), from its node pointer.
   matile::Value find_value(const ValueNode* value) const {
     auto found = owners_.find(value);
@@ -815,7 +879,12 @@ std::string describe_graph(const Graph& graph) {
           << std::ceil(node.occupancy[static_cast<size_t>(u)]);
       first = false;
     }
-    if (node.variable_latency) out << " (variable latency: measured L2-hit latency x margin)";
+    if (node.landing_bytes > 0) {
+      out << " (variable latency: lands with the boxes its MMA reads beside it, " << node.landing_bytes
+          << " B at the loaded rate)";
+    } else if (node.variable_latency) {
+      out << " (variable latency: measured L2-hit latency x margin)";
+    }
     if (!node.hand_role.empty()) out << " [hand role " << node.hand_role << "]";
     out << "\n";
   }

@@ -37,6 +37,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <set>
 #include <string>
@@ -71,6 +72,9 @@ struct Node {
   int64_t register_bytes = 0;  // bytes of its results that live in registers past it
   int64_t buffer_bytes = 0;    // copies: one stage of the shared buffer they fill
   bool variable_latency = false;  // asynchronous copies (their latency varies with the memory)
+  // sm_90a copies: the bytes of the boxes that land with it when that, at the loaded rate, set
+  // its latency (0: its own latency with the margin).
+  int64_t landing_bytes = 0;
   int64_t rows = 0;            // leading extent of its results (sub-tiling)
   std::array<int64_t, 3> mma_shape{};  // Mma / Wgmma: M, N and total K of the chain
   int subtile = -1;            // sm_90a: which 64-row sub-tile (-1: the whole op)
@@ -101,13 +105,20 @@ struct Graph {
   int hand_stages = 0;         // the hand-written kernel's ring depth
   int64_t fixed_shared_bytes = 0;  // shared memory outside the rings (operands copied once, scratch)
   // Rings whose slot the consumers release in the iteration that reads it, by allocation name
-  // (matile::SharedAlloc::released_in_iteration: attention's K beside V). Not read by the
-  // solver; the realized ring depth counts each such ring's life apart (shared_ring_depth).
+  // (matile::SharedAlloc::released_in_iteration: attention's K beside V). The realized ring
+  // depth counts each such ring's life apart (shared_ring_depth); the others share one depth.
   std::set<std::string> rings_released_in_iteration;
   std::vector<Node> nodes;
   std::vector<Edge> edges;
 
   int find(const std::string& name) const;  // node index or -1
+  // Whether the ring copy node `v` fills is released in its own iteration
+  // (rings_released_in_iteration) rather than together with the others.
+  bool released_in_iteration(size_t v) const;
+  // Shared memory of the rings at these depths (depth_of(v) for each copy node v) as the
+  // lowering realizes them, plus fixed_shared_bytes: the rings released together all take the
+  // deepest one's depth (one slot index for every operand of an iteration), the others their own.
+  int64_t realized_shared_bytes(const std::function<int64_t(size_t)>& depth_of) const;
   // Registers per thread a node's results take on the threads that run it.
   int registers(const Node& node) const;
   // A stable text of everything the solver reads (the cache key hashes it).

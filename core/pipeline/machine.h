@@ -59,6 +59,15 @@ struct Machine {
   double tma_latency_loaded_l2 = 755.5;     // measured: every SM reads the same 8 MB (L2 hits), 2.5 TB/s
   double tma_latency_loaded_dram = 1871.0;  // measured: each SM streams its own rows, 2.5 TB/s from DRAM
   double loaded_stage_bytes = 32768;
+  // The rate at which the boxes of one ring stage land on an SM while every SM streams its
+  // operands through L2 (bytes per cycle): a stage of several boxes takes at least its bytes at
+  // this rate. Measured on an NVIDIA H200 (2026-11-29, bench/NOTES.md "ring depth under load";
+  // clocks 1.98 GHz), two consumer warpgroups on 64-deep k tiles: the fused gate-and-up kernel's
+  // 48 KB stages (three 16 KB boxes) every 0.79 µs at 3 stages against 0.71 at 4 (15.7 bytes
+  // per cycle of landing latency), a 128 x 128 GEMM's 32 KB stages 0.59 against 0.38 µs (13),
+  // a 128 x 256 one's 48 KB stages hidden at 3 (17 or more); and 24 KB stages (8 + 16 KB
+  // boxes) ran 4-11% slower at 5 stages than at 4, which 16 keeps at 4.
+  double loaded_stage_bytes_per_clock = 16.0;
   // Asynchronous copies are scheduled at this multiple of their unloaded latency: the measured
   // loaded DRAM latency of a stage over the unloaded one (tma_latency), 2.7. A ring's first
   // touch of a tile comes from DRAM, and the CTAs that share it (the query tiles of one head,
