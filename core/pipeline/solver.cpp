@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <condition_variable>
 #include <mutex>
-#include <optional>
 #include <thread>
 #include <cstdio>
 #include <cstdlib>
@@ -467,6 +466,17 @@ class Model {
         const int64_t deepest =
             std::max<int64_t>(0, (machine.shared_capacity - graph.fixed_shared_bytes - own_bytes) / together_bytes);
         for (size_t v : together) fits = fits && nb_[v] <= static_cast<int>(deepest);
+        // Beside rings released in their own iteration, whose depths the bound takes as one
+        // buffer each, the exact sum for each depth in turn.
+        if (own_bytes > 0) {
+          z3::expr own = ctx_.int_val(static_cast<int>(std::min<int64_t>(graph.fixed_shared_bytes, 1 << 30)));
+          for (size_t c : copies) {
+            if (graph.released_in_iteration(c)) own = own + nb_[c] * static_cast<int>(graph.nodes[c].buffer_bytes);
+          }
+          for (size_t v : together) {
+            fits = fits && own + nb_[v] * static_cast<int>(together_bytes) <= static_cast<int>(machine.shared_capacity);
+          }
+        }
       }
       track(fits, why.str());
     }
