@@ -200,9 +200,10 @@ def run_runner(args, timeout=120):
     runner = os.path.join(OUT, "bin", "nautilus-runner")
     try:
         done = subprocess.run([runner, *args], capture_output=True, text=True, timeout=timeout)
-        return json.loads(done.stdout)
+        # The report is the JSON object on stdout; anything the driver prints before it is not.
+        return json.loads(done.stdout[done.stdout.index("{"):])
     except Exception as error:  # a timeout or a crash of the runner: report, go on
-        return {"error": str(error)[:300]}
+        return {"error": (str(error) + " " + (done.stdout[-200:] + done.stderr[-200:] if "done" in locals() else ""))[:400]}
 
 
 def measure(reps, only):

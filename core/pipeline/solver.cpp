@@ -430,7 +430,7 @@ class Model {
       solver_.add(nb_[c] * static_cast<int>(ii) >=
                   t_[r] + static_cast<int>(n.latency[r] + ii * edge.distance) - t_[c]);
     }
-    std::vector<size_t> copies, together;
+    std::vector<size_t> copies, together_rings;
     int64_t together_bytes = 0, own_bytes = 0;
     for (size_t v = 0; v < count; ++v) {
       if (!graph.nodes[v].is_copy()) {
@@ -442,7 +442,7 @@ class Model {
       if (graph.released_in_iteration(v)) {
         own_bytes += graph.nodes[v].buffer_bytes;
       } else {
-        together.push_back(v);
+        together_rings.push_back(v);
         together_bytes += graph.nodes[v].buffer_bytes;
       }
       rings << (any_ring ? ", " : "") << graph.nodes[v].name << " " << graph.nodes[v].buffer_bytes << " B";
@@ -455,17 +455,17 @@ class Model {
                          " buffers (the pipeline decision's stages)");
       std::ostringstream why;
       why << "shared memory holds " << machine.shared_capacity << " bytes per CTA; each ring takes its depth times a stage ("
-          << rings.str() << (together.size() > 1 ? "; rings released together take the deepest one's depth" : "") << ")";
+          << rings.str() << (options.bound_rings_released_together && together_rings.size() > 1 ? "; rings released together take the deepest one's depth" : "") << ")";
       if (graph.fixed_shared_bytes) why << ", plus " << graph.fixed_shared_bytes << " B outside the rings";
       // The rings released together take the deepest one's depth once realized
-      // (Graph::realized_shared_bytes): each of them at most the depth at which all of them fit
-      // beside the others' single buffers. A bound on each depth, not a sum over a maximum,
-      // which the solver proves as fast as before.
+      // (Graph::realized_shared_bytes). When an answer's rings do not fit so (solve), each of
+      // them is bounded by the depth at which all of them fit beside the others' single buffers:
+      // a bound on each depth rather than a sum over their maximum, which Z3 proves faster.
       z3::expr fits = smem <= static_cast<int>(machine.shared_capacity);
-      if (together.size() > 1) {
+      if (options.bound_rings_released_together && together_rings.size() > 1) {
         const int64_t deepest =
             std::max<int64_t>(0, (machine.shared_capacity - graph.fixed_shared_bytes - own_bytes) / together_bytes);
-        for (size_t v : together) fits = fits && nb_[v] <= static_cast<int>(deepest);
+        for (size_t v : together_rings) fits = fits && nb_[v] <= static_cast<int>(deepest);
         // Beside rings released in their own iteration, whose depths the bound takes as one
         // buffer each, the exact sum for each depth in turn.
         if (own_bytes > 0) {
@@ -473,7 +473,7 @@ class Model {
           for (size_t c : copies) {
             if (graph.released_in_iteration(c)) own = own + nb_[c] * static_cast<int>(graph.nodes[c].buffer_bytes);
           }
-          for (size_t v : together) {
+          for (size_t v : together_rings) {
             fits = fits && own + nb_[v] * static_cast<int>(together_bytes) <= static_cast<int>(machine.shared_capacity);
           }
         }
@@ -934,7 +934,7 @@ std::string SolveCache::key(const Graph& graph, const Machine& machine, const So
        << options.time_limit_seconds << " " << options.max_registers.value_or(-1) << " "
        << options.stages.value_or(-1) << " " << options.max_ii.value_or(-1) << " "
        << options.consumers.value_or(-1) << " "
-       << options.target_slots;
+       << options.target_slots << " " << options.bound_rings_released_together;
   for (const auto& [op, role] : options.role_pins) text << " role " << op << "=" << role;
   for (const auto& [op, stage] : options.stage_pins) text << " stage " << op << "=" << stage;
   // FNV-1a, 64 bits: stable across runs and platforms (std::hash is not).
@@ -993,8 +993,31 @@ SlotTimes slot_times(const Node& node, int quantum) {
   return times;
 }
 
+namespace {
+Solution solve_once(const Graph& graph, const Machine& machine, const SolveOptions& options,
+                    SolveCache* cache);
+}  // namespace
+
 Solution solve(const Graph& graph, const Machine& machine, const SolveOptions& options,
                SolveCache* cache) {
+  Solution s = solve_once(graph, machine, options, cache);
+  const bool found = s.status == SolveStatus::Optimal || s.status == SolveStatus::BestFound;
+  if (!found || options.bound_rings_released_together || s.shared_bytes <= machine.shared_capacity) return s;
+  // The lowering gives the rings released together the deepest one's depth: this answer's
+  // rings do not fit so. Solve again with each of those rings bounded.
+  SolveOptions bounded = options;
+  bounded.bound_rings_released_together = true;
+  Solution again = solve_once(graph, machine, bounded, cache);
+  again.notes.push_back("the first answer's rings, realized at the deepest one's depth, took " +
+                        std::to_string(s.shared_bytes) + " bytes of shared memory (" +
+                        std::to_string(machine.shared_capacity) +
+                        " fit): solved again with every ring released together at most that deep");
+  return again;
+}
+
+namespace {
+Solution solve_once(const Graph& graph, const Machine& machine, const SolveOptions& options,
+                    SolveCache* cache) {
   const SolveClock clock(options.time_limit_seconds);
   const auto elapsed = [&] { return clock.wall(); };
   // A stop request leaves no time: every loop below ends at its next test.
@@ -1333,6 +1356,7 @@ Solution solve(const Graph& graph, const Machine& machine, const SolveOptions& o
   best.checks = checks;
   return finish(best);
 }
+}  // namespace
 
 // ---------------------------------------------------------------------------------------------
 // The checker.

@@ -69,6 +69,10 @@ struct SolveOptions {
   std::vector<std::pair<std::string, std::string>> role_pins;  // op -> "producer", "consumer1", "main"
   std::vector<std::pair<std::string, int>> stage_pins;         // op -> stage
   int target_slots = 24;  // normalization: the interval's lower bound in slots
+  // Bound each ring released together by the depth at which all of them fit (the lowering
+  // realizes them at the deepest one's depth). solve sets it, and solves again, when an answer
+  // without it does not fit so.
+  bool bound_rings_released_together = false;
   // Stops the search early when requested (from another thread): the running Z3 check is
   // interrupted and the answer is what was proven or found so far, with a note saying it was
   // stopped (never cached as a proof). The studio stops a solve whose answer is stale.
