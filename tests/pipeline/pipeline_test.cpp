@@ -174,6 +174,29 @@ TEST(PipelineGraph, TheBoxesOneMmaReadsLandTogether) {
   }
 }
 
+// The lowering gives the rings released together the deepest one's depth. A 128 x 256 GEMM's
+// A (16 KB) and B (32 KB) rings beside its 64 KB staged epilogue: the first answer takes A 4
+// deep and B 3, 256 KB once realized; the solver solves again with each ring bounded, says so,
+// and the answer fits with 3 of each.
+TEST(PipelineSolver, RingsReleasedTogetherAreSolvedAgainWhenTheirDeepestDoesNotFit) {
+  const driver::Compilation compilation = testing::compile_for_arch(
+      "assets/specs/gemm.nt",
+      {"tile(C_sum, m=128, n=256, k=64)", "reverse_compute_at(C, C_sum, n_o)",
+       "bind(C_sum, m_o=grid.y, n_o=grid.x)", "warp_spec(C_sum, consumers=2, stages=3)",
+       "tile_order(C_sum, group=16)"},
+      {});
+  ASSERT_TRUE(compilation.ok()) << compilation.schedule_error << compilation.internal_error;
+  const Machine machine = *machine_for("sm_90a");
+  const Graph graph = graph_of(*compilation.ma_module, "sm_90a");
+  EXPECT_TRUE(graph.rings_released_in_iteration.empty());
+  const Solution s = solve_checked(graph, "sm_90a");
+  ASSERT_EQ(s.status, SolveStatus::Optimal) << describe_solution(graph, s);
+  EXPECT_TRUE(mentions(s.notes, "solved again with every ring released together")) << describe_solution(graph, s);
+  EXPECT_LE(s.shared_bytes, machine.shared_capacity);
+  EXPECT_EQ(s.shared_bytes, graph.realized_shared_bytes([&](size_t v) { return s.ring_depth.at(graph.nodes[v].name); }));
+  EXPECT_EQ(s.stages, 3) << describe_solution(graph, s);
+}
+
 // wgmma's 8-bit form (fp8 operands) reads k 32 per instruction in the time the 16-bit form reads
 // k 16: under the same warp-specialized schedule (k tile 64) the fp8 GEMM's wgmmas keep the tensor
 // cores busy half as long as the bf16 GEMM's.
