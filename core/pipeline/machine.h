@@ -66,7 +66,7 @@ struct Machine {
   // 48 KB stages (three 16 KB boxes) every 0.79 µs at 3 stages against 0.71 at 4 (15.7 bytes
   // per cycle of landing latency), a 128 x 128 GEMM's 32 KB stages 0.59 against 0.38 µs (13),
   // a 128 x 256 one's 48 KB stages hidden at 3 (17 or more); and 24 KB stages (8 + 16 KB
-  // boxes) ran 4-11% slower at 5 stages than at 4, which 16 keeps at 4.
+  // boxes) ran 1-11% slower at 5 stages than at 4 on eight kernels, which 16 keeps at 4.
   double loaded_stage_bytes_per_clock = 16.0;
   // Asynchronous copies are scheduled at this multiple of their unloaded latency: the measured
   // loaded DRAM latency of a stage over the unloaded one (tma_latency), 2.7. A ring's first
