@@ -1498,6 +1498,7 @@ nlohmann::ordered_json graph_json(const Graph& graph) {
     j["registers"] = graph.registers(node);
     j["buffer_bytes"] = node.buffer_bytes;
     j["variable_latency"] = node.variable_latency;
+    if (node.landing_bytes > 0) j["landing_bytes"] = node.landing_bytes;
     if (node.subtile >= 0) j["subtile"] = node.subtile;
     if (!node.hand_role.empty()) j["hand_role"] = node.hand_role;
     j["ops"] = node.ops;
