@@ -15,7 +15,7 @@ each kernel's own median and registers, and writes DIR/forms.md (and $OUT/forms.
 set).
 
 Usage: python3 bench/forms.py prepare DIR SPEC --form LABEL='D1;D2;...' [--form ...]
-           [--as-written LABEL] [--grouped LABEL] [-D NAME=VALUE]... [-V NAME=VALUE]... [--device h100|h200]
+           [--as-written LABEL] [--grouped LABEL] [--flags LABEL='FLAGS'] [-D NAME=VALUE]... [-V NAME=VALUE]... [--device h100|h200]
            [--arch sm_90a]
        python3 DIR/forms.py measure DIR [--reps N]
 DIR is best inside bench/out-gpu*/ (git-ignored), which travels to a GPU machine as one folder
@@ -66,14 +66,23 @@ def prepare(args):
     manifest = {"spec": spec, "sizes": args.sizes, "device_model": args.device, "arch": args.arch,
                 "validation_sizes": args.validate, "forms": [],
                 "prepared": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
+    extra_flags = {}
+    for text in args.flags:
+        label, _, flags = text.partition("=")
+        extra_flags[label] = flags.split()
     for text in args.form:
         label, _, decisions = text.partition("=")
         partial = [d.strip() for d in decisions.split(";") if d.strip()]
         json.dump({"decisions": partial}, open(pk(label + ".partial.json"), "w"), indent=1)
         form = {"label": label, "partial": partial}
+        flags = extra_flags.get(label, [])
         if label in args.as_written:
             shutil.copy2(pk(label + ".partial.json"), pk(label + ".json"))
-            rc, out = 0, ""
+            # The model's estimate of the form as written, lowered with the form's flags.
+            rc, out = run([nautilus, "lower", spec, *sizes, "--stage", "matile", "--arch", args.arch,
+                           "--schedule", pk(label + ".json"), *flags, "--estimate", args.device])
+            found = re.search(r"^\S+: ([0-9.]+) us, ", out, re.M)
+            form["estimate_us"] = float(found.group(1)) if found else None
         else:
             rc, out = run([nautilus, "schedule", spec, *sizes, "--device", args.device, "--ignore-db",
                            "--schedule", pk(label + ".partial.json"), "-o", pk(label + ".json")])
@@ -85,6 +94,9 @@ def prepare(args):
             form["decisions"] = json.load(open(pk(label + ".json")))["decisions"]
             reads = ["--shared-reads", "grouped"] if label in args.grouped else []
             form["shared_reads"] = "grouped" if reads else "elements"
+            reads += flags
+            if flags:
+                form["flags"] = flags
             a = run([nautilus, "compile", spec, *sizes, "--arch", args.arch, "--schedule", pk(label + ".json"),
                      *reads, "-o", pk(label)])
             b = run([nautilus, "compile", spec, "--arch", args.arch, "--schedule", pk(label + ".json"),
@@ -137,7 +149,7 @@ def measure(args):
         kernels = ", ".join(f"{k.get('name')} {k.get('median_us', 0):.1f} ({k.get('registers')})"
                             for k in (timing.get("timing") or {}).get("kernels") or [])
         lines.append(f"| {form['label']} | {us:.1f} | {estimate if estimate else '–'} | {ratio} | {kernels} | {status} | "
-                     f"{'; '.join(form['decisions'])} |" if us else
+                     f"{'; '.join(form['decisions'])}{' [' + ' '.join(form['flags']) + ']' if form.get('flags') else ''} |" if us else
                      f"| {form['label']} | – | {estimate} | – | – | {status} | {str(timing.get('errors') or timing.get('error'))[:120]} |")
         print(lines[-1], flush=True)
     text = "\n".join(lines) + "\n"
@@ -156,6 +168,9 @@ def main():
     p.add_argument("--as-written", action="append", default=[], help="LABEL: compile the form with no completion")
     p.add_argument("--grouped", action="append", default=[],
                    help="LABEL: compile the form with --shared-reads grouped")
+    p.add_argument("--flags", action="append", default=[],
+                   help="LABEL='FLAGS': compile (and estimate) the form with these nautilus compile flags, "
+                        "e.g. --flags early='--ring-release early'")
     p.add_argument("-D", dest="sizes", action="append", default=[], help="NAME=VALUE: a size of the timed package")
     p.add_argument("-V", dest="validate", action="append", default=[], help="NAME=VALUE: a validation size")
     p.add_argument("--device", default="h100", help="the cost model's GPU (nautilus schedule --device)")
