@@ -7,7 +7,9 @@ Rows: C[M, N] bf16 = (A[M, K] B[N, K]^T) * SA * SB with A and B fp8e4m3, per-ten
 (assets/specs/fp8_gemm_nt.nt, torch._scaled_mm's operand layout), at 8192^3 and 4096^3; and, for
 the record, assets/specs/fp8_gemm.nt (B[K, N], N-major: the widened mma.sync path) at 4096^3.
 Mixed type: Y[M, N] bf16 = X[M, K] bf16 x W[K, N] int8 x S[K / 128, N] bf16
-(assets/specs/int8_weight_gemm.nt) at N = K = 4096, decode-like (M 1 and 16: the weights' DRAM
+(assets/specs/int8_weight_gemm.nt), and the same with int4 weights W[N, K] packed two to a byte
+(assets/specs/int4_weight_gemm.nt; second peer: PyTorch's int4 weight-only kernel,
+torch._weight_int4pack_mm, where it runs), at N = K = 4096, decode-like (M 1 and 16: the weights' DRAM
 traffic is the floor) and prefill-like (M 4096); its peer is torch.matmul on X and the weights
 dequantized to bf16 beforehand (cuBLAS), and the DRAM floor is the bytes moved (X, W, S, Y) at
 the measuring GPU's DRAM bandwidth (3.35 TB/s on an H100, 4.8 on an H200). Two decode rows at a
@@ -64,6 +66,13 @@ ROWS = [
     # the launch and the ramp no longer dominate a decode step.
     ("w8_m1_k8192_n28672", "int8_weight_gemm", 1, 28672, 8192, ("searched", "rows1n16")),
     ("w8_m16_k8192_n28672", "int8_weight_gemm", 16, 28672, 8192, ("searched",)),
+    # int4 weights, nn.Linear's [out, in] = [N, K] packed two to a byte along K
+    # (assets/specs/int4_weight_gemm.nt): read through global loads (no shared-memory staging).
+    ("w4_m1", "int4_weight_gemm", 1, 4096, 4096, ("searched", "hand")),
+    ("w4_m16", "int4_weight_gemm", 16, 4096, 4096, ("searched", "hand")),
+    ("w4_m4096", "int4_weight_gemm", 4096, 4096, 4096, ("searched", "hand")),
+    ("w4_m1_k8192_n28672", "int4_weight_gemm", 1, 28672, 8192, ("searched",)),
+    ("w4_m16_k8192_n28672", "int4_weight_gemm", 16, 28672, 8192, ("searched",)),
 ]
 # Variants searched with a pin (the search completes the rest of the schedule): what a
 # decision the search did not take gives, measured beside its pick.
@@ -98,7 +107,7 @@ def dram_bytes_per_us(device):
 
 
 def grouped(spec):
-    return spec == "int8_weight_gemm"
+    return spec in ("int8_weight_gemm", "int4_weight_gemm")
 
 
 def validation_sizes(spec):
@@ -113,7 +122,8 @@ def defines(m, n, k, spec=""):
 def dram_floor_us(spec, m, n, k, device=""):
     """Microseconds to move the kernel's operands and result once at the device's DRAM bandwidth."""
     if grouped(spec):
-        moved = m * k * 2 + k * n + (k // GROUP) * n * 2 + m * n * 2
+        weight_bytes = k * n // 2 if spec == "int4_weight_gemm" else k * n
+        moved = m * k * 2 + weight_bytes + (k // GROUP) * n * 2 + m * n * 2
     else:
         moved = m * k + n * k + m * n * 2
     return moved / dram_bytes_per_us(device)
@@ -270,6 +280,29 @@ def dequantized_matmul_time(m, n, k, reps=30):
     return timed(lambda: torch.matmul(x, dequantized), reps)
 
 
+def int4_dequantized_matmul_time(m, n, k, reps=30):
+    """torch.matmul (cuBLAS) of X[M, K] bf16 and int4 weights [N, K] dequantized to bf16
+    beforehand: the bf16 GEMM the mixed-type kernel replaces. Median microseconds."""
+    import torch
+    x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+    w = torch.randint(-8, 8, (n, k), device="cuda", dtype=torch.int8)
+    s = torch.rand(k // GROUP, n, device="cuda", dtype=torch.bfloat16)
+    dequantized = (w.to(torch.bfloat16) * s.t().repeat_interleave(GROUP, dim=1)).contiguous()
+    return timed(lambda: torch.matmul(x, dequantized.t()), reps)
+
+
+def int4_weight_only_time(m, n, k, reps=30):
+    """PyTorch's int4 weight-only kernel, torch._weight_int4pack_mm (tinygemm: its own tiled
+    packing of [N, K / 2] bytes, bf16 scales and zero points per group of 128 along K).
+    Median microseconds; raises where this torch or GPU has no such kernel."""
+    import torch
+    x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+    w = torch.randint(0, 256, (n, k // 2), device="cuda", dtype=torch.uint8)
+    packed = torch._convert_weight_to_int4pack(w, 8)
+    scales_and_zeros = torch.rand(k // GROUP, n, 2, device="cuda", dtype=torch.bfloat16)
+    return timed(lambda: torch._weight_int4pack_mm(x, packed, GROUP, scales_and_zeros), reps)
+
+
 def timed(call, reps):
     import torch
     flush = l2flush.buffer(torch)
@@ -290,9 +323,18 @@ def timed(call, reps):
 
 def peer_time(spec, m, n, k):
     """The row's peer: (what it is, median microseconds)."""
+    if spec == "int4_weight_gemm":
+        return "cuBLAS bf16 on dequantized W", int4_dequantized_matmul_time(m, n, k)
     if grouped(spec):
         return "cuBLAS bf16 on dequantized W", dequantized_matmul_time(m, n, k)
     return "torch._scaled_mm", scaled_mm_time(m, n, k)
+
+
+def second_peer_time(spec, m, n, k):
+    """A row's second peer, where it has one: (what it is, median microseconds), or None."""
+    if spec == "int4_weight_gemm":
+        return "torch._weight_int4pack_mm", int4_weight_only_time(m, n, k)
+    return None
 
 
 def measure(reps, only, peers):
@@ -343,6 +385,12 @@ def measure(reps, only, peers):
             except Exception as error:  # no torch, or a torch without float8 support
                 row["scaled_mm"] = None
                 row["scaled_mm_error"] = str(error)[:200]
+            try:
+                second = second_peer_time(entry["spec"], entry["M"], entry["N"], entry["K"])
+                if second:
+                    row["peer2_name"], row["peer2"] = second
+            except Exception as error:  # a torch without the kernel, or a GPU it does not run on
+                row["peer2_error"] = str(error)[:200]
         results.append(row)
         print(row["name"], {k: (round(v, 1) if v else v) for k, v in row["us"].items()},
               "scaled_mm", row.get("scaled_mm") and round(row["scaled_mm"], 1), row["validation"], flush=True)
@@ -377,7 +425,12 @@ def write(results, labels, device, started, reps):
                      "; ".join(f"{l}: {v}" for l, v in r["instructions"].items() if v) + " |")
     lines.append("")
     for r in results:
-        for key in ("timing_error", "scaled_mm_error"):
+        if r.get("peer2"):
+            searched = r["us"].get("searched")
+            lines.append(f"- {r['name']}: {r['peer2_name']} {fmt(r['peer2'])} µs" +
+                         (f", {r['peer2_name']} / searched {fmt(r['peer2'] / searched, 3)}" if searched else ""))
+    for r in results:
+        for key in ("timing_error", "scaled_mm_error", "peer2_error"):
             if r.get(key):
                 lines.append(f"- {r['name']} {key}: {r[key]}")
     text = "\n".join(lines) + "\n"

@@ -12,15 +12,36 @@ namespace nautilus::profiler {
 std::optional<uint64_t> buffer_bytes(DType dtype, int64_t element_count) {
   if (!is_float(dtype) || dtype == DType::F64) return std::nullopt;  // the tensor dtypes
   if (element_count < 0) return std::nullopt;
-  const auto width = static_cast<uint64_t>(dtype_bytes(dtype));
   const auto count = static_cast<uint64_t>(element_count);
+  if (dtype == DType::I4) return (count + 1) / 2;  // two elements a byte
+  const auto width = static_cast<uint64_t>(dtype_bytes(dtype));
   if (count > std::numeric_limits<uint64_t>::max() / width) return std::nullopt;
   return count * width;
 }
 
+namespace {
+
+// int4: element 2j in the low nibble of byte j, 2j + 1 in the high nibble (dtype.h).
+std::vector<uint8_t> encode_int4(const TensorData& tensor, uint64_t size) {
+  std::vector<uint8_t> bytes(size, 0);
+  for (size_t i = 0; i < tensor.values.size(); ++i) {
+    const auto nibble = static_cast<uint8_t>(static_cast<int>(round_to(DType::I4, tensor.values[i])) & 0xf);
+    bytes[i / 2] |= static_cast<uint8_t>(i % 2 == 0 ? nibble : nibble << 4);
+  }
+  return bytes;
+}
+
+double int4_value(const std::vector<uint8_t>& bytes, size_t i) {
+  const int nibble = (bytes[i / 2] >> (i % 2 == 0 ? 0 : 4)) & 0xf;
+  return nibble >= 8 ? nibble - 16 : nibble;
+}
+
+}  // namespace
+
 std::vector<uint8_t> encode_tensor(const TensorData& tensor) {
   std::optional<uint64_t> size = buffer_bytes(tensor.dtype, static_cast<int64_t>(tensor.values.size()));
   if (!size) return {};
+  if (tensor.dtype == DType::I4) return encode_int4(tensor, *size);
   std::vector<uint8_t> bytes(*size);
   const auto element_bytes = static_cast<size_t>(dtype_bytes(tensor.dtype));
   parallel_chunks(static_cast<int64_t>(tensor.values.size()), [&](int64_t begin, int64_t end) {
@@ -60,6 +81,10 @@ std::optional<TensorData> decode_tensor(const std::vector<uint8_t>& bytes,
   std::optional<uint64_t> size = buffer_bytes(dtype, count);
   if (!size || *size != bytes.size()) return std::nullopt;
   tensor.values.resize(static_cast<size_t>(count));
+  if (dtype == DType::I4) {
+    for (size_t i = 0; i < tensor.values.size(); ++i) tensor.values[i] = int4_value(bytes, i);
+    return tensor;
+  }
   const auto element_bytes = static_cast<size_t>(dtype_bytes(dtype));
   parallel_chunks(count, [&](int64_t begin, int64_t end) {
     const uint8_t* in = bytes.data() + static_cast<size_t>(begin) * element_bytes;

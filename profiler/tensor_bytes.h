@@ -3,7 +3,8 @@
 //
 // Kernel buffers are row-major and contiguous: f32 as IEEE binary32, f16 as IEEE binary16, bf16
 // as the upper 16 bits of binary32, all little endian; fp8e4m3 and fp8e5m2 as one OCP FP8 byte,
-// int8 as a two's complement byte. Encoding rounds each value to the dtype first (ties to even,
+// int8 as a two's complement byte, int4 as two's complement nibbles two to a byte (element 2j
+// in the low nibble of byte j, the last byte's high nibble 0 for an odd count). Encoding rounds each value to the dtype first (ties to even,
 // overflow to infinity for the 16/32-bit floats, saturation for the 8-bit types, as the GPU's
 // conversions do), so a tensor from
 // random_tensor, whose values are already representable, encodes exactly and decodes back to the

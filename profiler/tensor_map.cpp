@@ -11,15 +11,16 @@ int tensor_map_data_type(DType dtype) {
     case DType::BF16: return 9;  // CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
     case DType::F8E4M3:
     case DType::F8E5M2:
-    case DType::I8: return 0;    // CU_TENSOR_MAP_DATA_TYPE_UINT8: TMA copies the bytes
+    case DType::I8:
+    case DType::I4: return 0;    // CU_TENSOR_MAP_DATA_TYPE_UINT8: TMA copies the bytes
     default: return 7;           // CU_TENSOR_MAP_DATA_TYPE_FLOAT32
   }
 }
 
 uint64_t tensor_map_tensor_bytes(const codegen::TensorMap& map, DType dtype) {
-  uint64_t bytes = static_cast<uint64_t>(dtype_bytes(dtype));
-  for (int64_t extent : map.dims) bytes *= static_cast<uint64_t>(extent);
-  return bytes;
+  int64_t elements = 1;
+  for (int64_t extent : map.dims) elements *= extent;
+  return static_cast<uint64_t>(global_bytes(dtype, elements));
 }
 
 bool needs_small_tensor_workaround(int driver_version, uint64_t tensor_bytes) {

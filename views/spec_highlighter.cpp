@@ -25,7 +25,7 @@ bool classify_word(QStringView word, SpecTokenKind* kind) {
   if (is_one_of(word, {u"let", u"input", u"output", u"sum", u"max", u"min", u"select", u"and",
                        u"or"})) {
     *kind = SpecTokenKind::Keyword;
-  } else if (is_one_of(word, {u"f32", u"f16", u"bf16", u"fp8e4m3", u"fp8e5m2", u"int8"})) {
+  } else if (is_one_of(word, {u"f32", u"f16", u"bf16", u"fp8e4m3", u"fp8e5m2", u"int8", u"int4"})) {
     *kind = SpecTokenKind::Dtype;
   } else if (is_one_of(word, {u"exp", u"exp2", u"log", u"log2", u"sqrt", u"rsqrt", u"tanh",
                               u"sigmoid", u"abs"})) {

@@ -45,6 +45,9 @@ __device__ __forceinline__ __nv_fp8_storage_t float_to_fp8e5m2(float x) {
 __device__ __forceinline__ signed char float_to_int8(float x) {
   return static_cast<signed char>(max(-128, min(127, __float2int_rn(x))));
 }
+__device__ __forceinline__ signed char float_to_int4(float x) {
+  return static_cast<signed char>(max(-8, min(7, __float2int_rn(x))));
+}
 // int8 widened without the conversion unit (I2F runs at a quarter of the ALU rate on sm_80 and
 // sm_90, and a mixed-type GEMM widens every weight it reads): 1.5 * 2^23 + x as an integer is
 // the float 1.5 * 2^23 + x, exactly, for |x| < 2^22; one subtraction leaves x. A float that is
@@ -54,6 +57,14 @@ __device__ __forceinline__ float int8_to_float(int x) {
 }
 __device__ __forceinline__ __nv_bfloat16 int8_to_bf16(int x) {
   return __ushort_as_bfloat16(static_cast<unsigned short>(__float_as_uint(int8_to_float(x)) >> 16));
+}
+// int4 (core/support/dtype.h): two elements a byte in global memory, element 2j in the low nibble
+// of byte j. The element at flat index i as a signed byte: its nibble moved to the top of a byte,
+// then shifted back arithmetically, which extends the sign.
+__device__ __forceinline__ signed char int4_at(const unsigned char* packed, long long i) {
+  const unsigned byte = packed[i >> 1];
+  const unsigned top = (i & 1) ? (byte & 0xF0u) : ((byte << 4) & 0xF0u);
+  return static_cast<signed char>(static_cast<signed char>(top) >> 4);
 }
 // Two int8 values as a bf16 pair, exactly, in four ALU instructions (one element at a time takes
 // an add, a subtraction and a shift each, and a pack per pair). The selector's prmt puts the

@@ -76,6 +76,9 @@ void KernelEmitter::global_load(const Op& op) {
   const std::vector<Value> gather = matile::gather_indices(op);
   const Value mask = matile::gather_mask(op);
   declare(result);
+  // An int4 buffer is packed two elements a byte: runs of slots are read as their bytes
+  // (planned_int4_load), other elements through int4_at.
+  const bool packed = op.buffer->dtype == DType::I4;
   if (planned_window_load(op, result)) return;
   const std::string buffer = buffer_name(op.buffer);
   const std::string other = constant_of(op.constant, op.buffer->dtype);
@@ -90,7 +93,9 @@ void KernelEmitter::global_load(const Op& op) {
       for (const Value& index : gather) indices.push_back(at(index, s));
       if (mask) valid = at(mask, s);
     }
-    const std::string read = buffer + "[" + flat_offset(op.buffer, indices) + "]";
+    const std::string flat = flat_offset(op.buffer, indices);
+    const std::string read =
+        packed ? "nautilus_device::int4_at(" + buffer + ", " + flat + ")" : buffer + "[" + flat + "]";
     line(at(result, s) + " = " + (valid.empty() ? read : valid + " ? " + read + " : " + other) + ";");
   });
 }
@@ -196,6 +201,7 @@ std::optional<KernelEmitter::WindowPlan> KernelEmitter::window_plan(const Op& op
     start = start_name;
   }
   plan.base = start.empty() ? buffer : "(" + buffer + " + " + start + ")";
+  plan.start = start;
   plan.start_alignment = uniform_alignment;
   for (int64_t f : thread_flat) plan.start_alignment = std::gcd(plan.start_alignment, f);
   return plan;
@@ -404,6 +410,10 @@ bool KernelEmitter::planned_window_load(const Op& op, const Value& result) {
   if (!plan) return false;
   const DType dtype = op.buffer->dtype;
   if (result->type.dtype != dtype) invalid(matile::op_label(op) + ": loaded dtype differs from the buffer's");
+  if (dtype == DType::I4) {
+    planned_int4_load(op, result, *plan);
+    return true;
+  }
   const std::string other = constant_of(op.constant, dtype);
   const int64_t most = is_narrow_float(dtype) ? 8 : dtype == DType::F32 ? 4 : 1;
   for (int64_t v = 0; v < result->layout.slots(); ++v) {
@@ -439,6 +449,43 @@ bool KernelEmitter::planned_window_load(const Op& op, const Value& result) {
     line(at(result, str(v)) + " = " + (valid.empty() ? read : valid + " ? " + read + " : " + other) + ";");
   }
   return true;
+}
+
+// An int4 window load (the buffer packed two elements a byte, element 2j in the low nibble): a run
+// of n consecutive, unchecked slots starting at an even element is n / 2 bytes at a byte offset
+// that is a multiple of n / 2, read as one access of up to 16 bytes; each slot is then its
+// nibble moved to the top of a 32-bit word and shifted back arithmetically (sign extension).
+//   W_1[0..7] <- 8 int4 at element offset e (e % 8 == 0):
+//     const unsigned bits = *reinterpret_cast<const unsigned*>(W + (e) / 2);
+//     W_1[0] = static_cast<signed char>(static_cast<int>(bits << 28) >> 28);
+//     W_1[1] = static_cast<signed char>(static_cast<int>(bits << 24) >> 28); ...
+// A lone slot, checked or not, reads its element through int4_at.
+void KernelEmitter::planned_int4_load(const Op& op, const Value& result, const WindowPlan& plan) {
+  const std::string buffer = buffer_name(op.buffer);
+  const std::string other = constant_of(op.constant, DType::I4);
+  for (int64_t v = 0; v < result->layout.slots(); ++v) {
+    const int64_t n = plan.vector(v, 32);  // 32 elements: 16 bytes
+    if (n >= 2) {
+      const int64_t bytes = n / 2;
+      const char* type = bytes == 16 ? "uint4" : bytes == 8 ? "uint2" : bytes == 4 ? "unsigned"
+                         : bytes == 2 ? "unsigned short" : "unsigned char";
+      const std::string bits = unique("bits");
+      line("const " + std::string(type) + " " + bits + " = *reinterpret_cast<const " + type + "*>(" + buffer +
+           " + " + plan.offset(v) + " / 2);");
+      const char* fields[] = {".x", ".y", ".z", ".w"};
+      for (int64_t k = 0; k < n; ++k) {
+        const std::string word = bytes > 4 ? bits + fields[k / 8] : "static_cast<unsigned>(" + bits + ")";
+        const int64_t nibble = k % 8;
+        line(at(result, str(v + k)) + " = static_cast<signed char>(static_cast<int>(" + word + " << " +
+             str(28 - 4 * nibble) + ") >> 28);");
+      }
+      v += n - 1;
+      continue;
+    }
+    const std::string& valid = plan.slot_check[static_cast<size_t>(v)];
+    const std::string read = "nautilus_device::int4_at(" + buffer + ", " + plan.offset(v) + ")";
+    line(at(result, str(v)) + " = " + (valid.empty() ? read : valid + " ? " + read + " : " + other) + ";");
+  }
 }
 
 // Every value a uniform index scalar takes is a multiple of this (1 when unknown).
@@ -756,6 +803,8 @@ void KernelEmitter::shared_load(const Op& op) {
   const LayoutInfo& info = layout_info(result->layout.tv, result->type.shape, matile::op_label(op));
   declare(result);
   std::vector<LoadedByte> bytes_read(static_cast<size_t>(result->layout.slots()));
+  // int8, and int4 held a signed byte an element in shared memory.
+  const bool signed_bytes = dtype == DType::I8 || dtype == DType::I4;
   for (const std::vector<int64_t>& group : plan.groups) {
     const std::string address = shared_address_of(op.shared, slot_coords(info, group.front()));
     const int64_t n = static_cast<int64_t>(group.size());
@@ -768,7 +817,7 @@ void KernelEmitter::shared_load(const Op& op) {
     }
     if (n == 1) {
       const char* reader = bytes == 4 ? "ld_shared_u32" : bytes == 2 ? "ld_shared_u16"
-                           : dtype == DType::I8 ? "ld_shared_s8" : "ld_shared_u8";
+                           : signed_bytes ? "ld_shared_s8" : "ld_shared_u8";
       line(at(result, str(group.front())) + " = " +
            element_of_bits(dtype, std::string(reader) + "(" + address + ")", 0) + ";");
       continue;
@@ -784,14 +833,14 @@ void KernelEmitter::shared_load(const Op& op) {
     for (int64_t i = 0; i < n; ++i) {
       const std::string word = total > 4 ? bits + fields[i / per_word] : bits;
       line(at(result, str(group[static_cast<size_t>(i)])) + " = " + element_of_bits(dtype, word, i % per_word) + ";");
-      if (dtype == DType::I8) bytes_read[static_cast<size_t>(group[static_cast<size_t>(i)])] = {word, static_cast<int>(i % per_word)};
+      if (signed_bytes) bytes_read[static_cast<size_t>(group[static_cast<size_t>(i)])] = {word, static_cast<int>(i % per_word)};
     }
   }
   for (const auto& [slot, source] : plan.copies) {
     line(at(result, str(slot)) + " = " + at(result, str(source)) + ";");
-    if (dtype == DType::I8) bytes_read[static_cast<size_t>(slot)] = bytes_read[static_cast<size_t>(source)];
+    if (signed_bytes) bytes_read[static_cast<size_t>(slot)] = bytes_read[static_cast<size_t>(source)];
   }
-  if (dtype == DType::I8) loaded_bytes_[result.get()] = std::move(bytes_read);
+  if (signed_bytes) loaded_bytes_[result.get()] = std::move(bytes_read);
 }
 
 // ldmatrix.x4 as the interpreter executes it: lane 8j + r supplies the address of row r of

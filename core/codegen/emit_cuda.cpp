@@ -59,7 +59,8 @@ std::string KernelEmitter::emit(EmittedKernel* launch) {
   for (size_t i = 0; i < kernel_.params.size(); ++i) {
     const scalar::Buffer& buffer = kernel_.params[i];
     out << (i ? ",\n    " : "\n    ")
-        << (buffer->role == scalar::BufferRole::Input ? "const " : "") << c_type(buffer->dtype)
+        << (buffer->role == scalar::BufferRole::Input ? "const " : "")
+        << (buffer->dtype == DType::I4 ? "unsigned char" : c_type(buffer->dtype))  // packed nibbles
         << "* __restrict__ " << buffer_name(buffer);
   }
   for (size_t i = 0; i < kernel_.tma_maps.size(); ++i) {

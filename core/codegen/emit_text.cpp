@@ -61,7 +61,9 @@ const char* c_type(DType dtype) {
     // fp8 value never meets an operator that would treat its byte as a number.
     case DType::F8E4M3:
     case DType::F8E5M2: return "__nv_fp8_storage_t";
-    case DType::I8: return "signed char";
+    // An int4 value in registers is a signed byte (its global buffer is packed: int4_at).
+    case DType::I8:
+    case DType::I4: return "signed char";
   }
   return "float";
 }
@@ -74,7 +76,8 @@ std::string to_float(const std::string& expr, DType dtype) {
     case DType::F16: return "__half2float(" + expr + ")";
     case DType::F8E4M3: return "nautilus_device::fp8e4m3_to_float(" + expr + ")";
     case DType::F8E5M2: return "nautilus_device::fp8e5m2_to_float(" + expr + ")";
-    case DType::I8: return "nautilus_device::int8_to_float(" + expr + ")";
+    case DType::I8:
+    case DType::I4: return "nautilus_device::int8_to_float(" + expr + ")";
     case DType::Index: return "static_cast<float>(" + expr + ")";
     case DType::Bool: return "(" + expr + " ? 1.0f : 0.0f)";
     default: return expr;
@@ -88,6 +91,7 @@ std::string from_float(const std::string& expr, DType dtype) {
     case DType::F8E4M3: return "nautilus_device::float_to_fp8e4m3(" + expr + ")";
     case DType::F8E5M2: return "nautilus_device::float_to_fp8e5m2(" + expr + ")";
     case DType::I8: return "nautilus_device::float_to_int8(" + expr + ")";
+    case DType::I4: return "nautilus_device::float_to_int4(" + expr + ")";
     case DType::Index: return "static_cast<int>(" + expr + ")";
     case DType::Bool: return "(" + expr + " != 0.0f)";
     default: return expr;

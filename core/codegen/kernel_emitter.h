@@ -329,6 +329,7 @@ class KernelEmitter : public matile::Visitor {
   // thread can be accessed together. nullopt for gathers and buffers of 2^31 elements or more.
   struct WindowPlan {
     std::string base;
+    std::string start;  // the element offset `base` adds to the buffer ("" for none)
     std::vector<int64_t> slot_flat;
     std::vector<std::string> slot_check;
     int64_t start_alignment = 1;  // base is a multiple of it (elements) in every thread
@@ -372,6 +373,12 @@ class KernelEmitter : public matile::Visitor {
       const int64_t flat = slot_flat[static_cast<size_t>(v)];
       return flat ? base + " + " + str(flat) : base;
     }
+    // Slot v's element offset in the buffer, as an expression.
+    std::string offset(int64_t v) const {
+      const int64_t flat = slot_flat[static_cast<size_t>(v)];
+      if (start.empty()) return str(flat);
+      return flat ? "(" + start + " + " + str(flat) + ")" : start;
+    }
   };
   std::optional<WindowPlan> window_plan(const Op& op, const Value& value, const Value& predicate = nullptr);
   bool planned_window_store(const Op& op, const Value& value);
@@ -380,6 +387,7 @@ class KernelEmitter : public matile::Visitor {
   SplitCoords slot_coords(const LayoutInfo& info, int64_t slot);
   std::string element_of_bits(DType dtype, const std::string& word, int64_t element_in_word);
   bool planned_window_load(const Op& op, const Value& result);
+  void planned_int4_load(const Op& op, const Value& result, const WindowPlan& plan);
   int64_t alignment_of(const Value& value);
   void global_store(const Op& op);
   void async_copy(const Op& op);

@@ -233,6 +233,9 @@ std::optional<WindowTraffic> window_traffic(const Op& op, const Value& value, bo
   const int64_t threads = layout.threads(), slots = layout.slots();
   if (threads * slots > (int64_t{1} << 20) || threads % 32 != 0) return std::nullopt;
   const int64_t bytes = dtype_bytes(op.buffer->dtype);
+  // An int4 buffer: two elements a byte (its sectors at half the element offsets; the vector is
+  // left at 1, which only matters for stores, and int4 is never stored).
+  const bool packed = op.buffer->dtype == DType::I4;
   std::vector<int64_t> stride(rank, 1);
   for (size_t j = rank - 1; j-- > 0;) stride[j] = stride[j + 1] * buffer_shape[j + 1];
   // Realigned rows (ir.h, GlobalAccess::realign_rows) go out as 16-byte vectors whatever the
@@ -244,7 +247,7 @@ std::optional<WindowTraffic> window_traffic(const Op& op, const Value& value, bo
     const int64_t full = 16 / bytes;
     for (size_t j = 0; j + 1 < rank; ++j) stride[j] = (stride[j] + full - 1) / full * full;
   }
-  std::string key = matile::layout_text(layout) + "|" + std::to_string(bytes) + (realign ? "|realign" : "") +
+  std::string key = matile::layout_text(layout) + "|" + std::to_string(bytes) + (packed ? "|int4" : "") + (realign ? "|realign" : "") +
                     (through_l1 ? "|l1" : "");
   for (size_t j = 0; j < rank; ++j) key += "|" + std::to_string(access.tile_axes[j]) + ":" + std::to_string(stride[j]);
   for (int64_t e : shape) key += "|" + std::to_string(e);
@@ -270,7 +273,7 @@ std::optional<WindowTraffic> window_traffic(const Op& op, const Value& value, bo
   }
   const auto at = [&](int64_t t, int64_t v) { return flat[static_cast<size_t>(t * slots + v)]; };
   WindowTraffic traffic;
-  for (int64_t n = 16 / bytes; n > 1; n /= 2) {
+  for (int64_t n = packed ? 1 : 16 / bytes; n > 1; n /= 2) {
     bool ok = slots % n == 0;
     for (size_t j = 0; j + 1 < rank && ok; ++j) ok = buffer_shape[j] == 1 || stride[j] % n == 0;
     for (int64_t t = 0; t < threads && ok; ++t) {
@@ -295,7 +298,7 @@ std::optional<WindowTraffic> window_traffic(const Op& op, const Value& value, bo
     for (int64_t v = 0; v < slots; v += traffic.vector) {
       for (int64_t lane = 0; lane < 32; ++lane) {
         for (int64_t k = 0; k < traffic.vector; ++k) {
-          const int64_t address = at(warp * 32 + lane, v + k) * bytes;
+          const int64_t address = packed ? at(warp * 32 + lane, v + k) / 2 : at(warp * 32 + lane, v + k) * bytes;
           sectors.push_back(address >= 0 ? address / 32 : (address - 31) / 32);
         }
       }
@@ -320,7 +323,7 @@ int value_registers(const Value& value) {
   if (!is_float(value->type.dtype)) return 0;  // index and mask tiles fold into their users
   // An 8-bit tile is an array of bytes in the emitted code, and ptxas keeps each element in a
   // register of its own (it packs 16-bit pairs for mma, never bytes).
-  if (is_8_bit(value->type.dtype)) return static_cast<int>(value->layout.slots());
+  if (is_narrow_storage(value->type.dtype)) return static_cast<int>(value->layout.slots());
   const int64_t bytes = value->layout.slots() * dtype_bytes(value->type.dtype);
   return static_cast<int>((bytes + 3) / 4);
 }
@@ -448,7 +451,7 @@ class RegisterEstimate : public matile::Visitor {
   // count: then the bytes wait in registers for the rest of their expression.)
   bool converted_as_loaded(const Op& op) const {
     if (op.kind != OpKind::GlobalLoad || op.results.size() != 1 ||
-        !is_8_bit(op.results[0]->type.dtype)) {
+        !is_narrow_storage(op.results[0]->type.dtype)) {
       return false;
     }
     auto users = users_.find(op.results[0].get());
@@ -463,7 +466,7 @@ class RegisterEstimate : public matile::Visitor {
   // per-k-step slices: ptxas converts the elements just before the mma that reads them, like a
   // streamed ldmatrix, rather than holding the whole converted tile.
   bool converted_fragments(const Op& op) const {
-    if (op.kind != OpKind::Cast || op.operands.empty() || !is_8_bit(op.operands[0]->type.dtype)) {
+    if (op.kind != OpKind::Cast || op.operands.empty() || !is_narrow_storage(op.operands[0]->type.dtype)) {
       return false;
     }
     auto users = users_.find(op.results[0].get());
@@ -481,7 +484,7 @@ class RegisterEstimate : public matile::Visitor {
   // GEMM on 4 warps: 64 x 128 x 64 holds 2 of its 4 k steps' 48 bytes (estimate 186, ptxas 187);
   // 128 x 64 x 128 holds 4 of 8 and spills, where streaming one step predicted 149 registers.
   bool hoisted_bytes(const Op& op) const {
-    if (op.kind != OpKind::SharedLoad || op.results.size() != 1 || !is_8_bit(op.results[0]->type.dtype)) {
+    if (op.kind != OpKind::SharedLoad || op.results.size() != 1 || !is_narrow_storage(op.results[0]->type.dtype)) {
       return false;
     }
     auto users = users_.find(op.results[0].get());
@@ -1074,10 +1077,12 @@ class WorkWalk : public matile::Visitor {
         return;
       }
       case OpKind::GlobalLoad: {
-        const double bytes = static_cast<double>(result->type.element_count()) *
-                             dtype_bytes(op.buffer ? op.buffer->dtype : result->type.dtype);
+        // int4 buffers are packed: half a byte an element, and each element takes its
+        // extraction (two shifts: the nibble to the word's top, then back with its sign).
+        const DType stored = op.buffer ? op.buffer->dtype : result->type.dtype;
+        const double bytes = static_cast<double>(global_bytes(stored, result->type.element_count()));
         work.shared_bytes += lanes(result) * dtype_bytes(result->type.dtype);
-        work.alu_ops += lanes(result);
+        work.alu_ops += lanes(result) * (stored == DType::I4 ? 2.0 : 1.0);
         segment.read_bytes += bytes;
         if (!segment.has_wgmma) segment.reads_before_wgmma += bytes;
         record_access(bytes, access_deps(op), false, executions, loops, 1.0, op.buffer.get());

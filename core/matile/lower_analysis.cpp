@@ -245,6 +245,9 @@ bool KernelLowering::async_copyable(const VOp& load, const Window& window) {
   const std::vector<int64_t>& tile = load.results[0]->type.shape;
   const std::vector<int64_t>& extents = load.buffer->shape;
   if (tile.empty() || extents.empty()) return false;
+  // An int4 buffer is packed two elements a byte; the kernel holds them a byte each, so copying
+  // its bytes as they are would not give the tile. It is read through global loads.
+  if (load.buffer->dtype == DType::I4) return false;
   const int bytes = dtype_bytes(load.buffer->dtype);
   if (16 % bytes != 0) return false;
   const int64_t vec = 16 / bytes;

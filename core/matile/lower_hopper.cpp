@@ -404,6 +404,11 @@ KernelLowering::TmaTile KernelLowering::plan_tma_operand(const VOp& load, const 
   const Buffer& buffer = load.buffer;
   const std::vector<int64_t>& shape = load.results[0]->type.shape;
   const int rank = static_cast<int>(buffer->shape.size());
+  if (buffer->dtype == DType::I4) {
+    out.refusal = " reads the int4 buffer " + buffer->name + ", packed two elements a byte; TMA "
+                  "copies bytes as they are, and the consumers read a byte an element";
+    return out;
+  }
   if (rank < 2 || rank > 5 || shape.size() != 2) {
     out.refusal = " reads the rank-" + std::to_string(rank) + " buffer " + buffer->name +
                   "; tensor maps take ranks 2 to 5";

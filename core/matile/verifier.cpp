@@ -784,6 +784,9 @@ class KernelVerifier : public Visitor {
     if (!alloc || !op.buffer) return;
     expect(op.access.form == GlobalAccess::Form::Window, where, "cp.async copies windows");
     expect(alloc->dtype == op.buffer->dtype, where, "copies between one dtype");
+    expect(op.buffer->dtype != DType::I4, where,
+           "an int4 buffer is packed two elements a byte, a shared tile holds a byte each: read it "
+           "with global loads");
     expect(op.vector_elements * dtype_bytes(alloc->dtype) == 16, where, "vectors are 16 bytes");
     expect(op.copy_layout.threads() <= threads(), where, "more copy threads than the CTA has");
     expect(op.copy_layout.tile == tile_tuple(op.tile_shape), where, "copy layout tile is not the window");
@@ -954,7 +957,12 @@ class KernelVerifier : public Visitor {
     check_barrier_ref(op.mbarrier);
     expect(op.multicast_mask >= 0 && op.multicast_mask < (int64_t{1} << 16), where_,
            "the multicast mask has 16 bits");
-    if (const TmaMap* map = map_of(op)) check_box_allocation(op, *map);
+    if (const TmaMap* map = map_of(op)) {
+      expect(map->buffer->dtype != DType::I4, where_,
+             "an int4 buffer is packed two elements a byte, a shared tile holds a byte each: read "
+             "it with global loads");
+      check_box_allocation(op, *map);
+    }
   }
 
   void visit_TmaStore(const Op& op) override {

@@ -34,9 +34,9 @@ std::optional<NarrowSource> narrow_source(const Value& operand, const KernelInde
   }
   if (!op || op->kind != OpKind::Cast) return std::nullopt;
   const DType from = op->operands[0]->type.dtype;
-  if (!is_16_bit(from) && !is_8_bit(from)) return std::nullopt;
+  if (!is_16_bit(from) && !is_narrow_storage(from)) return std::nullopt;
   source.value = op->operands[0];
-  source.widened = is_8_bit(from);
+  source.widened = is_narrow_storage(from);
   return source;
 }
 

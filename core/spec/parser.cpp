@@ -334,6 +334,8 @@ std::string dtype_spelling_hint(std::string_view name) {
       {"e5m2", "fp8e5m2"},                 {"float8_e5m2", "fp8e5m2"},
       {"f8e5m2", "fp8e5m2"},               {"i8", "int8"},
       {"s8", "int8"},                      {"int8_t", "int8"},
+      {"i4", "int4"},                      {"s4", "int4"},
+      {"uint4", "int4 (signed: store w - 8 and add 8 back in the spec)"},
       {"fp16", "f16"},                     {"half", "f16"},
       {"float16", "f16"},                  {"bfloat16", "bf16"},
       {"fp32", "f32"},                     {"float", "f32"},
@@ -357,7 +359,7 @@ bool Parser::parse_dtype(Statement& statement) {
   std::optional<DType> dtype = parse_tensor_dtype(text(token));
   if (!dtype) {
     diagnostics_.error(token.range, "unknown dtype " + describe(token) +
-                                        "; expected one of f32, f16, bf16, fp8e4m3, fp8e5m2, int8" +
+                                        "; expected one of f32, f16, bf16, fp8e4m3, fp8e5m2, int8, int4" +
                                         dtype_spelling_hint(text(token)));
     return false;
   }

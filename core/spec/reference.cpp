@@ -392,7 +392,8 @@ double estimate_compulsory_bytes(const Spec& spec) {
       const Tensor& tensor = spec.tensors[index];
       double elements = 1.0;
       for (int64_t extent : tensor.shape) elements *= static_cast<double>(extent);
-      total += elements * static_cast<double>(dtype_bytes(tensor.dtype));
+      // Half a byte an element for int4 (packed), global_bytes's rule without its rounding up.
+      total += elements * (tensor.dtype == DType::I4 ? 0.5 : static_cast<double>(dtype_bytes(tensor.dtype)));
     }
   }
   return total;
@@ -447,7 +448,7 @@ ReferenceResult evaluate_reference(const Spec& spec, const TensorMap& inputs,
     // covers, so it is given rounded and saturated, as it is stored.
     tensors[statement.tensor] = &out;
     if (tensor.dtype != DType::F32) {
-      const bool exact_output = tensor.role == TensorRole::Output && !is_8_bit(tensor.dtype);
+      const bool exact_output = tensor.role == TensorRole::Output && !is_narrow_storage(tensor.dtype);
       TensorData& stored = exact_output ? stored_outputs[tensor.name] = out : out;
       for (double& value : stored.values) value = round_to(tensor.dtype, value);
       tensors[statement.tensor] = &stored;

@@ -124,7 +124,7 @@ struct StatementState {
   bool has_f32_tensor = false;
   bool has_f16_tensor = false;
   bool has_bf16_tensor = false;
-  bool has_8_bit_tensor = false;  // fp8 or int8: storage only, never an intermediate's type
+  bool has_8_bit_tensor = false;  // fp8, int8 or int4: storage only, never an intermediate's type
 };
 
 // Whether an index expression is free of index variables, its value when all sizes in it are
@@ -367,6 +367,13 @@ void Checker::check_input(Statement& statement, int index) {
     shape.push_back(extent);
   }
   check_element_count(diagnostics_, statement, shape);
+  if (statement.dtype == DType::I4 && !shape.empty() && shape.back() % 2 != 0) {
+    // int4 packs two elements a byte along the last axis (core/support/dtype.h).
+    const DimensionSpec& last = statement.dims.back();
+    diagnostics_.error(last.range, "the last dimension of the int4 input " + quoted + " is " +
+                                       std::to_string(shape.back()) +
+                                       ": int4 packs two elements a byte along it, so it must be even");
+  }
   if (registers) {
     register_tensor(statement, index, TensorRole::Input, statement.dtype, std::move(shape),
                     std::move(dim_names));
@@ -486,6 +493,11 @@ void Checker::check_definition(Statement& statement, int index) {
   check_element_count(diagnostics_, statement, shape);
   bool is_output = explicit_outputs_ ? statement.is_output : index == last_definition_;
   DType dtype = DType::F32;
+  if (statement.has_dtype && statement.dtype == DType::I4) {
+    diagnostics_.error(statement.dtype_range,
+                       "int4 is an input type only (packed two elements a byte); store " + 
+                       std::string(is_output ? "the output" : "the tensor") + " as int8, bf16, f16 or f32");
+  }
   if (statement.has_dtype) {
     dtype = statement.dtype;
   } else if (!is_output && state.has_tensor && !state.has_reduction && !state.has_f32_tensor &&
@@ -511,7 +523,7 @@ void set_dtype_from_operands(Expr& expr) {
     any_strong = true;
   }
   // Arithmetic on 8-bit operands (fp8, int8) is done in f32; only a store narrows again.
-  expr.dtype = any_strong && !is_8_bit(dtype) ? dtype : DType::F32;
+  expr.dtype = any_strong && !is_narrow_storage(dtype) ? dtype : DType::F32;
   expr.weak_type = !any_strong;
 }
 
@@ -617,7 +629,7 @@ void Checker::check_access(Expr& expr, StatementState& state) {
     state.has_f32_tensor |= tensor->dtype == DType::F32;
     state.has_f16_tensor |= tensor->dtype == DType::F16;
     state.has_bf16_tensor |= tensor->dtype == DType::BF16;
-    state.has_8_bit_tensor |= is_8_bit(tensor->dtype);
+    state.has_8_bit_tensor |= is_narrow_storage(tensor->dtype);
   }
 }
 

@@ -1,5 +1,6 @@
 #include "core/support/dtype.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -18,6 +19,7 @@ const char* dtype_name(DType dtype) {
     case DType::F8E4M3: return "fp8e4m3";
     case DType::F8E5M2: return "fp8e5m2";
     case DType::I8: return "int8";
+    case DType::I4: return "int4";
   }
   return "?";
 }
@@ -29,15 +31,16 @@ std::optional<DType> parse_tensor_dtype(std::string_view name) {
   if (name == "fp8e4m3") return DType::F8E4M3;
   if (name == "fp8e5m2") return DType::F8E5M2;
   if (name == "int8") return DType::I8;
+  if (name == "int4") return DType::I4;
   return std::nullopt;
 }
 
-const char* tensor_dtype_list() { return "f32, f16, bf16, fp8e4m3, fp8e5m2 or int8"; }
+const char* tensor_dtype_list() { return "f32, f16, bf16, fp8e4m3, fp8e5m2, int8 or int4"; }
 
 bool is_float(DType dtype) { return dtype != DType::Bool && dtype != DType::Index; }
 
-bool is_8_bit(DType dtype) {
-  return dtype == DType::F8E4M3 || dtype == DType::F8E5M2 || dtype == DType::I8;
+bool is_narrow_storage(DType dtype) {
+  return dtype == DType::F8E4M3 || dtype == DType::F8E5M2 || dtype == DType::I8 || dtype == DType::I4;
 }
 
 bool is_eight_bit_float(DType dtype) { return dtype == DType::F8E4M3 || dtype == DType::F8E5M2; }
@@ -51,6 +54,7 @@ double max_finite(DType dtype) {
     case DType::F8E4M3: return 448.0;
     case DType::F8E5M2: return 57344.0;
     case DType::I8: return 127.0;
+    case DType::I4: return 7.0;
     case DType::Bool: return 1.0;
     case DType::Index: return 9.2233720368547758e18;
   }
@@ -63,7 +67,8 @@ int dtype_bytes(DType dtype) {
     case DType::Index: return 8;
     case DType::F8E4M3:
     case DType::F8E5M2:
-    case DType::I8: return 1;
+    case DType::I8:
+    case DType::I4: return 1;
     case DType::F16: return 2;
     case DType::BF16: return 2;
     case DType::F32: return 4;
@@ -72,8 +77,13 @@ int dtype_bytes(DType dtype) {
   return 0;
 }
 
+int64_t global_bytes(DType dtype, int64_t elements) {
+  if (dtype == DType::I4) return (elements + 1) / 2;
+  return elements * dtype_bytes(dtype);
+}
+
 DType promote(DType a, DType b) {
-  if (is_8_bit(a) || is_8_bit(b)) return a == DType::F64 || b == DType::F64 ? DType::F64 : DType::F32;
+  if (is_narrow_storage(a) || is_narrow_storage(b)) return a == DType::F64 || b == DType::F64 ? DType::F64 : DType::F32;
   if (a == b) return a;
   if (a == DType::F64 || b == DType::F64) return DType::F64;
   return DType::F32;
@@ -130,6 +140,13 @@ double round_to_int8(double value) {
   return rounded == 0.0 ? 0.0 : rounded;  // no negative zero in an integer
 }
 
+// int4: nearest integer, ties to even, clamped to [-8, 7]; NaN is 0.
+double round_to_int4(double value) {
+  if (std::isnan(value)) return 0.0;
+  const double rounded = std::clamp(std::nearbyint(value), -8.0, 7.0);
+  return rounded == 0.0 ? 0.0 : rounded;
+}
+
 }  // namespace
 
 double round_to(DType dtype, double value) {
@@ -143,6 +160,7 @@ double round_to(DType dtype, double value) {
     case DType::F8E4M3: return round_to_fp8(value, 3, -6, 448.0);
     case DType::F8E5M2: return round_to_fp8(value, 2, -14, 57344.0);
     case DType::I8: return round_to_int8(value);
+    case DType::I4: return round_to_int4(value);
   }
   return value;
 }
@@ -160,6 +178,7 @@ double tolerance(DType dtype) {
     case DType::F8E4M3: return 0.125;
     case DType::F8E5M2: return 0.25;
     case DType::I8: return 2e-2;
+    case DType::I4: return 0.15;  // never an output (an input type only); one step of 7
     case DType::Bool:
     case DType::Index: return 0.0;
   }

@@ -9,6 +9,8 @@ const char* npy_descr(DType dtype) {
     case DType::F64: return "<f8";
     case DType::F16: return "<f2";
     case DType::I8: return "|i1";
+    // NumPy has no int4: its values are written one to a byte (unpacked), as int8.
+    case DType::I4: return "|i1";
     // NumPy has no fp8 or bf16: their values are written as f32, which holds them exactly.
     default: return "<f4";
   }
@@ -40,8 +42,8 @@ std::string write_npy(const std::string& path, const std::vector<int64_t>& shape
   for (double v : values) {
     if (dtype == DType::F64) {
       out.write(reinterpret_cast<const char*>(&v), 8);
-    } else if (dtype == DType::I8) {
-      const auto byte = static_cast<int8_t>(round_to(DType::I8, v));
+    } else if (dtype == DType::I8 || dtype == DType::I4) {
+      const auto byte = static_cast<int8_t>(round_to(dtype, v));
       out.write(reinterpret_cast<const char*>(&byte), 1);
     } else if (dtype == DType::F16) {
       uint16_t h = float_to_half_bits(static_cast<float>(v));

@@ -24,6 +24,7 @@ TensorData random_tensor(const std::vector<int64_t>& shape, DType dtype, uint64_
 
 ValueRange random_input_range(DType dtype) {
   if (dtype == DType::I8) return {-127.5, 127.5};
+  if (dtype == DType::I4) return {-8.5, 7.5};
   return {-1.0, 1.0};
 }
 

@@ -139,6 +139,7 @@ std::vector<std::string> small_sizes(const std::string& asset) {
       {"fp8_gemm", {"M=13", "N=11", "K=37"}},
       {"fp8_gemm_nt", {"M=13", "N=11", "K=37"}},
       {"int8_weight_gemm", {"M=13", "N=11", "K=37", "G=16", "KG=3"}},
+      {"int4_weight_gemm", {"M=13", "N=11", "K=38", "G=16", "KG=3"}},
   };
   auto it = sizes.find(asset);
   return it == sizes.end() ? std::vector<std::string>{} : it->second;

@@ -33,6 +33,7 @@ const std::map<std::string, std::vector<std::string>>& multi_tile_sizes() {
       {"fp8_gemm", {"M=130", "N=129", "K=40"}},
       {"fp8_gemm_nt", {"M=130", "N=129", "K=144"}},
       {"int8_weight_gemm", {"M=130", "N=129", "K=300", "G=128", "KG=3"}},
+      {"int4_weight_gemm", {"M=130", "N=129", "K=300", "G=128", "KG=3"}},
   };
   return sizes;
 }

@@ -35,6 +35,7 @@ const std::map<std::string, std::vector<std::string>>& tail_sizes() {
       {"fp8_gemm", {"M=70", "N=72", "K=40"}},
       {"fp8_gemm_nt", {"M=70", "N=72", "K=48"}},
       {"int8_weight_gemm", {"M=70", "N=72", "K=140", "G=128", "KG=2"}},
+      {"int4_weight_gemm", {"M=70", "N=72", "K=140", "G=128", "KG=2"}},
   };
   return sizes;
 }

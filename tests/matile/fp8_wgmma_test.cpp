@@ -63,7 +63,7 @@ const Op* the_wgmma(const Kernel& kernel) {
 // Casts from an 8-bit type: the widening the 8-bit form makes unnecessary.
 int widening_casts(const Kernel& kernel) {
   return count_ops(*kernel.body, [](const Op& op) {
-    return op.kind == OpKind::Cast && !op.operands.empty() && is_8_bit(op.operands[0]->type.dtype);
+    return op.kind == OpKind::Cast && !op.operands.empty() && is_narrow_storage(op.operands[0]->type.dtype);
   });
 }
 

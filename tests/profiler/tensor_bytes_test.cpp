@@ -93,6 +93,24 @@ TEST(TensorBytes, EightBitTypesAreOneByteAndSaturate) {
   EXPECT_EQ(*buffer_bytes(DType::F8E4M3, 10), 10u);
 }
 
+// int4: two's complement nibbles, element 2j in the low nibble of byte j; an odd count leaves
+// the last high nibble 0.
+TEST(TensorBytes, Int4PacksTwoElementsAByteLowNibbleFirst) {
+  const TensorData w{{5}, DType::I4, {1.0, -2.0, 7.0, -8.0, 20.0}};
+  EXPECT_EQ(*buffer_bytes(DType::I4, 5), 3u);
+  EXPECT_EQ(encode_tensor(w), (std::vector<uint8_t>{0xe1, 0x87, 0x07}));
+  std::optional<TensorData> back = decode_tensor({0xe1, 0x87, 0x07}, {5}, DType::I4);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->values, (std::vector<double>{1.0, -2.0, 7.0, -8.0, 7.0}));
+  const TensorData random = random_tensor({37, 30}, DType::I4, derive_seed(7, 2));
+  const std::vector<uint8_t> bytes = encode_tensor(random);
+  ASSERT_EQ(bytes.size(), 37u * 15u);
+  std::optional<TensorData> again = decode_tensor(bytes, random.shape, DType::I4);
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(again->values, random.values);
+  EXPECT_FALSE(decode_tensor(std::vector<uint8_t>(4), {5}, DType::I4).has_value());
+}
+
 TEST(TensorBytes, F32IsLittleEndianBinary32) {
   TensorData tensor{{2}, DType::F32, {1.0, -0.5}};
   std::vector<uint8_t> bytes = encode_tensor(tensor);

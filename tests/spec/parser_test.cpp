@@ -173,21 +173,21 @@ TEST(Parser, SyntaxErrors) {
             "1:9: error: expected an integer value for 'M', found number '4.5'");
   EXPECT_EQ(first_error("input X[M]\n"),
             "1:11: error: expected ':' and a dtype after the shape of input 'X' (inputs must "
-            "declare f32, f16, bf16, fp8e4m3, fp8e5m2 or int8), found end of line");
+            "declare f32, f16, bf16, fp8e4m3, fp8e5m2, int8 or int4), found end of line");
   EXPECT_EQ(first_error("input X[M] : f64\n"),
             "1:14: error: unknown dtype 'f64'; expected one of f32, f16, bf16, fp8e4m3, fp8e5m2, "
-            "int8 (tensors store at most 32-bit floats; arithmetic and sums are done in f32)");
+            "int8, int4 (tensors store at most 32-bit floats; arithmetic and sums are done in f32)");
   EXPECT_EQ(first_error("input X[M] : fp8\n"),
             "1:14: error: unknown dtype 'fp8'; expected one of f32, f16, bf16, fp8e4m3, fp8e5m2, "
-            "int8 (write fp8e4m3 or fp8e5m2)");
+            "int8, int4 (write fp8e4m3 or fp8e5m2)");
   EXPECT_EQ(first_error("input X[M] : float8_e4m3fn\n"),
             "1:14: error: unknown dtype 'float8_e4m3fn'; expected one of f32, f16, bf16, "
-            "fp8e4m3, fp8e5m2, int8 (write fp8e4m3)");
+            "fp8e4m3, fp8e5m2, int8, int4 (write fp8e4m3)");
   EXPECT_EQ(first_error("Y[i] : i32 = X[i]\n"),
             "1:8: error: unknown dtype 'i32'; expected one of f32, f16, bf16, fp8e4m3, fp8e5m2, "
-            "int8 (tensors store at most 32-bit floats; arithmetic and sums are done in f32)");
+            "int8, int4 (tensors store at most 32-bit floats; arithmetic and sums are done in f32)");
   EXPECT_EQ(first_error("Y[i] : = X[i]\n"),
-            "1:8: error: expected a dtype (f32, f16, bf16, fp8e4m3, fp8e5m2 or int8) after ':', "
+            "1:8: error: expected a dtype (f32, f16, bf16, fp8e4m3, fp8e5m2, int8 or int4) after ':', "
             "found '='");
   EXPECT_EQ(first_error("Y = 3\n"),
             "1:3: error: expected '[' after 'Y' to list its index variables, found '='");

@@ -151,6 +151,41 @@ TEST(DType, Int8RoundsToEvenAndSaturates) {
   EXPECT_FALSE(std::signbit(round_to(t, -0.3)));  // an integer has no negative zero
 }
 
+// int4: nearest, ties to even, clamped to [-8, 7]; NaN is 0. Packed two to a byte in global
+// memory (global_bytes), a byte each in registers (dtype_bytes).
+TEST(DType, Int4RoundsToEvenClampsAndPacksTwoToAByte) {
+  const DType t = DType::I4;
+  EXPECT_EQ(round_to(t, 2.5), 2.0);
+  EXPECT_EQ(round_to(t, 3.5), 4.0);
+  EXPECT_EQ(round_to(t, 7.0), 7.0);
+  EXPECT_EQ(round_to(t, 7.5), 7.0);
+  EXPECT_EQ(round_to(t, 100.0), 7.0);
+  EXPECT_EQ(round_to(t, -8.0), -8.0);
+  EXPECT_EQ(round_to(t, -9.0), -8.0);
+  EXPECT_EQ(round_to(t, -INFINITY), -8.0);
+  EXPECT_EQ(round_to(t, std::nan("")), 0.0);
+  EXPECT_FALSE(std::signbit(round_to(t, -0.3)));
+  EXPECT_EQ(max_finite(t), 7.0);
+  EXPECT_STREQ(dtype_name(t), "int4");
+  EXPECT_EQ(parse_tensor_dtype("int4"), t);
+  EXPECT_TRUE(is_narrow_storage(t));
+  EXPECT_TRUE(is_float(t));
+  EXPECT_EQ(promote(t, DType::BF16), DType::F32);
+  EXPECT_EQ(dtype_bytes(t), 1);
+  EXPECT_EQ(global_bytes(t, 4096), 2048);
+  EXPECT_EQ(global_bytes(t, 7), 4);
+  EXPECT_EQ(global_bytes(DType::BF16, 7), 14);
+  const TensorData w = random_tensor({20000}, t, 5);
+  double lowest = 0, highest = 0;
+  for (double v : w.values) {
+    EXPECT_EQ(v, std::nearbyint(v));
+    lowest = std::min(lowest, v);
+    highest = std::max(highest, v);
+  }
+  EXPECT_EQ(lowest, -8.0);  // random inputs span the whole range
+  EXPECT_EQ(highest, 7.0);
+}
+
 TEST(DType, Fp8BitPatternsRoundTripForEveryByte) {
   for (DType t : {DType::F8E4M3, DType::F8E5M2}) {
     for (int bits = 0; bits < 256; ++bits) {
@@ -184,7 +219,7 @@ TEST(DType, Fp8BitPatternsRoundTripForEveryByte) {
 TEST(DType, EightBitTypesNamesSizesAndPromotion) {
   for (DType t : {DType::F8E4M3, DType::F8E5M2, DType::I8}) {
     EXPECT_EQ(dtype_bytes(t), 1);
-    EXPECT_TRUE(is_8_bit(t));
+    EXPECT_TRUE(is_narrow_storage(t));
     EXPECT_TRUE(is_float(t));  // a real value, computed in f32
     EXPECT_EQ(parse_tensor_dtype(dtype_name(t)), t);
     EXPECT_EQ(promote(t, t), DType::F32);  // 8-bit operands compute in f32
@@ -193,7 +228,7 @@ TEST(DType, EightBitTypesNamesSizesAndPromotion) {
   EXPECT_STREQ(dtype_name(DType::F8E4M3), "fp8e4m3");
   EXPECT_STREQ(dtype_name(DType::F8E5M2), "fp8e5m2");
   EXPECT_STREQ(dtype_name(DType::I8), "int8");
-  EXPECT_FALSE(is_8_bit(DType::BF16));
+  EXPECT_FALSE(is_narrow_storage(DType::BF16));
   EXPECT_FALSE(parse_tensor_dtype("fp8").has_value());
   EXPECT_FALSE(parse_tensor_dtype("i32").has_value());
 }
