@@ -14,10 +14,15 @@
 #include "core/codegen/nvrtc.h"
 #include "core/driver/pipeline.h"
 #include "tests/common/golden.h"
+#include "tests/codegen/codegen_test_util.h"
 #include "tests/common/spec_test_util.h"
 
 namespace nautilus::codegen {
 namespace {
+
+using testing::expect_compiles_for_every_arch;
+using testing::expect_every_stage_matches;
+using testing::kernels_of;
 
 // Quantization as the spec language writes it: a store with a declared 8-bit dtype. The scales
 // push part of every output beyond its type's range (|X| < 1: 600 > 448, 9e4 > 57344,
@@ -56,31 +61,8 @@ driver::Compilation compile_to_matile(const std::string& text,
 
 std::string emitted(const driver::Compilation& compilation) { return testing::emitted_cuda(compilation); }
 
-void expect_compiles_for_every_arch(const std::string& source, const std::string& name) {
-  const Result<std::shared_ptr<const Nvrtc>>& nvrtc = Nvrtc::shared();
-  if (!nvrtc) return;
-  for (GpuArch arch : all_archs()) {
-    NvrtcOptions options;
-    options.arch = arch;
-    const Result<CompiledProgram> compiled = (*nvrtc)->compile(source, name, options);
-    EXPECT_TRUE(compiled) << name << " " << arch_name(arch) << ": " << compiled.error().message;
-  }
-}
 
-void expect_every_stage_matches(const driver::Compilation& compilation, const std::string& what) {
-  for (driver::Stage stage : {driver::Stage::Scalar, driver::Stage::VRTile, driver::Stage::MATile}) {
-    for (uint64_t seed : {1, 2}) {
-      testing::expect_stage_matches_reference(compilation, stage, seed,
-                                              what + " " + driver::stage_name(stage) + " ");
-    }
-  }
-}
 
-// The kernel body without the prelude (which defines every helper, used or not).
-std::string kernels_of(const std::string& source) {
-  const size_t at = source.find("extern \"C\" __global__");
-  return at == std::string::npos ? "" : source.substr(at);
-}
 
 TEST(EightBit, QuantizingStoresSaturateAndMatchTheReferenceAtEveryStage) {
   for (bool scheduled : {false, true}) {

@@ -13,10 +13,15 @@
 
 #include "core/codegen/nvrtc.h"
 #include "core/driver/pipeline.h"
+#include "tests/codegen/codegen_test_util.h"
 #include "tests/common/spec_test_util.h"
 
 namespace nautilus::codegen {
 namespace {
+
+using testing::expect_compiles_for_every_arch;
+using testing::expect_every_stage_matches;
+using testing::kernels_of;
 
 // A decode step: one activation row times nn.Linear's int4 weights [N, K], packed along K, with
 // one scale per group of 128 weights. N and K leave remainder tiles.
@@ -33,30 +38,8 @@ driver::Compilation compile_to_matile(const std::string& text, const std::vector
   return testing::compile_scheduled(std::make_shared<SourceFile>("inline.nt", text), decisions, {}, options);
 }
 
-void expect_compiles_for_every_arch(const std::string& source, const std::string& name) {
-  const Result<std::shared_ptr<const Nvrtc>>& nvrtc = Nvrtc::shared();
-  if (!nvrtc) return;
-  for (GpuArch arch : all_archs()) {
-    NvrtcOptions options;
-    options.arch = arch;
-    const Result<CompiledProgram> compiled = (*nvrtc)->compile(source, name, options);
-    EXPECT_TRUE(compiled) << name << " " << arch_name(arch) << ": " << compiled.error().message;
-  }
-}
 
-void expect_every_stage_matches(const driver::Compilation& compilation, const std::string& what) {
-  for (driver::Stage stage : {driver::Stage::Scalar, driver::Stage::VRTile, driver::Stage::MATile}) {
-    for (uint64_t seed : {1, 2}) {
-      testing::expect_stage_matches_reference(compilation, stage, seed,
-                                              what + " " + driver::stage_name(stage) + " ");
-    }
-  }
-}
 
-std::string kernels_of(const std::string& source) {
-  const size_t at = source.find("extern \"C\" __global__");
-  return at == std::string::npos ? "" : source.substr(at);
-}
 
 TEST(Int4, DecodeReadsPackedRunsAndMatchesTheReferenceAtEveryStage) {
   const driver::Compilation compilation =
