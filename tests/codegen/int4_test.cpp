@@ -61,6 +61,16 @@ TEST(Int4, DecodeReadsPackedRunsAndMatchesTheReferenceAtEveryStage) {
   expect_compiles_for_every_arch(source, "int4_decode.cu");
 }
 
+TEST(Int4, UnscheduledProgramReadsOneElementAtATime) {
+  // One element a thread: scalar values, each read through int4_at and widened on its own.
+  const driver::Compilation compilation = compile_to_matile(kDecode, {});
+  ASSERT_TRUE(compilation.ok()) << compilation.schedule_error << compilation.internal_error;
+  expect_every_stage_matches(compilation, "unscheduled int4");
+  const std::string source = testing::emitted_cuda(compilation);
+  EXPECT_NE(kernels_of(source).find("nautilus_device::int4_at(W, "), std::string::npos) << source;
+  expect_compiles_for_every_arch(source, "int4_unscheduled.cu");
+}
+
 TEST(Int4, WeightGemmWidensToBf16ForTensorCoresAndNeverStagesPackedBytes) {
   const std::vector<std::string> sizes = {"M=70", "N=72", "K=140", "G=128", "KG=2"};
   driver::CompileOptions options;
