@@ -564,6 +564,11 @@ class RegisterEstimate : public matile::Visitor {
         if (op.kind == OpKind::Full) regs_[result.get()] = 0;
       } else if (evaluated_slot_by_slot(op) || converted_as_loaded(op)) {
         define(result, position, 0);
+      } else if (op.kind == OpKind::GlobalLoad && op.buffer && op.buffer->dtype == DType::I4) {
+        // An int4 tile arrives as words of eight packed nibbles, and ptxas extracts each nibble
+        // where it is used: the words hold the registers (NVRTC 13.0, sm_90a: the 70B-class
+        // decode's 16 x 128 tile on 2 warps, 32 nibbles a thread, takes 32 registers in all).
+        define(result, position, static_cast<int>((result->layout.slots() + 7) / 8));
       } else if (auto bytes = early_bytes_.find(result.get()); bytes != early_bytes_.end()) {
         // The first half of a loop body's byte fragments live from the body's top
         // (hoisted_bytes says why).
