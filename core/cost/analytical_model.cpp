@@ -67,6 +67,9 @@ constexpr double kBarrierCycles = 100.0;
 // quarter of the other pipes' time stays exposed however many CTAs there are. Free-running
 // warps (no barrier in a loop) interleave their phases and can overlap fully.
 constexpr double kMaxOverlap = 0.75;
+// The registers a thread can hold (255 on sm_80 and sm_90): the register estimate's bound for
+// tiles it assumes ptxas streams.
+constexpr int64_t kThreadRegisterLimit = 255;
 // Bytes one shared-memory wavefront moves (32 banks x 4 bytes).
 constexpr double kWavefrontBytes = 128.0;
 // Hopper's asynchronous machine (ir.h notes, "Hopper"). Fixed latencies, in SM cycles, of the
@@ -233,8 +236,8 @@ std::optional<WindowTraffic> window_traffic(const Op& op, const Value& value, bo
   const int64_t threads = layout.threads(), slots = layout.slots();
   if (threads * slots > (int64_t{1} << 20) || threads % 32 != 0) return std::nullopt;
   const int64_t bytes = dtype_bytes(op.buffer->dtype);
-  // An int4 buffer: two elements a byte (its sectors at half the element offsets; the vector is
-  // left at 1, which only matters for stores, and int4 is never stored).
+  // An int4 buffer: two elements a byte, its sectors at half the element offsets, and runs of up
+  // to 32 elements (16 bytes) read as one access, as planned_int4_load reads them.
   const bool packed = op.buffer->dtype == DType::I4;
   std::vector<int64_t> stride(rank, 1);
   for (size_t j = rank - 1; j-- > 0;) stride[j] = stride[j + 1] * buffer_shape[j + 1];
@@ -273,7 +276,7 @@ std::optional<WindowTraffic> window_traffic(const Op& op, const Value& value, bo
   }
   const auto at = [&](int64_t t, int64_t v) { return flat[static_cast<size_t>(t * slots + v)]; };
   WindowTraffic traffic;
-  for (int64_t n = packed ? 1 : 16 / bytes; n > 1; n /= 2) {
+  for (int64_t n = packed ? 32 : 16 / bytes; n > 1; n /= 2) {
     bool ok = slots % n == 0;
     for (size_t j = 0; j + 1 < rank && ok; ++j) ok = buffer_shape[j] == 1 || stride[j] % n == 0;
     for (int64_t t = 0; t < threads && ok; ++t) {
@@ -449,9 +452,14 @@ class RegisterEstimate : public matile::Visitor {
   // (to a 16-bit mma operand, say): ptxas converts each byte as it arrives, so the converted
   // tile holds the registers and the bytes hold none. (Casts evaluated slot by slot do not
   // count: then the bytes wait in registers for the rest of their expression.)
+  // Not when the tile has more slots than a thread has registers: its loads are all issued at the
+  // op (the emitter reads the whole tile there), and ptxas cannot keep that many in flight (an
+  // int4 tile of 1024 x 64 read into registers by 128 threads, 512 bytes a thread: 14 KB of
+  // spills, 23x slower than estimated; H200, 2026-11-29).
   bool converted_as_loaded(const Op& op) const {
     if (op.kind != OpKind::GlobalLoad || op.results.size() != 1 ||
-        !is_narrow_storage(op.results[0]->type.dtype)) {
+        !is_narrow_storage(op.results[0]->type.dtype) ||
+        op.results[0]->layout.slots() > kThreadRegisterLimit) {
       return false;
     }
     auto users = users_.find(op.results[0].get());
@@ -565,10 +573,14 @@ class RegisterEstimate : public matile::Visitor {
       } else if (evaluated_slot_by_slot(op) || converted_as_loaded(op)) {
         define(result, position, 0);
       } else if (op.kind == OpKind::GlobalLoad && op.buffer && op.buffer->dtype == DType::I4) {
-        // An int4 tile arrives as words of eight packed nibbles, and ptxas extracts each nibble
-        // where it is used: the words hold the registers (NVRTC 13.0, sm_90a: the 70B-class
-        // decode's 16 x 128 tile on 2 warps, 32 nibbles a thread, takes 32 registers in all).
-        define(result, position, static_cast<int>((result->layout.slots() + 7) / 8));
+        // An int4 tile read in runs arrives as words of packed nibbles, and ptxas extracts each
+        // nibble where it is used: the words hold the registers (NVRTC 13.0, sm_90a: the
+        // 70B-class decode's 16 x 128 tile on 2 warps, 32 nibbles a thread in runs of 8, takes 32
+        // registers in all). Elements read one by one (int4_at) take a register each.
+        const std::optional<WindowTraffic> traffic = window_traffic(op, result, /*through_l1=*/true);
+        const int64_t run = traffic ? traffic->vector : 1;
+        const int64_t slots = result->layout.slots();
+        define(result, position, static_cast<int>(run >= 8 ? (slots + 7) / 8 : (slots + run - 1) / run));
       } else if (auto bytes = early_bytes_.find(result.get()); bytes != early_bytes_.end()) {
         // The first half of a loop body's byte fragments live from the body's top
         // (hoisted_bytes says why).
