@@ -177,6 +177,34 @@ size_t expect_first_kernel_on_mma(const search::SearchInput& input, const sched:
 // make 256 CTAs on mma instead of 128 (4 warps want 32 columns; on 16 they would fall back to
 // CUDA-core dots). The found schedule then runs in the MA interpreter at ragged sizes against
 // the float64 reference.
+// int4 weights stored [K, N] (packed along N; a program no asset has): int4 tiles are read in
+// registers (no asynchronous copy takes packed bytes), and a pick that loaded a k split's whole
+// 1024 x 64 tile into them, 512 bytes a thread, spilled 14 KB and ran 23x slower than its estimate
+// on an H200. The register estimate now counts a tile of more slots than a thread has registers
+// in full, and the search tiles k instead: every int4 load of the pick fits a thread's registers.
+TEST(Fp8GemmSearch, AnInt4DecodeStepNeverLoadsMoreWeightsAThreadThanItHasRegisters) {
+  const search::SearchInput input = testing::text_input(R"(let M = 16, N = 4096, K = 4096
+input X[M, K] : bf16
+input W[K, N] : int4
+input S[N] : bf16
+output Y[m, n] : bf16 = sum(k) X[m, k] * W[k, n] * S[n]
+)", {});
+  static const std::unique_ptr<cost::CostModel> h200 = cost::make_analytical_model(cost::h200_sxm());
+  const search::SearchResult result = testing::run(input, {}, *h200);
+  ASSERT_TRUE(result.ok) << result.error;
+  const driver::Compilation compilation = testing::compile(input, result.schedule);
+  ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error << compilation.internal_error;
+  int int4_loads = 0;
+  for (const matile::KernelPtr& kernel : compilation.ma_module->kernels) {
+    matile::for_each_op(*kernel->body, [&](const matile::Op& op) {
+      if (op.kind != matile::OpKind::GlobalLoad || !op.buffer || op.buffer->dtype != DType::I4) return;
+      ++int4_loads;
+      EXPECT_LE(op.results[0]->layout.slots(), 255) << text_of(result.schedule);
+    });
+  }
+  EXPECT_GT(int4_loads, 0) << text_of(result.schedule);
+}
+
 TEST(Fp8GemmSearch, AnInt8DecodeStepGivesEachWarpOneAtomOfANarrowTile) {
   const search::SearchInput input =
       testing::asset_input("int8_weight_gemm", {"M=1", "N=4096", "K=4096", "KG=32"});
