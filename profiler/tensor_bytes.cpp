@@ -13,10 +13,9 @@ std::optional<uint64_t> buffer_bytes(DType dtype, int64_t element_count) {
   if (!is_float(dtype) || dtype == DType::F64) return std::nullopt;  // the tensor dtypes
   if (element_count < 0) return std::nullopt;
   const auto count = static_cast<uint64_t>(element_count);
-  if (dtype == DType::I4) return (count + 1) / 2;  // two elements a byte
   const auto width = static_cast<uint64_t>(dtype_bytes(dtype));
   if (count > std::numeric_limits<uint64_t>::max() / width) return std::nullopt;
-  return count * width;
+  return static_cast<uint64_t>(global_bytes(dtype, element_count));  // int4: two elements a byte
 }
 
 namespace {

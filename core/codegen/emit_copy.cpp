@@ -804,7 +804,7 @@ void KernelEmitter::shared_load(const Op& op) {
   declare(result);
   std::vector<LoadedByte> bytes_read(static_cast<size_t>(result->layout.slots()));
   // int8, and int4 held a signed byte an element in shared memory.
-  const bool signed_bytes = dtype == DType::I8 || dtype == DType::I4;
+  const bool signed_bytes = is_integer_storage(dtype);
   for (const std::vector<int64_t>& group : plan.groups) {
     const std::string address = shared_address_of(op.shared, slot_coords(info, group.front()));
     const int64_t n = static_cast<int64_t>(group.size());

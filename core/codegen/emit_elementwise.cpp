@@ -138,7 +138,7 @@ void KernelEmitter::elementwise(const Op& op) {
           value = from == DType::Index ? operand(0) + " != 0" : to_float(operand(0), from) + " != 0.0f";
         } else if (from == DType::Bool) {
           value = operand(0) + " ? " + constant_of(1.0, dtype) + " : " + constant_of(0.0, dtype);
-        } else if ((from == DType::I8 || from == DType::I4) && dtype == DType::BF16) {
+        } else if (is_integer_storage(from) && dtype == DType::BF16) {
           value = "nautilus_device::int8_to_bf16(" + operand(0) + ")";  // exact, no rounding step
         } else {
           value = from_float(to_float(operand(0), from), dtype);
@@ -309,7 +309,7 @@ bool KernelEmitter::paired_int8_widening(const Op& op) {
   const Value& source = op.operands[0];
   const int64_t slots = result->layout.slots();
   auto loaded = previous_loaded_bytes_.find(source.get());
-  if ((source->type.dtype != DType::I8 && source->type.dtype != DType::I4) || result->type.dtype != DType::BF16 || slots < 2 || slots % 2 != 0 ||
+  if (!is_integer_storage(source->type.dtype) || result->type.dtype != DType::BF16 || slots < 2 || slots % 2 != 0 ||
       source->layout.slots() != slots || loaded == previous_loaded_bytes_.end()) {
     return false;
   }

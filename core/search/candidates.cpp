@@ -676,7 +676,7 @@ std::vector<Decision> launch_candidates(const ProgramFacts& facts,
     // of a weight row at once (grouped reads; with 4 warps each would have 1 or 2 atoms, and the
     // grouped reads are refused). The 70B-class int8 decode's 64-column tile on 2 warps: 67.3 µs
     // against 95.0 on 4 (H200, 2026-11-29).
-    if (principal.reduction && principal.reads_8_bit && extents.size() == 2 && extents[0] <= 16 &&
+    if (principal.reduction && principal.reads_narrow_storage && extents.size() == 2 && extents[0] <= 16 &&
         (extents[1] == 32 || extents[1] == 64)) {
       for (int stages : {2, 3}) {
         out.push_back(make("launch", principal.block->name,
@@ -689,7 +689,7 @@ std::vector<Decision> launch_candidates(const ProgramFacts& facts,
     // launch above is also offered with reads=grouped, so the model prices the grouped form of
     // the other kernels too: on the H200 it made the fp8 128 x 128 x 32 tile 710.6 µs against
     // 749.3, though the 64 x 256 x 32 one 779 against 684.5.
-    if (principal.reduction && principal.reads_8_bit) {
+    if (principal.reduction && principal.reads_narrow_storage) {
       const size_t last_launch = out.size();
       out.push_back(make("launch", principal.block->name,
                          {keyword("warps", 4), keyword("stages", 2), keyword("reads", std::string("grouped"))}));
@@ -1040,7 +1040,7 @@ std::vector<Completion> launch_lookahead_completions(const Completion& completio
     const NestFacts* nest = facts.nest_of_block(candidate.target);
     if (!nest || !nest->tiled) continue;
     const BlockFacts& principal = nest->principal_block();
-    if (!principal.reduction || !principal.reads_8_bit) continue;
+    if (!principal.reduction || !principal.reads_narrow_storage) continue;
     std::set<int64_t>& warps = warps_of[candidate.target];
     warps.insert(4);  // the default launch's
     for (const DecisionArg& arg : candidate.args) {

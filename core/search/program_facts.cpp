@@ -120,7 +120,7 @@ struct NestWalker {
       for (const scalar::Load* load : accesses.loads) {
         if (written.count(load->buffer->name)) continue;
         if (read.insert(load->buffer->name).second) facts.reads.push_back(load->buffer->name);
-        facts.reads_8_bit |= is_narrow_storage(load->buffer->dtype);
+        facts.reads_narrow_storage |= is_narrow_storage(load->buffer->dtype);
       }
       facts.reduction = std::any_of(block->iter_vars.begin(), block->iter_vars.end(),
                                     [](const scalar::IterVar& iv) {

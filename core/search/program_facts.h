@@ -51,7 +51,7 @@ struct BlockFacts {
   std::vector<std::string> reads;         // buffers loaded (not its own accumulator)
   std::vector<std::string> writes;        // buffers stored
   bool reduction = false;                 // has a reduce iteration variable
-  bool reads_8_bit = false;               // loads a buffer of an 8-bit type (int8, fp8)
+  bool reads_narrow_storage = false;  // loads a buffer of a narrow storage type (fp8, int8, int4)
 };
 
 struct NestFacts {

@@ -392,8 +392,7 @@ double estimate_compulsory_bytes(const Spec& spec) {
       const Tensor& tensor = spec.tensors[index];
       double elements = 1.0;
       for (int64_t extent : tensor.shape) elements *= static_cast<double>(extent);
-      // Half a byte an element for int4 (packed), global_bytes's rule without its rounding up.
-      total += elements * (tensor.dtype == DType::I4 ? 0.5 : static_cast<double>(dtype_bytes(tensor.dtype)));
+      total += static_cast<double>(global_bytes(tensor.dtype, static_cast<int64_t>(elements)));
     }
   }
   return total;

@@ -124,7 +124,7 @@ struct StatementState {
   bool has_f32_tensor = false;
   bool has_f16_tensor = false;
   bool has_bf16_tensor = false;
-  bool has_8_bit_tensor = false;  // fp8, int8 or int4: storage only, never an intermediate's type
+  bool has_narrow_storage_tensor = false;  // fp8, int8 or int4: storage only, never an intermediate's type
 };
 
 // Whether an index expression is free of index variables, its value when all sizes in it are
@@ -501,7 +501,7 @@ void Checker::check_definition(Statement& statement, int index) {
   if (statement.has_dtype) {
     dtype = statement.dtype;
   } else if (!is_output && state.has_tensor && !state.has_reduction && !state.has_f32_tensor &&
-             !state.has_8_bit_tensor && state.has_f16_tensor != state.has_bf16_tensor) {
+             !state.has_narrow_storage_tensor && state.has_f16_tensor != state.has_bf16_tensor) {
     // An intermediate whose tensor operands all share one narrow dtype keeps it.
     dtype = state.has_f16_tensor ? DType::F16 : DType::BF16;
   }
@@ -629,7 +629,7 @@ void Checker::check_access(Expr& expr, StatementState& state) {
     state.has_f32_tensor |= tensor->dtype == DType::F32;
     state.has_f16_tensor |= tensor->dtype == DType::F16;
     state.has_bf16_tensor |= tensor->dtype == DType::BF16;
-    state.has_8_bit_tensor |= is_narrow_storage(tensor->dtype);
+    state.has_narrow_storage_tensor |= is_narrow_storage(tensor->dtype);
   }
 }
 

@@ -43,6 +43,8 @@ bool is_narrow_storage(DType dtype) {
   return dtype == DType::F8E4M3 || dtype == DType::F8E5M2 || dtype == DType::I8 || dtype == DType::I4;
 }
 
+bool is_integer_storage(DType dtype) { return dtype == DType::I8 || dtype == DType::I4; }
+
 bool is_eight_bit_float(DType dtype) { return dtype == DType::F8E4M3 || dtype == DType::F8E5M2; }
 
 double max_finite(DType dtype) {

@@ -43,6 +43,8 @@ bool is_float(DType dtype);
 // registers, where each element is a byte of its own, except the fp8 operands of Hopper's 8-bit
 // wgmma (docs/low-precision.md).
 bool is_narrow_storage(DType dtype);
+// The integer storage types (int8, int4): two's complement, a signed byte an element in registers.
+bool is_integer_storage(DType dtype);
 // The 8-bit floats (fp8e4m3, fp8e5m2): the operand types of wgmma's k32 form on sm_90a.
 bool is_eight_bit_float(DType dtype);
 // The largest finite value of a float dtype (fp8e4m3: 448, fp8e5m2: 57344, int8: 127, int4: 7).

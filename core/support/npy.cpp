@@ -42,7 +42,7 @@ std::string write_npy(const std::string& path, const std::vector<int64_t>& shape
   for (double v : values) {
     if (dtype == DType::F64) {
       out.write(reinterpret_cast<const char*>(&v), 8);
-    } else if (dtype == DType::I8 || dtype == DType::I4) {
+    } else if (is_integer_storage(dtype)) {
       const auto byte = static_cast<int8_t>(round_to(dtype, v));
       out.write(reinterpret_cast<const char*>(&byte), 1);
     } else if (dtype == DType::F16) {
