@@ -84,6 +84,26 @@ __device__ __forceinline__ unsigned int8x2_to_bf16x2(unsigned a, unsigned b, uns
   return value;
 }
 
+// Two int4 values as a bf16 (or f16) pair, exactly, in three instructions: the selector's prmt
+// puts the two nibbles in bits 0-3 of bytes 0 and 2 (a nibble in the high half of its byte
+// comes from the word shifted right by 4); one lop3 (LUT 0x6A: (a & b) ^ c) keeps them and
+// writes the exponent of 128 (f16: 1024) above them, flipping each nibble's bit 3, which makes
+// the two's-complement nibble x the unsigned x + 8; the halves are then 136 + x (1032 + x),
+// and one bf16x2 (f16x2) fma subtracts 136 (1032). Integers that small are exact in both types.
+__device__ __forceinline__ unsigned int4x2_to_bf16x2(unsigned a, unsigned b, unsigned selector) {
+  const unsigned nibbles = __byte_perm(a, b, selector);
+  unsigned biased, value;
+  asm("lop3.b32 %0, %1, %2, %3, 0x6A;" : "=r"(biased) : "r"(nibbles), "r"(0x000F000Fu), "r"(0x43084308u));
+  asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(value) : "r"(biased), "r"(0x3F803F80u), "r"(0xC308C308u));
+  return value;
+}
+__device__ __forceinline__ unsigned int4x2_to_f16x2(unsigned a, unsigned b, unsigned selector) {
+  const unsigned nibbles = __byte_perm(a, b, selector);
+  unsigned biased, value;
+  asm("lop3.b32 %0, %1, %2, %3, 0x6A;" : "=r"(biased) : "r"(nibbles), "r"(0x000F000Fu), "r"(0x64086408u));
+  asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(value) : "r"(biased), "r"(0x3C003C00u), "r"(0xE408E408u));
+  return value;
+}
 // 2^x on the SFU alone (ex2.approx.ftz: about 2 ulp, results below 2^-126 flushed to zero).
 // exp2f without -ftz guards the denormal range around it (a compare and two predicated
 // multiplies per element): 3 of the 15 instructions per score of an attention kernel's softmax.

@@ -473,11 +473,14 @@ void KernelEmitter::planned_int4_load(const Op& op, const Value& result, const W
       line("const " + std::string(type) + " " + bits + " = *reinterpret_cast<const " + type + "*>(" + buffer +
            " + " + plan.offset(v) + " / 2);");
       const char* fields[] = {".x", ".y", ".z", ".w"};
+      std::vector<LoadedByte>& nibbles = loaded_bytes_[result.get()];
+      nibbles.resize(static_cast<size_t>(result->layout.slots()));
       for (int64_t k = 0; k < n; ++k) {
         const std::string word = bytes > 4 ? bits + fields[k / 8] : "static_cast<unsigned>(" + bits + ")";
         const int64_t nibble = k % 8;
         line(at(result, str(v + k)) + " = static_cast<signed char>(static_cast<int>(" + word + " << " +
              str(28 - 4 * nibble) + ") >> 28);");
+        nibbles[static_cast<size_t>(v + k)] = LoadedByte{word, 0, static_cast<int>(nibble)};
       }
       v += n - 1;
       continue;

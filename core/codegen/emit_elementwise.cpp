@@ -106,6 +106,7 @@ void KernelEmitter::elementwise(const Op& op) {
   }
   if (op.kind == OpKind::Cast && paired_narrowing(op)) return;
   if (op.kind == OpKind::Cast && paired_int8_widening(op)) return;
+  if (op.kind == OpKind::Cast && paired_int4_widening(op)) return;
   if (op.kind == OpKind::Compare && affine_compare(op)) return;
   for_slots(result->layout.slots(), [&](const std::string& s) {
     const std::string target = at(result, s);
@@ -309,7 +310,7 @@ bool KernelEmitter::paired_int8_widening(const Op& op) {
   const Value& source = op.operands[0];
   const int64_t slots = result->layout.slots();
   auto loaded = previous_loaded_bytes_.find(source.get());
-  if (!is_integer_storage(source->type.dtype) || result->type.dtype != DType::BF16 || slots < 2 || slots % 2 != 0 ||
+  if (source->type.dtype != DType::I8 || result->type.dtype != DType::BF16 || slots < 2 || slots % 2 != 0 ||
       source->layout.slots() != slots || loaded == previous_loaded_bytes_.end()) {
     return false;
   }
@@ -326,6 +327,49 @@ bool KernelEmitter::paired_int8_widening(const Op& op) {
     char hex[16];
     std::snprintf(hex, sizeof hex, "0x%04xu", selector);
     line("unpack2(int8x2_to_bf16x2(" + low.word + ", " + high.word + ", " + hex + "), " + at(result, str(s)) + ", " +
+         at(result, str(s + 1)) + ");");
+  }
+  return true;
+}
+
+// An int4 -> bf16 (or f16) cast of a tile read in runs from global memory (planned_int4_load,
+// possibly through a register move) widens slot pairs with int4x2_to_bf16x2 (prelude: one
+// prmt, one lop3 and one fma per pair, against two shifts, an add, a subtraction and a shift
+// per element one by one), taking the nibbles straight from the words they arrived in. An mma
+// operand pairs k and k + 1, a byte's two nibbles, as the interleaved k steps of a weight
+// W[N, K] read them (layouts.h, interleaved_k):
+//   %W_bf16 = cast %W : bf16[128, 128]  ->
+//     unpack2(int4x2_to_bf16x2(bits_8.x, (bits_8.x >> 4), 0x4400u), W_bf16[0], W_bf16[1]);
+// A slot read on its own gives its own low nibble.
+bool KernelEmitter::paired_int4_widening(const Op& op) {
+  const Value& result = op.results[0];
+  const Value& source = op.operands[0];
+  const int64_t slots = result->layout.slots();
+  const DType dtype = result->type.dtype;
+  auto loaded = previous_loaded_bytes_.find(source.get());
+  if (source->type.dtype != DType::I4 || (dtype != DType::BF16 && dtype != DType::F16) || slots < 2 ||
+      slots % 2 != 0 || source->layout.slots() != slots || loaded == previous_loaded_bytes_.end()) {
+    return false;
+  }
+  // The word whose byte `byte` holds the slot's nibble in its low four bits.
+  auto nibble_of = [&](int64_t slot) -> std::pair<std::string, int> {
+    const LoadedByte& loaded_nibble = loaded->second[static_cast<size_t>(slot)];
+    if (loaded_nibble.word.empty() || loaded_nibble.nibble < 0) {
+      return {"static_cast<unsigned>(" + at(source, str(slot)) + ")", 0};
+    }
+    const int nibble = loaded_nibble.nibble;
+    return {nibble % 2 == 0 ? loaded_nibble.word : "(" + loaded_nibble.word + " >> 4)", nibble / 2};
+  };
+  const std::string widen = dtype == DType::BF16 ? "int4x2_to_bf16x2(" : "int4x2_to_f16x2(";
+  for (int64_t s = 0; s < slots; s += 2) {
+    const auto [low_word, low_byte] = nibble_of(s);
+    const auto [high_word, high_byte] = nibble_of(s + 1);
+    // Result bytes 0 and 2 take the low and the high nibble's bytes (selectors 0-3 name the first
+    // word's bytes, 4-7 the second's); bytes 1 and 3 are masked off.
+    const unsigned selector = static_cast<unsigned>(low_byte) * 0x11u + static_cast<unsigned>(4 + high_byte) * 0x1100u;
+    char hex[16];
+    std::snprintf(hex, sizeof hex, "0x%04xu", selector);
+    line("unpack2(" + widen + low_word + ", " + high_word + ", " + hex + "), " + at(result, str(s)) + ", " +
          at(result, str(s + 1)) + ");");
   }
   return true;

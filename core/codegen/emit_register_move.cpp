@@ -79,6 +79,13 @@ void KernelEmitter::register_move(const Op& op) {
     declare(result);
     table_copy(result, source, per_slot);
   }
+  // The words a narrow tile was loaded in follow its slots (an int4 weight's permute between
+  // its load and the widening cast).
+  if (auto loaded = previous_loaded_bytes_.find(source.get()); loaded != previous_loaded_bytes_.end()) {
+    std::vector<LoadedByte> moved;
+    for (int64_t v : per_slot) moved.push_back(loaded->second[static_cast<size_t>(v)]);
+    loaded_bytes_[result.get()] = std::move(moved);
+  }
   // The affine form of an index tile follows its slots (a causal mask's broadcast indices).
   if (const AffineIndex* affine = affine_index(source); affine && result->layout.slots() > 1) {
     AffineIndex moved{affine->base, {}};

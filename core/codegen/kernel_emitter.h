@@ -257,6 +257,7 @@ class KernelEmitter : public matile::Visitor {
   void elementwise(const Op& op);
   bool paired_narrowing(const Op& op);
   bool paired_int8_widening(const Op& op);
+  bool paired_int4_widening(const Op& op);
   std::optional<IndexRange> range_given(const Value& value, const Value& predicate);
   void track_range(const Op& op);
   std::optional<IndexRange> range_of(const Value& value);
@@ -278,14 +279,17 @@ class KernelEmitter : public matile::Visitor {
   bool is_affine_compare(const Op& op) const;
   void find_folded_index_tiles();
   std::set<const matile::ValueNode*> folded_index_tiles_;
-  // The bytes of an int8 tile that a grouped shared read loaded (shared_load): per slot, the
-  // 32-bit word it arrived in and its byte there, so that a widening cast takes the bytes from
-  // the words (paired_int8_widening) instead of from extracted, sign-extended slots. The words
-  // are locals of the block the load was emitted in, so the entries hold for the next op only:
-  // visit() moves them to previous_loaded_bytes_ and clears them.
+  // The bytes of an int8 tile that a grouped shared read loaded (shared_load), and the nibbles
+  // of an int4 tile read in runs from global memory (planned_int4_load): per slot, the 32-bit
+  // word it arrived in and its byte (or nibble) there, so that a widening cast takes them from
+  // the words (paired_int8_widening, paired_int4_widening) instead of from extracted,
+  // sign-extended slots. The words are locals of the block the load was emitted in, so the
+  // entries hold for the next op only: visit() moves them to previous_loaded_bytes_ and clears
+  // them (a register move passes them on to its result).
   struct LoadedByte {
     std::string word;
     int byte = 0;
+    int nibble = -1;  // an int4 slot: its nibble 0..7 of `word`
   };
   std::map<const matile::ValueNode*, std::vector<LoadedByte>> loaded_bytes_, previous_loaded_bytes_;
 

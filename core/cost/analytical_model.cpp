@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <set>
 #include <limits>
 #include <mutex>
 #include <optional>
@@ -117,6 +118,9 @@ DepMask loop_bit(int loop_index) { return DepMask{1} << std::min(kGridBits + loo
 struct Work {
   double tensor_flops = 0.0;
   double alu_ops = 0.0;      // lane operations on the CUDA cores (an FMA is one)
+  // Of the widening of narrow storage (int4 nibbles, int8), the lane operations that run on the
+  // INT32 pipe (shifts, prmt, lop3, integer adds), which sm_90 has half as many lanes of.
+  double int_ops = 0.0;
   double float_flops = 0.0;  // the FLOPs among them (an FMA is two)
   double special_ops = 0.0;
   double shared_bytes = 0.0;  // wavefronts x 128: a conflicted or narrow access costs more
@@ -139,6 +143,7 @@ struct Work {
     sync_cycles += other.sync_cycles * times;
     store_waits += other.store_waits * times;
     alu_ops += other.alu_ops * times;
+    int_ops += other.int_ops * times;
     float_flops += other.float_flops * times;
     special_ops += other.special_ops * times;
     shared_bytes += other.shared_bytes * times;
@@ -327,7 +332,15 @@ int value_registers(const Value& value) {
   // An 8-bit tile is an array of bytes in the emitted code, and ptxas keeps each element in a
   // register of its own (it packs 16-bit pairs for mma, never bytes).
   if (is_narrow_storage(value->type.dtype)) return static_cast<int>(value->layout.slots());
-  const int64_t bytes = value->layout.slots() * dtype_bytes(value->type.dtype);
+  // Slots that repeat an element (an mma A fragment of fewer than 16 rows) are the same loads:
+  // ptxas keeps each element once.
+  int64_t held = value->layout.slots();
+  if (matile::repeats_in_a_thread(value->layout)) {
+    std::set<int64_t> elements;
+    for (int64_t v = 0; v < held; ++v) elements.insert(value->layout.tv.index(0, v));
+    held = static_cast<int64_t>(elements.size());
+  }
+  const int64_t bytes = held * dtype_bytes(value->type.dtype);
   return static_cast<int>((bytes + 3) / 4);
 }
 
@@ -473,14 +486,20 @@ class RegisterEstimate : public matile::Visitor {
   // A 16-bit mma operand converted from an 8-bit tile and read only by mma, whole or through
   // per-k-step slices: ptxas converts the elements just before the mma that reads them, like a
   // streamed ldmatrix, rather than holding the whole converted tile.
+  // Register-only views between (an int4 weight's layout conversion that moves nothing) count as
+  // the tile itself.
   bool converted_fragments(const Op& op) const {
     if (op.kind != OpKind::Cast || op.operands.empty() || !is_narrow_storage(op.operands[0]->type.dtype)) {
       return false;
     }
-    auto users = users_.find(op.results[0].get());
-    if (users == users_.end()) return false;
+    return read_only_by_mma(op.results[0].get(), 0);
+  }
+  bool read_only_by_mma(const ValueNode* value, int depth) const {
+    auto users = users_.find(value);
+    if (users == users_.end() || depth > 4) return false;
     for (const Op* user : users->second) {
-      if (user->kind != OpKind::ExtractSlice && user->kind != OpKind::Mma) return false;
+      if (user->kind == OpKind::ExtractSlice || user->kind == OpKind::Mma) continue;
+      if (!is_view(*user) || !read_only_by_mma(user->results[0].get(), depth + 1)) return false;
     }
     return true;
   }
@@ -629,6 +648,11 @@ class WorkWalk : public matile::Visitor {
       grid_axis_[kernel.grid[i].var.get()] = static_cast<int>(i);
       deps_[kernel.grid[i].var.get()] = i < kGridBits ? DepMask{1} << i : kGridMask;
     }
+    if (kernel.body) {
+      matile::for_each_op(*kernel.body, [&](const Op& op) {
+        for (const Value& used : matile::used_values(op)) users_[used.get()].push_back(&op);
+      });
+    }
   }
 
   void run() {
@@ -648,7 +672,7 @@ class WorkWalk : public matile::Visitor {
     accesses_.clear();
     cost_op(op, 0, 1.0, {});
     const Work& work = segments_[0].work;
-    OpWork result{work.tensor_flops, work.alu_ops, work.special_ops, work.shared_bytes,
+    OpWork result{work.tensor_flops, work.alu_ops + work.int_ops, work.special_ops, work.shared_bytes,
                   work.barriers, 0.0};
     result.wgmma_flops = work.wgmma_flops;
     result.wgmma_8bit_flops = work.wgmma_8bit_flops;
@@ -897,6 +921,24 @@ class WorkWalk : public matile::Visitor {
     cost_op(op, segment_, segments_[segment_].executions, loops_);
   }
 
+  // An int4 load read in runs (window_traffic's vector) whose only readers, through
+  // register-only views, are casts to a 16-bit float: the emitter widens its nibbles a pair at a
+  // time from the loaded words (codegen paired_int4_widening).
+  bool widened_in_pairs(const Op& load) {
+    const std::optional<WindowTraffic> traffic = window_traffic(load, load.results[0], /*through_l1=*/true);
+    if (!traffic || traffic->vector < 2) return false;
+    std::function<bool(const ValueNode*, int)> widened = [&](const ValueNode* value, int depth) {
+      auto found = users_.find(value);
+      if (found == users_.end() || depth > 4) return false;
+      for (const Op* user : found->second) {
+        if (user->kind == OpKind::Cast && is_16bit_float(user->results[0]->type.dtype)) continue;
+        if (user->kind != OpKind::Permute || !widened(user->results[0].get(), depth + 1)) return false;
+      }
+      return true;
+    };
+    return widened(load.results[0].get(), 0);
+  }
+
   void walk_for(const Op& op, const Value& first_trips) {
     const size_t segment = segment_;
     const int loop_index = next_loop_++;
@@ -976,6 +1018,14 @@ class WorkWalk : public matile::Visitor {
       case OpKind::Cast: {
         const bool pairs = is_16bit_float(result->type.dtype) && !op.operands.empty() &&
                            op.operands[0]->type.dtype == DType::F32;
+        // int4 to bf16 / f16: a prmt and a lop3 (INT32) and an fma a pair (int4x2_to_bf16x2);
+        // to f32: an integer add and a float subtraction an element (int8_to_float).
+        if (!op.operands.empty() && op.operands[0]->type.dtype == DType::I4) {
+          const bool half = is_16bit_float(result->type.dtype);
+          work.int_ops += lanes(result);
+          work.alu_ops += lanes(result) * (half ? 0.5 : 1.0);
+          return;
+        }
         work.alu_ops += lanes(result) * (pairs ? 0.5 : 1.0);
         return;
       }
@@ -1096,10 +1146,17 @@ class WorkWalk : public matile::Visitor {
       case OpKind::GlobalLoad: {
         // int4 buffers are packed: half a byte an element, and each element takes its
         // extraction (two shifts: the nibble to the word's top, then back with its sign).
+        // Widened a nibble pair at a time straight from the words (paired_int4_widening), the
+        // extraction is one shift a word (0.25 an element) and the rest is the cast's work.
         const DType stored = op.buffer ? op.buffer->dtype : result->type.dtype;
         const double bytes = static_cast<double>(global_bytes(stored, result->type.element_count()));
-        work.shared_bytes += lanes(result) * dtype_bytes(result->type.dtype);
-        work.alu_ops += lanes(result) * (stored == DType::I4 ? 2.0 : 1.0);
+        work.shared_bytes += lanes(result) * (stored == DType::I4 ? 0.5 : dtype_bytes(result->type.dtype));
+        if (stored == DType::I4) {
+          // The nibble's shift to the word's top and back (INT32), or one shift a word.
+          work.int_ops += lanes(result) * (widened_in_pairs(op) ? 0.25 : 2.0);
+        } else {
+          work.alu_ops += lanes(result);
+        }
         segment.read_bytes += bytes;
         if (!segment.has_wgmma) segment.reads_before_wgmma += bytes;
         record_access(bytes, access_deps(op), false, executions, loops, 1.0, op.buffer.get());
@@ -1401,6 +1458,7 @@ class WorkWalk : public matile::Visitor {
   static constexpr int64_t kWarpSize = matile::kWarpSize;
 
   const Kernel& kernel_;
+  std::unordered_map<const ValueNode*, std::vector<const Op*>> users_;
   std::unordered_map<const ValueNode*, int> grid_axis_;
   std::unordered_map<const ValueNode*, DepMask> deps_;
   std::unordered_map<const ValueNode*, const Op*> def_;
@@ -1532,6 +1590,7 @@ double distinct_keys(const Kernel& kernel, DepMask deps, int64_t first, int64_t 
 struct Rates {  // per SM, per second
   double tensor = 0.0, alu = 0.0, special = 0.0, shared = 0.0, global_per_sm = 0.0;
   double wgmma = 0.0;  // the tensor cores fed by wgmma (sm_90a); mma.sync reaches `tensor`
+  double int_weight = 1.0;  // FP32 lanes per INT32 lane: what an integer op costs on `alu`
 };
 
 struct PipeTime {
@@ -1800,6 +1859,9 @@ class AnalyticalModel : public CostModel {
                                                      : device_.tensor_tflops_16bit) *
               1e12 / sms;
     r.alu = device_.cuda_core_tflops_f32 * 1e12 / 2.0 / sms;
+    if (device_.int32_lanes_per_sm > 0 && clock > 0) {
+      r.int_weight = std::max(1.0, r.alu / clock / device_.int32_lanes_per_sm);
+    }
     r.special = device_.sfu_ops_per_clock_per_sm * clock;
     r.shared = device_.shared_bytes_per_clock_per_sm * clock;
     r.global_per_sm = device_.global_bytes_per_clock_per_sm > 0
@@ -2120,7 +2182,7 @@ class AnalyticalModel : public CostModel {
       t.tensor = (k * (work.tensor_flops - work.wgmma_flops) / rate.tensor +
                   k * (work.wgmma_flops - work.wgmma_8bit_flops) / rate.wgmma +
                   k * work.wgmma_8bit_flops / (rate.wgmma * kEightBitWgmmaSpeedup)) / share;
-      t.alu = k * work.alu_ops / rate.alu / share;
+      t.alu = k * (work.alu_ops + work.int_ops * rate.int_weight) / rate.alu / share;
       t.special = k * work.special_ops / rate.special / share;
       t.shared = k * work.shared_bytes / rate.shared;
       return t;

@@ -47,6 +47,9 @@ struct DeviceModel {
   double dram_latency_ns = 0.0;            // a global load that misses L2, issue to use
   double l2_latency_ns = 0.0;              // one that hits L2
   int schedulers_per_sm = 4;               // warp schedulers (issue slots) per SM
+  // INT32 lanes per SM (shifts, prmt, lop3, integer adds); 0 means as many as FP32 lanes. On
+  // sm_90 they are half the FP32 lanes, so an integer instruction holds the pipe twice as long.
+  int int32_lanes_per_sm = 0;
   int shared_bytes_reserved_per_cta = 0;   // the runtime's per-CTA reservation (1 KB on sm_80+)
 };
 

@@ -58,6 +58,7 @@ DeviceModel h100_sxm() {
   d.tensor_tflops_16bit = 660.0;
   d.wgmma_tensor_tflops_16bit = 989.0;
   d.cuda_core_tflops_f32 = 128 * 2 * 132 * 1.98e9 / 1e12;  // 128 FP32 lanes per SM: 66.9
+  d.int32_lanes_per_sm = 64;
   d.sfu_ops_per_clock_per_sm = 16.0;                       // MUFU: 4 per SM sub-partition
   d.dram_bytes_per_s = 3.35e12;                            // HBM3 peak
   d.dram_efficiency = 0.9;                                 // 3.02 TB/s measured (ANCHORS.md)
@@ -100,6 +101,7 @@ DeviceModel a100_sxm() {
   d.tensor_tflops_16bit = 290.0;      // 312 peak; mma.sync is the native path on sm_80
   d.wgmma_tensor_tflops_16bit = 0.0;  // no wgmma before sm_90a
   d.cuda_core_tflops_f32 = 64 * 2 * 108 * 1.41e9 / 1e12;  // 64 FP32 lanes per SM: 19.5
+  d.int32_lanes_per_sm = 64;
   d.sfu_ops_per_clock_per_sm = 16.0;
   d.dram_bytes_per_s = 2.039e12;  // HBM2e peak (80 GB part)
   d.dram_efficiency = 0.9;

@@ -425,9 +425,10 @@ Value Builder::permute(const Value& value, std::vector<int> order, RegisterLayou
 
 Value Builder::extract_slice(const Value& value, std::vector<int64_t> offsets,
                              std::vector<int64_t> shape, RegisterLayout layout,
-                             const std::string& name) {
+                             const std::string& name, int slice_interleave) {
   Op op = op_of(OpKind::ExtractSlice, {value});
   op.offsets = std::move(offsets);
+  op.slice_interleave = slice_interleave;
   op.results.push_back(make_value(fresh_name(name), TileType{type_of(value).dtype, std::move(shape)},
                                   std::move(layout)));
   return emit(std::move(op));

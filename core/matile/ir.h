@@ -41,7 +41,11 @@
 //   Unary/Binary/Compare/Logical/Select/Cast   element-wise, VR semantics (f32 rounding per op).
 //   Broadcast(x, dims), Permute(x, order)   VR semantics; register-only: every thread must hold
 //                               the source elements its result slots need.
-//   ExtractSlice(x, offsets)    result element c = x element c + offsets (static), register-only
+//   ExtractSlice(x, offsets)    result element c = x element c + offsets (static), register-only;
+//                               with slice_interleave p > 1, one k step of an mma operand whose
+//                               k steps interleave (layouts.h, interleaved_k): along the k axis
+//                               (the one the slice shortens to 16), result column c is source k
+//                               interleaved_k(offset / 16, c, p)
 //                               (e.g. the k-th 16-column block of an mma A fragment tile).
 //   ConvertLayout(x)            the same tile in the result's layout. `via_shared` false: a
 //                               register permutation (each thread already holds what it needs,
@@ -275,6 +279,7 @@ struct RegisterLayout {
   layout::TVLayout tv;
   int warps_m = 0, warps_n = 0;  // Mma kinds: the warp grid (warp w = wm + warps_m * wn)
   int column_interleave = 1;     // MmaB / MmaC: atoms' columns interleaved (layouts.h, mma_b_layout)
+  int k_interleave = 1;          // MmaA / MmaB: the k steps interleaved (layouts.h, interleaved_k)
 
   int64_t threads() const { return tv.threads(); }
   int64_t slots() const { return tv.values(); }
@@ -480,6 +485,7 @@ struct Op {
   int axis = 0;                 // Reduce
   std::vector<int> dims;        // Broadcast: source axis -> result axis; Permute: order
   std::vector<int64_t> offsets;  // ExtractSlice
+  int slice_interleave = 1;      // ExtractSlice: the k steps' interleave (1: a plain window)
   ReduceOp reduce_op = ReduceOp::Sum;
   std::vector<int> xor_masks;   // Reduce: the lane masks of the shuffle butterfly, in order
   int scratch = -1;             // Reduce / ConvertLayout: shared scratch allocation, or -1
@@ -656,7 +662,7 @@ class Builder {
                 const std::string& name = "");
   Value extract_slice(const Value& value, std::vector<int64_t> offsets,
                       std::vector<int64_t> shape, RegisterLayout layout,
-                      const std::string& name = "");
+                      const std::string& name = "", int slice_interleave = 1);
   Value convert_layout(const Value& value, RegisterLayout layout, bool via_shared, int scratch,
                        const std::string& name = "");
   Value reduce(ReduceOp op, const Value& value, int axis, RegisterLayout layout,

@@ -127,6 +127,10 @@ struct DotPlan {
   // mma.sync atoms with interleaved columns (layouts.h, mma_b_layout): a widened 8-bit B stored
   // [K, N] then reads a thread's bytes of `column_interleave` atoms in one ld.shared.
   int column_interleave = 1;
+  // mma.sync k steps interleaved (layouts.h, interleaved_k): both operands are loaded from global
+  // memory straight into their fragments and B's rows are contiguous along k, so a lane reads
+  // 4 * k_interleave neighbouring k of B (and of A) at once.
+  int k_interleave = 1;
   OperandPlan a, b;
 };
 
@@ -214,6 +218,7 @@ class KernelLowering {
   bool only_accumulated_and_stored(const VValue& v, int depth = 0);
   const VOp* prologue_root(const VValue& source);
   const VOp* widened_byte_load(const VValue& source);
+  const VOp* global_load_along(const VValue& operand, int axis, bool* contiguous);
   void stage_prologue_load(const VValue& source);
   void plan_dots();
   Value read_widened_step(const OperandPlan& operand, const std::vector<int64_t>& offsets,

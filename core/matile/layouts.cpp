@@ -221,10 +221,11 @@ int64_t mma_m_atoms(int64_t m, int warps_m) {
 // candidate the search compiles, and checking a layout enumerates its (thread, slot) pairs.
 template <typename Build>
 Result<RegisterLayout> remembered_fragment(char which, int64_t rows, int64_t cols, int warps_m,
-                                           int warps_n, Build build, int interleave = 1) {
+                                           int warps_n, Build build, int interleave = 1,
+                                           int k_interleave = 1) {
   static std::mutex mutex;
-  static std::map<std::tuple<char, int64_t, int64_t, int, int, int>, Result<RegisterLayout>> known;
-  const auto key = std::make_tuple(which, rows, cols, warps_m, warps_n, interleave);
+  static std::map<std::tuple<char, int64_t, int64_t, int, int, int, int>, Result<RegisterLayout>> known;
+  const auto key = std::make_tuple(which, rows, cols, warps_m, warps_n, interleave, k_interleave);
   {
     std::lock_guard<std::mutex> lock(mutex);
     if (auto it = known.find(key); it != known.end()) return it->second;
@@ -234,38 +235,56 @@ Result<RegisterLayout> remembered_fragment(char which, int64_t rows, int64_t col
   return known.emplace(key, std::move(layout)).first->second;
 }
 
-Result<RegisterLayout> mma_a_layout(int64_t m, int64_t k, int warps_m, int warps_n) {
+Result<RegisterLayout> mma_a_layout(int64_t m, int64_t k, int warps_m, int warps_n, int k_interleave) {
   return remembered_fragment('A', m, k, warps_m, warps_n, [&]() -> Result<RegisterLayout> {
     const std::string context = "mma A layout of [" + std::to_string(m) + ", " + std::to_string(k) +
                                 "] over warps (" + std::to_string(warps_m) + ", " +
-                                std::to_string(warps_n) + ")";
+                                std::to_string(warps_n) + ")" +
+                                (k_interleave > 1 ? ", k interleaved by " + std::to_string(k_interleave) : "");
     if (warps_n < 1 || !mma_rows_fit(m, warps_m) || k % 16 != 0 || k < 1) {
       return layout_error(context + ": needs M a multiple of 16 * warps_m (or 1, 2, 4, 8 rows on "
                                     "one warp) and K of 16");
     }
     const int64_t mt = mma_m_atoms(m, warps_m), kt = k / 16;
+    if (k_interleave < 1 || kt % k_interleave != 0) {
+      return layout_error(context + ": the k interleave must divide the " + std::to_string(kt) + " k steps");
+    }
     const int64_t half = short_fragment_rows(m, warps_m) ? 0 : 8;  // the a_i "+8 rows" step
     RegisterLayout result;
     result.kind = LayoutKind::MmaA;
     result.warps_m = warps_m;
     result.warps_n = warps_n;
+    result.k_interleave = k_interleave;
     using layout::tuple_of;
-    result.tv = layout::TVLayout{
-        Layout(tuple_of(tuple_of(tuple_of(4, group_rows_shape(m)), tuple_of(warps_m, warps_n)),
-                        tuple_of(tuple_of(2, 2, 2), tuple_of(mt, kt))),
-               tuple_of(tuple_of(tuple_of(2 * m, group_rows_stride(m)), tuple_of(16 * mt, 0)),
-                        tuple_of(tuple_of(m, half, 8 * m), tuple_of(16, 16 * m)))),
-        tuple_of(m, k)};
+    if (k_interleave == 1) {
+      result.tv = layout::TVLayout{
+          Layout(tuple_of(tuple_of(tuple_of(4, group_rows_shape(m)), tuple_of(warps_m, warps_n)),
+                          tuple_of(tuple_of(2, 2, 2), tuple_of(mt, kt))),
+                 tuple_of(tuple_of(tuple_of(2 * m, group_rows_stride(m)), tuple_of(16 * mt, 0)),
+                          tuple_of(tuple_of(m, half, 8 * m), tuple_of(16, 16 * m)))),
+          tuple_of(m, k)};
+    } else {
+      // interleaved_k: column 2t + i0 + 8 i2 of step r + p q is k = 16pq + 4pt + 4r + 2 i2 + i0.
+      const int64_t p = k_interleave;
+      result.tv = layout::TVLayout{
+          Layout(tuple_of(tuple_of(tuple_of(4, group_rows_shape(m)), tuple_of(warps_m, warps_n)),
+                          tuple_of(tuple_of(2, 2, 2), tuple_of(mt, tuple_of(p, kt / p)))),
+                 tuple_of(tuple_of(tuple_of(4 * p * m, group_rows_stride(m)), tuple_of(16 * mt, 0)),
+                          tuple_of(tuple_of(m, half, 2 * m), tuple_of(16, tuple_of(4 * m, 16 * p * m))))),
+          tuple_of(m, k)};
+    }
     return checked(std::move(result), context);
-  });
+  }, 1, k_interleave);
 }
 
-Result<RegisterLayout> mma_b_layout(int64_t k, int64_t n, int warps_m, int warps_n, int interleave) {
+Result<RegisterLayout> mma_b_layout(int64_t k, int64_t n, int warps_m, int warps_n, int interleave,
+                                    int k_interleave) {
   return remembered_fragment('B', k, n, warps_m, warps_n, [&]() -> Result<RegisterLayout> {
     const std::string context = "mma B layout of [" + std::to_string(k) + ", " + std::to_string(n) +
                                 "] over warps (" + std::to_string(warps_m) + ", " +
                                 std::to_string(warps_n) + ")" +
-                                (interleave > 1 ? ", columns interleaved by " + std::to_string(interleave) : "");
+                                (interleave > 1 ? ", columns interleaved by " + std::to_string(interleave) : "") +
+                                (k_interleave > 1 ? ", k interleaved by " + std::to_string(k_interleave) : "");
     if (warps_m < 1 || warps_n < 1 || n % (8 * warps_n) != 0 || k % 16 != 0 || n < 1 || k < 1) {
       return layout_error(context + ": needs N a multiple of 8 * warps_n and K of 16");
     }
@@ -273,18 +292,27 @@ Result<RegisterLayout> mma_b_layout(int64_t k, int64_t n, int warps_m, int warps
     if (interleave < 1 || nt % interleave != 0) {
       return layout_error(context + ": the interleave must divide the " + std::to_string(nt) + " atoms of a warp");
     }
+    if (k_interleave < 1 || kt % k_interleave != 0) {
+      return layout_error(context + ": the k interleave must divide the " + std::to_string(kt) + " k steps");
+    }
     RegisterLayout result;
     result.kind = LayoutKind::MmaB;
     result.warps_m = warps_m;
     result.warps_n = warps_n;
     result.column_interleave = interleave;
+    result.k_interleave = k_interleave;
     using layout::tuple_of;
+    // The k modes: b_i's (i % 2, i / 2), the lane's t, the k step. interleaved_k with p > 1.
+    const int64_t p_k = k_interleave;
+    const IntTuple k_values_shape = p_k == 1 ? IntTuple(kt) : tuple_of(p_k, kt / p_k);
+    const IntTuple k_values_stride = p_k == 1 ? IntTuple(16) : tuple_of(4, 16 * p_k);
+    const int64_t pair_stride = p_k == 1 ? 8 : 2, lane_stride = p_k == 1 ? 2 : 4 * p_k;
     if (interleave == 1) {
       result.tv = layout::TVLayout{
           Layout(tuple_of(tuple_of(tuple_of(4, 8), tuple_of(warps_m, warps_n)),
-                          tuple_of(tuple_of(2, 2), tuple_of(kt, nt))),
-                 tuple_of(tuple_of(tuple_of(2, k), tuple_of(0, 8 * nt * k)),
-                          tuple_of(tuple_of(1, 8), tuple_of(16, 8 * k)))),
+                          tuple_of(tuple_of(2, 2), tuple_of(k_values_shape, nt))),
+                 tuple_of(tuple_of(tuple_of(lane_stride, k), tuple_of(0, 8 * nt * k)),
+                          tuple_of(tuple_of(1, pair_stride), tuple_of(k_values_stride, 8 * k)))),
           tuple_of(k, n)};
     } else {
       // Atom r + p*q (p = interleave) takes column p*g + r of the 8p columns from 8p*q on: group
@@ -292,13 +320,19 @@ Result<RegisterLayout> mma_b_layout(int64_t k, int64_t n, int warps_m, int warps
       const int64_t p = interleave;
       result.tv = layout::TVLayout{
           Layout(tuple_of(tuple_of(tuple_of(4, 8), tuple_of(warps_m, warps_n)),
-                          tuple_of(tuple_of(2, 2), tuple_of(kt, tuple_of(p, nt / p)))),
-                 tuple_of(tuple_of(tuple_of(2, p * k), tuple_of(0, 8 * nt * k)),
-                          tuple_of(tuple_of(1, 8), tuple_of(16, tuple_of(k, 8 * p * k))))),
+                          tuple_of(tuple_of(2, 2), tuple_of(k_values_shape, tuple_of(p, nt / p)))),
+                 tuple_of(tuple_of(tuple_of(lane_stride, p * k), tuple_of(0, 8 * nt * k)),
+                          tuple_of(tuple_of(1, pair_stride), tuple_of(k_values_stride, tuple_of(k, 8 * p * k))))),
           tuple_of(k, n)};
     }
     return checked(std::move(result), context);
-  }, interleave);
+  }, interleave, k_interleave);
+}
+
+int64_t interleaved_k(int64_t step, int64_t column, int64_t k_interleave) {
+  const int64_t p = k_interleave;
+  const int64_t lane = (column % 8) / 2, value = column % 2 + 2 * (column / 8);
+  return 16 * p * (step / p) + 4 * p * lane + 4 * (step % p) + value;
 }
 
 Result<layout::TVLayout> mma_b_row_reads(int64_t k, int64_t n, int warps_m, int warps_n, int interleave) {
@@ -525,6 +559,10 @@ RegisterMove register_move_of(const Op& op, std::vector<int64_t>* argument) {
       return RegisterMove::Permute;
     case OpKind::ExtractSlice:
       *argument = op.offsets;
+      if (op.slice_interleave > 1) {
+        argument->push_back(op.slice_interleave);
+        return RegisterMove::InterleavedSlice;
+      }
       return RegisterMove::ExtractSlice;
     default: return RegisterMove::Copy;
   }
@@ -536,6 +574,11 @@ std::vector<int64_t> register_move_sources(RegisterMove move, const std::vector<
                                            const std::vector<int64_t>& elements) {
   std::vector<int64_t> sources(elements.size());
   std::vector<int64_t> c, s;
+  // An interleaved slice's k axis: the one it shortens (to one k step of 16).
+  size_t k_axis = source_shape.size();
+  for (size_t k = 0; move == RegisterMove::InterleavedSlice && k < source_shape.size(); ++k) {
+    if (result_shape[k] < source_shape[k]) k_axis = k;
+  }
   for (size_t i = 0; i < elements.size(); ++i) {
     coordinates_into(elements[i], result_shape, c);
     s.assign(source_shape.size(), 0);
@@ -544,6 +587,9 @@ std::vector<int64_t> register_move_sources(RegisterMove move, const std::vector<
         case RegisterMove::Broadcast: s[k] = c[static_cast<size_t>(argument[k])]; break;
         case RegisterMove::Permute: s[static_cast<size_t>(argument[k])] = c[k]; break;
         case RegisterMove::ExtractSlice: s[k] = c[k] + argument[k]; break;
+        case RegisterMove::InterleavedSlice:
+          s[k] = k == k_axis ? interleaved_k(argument[k] / 16, c[k], argument.back()) : c[k] + argument[k];
+          break;
         case RegisterMove::Copy: s[k] = c[k]; break;
       }
     }
@@ -661,6 +707,7 @@ std::string layout_text(const RegisterLayout& layout) {
       layout.kind == LayoutKind::MmaC) {
     text += " warps(" + std::to_string(layout.warps_m) + "," + std::to_string(layout.warps_n) + ")";
     if (layout.column_interleave > 1) text += " interleave(" + std::to_string(layout.column_interleave) + ")";
+    if (layout.k_interleave > 1) text += " k_interleave(" + std::to_string(layout.k_interleave) + ")";
   }
   return text + " " + layout::to_string(layout.tv);
 }

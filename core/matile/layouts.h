@@ -75,13 +75,26 @@ bool mma_rows_fit(int64_t m, int warps_m);
 // The m16 atoms along M of one warp's tile: M / (16 * warps_m), and 1 for a tile of 1, 2, 4
 // or 8 rows.
 int64_t mma_m_atoms(int64_t m, int warps_m);
-Result<RegisterLayout> mma_a_layout(int64_t m, int64_t k, int warps_m, int warps_n);
+// k_interleave p > 1 (dividing the k steps, kt): the reduction axis of A and B is read in another
+// order, which the two share. Step r + p*q's column c (lane t = (c % 8) / 2 and value
+// v = c % 2 + 2 * (c / 8) of the atom's k positions 2t, 2t + 1, 2t + 8, 2t + 9) is
+// k = interleaved_k(r + p*q, c, p) = 16pq + 4pt + 4r + v, so a lane's k positions of p
+// neighbouring steps are the 4p consecutive k from 16pq + 4pt: an operand stored with k
+// contiguous (a weight W[N, K] loaded straight into its fragment) is read 4p elements at a time
+// (an int4 row: 16 bytes for p = 8) instead of 2. An mma sums over k only, so any order the
+// operands share computes the same product; the k steps are then taken by interleaved slices
+// (ir.h, ExtractSlice).
+//   mma_b_layout(32, 8, 1, 1, 1, 2): lane t holds rows 8t..8t+7 (standard: 2t, 2t+1, 2t+8,
+//   2t+9, 2t+16, 2t+17, 2t+24, 2t+25) of column lane / 4
+Result<RegisterLayout> mma_a_layout(int64_t m, int64_t k, int warps_m, int warps_n, int k_interleave = 1);
+int64_t interleaved_k(int64_t step, int64_t column, int64_t k_interleave);
 // interleave p > 1 (dividing the atoms per warp, nt): atom r + p*q takes columns p*g + r of the
 // 8p columns from 8p*q on (g the lane's group), instead of 8*(r + p*q) + g. An mma sums over k
 // only, so any column order that B and C share computes the same tile; this one puts a thread's
 // columns of p neighbouring atoms side by side (an 8-bit B row read p bytes at once, C stored 2p
 // elements at once). The C layout must use the same p.
-Result<RegisterLayout> mma_b_layout(int64_t k, int64_t n, int warps_m, int warps_n, int interleave = 1);
+Result<RegisterLayout> mma_b_layout(int64_t k, int64_t n, int warps_m, int warps_n, int interleave = 1,
+                                    int k_interleave = 1);
 Result<RegisterLayout> mma_c_layout(int64_t m, int64_t n, int warps_m, int warps_n, int interleave = 1);
 // The reads of mma_b_layout(k, n, warps_m, warps_n, interleave) that shared_read_plan groups: the
 // same (thread, element) pairs with each k row's `interleave` neighbouring atoms first among a
@@ -128,10 +141,10 @@ Result<std::vector<int32_t>> register_gather(const RegisterLayout& source,
 //   Permute       s with s[dims[k]] = c[k]
 //   ExtractSlice  c + offsets
 // `argument` is the dims or the offsets.
-enum class RegisterMove { Copy, Broadcast, Permute, ExtractSlice };
+enum class RegisterMove { Copy, Broadcast, Permute, ExtractSlice, InterleavedSlice };
 
 // The move a Broadcast, Permute, ExtractSlice or (register) ConvertLayout op performs, with its
-// argument written to `argument`.
+// argument written to `argument` (an interleaved slice: its offsets, then the interleave).
 RegisterMove register_move_of(const Op& op, std::vector<int64_t>* argument);
 
 // For each result element of `elements` (column-major indices into `result_shape`), the

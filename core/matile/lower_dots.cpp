@@ -310,6 +310,32 @@ const VOp* KernelLowering::widened_byte_load(const VValue& source) {
   return load;
 }
 
+// The global load a register operand is, through casts and permutes (null when it is computed,
+// or read from a row buffer); *contiguous says whether the operand's `axis` is the buffer's
+// last (contiguous) axis.
+const VOp* KernelLowering::global_load_along(const VValue& operand, int axis, bool* contiguous) {
+  VValue v = operand;
+  for (int depth = 0; depth < 4; ++depth) {
+    const VOp* op = def(v);
+    if (!op) return nullptr;
+    if (op->kind == VOpKind::Cast) {
+      v = op->operands[0];
+      continue;
+    }
+    if (op->kind == VOpKind::Permute) {
+      axis = op->dims[static_cast<size_t>(axis)];
+      v = op->operands[0];
+      continue;
+    }
+    if (op->kind != VOpKind::Load || row_buffers_.count(op->buffer.get())) return nullptr;
+    std::optional<Window> window = match_window(*op, v->type.shape);
+    if (!window) return nullptr;
+    *contiguous = window->tile_axes.back() == axis;
+    return op;
+  }
+  return nullptr;
+}
+
 void KernelLowering::stage_prologue_load(const VValue& source) {
   const VOp* root = prologue_root(source);
   if (!root || smem_windows_.count(root)) return;
@@ -377,7 +403,14 @@ void KernelLowering::plan_dots() {
     // wider B streamed that way (a decode step's keys, 32 columns on 4 warps) reads two bytes
     // per load from DRAM: measured 162.4 us for gqa_decode against 121.9 on the CUDA-core dot.
     const bool n8_registers = !b_bytes && N == 8 && wn == 1;
-    const int64_t n_atom = b_bytes || n8_registers ? 8 : 16;
+    // So does a narrow B that no copy stages (int4, widened from global memory straight into its
+    // fragments): a decode step's 32 weight columns on 4 warps.
+    bool b_contiguous = false;
+    const VOp* b_global = b_bytes || through_shared(op->operands[1], nullptr)
+                              ? nullptr
+                              : global_load_along(op->operands[1], 0, &b_contiguous);
+    const bool narrow_registers = b_global && is_narrow_storage(b_global->buffer->dtype);
+    const int64_t n_atom = b_bytes || n8_registers || narrow_registers ? 8 : 16;
     plan.mma = options_.use_mma && (plan.eight_bit || (da == db && (da == DType::BF16 || da == DType::F16))) &&
                mma_rows_fit(M, wm) && N % (n_atom * wn) == 0 && K % 16 == 0;
     if (plan.mma && n8_registers) {
@@ -440,6 +473,21 @@ void KernelLowering::plan_dots() {
       }
       int8_weights |= plan.b.load->results[0]->type.dtype == DType::I8;
       plan.column_interleave = p;
+    }
+    if (plan.mma && !plan.wgmma && !plan.a.load && !plan.b.load) {
+      // Both operands go from global memory straight into their fragments (a decode step's
+      // activations and a weight W[N, K]): with B's rows contiguous along k, the k steps
+      // interleave so that a lane's k of p steps are 4p neighbours, read as one access of up to
+      // 16 bytes (layouts.h, interleaved_k) instead of pairs, or single bytes of an int4 row.
+      bool a_contiguous = false, b_contiguous = false;
+      const VOp* a_load = global_load_along(op->operands[0], 1, &a_contiguous);
+      const VOp* b_load = global_load_along(op->operands[1], 0, &b_contiguous);
+      if (a_load && b_load && b_contiguous) {
+        const double element_bytes = b_load->buffer->dtype == DType::I4 ? 0.5 : dtype_bytes(b_load->buffer->dtype);
+        int p = 1;
+        while (2 * p <= K / 16 && (K / 16) % (2 * p) == 0 && 4 * (2 * p) * element_bytes <= 16) p *= 2;
+        plan.k_interleave = p;
+      }
     }
     dot_plans_[op] = plan;
   }
@@ -561,8 +609,11 @@ void KernelLowering::emit_dot(const VOp& op) {
   Value a_reg, b_reg;
   const bool a_hoisted = plan.a.load && hoisted_.count(plan.a.load);
   if (a_hoisted) a_reg = hoisted_.at(plan.a.load);
-  if (!plan.a.load) a_reg = materialize(plan.a.source, layout_or_fail(mma_a_layout(M, K, wm, wn)));
-  if (!plan.b.load) b_reg = materialize(plan.b.source, layout_or_fail(mma_b_layout(K, N, wm, wn, plan.column_interleave)));
+  const int kp = plan.k_interleave;
+  if (!plan.a.load) a_reg = materialize(plan.a.source, layout_or_fail(mma_a_layout(M, K, wm, wn, kp)));
+  if (!plan.b.load) {
+    b_reg = materialize(plan.b.source, layout_or_fail(mma_b_layout(K, N, wm, wn, plan.column_interleave, kp)));
+  }
   const DType dtype = plan.a.source->type.dtype;
   auto load_step = [&](int64_t kk) -> std::pair<Value, Value> {
     const std::string step = "_k" + std::to_string(kk);
@@ -577,7 +628,7 @@ void KernelLowering::emit_dot(const VOp& op) {
                            TileType{dtype, {M, 16}}, a_step, plan.a.source->name + step);
     } else {
       a_k = K == 16 ? a_reg
-                    : b_.extract_slice(a_reg, {0, kk * 16}, {M, 16}, a_step, plan.a.source->name + step);
+                    : b_.extract_slice(a_reg, {0, kk * 16}, {M, 16}, a_step, plan.a.source->name + step, kp);
     }
     if (plan.b.widened) {
       b_k = read_widened_step(plan.b, {kk * 16, 0}, TileType{dtype, {16, N}}, b_step, step);
@@ -589,7 +640,7 @@ void KernelLowering::emit_dot(const VOp& op) {
                            TileType{dtype, {16, N}}, b_step, plan.b.source->name + step);
     } else {
       b_k = K == 16 ? b_reg
-                    : b_.extract_slice(b_reg, {kk * 16, 0}, {16, N}, b_step, plan.b.source->name + step);
+                    : b_.extract_slice(b_reg, {kk * 16, 0}, {16, N}, b_step, plan.b.source->name + step, kp);
     }
     return {a_k, b_k};
   };

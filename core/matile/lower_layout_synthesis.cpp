@@ -215,11 +215,12 @@ void KernelLowering::price_region(LayoutPricing& pricing, const vrtile::Region& 
           break;
         }
         if (!plan.a.load) {
-          Result<RegisterLayout> a = mma_a_layout(M, K, plan.warps_m, plan.warps_n);
+          Result<RegisterLayout> a = mma_a_layout(M, K, plan.warps_m, plan.warps_n, plan.k_interleave);
           if (a) price_use(pricing, plan.a.source, *a, loop, weight, result.get(), 0);
         }
         if (!plan.b.load) {
-          Result<RegisterLayout> b = mma_b_layout(K, N, plan.warps_m, plan.warps_n, plan.column_interleave);
+          Result<RegisterLayout> b = mma_b_layout(K, N, plan.warps_m, plan.warps_n, plan.column_interleave,
+                                                  plan.k_interleave);
           if (b) price_use(pricing, plan.b.source, *b, loop, weight, result.get(), 0);
         }
         break;

@@ -215,8 +215,9 @@ bool KernelLowering::propagate() {
 std::optional<RegisterLayout> KernelLowering::mma_fragment(const DotPlan& plan, const VValue& v) const {
   const int64_t rows = v->type.shape[0], columns = v->type.shape[1];
   Result<RegisterLayout> l = plan.a.source == v
-                                 ? mma_a_layout(rows, columns, plan.warps_m, plan.warps_n)
-                                 : mma_b_layout(rows, columns, plan.warps_m, plan.warps_n, plan.column_interleave);
+                                 ? mma_a_layout(rows, columns, plan.warps_m, plan.warps_n, plan.k_interleave)
+                                 : mma_b_layout(rows, columns, plan.warps_m, plan.warps_n, plan.column_interleave,
+                                                plan.k_interleave);
   if (!l) return std::nullopt;
   return *l;
 }

@@ -136,7 +136,9 @@ std::string op_body_text(const Kernel& kernel, const Op& op) {
     case OpKind::Cast: return "cast " + operands;
     case OpKind::Broadcast: return "broadcast " + operands + ", dims " + int_list(op.dims);
     case OpKind::Permute: return "permute " + operands + ", order " + int_list(op.dims);
-    case OpKind::ExtractSlice: return "extract_slice " + operands + ", offsets " + int_list(op.offsets);
+    case OpKind::ExtractSlice:
+      return "extract_slice " + operands + ", offsets " + int_list(op.offsets) +
+             (op.slice_interleave > 1 ? ", k interleaved by " + std::to_string(op.slice_interleave) : "");
     case OpKind::ConvertLayout: {
       std::string text = "convert_layout " + operands;
       if (op.via_shared) text += " via shared " + shared_name(kernel, op.scratch);

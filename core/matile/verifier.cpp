@@ -653,7 +653,28 @@ class KernelVerifier : public Visitor {
     for (size_t k = 0; ok && k < op.offsets.size(); ++k) {
       ok = op.offsets[k] >= 0 && op.offsets[k] + result->type.shape[k] <= s.shape[k];
     }
-    if (expect(ok, where, "slice outside its source")) check_register_move(op, where);
+    if (!expect(ok, where, "slice outside its source")) return;
+    if (op.slice_interleave > 1) {
+      // One k step of 16 along the one axis the slice shortens; its block of interleave steps
+      // inside the source.
+      const int64_t p = op.slice_interleave;
+      int shortened = 0;
+      bool step = true;
+      for (size_t k = 0; k < op.offsets.size(); ++k) {
+        if (result->type.shape[k] == s.shape[k]) {
+          step = step && op.offsets[k] == 0;
+          continue;
+        }
+        ++shortened;
+        step = step && result->type.shape[k] == 16 && op.offsets[k] % 16 == 0 && s.shape[k] % (16 * p) == 0;
+      }
+      if (!expect(shortened == 1 && step, where,
+                  "an interleaved slice takes one k step of 16 along one axis, whose extent is a multiple of "
+                  "16 times the interleave " + std::to_string(p))) {
+        return;
+      }
+    }
+    check_register_move(op, where);
   }
 
   void visit_ConvertLayout(const Op& op) override {

@@ -6,6 +6,8 @@
 // reads themselves run on the GPU in bench/fp8_gemm.py's validation (w4 rows).
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <cstring>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -13,6 +15,7 @@
 
 #include "core/codegen/nvrtc.h"
 #include "core/driver/pipeline.h"
+#include "core/matile/printer.h"
 #include "tests/codegen/codegen_test_util.h"
 #include "tests/common/spec_test_util.h"
 
@@ -96,6 +99,63 @@ TEST(Int4, WeightGemmWidensToBf16ForTensorCoresAndNeverStagesPackedBytes) {
                 kernels.find("nautilus_device::int4_at(W, ") != std::string::npos)
         << kernels;
     expect_compiles_for_every_arch(testing::emitted_cuda(compilation), "int4_gemm_" + arch + ".cu");
+  }
+}
+
+TEST(Int4, DecodeOnTensorCoresReadsSixteenBytesOfARowAndWidensNibblePairs) {
+  // One to eight activation rows on the tensor cores, both operands loaded straight into their
+  // fragments: the k steps interleave (8 steps: 32 neighbouring k, 16 bytes, a lane of a row of
+  // W) and each byte's two nibbles become one bf16 pair.
+  for (const std::string rows : {"1", "4", "8"}) {
+    SCOPED_TRACE("M=" + rows);
+    const std::vector<std::string> sizes = {"M=" + rows, "N=96", "K=512", "G=128", "KG=4"};
+    driver::CompileOptions options;
+    options.last_stage = driver::Stage::MATile;
+    const driver::Compilation compilation = testing::compile_scheduled(
+        "assets/specs/int4_weight_gemm.nt",
+        {"tile(Y_sum, m=" + rows + ", n=32, k=128)", "reverse_compute_at(Y, Y_sum, n_o)",
+         "bind(Y_sum, m_o=grid.y, n_o=grid.x)", "launch(Y_sum, warps=2, stages=2)"},
+        sizes, options);
+    ASSERT_TRUE(compilation.ok()) << compilation.schedule_error << compilation.internal_error;
+    for (uint64_t seed : {4, 5}) {
+      testing::expect_stage_matches_reference(compilation, driver::Stage::MATile, seed, "interleaved int4 ");
+    }
+    const std::string matile = matile::print_module(*compilation.ma_module);
+    EXPECT_NE(matile.find("k interleaved by 8"), std::string::npos) << matile;
+    const std::string kernels = kernels_of(testing::emitted_cuda(compilation));
+    EXPECT_NE(kernels.find("mma_m16n8k16("), std::string::npos) << kernels;
+    EXPECT_NE(kernels.find("*reinterpret_cast<const uint4*>(W + "), std::string::npos) << kernels;
+    EXPECT_NE(kernels.find("unpack2(int4x2_to_bf16x2(bits_"), std::string::npos) << kernels;
+    EXPECT_EQ(kernels.find("nautilus_device::int4_at(W, "), std::string::npos) << kernels;
+    EXPECT_EQ(kernels.find("int8_to_bf16("), std::string::npos) << kernels;
+    expect_compiles_for_every_arch(testing::emitted_cuda(compilation), "int4_decode_mma_m" + rows + ".cu");
+  }
+}
+
+// int4x2_to_bf16x2's arithmetic (the prelude), on every byte: prmt's selected bytes, the lop3
+// that keeps each nibble, flips its bit 3 and writes the exponent of 128 above it, and the
+// subtraction of 136 give the two's-complement nibbles.
+TEST(Int4, NibblePairWideningGivesEverySignedPair) {
+  const auto byte_perm = [](uint32_t a, uint32_t b, uint32_t selector) {
+    const uint64_t both = (static_cast<uint64_t>(b) << 32) | a;
+    uint32_t out = 0;
+    for (int i = 0; i < 4; ++i) out |= static_cast<uint32_t>((both >> (8 * ((selector >> (4 * i)) & 7))) & 0xFF) << (8 * i);
+    return out;
+  };
+  const auto bf16 = [](uint32_t bits) {
+    const uint32_t word = bits << 16;
+    float value;
+    std::memcpy(&value, &word, sizeof value);
+    return value;
+  };
+  for (uint32_t byte = 0; byte < 256; ++byte) {
+    const uint32_t word = byte << 8;  // byte 1 of the word: nibbles 2 and 3
+    const uint32_t nibbles = byte_perm(word, word >> 4, 0x5511u);
+    const uint32_t biased = (nibbles & 0x000F000Fu) ^ 0x43084308u;
+    const int low = static_cast<int>(byte & 0xF) - ((byte & 0x8) ? 16 : 0);
+    const int high = static_cast<int>(byte >> 4) - ((byte & 0x80) ? 16 : 0);
+    EXPECT_EQ(bf16(biased & 0xFFFF) - 136.0f, static_cast<float>(low)) << byte;
+    EXPECT_EQ(bf16(biased >> 16) - 136.0f, static_cast<float>(high)) << byte;
   }
 }
 

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -134,6 +135,76 @@ TEST(MmaLayouts, InterleavedColumnsAreAPermutationThatBAndCShare) {
   EXPECT_EQ(mma_b_layout(16, 48, 1, 2, 2).error().message,
             "mma B layout of [16, 48] over warps (1, 2), columns interleaved by 2: the interleave must divide "
             "the 3 atoms of a warp");
+}
+
+TEST(MmaLayouts, InterleavedKStepsAreAPermutationThatAAndBShareAndTheirSlicesMoveNothing) {
+  // Every coordinate of small tiles: with k interleave p, A's a_i and B's b_i of k step
+  // ki = r + p*q at atom column (A) or row (B) 2t + i%2 + 8*(i/2 or i/4) sit at k = 16pq + 4pt +
+  // 4r + v (v = i%2 + 2*(i/2 or i/4)): the same k for the same atom position in both, so the mma
+  // sums the same products; a lane's k of p neighbouring steps are 4p neighbours. Each step is
+  // an interleaved slice that only picks slots (register_move_error is empty).
+  struct Case {
+    int64_t m, k, n;
+    int wm, wn, p;
+  };
+  for (const Case& x : {Case{1, 128, 64, 1, 4, 8}, Case{16, 64, 16, 1, 1, 4}, Case{8, 32, 32, 1, 2, 2},
+                        Case{32, 256, 32, 2, 1, 8}, Case{4, 128, 128, 1, 4, 4}}) {
+    SCOPED_TRACE(std::to_string(x.m) + "x" + std::to_string(x.k) + "x" + std::to_string(x.n) + " p " +
+                 std::to_string(x.p));
+    const RegisterLayout a = *mma_a_layout(x.m, x.k, x.wm, x.wn, x.p);
+    const RegisterLayout b = *mma_b_layout(x.k, x.n, x.wm, x.wn, 1, x.p);
+    EXPECT_EQ(a.k_interleave, x.p);
+    EXPECT_EQ(b.k_interleave, x.p);
+    const int64_t kt = x.k / 16, nt = x.n / (8 * x.wn), mt = mma_m_atoms(x.m, x.wm);
+    const RegisterLayout standard_a = *mma_a_layout(x.m, x.k, x.wm, x.wn);
+    const RegisterLayout standard_b = *mma_b_layout(x.k, x.n, x.wm, x.wn);
+    std::map<std::pair<int64_t, int64_t>, int> b_holders;
+    for (int64_t thread = 0; thread < 32 * x.wm * x.wn; ++thread) {
+      const int64_t t = (thread % 32) % 4;
+      for (int64_t ki = 0; ki < kt; ++ki) {
+        const auto k_of = [&](int64_t value) { return 16 * x.p * (ki / x.p) + 4 * x.p * t + 4 * (ki % x.p) + value; };
+        for (int64_t mi = 0; mi < mt; ++mi) {
+          for (int i = 0; i < 8; ++i) {
+            const int64_t slot = 8 * (mi + mt * ki) + i;
+            const auto [row, col] = element(a, thread, slot);
+            EXPECT_EQ(col, k_of(i % 2 + 2 * (i / 4)));
+            EXPECT_EQ(col, interleaved_k(ki, element(standard_a, thread, slot).second - 16 * ki, x.p));
+            EXPECT_EQ(row, element(standard_a, thread, slot).first);
+          }
+        }
+        for (int64_t ni = 0; ni < nt; ++ni) {
+          for (int i = 0; i < 4; ++i) {
+            const int64_t slot = 4 * (ki + kt * ni) + i;
+            const auto [row, col] = element(b, thread, slot);
+            EXPECT_EQ(row, k_of(i % 2 + 2 * (i / 2)));
+            EXPECT_EQ(col, element(standard_b, thread, slot).second);
+            b_holders[{row, col}]++;
+          }
+        }
+      }
+    }
+    EXPECT_EQ(b_holders.size(), static_cast<size_t>(x.k * x.n));
+    for (const auto& [where, count] : b_holders) EXPECT_EQ(count, x.wm);
+    // Each k step's slice into the step's standard fragment picks slots in every thread.
+    const RegisterLayout a_step = *mma_a_layout(x.m, 16, x.wm, x.wn);
+    const RegisterLayout b_step = *mma_b_layout(16, x.n, x.wm, x.wn);
+    for (int64_t ki = 0; ki < kt; ++ki) {
+      EXPECT_EQ(register_move_error(RegisterMove::InterleavedSlice, a, {x.m, x.k}, a_step, {x.m, 16},
+                                    {0, 16 * ki, x.p}),
+                std::nullopt);
+      EXPECT_EQ(register_move_error(RegisterMove::InterleavedSlice, b, {x.k, x.n}, b_step, {16, x.n},
+                                    {16 * ki, 0, x.p}),
+                std::nullopt);
+      // The plain window of the same step is not in the interleaved fragment's slots alone.
+      if (x.p > 1) {
+        EXPECT_NE(register_move_error(RegisterMove::ExtractSlice, b, {x.k, x.n}, b_step, {16, x.n}, {16 * ki, 0}),
+                  std::nullopt);
+      }
+    }
+  }
+  EXPECT_EQ(mma_b_layout(48, 8, 1, 1, 1, 2).error().message,
+            "mma B layout of [48, 8] over warps (1, 1), k interleaved by 2: the k interleave must divide the 3 k "
+            "steps");
 }
 
 TEST(MmaLayouts, FragmentsOfFewerThanSixteenRowsRepeatTheAtomsRows) {
