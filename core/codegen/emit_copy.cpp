@@ -535,8 +535,10 @@ void KernelEmitter::global_store(const Op& op) {
 void KernelEmitter::async_copy(const Op& op) {
   const SharedAlloc& alloc = alloc_of(op.shared);
   const int64_t vector = op.vector_elements;
-  const int bytes = dtype_bytes(alloc.dtype);
-  if (vector * bytes != 16) invalid(matile::op_label(op) + ": cp.async vectors must be 16 bytes");
+  // int4 is packed two elements a byte in global and in shared memory: a vector of 32 elements
+  // is 16 bytes, at half its element offset.
+  const bool packed = alloc.dtype == DType::I4;
+  if (global_bytes(alloc.dtype, vector) != 16) invalid(matile::op_label(op) + ": cp.async vectors must be 16 bytes");
   if (op.access.form != matile::GlobalAccess::Form::Window) {
     unsupported(matile::op_label(op) + ": cp.async from a gather");
   }
@@ -643,7 +645,12 @@ void KernelEmitter::async_copy(const Op& op) {
     line("// vector " + str(j) + ": tile slot " + str(j * vector));
     const std::string destination_address = shared_address_of(op.shared, split);
     std::string pointer;
-    if (narrow) {
+    if (packed) {
+      const std::string flat = narrow ? (start == "0" ? "" : start) : flat_offset(op.buffer, indices);
+      const int64_t constant = narrow ? constant_flat : 0;
+      pointer = flat.empty() ? buffer : "(" + buffer + " + (" + flat + ") / 2)";
+      if (constant) pointer += " + " + str(constant / 2);
+    } else if (narrow) {
       pointer = start == "0" ? buffer : "(" + buffer + " + " + start + ")";
       if (constant_flat) pointer += " + " + str(constant_flat);
     } else {
@@ -659,8 +666,8 @@ void KernelEmitter::async_copy(const Op& op) {
                                                  " - (" + indices[rank - 1] + ")))"
                                            : str(vector);
     line("const int valid = " + (others.empty() ? count : "(" + others + ") ? " + count + " : 0") + ";");
-    line("cp_async_16(" + destination_address + ", valid > 0 ? " + pointer + " : " + buffer + ", valid * " +
-         std::to_string(bytes) + ");");
+    line("cp_async_16(" + destination_address + ", valid > 0 ? " + pointer + " : " + buffer + ", " +
+         (packed ? "valid / 2" : "valid * " + std::to_string(dtype_bytes(alloc.dtype))) + ");");
     --indent_;
     line("}");
   }
@@ -790,6 +797,10 @@ void KernelEmitter::shared_load(const Op& op) {
     ldmatrix(op);
     return;
   }
+  if (alloc_of(op.shared).dtype == DType::I4) {
+    packed_int4_shared_load(op);
+    return;
+  }
   if (!kernel_.grouped_shared_reads) {
     element_shared_load(op);
     return;
@@ -844,6 +855,76 @@ void KernelEmitter::shared_load(const Op& op) {
     if (signed_bytes) bytes_read[static_cast<size_t>(slot)] = bytes_read[static_cast<size_t>(source)];
   }
   if (signed_bytes) loaded_bytes_[result.get()] = std::move(bytes_read);
+}
+
+// A register tile read from a packed int4 allocation (two elements a byte, as cp.async copied
+// them from global memory): each run of slots at consecutive element offsets, starting at a
+// multiple of its length in every thread, is one ld.shared of half as many bytes (up to 16, 32
+// elements), and each slot its nibble sign-extended from the word's top, as planned_int4_load
+// does for global memory; the nibbles' words are recorded for the widening cast that follows
+// (paired_int4_widening).
+//   %W = ld.shared W_smem[%stage][0, 0] : int4[128, 128]  (a lane's 32 neighbouring k)  ->
+//     const uint4 bits = ld_shared_v4((W_smem_addr + stage * 8192u + lane_offset));
+//     W[0] = static_cast<signed char>(static_cast<int>(bits.x << 28) >> 28); ...
+// A slot that is no such run's (a lone element, an odd start) is Unsupported: the lowering
+// stages only tiles read along their packed axis in pairs or longer runs.
+void KernelEmitter::packed_int4_shared_load(const Op& op) {
+  const Value& result = op.results[0];
+  const SharedAlloc& alloc = alloc_of(op.shared);
+  const size_t rank = alloc.shape.size();
+  if (op.shared.transposed || rank != result->type.shape.size() || op.shared.offsets.size() != rank) {
+    unsupported(matile::op_label(op) + ": an int4 tile is read along its packed axis");
+  }
+  const LayoutInfo& info = layout_info(result->layout.tv, result->type.shape, matile::op_label(op));
+  const std::vector<int64_t> strides = shared_strides(alloc);
+  const int64_t slots = result->layout.slots();
+  const auto linear = [&](int64_t t, int64_t slot) {
+    int64_t offset = 0;
+    for (size_t k = 0; k < rank; ++k) {
+      offset += (evaluate_terms(info.coords.thread_terms[k], t) + evaluate_terms(info.coords.slot_terms[k], slot) +
+                 op.shared.offsets[k]) * strides[k];
+    }
+    return offset;
+  };
+  const auto run_at = [&](int64_t v) {
+    for (int64_t n = 32; n >= 2; n /= 2) {
+      if (v + n > slots || (op.shared.stage && alloc.stage_elements % n != 0)) continue;
+      bool ok = true;
+      for (int64_t t = 0; t < info.coords.threads && ok; ++t) {
+        const int64_t first = linear(t, v);
+        ok = first % n == 0;
+        for (int64_t k = 1; k < n && ok; ++k) ok = linear(t, v + k) == first + k;
+      }
+      if (ok) return n;
+    }
+    return int64_t{1};
+  };
+  declare(result);
+  std::vector<LoadedByte>& nibbles = loaded_bytes_[result.get()];
+  nibbles.resize(static_cast<size_t>(slots));
+  const char* fields[] = {".x", ".y", ".z", ".w"};
+  for (int64_t v = 0; v < slots;) {
+    const int64_t n = run_at(v);
+    if (n < 2) {
+      unsupported(matile::op_label(op) + ": slot " + str(v) + " of an int4 tile is not in a run of neighbouring "
+                  "elements (packed two a byte, it is read a byte or more at a time)");
+    }
+    const int64_t bytes = n / 2;
+    const std::string bits = unique("bits");
+    const std::string address = shared_address_of(op.shared, slot_coords(info, v));
+    const char* reader = bytes == 16 ? "ld_shared_v4" : bytes == 8 ? "ld_shared_v2" : bytes == 4 ? "ld_shared_u32"
+                         : bytes == 2 ? "ld_shared_u16" : "ld_shared_u8";
+    const char* type = bytes == 16 ? "uint4" : bytes == 8 ? "uint2" : "unsigned";
+    line("const " + std::string(type) + " " + bits + " = " + reader + "(" + address + ");");
+    for (int64_t k = 0; k < n; ++k) {
+      const std::string word = bytes > 4 ? bits + fields[k / 8] : bits;
+      const int64_t nibble = k % 8;
+      line(at(result, str(v + k)) + " = static_cast<signed char>(static_cast<int>(" + word + " << " +
+           str(28 - 4 * nibble) + ") >> 28);");
+      nibbles[static_cast<size_t>(v + k)] = LoadedByte{word, 0, static_cast<int>(nibble)};
+    }
+    v += n;
+  }
 }
 
 // ldmatrix.x4 as the interpreter executes it: lane 8j + r supplies the address of row r of

@@ -599,6 +599,10 @@ std::string KernelEmitter::shared_address_of(const SharedRef& ref, const SplitCo
     invalid("shared reference to " + alloc.name + " has the wrong rank");
   }
   const int64_t bytes = dtype_bytes(alloc.dtype);
+  // An int4 allocation is packed two elements a byte: byte offsets are element offsets halved
+  // (the reads start at even elements).
+  const bool packed = alloc.dtype == DType::I4;
+  const auto byte_count = [&](int64_t elements) { return packed ? elements / 2 : elements * bytes; };
   auto tile_axis = [&](size_t k) { return ref.transposed ? rank - 1 - k : k; };
   std::vector<int64_t> strides;
   std::vector<int64_t> axis_constant(rank, 0);  // per allocation axis, in elements
@@ -628,7 +632,7 @@ std::string KernelEmitter::shared_address_of(const SharedRef& ref, const SplitCo
   for (int64_t t = 0; t < coords.threads; ++t) bases[static_cast<size_t>(t)] = thread_base(t);
   const std::optional<SwizzleSplit> form = split_swizzled_offset(swizzled, bases, axis_constant);
   std::string address = shared_window_base(alloc);
-  if (ref.stage) address += " + " + name_of(ref.stage) + " * " + str(alloc.stage_elements * bytes) + "u";
+  if (ref.stage) address += " + " + name_of(ref.stage) + " * " + str(byte_count(alloc.stage_elements)) + "u";
   if (form) {
     std::string lane_offset = thread_linear;
     if (!swizzle.is_identity()) {
@@ -637,16 +641,20 @@ std::string KernelEmitter::shared_address_of(const SharedRef& ref, const SplitCo
                     std::to_string(swizzle.base) + ", " + std::to_string(swizzle.shift) + ")";
     }
     const std::string lane = hoisted("unsigned", "lane_offset",
-                                     parenthesized(lane_offset) + " * " + str(bytes) + "u");
+                                     packed ? "static_cast<unsigned>(" + lane_offset + ") / 2u"
+                                            : parenthesized(lane_offset) + " * " + str(bytes) + "u");
     // The added constant goes last so that it can become the instruction's immediate offset.
     const int64_t x = form->xor_part, a = form->add_part;
-    const std::string lane_part = x ? "(" + lane + " ^ " + str(x * bytes) + "u)" : lane;
-    return "(" + address + " + " + lane_part + ")" + (a ? " + " + str(a * bytes) + "u" : "");
+    const std::string lane_part = x ? "(" + lane + " ^ " + str(byte_count(x)) + "u)" : lane;
+    return "(" + address + " + " + lane_part + ")" + (a ? " + " + str(byte_count(a)) + "u" : "");
   }
   std::vector<std::string> tile;
   for (size_t a = 0; a < rank; ++a) {
     tile.push_back(coords.constants[a] ? parenthesized(coords.thread_exprs[a]) + " + " + str(coords.constants[a])
                                        : coords.thread_exprs[a]);
+  }
+  if (packed) {
+    return shared_window_base(alloc) + " + static_cast<unsigned>(" + shared_offset(ref, tile) + ") / 2u";
   }
   return shared_window_base(alloc) + " + static_cast<unsigned>(" + shared_offset(ref, tile) + ") * " +
          str(bytes) + "u";

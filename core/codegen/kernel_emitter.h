@@ -392,6 +392,7 @@ class KernelEmitter : public matile::Visitor {
   std::string element_of_bits(DType dtype, const std::string& word, int64_t element_in_word);
   bool planned_window_load(const Op& op, const Value& result);
   void planned_int4_load(const Op& op, const Value& result, const WindowPlan& plan);
+  void packed_int4_shared_load(const Op& op);
   int64_t alignment_of(const Value& value);
   void global_store(const Op& op);
   void async_copy(const Op& op);

@@ -600,6 +600,9 @@ class RegisterEstimate : public matile::Visitor {
         const int64_t run = traffic ? traffic->vector : 1;
         const int64_t slots = result->layout.slots();
         define(result, position, static_cast<int>(run >= 8 ? (slots + 7) / 8 : (slots + run - 1) / run));
+      } else if (op.kind == OpKind::SharedLoad && result->type.dtype == DType::I4) {
+        // Packed int4 read from shared memory in runs (packed_int4_shared_load): its words.
+        define(result, position, static_cast<int>((result->layout.slots() + 7) / 8));
       } else if (auto bytes = early_bytes_.find(result.get()); bytes != early_bytes_.end()) {
         // The first half of a loop body's byte fragments live from the body's top
         // (hoisted_bytes says why).
@@ -925,8 +928,10 @@ class WorkWalk : public matile::Visitor {
   // register-only views, are casts to a 16-bit float: the emitter widens its nibbles a pair at a
   // time from the loaded words (codegen paired_int4_widening).
   bool widened_in_pairs(const Op& load) {
-    const std::optional<WindowTraffic> traffic = window_traffic(load, load.results[0], /*through_l1=*/true);
-    if (!traffic || traffic->vector < 2) return false;
+    if (load.kind == OpKind::GlobalLoad) {
+      const std::optional<WindowTraffic> traffic = window_traffic(load, load.results[0], /*through_l1=*/true);
+      if (!traffic || traffic->vector < 2) return false;
+    }
     std::function<bool(const ValueNode*, int)> widened = [&](const ValueNode* value, int depth) {
       auto found = users_.find(value);
       if (found == users_.end() || depth > 4) return false;
@@ -1184,7 +1189,8 @@ class WorkWalk : public matile::Visitor {
       case OpKind::AsyncCopy: {
         double elements = 1.0;
         for (int64_t e : op.tile_shape) elements *= static_cast<double>(e);
-        const double bytes = elements * dtype_bytes(op.buffer ? op.buffer->dtype : DType::BF16);
+        const double bytes =
+            static_cast<double>(global_bytes(op.buffer ? op.buffer->dtype : DType::BF16, static_cast<int64_t>(elements)));
         // A pipelined loop predicates its look-ahead copies off past the end.
         double factor = 1.0;
         if (op.predicate && !loops.empty() && loops.back().stages >= 2 &&
@@ -1200,6 +1206,19 @@ class WorkWalk : public matile::Visitor {
         return;
       }
       case OpKind::SharedLoad:
+        if (result->type.dtype == DType::I4) {
+          // Packed two elements a byte, read in runs of up to 16 bytes a lane (codegen
+          // packed_int4_shared_load): a warp's read is at least one wavefront however few bytes
+          // each lane takes (a standard B fragment's k pairs: a byte a lane); each nibble's
+          // extraction as from global memory.
+          const double reads = static_cast<double>(packed_int4_reads(op));
+          const double lane_bytes = static_cast<double>(result->layout.slots()) * 0.5 / std::max(reads, 1.0);
+          const double warps = static_cast<double>(result->layout.threads()) / kWarpSize;
+          work.shared_bytes += kWavefrontBytes * warps * reads * std::max(1.0, kWarpSize * lane_bytes / kWavefrontBytes);
+          work.alu_ops += static_cast<double>(result->layout.threads()) * reads;
+          work.int_ops += lanes(result) * (widened_in_pairs(op) ? 0.25 : 2.0);
+          return;
+        }
         if (op.shared_read == matile::SharedRead::Scalar && dtype_bytes(result->type.dtype) == 1) {
           // 8-bit elements. By default one ld.shared per element at its own swizzled offset: a
           // warp instruction per slot, each as many wavefronts as its banks need, and the
@@ -1429,6 +1448,41 @@ class WorkWalk : public matile::Visitor {
   // Wavefronts of a shared load read element-wise, one warp instruction per group of `plan`
   // (each lane reading the group's bytes from its first element's address), at the load's
   // offsets in its allocation. Without a usable allocation, one wavefront per instruction.
+  // The ld.shared instructions a thread issues to read a packed int4 tile: runs of neighbouring
+  // elements of the row-major allocation, up to 32, each starting at a multiple of its length
+  // (codegen packed_int4_shared_load, for thread 0).
+  int64_t packed_int4_reads(const Op& op) const {
+    const Value& value = op.results[0];
+    const int64_t slots = value->layout.slots();
+    const int alloc_index = op.shared.alloc;
+    if (alloc_index < 0 || alloc_index >= static_cast<int>(kernel_.shared.size())) return slots;
+    const matile::SharedAlloc& alloc = kernel_.shared[static_cast<size_t>(alloc_index)];
+    const std::vector<int64_t>& shape = value->type.shape;
+    if (alloc.shape.size() != shape.size() || op.shared.offsets.size() != shape.size()) return slots;
+    const auto offset = [&](int64_t slot) {  // row-major in the allocation
+      int64_t index = value->layout.tv.index(0, slot), at = 0;
+      std::vector<int64_t> coordinate(shape.size());
+      for (size_t d = 0; d < shape.size(); ++d) {
+        coordinate[d] = index % shape[d] + op.shared.offsets[d];
+        index /= shape[d];
+      }
+      for (size_t d = 0; d < shape.size(); ++d) at = at * alloc.shape[d] + coordinate[d];
+      return at;
+    };
+    int64_t reads = 0;
+    for (int64_t v = 0; v < slots; ++reads) {
+      int64_t n = 32;
+      for (; n > 1; n /= 2) {
+        if (v + n > slots || offset(v) % n != 0) continue;
+        bool run = true;
+        for (int64_t k = 1; k < n && run; ++k) run = offset(v + k) == offset(v) + k;
+        if (run) break;
+      }
+      v += n;
+    }
+    return reads;
+  }
+
   double element_read_wavefronts(const Op& op, const matile::SharedReadPlan& plan) const {
     const Value& value = op.results[0];
     const double fallback = kernel_.warps * static_cast<double>(plan.groups.size());

@@ -85,14 +85,19 @@ Result<TVLayout> tile_tv_layout(const TVLayout& atom, const IntTuple& tile) {
 
 Result<TVLayout> copy_row_major_16b(int64_t rows, int64_t cols, int element_bytes,
                                     int64_t threads) {
-  const std::string context = "16-byte row-major copy of a " + std::to_string(rows) + "x" +
-                              std::to_string(cols) + " tile of " + std::to_string(element_bytes) +
-                              "-byte elements by " + std::to_string(threads) + " threads";
-  if (rows < 1 || cols < 1 || threads < 1) return layout_error(context + ": sizes must be >= 1");
   if (element_bytes < 1 || element_bytes > 16 || 16 % element_bytes != 0) {
-    return layout_error(context + ": the element size must divide 16 bytes");
+    return layout_error("16-byte row-major copy of a " + std::to_string(rows) + "x" + std::to_string(cols) +
+                        " tile of " + std::to_string(element_bytes) + "-byte elements by " +
+                        std::to_string(threads) + " threads: the element size must divide 16 bytes");
   }
-  const int64_t vector = 16 / element_bytes;
+  return copy_row_major_vectors(rows, cols, 16 / element_bytes, threads);
+}
+
+Result<TVLayout> copy_row_major_vectors(int64_t rows, int64_t cols, int64_t vector, int64_t threads) {
+  const std::string context = "16-byte row-major copy of a " + std::to_string(rows) + "x" +
+                              std::to_string(cols) + " tile, " + std::to_string(vector) +
+                              " elements an access, by " + std::to_string(threads) + " threads";
+  if (rows < 1 || cols < 1 || threads < 1 || vector < 1) return layout_error(context + ": sizes must be >= 1");
   if (cols % vector != 0) {
     return layout_error(context + ": a row is not a whole number of 16-byte chunks");
   }

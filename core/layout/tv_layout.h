@@ -102,5 +102,7 @@ Result<TVLayout> tile_tv_layout(const TVLayout& atom, const IntTuple& tile);
 // 64x64 bf16, 128 threads: ((8,16),(8,4)):((512,1),(64,16))
 // 64x80 f16, 128 threads:  ((2,64),(8,5)):((512,1),(64,1024))
 Result<TVLayout> copy_row_major_16b(int64_t rows, int64_t cols, int element_bytes, int64_t threads);
+// The same with `vector` elements an access: 32 for int4, packed two elements a byte.
+Result<TVLayout> copy_row_major_vectors(int64_t rows, int64_t cols, int64_t vector, int64_t threads);
 
 }  // namespace nautilus::layout

@@ -1429,7 +1429,8 @@ class Interpreter : public Visitor {
     BufferState& state = buffer_state(op.buffer);
     const int64_t stage = stage_of(op.shared);
     const SharedAlloc& alloc = *layout_state(op.shared.alloc).alloc;
-    const int bytes = dtype_bytes(alloc.dtype);
+    // Bits an element: int4 is packed two elements a byte in global and in shared memory.
+    const int64_t bits = alloc.dtype == DType::I4 ? 4 : 8 * dtype_bytes(alloc.dtype);
     const int64_t vec = op.vector_elements;
     const int64_t last = static_cast<int64_t>(op.tile_shape.size()) - 1;
     const int64_t copy_threads = op.copy_layout.threads(), values = op.copy_layout.values();
@@ -1451,7 +1452,7 @@ class Interpreter : public Visitor {
           const int64_t address = address_of(op.shared, stage, c);
           if (j == 0) {
             address0 = address;
-            if ((alloc.byte_offset + address * bytes) % 16 != 0) {
+            if ((alloc.byte_offset * 8 + address * bits) % 128 != 0) {
               fail("cp.async destination in " + alloc.name + " is not 16-byte aligned");
             }
           } else if (address != address0 + j) {
@@ -1463,7 +1464,7 @@ class Interpreter : public Visitor {
             const int64_t flat = flat_offset(state, indices);
             if (j == 0) {
               flat0 = flat;
-              if ((flat * bytes) % 16 != 0) {
+              if ((flat * bits) % 128 != 0) {
                 fail("cp.async source " + op.buffer->name + bracketed(indices) +
                      " is not 16-byte aligned");
               }

@@ -302,7 +302,9 @@ SharedAlloc shared_alloc(std::string name, DType dtype, std::vector<int64_t> sha
   alloc.layout = std::move(layout);
   alloc.stages = stages;
   alloc.byte_offset = byte_offset;
-  alloc.byte_size = int64_t{stages} * alloc.stage_elements * dtype_bytes(dtype);
+  // An int4 allocation holds its tile packed as global memory does (two elements a byte along
+  // the last axis): cp.async copies the bytes as they are, and the reads unpack them.
+  alloc.byte_size = global_bytes(dtype, int64_t{stages} * alloc.stage_elements);
   alloc.purpose = std::move(purpose);
   return alloc;
 }

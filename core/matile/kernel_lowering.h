@@ -204,7 +204,7 @@ class KernelLowering {
   bool mask_bounds(const VValue& mask, const std::vector<int>& axis_map,
                    const std::vector<Affine>& indices, size_t rank, std::vector<int64_t>* bounds);
   std::optional<Window> match_window(const VOp& op, const std::vector<int64_t>& tile_shape);
-  bool async_copyable(const VOp& load, const Window& window);
+  bool async_copyable(const VOp& load, const Window& window, bool packed_int4 = false);
 
   // -------------------------------------------------------------------------------------------
   // Dot plans and their emission (lower_dots.cpp)

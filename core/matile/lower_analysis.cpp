@@ -240,17 +240,18 @@ std::optional<Window> KernelLowering::match_window(const VOp& op,
 }
 
 // cp.async needs 16-byte vectors along the buffer's last axis, 16-byte aligned.
-bool KernelLowering::async_copyable(const VOp& load, const Window& window) {
+bool KernelLowering::async_copyable(const VOp& load, const Window& window, bool packed_int4) {
   if (!options_.use_async_copy) return false;
   const std::vector<int64_t>& tile = load.results[0]->type.shape;
   const std::vector<int64_t>& extents = load.buffer->shape;
   if (tile.empty() || extents.empty()) return false;
-  // An int4 buffer is packed two elements a byte; the kernel holds them a byte each, so copying
-  // its bytes as they are would not give the tile. It is read through global loads.
-  if (load.buffer->dtype == DType::I4) return false;
+  // An int4 buffer is packed two elements a byte, and so is its shared tile (32 elements are 16
+  // bytes), which only the reads of a register operand that plan_dots stages unpack: every
+  // other reader of shared tiles takes a byte an element.
+  if ((load.buffer->dtype == DType::I4) != packed_int4) return false;
   const int bytes = dtype_bytes(load.buffer->dtype);
   if (16 % bytes != 0) return false;
-  const int64_t vec = 16 / bytes;
+  const int64_t vec = load.buffer->dtype == DType::I4 ? 32 : 16 / bytes;
   const size_t last = extents.size() - 1;
   if (window.tile_axes[last] != static_cast<int>(tile.size()) - 1) return false;
   if (tile.back() % vec != 0 || extents.back() % vec != 0) return false;

@@ -410,7 +410,8 @@ void KernelLowering::plan_dots() {
                               ? nullptr
                               : global_load_along(op->operands[1], 0, &b_contiguous);
     const bool narrow_registers = b_global && is_narrow_storage(b_global->buffer->dtype);
-    const int64_t n_atom = b_bytes || n8_registers || narrow_registers ? 8 : 16;
+    // (Not a B packed along N, W[K, N]: its fragments would read single nibbles.)
+    const int64_t n_atom = b_bytes || n8_registers || (narrow_registers && b_contiguous) ? 8 : 16;
     plan.mma = options_.use_mma && (plan.eight_bit || (da == db && (da == DType::BF16 || da == DType::F16))) &&
                mma_rows_fit(M, wm) && N % (n_atom * wn) == 0 && K % 16 == 0;
     if (plan.mma && n8_registers) {
@@ -482,11 +483,50 @@ void KernelLowering::plan_dots() {
       bool a_contiguous = false, b_contiguous = false;
       const VOp* a_load = global_load_along(op->operands[0], 1, &a_contiguous);
       const VOp* b_load = global_load_along(op->operands[1], 0, &b_contiguous);
-      if (a_load && b_load && b_contiguous) {
+      // Only a B whose fragment fits a thread's registers: a whole reduction held at once (an
+      // untiled k of 2048 in a gated MLP step, 512 int4 a thread) is not read as a whole anyway,
+      // and the model, which would take its loads as all in flight, priced such a kernel at a
+      // sixth of its measured time (7.9 µs against 48.3 on the H200).
+      const int64_t b_slots = K * N / (int64_t{32} * plan.warps_n);
+      if (a_load && b_load && b_contiguous && b_slots <= 255) {
         const double element_bytes = b_load->buffer->dtype == DType::I4 ? 0.5 : dtype_bytes(b_load->buffer->dtype);
         int p = 1;
         while (2 * p <= K / 16 && (K / 16) % (2 * p) == 0 && 4 * (2 * p) * element_bytes <= 16) p *= 2;
         plan.k_interleave = p;
+      }
+    }
+    // Whether the tile's rows are all of A's rows (a decode step): each B tile is then read by
+    // one CTA, streamed once.
+    bool a_contiguous = false;
+    const VOp* activations = global_load_along(op->operands[0], 1, &a_contiguous);
+    std::optional<Window> a_window =
+        activations ? match_window(*activations, activations->results[0]->type.shape) : std::nullopt;
+    bool every_row = false;
+    for (size_t axis = 0; a_window && axis < a_window->tile_axes.size(); ++axis) {
+      const int tile_axis = a_window->tile_axes[axis];
+      if (tile_axis < 0 || activations->results[0]->type.shape[static_cast<size_t>(tile_axis)] != M) continue;
+      every_row = activations->buffer->shape[axis] <= M;
+    }
+    if (plan.mma && !plan.wgmma && !plan.b.load && every_row && options_.stages >= 2) {
+      // An int4 B read straight into its fragments, its rows contiguous along k (a weight
+      // W[N, K]) that one CTA streams (a decode step's few rows of A), joins the loop's ring of
+      // copies as its packed bytes: cp.async keeps stages - 1 tiles in flight where a global
+      // load in the loop waits a memory round trip each iteration, and the fragments are read
+      // back a row's run (up to 16 bytes) at a time. (Staged in a prefill, whose W tiles many
+      // CTAs read, the 16-row tiles that then looked best ran at twice their estimate: 1326 µs
+      // against 684.5 at 4096^3 on the H200.)
+      bool contiguous = false;
+      const VOp* weights = global_load_along(op->operands[1], 0, &contiguous);
+      auto scope = weights ? scope_.find(weights->results[0].get()) : scope_.end();
+      const VOp* loop = scope != scope_.end() ? scope->second : nullptr;
+      if (weights && contiguous && weights->buffer->dtype == DType::I4 && loop && loop->kind == VOpKind::For &&
+          !smem_windows_.count(weights)) {
+        std::optional<Window> window = match_window(*weights, weights->results[0]->type.shape);
+        if (window && async_copyable(*weights, *window, /*packed_int4=*/true) && known_ahead(*loop, *window)) {
+          smem_windows_[weights] = *window;
+          register_loads_.insert(weights);
+          staged_register_loads_.insert(weights);
+        }
       }
     }
     dot_plans_[op] = plan;

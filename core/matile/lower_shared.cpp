@@ -140,10 +140,13 @@ layout::ComposedLayout fragment_tile_layout(const std::vector<int64_t>& shape, i
   return row_major_shared(shape, chosen.swizzle);
 }
 
-// A scratch allocation for conversions and reduces: row-major, unswizzled.
+// A scratch allocation for conversions and reduces: row-major, unswizzled. Written and read
+// element by element, an int4 tile's scratch holds a signed byte an element (int8): an int4
+// allocation is packed, and only cp.async writes one.
 int KernelLowering::scratch(const std::string& name, DType dtype, std::vector<int64_t> shape,
                             const std::string& purpose) {
-  return b_.shared(name, dtype, shape, row_major_shared(shape, layout::Swizzle{}), 1, purpose);
+  const DType held = dtype == DType::I4 ? DType::I8 : dtype;
+  return b_.shared(name, held, shape, row_major_shared(shape, layout::Swizzle{}), 1, purpose);
 }
 
 // The reader of `load`'s tile when a dot reads it as a widened 8-bit operand: the reads the
@@ -186,6 +189,14 @@ int KernelLowering::smem_alloc_for(const VOp& load, int stages) {
     smem_alloc_[&load] = id;
     return id;
   }
+  if (v->type.dtype == DType::I4) {
+    // Packed two elements a byte and read a row's run at a time (16 bytes of a lane, whole
+    // rows of a warp): no swizzle.
+    const int id = b_.shared(v->name + "_smem", v->type.dtype, shape, row_major_shared(shape, layout::Swizzle{}),
+                             stages, "tile of " + load.buffer->name + " (%" + v->name + "), packed int4");
+    smem_alloc_[&load] = id;
+    return id;
+  }
   const TileReader reader = widened_reader(load);
   const SwizzleChoice chosen = choose_swizzle(shape, bytes, reader);
   const layout::Swizzle& best = chosen.swizzle;
@@ -206,11 +217,11 @@ void KernelLowering::emit_copy(const VOp& load, int alloc, const Value& stage,
                                const Value& predicate, std::optional<int64_t> iteration) {
   const VValue& v = load.results[0];
   const std::vector<int64_t>& shape = v->type.shape;
-  const int bytes = dtype_bytes(v->type.dtype);
+  const int64_t per_copy = v->type.dtype == DType::I4 ? 32 : 16 / dtype_bytes(v->type.dtype);
   const bool vector = shape.size() == 1;
   Result<layout::TVLayout> copy = layout_error("no copy layout");
   for (int64_t t = threads(); t >= 1 && !copy; t /= 2) {
-    copy = layout::copy_row_major_16b(vector ? 1 : shape[0], shape.back(), bytes, t);
+    copy = layout::copy_row_major_vectors(vector ? 1 : shape[0], shape.back(), per_copy, t);
   }
   if (!copy) fail("no 16-byte copy layout for %" + v->name + ": " + copy.error().message);
   // A vector is a one-row copy: the column-major index of (0, c) is c.
@@ -221,7 +232,7 @@ void KernelLowering::emit_copy(const VOp& load, int alloc, const Value& stage,
   ref.offsets.assign(shape.size(), 0);
   b_.async_copy(ref, load.buffer,
                 window_access(smem_windows_.at(&load), loop_var, replacement, iteration),
-                shape, *copy, 16 / bytes, predicate);
+                shape, *copy, per_copy, predicate);
 }
 
 // The register copy of a staged tile, read from its shared buffer (the current stage): with

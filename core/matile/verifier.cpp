@@ -101,8 +101,13 @@ class KernelVerifier : public Visitor {
         error(where, "stage_elements is below the layout's cosize " +
                          std::to_string(alloc.layout.cosize()));
       }
-      if (alloc.byte_size != int64_t{alloc.stages} * alloc.stage_elements * dtype_bytes(alloc.dtype)) {
+      if (alloc.byte_size != global_bytes(alloc.dtype, int64_t{alloc.stages} * alloc.stage_elements)) {
         error(where, "byte_size is not stages * stage_elements * element bytes");
+      }
+      if (alloc.dtype == DType::I4 && (alloc.stage_elements % 32 != 0 || alloc.shape.empty() ||
+                                       alloc.shape.back() % 32 != 0 || !alloc.layout.swizzle.is_identity())) {
+        error(where, "an int4 allocation is packed two elements a byte: whole 16-byte rows of 32 "
+                     "elements, unswizzled");
       }
       if (alloc.alias_of < 0) end = alloc.byte_offset + alloc.byte_size;
     }
@@ -805,10 +810,7 @@ class KernelVerifier : public Visitor {
     if (!alloc || !op.buffer) return;
     expect(op.access.form == GlobalAccess::Form::Window, where, "cp.async copies windows");
     expect(alloc->dtype == op.buffer->dtype, where, "copies between one dtype");
-    expect(op.buffer->dtype != DType::I4, where,
-           "an int4 buffer is packed two elements a byte, a shared tile holds a byte each: read it "
-           "with global loads");
-    expect(op.vector_elements * dtype_bytes(alloc->dtype) == 16, where, "vectors are 16 bytes");
+    expect(global_bytes(alloc->dtype, op.vector_elements) == 16, where, "vectors are 16 bytes");
     expect(op.copy_layout.threads() <= threads(), where, "more copy threads than the CTA has");
     expect(op.copy_layout.tile == tile_tuple(op.tile_shape), where, "copy layout tile is not the window");
     if (op.predicate) {
@@ -826,7 +828,8 @@ class KernelVerifier : public Visitor {
     const Value& result = op.results[0];
     const SharedAlloc* alloc = alloc_of(op.shared, where);
     if (!alloc) return;
-    expect(result->type.dtype == alloc->dtype, where, "reads the allocation's dtype");
+    const bool int4_as_bytes = result->type.dtype == DType::I4 && alloc->dtype == DType::I8;
+    expect(result->type.dtype == alloc->dtype || int4_as_bytes, where, "reads the allocation's dtype");
     check_window(op.shared, *alloc, result->type.shape, where);
     if (op.shared_read == SharedRead::Scalar) return;
     expect(dtype_bytes(alloc->dtype) == 2, where, "ldmatrix reads 16-bit elements");
@@ -855,7 +858,11 @@ class KernelVerifier : public Visitor {
     if (!operand_count(op, 1)) return;
     const SharedAlloc* alloc = alloc_of(op.shared, where);
     if (!alloc) return;
-    expect(op.operands[0]->type.dtype == alloc->dtype, where, "stores the allocation's dtype");
+    // int4 tiles go through int8 scratch allocations a signed byte an element.
+    const bool int4_as_bytes = op.operands[0]->type.dtype == DType::I4 && alloc->dtype == DType::I8;
+    expect(op.operands[0]->type.dtype == alloc->dtype || int4_as_bytes, where, "stores the allocation's dtype");
+    expect(alloc->dtype != DType::I4, where,
+           "an int4 allocation is packed two elements a byte: only cp.async writes it (whole bytes)");
     check_window(op.shared, *alloc, op.operands[0]->type.shape, where);
   }
 
@@ -980,8 +987,7 @@ class KernelVerifier : public Visitor {
            "the multicast mask has 16 bits");
     if (const TmaMap* map = map_of(op)) {
       expect(map->buffer->dtype != DType::I4, where_,
-             "an int4 buffer is packed two elements a byte, a shared tile holds a byte each: read "
-             "it with global loads");
+             "an int4 buffer is packed two elements a byte: staged by cp.async, not by TMA");
       check_box_allocation(op, *map);
     }
   }

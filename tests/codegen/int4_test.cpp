@@ -104,7 +104,7 @@ TEST(Int4, WeightGemmWidensToBf16ForTensorCoresAndNeverStagesPackedBytes) {
 
 TEST(Int4, DecodeOnTensorCoresReadsSixteenBytesOfARowAndWidensNibblePairs) {
   // One to eight activation rows on the tensor cores, both operands loaded straight into their
-  // fragments: the k steps interleave (8 steps: 32 neighbouring k, 16 bytes, a lane of a row of
+  // fragments (one stage: no copy ring): the k steps interleave (8 steps: 32 neighbouring k, 16 bytes, a lane of a row of
   // W) and each byte's two nibbles become one bf16 pair.
   for (const std::string rows : {"1", "4", "8"}) {
     SCOPED_TRACE("M=" + rows);
@@ -114,7 +114,7 @@ TEST(Int4, DecodeOnTensorCoresReadsSixteenBytesOfARowAndWidensNibblePairs) {
     const driver::Compilation compilation = testing::compile_scheduled(
         "assets/specs/int4_weight_gemm.nt",
         {"tile(Y_sum, m=" + rows + ", n=32, k=128)", "reverse_compute_at(Y, Y_sum, n_o)",
-         "bind(Y_sum, m_o=grid.y, n_o=grid.x)", "launch(Y_sum, warps=2, stages=2)"},
+         "bind(Y_sum, m_o=grid.y, n_o=grid.x)", "launch(Y_sum, warps=2, stages=1)"},
         sizes, options);
     ASSERT_TRUE(compilation.ok()) << compilation.schedule_error << compilation.internal_error;
     for (uint64_t seed : {4, 5}) {
@@ -129,6 +129,39 @@ TEST(Int4, DecodeOnTensorCoresReadsSixteenBytesOfARowAndWidensNibblePairs) {
     EXPECT_EQ(kernels.find("nautilus_device::int4_at(W, "), std::string::npos) << kernels;
     EXPECT_EQ(kernels.find("int8_to_bf16("), std::string::npos) << kernels;
     expect_compiles_for_every_arch(testing::emitted_cuda(compilation), "int4_decode_mma_m" + rows + ".cu");
+  }
+}
+
+TEST(Int4, DecodeStagesPackedWeightsThroughTheCopyRing) {
+  // A weight W[N, K] read straight into mma fragments joins the loop's cp.async ring as its
+  // packed bytes (32 elements a 16-byte copy, zero-filled past K = 320 and past N = 96) and is
+  // read back a lane's 32 neighbouring k at a time; the MA interpreter runs the copies, waits and
+  // reads (with its race checks) against the float64 reference.
+  for (const std::string rows : {"1", "16"}) {
+    SCOPED_TRACE("M=" + rows);
+    const std::vector<std::string> sizes = {"M=" + rows, "N=96", "K=320", "G=128", "KG=3"};
+    driver::CompileOptions options;
+    options.last_stage = driver::Stage::MATile;
+    const driver::Compilation compilation = testing::compile_scheduled(
+        "assets/specs/int4_weight_gemm.nt",
+        {"tile(Y_sum, m=" + rows + ", n=64, k=128)", "reverse_compute_at(Y, Y_sum, n_o)",
+         "bind(Y_sum, m_o=grid.y, n_o=grid.x)", "launch(Y_sum, warps=4, stages=3)"},
+        sizes, options);
+    ASSERT_TRUE(compilation.ok()) << compilation.schedule_error << compilation.internal_error;
+    for (uint64_t seed : {6, 7}) {
+      testing::expect_stage_matches_reference(compilation, driver::Stage::MATile, seed, "staged int4 ");
+    }
+    const std::string matile = matile::print_module(*compilation.ma_module);
+    EXPECT_NE(matile.find("shared W_smem : int4[64, 128]"), std::string::npos) << matile;
+    EXPECT_NE(matile.find("cp.async W_smem["), std::string::npos) << matile;
+    const std::string kernels = kernels_of(testing::emitted_cuda(compilation));
+    // Byte addresses are element offsets halved; a copy past the bounds moves valid / 2 bytes.
+    EXPECT_NE(kernels.find(") / 2)"), std::string::npos) << kernels;
+    EXPECT_NE(kernels.find("valid / 2);"), std::string::npos) << kernels;
+    EXPECT_NE(kernels.find("= ld_shared_v4((W_smem_addr"), std::string::npos) << kernels;
+    EXPECT_NE(kernels.find("unpack2(int4x2_to_bf16x2(bits_"), std::string::npos) << kernels;
+    EXPECT_EQ(kernels.find("*reinterpret_cast<const uint4*>(W + "), std::string::npos) << kernels;
+    expect_compiles_for_every_arch(testing::emitted_cuda(compilation), "int4_staged_m" + rows + ".cu");
   }
 }
 
