@@ -487,8 +487,9 @@ void KernelLowering::plan_dots() {
       // untiled k of 2048 in a gated MLP step, 512 int4 a thread) is not read as a whole anyway,
       // and the model, which would take its loads as all in flight, priced such a kernel at a
       // sixth of its measured time (7.9 µs against 48.3 on the H200).
+      constexpr int64_t kThreadRegisters = 255;
       const int64_t b_slots = K * N / (int64_t{32} * plan.warps_n);
-      if (a_load && b_load && b_contiguous && b_slots <= 255) {
+      if (a_load && b_load && b_contiguous && b_slots <= kThreadRegisters) {
         const double element_bytes = b_load->buffer->dtype == DType::I4 ? 0.5 : dtype_bytes(b_load->buffer->dtype);
         int p = 1;
         while (2 * p <= K / 16 && (K / 16) % (2 * p) == 0 && 4 * (2 * p) * element_bytes <= 16) p *= 2;

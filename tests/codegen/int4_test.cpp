@@ -134,9 +134,10 @@ TEST(Int4, DecodeOnTensorCoresReadsSixteenBytesOfARowAndWidensNibblePairs) {
 
 TEST(Int4, DecodeStagesPackedWeightsThroughTheCopyRing) {
   // A weight W[N, K] read straight into mma fragments joins the loop's cp.async ring as its
-  // packed bytes (32 elements a 16-byte copy, zero-filled past K = 320 and past N = 96) and is
-  // read back a lane's 32 neighbouring k at a time; the MA interpreter runs the copies, waits and
-  // reads (with its race checks) against the float64 reference.
+  // packed bytes (32 elements a 16-byte copy, zero-filled past K = 320 and past N = 96) when the
+  // tile covers all of A's rows, and is read back a lane's run of neighbouring k at a time; the
+  // MA interpreter runs the copies, waits and reads (with its race checks) against the float64
+  // reference.
   for (const std::string rows : {"1", "16"}) {
     SCOPED_TRACE("M=" + rows);
     const std::vector<std::string> sizes = {"M=" + rows, "N=96", "K=320", "G=128", "KG=3"};
@@ -158,11 +159,33 @@ TEST(Int4, DecodeStagesPackedWeightsThroughTheCopyRing) {
     // Byte addresses are element offsets halved; a copy past the bounds moves valid / 2 bytes.
     EXPECT_NE(kernels.find(") / 2)"), std::string::npos) << kernels;
     EXPECT_NE(kernels.find("valid / 2);"), std::string::npos) << kernels;
-    EXPECT_NE(kernels.find("= ld_shared_v4((W_smem_addr"), std::string::npos) << kernels;
+    // One row: a lane's 32 interleaved k, 16 bytes; sixteen rows (A by ldmatrix, standard
+    // fragments): a k pair, one byte.
+    EXPECT_NE(kernels.find(rows == "1" ? "= ld_shared_v4((W_smem_addr" : "= ld_shared_u8((W_smem_addr"),
+              std::string::npos)
+        << kernels;
     EXPECT_NE(kernels.find("unpack2(int4x2_to_bf16x2(bits_"), std::string::npos) << kernels;
     EXPECT_EQ(kernels.find("*reinterpret_cast<const uint4*>(W + "), std::string::npos) << kernels;
     expect_compiles_for_every_arch(testing::emitted_cuda(compilation), "int4_staged_m" + rows + ".cu");
   }
+}
+
+TEST(Int4, WeightsManyRowBlocksReadStayRegisterLoaded) {
+  // A prefill's W tiles are read by every row block of A: they are not staged (only a tile that
+  // covers all of A's rows streams its W once), and the kernel still matches the reference.
+  const std::vector<std::string> sizes = {"M=64", "N=96", "K=256", "G=128", "KG=2"};
+  driver::CompileOptions options;
+  options.last_stage = driver::Stage::MATile;
+  const driver::Compilation compilation = testing::compile_scheduled(
+      "assets/specs/int4_weight_gemm.nt",
+      {"tile(Y_sum, m=16, n=32, k=128)", "reverse_compute_at(Y, Y_sum, n_o)",
+       "bind(Y_sum, m_o=grid.y, n_o=grid.x)", "launch(Y_sum, warps=2, stages=3)"},
+      sizes, options);
+  ASSERT_TRUE(compilation.ok()) << compilation.schedule_error << compilation.internal_error;
+  testing::expect_stage_matches_reference(compilation, driver::Stage::MATile, 8, "prefill int4 ");
+  const std::string matile = matile::print_module(*compilation.ma_module);
+  EXPECT_EQ(matile.find("packed int4"), std::string::npos) << matile;
+  EXPECT_EQ(matile.find("cp.async W_smem["), std::string::npos) << matile;
 }
 
 // int4x2_to_bf16x2's arithmetic (the prelude), on every byte: prmt's selected bytes, the lop3
