@@ -687,6 +687,20 @@ int64_t KernelEmitter::shared_vector(const Op& op, const Value& result, int64_t 
   const size_t rank = alloc.shape.size();
   if (op.shared.transposed || rank != result->type.shape.size() || op.shared.offsets.size() != rank) return 1;
   if (alloc.dtype != result->type.dtype || !(is_narrow_float(alloc.dtype) || alloc.dtype == DType::F32)) return 1;
+  const layout::Swizzle& swizzle = alloc.layout.swizzle;
+  return consecutive_run(op, result, v, 16 / bytes, [&](int64_t n) {
+    return v % n == 0 && (swizzle.is_identity() || (int64_t{1} << swizzle.base) % n == 0);
+  });
+}
+
+// The longest run from slot v on -- n a power of two from `longest` down to 2 that `allowed`
+// takes -- whose slots lie at consecutive offsets of the allocation in every thread, the first a
+// multiple of n and the run inside one stage; 1 when there is none. Offsets are in elements,
+// before any swizzle.
+int64_t KernelEmitter::consecutive_run(const Op& op, const Value& result, int64_t v, int64_t longest,
+                                       const std::function<bool(int64_t)>& allowed) {
+  const SharedAlloc& alloc = alloc_of(op.shared);
+  const size_t rank = alloc.shape.size();
   const LayoutInfo& info = layout_info(result->layout.tv, result->type.shape, matile::op_label(op));
   const std::vector<int64_t> strides = shared_strides(alloc);
   const int64_t slots = result->layout.slots();
@@ -698,10 +712,8 @@ int64_t KernelEmitter::shared_vector(const Op& op, const Value& result, int64_t 
     }
     return offset;
   };
-  const layout::Swizzle& swizzle = alloc.layout.swizzle;
-  for (int64_t n = 16 / bytes; n > 1; n /= 2) {
-    if (v % n != 0 || v + n > slots) continue;
-    if (!swizzle.is_identity() && (int64_t{1} << swizzle.base) % n != 0) continue;
+  for (int64_t n = longest; n > 1; n /= 2) {
+    if (v + n > slots || !allowed(n)) continue;
     if (op.shared.stage && alloc.stage_elements % n != 0) continue;
     bool ok = true;
     for (int64_t t = 0; t < info.coords.threads && ok; ++t) {
@@ -876,28 +888,9 @@ void KernelEmitter::packed_int4_shared_load(const Op& op) {
     unsupported(matile::op_label(op) + ": an int4 tile is read along its packed axis");
   }
   const LayoutInfo& info = layout_info(result->layout.tv, result->type.shape, matile::op_label(op));
-  const std::vector<int64_t> strides = shared_strides(alloc);
   const int64_t slots = result->layout.slots();
-  const auto linear = [&](int64_t t, int64_t slot) {
-    int64_t offset = 0;
-    for (size_t k = 0; k < rank; ++k) {
-      offset += (evaluate_terms(info.coords.thread_terms[k], t) + evaluate_terms(info.coords.slot_terms[k], slot) +
-                 op.shared.offsets[k]) * strides[k];
-    }
-    return offset;
-  };
   const auto run_at = [&](int64_t v) {
-    for (int64_t n = 32; n >= 2; n /= 2) {
-      if (v + n > slots || (op.shared.stage && alloc.stage_elements % n != 0)) continue;
-      bool ok = true;
-      for (int64_t t = 0; t < info.coords.threads && ok; ++t) {
-        const int64_t first = linear(t, v);
-        ok = first % n == 0;
-        for (int64_t k = 1; k < n && ok; ++k) ok = linear(t, v + k) == first + k;
-      }
-      if (ok) return n;
-    }
-    return int64_t{1};
+    return consecutive_run(op, result, v, 32, [](int64_t) { return true; });
   };
   declare(result);
   std::vector<LoadedByte>& nibbles = loaded_bytes_[result.get()];

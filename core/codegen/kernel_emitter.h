@@ -393,6 +393,8 @@ class KernelEmitter : public matile::Visitor {
   bool planned_window_load(const Op& op, const Value& result);
   void planned_int4_load(const Op& op, const Value& result, const WindowPlan& plan);
   void packed_int4_shared_load(const Op& op);
+  int64_t consecutive_run(const Op& op, const Value& result, int64_t v, int64_t longest,
+                          const std::function<bool(int64_t)>& allowed);
   int64_t alignment_of(const Value& value);
   void global_store(const Op& op);
   void async_copy(const Op& op);
