@@ -41,6 +41,13 @@ driver::Compilation compile_to_matile(const std::string& text, const std::vector
   return testing::compile_scheduled(std::make_shared<SourceFile>("inline.nt", text), decisions, {}, options);
 }
 
+// The asset (assets/specs/int4_weight_gemm.nt) at `sizes` under `decisions`, to MA tile IR.
+driver::Compilation compile_asset(const std::vector<std::string>& sizes, const std::vector<std::string>& decisions) {
+  driver::CompileOptions options;
+  options.last_stage = driver::Stage::MATile;
+  return testing::compile_scheduled("assets/specs/int4_weight_gemm.nt", decisions, sizes, options);
+}
+
 
 
 
@@ -109,13 +116,9 @@ TEST(Int4, DecodeOnTensorCoresReadsSixteenBytesOfARowAndWidensNibblePairs) {
   for (const std::string rows : {"1", "4", "8"}) {
     SCOPED_TRACE("M=" + rows);
     const std::vector<std::string> sizes = {"M=" + rows, "N=96", "K=512", "G=128", "KG=4"};
-    driver::CompileOptions options;
-    options.last_stage = driver::Stage::MATile;
-    const driver::Compilation compilation = testing::compile_scheduled(
-        "assets/specs/int4_weight_gemm.nt",
-        {"tile(Y_sum, m=" + rows + ", n=32, k=128)", "reverse_compute_at(Y, Y_sum, n_o)",
-         "bind(Y_sum, m_o=grid.y, n_o=grid.x)", "launch(Y_sum, warps=2, stages=1)"},
-        sizes, options);
+    const driver::Compilation compilation =
+        compile_asset(sizes, {"tile(Y_sum, m=" + rows + ", n=32, k=128)", "reverse_compute_at(Y, Y_sum, n_o)",
+                              "bind(Y_sum, m_o=grid.y, n_o=grid.x)", "launch(Y_sum, warps=2, stages=1)"});
     ASSERT_TRUE(compilation.ok()) << compilation.schedule_error << compilation.internal_error;
     for (uint64_t seed : {4, 5}) {
       testing::expect_stage_matches_reference(compilation, driver::Stage::MATile, seed, "interleaved int4 ");
@@ -141,13 +144,9 @@ TEST(Int4, DecodeStagesPackedWeightsThroughTheCopyRing) {
   for (const std::string rows : {"1", "16"}) {
     SCOPED_TRACE("M=" + rows);
     const std::vector<std::string> sizes = {"M=" + rows, "N=96", "K=320", "G=128", "KG=3"};
-    driver::CompileOptions options;
-    options.last_stage = driver::Stage::MATile;
-    const driver::Compilation compilation = testing::compile_scheduled(
-        "assets/specs/int4_weight_gemm.nt",
-        {"tile(Y_sum, m=" + rows + ", n=64, k=128)", "reverse_compute_at(Y, Y_sum, n_o)",
-         "bind(Y_sum, m_o=grid.y, n_o=grid.x)", "launch(Y_sum, warps=4, stages=3)"},
-        sizes, options);
+    const driver::Compilation compilation =
+        compile_asset(sizes, {"tile(Y_sum, m=" + rows + ", n=64, k=128)", "reverse_compute_at(Y, Y_sum, n_o)",
+                              "bind(Y_sum, m_o=grid.y, n_o=grid.x)", "launch(Y_sum, warps=4, stages=3)"});
     ASSERT_TRUE(compilation.ok()) << compilation.schedule_error << compilation.internal_error;
     for (uint64_t seed : {6, 7}) {
       testing::expect_stage_matches_reference(compilation, driver::Stage::MATile, seed, "staged int4 ");
@@ -174,13 +173,9 @@ TEST(Int4, WeightsManyRowBlocksReadStayRegisterLoaded) {
   // A prefill's W tiles are read by every row block of A: they are not staged (only a tile that
   // covers all of A's rows streams its W once), and the kernel still matches the reference.
   const std::vector<std::string> sizes = {"M=64", "N=96", "K=256", "G=128", "KG=2"};
-  driver::CompileOptions options;
-  options.last_stage = driver::Stage::MATile;
-  const driver::Compilation compilation = testing::compile_scheduled(
-      "assets/specs/int4_weight_gemm.nt",
-      {"tile(Y_sum, m=16, n=32, k=128)", "reverse_compute_at(Y, Y_sum, n_o)",
-       "bind(Y_sum, m_o=grid.y, n_o=grid.x)", "launch(Y_sum, warps=2, stages=3)"},
-      sizes, options);
+  const driver::Compilation compilation =
+      compile_asset(sizes, {"tile(Y_sum, m=16, n=32, k=128)", "reverse_compute_at(Y, Y_sum, n_o)",
+                            "bind(Y_sum, m_o=grid.y, n_o=grid.x)", "launch(Y_sum, warps=2, stages=3)"});
   ASSERT_TRUE(compilation.ok()) << compilation.schedule_error << compilation.internal_error;
   testing::expect_stage_matches_reference(compilation, driver::Stage::MATile, 8, "prefill int4 ");
   const std::string matile = matile::print_module(*compilation.ma_module);
