@@ -131,5 +131,26 @@ TEST(Verifier, NoStoresIntoInputs) {
   EXPECT_EQ(problems.front(), "kernel k: global_store X: stores into an input");
 }
 
+TEST(Verifier, OnlyCpAsyncWritesAPackedInt4Allocation) {
+  // An int4 allocation holds two elements a byte: a store of single elements would write half
+  // bytes. A register tile of int4 goes through an int8 scratch instead.
+  const std::string problem = first_problem(1, [](Builder& b, const Buffer& y) {
+    const int s = b.shared("W", DType::I4, {8, 32}, row_major_shared({8, 32}, {}), 1, "");
+    const Value w = b.full(1.0, TileType{DType::I4, {8, 32}}, blocked_layout({8, 32}, 32), "w");
+    b.shared_store(SharedRef{s, nullptr, {0, 0}, false}, w);
+    b.global_store(y, kWindow, {}, b.full(0.0, TileType{DType::F32, {8, 16}}, blocked_layout({8, 16}, 32)));
+  });
+  EXPECT_EQ(problem,
+            "kernel k: st.shared: an int4 allocation is packed two elements a byte: only cp.async writes it "
+            "(whole bytes)");
+  EXPECT_EQ(first_problem(1, [](Builder& b, const Buffer& y) {
+              const int s = b.shared("B", DType::I8, {8, 32}, row_major_shared({8, 32}, {}), 1, "");
+              const Value w = b.full(1.0, TileType{DType::I4, {8, 32}}, blocked_layout({8, 32}, 32), "w");
+              b.shared_store(SharedRef{s, nullptr, {0, 0}, false}, w);
+              b.global_store(y, kWindow, {}, b.full(0.0, TileType{DType::F32, {8, 16}}, blocked_layout({8, 16}, 32)));
+            }),
+            "");
+}
+
 }  // namespace
 }  // namespace nautilus::matile
