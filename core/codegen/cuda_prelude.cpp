@@ -90,18 +90,22 @@ __device__ __forceinline__ unsigned int8x2_to_bf16x2(unsigned a, unsigned b, uns
 // writes the exponent of 128 (f16: 1024) above them, flipping each nibble's bit 3, which makes
 // the two's-complement nibble x the unsigned x + 8; the halves are then 136 + x (1032 + x),
 // and one bf16x2 (f16x2) fma subtracts 136 (1032). Integers that small are exact in both types.
-__device__ __forceinline__ unsigned int4x2_to_bf16x2(unsigned a, unsigned b, unsigned selector) {
+__device__ __forceinline__ unsigned int4x2_biased(unsigned a, unsigned b, unsigned selector, unsigned exponent) {
   const unsigned nibbles = __byte_perm(a, b, selector);
-  unsigned biased, value;
-  asm("lop3.b32 %0, %1, %2, %3, 0x6A;" : "=r"(biased) : "r"(nibbles), "r"(0x000F000Fu), "r"(0x43084308u));
-  asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(value) : "r"(biased), "r"(0x3F803F80u), "r"(0xC308C308u));
+  unsigned biased;
+  asm("lop3.b32 %0, %1, %2, %3, 0x6A;" : "=r"(biased) : "r"(nibbles), "r"(0x000F000Fu), "r"(exponent));
+  return biased;
+}
+__device__ __forceinline__ unsigned int4x2_to_bf16x2(unsigned a, unsigned b, unsigned selector) {
+  unsigned value;
+  asm("fma.rn.bf16x2 %0, %1, %2, %3;"
+      : "=r"(value) : "r"(int4x2_biased(a, b, selector, 0x43084308u)), "r"(0x3F803F80u), "r"(0xC308C308u));
   return value;
 }
 __device__ __forceinline__ unsigned int4x2_to_f16x2(unsigned a, unsigned b, unsigned selector) {
-  const unsigned nibbles = __byte_perm(a, b, selector);
-  unsigned biased, value;
-  asm("lop3.b32 %0, %1, %2, %3, 0x6A;" : "=r"(biased) : "r"(nibbles), "r"(0x000F000Fu), "r"(0x64086408u));
-  asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(value) : "r"(biased), "r"(0x3C003C00u), "r"(0xE408E408u));
+  unsigned value;
+  asm("fma.rn.f16x2 %0, %1, %2, %3;"
+      : "=r"(value) : "r"(int4x2_biased(a, b, selector, 0x64086408u)), "r"(0x3C003C00u), "r"(0xE408E408u));
   return value;
 }
 // 2^x on the SFU alone (ex2.approx.ftz: about 2 ulp, results below 2^-126 flushed to zero).

@@ -405,11 +405,12 @@ void KernelLowering::plan_dots() {
     const bool n8_registers = !b_bytes && N == 8 && wn == 1;
     // So does a narrow B that no copy stages (int4, widened from global memory straight into its
     // fragments): a decode step's 32 weight columns on 4 warps.
-    bool b_contiguous = false;
-    const VOp* b_global = b_bytes || through_shared(op->operands[1], nullptr)
-                              ? nullptr
-                              : global_load_along(op->operands[1], 0, &b_contiguous);
-    const bool narrow_registers = b_global && is_narrow_storage(b_global->buffer->dtype);
+    // The global loads the operands are (through casts and permutes), looked up once per dot.
+    bool a_contiguous = false, b_contiguous = false;
+    const VOp* a_global = global_load_along(op->operands[0], 1, &a_contiguous);
+    const VOp* b_global = global_load_along(op->operands[1], 0, &b_contiguous);
+    const bool narrow_registers = b_global && !b_bytes && !through_shared(op->operands[1], nullptr) &&
+                                  is_narrow_storage(b_global->buffer->dtype);
     // (Not a B packed along N, W[K, N]: its fragments would read single nibbles.)
     const int64_t n_atom = b_bytes || n8_registers || (narrow_registers && b_contiguous) ? 8 : 16;
     plan.mma = options_.use_mma && (plan.eight_bit || (da == db && (da == DType::BF16 || da == DType::F16))) &&
@@ -480,17 +481,14 @@ void KernelLowering::plan_dots() {
       // activations and a weight W[N, K]): with B's rows contiguous along k, the k steps
       // interleave so that a lane's k of p steps are 4p neighbours, read as one access of up to
       // 16 bytes (layouts.h, interleaved_k) instead of pairs, or single bytes of an int4 row.
-      bool a_contiguous = false, b_contiguous = false;
-      const VOp* a_load = global_load_along(op->operands[0], 1, &a_contiguous);
-      const VOp* b_load = global_load_along(op->operands[1], 0, &b_contiguous);
       // Only a B whose fragment fits a thread's registers: a whole reduction held at once (an
       // untiled k of 2048 in a gated MLP step, 512 int4 a thread) is not read as a whole anyway,
       // and the model, which would take its loads as all in flight, priced such a kernel at a
       // sixth of its measured time (7.9 µs against 48.3 on the H200).
       constexpr int64_t kThreadRegisters = 255;
       const int64_t b_slots = K * N / (int64_t{32} * plan.warps_n);
-      if (a_load && b_load && b_contiguous && b_slots <= kThreadRegisters) {
-        const double element_bytes = b_load->buffer->dtype == DType::I4 ? 0.5 : dtype_bytes(b_load->buffer->dtype);
+      if (a_global && b_global && b_contiguous && b_slots <= kThreadRegisters) {
+        const double element_bytes = b_global->buffer->dtype == DType::I4 ? 0.5 : dtype_bytes(b_global->buffer->dtype);
         int p = 1;
         while (2 * p <= K / 16 && (K / 16) % (2 * p) == 0 && 4 * (2 * p) * element_bytes <= 16) p *= 2;
         plan.k_interleave = p;
@@ -498,8 +496,7 @@ void KernelLowering::plan_dots() {
     }
     // Whether the tile's rows are all of A's rows (a decode step): each B tile is then read by
     // one CTA, streamed once.
-    bool a_contiguous = false;
-    const VOp* activations = global_load_along(op->operands[0], 1, &a_contiguous);
+    const VOp* activations = a_global;
     std::optional<Window> a_window =
         activations ? match_window(*activations, activations->results[0]->type.shape) : std::nullopt;
     bool every_row = false;
@@ -516,8 +513,8 @@ void KernelLowering::plan_dots() {
       // back a row's run (up to 16 bytes) at a time. (Staged in a prefill, whose W tiles many
       // CTAs read, the 16-row tiles that then looked best ran at twice their estimate: 1326 µs
       // against 684.5 at 4096^3 on the H200.)
-      bool contiguous = false;
-      const VOp* weights = global_load_along(op->operands[1], 0, &contiguous);
+      const VOp* weights = b_global;
+      const bool contiguous = b_contiguous;
       auto scope = weights ? scope_.find(weights->results[0].get()) : scope_.end();
       const VOp* loop = scope != scope_.end() ? scope->second : nullptr;
       if (weights && contiguous && weights->buffer->dtype == DType::I4 && loop && loop->kind == VOpKind::For &&
