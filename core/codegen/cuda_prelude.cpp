@@ -187,23 +187,36 @@ __device__ __forceinline__ void unpack2(unsigned bits, __half& low, __half& high
   high = __ushort_as_half(static_cast<unsigned short>(bits >> 16));
 }
 
-// d += a * b for one m16n8k16 atom: a holds a_0..a_7, b holds b_0..b_3, d holds c_0..c_3.
-__device__ __forceinline__ void mma_m16n8k16(float* d, const __nv_bfloat16* a,
-                                             const __nv_bfloat16* b) {
+// d += A * B for one m16n8k16 instruction from its packed registers (A's four, B's two); the
+// element type (its argument's) picks the PTX form.
+__device__ __forceinline__ void mma_m16n8k16_packed(float* d, __nv_bfloat16, unsigned a0, unsigned a1,
+                                                    unsigned a2, unsigned a3, unsigned b0, unsigned b1) {
   asm volatile(
       "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
       "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(pack2(a[0], a[1])), "r"(pack2(a[2], a[3])), "r"(pack2(a[4], a[5])),
-        "r"(pack2(a[6], a[7])), "r"(pack2(b[0], b[1])), "r"(pack2(b[2], b[3])));
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
-__device__ __forceinline__ void mma_m16n8k16(float* d, const __half* a, const __half* b) {
+__device__ __forceinline__ void mma_m16n8k16_packed(float* d, __half, unsigned a0, unsigned a1, unsigned a2,
+                                                    unsigned a3, unsigned b0, unsigned b1) {
   asm volatile(
       "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
       "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(pack2(a[0], a[1])), "r"(pack2(a[2], a[3])), "r"(pack2(a[4], a[5])),
-        "r"(pack2(a[6], a[7])), "r"(pack2(b[0], b[1])), "r"(pack2(b[2], b[3])));
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+// d += a * b for one m16n8k16 atom: a holds a_0..a_7, b holds b_0..b_3, d holds c_0..c_3.
+template <typename T>
+__device__ __forceinline__ void mma_m16n8k16(float* d, const T* a, const T* b) {
+  mma_m16n8k16_packed(d, T(), pack2(a[0], a[1]), pack2(a[2], a[3]), pack2(a[4], a[5]), pack2(a[6], a[7]),
+                      pack2(b[0], b[1]), pack2(b[2], b[3]));
+}
+// The swapped product (ir.h, Mma): the instruction's A rows g and g + 8 are the B fragments
+// b_low (n8 atom 2j) and b_high (atom 2j + 1), its B is a_0, a_1, a_4, a_5 of a short A.
+template <typename T>
+__device__ __forceinline__ void mma_m16n8k16_swapped(float* d, const T* b_low, const T* b_high, const T* a) {
+  mma_m16n8k16_packed(d, T(), pack2(b_low[0], b_low[1]), pack2(b_high[0], b_high[1]), pack2(b_low[2], b_low[3]),
+                      pack2(b_high[2], b_high[3]), pack2(a[0], a[1]), pack2(a[4], a[5]));
 }
 
 // ldmatrix.x4: this lane supplies the row address `address`; registers 0 and 1 land in

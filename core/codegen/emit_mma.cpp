@@ -1,6 +1,8 @@
 // Dot products as CUDA. Mma: the accumulator is copied into the result, then each warp issues
 // mma.sync.aligned.m16n8k16 (inline PTX in the prelude) per k step and per (m, n) atom of its
-// warp tile, the fragments addressed by constant offsets into the operands' slot arrays.
+// warp tile, the fragments addressed by constant offsets into the operands' slot arrays; a
+// swapped Mma (a short A) issues one instruction per pair of B's n8 atoms, B's fragments as the
+// instruction's A and A's as its B (mma_m16n8k16_swapped).
 // FmaDot, the CUDA-core path for what mma.sync cannot do (an N of 8, f32 operands): every
 // accumulator slot is an fmaf chain over k in increasing order, reading both operands from
 // shared memory; slots run in groups of up to 4 that share the k loop (their B loads and the
@@ -35,7 +37,8 @@ void KernelEmitter::mma(const Op& op) {
   }
   auto la = matile::mma_a_layout(M, K, wm, wn);
   auto lb = matile::mma_b_layout(K, N, wm, wn, b->layout.column_interleave);
-  auto lc = matile::mma_c_layout(M, N, wm, wn, b->layout.column_interleave);
+  auto lc = op.swapped ? matile::mma_swapped_c_layout(M, N, wn)
+                       : matile::mma_c_layout(M, N, wm, wn, b->layout.column_interleave);
   if (!la || !lb || !lc || a->layout != *la || b->layout != *lb || c->layout != *lc ||
       result->layout != *lc) {
     invalid(matile::op_label(op) + ": operands are not in the mma.sync fragment layouts");
@@ -43,6 +46,20 @@ void KernelEmitter::mma(const Op& op) {
   const int64_t mt = matile::mma_m_atoms(M, wm), kt = K / 16, nt = N / (8 * wn);
   declare(result);
   for_slots(result->layout.slots(), [&](const std::string& s) { line(at(result, s) + " = " + at(c, s) + ";"); });
+  if (op.swapped) {
+    // Instruction j takes B's n8 atoms 2j and 2j + 1 as its rows and A's row(s) as its columns.
+    line("// " + matile::instruction_name(op) + ", swapped: per warp " + str(nt / 2) + " instructions, " +
+         str(kt) + " k steps");
+    line("#pragma unroll");
+    line("for (int k = 0; k < " + str(kt) + "; ++k) {");
+    line("#pragma unroll");
+    line("  for (int j = 0; j < " + str(nt / 2) + "; ++j) {");
+    line("    mma_m16n8k16_swapped(&" + name_of(result) + "[4 * j], &" + name_of(b) + "[4 * (k + " + str(kt) +
+         " * (2 * j))], &" + name_of(b) + "[4 * (k + " + str(kt) + " * (2 * j + 1))], &" + name_of(a) + "[8 * k]);");
+    line("  }");
+    line("}");
+    return;
+  }
   line("// " + matile::instruction_name(op) + ": per warp " + str(mt) + " x " + str(nt) +
        " atoms, " + str(kt) + " k steps");
   line("#pragma unroll");

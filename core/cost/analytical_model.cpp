@@ -1125,8 +1125,9 @@ class WorkWalk : public matile::Visitor {
         const std::vector<int64_t>& a = op.operands[0]->type.shape;
         const std::vector<int64_t>& c = op.operands[2]->type.shape;
         if (a.size() != 2 || c.size() != 2) return;
-        // A tile of fewer than 16 rows still issues whole m16 atoms (its rows repeat).
-        const int64_t rows = 16 * op.warps_m * matile::mma_m_atoms(c[0], op.warps_m);
+        // A tile of fewer than 16 rows still issues whole m16 atoms (its rows repeat); swapped,
+        // its rows are the instruction's 8 columns and B's columns its 16 rows.
+        const int64_t rows = op.swapped ? 8 : 16 * op.warps_m * matile::mma_m_atoms(c[0], op.warps_m);
         work.tensor_flops +=
             2.0 * static_cast<double>(rows) * static_cast<double>(c[1]) * static_cast<double>(a[1]);
         work.mma_ops += 1;

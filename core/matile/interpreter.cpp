@@ -962,55 +962,61 @@ class Interpreter : public Visitor {
   // mma.sync.m16n8k16 by the PTX fragment formulas (groupID g = lane / 4, t = lane % 4):
   //   a_i at (g + 8*((i/2)%2), 2t + i%2 + 8*(i/4)), b_i at (2t + i%2 + 8*(i/2), g),
   //   c_i at (g + 8*(i/2), 2t + i%2).
-
+  // Each instruction computes A[16][16] * B[16][8] + C[16][8] in f32 fused multiply-adds in
+  // increasing k from the lanes' registers. The direct form takes A from a's slots and B from
+  // b's; the swapped one (ir.h, Mma) takes A's rows g and g + 8 from b's n8 atoms 2j and 2j + 1
+  // and B from a's a_0, a_1, a_4, a_5.
   void mma(const Op& op) {
     const Value &a = op.operands[0], &b = op.operands[1], &c = op.operands[2];
     const int64_t M = a->type.shape[0], K = a->type.shape[1], N = b->type.shape[1];
     const int wm_count = op.warps_m, wn_count = op.warps_n;
     const int64_t mt = mma_m_atoms(M, wm_count), kt = K / 16, nt = N / (8 * wn_count);
     const int64_t sa = a->layout.slots(), sb = b->layout.slots(), sc = c->layout.slots();
-    if (sa != 8 * mt * kt || sb != 4 * kt * nt || sc != 4 * mt * nt) {
+    const int64_t instructions = op.swapped ? nt / 2 : mt * nt;  // per warp and k step
+    if (sa != 8 * mt * kt || sb != 4 * kt * nt || sc != 4 * instructions || (op.swapped && nt % 2 != 0)) {
       fail("operand slot counts do not match the mma fragments of the warp tile");
     }
     const Slots &av = slots_of(a), &bv = slots_of(b);
     Slots d = slots_of(c);
     count_steps(static_cast<uint64_t>(M * N * K));
+    float A[16][16], B[16][8], C[16][8];
     for (int w = first_warp(); w < end_warp(); ++w) {
       for (int64_t ki = 0; ki < kt; ++ki) {
-        for (int64_t mi = 0; mi < mt; ++mi) {
-          for (int64_t ni = 0; ni < nt; ++ni) {
-            float A[16][16], B[16][8], C[16][8];
-            for (int l = 0; l < kWarpSize; ++l) {
-              const int64_t thread = int64_t{w} * kWarpSize + l;
-              const int g = l / 4, t = l % 4;
-              for (int i = 0; i < 8; ++i) {
-                A[g + 8 * ((i / 2) % 2)][2 * t + i % 2 + 8 * (i / 4)] = static_cast<float>(
-                    av[static_cast<size_t>(thread * sa + 8 * (mi + mt * ki) + i)]);
-              }
-              for (int i = 0; i < 4; ++i) {
-                B[2 * t + i % 2 + 8 * (i / 2)][g] = static_cast<float>(
-                    bv[static_cast<size_t>(thread * sb + 4 * (ki + kt * ni) + i)]);
-                C[g + 8 * (i / 2)][2 * t + i % 2] =
-                    static_cast<float>(d[static_cast<size_t>(thread * sc + 4 * (mi + mt * ni) + i)]);
-              }
+        for (int64_t j = 0; j < instructions; ++j) {
+          const int64_t mi = j % mt, ni = j / mt;  // the direct form's atom
+          for (int l = 0; l < kWarpSize; ++l) {
+            const int64_t thread = int64_t{w} * kWarpSize + l;
+            const int g = l / 4, t = l % 4;
+            const double* c_slots = &d[static_cast<size_t>(thread * sc + 4 * j)];
+            for (int i = 0; i < 8; ++i) {
+              const int row = g + 8 * ((i / 2) % 2), column = 2 * t + i % 2 + 8 * (i / 4);
+              const int64_t slot = op.swapped ? 4 * (ki + kt * (2 * j + (i / 2) % 2)) + i % 2 + 2 * (i / 4)
+                                              : 8 * (mi + mt * ki) + i;
+              A[row][column] = static_cast<float>((op.swapped ? bv : av)[static_cast<size_t>(
+                  thread * (op.swapped ? sb : sa) + slot)]);
             }
-            for (int r = 0; r < 16; ++r) {
-              for (int col = 0; col < 8; ++col) {
-                float sum = C[r][col];
-                for (int k = 0; k < 16; ++k) sum = std::fmaf(A[r][k], B[k][col], sum);
-                C[r][col] = sum;
-              }
+            for (int i = 0; i < 4; ++i) {
+              const int64_t slot = op.swapped ? 8 * ki + i % 2 + 4 * (i / 2) : 4 * (ki + kt * ni) + i;
+              B[2 * t + i % 2 + 8 * (i / 2)][g] = static_cast<float>(
+                  (op.swapped ? av : bv)[static_cast<size_t>(thread * (op.swapped ? sa : sb) + slot)]);
+              C[g + 8 * (i / 2)][2 * t + i % 2] = static_cast<float>(c_slots[i]);
             }
-            for (int l = 0; l < kWarpSize; ++l) {
-              const int64_t thread = int64_t{w} * kWarpSize + l;
-              const int g = l / 4, t = l % 4;
-              for (int i = 0; i < 4; ++i) {
-                d[static_cast<size_t>(thread * sc + 4 * (mi + mt * ni) + i)] =
-                    C[g + 8 * (i / 2)][2 * t + i % 2];
-              }
-            }
-            instructions_["mma.m16n8k16"] += 1;
           }
+          for (int r = 0; r < 16; ++r) {
+            for (int col = 0; col < 8; ++col) {
+              float sum = C[r][col];
+              for (int k = 0; k < 16; ++k) sum = std::fmaf(A[r][k], B[k][col], sum);
+              C[r][col] = sum;
+            }
+          }
+          for (int l = 0; l < kWarpSize; ++l) {
+            const int64_t thread = int64_t{w} * kWarpSize + l;
+            const int g = l / 4, t = l % 4;
+            for (int i = 0; i < 4; ++i) {
+              d[static_cast<size_t>(thread * sc + 4 * j + i)] = C[g + 8 * (i / 2)][2 * t + i % 2];
+            }
+          }
+          instructions_["mma.m16n8k16"] += 1;
         }
       }
     }

@@ -25,6 +25,7 @@ const char* layout_kind_name(LayoutKind kind) {
     case LayoutKind::MmaA: return "mma_a";
     case LayoutKind::MmaB: return "mma_b";
     case LayoutKind::MmaC: return "mma_c";
+    case LayoutKind::MmaCSwapped: return "mma_c_swapped";
     case LayoutKind::Derived: return "derived";
   }
   return "?";
@@ -462,10 +463,11 @@ Value Builder::reduce(ReduceOp reduce_op, const Value& value, int axis, Register
 }
 
 Value Builder::mma(const Value& a, const Value& b, const Value& c, int warps_m, int warps_n,
-                   const std::string& name) {
+                   const std::string& name, bool swapped) {
   Op op = op_of(OpKind::Mma, {a, b, c});
   op.warps_m = warps_m;
   op.warps_n = warps_n;
+  op.swapped = swapped;
   op.results.push_back(make_value(fresh_name(name), type_of(c), layout_of(c)));
   return emit(std::move(op));
 }

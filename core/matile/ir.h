@@ -68,6 +68,10 @@
 //                               d = c + sum_k a*b as f32 fused multiply-adds in increasing k
 //                               (the same order VR's dot fixes; tensor cores may differ in the
 //                               last bit, which the tolerance absorbs on hardware).
+//                               `swapped` (a of 1, 2, 4 or 8 rows on one warp along M): c is in
+//                               mma_swapped_c_layout and each instruction computes 16 columns
+//                               of b (n8 atoms 2j, 2j + 1 as its rows) against a's rows as its
+//                               8 columns (row r of a in columns r, r + M, ...).
 //   FmaDot(shared a, shared b, acc)   the CUDA-core path for what mma.sync cannot do (f32
 //                               operands, extents not multiples of the atom): every thread
 //                               computes its acc slots as fmaf over k in increasing order,
@@ -268,6 +272,7 @@ enum class LayoutKind {
   MmaA,     // mma.m16n8k16 A fragments, tiled over an [M, K] tile and the warp grid
   MmaB,     // B fragments over [K, N]
   MmaC,     // C/D (accumulator) fragments over [M, N]
+  MmaCSwapped,  // C/D fragments of the swapped product of a short A (mma_swapped_c_layout)
   Derived,  // anything else (a slice of a reduce, a permutation, an extracted block)
 };
 const char* layout_kind_name(LayoutKind kind);  // "uniform", "blocked", "mma_a", ...
@@ -491,6 +496,9 @@ struct Op {
   int scratch = -1;             // Reduce / ConvertLayout: shared scratch allocation, or -1
   bool via_shared = false;      // ConvertLayout
   int warps_m = 0, warps_n = 0;  // Mma
+  // Mma: the product computed as (B^T A^T)^T (layouts.h, mma_swapped_c_layout): B's n8 atoms
+  // 2j and 2j + 1 are the instruction's A rows, A's a_0, a_1, a_4, a_5 its B columns.
+  bool swapped = false;
   UnaryOp unary_op = UnaryOp::Neg;
   BinaryOp binary_op = BinaryOp::Add;
   CompareOp compare_op = CompareOp::LT;
@@ -668,7 +676,7 @@ class Builder {
   Value reduce(ReduceOp op, const Value& value, int axis, RegisterLayout layout,
                std::vector<int> xor_masks, int scratch, const std::string& name = "");
   Value mma(const Value& a, const Value& b, const Value& c, int warps_m, int warps_n,
-            const std::string& name = "");
+            const std::string& name = "", bool swapped = false);
   Value fma_dot(SharedRef a, SharedRef b, const Value& acc, const std::string& name = "");
   Value global_load(const Buffer& buffer, GlobalAccess access, std::vector<Value> gather,
                     double other, TileType type, RegisterLayout layout,

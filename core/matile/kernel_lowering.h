@@ -131,6 +131,9 @@ struct DotPlan {
   // memory straight into their fragments and B's rows are contiguous along k, so a lane reads
   // 4 * k_interleave neighbouring k of B (and of A) at once.
   int k_interleave = 1;
+  // The swapped product (layouts.h, mma_swapped_c_layout): A is 1, 2, 4 or 8 rows (a decode
+  // step), so the instruction's 16 rows are 16 of B's columns instead of A's rows repeated.
+  bool swapped = false;
   OperandPlan a, b;
 };
 
@@ -454,6 +457,10 @@ class KernelLowering {
   // reads on the H200).
   bool grouped_shared_reads() const { return grouped_shared_reads_; }
   // The CLI's mode over the kernel's launch decision; Auto where neither says.
+  scalar::MmaForm requested_mma_form() const {
+    if (options_.mma_form != scalar::MmaForm::Auto) return options_.mma_form;
+    return vk_.launch ? vk_.launch->mma_form : scalar::MmaForm::Auto;
+  }
   scalar::SharedReads requested_shared_reads() const {
     if (options_.shared_reads != scalar::SharedReads::Auto) return options_.shared_reads;
     return vk_.launch ? vk_.launch->shared_reads : scalar::SharedReads::Auto;

@@ -392,6 +392,37 @@ Result<RegisterLayout> mma_c_layout(int64_t m, int64_t n, int warps_m, int warps
   }, interleave);
 }
 
+bool mma_swap_fits(int64_t m, int64_t n, int warps_m, int warps_n) {
+  return short_fragment_rows(m, warps_m) && warps_n >= 1 && n % (16 * warps_n) == 0;
+}
+
+Result<RegisterLayout> mma_swapped_c_layout(int64_t m, int64_t n, int warps_n) {
+  return remembered_fragment('S', m, n, 1, warps_n, [&]() -> Result<RegisterLayout> {
+    const std::string context = "swapped mma C layout of [" + std::to_string(m) + ", " + std::to_string(n) +
+                                "] over warps (1, " + std::to_string(warps_n) + ")";
+    if (!mma_swap_fits(m, n, 1, warps_n)) {
+      return layout_error(context + ": needs 1, 2, 4 or 8 rows and N a multiple of 16 * warps_n");
+    }
+    const int64_t nt = n / (8 * warps_n);  // B's n8 atoms per warp; instruction j takes 2j, 2j + 1
+    using layout::tuple_of;
+    // The instruction's column 2t + v (lane t = lane % 4) is row (2t + v) % m.
+    const IntTuple lane_shape = m == 4 ? tuple_of(2, 2) : IntTuple(4);
+    const IntTuple lane_stride = m == 8 ? IntTuple(2) : m == 4 ? tuple_of(2, 0) : IntTuple(0);
+    const int64_t value_stride = m >= 2 ? 1 : 0;
+    RegisterLayout result;
+    result.kind = LayoutKind::MmaCSwapped;
+    result.warps_m = 1;
+    result.warps_n = warps_n;
+    result.tv = layout::TVLayout{
+        Layout(tuple_of(tuple_of(tuple_of(lane_shape, 8), tuple_of(1, warps_n)),
+                        tuple_of(tuple_of(2, 2), nt / 2)),
+               tuple_of(tuple_of(tuple_of(lane_stride, m), tuple_of(0, 8 * nt * m)),
+                        tuple_of(tuple_of(value_stride, 8 * m), 16 * m))),
+        tuple_of(m, n)};
+    return checked(std::move(result), context);
+  });
+}
+
 Result<RegisterLayout> slice_layout(const RegisterLayout& source,
                                     const std::vector<int64_t>& shape, int axis) {
   if (axis < 0 || axis >= static_cast<int>(shape.size())) {
@@ -703,8 +734,8 @@ std::vector<LdmatrixIssue> ldmatrix_issues(const RegisterLayout& layout,
 
 std::string layout_text(const RegisterLayout& layout) {
   std::string text = layout_kind_name(layout.kind);
-  if (layout.kind == LayoutKind::MmaA || layout.kind == LayoutKind::MmaB ||
-      layout.kind == LayoutKind::MmaC) {
+  if (layout.kind == LayoutKind::MmaA || layout.kind == LayoutKind::MmaB || layout.kind == LayoutKind::MmaC ||
+      layout.kind == LayoutKind::MmaCSwapped) {
     text += " warps(" + std::to_string(layout.warps_m) + "," + std::to_string(layout.warps_n) + ")";
     if (layout.column_interleave > 1) text += " interleave(" + std::to_string(layout.column_interleave) + ")";
     if (layout.k_interleave > 1) text += " k_interleave(" + std::to_string(layout.k_interleave) + ")";

@@ -96,6 +96,17 @@ int64_t interleaved_k(int64_t step, int64_t column, int64_t k_interleave);
 Result<RegisterLayout> mma_b_layout(int64_t k, int64_t n, int warps_m, int warps_n, int interleave = 1,
                                     int k_interleave = 1);
 Result<RegisterLayout> mma_c_layout(int64_t m, int64_t n, int warps_m, int warps_n, int interleave = 1);
+// The swapped product of a short A (1, 2, 4 or 8 rows on one warp along M, columns not
+// interleaved): C = (B^T A^T)^T. Instruction j of a warp takes B's n8 atoms 2j and 2j + 1 (as
+// mma_b_layout holds them) as the 16 rows of its A and A's a_0, a_1, a_4, a_5 (row g % M, as
+// mma_a_layout holds them) as its B, so one m16n8k16 covers 16 columns where the direct form,
+// whose 16 rows repeat the M rows, covers 8, and no repeated row is copied into a fragment. The
+// accumulator is the instruction's D transposed: lane (g, t)'s c_0, c_1 are rows (2t, 2t + 1) % M
+// of column 16j + g of the warp's columns, c_2, c_3 the same rows of column 16j + g + 8:
+//   mma_swapped_c_layout(1, 64, 2)   (((4,8),(1,2)),((2,2),2)):(((0,1),(0,32)),((0,8),16))
+//                                    c_1 repeats c_0 (one row)
+bool mma_swap_fits(int64_t m, int64_t n, int warps_m, int warps_n);
+Result<RegisterLayout> mma_swapped_c_layout(int64_t m, int64_t n, int warps_n);
 // The reads of mma_b_layout(k, n, warps_m, warps_n, interleave) that shared_read_plan groups: the
 // same (thread, element) pairs with each k row's `interleave` neighbouring atoms first among a
 // thread's slots, so that `interleave` neighbouring slots are one read (for counting its bank

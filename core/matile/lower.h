@@ -142,6 +142,10 @@ struct LowerOptions {
   // (launch's reads=), whose own default groups them where a widened int8 B is read 4 or more
   // bytes at a time (measured on the H200, docs/codegen.md); Elements or Grouped: every kernel.
   scalar::SharedReads shared_reads = scalar::SharedReads::Auto;
+  // How mma.sync products of 1, 2, 4 or 8 rows run (layouts.h, mma_swapped_c_layout). Auto: as
+  // the kernel's launch says (launch's mma=), whose own default swaps a product that is only
+  // accumulated and stored; Direct or Swapped: every kernel.
+  scalar::MmaForm mma_form = scalar::MmaForm::Auto;
 };
 
 layout::Result<ModulePtr> lower_to_matile(const vrtile::ModulePtr& module,

@@ -543,6 +543,24 @@ void KernelLowering::plan_dots() {
   if (!grouped_shared_reads_) {
     for (auto& [dot, plan] : dot_plans_) plan.column_interleave = 1;
   }
+  // A product of 1, 2, 4 or 8 rows that is only accumulated and stored (a decode step's GEMV)
+  // is computed swapped (layouts.h, mma_swapped_c_layout): half the instructions, and none of
+  // the register copies that fill the direct form's repeated rows -- the int4 decode kernel
+  // issued 4 of them per mma (ncu, H200). By default a product that a reduction or another MMA
+  // reads keeps the direct form, whose accumulator rows those expect; mma=swapped swaps it too.
+  const scalar::MmaForm form = requested_mma_form();
+  for (auto& [dot, plan] : dot_plans_) {
+    if (form == scalar::MmaForm::Direct || !plan.mma || plan.wgmma) continue;
+    const int64_t M = dot->operands[0]->type.shape[0], N = dot->operands[1]->type.shape[1];
+    if (plan.column_interleave != 1 || plan.a.load || !mma_swap_fits(M, N, plan.warps_m, plan.warps_n)) {
+      if (form == scalar::MmaForm::Swapped && M < 16) {
+        b_.note("mma of %" + dot->results[0]->name + " not swapped: it needs 1, 2, 4 or 8 rows, 16 columns a warp and "
+                "B's columns not interleaved");
+      }
+      continue;
+    }
+    plan.swapped = form == scalar::MmaForm::Swapped || only_accumulated_and_stored(dot->results[0]);
+  }
   // Loads that also have users other than mma operands keep a register copy.
   for (const auto& [load, window] : smem_windows_) {
     for (const VOp* user : users_[load->results[0].get()]) {
@@ -689,7 +707,7 @@ void KernelLowering::emit_dot(const VOp& op) {
     if (kk + 1 < steps && plan.prefetch_fragments) next = load_step(kk + 1);
     const std::string step = "_k" + std::to_string(kk);
     acc = b_.mma(current.first, current.second, acc, wm, wn,
-                 kk + 1 == steps ? v->name : v->name + step);
+                 kk + 1 == steps ? v->name : v->name + step, plan.swapped);
     if (kk + 1 < steps && !plan.prefetch_fragments) next = load_step(kk + 1);
   }
   env_[v.get()] = acc;

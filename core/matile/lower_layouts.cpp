@@ -153,11 +153,14 @@ bool KernelLowering::propagate() {
       case VOpKind::Dot: {
         const DotPlan& plan = dot_plans_.at(op);
         if (plan.mma) {
-          Result<RegisterLayout> c = mma_c_layout(v->type.shape[0], v->type.shape[1],
-                                                  plan.warps_m, plan.warps_n, plan.column_interleave);
+          Result<RegisterLayout> c =
+              plan.swapped ? mma_swapped_c_layout(v->type.shape[0], v->type.shape[1], plan.warps_n)
+                           : mma_c_layout(v->type.shape[0], v->type.shape[1], plan.warps_m, plan.warps_n,
+                                          plan.column_interleave);
           if (!c) fail(c.error().message);
-          set(v, *c, std::string("the accumulator fragment of ") + (plan.wgmma ? "wgmma" : "mma.sync") +
-                          ", warps " + std::to_string(plan.warps_m) + " x " + std::to_string(plan.warps_n));
+          set(v, *c, std::string("the accumulator fragment of ") +
+                         (plan.wgmma ? "wgmma" : plan.swapped ? "the swapped mma.sync" : "mma.sync") +
+                         ", warps " + std::to_string(plan.warps_m) + " x " + std::to_string(plan.warps_n));
         } else {
           set(v, blocked_layout(v->type.shape, threads()), "blocked: a dot on the CUDA cores (FMA)");
         }

@@ -152,8 +152,8 @@ std::string op_body_text(const Kernel& kernel, const Op& op) {
       return text;
     }
     case OpKind::Mma:
-      return "mma.m16n8k16 " + operands + " warps(" + std::to_string(op.warps_m) + ", " +
-             std::to_string(op.warps_n) + ")";
+      return std::string(op.swapped ? "mma.m16n8k16.swapped " : "mma.m16n8k16 ") + operands + " warps(" +
+             std::to_string(op.warps_m) + ", " + std::to_string(op.warps_n) + ")";
     case OpKind::FmaDot:
       return "fma_dot " + shared_ref_text(kernel, op.shared) + ", " +
              shared_ref_text(kernel, op.shared_b) + ", " + operands;

@@ -743,11 +743,17 @@ class KernelVerifier : public Visitor {
                 "the warp grid must cover the kernel's warps")) {
       return;
     }
+    if (op.swapped && !expect(mma_swap_fits(M, N, op.warps_m, op.warps_n) && b->layout.column_interleave == 1,
+                              where, "a swapped mma needs 1, 2, 4 or 8 rows on one warp along M, N a multiple "
+                                     "of 16 per warp and B's columns not interleaved")) {
+      return;
+    }
     Result<RegisterLayout> la = mma_a_layout(M, K, op.warps_m, op.warps_n);
     // B and C share their columns' interleave (layouts.h); B's says which.
     const int interleave = b->layout.column_interleave;
     Result<RegisterLayout> lb = mma_b_layout(K, N, op.warps_m, op.warps_n, interleave);
-    Result<RegisterLayout> lc = mma_c_layout(M, N, op.warps_m, op.warps_n, interleave);
+    Result<RegisterLayout> lc = op.swapped ? mma_swapped_c_layout(M, N, op.warps_n)
+                                           : mma_c_layout(M, N, op.warps_m, op.warps_n, interleave);
     if (!la || !lb || !lc) {
       error(where, !la ? la.error().message : !lb ? lb.error().message : lc.error().message);
       return;

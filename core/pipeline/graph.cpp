@@ -406,7 +406,10 @@ class GraphBuilder {
           if (op.shared.alloc >= 0 && op.operands.size() < 2) readers_[op.shared.alloc].insert(n);
         } else {
           const int64_t K = op.operands[0]->type.shape.size() == 2 ? op.operands[0]->type.shape[1] : 0;
-          unit(node, Unit::TensorCore) += machine_.mma_cycles((M / 16) * (N / 8) * (K / 16));
+          // A tile of fewer than 16 rows issues whole m16 atoms; swapped (ir.h, Mma), one per 16
+          // columns.
+          const int64_t atoms = op.swapped ? (N / 16) : std::max<int64_t>(M / 16, 1) * (N / 8);
+          unit(node, Unit::TensorCore) += machine_.mma_cycles(atoms * (K / 16));
           node.fixed = machine_.mma_latency - machine_.mma_interval;
           node.mma_shape = {M, N, node.mma_shape[2] + K};
         }

@@ -276,6 +276,10 @@ inline constexpr int kMaxTileOrderGroup = 65535;
 // element by element, or auto (grouped where a widened int8 mma operand is read 4 or more
 // bytes at a time, element by element elsewhere).
 enum class SharedReads { Auto, Elements, Grouped };
+// How a kernel's mma.sync products of 1, 2, 4 or 8 rows run (launch's mma=; docs/matile.md rule
+// 2): swapped (B's columns the instruction's 16 rows, matile's mma_swapped_c_layout), direct
+// (the rows repeated to 16), or auto (swapped where the product is only accumulated and stored).
+enum class MmaForm { Auto, Direct, Swapped };
 
 struct LaunchAttrs {
   int warps = 4;
@@ -305,6 +309,7 @@ struct LaunchAttrs {
   // tiles c, c + launched, ... (false). Meaningful only with `persistent`.
   bool dynamic_tiles = true;
   SharedReads shared_reads = SharedReads::Auto;  // launch's reads=
+  MmaForm mma_form = MmaForm::Auto;               // launch's mma=
   bool operator==(const LaunchAttrs&) const = default;
 };
 

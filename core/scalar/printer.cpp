@@ -574,6 +574,22 @@ std::optional<SharedReads> shared_reads_from_name(const std::string& name) {
   return std::nullopt;
 }
 
+std::string mma_form_name(MmaForm form) {
+  switch (form) {
+    case MmaForm::Auto: return "auto";
+    case MmaForm::Direct: return "direct";
+    case MmaForm::Swapped: return "swapped";
+  }
+  return "auto";
+}
+
+std::optional<MmaForm> mma_form_from_name(const std::string& name) {
+  for (MmaForm form : {MmaForm::Auto, MmaForm::Direct, MmaForm::Swapped}) {
+    if (mma_form_name(form) == name) return form;
+  }
+  return std::nullopt;
+}
+
 std::string launch_text(const LaunchAttrs& launch) {
   std::string text = "launch(warps=" + std::to_string(launch.warps) +
                      ", stages=" + std::to_string(launch.stages);
@@ -585,6 +601,7 @@ std::string launch_text(const LaunchAttrs& launch) {
   for (const std::string& loop : launch.reversed) text += ", reverse=" + loop;
   if (launch.persistent) text += launch.dynamic_tiles ? ", persistent(dynamic)" : ", persistent(static)";
   if (launch.shared_reads != SharedReads::Auto) text += ", reads=" + shared_reads_name(launch.shared_reads);
+  if (launch.mma_form != MmaForm::Auto) text += ", mma=" + mma_form_name(launch.mma_form);
   return text + ")";
 }
 
@@ -596,6 +613,7 @@ nlohmann::ordered_json launch_json(const LaunchAttrs& launch) {
   if (launch.pingpong) json["pingpong"] = true;
   if (launch.group > 1) json["group"] = launch.group;
   if (launch.shared_reads != SharedReads::Auto) json["reads"] = shared_reads_name(launch.shared_reads);
+  if (launch.mma_form != MmaForm::Auto) json["mma"] = mma_form_name(launch.mma_form);
   if (!launch.reversed.empty()) json["reversed"] = launch.reversed;
   if (launch.persistent) {
     json["persistent"] = true;

@@ -63,6 +63,8 @@ std::string launch_text(const LaunchAttrs& launch);
 // elements, grouped; nullopt for any other name.
 std::string shared_reads_name(SharedReads reads);
 std::optional<SharedReads> shared_reads_from_name(const std::string& name);
+std::string mma_form_name(MmaForm form);  // "auto", "direct", "swapped"
+std::optional<MmaForm> mma_form_from_name(const std::string& name);
 nlohmann::ordered_json launch_json(const LaunchAttrs& launch);
 
 std::string program_to_dot(const Program& program);

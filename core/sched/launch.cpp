@@ -10,7 +10,8 @@ namespace nautilus::sched {
 
 namespace {
 
-constexpr std::string_view kSignature = "launch(BLOCK, warps=W, stages=S, reads=auto|elements|grouped)";
+constexpr std::string_view kSignature =
+    "launch(BLOCK, warps=W, stages=S, reads=auto|elements|grouped, mma=auto|direct|swapped)";
 
 // The choice a decision states, or the reason it is malformed.
 std::string read_choice(const Decision& decision, LaunchChoice* choice) {
@@ -18,8 +19,15 @@ std::string read_choice(const Decision& decision, LaunchChoice* choice) {
   if (!shape.empty()) return shape;
   choice->block = decision.target;
   for (const DecisionArg& arg : decision.args) {
-    if (arg.key != "warps" && arg.key != "stages" && arg.key != "reads") {
-      return usage_reason(kSignature, "unknown keyword '" + arg.key + "'; expected warps, stages or reads");
+    if (arg.key != "warps" && arg.key != "stages" && arg.key != "reads" && arg.key != "mma") {
+      return usage_reason(kSignature, "unknown keyword '" + arg.key + "'; expected warps, stages, reads or mma");
+    }
+    if (arg.key == "mma") {
+      const std::string value = arg.is_int() ? std::to_string(arg.as_int()) : arg.as_name();
+      const std::optional<scalar::MmaForm> form = scalar::mma_form_from_name(value);
+      if (!form) return "launch: mma is auto, direct or swapped, got " + value;
+      choice->mma_form = *form;
+      continue;
     }
     if (arg.key == "reads") {
       const std::string value = arg.is_int() ? std::to_string(arg.as_int()) : arg.as_name();
@@ -61,6 +69,7 @@ ApplyResult apply(const scalar::ProgramPtr& program, const Decision& decision) {
     attrs.warps = choice.warps;
     attrs.stages = choice.stages;
     attrs.shared_reads = choice.shared_reads;
+    attrs.mma_form = choice.mma_form;
     return attrs;
   });
 }

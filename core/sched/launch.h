@@ -31,6 +31,7 @@ struct LaunchChoice {
   int warps = 4;
   int stages = 2;
   scalar::SharedReads shared_reads = scalar::SharedReads::Auto;  // reads=
+  scalar::MmaForm mma_form = scalar::MmaForm::Auto;               // mma=
 };
 
 // The launch decisions of a schedule, in order (a later one for the same block wins).

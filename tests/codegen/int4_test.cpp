@@ -110,8 +110,8 @@ TEST(Int4, WeightGemmWidensToBf16ForTensorCoresAndNeverStagesPackedBytes) {
 }
 
 TEST(Int4, DecodeOnTensorCoresReadsSixteenBytesOfARowAndWidensNibblePairs) {
-  // One to eight activation rows on the tensor cores, both operands loaded straight into their
-  // fragments (one stage: no copy ring): the k steps interleave (8 steps: 32 neighbouring k, 16 bytes, a lane of a row of
+  // One to eight activation rows on the tensor cores (the swapped product), both operands loaded
+  // straight into their fragments (one stage: no copy ring): the k steps interleave (8 steps: 32 neighbouring k, 16 bytes, a lane of a row of
   // W) and each byte's two nibbles become one bf16 pair.
   for (const std::string rows : {"1", "4", "8"}) {
     SCOPED_TRACE("M=" + rows);
@@ -125,8 +125,10 @@ TEST(Int4, DecodeOnTensorCoresReadsSixteenBytesOfARowAndWidensNibblePairs) {
     }
     const std::string matile = matile::print_module(*compilation.ma_module);
     EXPECT_NE(matile.find("k interleaved by 8"), std::string::npos) << matile;
+    // The product of 1 to 8 rows runs swapped: W's 16 columns an instruction's rows.
+    EXPECT_NE(matile.find("mma.m16n8k16.swapped "), std::string::npos) << matile;
     const std::string kernels = kernels_of(testing::emitted_cuda(compilation));
-    EXPECT_NE(kernels.find("mma_m16n8k16("), std::string::npos) << kernels;
+    EXPECT_NE(kernels.find("mma_m16n8k16_swapped("), std::string::npos) << kernels;
     EXPECT_NE(kernels.find("*reinterpret_cast<const uint4*>(W + "), std::string::npos) << kernels;
     EXPECT_NE(kernels.find("unpack2(int4x2_to_bf16x2(bits_"), std::string::npos) << kernels;
     EXPECT_EQ(kernels.find("nautilus_device::int4_at(W, "), std::string::npos) << kernels;

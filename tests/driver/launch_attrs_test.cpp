@@ -90,6 +90,23 @@ TEST(LaunchAttrs, GroupedReadsPrintAndABadReadsValueIsRefusedWithItsChoices) {
       << bad.schedule_error;
 }
 
+TEST(LaunchAttrs, TheMmaFormPrintsAndABadValueIsRefusedWithItsChoices) {
+  std::vector<std::string> decisions = kGemmSchedule;
+  decisions.push_back("launch(C_sum, warps=4, stages=3, mma=swapped)");
+  const driver::Compilation compilation = compile_gemm(decisions, driver::Stage::Scalar);
+  ASSERT_TRUE(compilation.ok()) << compilation.schedule_error << compilation.internal_error;
+  EXPECT_NE(scalar::print_program(*compilation.program).find("launch(warps=4, stages=3, mma=swapped):"),
+            std::string::npos);
+  EXPECT_NE(scalar::program_to_json(*compilation.program).dump().find("\"mma\":\"swapped\""), std::string::npos);
+  EXPECT_EQ(outermost_loop(*compilation.program).launch->mma_form, scalar::MmaForm::Swapped);
+
+  decisions.back() = "launch(C_sum, warps=4, stages=3, mma=transposed)";
+  const driver::Compilation bad = compile_gemm(decisions, driver::Stage::Scalar);
+  EXPECT_FALSE(bad.ok());
+  EXPECT_NE(bad.schedule_error.find("launch: mma is auto, direct or swapped, got transposed"), std::string::npos)
+      << bad.schedule_error;
+}
+
 TEST(LaunchAttrs, SurviveTheDecisionsAfterTheLaunch) {
   // tile splits the outermost loop and reverse_compute_at moves C into C_sum's nest: the nest
   // the kernel comes from is rebuilt twice after the launch.

@@ -236,6 +236,48 @@ TEST(MmaLayouts, FragmentsOfFewerThanSixteenRowsRepeatTheAtomsRows) {
   EXPECT_FALSE(mma_c_layout(12, 32, 1, 4).ok());
 }
 
+TEST(MmaLayouts, SwappedProductsAccumulatorIsTheInstructionsDTransposed) {
+  // The swapped product of M short rows: instruction j of warp w computes columns 16j + r
+  // (r < 16, the instruction's rows: B's n8 atoms 2j and 2j + 1) of the warp's 16 * nt / 2
+  // columns against A's rows as its 8 columns (column c is row c % M), so lane (g, t)'s c_i is
+  // D[g + 8 (i / 2)][2t + i % 2] = element (row (2t + i % 2) % M, column 16j + g + 8 (i / 2)).
+  for (int64_t m : {1, 2, 4, 8}) {
+    const RegisterLayout c = *mma_swapped_c_layout(m, 128, 4);
+    EXPECT_EQ(c.kind, LayoutKind::MmaCSwapped);
+    EXPECT_EQ(c.slots(), 4 * 2);  // 32 columns a warp: two instructions of 16 rows
+    std::map<std::pair<int64_t, int64_t>, int> holders;
+    for (int64_t t = 0; t < 128; ++t) {
+      const int64_t lane = t % 32, w = t / 32;
+      for (int64_t v = 0; v < c.slots(); ++v) {
+        const int64_t i = v % 4, j = v / 4;
+        const auto [row, col] = element(c, t, v);
+        EXPECT_EQ(row, (2 * (lane % 4) + i % 2) % m) << "M " << m;
+        EXPECT_EQ(col, 32 * w + 16 * j + lane / 4 + 8 * (i / 2)) << "M " << m;
+        holders[{row, col}]++;
+      }
+    }
+    EXPECT_EQ(holders.size(), static_cast<size_t>(m * 128)) << "every element is held";
+    // B's n8 atoms 2j and 2j + 1 hold, for lane group g, the columns the instruction's rows g
+    // and g + 8 stand for.
+    const RegisterLayout b = *mma_b_layout(16, 128, 1, 4);
+    for (int64_t t = 0; t < 128; ++t) {
+      for (int64_t v = 0; v < c.slots(); ++v) {
+        const int64_t i = v % 4, j = v / 4;
+        EXPECT_EQ(element(c, t, v).second, element(b, t, 4 * (2 * j + i / 2)).second);
+      }
+    }
+    // A's a_0, a_1, a_4, a_5 are the instruction's B column g: row g % M.
+    const RegisterLayout a = *mma_a_layout(m, 16, 1, 4);
+    for (int64_t t = 0; t < 128; ++t) {
+      for (int64_t i : {0, 1, 4, 5}) EXPECT_EQ(element(a, t, i).first, (t % 32 / 4) % m);
+    }
+  }
+  EXPECT_EQ(layout_text(*mma_swapped_c_layout(1, 64, 2)),
+            "mma_c_swapped warps(1,2) (((4,8),(1,2)),((2,2),2)):(((0,1),(0,32)),((0,8),16)) on (1,64)");
+  EXPECT_FALSE(mma_swapped_c_layout(16, 64, 2).ok()) << "16 rows or more take the direct form";
+  EXPECT_FALSE(mma_swapped_c_layout(1, 24, 1).ok()) << "whole pairs of n8 atoms";
+}
+
 TEST(BlockedLayout, CoversEveryElementEvenlyAtAnyShape) {
   for (const std::vector<int64_t>& shape :
        std::vector<std::vector<int64_t>>{{4, 16}, {7, 33}, {64, 64}, {5}, {}, {2, 3, 4}}) {
