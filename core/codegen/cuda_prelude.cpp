@@ -251,6 +251,15 @@ __device__ __forceinline__ void cp_async_16(unsigned destination, const void* so
                :
                : "r"(destination), "l"(source), "r"(source_bytes));
 }
+// The same with the L2 fetching the whole 128-byte line (.L2::128B) for a tile whose rows are
+// shorter: the rest of the line, which a later iteration reads, arrives with this request
+// instead of as a partial-line DRAM access of its own.
+__device__ __forceinline__ void cp_async_16_line(unsigned destination, const void* source,
+                                                 int source_bytes) {
+  asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n"
+               :
+               : "r"(destination), "l"(source), "r"(source_bytes));
+}
 __device__ __forceinline__ void cp_async_commit() {
   asm volatile("cp.async.commit_group;\n" ::);
 }

@@ -554,6 +554,16 @@ void KernelEmitter::async_copy(const Op& op) {
   const int64_t vectors = op.copy_layout.values() / vector;
   const std::string buffer = buffer_name(op.buffer);
   const std::string destination = shared_name(alloc);
+  // A tile whose rows are less than a 128-byte line of a longer buffer row (an int4 weight tile
+  // of 128 k: 64 bytes a row) asks the L2 for whole lines: the 70B-class int4 decode read 64-byte
+  // halves of lines as DRAM accesses of their own at 45% of the bandwidth, 52.0 µs against 36.8
+  // with the hint (H200, bench/NOTES.md); tiles of 128-byte rows or more (int8 weights, attention's
+  // keys) measured the same either way, and a 256-byte fetch slowed them (57.3 -> 59.6, 121.7 ->
+  // 132.4 µs).
+  const int64_t row_bytes = global_bytes(alloc.dtype, tile[static_cast<size_t>(last)]);
+  const char* copy = row_bytes < 128 && op.buffer->shape[rank - 1] > tile[static_cast<size_t>(last)]
+                         ? "cp_async_16_line("
+                         : "cp_async_16(";
   std::vector<std::string> guards;
   if (op.predicate) guards.push_back(name_of(op.predicate));
   if (copy_threads < kernel_.threads()) guards.push_back("tid < " + str(copy_threads));
@@ -657,7 +667,7 @@ void KernelEmitter::async_copy(const Op& op) {
       pointer = buffer + " + (" + flat_offset(op.buffer, indices) + ")";
     }
     if (others.empty() && !last_checked) {
-      line("cp_async_16(" + destination_address + ", " + pointer + ", 16);");
+      line(copy + destination_address + ", " + pointer + ", 16);");
       continue;
     }
     line("{");
@@ -666,7 +676,7 @@ void KernelEmitter::async_copy(const Op& op) {
                                                  " - (" + indices[rank - 1] + ")))"
                                            : str(vector);
     line("const int valid = " + (others.empty() ? count : "(" + others + ") ? " + count + " : 0") + ";");
-    line("cp_async_16(" + destination_address + ", valid > 0 ? " + pointer + " : " + buffer + ", " +
+    line(copy + destination_address + ", valid > 0 ? " + pointer + " : " + buffer + ", " +
          (packed ? "valid / 2" : "valid * " + std::to_string(dtype_bytes(alloc.dtype))) + ");");
     --indent_;
     line("}");

@@ -111,7 +111,7 @@ std::string KernelEmitter::unique(const std::string& wanted) {
       "j", "q", "mi", "ni", "valid", "source", "sum", "pair", "lane_row", "lane_col", "i0", "i1", "i2",
       "i3", "i4", "i5", "i6", "i7", "swizzle", "floor_div", "floor_mod", "pack2", "unpack2", "int8x2_to_bf16x2",
       "int4x2_biased", "int4x2_to_bf16x2", "int4x2_to_f16x2",
-      "shared_address", "mma_m16n8k16", "mma_m16n8k16_packed", "mma_m16n8k16_swapped", "ldmatrix_x4", "ldmatrix_x4_trans", "cp_async_16",
+      "shared_address", "mma_m16n8k16", "mma_m16n8k16_packed", "mma_m16n8k16_swapped", "ldmatrix_x4", "ldmatrix_x4_trans", "cp_async_16", "cp_async_16_line",
       "cp_async_commit", "cp_async_wait", "max", "min", "abs", "nautilus_device", "i", "tensor_map", "sigmoid_approx",
       "fence_register"};
   std::string candidate = name;

@@ -167,6 +167,17 @@ TEST(Int4, DecodeStagesPackedWeightsThroughTheCopyRing) {
         << kernels;
     EXPECT_NE(kernels.find("unpack2(int4x2_to_bf16x2(bits_"), std::string::npos) << kernels;
     EXPECT_EQ(kernels.find("*reinterpret_cast<const uint4*>(W + "), std::string::npos) << kernels;
+    // W's tile rows are 64 bytes of a longer row: its copies ask the L2 for whole 128-byte lines;
+    // X's rows of 128 bf16 (256 bytes) are whole lines already.
+    std::istringstream copies(kernels);
+    bool w_line = false, x_plain = false;
+    for (std::string line; std::getline(copies, line);) {
+      w_line |= line.find("cp_async_16_line((W_smem_addr") != std::string::npos;
+      x_plain |= line.find("cp_async_16((X_smem_addr") != std::string::npos;
+      EXPECT_EQ(line.find("cp_async_16_line((X_smem_addr"), std::string::npos) << line;
+    }
+    EXPECT_TRUE(w_line) << kernels;
+    EXPECT_TRUE(x_plain) << kernels;
     expect_compiles_for_every_arch(testing::emitted_cuda(compilation), "int4_staged_m" + rows + ".cu");
   }
 }
