@@ -423,7 +423,24 @@ void KernelLowering::plan_dots() {
     plan.warps_n = wn;
     // 1, 2, 4 or 8 rows (a decode step's head group) run on one warp along M with the atom's
     // rows repeated (layouts.h).
-    if (plan.mma && M < 16 && plan.a.load) {
+    // Whether the tile's rows are all of A's rows (a decode step): each B tile is then read by
+    // one CTA, streamed once.
+    const VOp* activations = a_global;
+    std::optional<Window> a_window =
+        activations ? match_window(*activations, activations->results[0]->type.shape) : std::nullopt;
+    bool every_row = false;
+    for (size_t axis = 0; a_window && axis < a_window->tile_axes.size(); ++axis) {
+      const int tile_axis = a_window->tile_axes[axis];
+      if (tile_axis < 0 || activations->results[0]->type.shape[static_cast<size_t>(tile_axis)] != M) continue;
+      every_row = activations->buffer->shape[axis] <= M;
+    }
+    // A 16-row tile of all of A's rows (a decode step of 16 tokens) times an int4 B read straight
+    // into its fragments with its rows contiguous along k: A is loaded into its fragments too, so
+    // that the k steps can interleave and B is read 16 bytes a lane (below) instead of a k pair --
+    // one byte -- a load beside ldmatrix's A: 72.7 µs against 103.1 at 16 x 28672 x 8192 (H200).
+    const bool int4_rows_along_k = narrow_registers && b_contiguous && b_global->buffer->dtype == DType::I4;
+    const bool a_in_registers = M < 16 || (M == 16 && wm == 1 && every_row && int4_rows_along_k && !a_bytes);
+    if (plan.mma && a_in_registers && plan.a.load) {
       // ldmatrix reads 16-row A atoms; a short A operand is loaded straight into its fragment
       // registers (it is small: at most 8 rows), its repeated rows from the same addresses.
       plan.a.load = nullptr;
@@ -432,12 +449,12 @@ void KernelLowering::plan_dots() {
     if (plan.mma) {
       for (OperandPlan* operand : {&plan.a, &plan.b}) {
         const VOp* bytes = operand == &plan.a ? a_bytes : b_bytes;
-        if (!operand->load && bytes && (operand != &plan.a || M >= 16)) {
+        if (!operand->load && bytes && (operand != &plan.a || !a_in_registers)) {
           operand->load = bytes;
           operand->widened = true;
         }
         if (!operand->load) {
-          if (operand != &plan.a || M >= 16) stage_prologue_load(operand->source);
+          if (operand != &plan.a || !a_in_registers) stage_prologue_load(operand->source);
           continue;
         }
         std::optional<Window> window =
@@ -494,17 +511,6 @@ void KernelLowering::plan_dots() {
         plan.k_interleave = p;
       }
     }
-    // Whether the tile's rows are all of A's rows (a decode step): each B tile is then read by
-    // one CTA, streamed once.
-    const VOp* activations = a_global;
-    std::optional<Window> a_window =
-        activations ? match_window(*activations, activations->results[0]->type.shape) : std::nullopt;
-    bool every_row = false;
-    for (size_t axis = 0; a_window && axis < a_window->tile_axes.size(); ++axis) {
-      const int tile_axis = a_window->tile_axes[axis];
-      if (tile_axis < 0 || activations->results[0]->type.shape[static_cast<size_t>(tile_axis)] != M) continue;
-      every_row = activations->buffer->shape[axis] <= M;
-    }
     if (plan.mma && !plan.wgmma && !plan.b.load && every_row && options_.stages >= 2) {
       // An int4 B read straight into its fragments, its rows contiguous along k (a weight
       // W[N, K]) that one CTA streams (a decode step's few rows of A), joins the loop's ring of
@@ -513,18 +519,22 @@ void KernelLowering::plan_dots() {
       // back a row's run (up to 16 bytes) at a time. (Staged in a prefill, whose W tiles many
       // CTAs read, the 16-row tiles that then looked best ran at twice their estimate: 1326 µs
       // against 684.5 at 4096^3 on the H200.)
-      const VOp* weights = b_global;
-      const bool contiguous = b_contiguous;
-      auto scope = weights ? scope_.find(weights->results[0].get()) : scope_.end();
-      const VOp* loop = scope != scope_.end() ? scope->second : nullptr;
-      if (weights && contiguous && weights->buffer->dtype == DType::I4 && loop && loop->kind == VOpKind::For &&
-          !smem_windows_.count(weights)) {
-        std::optional<Window> window = match_window(*weights, weights->results[0]->type.shape);
-        if (window && async_copyable(*weights, *window, /*packed_int4=*/true) && known_ahead(*loop, *window)) {
-          smem_windows_[weights] = *window;
-          register_loads_.insert(weights);
-          staged_register_loads_.insert(weights);
-        }
+      // A 16-row A loaded into its fragments beside it (a_in_registers) joins the ring too, read
+      // back from shared memory into its interleaved fragments.
+      const auto stage_in_ring = [&](const VOp* load, bool packed_int4) {
+        auto scope = load ? scope_.find(load->results[0].get()) : scope_.end();
+        const VOp* loop = scope != scope_.end() ? scope->second : nullptr;
+        if (!loop || loop->kind != VOpKind::For || smem_windows_.count(load)) return false;
+        std::optional<Window> window = match_window(*load, load->results[0]->type.shape);
+        if (!window || !async_copyable(*load, *window, packed_int4) || !known_ahead(*loop, *window)) return false;
+        smem_windows_[load] = *window;
+        register_loads_.insert(load);
+        staged_register_loads_.insert(load);
+        return true;
+      };
+      if (b_global && b_contiguous && b_global->buffer->dtype == DType::I4 && stage_in_ring(b_global, true) &&
+          M == 16 && a_in_registers && a_global && def(plan.a.source) == a_global) {
+        stage_in_ring(a_global, false);
       }
     }
     dot_plans_[op] = plan;
@@ -544,10 +554,13 @@ void KernelLowering::plan_dots() {
     for (auto& [dot, plan] : dot_plans_) plan.column_interleave = 1;
   }
   // A product of 1, 2, 4 or 8 rows that is only accumulated and stored (a decode step's GEMV)
-  // is computed swapped (layouts.h, mma_swapped_c_layout): half the instructions, and none of
-  // the register copies that fill the direct form's repeated rows -- the int4 decode kernel
-  // issued 4 of them per mma (ncu, H200). By default a product that a reduction or another MMA
-  // reads keeps the direct form, whose accumulator rows those expect; mma=swapped swaps it too.
+  // with B loaded into its fragments (not read from shared memory at each k step) is computed
+  // swapped (layouts.h, mma_swapped_c_layout): half the instructions, and none of the register
+  // copies that fill the direct form's repeated rows -- the int4 decode kernel issued 4 of them
+  // per mma (ncu, H200): 6.2 µs against 7.0 at M 1, 4096^2. With B read by ldmatrix it measured
+  // the same (gqa_decode's P V, 122.6 against 123.4 µs) and with a widened int8 B read a byte a
+  // lane slower (11.3 against 9.3 µs), so those stay direct by default, as does a product that a
+  // reduction or another MMA reads; mma=swapped swaps them all.
   const scalar::MmaForm form = requested_mma_form();
   for (auto& [dot, plan] : dot_plans_) {
     if (form == scalar::MmaForm::Direct || !plan.mma || plan.wgmma) continue;
@@ -559,7 +572,8 @@ void KernelLowering::plan_dots() {
       }
       continue;
     }
-    plan.swapped = form == scalar::MmaForm::Swapped || only_accumulated_and_stored(dot->results[0]);
+    plan.swapped =
+        form == scalar::MmaForm::Swapped || (!plan.b.load && only_accumulated_and_stored(dot->results[0]));
   }
   // Loads that also have users other than mma operands keep a register copy.
   for (const auto& [load, window] : smem_windows_) {

@@ -160,11 +160,12 @@ TEST(Int4, DecodeStagesPackedWeightsThroughTheCopyRing) {
     // Byte addresses are element offsets halved; a copy past the bounds moves valid / 2 bytes.
     EXPECT_NE(kernels.find(") / 2)"), std::string::npos) << kernels;
     EXPECT_NE(kernels.find("valid / 2);"), std::string::npos) << kernels;
-    // One row: a lane's 32 interleaved k, 16 bytes; sixteen rows (A by ldmatrix, standard
-    // fragments): a k pair, one byte.
-    EXPECT_NE(kernels.find(rows == "1" ? "= ld_shared_v4((W_smem_addr" : "= ld_shared_u8((W_smem_addr"),
-              std::string::npos)
-        << kernels;
+    // One row or sixteen (A read from its own ring stage into interleaved fragments, not by
+    // ldmatrix): a lane's 32 interleaved k of a row of W, 16 bytes.
+    EXPECT_NE(kernels.find("= ld_shared_v4((W_smem_addr"), std::string::npos) << kernels;
+    EXPECT_EQ(kernels.find("= ld_shared_u8((W_smem_addr"), std::string::npos) << kernels;
+    EXPECT_NE(matile.find("k interleaved by 8"), std::string::npos) << matile;
+    if (rows == "16") EXPECT_NE(matile.find("cp.async X_smem["), std::string::npos) << matile;
     EXPECT_NE(kernels.find("unpack2(int4x2_to_bf16x2(bits_"), std::string::npos) << kernels;
     EXPECT_EQ(kernels.find("*reinterpret_cast<const uint4*>(W + "), std::string::npos) << kernels;
     // W's tile rows are 64 bytes of a longer row: its copies ask the L2 for whole 128-byte lines;

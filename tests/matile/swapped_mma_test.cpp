@@ -32,36 +32,37 @@ std::vector<std::string> gemm_schedule(const std::string& rows, const std::strin
 }
 
 TEST(SwappedMma, ShortGemmProductsRunSwappedAndMatchTheReferenceAsTheDirectFormDoes) {
-  // A bf16 GEMM of 1 to 8 rows a tile, B through cp.async and ldmatrix: by default (auto) its
-  // product is only accumulated and stored, so it runs swapped; mma=direct repeats the rows.
-  // 80 columns and 96 = 3 k tiles: a partial column tile.
+  // A bf16 GEMM of 1 to 8 rows a tile, B through cp.async and ldmatrix: pinned swapped, and
+  // direct by default (auto swaps only a B loaded into its fragments). 80 columns and 96 = 3 k
+  // tiles: a partial column tile.
   for (const std::string rows : {"1", "2", "4", "8"}) {
     SCOPED_TRACE("M=" + rows);
     const std::vector<std::string> sizes = {"M=" + std::to_string(2 * std::stoi(rows) + 1), "N=80", "K=96"};
-    const driver::Compilation automatic =
-        compile_for_arch("assets/specs/gemm.nt", gemm_schedule(rows, ""), sizes, "sm_80");
+    const driver::Compilation swapped =
+        compile_for_arch("assets/specs/gemm.nt", gemm_schedule(rows, ", mma=swapped"), sizes, "sm_80");
     const driver::Compilation direct =
-        compile_for_arch("assets/specs/gemm.nt", gemm_schedule(rows, ", mma=direct"), sizes, "sm_80");
-    ASSERT_TRUE(automatic.ma_module) << automatic.schedule_error << automatic.internal_error;
+        compile_for_arch("assets/specs/gemm.nt", gemm_schedule(rows, ""), sizes, "sm_80");
+    ASSERT_TRUE(swapped.ma_module) << swapped.schedule_error << swapped.internal_error;
     ASSERT_TRUE(direct.ma_module) << direct.schedule_error << direct.internal_error;
-    EXPECT_GT(count_mmas(automatic, true), 0);
-    EXPECT_EQ(count_mmas(automatic, false), 0);
+    EXPECT_GT(count_mmas(swapped, true), 0);
+    EXPECT_EQ(count_mmas(swapped, false), 0);
     EXPECT_EQ(count_mmas(direct, true), 0);
     EXPECT_GT(count_mmas(direct, false), 0);
-    EXPECT_NE(print_module(*automatic.ma_module).find("mma_c_swapped warps(1,4)"), std::string::npos);
-    expect_stage_matches_reference(automatic, driver::Stage::MATile, 41, "swapped ");
+    EXPECT_NE(print_module(*swapped.ma_module).find("mma_c_swapped warps(1,4)"), std::string::npos);
+    expect_stage_matches_reference(swapped, driver::Stage::MATile, 41, "swapped ");
     expect_stage_matches_reference(direct, driver::Stage::MATile, 42, "direct ");
-    const std::string cuda = nautilus::testing::emitted_cuda(automatic);
+    const std::string cuda = nautilus::testing::emitted_cuda(swapped);
     EXPECT_NE(cuda.find("mma_m16n8k16_swapped(&"), std::string::npos);
   }
 }
 
-TEST(SwappedMma, WidenedInt8WeightsReadElementWiseRunSwapped) {
+TEST(SwappedMma, WidenedInt8WeightsReadElementWiseRunSwappedWhenPinned) {
   // int8 weights widened from shared memory a byte per lane (reads=elements: the columns are not
-  // interleaved), 4 activation rows and a per-column group scale: swapped, against the reference.
+  // interleaved), 4 activation rows and a per-column group scale: pinned swapped (auto keeps such
+  // a B direct), against the reference.
   const std::vector<std::string> schedule = {"tile(Y_sum, m=4, n=64, k=128)", "reverse_compute_at(Y, Y_sum, n_o)",
                                              "bind(Y_sum, m_o=grid.y, n_o=grid.x)",
-                                             "launch(Y_sum, warps=4, stages=3, reads=elements)"};
+                                             "launch(Y_sum, warps=4, stages=3, reads=elements, mma=swapped)"};
   const driver::Compilation compilation = compile_for_arch("assets/specs/int8_weight_gemm.nt", schedule,
                                                            {"M=5", "N=80", "K=384", "G=128", "KG=3"}, "sm_80");
   ASSERT_TRUE(compilation.ma_module) << compilation.schedule_error << compilation.internal_error;
@@ -70,10 +71,10 @@ TEST(SwappedMma, WidenedInt8WeightsReadElementWiseRunSwapped) {
 }
 
 TEST(SwappedMma, PinnedOnAProductThatASoftmaxReadsItStillMatchesTheReference) {
-  // A decode step's 8-head group: S = Q K^T feeds the row max and sum, which the default keeps
-  // direct (P V, only rescaled and accumulated, runs swapped). Pinned swapped, the reductions run
-  // over the swapped accumulator's layout and P is converted to the next product's operand
-  // layout; the result is the same.
+  // A decode step's 8-head group: S = Q K^T feeds the row max and sum and P V reads V by
+  // ldmatrix, so the default keeps both direct. Pinned swapped, the reductions run over the
+  // swapped accumulator's layout and P is converted to the next product's operand layout; the
+  // result is the same.
   const std::vector<std::string> schedule = {"rolling_update(O_sum, n, tile=64)", "compute_at(S, Mx, n_o)",
                                              "tile(O_sum_acc, h=8)", "reverse_compute_at(O, O_sum, h_o)",
                                              "bind(O_sum_acc, b=grid.y, h_o=grid.x)"};
@@ -85,8 +86,7 @@ TEST(SwappedMma, PinnedOnAProductThatASoftmaxReadsItStillMatchesTheReference) {
   const driver::Compilation plain = compile_for_arch("bench/variants/gqa_decode.nt", automatic, sizes, "sm_80");
   ASSERT_TRUE(pinned.ma_module) << pinned.schedule_error << pinned.internal_error;
   ASSERT_TRUE(plain.ma_module) << plain.schedule_error << plain.internal_error;
-  EXPECT_GT(count_mmas(plain, false), 0) << "a product that a reduction reads stays direct by default";
-  EXPECT_GT(count_mmas(plain, true), 0) << "P V is only rescaled and accumulated";
+  EXPECT_EQ(count_mmas(plain, true), 0) << "by default both products stay direct";
   EXPECT_EQ(count_mmas(pinned, false), 0);
   expect_stage_matches_reference(pinned, driver::Stage::MATile, 44, "swapped softmax ");
   expect_stage_matches_reference(plain, driver::Stage::MATile, 45, "direct softmax ");
