@@ -13,6 +13,18 @@ namespace {
 constexpr std::string_view kSignature =
     "launch(BLOCK, warps=W, stages=S, reads=auto|elements|grouped, mma=auto|direct|swapped)";
 
+// A keyword whose value is one of an enum's names (reads=, mma=): stores it, or says which
+// names it takes.
+template <typename Enum>
+std::string read_named(const DecisionArg& arg, std::optional<Enum> (*from_name)(const std::string&),
+                       const std::string& names, Enum* value) {
+  const std::string text = arg.is_int() ? std::to_string(arg.as_int()) : arg.as_name();
+  const std::optional<Enum> named = from_name(text);
+  if (!named) return "launch: " + arg.key + " is " + names + ", got " + text;
+  *value = *named;
+  return {};
+}
+
 // The choice a decision states, or the reason it is malformed.
 std::string read_choice(const Decision& decision, LaunchChoice* choice) {
   const std::string shape = check_arg_shape(decision, kSignature, {0, 0, true});
@@ -23,17 +35,14 @@ std::string read_choice(const Decision& decision, LaunchChoice* choice) {
       return usage_reason(kSignature, "unknown keyword '" + arg.key + "'; expected warps, stages, reads or mma");
     }
     if (arg.key == "mma") {
-      const std::string value = arg.is_int() ? std::to_string(arg.as_int()) : arg.as_name();
-      const std::optional<scalar::MmaForm> form = scalar::mma_form_from_name(value);
-      if (!form) return "launch: mma is auto, direct or swapped, got " + value;
-      choice->mma_form = *form;
+      const std::string reason = read_named(arg, scalar::mma_form_from_name, "auto, direct or swapped", &choice->mma_form);
+      if (!reason.empty()) return reason;
       continue;
     }
     if (arg.key == "reads") {
-      const std::string value = arg.is_int() ? std::to_string(arg.as_int()) : arg.as_name();
-      const std::optional<scalar::SharedReads> reads = scalar::shared_reads_from_name(value);
-      if (!reads) return "launch: reads is auto, elements or grouped, got " + value;
-      choice->shared_reads = *reads;
+      const std::string reason =
+          read_named(arg, scalar::shared_reads_from_name, "auto, elements or grouped", &choice->shared_reads);
+      if (!reason.empty()) return reason;
       continue;
     }
     if (!arg.is_int()) {
