@@ -421,8 +421,6 @@ void KernelLowering::plan_dots() {
     }
     plan.warps_m = wm;
     plan.warps_n = wn;
-    // 1, 2, 4 or 8 rows (a decode step's head group) run on one warp along M with the atom's
-    // rows repeated (layouts.h).
     // Whether the tile's rows are all of A's rows (a decode step): each B tile is then read by
     // one CTA, streamed once.
     const VOp* activations = a_global;
@@ -441,8 +439,10 @@ void KernelLowering::plan_dots() {
     const bool int4_rows_along_k = narrow_registers && b_contiguous && b_global->buffer->dtype == DType::I4;
     const bool a_in_registers = M < 16 || (M == 16 && wm == 1 && every_row && int4_rows_along_k && !a_bytes);
     if (plan.mma && a_in_registers && plan.a.load) {
-      // ldmatrix reads 16-row A atoms; a short A operand is loaded straight into its fragment
-      // registers (it is small: at most 8 rows), its repeated rows from the same addresses.
+      // 1, 2, 4 or 8 rows (a decode step's head group) run on one warp along M with the atom's
+      // rows repeated (layouts.h). ldmatrix reads 16-row A atoms; a short A operand is loaded
+      // straight into its fragment registers (it is small: at most 8 rows), its repeated rows
+      // from the same addresses.
       plan.a.load = nullptr;
       plan.a.transposed = false;
     }
