@@ -89,6 +89,30 @@ TEST(Verifier, LdmatrixGivesFragments) {
   EXPECT_EQ(problem, "kernel k: shared_load %v: ldmatrix gives an mma A or B fragment tile");
 }
 
+TEST(Verifier, ASwappedMmaTakesShortRowsAndTheTransposedAccumulator) {
+  // One row times 16 columns on one warp: the swapped accumulator verifies; the direct one under
+  // a swapped op, or a swapped op of 16 rows, is refused with what it needs.
+  const auto product = [](int64_t rows, bool swapped, bool swapped_accumulator) {
+    return first_problem(1, [&](Builder& b, const Buffer& y) {
+      const Value a = b.full(1.0, TileType{DType::BF16, {rows, 16}}, *mma_a_layout(rows, 16, 1, 1), "a");
+      const Value w = b.full(1.0, TileType{DType::BF16, {16, 16}}, *mma_b_layout(16, 16, 1, 1), "w");
+      const RegisterLayout c_layout =
+          swapped_accumulator ? *mma_swapped_c_layout(rows, 16, 1) : *mma_c_layout(rows, 16, 1, 1);
+      const Value c = b.full(0.0, TileType{DType::F32, {rows, 16}}, c_layout, "c");
+      b.mma(a, w, c, 1, 1, "d", swapped);
+      (void)y;
+    });
+  };
+  EXPECT_EQ(product(1, true, true), "");
+  EXPECT_EQ(product(1, false, false), "");
+  EXPECT_EQ(product(1, true, false).rfind("kernel k: mma %d: c is not in the mma C fragment layout mma_c_swapped", 0),
+            0u)
+      << product(1, true, false);
+  EXPECT_EQ(product(16, true, false),
+            "kernel k: mma %d: a swapped mma needs 1, 2, 4 or 8 rows on one warp along M, N a "
+            "multiple of 16 per warp and B's columns not interleaved");
+}
+
 TEST(Verifier, SharedWindowsStayInside) {
   const std::string problem = first_problem(1, [](Builder& b, const Buffer& y) {
     const int s = b.shared("S", DType::F32, {8, 16}, row_major_shared({8, 16}, {}), 2, "");
