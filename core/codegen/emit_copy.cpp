@@ -703,37 +703,12 @@ int64_t KernelEmitter::shared_vector(const Op& op, const Value& result, int64_t 
   });
 }
 
-// The longest run from slot v on -- n a power of two from `longest` down to 2 that `allowed`
-// takes -- whose slots lie at consecutive offsets of the allocation in every thread, the first a
-// multiple of n and the run inside one stage; 1 when there is none. Offsets are in elements,
-// before any swizzle.
+// matile::consecutive_shared_run at the allocation's strides (a hierarchical one is Unsupported).
 int64_t KernelEmitter::consecutive_run(const Op& op, const Value& result, int64_t v, int64_t longest,
                                        const std::function<bool(int64_t)>& allowed) {
   const SharedAlloc& alloc = alloc_of(op.shared);
-  const size_t rank = alloc.shape.size();
-  const LayoutInfo& info = layout_info(result->layout.tv, result->type.shape, matile::op_label(op));
-  const std::vector<int64_t> strides = shared_strides(alloc);
-  const int64_t slots = result->layout.slots();
-  const auto linear = [&](int64_t t, int64_t slot) {
-    int64_t offset = 0;
-    for (size_t k = 0; k < rank; ++k) {
-      offset += (evaluate_terms(info.coords.thread_terms[k], t) + evaluate_terms(info.coords.slot_terms[k], slot) +
-                 op.shared.offsets[k]) * strides[k];
-    }
-    return offset;
-  };
-  for (int64_t n = longest; n > 1; n /= 2) {
-    if (v + n > slots || !allowed(n)) continue;
-    if (op.shared.stage && alloc.stage_elements % n != 0) continue;
-    bool ok = true;
-    for (int64_t t = 0; t < info.coords.threads && ok; ++t) {
-      const int64_t first = linear(t, v);
-      ok = first % n == 0;
-      for (int64_t k = 1; k < n && ok; ++k) ok = linear(t, v + k) == first + k;
-    }
-    if (ok) return n;
-  }
-  return 1;
+  return matile::consecutive_shared_run(alloc, op.shared, shared_strides(alloc), result->layout, result->type.shape, v,
+                                        longest, allowed);
 }
 
 // The default element-wise form (Kernel::grouped_shared_reads off): runs of neighbouring slots at

@@ -1446,44 +1446,27 @@ class WorkWalk : public matile::Visitor {
            }).value_or(fallback);
   }
 
-  // Wavefronts of a shared load read element-wise, one warp instruction per group of `plan`
-  // (each lane reading the group's bytes from its first element's address), at the load's
-  // offsets in its allocation. Without a usable allocation, one wavefront per instruction.
-  // The ld.shared instructions a thread issues to read a packed int4 tile: runs of neighbouring
-  // elements of the row-major allocation, up to 32, each starting at a multiple of its length
-  // (codegen packed_int4_shared_load, for thread 0).
+  // The ld.shared instructions a thread issues to read a packed int4 tile: runs of up to 32
+  // elements (matile::consecutive_shared_run, as codegen packed_int4_shared_load reads them).
   int64_t packed_int4_reads(const Op& op) const {
     const Value& value = op.results[0];
     const int64_t slots = value->layout.slots();
     const int alloc_index = op.shared.alloc;
     if (alloc_index < 0 || alloc_index >= static_cast<int>(kernel_.shared.size())) return slots;
     const matile::SharedAlloc& alloc = kernel_.shared[static_cast<size_t>(alloc_index)];
-    const std::vector<int64_t>& shape = value->type.shape;
-    if (alloc.shape.size() != shape.size() || op.shared.offsets.size() != shape.size()) return slots;
-    const auto offset = [&](int64_t slot) {  // row-major in the allocation
-      int64_t index = value->layout.tv.index(0, slot), at = 0;
-      std::vector<int64_t> coordinate(shape.size());
-      for (size_t d = 0; d < shape.size(); ++d) {
-        coordinate[d] = index % shape[d] + op.shared.offsets[d];
-        index /= shape[d];
-      }
-      for (size_t d = 0; d < shape.size(); ++d) at = at * alloc.shape[d] + coordinate[d];
-      return at;
-    };
+    const std::optional<std::vector<int64_t>> strides = matile::flat_shared_strides(alloc);
+    if (!strides) return slots;
     int64_t reads = 0;
     for (int64_t v = 0; v < slots; ++reads) {
-      int64_t n = 32;
-      for (; n > 1; n /= 2) {
-        if (v + n > slots || offset(v) % n != 0) continue;
-        bool run = true;
-        for (int64_t k = 1; k < n && run; ++k) run = offset(v + k) == offset(v) + k;
-        if (run) break;
-      }
-      v += n;
+      v += matile::consecutive_shared_run(alloc, op.shared, *strides, value->layout, value->type.shape, v, 32,
+                                          [](int64_t) { return true; });
     }
     return reads;
   }
 
+  // Wavefronts of a shared load read element-wise, one warp instruction per group of `plan`
+  // (each lane reading the group's bytes from its first element's address), at the load's
+  // offsets in its allocation. Without a usable allocation, one wavefront per instruction.
   double element_read_wavefronts(const Op& op, const matile::SharedReadPlan& plan) const {
     const Value& value = op.results[0];
     const double fallback = kernel_.warps * static_cast<double>(plan.groups.size());

@@ -766,6 +766,51 @@ layout::ComposedLayout padded_row_major_shared(const std::vector<int64_t>& shape
 
 namespace nautilus::matile {
 
+std::optional<std::vector<int64_t>> flat_shared_strides(const SharedAlloc& alloc) {
+  const size_t rank = alloc.shape.size();
+  const layout::Layout& inner = alloc.layout.layout;
+  std::vector<int64_t> strides;
+  if (rank == 1 && inner.shape().is_leaf()) {
+    strides.push_back(inner.stride().value());
+    return strides;
+  }
+  if (inner.rank() != static_cast<int>(rank)) return std::nullopt;
+  for (size_t k = 0; k < rank; ++k) {
+    const layout::IntTuple& mode = inner.shape().mode(static_cast<int>(k));
+    if (!mode.is_leaf() || mode.value() != alloc.shape[k]) return std::nullopt;
+    strides.push_back(inner.stride().mode(static_cast<int>(k)).value());
+  }
+  return strides;
+}
+
+int64_t consecutive_shared_run(const SharedAlloc& alloc, const SharedRef& ref, const std::vector<int64_t>& strides,
+                               const RegisterLayout& layout, const std::vector<int64_t>& shape, int64_t v,
+                               int64_t longest, const std::function<bool(int64_t)>& allowed) {
+  const size_t rank = strides.size();
+  if (rank != shape.size() || ref.offsets.size() != rank) return 1;
+  const int64_t slots = layout.slots();
+  const auto linear = [&](int64_t t, int64_t slot) {
+    int64_t index = layout.tv.index(t, slot), offset = 0;
+    for (size_t k = 0; k < rank; ++k) {
+      offset += (index % shape[k] + ref.offsets[k]) * strides[k];
+      index /= shape[k];
+    }
+    return offset;
+  };
+  for (int64_t n = longest; n > 1; n /= 2) {
+    if (v + n > slots || !allowed(n)) continue;
+    if (ref.stage && alloc.stage_elements % n != 0) continue;
+    bool ok = true;
+    for (int64_t t = 0; t < layout.threads() && ok; ++t) {
+      const int64_t first = linear(t, v);
+      ok = first % n == 0;
+      for (int64_t k = 1; k < n && ok; ++k) ok = linear(t, v + k) == first + k;
+    }
+    if (ok) return n;
+  }
+  return 1;
+}
+
 SharedReadPlan shared_read_plan(const SharedAlloc& alloc, const SharedRef& ref, const RegisterLayout& layout,
                                 const std::vector<int64_t>& shape, DType dtype) {
   SharedReadPlan plan;
@@ -782,19 +827,10 @@ SharedReadPlan shared_read_plan(const SharedAlloc& alloc, const SharedRef& ref, 
       dtype == DType::Bool || (bytes != 1 && bytes != 2 && bytes != 4)) {
     return singles();
   }
-  // Per-axis element strides of a flat allocation (a hierarchical mode reads one slot at a time).
-  std::vector<int64_t> strides;
-  const layout::Layout& inner = alloc.layout.layout;
-  if (rank == 1 && inner.shape().is_leaf()) {
-    strides.push_back(inner.stride().value());
-  } else {
-    if (inner.rank() != static_cast<int>(rank)) return singles();
-    for (size_t k = 0; k < rank; ++k) {
-      const layout::IntTuple& mode = inner.shape().mode(static_cast<int>(k));
-      if (!mode.is_leaf() || mode.value() != alloc.shape[k]) return singles();
-      strides.push_back(inner.stride().mode(static_cast<int>(k)).value());
-    }
-  }
+  // A hierarchical mode reads one slot at a time.
+  const std::optional<std::vector<int64_t>> flat = flat_shared_strides(alloc);
+  if (!flat) return singles();
+  const std::vector<int64_t>& strides = *flat;
   const int64_t threads = layout.threads();
   const layout::TVIndexTable indices(layout.tv);
   const auto linear = [&](int64_t t, int64_t slot) {

@@ -28,6 +28,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -225,6 +226,19 @@ struct SharedReadPlan {
 };
 SharedReadPlan shared_read_plan(const SharedAlloc& alloc, const SharedRef& ref, const RegisterLayout& layout,
                                 const std::vector<int64_t>& shape, DType dtype);
+
+// Per-axis element strides of a flat shared allocation (one mode per axis, each of the axis'
+// extent); nullopt for a hierarchical one (the 64-column panels of a TMA-written tile).
+std::optional<std::vector<int64_t>> flat_shared_strides(const SharedAlloc& alloc);
+// The longest run from slot v of a register tile read from `ref` -- n a power of two from
+// `longest` down to 2 that `allowed` takes -- whose slots lie at consecutive element offsets
+// (before any swizzle; `strides` the allocation's flat ones) in every thread, the first a
+// multiple of n and the run inside one stage; 1 when there is none. One ld.shared reads such a
+// run: the emitter's wide element-wise reads and a packed int4 tile's reads (up to 32 elements,
+// 16 bytes), which the cost model counts the same way.
+int64_t consecutive_shared_run(const SharedAlloc& alloc, const SharedRef& ref, const std::vector<int64_t>& strides,
+                               const RegisterLayout& layout, const std::vector<int64_t>& shape, int64_t v,
+                               int64_t longest, const std::function<bool(int64_t)>& allowed);
 
 // A row-major shared tile (last axis contiguous) with `swizzle` in element units.
 layout::ComposedLayout row_major_shared(const std::vector<int64_t>& shape,
